@@ -1,0 +1,54 @@
+//! Checks the build prerequisites before anything is compiled, so a missing one is one clear
+//! message rather than a linker or build-script failure deep in a dependency.
+//!
+//! cudajit compiles kernels with LLVM 19 (linked statically); it looks for it where
+//! `LLVM_SYS_191_PREFIX` points, else for `llvm-config-19` / `llvm-config`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn llvm_config_candidates() -> Vec<PathBuf> {
+    let mut c = Vec::new();
+    if let Some(prefix) = std::env::var_os("LLVM_SYS_191_PREFIX").filter(|p| !p.is_empty()) {
+        c.push(Path::new(&prefix).join("bin").join("llvm-config"));
+    }
+    c.push(PathBuf::from("/usr/lib/llvm-19/bin/llvm-config"));
+    c.push(PathBuf::from("llvm-config-19"));
+    c.push(PathBuf::from("llvm-config"));
+    c
+}
+
+fn llvm_version(cfg: &Path) -> Option<String> {
+    let out = Command::new(cfg).arg("--version").output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
+    println!("cargo:rerun-if-env-changed=CUDAJIT_SKIP_LLVM_CHECK");
+    if std::env::var_os("CUDAJIT_SKIP_LLVM_CHECK").is_some_and(|v| v == "1") {
+        return;
+    }
+    let found = llvm_config_candidates()
+        .into_iter()
+        .filter_map(|c| llvm_version(&c).map(|v| (c, v)))
+        .find(|(_, v)| v.starts_with("19."));
+    match found {
+        Some((cfg, version)) => {
+            println!("cargo:rustc-env=CUDAJIT_LLVM_VERSION={version}");
+            println!("cargo:rerun-if-changed={}", cfg.display());
+        }
+        None => {
+            eprintln!(
+                "\nerror: cudajit needs LLVM 19 to build (its kernel compiler links LLVM statically), and none was found.\n\
+                 Install it, e.g. on Debian/Ubuntu:\n\
+                 \n    sudo apt-get install llvm-19-dev libpolly-19-dev libzstd-dev zlib1g-dev libffi-dev\n\
+                 \n(on older releases add apt.llvm.org first), or point LLVM_SYS_191_PREFIX at an LLVM 19 install\n\
+                 (the directory holding bin/llvm-config). `bash scripts/setup.sh` installs everything.\n"
+            );
+            std::process::exit(1);
+        }
+    }
+}

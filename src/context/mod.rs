@@ -1,0 +1,13 @@
+//! Devices, the driver's initialisation, and primary contexts.
+
+mod current;
+mod device;
+mod enquiry;
+mod primary;
+
+pub use current::{current_context, current_device, CurrentGuard};
+pub use device::{Device, DeviceAttribute};
+pub use enquiry::{detect, device_count, devices, driver_version, is_available, DriverVersion};
+pub use primary::Context;
+
+pub(crate) use device::init;

@@ -1,0 +1,201 @@
+//! The device's primary context, retained and released by RAII and shared across threads.
+
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use cudajit_sys as sys;
+use parking_lot::Mutex;
+
+use super::current::CurrentGuard;
+use super::device::Device;
+use crate::error::{check, check_in_drop, Error, Result};
+
+/// A device's primary context (the one numba, the runtime API, torch and CuPy also use).
+///
+/// Cheap to clone (an `Arc`); every array, stream, event and module holds one, so the context
+/// lives as long as anything that needs it. One context per device is shared across threads:
+/// [`Device::primary_context`] returns the same one while any clone is alive.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<ContextInner>,
+}
+
+pub(crate) struct ContextInner {
+    raw: sys::CUcontext,
+    device: Device,
+}
+
+// SAFETY: a CUcontext handle may be used from any thread; the driver synchronises internally.
+unsafe impl Send for ContextInner {}
+// SAFETY: as above; shared use only passes the handle to thread-safe driver calls.
+unsafe impl Sync for ContextInner {}
+
+impl Drop for ContextInner {
+    fn drop(&mut self) {
+        // SAFETY: this retain is ours and released exactly once.
+        check_in_drop(
+            unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) },
+            "cuDevicePrimaryCtxRelease_v2",
+        );
+    }
+}
+
+/// Live primary contexts, by device ordinal, so each device has one shared `Context`.
+static PRIMARY: Mutex<Vec<Weak<ContextInner>>> = Mutex::new(Vec::new());
+
+impl Device {
+    /// The device's primary context, retained while any clone of it (or any resource made
+    /// from it) is alive.
+    pub fn primary_context(&self) -> Result<Context> {
+        super::init()?;
+        let mut table = PRIMARY.lock();
+        let i = self.ordinal();
+        if table.len() <= i {
+            table.resize_with(i + 1, Weak::new);
+        }
+        if let Some(inner) = table[i].upgrade() {
+            return Ok(Context { inner });
+        }
+        let mut raw: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; the device handle came from cuDeviceGet.
+        check(
+            unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, self.raw()) },
+            "cuDevicePrimaryCtxRetain",
+        )?;
+        let inner = Arc::new(ContextInner { raw, device: *self });
+        table[i] = Arc::downgrade(&inner);
+        Ok(Context { inner })
+    }
+
+    /// Makes this device's primary context current on this thread until the guard drops
+    /// (numba's `with cuda.gpus[i]:`).
+    pub fn make_current(&self) -> Result<CurrentGuard> {
+        self.primary_context()?.make_current()
+    }
+}
+
+/// Finds the live `Context` whose handle is `raw`, if cudajit holds it.
+pub(crate) fn lookup(raw: sys::CUcontext) -> Option<Context> {
+    PRIMARY
+        .lock()
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|c| c.raw == raw)
+        .map(|inner| Context { inner })
+}
+
+impl Context {
+    /// The primary context of device `ordinal` (shorthand for `Device::get(i)?.primary_context()`).
+    pub fn new(ordinal: usize) -> Result<Context> {
+        Device::get(ordinal)?.primary_context()
+    }
+
+    /// The device this context belongs to.
+    pub fn device(&self) -> Device {
+        self.inner.device
+    }
+
+    /// The driver's handle.
+    pub fn raw(&self) -> sys::CUcontext {
+        self.inner.raw
+    }
+
+    /// Makes this context current on the calling thread if it is not already.
+    ///
+    /// Every cudajit call does this itself; users need it only before their own driver calls.
+    #[inline]
+    pub fn bind(&self) -> Result<()> {
+        let mut cur: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `cur` is a valid out-pointer.
+        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        if cur != self.inner.raw {
+            // SAFETY: the handle is a live, retained primary context.
+            check(
+                unsafe { sys::cuCtxSetCurrent(self.inner.raw) },
+                "cuCtxSetCurrent",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Binds the context for a driver call made in `Drop`; a failure is recorded, not lost.
+    pub(crate) fn bind_in_drop(&self) {
+        if let Err(e) = self.bind() {
+            crate::error::record_drop_error(e);
+        }
+    }
+
+    /// Makes this context current on this thread until the guard drops, then restores the
+    /// context that was current before.
+    pub fn make_current(&self) -> Result<CurrentGuard> {
+        CurrentGuard::new(self.clone())
+    }
+
+    /// Waits until all work on the device in this context is done.
+    pub fn synchronize(&self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: a context is current; the call takes no arguments.
+        check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+    }
+
+    /// Free and total device memory in bytes, as the driver sees them now.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.bind()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: both are valid out-pointers; a context is current.
+        check(
+            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+            "cuMemGetInfo_v2",
+        )?;
+        Ok((free, total))
+    }
+
+    /// Releases this context and resets the device's primary context, destroying every
+    /// allocation in it (numba's `cuda.close()` / `device.reset()`).
+    ///
+    /// Fails, changing nothing, while other clones of this context or resources made from it
+    /// are alive: drop those first. Other libraries in the process that use the same primary
+    /// context (torch, CuPy) lose their allocations too.
+    pub fn reset(self) -> Result<()> {
+        let others = Arc::strong_count(&self.inner) - 1;
+        if others > 0 {
+            return Err(Error::usage(format!(
+                "cannot reset the context of device {}: {others} other handle(s) to it (arrays, streams, events, \
+                 modules or context clones) are still alive; drop them first",
+                self.inner.device.ordinal()
+            )));
+        }
+        let device = self.inner.device;
+        drop(self);
+        // SAFETY: the device handle is valid; no cudajit resource uses its primary context now.
+        check(
+            unsafe { sys::cuDevicePrimaryCtxReset_v2(device.raw()) },
+            "cuDevicePrimaryCtxReset_v2",
+        )
+    }
+
+    /// Whether two handles are the same context.
+    pub fn same_as(&self, other: &Context) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Checks that a resource of context `other` may be used with this one.
+    #[inline]
+    pub(crate) fn check_same(&self, other: &Context, what: &str) -> Result<()> {
+        if self.same_as(other) {
+            Ok(())
+        } else {
+            Err(Error::usage(format!(
+                "{what} belongs to device {} but is used with device {}; copy it to this device first",
+                other.device().ordinal(),
+                self.device().ordinal()
+            )))
+        }
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Context(device {})", self.inner.device.ordinal())
+    }
+}

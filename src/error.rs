@@ -1,0 +1,268 @@
+//! The crate's one error type.
+
+use std::fmt;
+
+use cudajit_sys as sys;
+use parking_lot::Mutex;
+
+pub use sys::LoadError;
+
+/// Shorthand for `Result<T, cudajit::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in cudajit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The driver library (or one of its functions) could not be loaded.
+    Load(LoadError),
+    /// A driver call returned an error code.
+    Driver {
+        /// The driver function that failed (e.g. `cuMemAlloc_v2`).
+        call: &'static str,
+        /// The code it returned.
+        code: DriverCode,
+    },
+    /// The driver's PTX JIT compiler rejected a module.
+    Jit {
+        /// The code `cuModuleLoadDataEx` returned.
+        code: DriverCode,
+        /// The JIT compiler's error log.
+        log: String,
+    },
+    /// Two shapes that must agree do not.
+    Shape {
+        /// What was being done.
+        op: &'static str,
+        /// The shape required.
+        expected: Vec<usize>,
+        /// The shape given.
+        actual: Vec<usize>,
+    },
+    /// An allocation asked for more memory than the device has free.
+    OutOfMemory {
+        /// Bytes requested.
+        requested: usize,
+        /// The device's ordinal.
+        device: usize,
+    },
+    /// The API was used in a way it does not allow (the message says how to fix it).
+    Usage(String),
+}
+
+/// A raw driver result code with its name and description.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DriverCode(pub sys::CUresult);
+
+impl DriverCode {
+    /// The constant's name (`CUDA_ERROR_OUT_OF_MEMORY`), or `None` for a code unknown to this crate.
+    pub fn name(self) -> Option<&'static str> {
+        sys::result_name(self.0)
+    }
+
+    /// The numeric value.
+    pub fn value(self) -> u32 {
+        self.0 .0
+    }
+
+    /// A one-line description: the driver's own if it is loaded, else the header's.
+    pub fn description(self) -> String {
+        if let Some(s) = driver_error_string(self.0) {
+            return s;
+        }
+        match sys::result_description(self.0) {
+            Some(d) => d.to_string(),
+            None => format!(
+                "unknown result code {} (perhaps from a newer driver than this crate knows)",
+                self.value()
+            ),
+        }
+    }
+
+    /// Advice for codes where the fix is known.
+    pub fn hint(self) -> Option<&'static str> {
+        Some(match self.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                "free device memory or use smaller arrays; Context::memory_info() shows what is free"
+            }
+            sys::CUresult::CUDA_ERROR_NO_DEVICE => "no CUDA-capable GPU is visible; check nvidia-smi and CUDA_VISIBLE_DEVICES",
+            sys::CUresult::CUDA_ERROR_STUB_LIBRARY => {
+                "the loaded libcuda is the toolkit's stub; remove its stubs/ directory from LD_LIBRARY_PATH or set CUDAJIT_DRIVER to the real driver"
+            }
+            sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+            | sys::CUresult::CUDA_ERROR_LAUNCH_FAILED
+            | sys::CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
+            | sys::CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | sys::CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR => {
+                "a kernel faulted (check its indexing against the array sizes); this context can no longer be used and the process must restart to use the GPU again"
+            }
+            sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
+                "the kernel needs more registers or shared memory than the block size allows; use a smaller block"
+            }
+            sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
+                "the PTX targets a newer ISA than this driver supports; compile for a lower PTX version or update the driver"
+            }
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Debug for DriverCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n}({})", self.value()),
+            None => write!(f, "CUresult({})", self.value()),
+        }
+    }
+}
+
+impl fmt::Display for DriverCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.name().unwrap_or("unknown CUDA error"),
+            self.value(),
+            self.description()
+        )?;
+        if let Some(h) = self.hint() {
+            write!(f, " (hint: {h})")?;
+        }
+        Ok(())
+    }
+}
+
+/// The driver's short text for a code, when the driver is loaded and knows the code.
+fn driver_error_string(code: sys::CUresult) -> Option<String> {
+    // Only ask a driver that is already loaded: formatting an error never loads libraries.
+    sys::driver_library().ok()?;
+    let mut p: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: `p` is a valid out-pointer; the driver returns a static string or an error.
+    let res = unsafe { sys::cuGetErrorString(code, &mut p) }.ok()?;
+    if res != sys::CUresult::CUDA_SUCCESS || p.is_null() {
+        return None;
+    }
+    // SAFETY: on success the driver returns a NUL-terminated static string.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) };
+    Some(s.to_string_lossy().into_owned())
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Load(e) => e.fmt(f),
+            Error::Driver { call, code } => write!(f, "{call} failed: {code}"),
+            Error::Jit { code, log } => {
+                write!(f, "the driver's PTX JIT compiler rejected the module: {code}")?;
+                if log.trim().is_empty() {
+                    write!(f, " (the JIT log is empty)")
+                } else {
+                    write!(f, "\nJIT log:\n{}", log.trim_end())
+                }
+            }
+            Error::Shape {
+                op,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "shape mismatch in {op}: expected {expected:?}, got {actual:?}"
+            ),
+            Error::OutOfMemory { requested, device } => write!(
+                f,
+                "out of memory on device {device}: could not allocate {requested} bytes ({:.2} GiB); free device \
+                 memory or use smaller arrays (Context::memory_info() shows what is free)",
+                *requested as f64 / (1u64 << 30) as f64
+            ),
+            Error::Usage(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Load(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<LoadError> for Error {
+    fn from(e: LoadError) -> Self {
+        Error::Load(e)
+    }
+}
+
+impl Error {
+    /// The driver code behind this error, if it came from the driver.
+    pub fn driver_code(&self) -> Option<DriverCode> {
+        match self {
+            Error::Driver { code, .. } | Error::Jit { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether this is the driver's out-of-memory error.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self, Error::OutOfMemory { .. })
+            || self
+                .driver_code()
+                .is_some_and(|c| c.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)
+    }
+
+    pub(crate) fn usage(msg: impl Into<String>) -> Self {
+        Error::Usage(msg.into())
+    }
+}
+
+/// Turns a driver call's outcome into a `Result`, naming the call on failure.
+#[inline]
+pub(crate) fn check(
+    res: std::result::Result<sys::CUresult, LoadError>,
+    call: &'static str,
+) -> Result<()> {
+    match res {
+        Ok(sys::CUresult::CUDA_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::Driver {
+            call,
+            code: DriverCode(code),
+        }),
+        Err(e) => Err(Error::Load(e)),
+    }
+}
+
+/// The most errors kept from `Drop` implementations before older ones are discarded.
+const MAX_DROP_ERRORS: usize = 256;
+
+static DROP_ERRORS: Mutex<Vec<Error>> = Mutex::new(Vec::new());
+
+/// Keeps an error raised while dropping a resource, for [`take_drop_errors`].
+pub(crate) fn record_drop_error(e: Error) {
+    if std::env::var_os("CUDAJIT_LOG_DROP_ERRORS").is_some_and(|v| !v.is_empty() && v != "0") {
+        eprintln!("cudajit: error while releasing a resource: {e}");
+    }
+    let mut errors = DROP_ERRORS.lock();
+    if errors.len() >= MAX_DROP_ERRORS {
+        errors.remove(0);
+    }
+    errors.push(e);
+}
+
+/// Errors raised while dropping resources (which `Drop` cannot return), oldest first.
+///
+/// Drained by this call. At most the last 256 are kept. Set `CUDAJIT_LOG_DROP_ERRORS=1` to also
+/// print each to stderr as it happens.
+pub fn take_drop_errors() -> Vec<Error> {
+    std::mem::take(&mut *DROP_ERRORS.lock())
+}
+
+/// Records the error of a driver call made inside `Drop`, if it failed.
+pub(crate) fn check_in_drop(
+    res: std::result::Result<sys::CUresult, LoadError>,
+    call: &'static str,
+) {
+    if let Err(e) = check(res, call) {
+        record_drop_error(e);
+    }
+}

@@ -1,0 +1,139 @@
+//! Events: markers in a stream's work, for waiting, cross-stream ordering and timing.
+
+use std::fmt;
+
+use cudajit_sys as sys;
+
+use crate::context::Context;
+use crate::error::{check, check_in_drop, Result};
+use crate::stream::Stream;
+
+/// A CUDA event. Destroyed on drop.
+pub struct Event {
+    ctx: Context,
+    raw: sys::CUevent,
+}
+
+// SAFETY: a CUevent may be used from any thread; the driver synchronises internally.
+unsafe impl Send for Event {}
+// SAFETY: as above.
+unsafe impl Sync for Event {}
+
+impl Context {
+    /// A new event that records timestamps (numba's `cuda.event(timing=True)`).
+    pub fn new_event(&self) -> Result<Event> {
+        self.new_event_with(true, false)
+    }
+
+    /// A new event; `timing: false` makes it cheaper, `blocking_sync: true` makes
+    /// [`Event::synchronize`] sleep instead of spin.
+    pub fn new_event_with(&self, timing: bool, blocking_sync: bool) -> Result<Event> {
+        self.bind()?;
+        let mut flags = 0;
+        if !timing {
+            flags |= sys::CUevent_flags::CU_EVENT_DISABLE_TIMING.0;
+        }
+        if blocking_sync {
+            flags |= sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC.0;
+        }
+        let mut raw: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; the flags are cuEventCreate's.
+        check(
+            unsafe { sys::cuEventCreate(&mut raw, flags) },
+            "cuEventCreate",
+        )?;
+        Ok(Event {
+            ctx: self.clone(),
+            raw,
+        })
+    }
+}
+
+impl Event {
+    /// The driver's handle.
+    pub fn raw(&self) -> sys::CUevent {
+        self.raw
+    }
+
+    /// The context the event belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Marks the current end of `stream`'s queued work.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        self.ctx.check_same(stream.context(), "the stream")?;
+        self.ctx.bind()?;
+        // SAFETY: both handles are live and belong to the bound context.
+        check(
+            unsafe { sys::cuEventRecord(self.raw, stream.raw()) },
+            "cuEventRecord",
+        )
+    }
+
+    /// Whether the recorded work has completed (true if never recorded).
+    pub fn query(&self) -> Result<bool> {
+        self.ctx.bind()?;
+        // SAFETY: the handle is live.
+        match unsafe { sys::cuEventQuery(self.raw) }? {
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => check(Ok(code), "cuEventQuery").map(|()| true),
+        }
+    }
+
+    /// Waits until the recorded work has completed.
+    pub fn synchronize(&self) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: the handle is live.
+        check(
+            unsafe { sys::cuEventSynchronize(self.raw) },
+            "cuEventSynchronize",
+        )
+    }
+
+    /// Makes `stream`'s later work wait for this event (numba's `event.wait(stream)`).
+    pub fn wait(&self, stream: &Stream) -> Result<()> {
+        stream.wait_event(self)
+    }
+
+    /// Milliseconds from `start` to this event; both must have been recorded and completed,
+    /// and both must have timing enabled.
+    pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
+        elapsed_ms(start, self)
+    }
+}
+
+/// Milliseconds between two completed events with timing enabled (numba's `event_elapsed_time`).
+pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
+    start.ctx.check_same(&end.ctx, "the end event")?;
+    start.ctx.bind()?;
+    let mut ms = 0f32;
+    // SAFETY: `ms` is a valid out-pointer; both events are live in the bound context.
+    match unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.raw, end.raw) } {
+        // Drivers before CUDA 12.8 have only the original entry point.
+        Err(sys::LoadError::MissingSymbol { .. }) => check(
+            // SAFETY: as above.
+            unsafe { sys::cuEventElapsedTime(&mut ms, start.raw, end.raw) },
+            "cuEventElapsedTime",
+        ),
+        other => check(other, "cuEventElapsedTime_v2"),
+    }?;
+    Ok(ms)
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        self.ctx.bind_in_drop();
+        // SAFETY: the event was created by cudajit and is destroyed once.
+        check_in_drop(
+            unsafe { sys::cuEventDestroy_v2(self.raw) },
+            "cuEventDestroy_v2",
+        );
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Event({:p})", self.raw)
+    }
+}

@@ -1,0 +1,67 @@
+//! # cudajit
+//!
+//! Drive NVIDIA GPUs from Rust with nothing but the NVIDIA driver installed: cudajit loads
+//! `libcuda` at run time and wraps it in safe RAII types.
+//!
+//! - Enquiry: [`is_available`], [`detect`], [`devices`], [`Device`], [`driver_version`].
+//! - Contexts: [`Context`] (a device's primary context), [`CurrentGuard`], [`current_context`].
+//! - Memory: [`DeviceArray`] (n-D, ndarray shapes) and its views, with copies from the
+//!   [`DeviceSlice`] / [`DeviceSliceMut`] traits; [`PinnedHostBuffer`], [`MappedHostBuffer`],
+//!   [`ManagedBuffer`].
+//! - Streams and events: [`Stream`] (host callbacks, a `Future`, an auto-synchronising guard),
+//!   [`Event`] (timing with [`elapsed_ms`]).
+//! - Modules: [`Module`] from PTX, cubin or fatbin; [`Function`] attributes, occupancy and
+//!   [`Function::launch`].
+//! - Profiler: [`profile_start`], [`profile_stop`], [`profiling`].
+//!
+//! Every fallible call returns [`Result`] with the one [`Error`] type; nothing panics on user
+//! input or driver errors. Errors raised while dropping are kept: see [`take_drop_errors`].
+//!
+//! ```no_run
+//! use cudajit::prelude::*;
+//!
+//! # fn main() -> cudajit::Result<()> {
+//! let ctx = Context::new(0)?;
+//! let stream = ctx.new_stream()?;
+//! let x = stream.to_device(&[1.0f32, 2.0, 3.0])?;
+//! let mut y = ctx.zeros::<f32, _>(3)?;
+//! y.copy_from_device_async(&x, &stream)?;
+//! assert_eq!(y.to_vec_async(&stream)?, vec![1.0, 2.0, 3.0]);
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod context;
+pub mod error;
+pub mod event;
+pub mod memory;
+pub mod module;
+pub mod profiler;
+pub mod stream;
+
+pub use context::{
+    current_context, current_device, detect, device_count, devices, driver_version, is_available,
+    Context, CurrentGuard, Device, DeviceAttribute, DriverVersion,
+};
+pub use error::{take_drop_errors, DriverCode, Error, LoadError, Result};
+pub use event::{elapsed_ms, Event};
+pub use memory::{
+    AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
+    HostSource, ManagedBuffer, MappedHostBuffer, PinnedHostBuffer, PrefetchTarget,
+};
+pub use module::{Dim3, Function, FunctionAttributes, KernelArg, KernelArgs, LaunchConfig, Module};
+pub use profiler::{profile_start, profile_stop, profiling, Profiling};
+pub use stream::{AutoSynchronize, Stream, StreamDone, StreamOptions};
+
+/// The raw driver bindings (`cudajit-sys`), for calls cudajit does not wrap.
+pub use cudajit_sys as sys;
+
+/// Everything most programs need: `use cudajit::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Context, Device, DeviceArray, DeviceSlice, DeviceSliceMut, Error, Event, LaunchConfig,
+        Module, Result, Stream,
+    };
+}

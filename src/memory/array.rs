@@ -1,0 +1,296 @@
+//! `DeviceArray`: an owned, contiguous, C-order n-D array in device memory, and its views.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use cudajit_sys as sys;
+use ndarray::{Dimension, IntoDimension, Ix1};
+
+use super::element::{AnyBitPattern, DeviceCopy};
+use super::host::HostSource;
+use super::slice::{check_stream, DeviceSlice, DeviceSliceMut, Sealed};
+use crate::context::Context;
+use crate::error::{check, check_in_drop, Error, Result};
+use crate::stream::Stream;
+
+/// An n-D array of `T` in device memory: contiguous, C order, shape `D` (ndarray's
+/// `Ix1`, `Ix2`, ..., `IxDyn`). Frees its memory on drop; keeps its context alive.
+///
+/// Copies, views and fills come from the [`DeviceSlice`] and [`DeviceSliceMut`] traits
+/// (in the prelude). Created by [`Context::alloc`], [`Context::zeros`],
+/// [`Context::to_device`], [`Stream::to_device`] and friends.
+pub struct DeviceArray<T: DeviceCopy, D: Dimension = Ix1> {
+    ctx: Context,
+    ptr: sys::CUdeviceptr,
+    dim: D,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: the array owns device memory, reachable from any thread through its context;
+// `T` itself is Send + Sync (DeviceCopy's bounds).
+unsafe impl<T: DeviceCopy, D: Dimension> Send for DeviceArray<T, D> {}
+// SAFETY: shared references only read the handle or enqueue reads of the memory.
+unsafe impl<T: DeviceCopy, D: Dimension> Sync for DeviceArray<T, D> {}
+
+impl<T: DeviceCopy, D: Dimension> Drop for DeviceArray<T, D> {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        self.ctx.bind_in_drop();
+        // SAFETY: the pointer came from cuMemAlloc in this context and is freed once.
+        check_in_drop(unsafe { sys::cuMemFree_v2(self.ptr) }, "cuMemFree_v2");
+    }
+}
+
+impl<T: DeviceCopy, D: Dimension> Sealed for DeviceArray<T, D> {}
+
+impl<T: DeviceCopy, D: Dimension> DeviceSlice<T> for DeviceArray<T, D> {
+    type Dim = D;
+    fn context(&self) -> &Context {
+        &self.ctx
+    }
+    fn device_ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+    fn dim(&self) -> &D {
+        &self.dim
+    }
+}
+
+impl<T: DeviceCopy, D: Dimension> DeviceSliceMut<T> for DeviceArray<T, D> {}
+
+impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
+    /// Allocates uninitialised memory for `dim`.
+    fn alloc_raw(ctx: &Context, dim: D) -> Result<Self> {
+        let bytes = dim
+            .size_checked()
+            .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "array shape {:?} is too large to allocate",
+                    dim.slice()
+                ))
+            })?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        if bytes > 0 {
+            ctx.bind()?;
+            // SAFETY: `ptr` is a valid out-pointer; a context is current.
+            check(
+                unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) },
+                "cuMemAlloc_v2",
+            )
+            .map_err(|e| {
+                if e.is_out_of_memory() {
+                    Error::OutOfMemory {
+                        requested: bytes,
+                        device: ctx.device().ordinal(),
+                    }
+                } else {
+                    e
+                }
+            })?;
+        }
+        Ok(DeviceArray {
+            ctx: ctx.clone(),
+            ptr,
+            dim,
+            _t: PhantomData,
+        })
+    }
+
+    /// Reinterprets the array with another shape of the same number of elements.
+    pub fn into_shape<Sh: IntoDimension>(self, shape: Sh) -> Result<DeviceArray<T, Sh::Dim>> {
+        let dim = shape.into_dimension();
+        if dim.size() != self.dim.size() {
+            return Err(Error::usage(format!(
+                "cannot reshape an array of shape {:?} to {:?}: the sizes differ",
+                self.dim.slice(),
+                dim.slice()
+            )));
+        }
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so its context is moved out exactly once and the
+        // allocation changes owner without being freed.
+        let ctx = unsafe { std::ptr::read(&this.ctx) };
+        Ok(DeviceArray {
+            ctx,
+            ptr: this.ptr,
+            dim,
+            _t: PhantomData,
+        })
+    }
+
+    /// The raw device pointer (for users' own driver calls; cudajit keeps ownership).
+    pub fn as_raw_ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+}
+
+impl<T: DeviceCopy, D: Dimension> fmt::Debug for DeviceArray<T, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceArray<{}>(shape {:?}, device {})",
+            std::any::type_name::<T>(),
+            self.dim.slice(),
+            self.ctx.device().ordinal()
+        )
+    }
+}
+
+/// A borrowed, read-only view of (part of) a device array.
+pub struct DeviceView<'a, T: DeviceCopy, D: Dimension = Ix1> {
+    ctx: &'a Context,
+    ptr: sys::CUdeviceptr,
+    dim: D,
+    _t: PhantomData<&'a T>,
+}
+
+/// A borrowed, writable view of (part of) a device array.
+pub struct DeviceViewMut<'a, T: DeviceCopy, D: Dimension = Ix1> {
+    ctx: &'a Context,
+    ptr: sys::CUdeviceptr,
+    dim: D,
+    _t: PhantomData<&'a mut T>,
+}
+
+macro_rules! impl_view {
+    ($name:ident) => {
+        impl<'a, T: DeviceCopy, D: Dimension> $name<'a, T, D> {
+            pub(crate) fn from_parts(ctx: &'a Context, ptr: sys::CUdeviceptr, dim: D) -> Self {
+                $name {
+                    ctx,
+                    ptr,
+                    dim,
+                    _t: PhantomData,
+                }
+            }
+        }
+        impl<T: DeviceCopy, D: Dimension> Sealed for $name<'_, T, D> {}
+        impl<T: DeviceCopy, D: Dimension> DeviceSlice<T> for $name<'_, T, D> {
+            type Dim = D;
+            fn context(&self) -> &Context {
+                self.ctx
+            }
+            fn device_ptr(&self) -> sys::CUdeviceptr {
+                self.ptr
+            }
+            fn dim(&self) -> &D {
+                &self.dim
+            }
+        }
+        impl<T: DeviceCopy, D: Dimension> fmt::Debug for $name<'_, T, D> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(
+                    f,
+                    "{}<{}>(shape {:?}, device {})",
+                    stringify!($name),
+                    std::any::type_name::<T>(),
+                    self.dim.slice(),
+                    self.ctx.device().ordinal()
+                )
+            }
+        }
+    };
+}
+impl_view!(DeviceView);
+impl_view!(DeviceViewMut);
+impl<T: DeviceCopy, D: Dimension> DeviceSliceMut<T> for DeviceViewMut<'_, T, D> {}
+
+impl<T: DeviceCopy, D: Dimension> Clone for DeviceView<'_, T, D> {
+    fn clone(&self) -> Self {
+        DeviceView::from_parts(self.ctx, self.ptr, self.dim.clone())
+    }
+}
+
+impl Context {
+    /// A new array of shape `shape` with uninitialised contents (numba's `device_array`).
+    ///
+    /// Only for element types where any bytes are a valid value; see [`Context::zeros`].
+    pub fn alloc<T: AnyBitPattern, Sh: IntoDimension>(
+        &self,
+        shape: Sh,
+    ) -> Result<DeviceArray<T, Sh::Dim>> {
+        DeviceArray::alloc_raw(self, shape.into_dimension())
+    }
+
+    /// A new array of shape `shape`, every byte zero.
+    pub fn zeros<T: DeviceCopy, Sh: IntoDimension>(
+        &self,
+        shape: Sh,
+    ) -> Result<DeviceArray<T, Sh::Dim>> {
+        let mut a = DeviceArray::alloc_raw(self, shape.into_dimension())?;
+        a.memset(0)?;
+        Ok(a)
+    }
+
+    /// A new, uninitialised array with the shape of `like` (numba's `device_array_like`).
+    pub fn device_array_like<T: AnyBitPattern, A: DeviceSlice<T> + ?Sized>(
+        &self,
+        like: &A,
+    ) -> Result<DeviceArray<T, A::Dim>> {
+        DeviceArray::alloc_raw(self, like.dim().clone())
+    }
+
+    /// Copies host data (a slice, `Vec`, or any ndarray array or view) to a new device array.
+    pub fn to_device<T: DeviceCopy, H: HostSource<T> + ?Sized>(
+        &self,
+        host: &H,
+    ) -> Result<DeviceArray<T, H::Dim>> {
+        let mut a = DeviceArray::alloc_raw(self, host.host_dim())?;
+        a.copy_from_host(host)?;
+        Ok(a)
+    }
+
+    /// A new device array holding a copy of `src` (any device array or view of this context).
+    pub fn copy_device<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
+        &self,
+        src: &A,
+    ) -> Result<DeviceArray<T, A::Dim>> {
+        let mut a = DeviceArray::alloc_raw(self, src.dim().clone())?;
+        a.copy_from_device(src)?;
+        Ok(a)
+    }
+}
+
+impl Stream {
+    /// Copies host data to a new device array, ordered on this stream.
+    pub fn to_device<T: DeviceCopy, H: HostSource<T> + ?Sized>(
+        &self,
+        host: &H,
+    ) -> Result<DeviceArray<T, H::Dim>> {
+        let mut a = DeviceArray::alloc_raw(self.context(), host.host_dim())?;
+        a.copy_from_host_async(host, self)?;
+        Ok(a)
+    }
+
+    /// A new array of shape `shape`, zeroed on this stream.
+    pub fn zeros<T: DeviceCopy, Sh: IntoDimension>(
+        &self,
+        shape: Sh,
+    ) -> Result<DeviceArray<T, Sh::Dim>> {
+        let mut a = DeviceArray::alloc_raw(self.context(), shape.into_dimension())?;
+        a.memset_async(0, self)?;
+        Ok(a)
+    }
+
+    /// A new, uninitialised array with the shape of `like`.
+    pub fn alloc_like<T: AnyBitPattern, A: DeviceSlice<T> + ?Sized>(
+        &self,
+        like: &A,
+    ) -> Result<DeviceArray<T, A::Dim>> {
+        check_stream(like.context(), self)?;
+        DeviceArray::alloc_raw(self.context(), like.dim().clone())
+    }
+
+    /// Copies `src` into `dst` (same shape) on this stream; shorthand for
+    /// `dst.copy_from_device_async(src, stream)`.
+    pub fn copy<T: DeviceCopy, S: DeviceSlice<T> + ?Sized, M: DeviceSliceMut<T> + ?Sized>(
+        &self,
+        src: &S,
+        dst: &mut M,
+    ) -> Result<()> {
+        dst.copy_from_device_async(src, self)
+    }
+}

@@ -1,0 +1,33 @@
+//! Which Rust types may live in device memory.
+
+/// A type that may be copied to and from the device byte for byte.
+///
+/// # Safety
+/// The type must be `Copy`, contain no pointers to host memory that the device would follow,
+/// and have no padding whose contents matter.
+pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
+
+/// A [`DeviceCopy`] type for which every bit pattern is a valid value, so memory the device
+/// has not written (e.g. from [`crate::Context::alloc`]) may be read as it.
+///
+/// # Safety
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid value of the type.
+pub unsafe trait AnyBitPattern: DeviceCopy {}
+
+macro_rules! impl_pod {
+    ($($t:ty),*) => {$(
+        // SAFETY: a plain number: no pointers, no padding.
+        unsafe impl DeviceCopy for $t {}
+        // SAFETY: every bit pattern is a valid number.
+        unsafe impl AnyBitPattern for $t {}
+    )*};
+}
+impl_pod!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, isize, usize);
+
+// SAFETY: one byte, no pointers; not AnyBitPattern since only 0 and 1 are valid.
+unsafe impl DeviceCopy for bool {}
+
+// SAFETY: arrays of device-copyable types are laid out contiguously with no padding between.
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+// SAFETY: every bit pattern of each element is valid, hence of the array.
+unsafe impl<T: AnyBitPattern, const N: usize> AnyBitPattern for [T; N] {}

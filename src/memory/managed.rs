@@ -1,0 +1,166 @@
+//! Managed (unified) memory: one address valid on host and device, migrated on demand or by
+//! prefetch.
+
+use cudajit_sys as sys;
+use ndarray::{Dimension, Ix1};
+
+use super::element::DeviceCopy;
+use super::slice::{check_stream, DeviceSlice, DeviceSliceMut, Sealed};
+use crate::context::Context;
+use crate::error::{check, check_in_drop, Error, Result};
+use crate::stream::Stream;
+
+/// `CU_DEVICE_CPU`: the host, as a prefetch destination for the older prefetch entry point.
+const CU_DEVICE_CPU: sys::CUdevice = -1;
+
+/// Managed memory (`cuMemAllocManaged`) of `len` elements of `T`, attached globally.
+///
+/// Usable wherever a device array is ([`DeviceSlice`]), and from the host through
+/// [`as_slice`](Self::as_slice), which first waits for all work in the context.
+pub struct ManagedBuffer<T: DeviceCopy> {
+    ctx: Context,
+    ptr: sys::CUdeviceptr,
+    dim: Ix1,
+    _t: std::marker::PhantomData<T>,
+}
+
+// SAFETY: the buffer owns its memory; T is Send + Sync.
+unsafe impl<T: DeviceCopy> Send for ManagedBuffer<T> {}
+// SAFETY: host reads wait for all device work first; writes need `&mut self`.
+unsafe impl<T: DeviceCopy> Sync for ManagedBuffer<T> {}
+
+/// Where to prefetch managed memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefetchTarget {
+    /// The context's device.
+    Device,
+    /// Host memory.
+    Host,
+}
+
+impl Context {
+    /// Managed memory holding a copy of `data`.
+    pub fn managed_from_slice<T: DeviceCopy>(&self, data: &[T]) -> Result<ManagedBuffer<T>> {
+        let bytes = std::mem::size_of_val(data);
+        let mut ptr: sys::CUdeviceptr = 0;
+        if bytes > 0 {
+            self.bind()?;
+            // SAFETY: `ptr` is a valid out-pointer; GLOBAL is a documented attach flag.
+            check(
+                unsafe {
+                    sys::cuMemAllocManaged(
+                        &mut ptr,
+                        bytes,
+                        sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL.0,
+                    )
+                },
+                "cuMemAllocManaged",
+            )?;
+            // SAFETY: managed memory is host-accessible at the same address; no device work
+            // touches the new allocation yet.
+            unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), ptr as usize as *mut T, data.len())
+            };
+        }
+        Ok(ManagedBuffer {
+            ctx: self.clone(),
+            ptr,
+            dim: ndarray::Ix1(data.len()),
+            _t: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<T: DeviceCopy> ManagedBuffer<T> {
+    /// The contents, after all work in the context has finished.
+    pub fn as_slice(&self) -> Result<&[T]> {
+        self.ctx.synchronize()?;
+        // SAFETY: `len` initialised elements at a host-accessible address; no device work is
+        // running; mutation needs `&mut self`.
+        Ok(unsafe { std::slice::from_raw_parts(self.host_ptr(), self.dim.size()) })
+    }
+
+    /// The contents, writable, after all work in the context has finished.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.ctx.synchronize()?;
+        // SAFETY: as above, and `&mut self` makes this the only access.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.host_ptr(), self.dim.size()) })
+    }
+
+    fn host_ptr(&self) -> *mut T {
+        if self.ptr == 0 {
+            std::ptr::NonNull::dangling().as_ptr()
+        } else {
+            self.ptr as usize as *mut T
+        }
+    }
+
+    /// Migrates the memory to the device or the host ahead of use, ordered on `stream`.
+    pub fn prefetch(&self, target: PrefetchTarget, stream: &Stream) -> Result<()> {
+        check_stream(&self.ctx, stream)?;
+        let bytes = self.num_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.ctx.bind()?;
+        let ordinal = self.ctx.device().ordinal() as i32;
+        let location = match target {
+            PrefetchTarget::Device => sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: ordinal,
+            },
+            PrefetchTarget::Host => sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
+                id: 0,
+            },
+        };
+        // SAFETY: the range is this allocation; the stream belongs to this context.
+        match unsafe { sys::cuMemPrefetchAsync_v2(self.ptr, bytes, location, 0, stream.raw()) } {
+            Err(sys::LoadError::MissingSymbol { .. }) => {
+                // Drivers before CUDA 12.2 have only the original entry point.
+                let dst = match target {
+                    PrefetchTarget::Device => self.ctx.device().raw(),
+                    PrefetchTarget::Host => CU_DEVICE_CPU,
+                };
+                // SAFETY: as above.
+                check(
+                    unsafe { sys::cuMemPrefetchAsync(self.ptr, bytes, dst, stream.raw()) },
+                    "cuMemPrefetchAsync",
+                )
+            }
+            other => check(other, "cuMemPrefetchAsync_v2"),
+        }
+        .map_err(|e| match e.driver_code() {
+            Some(c) if c.0 == sys::CUresult::CUDA_ERROR_INVALID_DEVICE => Error::usage(format!(
+                "device {ordinal} cannot prefetch managed memory (it lacks concurrent managed access): {e}"
+            )),
+            _ => e,
+        })
+    }
+}
+
+impl<T: DeviceCopy> Sealed for ManagedBuffer<T> {}
+impl<T: DeviceCopy> DeviceSlice<T> for ManagedBuffer<T> {
+    type Dim = Ix1;
+    fn context(&self) -> &Context {
+        &self.ctx
+    }
+    fn device_ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+    fn dim(&self) -> &Ix1 {
+        &self.dim
+    }
+}
+impl<T: DeviceCopy> DeviceSliceMut<T> for ManagedBuffer<T> {}
+
+impl<T: DeviceCopy> Drop for ManagedBuffer<T> {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        self.ctx.bind_in_drop();
+        // SAFETY: the pointer came from cuMemAllocManaged and is freed once.
+        check_in_drop(unsafe { sys::cuMemFree_v2(self.ptr) }, "cuMemFree_v2");
+    }
+}

@@ -1,0 +1,17 @@
+//! Device memory (`DeviceArray` and its views), host memory the device can use (pinned, mapped,
+//! managed), and the copies between them.
+
+mod array;
+mod element;
+mod host;
+mod managed;
+mod pinned;
+mod slice;
+mod transfer;
+
+pub use array::{DeviceArray, DeviceView, DeviceViewMut};
+pub use element::{AnyBitPattern, DeviceCopy};
+pub use host::HostSource;
+pub use managed::{ManagedBuffer, PrefetchTarget};
+pub use pinned::{MappedHostBuffer, PinnedHostBuffer};
+pub use slice::{DeviceSlice, DeviceSliceMut};

@@ -1,0 +1,168 @@
+//! Launch geometry and launching a loaded kernel.
+
+use cudajit_sys as sys;
+
+use super::args::KernelArgs;
+use super::function::Function;
+use crate::error::{check, Error, Result};
+use crate::stream::Stream;
+
+/// A grid or block size in up to three dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dim3 {
+    /// x extent.
+    pub x: u32,
+    /// y extent.
+    pub y: u32,
+    /// z extent.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// The number of threads or blocks (x * y * z).
+    pub fn count(&self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3 { x, y: 1, z: 1 }
+    }
+}
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3 { x, y, z: 1 }
+    }
+}
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3 { x, y, z }
+    }
+}
+
+/// Grid, block and dynamic shared memory for one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads per block.
+    pub block: Dim3,
+    /// Dynamic shared memory per block, bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A grid of `grid` blocks of `block` threads (each 1-3 dimensions: `128`, `(16, 16)`, ...).
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// The same, with `bytes` of dynamic shared memory per block.
+    pub fn with_shared_mem(mut self, bytes: u32) -> Self {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    /// A 1-D launch covering `n` elements with `block` threads each (one element per thread).
+    pub fn for_num_elems(n: usize, block: u32) -> Result<Self> {
+        if block == 0 {
+            return Err(Error::usage("a block needs at least one thread"));
+        }
+        let blocks = n.div_ceil(block as usize).max(1);
+        let blocks = u32::try_from(blocks).map_err(|_| {
+            Error::usage(format!(
+                "{n} elements need {blocks} blocks of {block}, more than a grid holds"
+            ))
+        })?;
+        Ok(LaunchConfig::new(blocks, block))
+    }
+
+    /// Checks the configuration against the hardware limits and the kernel's.
+    pub(crate) fn validate(&self, f: &Function) -> Result<()> {
+        let (g, b) = (self.grid, self.block);
+        if g.count() == 0 || b.count() == 0 {
+            return Err(Error::usage(format!(
+                "launch of `{}`: grid {:?} and block {:?} must have no zero dimension",
+                f.name, g, b
+            )));
+        }
+        if b.count() > f.max_threads as u64 {
+            return Err(Error::usage(format!(
+                "launch of `{}`: a block of {} threads ({}x{}x{}) exceeds the kernel's limit of {} threads per block",
+                f.name,
+                b.count(),
+                b.x,
+                b.y,
+                b.z,
+                f.max_threads
+            )));
+        }
+        if b.z > 64 || g.y > 65535 || g.z > 65535 || g.x > i32::MAX as u32 {
+            return Err(Error::usage(format!(
+                "launch of `{}`: grid {:?} / block {:?} exceed the limits (grid y, z <= 65535; block z <= 64)",
+                f.name, g, b
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Function {
+    /// A 1-D configuration covering `n` elements with the block size that maximises occupancy.
+    pub fn config_for_num_elems(&self, n: usize) -> Result<LaunchConfig> {
+        let (_, block) = self.max_potential_block_size(0, 0)?;
+        LaunchConfig::for_num_elems(n, block.max(1))
+    }
+
+    /// Launches the kernel on `stream` with `args` (a tuple of scalars and device arrays).
+    ///
+    /// Checks the configuration, and that the stream and every array belong to the module's
+    /// context. Launch errors (and, with a synchronising call afterwards, faults) come back as
+    /// errors.
+    ///
+    /// # Safety
+    /// The argument tuple must match the kernel's parameter list in number, order and type
+    /// (a device array for each pointer parameter), and the kernel must stay within the
+    /// arrays it is given: PTX carries no types cudajit could check. Kernels built with
+    /// cudajit's builder are launched safely through their typed wrapper instead.
+    pub unsafe fn launch<A: KernelArgs>(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        let ctx = self.module.context();
+        ctx.check_same(stream.context(), "the stream")?;
+        args.check_context(ctx)?;
+        config.validate(self)?;
+        ctx.bind()?;
+        let (g, b) = (config.grid, config.block);
+        args.with_params(|params| {
+            // SAFETY: `params` holds one pointer per argument, each to a live value of the
+            // argument's type; the caller vouches that they match the kernel's parameters.
+            check(
+                unsafe {
+                    sys::cuLaunchKernel(
+                        self.raw,
+                        g.x,
+                        g.y,
+                        g.z,
+                        b.x,
+                        b.y,
+                        b.z,
+                        config.shared_mem_bytes,
+                        stream.raw(),
+                        params.as_mut_ptr(),
+                        std::ptr::null_mut(),
+                    )
+                },
+                "cuLaunchKernel",
+            )
+        })
+    }
+}

@@ -1,0 +1,226 @@
+//! Loading PTX, cubin and fatbin images, with the JIT compiler's log on failure.
+
+use std::ffi::{c_void, CString};
+use std::fmt;
+use std::sync::Arc;
+
+use cudajit_sys as sys;
+
+use super::function::Function;
+use crate::context::Context;
+use crate::error::{check, check_in_drop, Error, Result};
+use crate::memory::{DeviceCopy, DeviceView, DeviceViewMut};
+
+/// Bytes reserved for each of the JIT compiler's error and info logs.
+const JIT_LOG_BYTES: usize = 64 * 1024;
+/// First four bytes of an ELF file (a cubin).
+const ELF_MAGIC: [u8; 4] = [0x7f, b'E', b'L', b'F'];
+/// First four bytes of a fatbin (`0xBA55ED50`, little-endian).
+const FATBIN_MAGIC: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
+
+/// A module loaded into a context. Unloaded when it and every [`Function`] from it are dropped.
+#[derive(Clone)]
+pub struct Module {
+    pub(crate) inner: Arc<ModuleInner>,
+}
+
+pub(crate) struct ModuleInner {
+    pub(crate) ctx: Context,
+    pub(crate) raw: sys::CUmodule,
+    /// The JIT compiler's info log (warnings, resource usage) from loading.
+    info_log: String,
+}
+
+// SAFETY: a CUmodule may be used from any thread; the driver synchronises internally.
+unsafe impl Send for ModuleInner {}
+// SAFETY: as above.
+unsafe impl Sync for ModuleInner {}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        self.ctx.bind_in_drop();
+        // SAFETY: the module was loaded by cudajit and is unloaded once.
+        check_in_drop(unsafe { sys::cuModuleUnload(self.raw) }, "cuModuleUnload");
+    }
+}
+
+impl Context {
+    /// Loads PTX text, JIT-compiling it for this device. On a JIT error, returns
+    /// [`Error::Jit`] with the compiler's log.
+    pub fn load_ptx(&self, ptx: &str) -> Result<Module> {
+        let text =
+            CString::new(ptx).map_err(|_| Error::usage("PTX text must not contain NUL bytes"))?;
+        self.load_image(text.as_ptr().cast(), "PTX")
+    }
+
+    /// Loads a cubin (an ELF file of device code for this device's architecture).
+    pub fn load_cubin(&self, cubin: &[u8]) -> Result<Module> {
+        if !cubin.starts_with(&ELF_MAGIC) {
+            return Err(Error::usage(format!(
+                "load_cubin: the data is not a cubin (an ELF file); it starts with {:02x?}",
+                &cubin[..cubin.len().min(4)]
+            )));
+        }
+        self.load_aligned(cubin, "cubin")
+    }
+
+    /// Loads a fatbin (device code for several architectures, possibly with PTX); the driver
+    /// picks the best match for this device.
+    pub fn load_fatbin(&self, fatbin: &[u8]) -> Result<Module> {
+        if !fatbin.starts_with(&FATBIN_MAGIC) {
+            return Err(Error::usage(format!(
+                "load_fatbin: the data is not a fatbin (magic 0xBA55ED50); it starts with {:02x?}",
+                &fatbin[..fatbin.len().min(4)]
+            )));
+        }
+        self.load_aligned(fatbin, "fatbin")
+    }
+
+    /// Copies a binary image to 8-byte-aligned memory (the driver reads it as structs) and loads it.
+    fn load_aligned(&self, image: &[u8], kind: &str) -> Result<Module> {
+        let mut words = vec![0u64; image.len().div_ceil(8)];
+        // SAFETY: `words` has at least `image.len()` bytes and does not overlap `image`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                image.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                image.len(),
+            )
+        };
+        self.load_image(words.as_ptr().cast(), kind)
+    }
+
+    fn load_image(&self, image: *const c_void, kind: &str) -> Result<Module> {
+        self.bind()?;
+        let mut error_log = vec![0u8; JIT_LOG_BYTES];
+        let mut info_log = vec![0u8; JIT_LOG_BYTES];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut values = [
+            error_log.as_mut_ptr().cast::<c_void>(),
+            JIT_LOG_BYTES as *mut c_void,
+            info_log.as_mut_ptr().cast::<c_void>(),
+            JIT_LOG_BYTES as *mut c_void,
+        ];
+        let mut raw: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: `image` is a NUL-terminated PTX string or an aligned binary image; the option
+        // arrays have equal lengths and the log buffers outlive the call.
+        let res = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut raw,
+                image,
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        let log = |buf: &[u8]| {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            String::from_utf8_lossy(&buf[..end]).into_owned()
+        };
+        match check(res, "cuModuleLoadDataEx") {
+            Ok(()) => Ok(Module {
+                inner: Arc::new(ModuleInner {
+                    ctx: self.clone(),
+                    raw,
+                    info_log: log(&info_log),
+                }),
+            }),
+            Err(Error::Driver { code, .. }) => {
+                let mut text = log(&error_log);
+                if text.trim().is_empty() {
+                    text = format!("(no log; loading a {kind} image)");
+                }
+                Err(Error::Jit { code, log: text })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Module {
+    /// The kernel (`.entry`) named `name`.
+    pub fn function(&self, name: &str) -> Result<Function> {
+        let cname = CString::new(name)
+            .map_err(|_| Error::usage("kernel names must not contain NUL bytes"))?;
+        self.inner.ctx.bind()?;
+        let mut raw: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; the name is NUL-terminated; the module is live.
+        let res = check(
+            unsafe { sys::cuModuleGetFunction(&mut raw, self.inner.raw, cname.as_ptr()) },
+            "cuModuleGetFunction",
+        );
+        match res {
+            Err(e) if e.driver_code().is_some_and(|c| c.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND) => Err(Error::usage(
+                format!("the module has no kernel named `{name}` (a `.visible .entry` in PTX); check the name and that it is not a `.func`"),
+            )),
+            Err(e) => Err(e),
+            Ok(()) => Function::new(self.clone(), raw, name.to_string()),
+        }
+    }
+
+    fn global_raw<T: DeviceCopy>(&self, name: &str) -> Result<(sys::CUdeviceptr, ndarray::Ix1)> {
+        let cname = CString::new(name)
+            .map_err(|_| Error::usage("global names must not contain NUL bytes"))?;
+        self.inner.ctx.bind()?;
+        let (mut ptr, mut bytes) = (0, 0usize);
+        // SAFETY: both are valid out-pointers; the name is NUL-terminated; the module is live.
+        check(
+            unsafe {
+                sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.inner.raw, cname.as_ptr())
+            },
+            "cuModuleGetGlobal_v2",
+        )
+        .map_err(|e| match e.driver_code() {
+            Some(c) if c.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                Error::usage(format!("the module has no global variable named `{name}`"))
+            }
+            _ => e,
+        })?;
+        let size = std::mem::size_of::<T>();
+        if size == 0 || bytes % size != 0 {
+            return Err(Error::usage(format!(
+                "global `{name}` has {bytes} bytes, not a whole number of {}-byte elements",
+                size
+            )));
+        }
+        Ok((ptr, ndarray::Ix1(bytes / size)))
+    }
+
+    /// A module-scope variable (`.global` / `__device__` / `__constant__`) as a read-only array of `T`.
+    pub fn global<T: DeviceCopy>(&self, name: &str) -> Result<DeviceView<'_, T>> {
+        let (ptr, dim) = self.global_raw::<T>(name)?;
+        Ok(DeviceView::from_parts(&self.inner.ctx, ptr, dim))
+    }
+
+    /// A module-scope variable as a writable array of `T`.
+    pub fn global_mut<T: DeviceCopy>(&mut self, name: &str) -> Result<DeviceViewMut<'_, T>> {
+        let (ptr, dim) = self.global_raw::<T>(name)?;
+        Ok(DeviceViewMut::from_parts(&self.inner.ctx, ptr, dim))
+    }
+
+    /// The JIT compiler's info log from loading (empty for most modules).
+    pub fn info_log(&self) -> &str {
+        &self.inner.info_log
+    }
+
+    /// The context the module is loaded in.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// The driver's handle.
+    pub fn raw(&self) -> sys::CUmodule {
+        self.inner.raw
+    }
+}
+
+impl fmt::Debug for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Module({:p})", self.inner.raw)
+    }
+}

@@ -1,0 +1,211 @@
+//! The `Stream` type and its creation.
+
+use std::fmt;
+
+use cudajit_sys as sys;
+
+use crate::context::Context;
+use crate::error::{check, check_in_drop, Result};
+use crate::event::Event;
+
+/// `CU_STREAM_LEGACY`: the legacy default stream, which synchronises with blocking streams.
+const CU_STREAM_LEGACY: usize = 0x1;
+/// `CU_STREAM_PER_THREAD`: the calling thread's default stream.
+const CU_STREAM_PER_THREAD: usize = 0x2;
+
+/// How to create a stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// `true`: the stream does not synchronise with the legacy default stream
+    /// (`CU_STREAM_NON_BLOCKING`).
+    pub non_blocking: bool,
+    /// Priority; lower numbers are higher priority. See [`Context::stream_priority_range`].
+    /// 0 is the default priority.
+    pub priority: i32,
+}
+
+/// An ordered queue of device work in one context. Destroyed on drop if cudajit created it.
+pub struct Stream {
+    ctx: Context,
+    raw: sys::CUstream,
+    owned: bool,
+}
+
+// SAFETY: a CUstream may be used from any thread; the driver synchronises internally.
+unsafe impl Send for Stream {}
+// SAFETY: as above.
+unsafe impl Sync for Stream {}
+
+impl Context {
+    /// A new stream that synchronises with the legacy default stream (numba's `cuda.stream()`).
+    pub fn new_stream(&self) -> Result<Stream> {
+        self.new_stream_with(StreamOptions::default())
+    }
+
+    /// A new stream with the given options.
+    pub fn new_stream_with(&self, options: StreamOptions) -> Result<Stream> {
+        self.bind()?;
+        let flags = if options.non_blocking {
+            sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0
+        } else {
+            sys::CUstream_flags::CU_STREAM_DEFAULT.0
+        };
+        let mut raw: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; out-of-range priorities are clamped by the driver.
+        check(
+            unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags, options.priority) },
+            "cuStreamCreateWithPriority",
+        )?;
+        Ok(Stream {
+            ctx: self.clone(),
+            raw,
+            owned: true,
+        })
+    }
+
+    /// The default stream (handle 0): the legacy default stream unless the process opted into
+    /// per-thread default streams.
+    pub fn default_stream(&self) -> Stream {
+        self.special_stream(0)
+    }
+
+    /// The legacy default stream (`CU_STREAM_LEGACY`), which synchronises with every blocking stream.
+    pub fn legacy_default_stream(&self) -> Stream {
+        self.special_stream(CU_STREAM_LEGACY)
+    }
+
+    /// The calling thread's default stream (`CU_STREAM_PER_THREAD`), which does not synchronise
+    /// with other streams.
+    pub fn per_thread_default_stream(&self) -> Stream {
+        self.special_stream(CU_STREAM_PER_THREAD)
+    }
+
+    fn special_stream(&self, handle: usize) -> Stream {
+        Stream {
+            ctx: self.clone(),
+            raw: handle as sys::CUstream,
+            owned: false,
+        }
+    }
+
+    /// Wraps a stream created elsewhere (by another library or your own driver calls).
+    /// cudajit never destroys it.
+    ///
+    /// # Safety
+    /// `raw` must be a valid stream of this context (or a special handle) and must outlive
+    /// the returned `Stream` and all work enqueued through it.
+    pub unsafe fn wrap_stream(&self, raw: sys::CUstream) -> Stream {
+        Stream {
+            ctx: self.clone(),
+            raw,
+            owned: false,
+        }
+    }
+
+    /// The range of stream priorities as (least, greatest); greatest is the lowest number.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.bind()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: both are valid out-pointers.
+        check(
+            unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
+            "cuCtxGetStreamPriorityRange",
+        )?;
+        Ok((least, greatest))
+    }
+}
+
+impl Stream {
+    /// The driver's handle.
+    #[inline]
+    pub fn raw(&self) -> sys::CUstream {
+        self.raw
+    }
+
+    /// The context the stream belongs to.
+    #[inline]
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Waits until all work queued on the stream is done.
+    pub fn synchronize(&self) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: the handle is a live stream of the bound context.
+        check(
+            unsafe { sys::cuStreamSynchronize(self.raw) },
+            "cuStreamSynchronize",
+        )
+    }
+
+    /// Whether all work queued on the stream is done, without waiting.
+    pub fn query(&self) -> Result<bool> {
+        self.ctx.bind()?;
+        // SAFETY: the handle is a live stream of the bound context.
+        match unsafe { sys::cuStreamQuery(self.raw) }? {
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => check(Ok(code), "cuStreamQuery").map(|()| true),
+        }
+    }
+
+    /// Makes all later work on this stream wait until `event` has completed.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        self.ctx.check_same(event.context(), "the event")?;
+        self.ctx.bind()?;
+        // SAFETY: both handles are live and belong to the bound context.
+        check(
+            unsafe { sys::cuStreamWaitEvent(self.raw, event.raw(), 0) },
+            "cuStreamWaitEvent",
+        )
+    }
+
+    /// The stream's priority.
+    pub fn priority(&self) -> Result<i32> {
+        self.ctx.bind()?;
+        let mut p = 0;
+        // SAFETY: `p` is a valid out-pointer; the handle is live.
+        check(
+            unsafe { sys::cuStreamGetPriority(self.raw, &mut p) },
+            "cuStreamGetPriority",
+        )?;
+        Ok(p)
+    }
+
+    /// Whether the stream does not synchronise with the legacy default stream.
+    pub fn is_non_blocking(&self) -> Result<bool> {
+        self.ctx.bind()?;
+        let mut flags = 0;
+        // SAFETY: `flags` is a valid out-pointer; the handle is live.
+        check(
+            unsafe { sys::cuStreamGetFlags(self.raw, &mut flags) },
+            "cuStreamGetFlags",
+        )?;
+        Ok(flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0 != 0)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        self.ctx.bind_in_drop();
+        // SAFETY: the stream was created by cudajit and is destroyed once; queued work still
+        // completes (the driver defers the release).
+        check_in_drop(
+            unsafe { sys::cuStreamDestroy_v2(self.raw) },
+            "cuStreamDestroy_v2",
+        );
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Stream({:p}, device {})",
+            self.raw,
+            self.ctx.device().ordinal()
+        )
+    }
+}
