@@ -7,7 +7,10 @@ mod primary;
 
 pub use current::{current_context, current_device, CurrentGuard};
 pub use device::{Device, DeviceAttribute};
-pub use enquiry::{detect, device_count, devices, driver_version, is_available, DriverVersion};
+pub use enquiry::{
+    detect, detect_report, device_count, devices, driver_version, is_available, DriverVersion,
+    MIN_COMPUTE_CAPABILITY,
+};
 pub use primary::Context;
 
 pub(crate) use device::init;

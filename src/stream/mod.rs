@@ -3,8 +3,8 @@
 mod callback;
 mod future;
 mod guard;
-mod stream;
+mod queue;
 
 pub use future::StreamDone;
 pub use guard::AutoSynchronize;
-pub use stream::{Stream, StreamOptions};
+pub use queue::{Stream, StreamOptions};

@@ -1,4 +1,4 @@
-//! The `Stream` type and its creation.
+//! The `Stream` type (a queue of device work) and its creation.
 
 use std::fmt;
 

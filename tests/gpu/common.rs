@@ -1,0 +1,61 @@
+//! Helpers shared by the GPU tests: the context, random data, fixtures.
+
+use std::path::PathBuf;
+
+use cudajit::Context;
+
+/// Device 0's primary context.
+pub fn ctx() -> Context {
+    Context::new(0).expect("device 0's primary context")
+}
+
+/// A small xorshift generator, seeded from the clock so every run draws fresh data.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new() -> Rng {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0x9e37_79b9_7f4a_7c15);
+        Rng(t | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    /// Uniform in [-1, 1).
+    pub fn f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    pub fn f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+    pub fn vec<T>(&mut self, n: usize, mut f: impl FnMut(&mut Rng) -> T) -> Vec<T> {
+        (0..n).map(|_| f(self)).collect()
+    }
+}
+
+/// A test fixture under tests/data (or `CUDAJIT_TEST_DATA` in a GPU bundle).
+pub fn fixture(name: &str) -> PathBuf {
+    let dir = std::env::var_os("CUDAJIT_TEST_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data"));
+    dir.join(name)
+}
+
+pub fn kernels_ptx() -> String {
+    std::fs::read_to_string(fixture("kernels.ptx")).expect("tests/data/kernels.ptx")
+}
+
+/// Serialises the tests that look at [`cudajit::take_drop_errors`] (a process-wide list).
+pub static DROP_ERRORS_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes the drop-errors lock, ignoring poisoning by an earlier failed test.
+pub fn drop_errors_lock() -> std::sync::MutexGuard<'static, ()> {
+    DROP_ERRORS_LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,234 @@
+//! CPU tests of the driver loader and of error reporting: no GPU needed.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cudajit::sys::loader::{DriverEnv, DriverLibrary, SYSTEM_NAMES};
+use cudajit::sys::{CUresult, LoadError};
+use cudajit::{DriverCode, Error};
+
+fn env_with(var: &str, value: &str) -> DriverEnv {
+    let v = Some(OsString::from(value));
+    match var {
+        "CUDAJIT_DRIVER" => DriverEnv {
+            cudajit_driver: v,
+            numba_cuda_driver: None,
+        },
+        _ => DriverEnv {
+            cudajit_driver: None,
+            numba_cuda_driver: v,
+        },
+    }
+}
+
+/// libm: a real shared library that is not the CUDA driver.
+fn libm() -> PathBuf {
+    [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib/aarch64-linux-gnu",
+    ]
+    .iter()
+    .map(|d| Path::new(d).join("libm.so.6"))
+    .find(|p| p.exists())
+    .expect("libm.so.6 in a standard directory")
+}
+
+#[test]
+fn override_pointing_at_a_missing_file() {
+    for var in ["CUDAJIT_DRIVER", "NUMBA_CUDA_DRIVER"] {
+        let err = DriverLibrary::load(&env_with(var, "/nonexistent/libcuda.so.1")).unwrap_err();
+        match &err {
+            LoadError::OverrideFailed {
+                var: v,
+                path,
+                message,
+            } => {
+                assert_eq!(*v, var);
+                assert_eq!(path, "/nonexistent/libcuda.so.1");
+                assert!(!message.is_empty());
+            }
+            e => panic!("unexpected {e:?}"),
+        }
+        let text = err.to_string();
+        assert!(
+            text.contains(var) && text.contains("/nonexistent/libcuda.so.1"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn cudajit_variable_wins_over_numba_variable() {
+    let env = DriverEnv {
+        cudajit_driver: Some("/first/libcuda.so".into()),
+        numba_cuda_driver: Some("/second/libcuda.so".into()),
+    };
+    assert_eq!(env.override_path().unwrap().0, "CUDAJIT_DRIVER");
+    let env = DriverEnv {
+        cudajit_driver: Some("".into()),
+        numba_cuda_driver: Some("/second/libcuda.so".into()),
+    };
+    assert_eq!(
+        env.override_path().unwrap().0,
+        "NUMBA_CUDA_DRIVER",
+        "empty means unset"
+    );
+}
+
+#[test]
+fn override_pointing_at_a_library_that_is_not_the_driver() {
+    let lib = DriverLibrary::load(&env_with("CUDAJIT_DRIVER", libm().to_str().unwrap())).unwrap();
+    assert!(lib.symbol("cos\0").is_ok());
+    let err = lib.symbol("cuInit\0").unwrap_err();
+    assert!(
+        matches!(&err, LoadError::MissingSymbol { symbol, .. } if symbol == "cuInit"),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("cuInit") && text.contains("libm.so.6"),
+        "{text}"
+    );
+}
+
+#[test]
+fn zero_disables_the_driver() {
+    let err = DriverLibrary::load(&env_with("CUDAJIT_DRIVER", "0")).unwrap_err();
+    assert_eq!(
+        err,
+        LoadError::Disabled {
+            var: "CUDAJIT_DRIVER"
+        }
+    );
+    assert!(err.to_string().contains("disabled"), "{err}");
+}
+
+#[test]
+fn stub_library_is_refused() {
+    let dir = std::env::temp_dir()
+        .join(format!("cudajit-stub-{}", std::process::id()))
+        .join("stubs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let stub = dir.join("libcuda.so");
+    std::fs::copy(libm(), &stub).unwrap();
+    let err = DriverLibrary::load(&env_with("CUDAJIT_DRIVER", stub.to_str().unwrap())).unwrap_err();
+    assert!(matches!(err, LoadError::StubLibrary { .. }), "{err:?}");
+    assert!(err.to_string().contains("stub"), "{err}");
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+#[test]
+fn empty_override_searches_the_usual_places() {
+    match DriverLibrary::load(&env_with("CUDAJIT_DRIVER", "")) {
+        // A machine with the driver: found by the search.
+        Ok(lib) => assert!(lib.origin().contains("cuda"), "{}", lib.origin()),
+        // A machine without: every system name was tried, each with the loader's message.
+        Err(LoadError::NotFound { tried }) => {
+            for name in SYSTEM_NAMES {
+                assert!(
+                    tried.iter().any(|(p, m)| p == name && !m.is_empty()),
+                    "{tried:?}"
+                );
+            }
+            let text = LoadError::NotFound { tried }.to_string();
+            assert!(
+                text.contains("libcuda.so.1") && text.contains("CUDAJIT_DRIVER"),
+                "{text}"
+            );
+        }
+        Err(e) => panic!("unexpected {e:?}"),
+    }
+}
+
+#[test]
+fn known_and_unknown_result_codes() {
+    let oom = DriverCode(CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+    assert_eq!(oom.name(), Some("CUDA_ERROR_OUT_OF_MEMORY"));
+    assert_eq!(oom.value(), 2);
+    let e = Error::Driver {
+        call: "cuMemAlloc_v2",
+        code: oom,
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("cuMemAlloc_v2") && text.contains("CUDA_ERROR_OUT_OF_MEMORY (2)"),
+        "{text}"
+    );
+    assert!(text.contains("hint:"), "{text}");
+    assert!(e.is_out_of_memory());
+    assert_eq!(
+        cudajit::sys::result_name(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS),
+        Some("CUDA_ERROR_ILLEGAL_ADDRESS")
+    );
+    assert!(cudajit::sys::result_description(CUresult::CUDA_ERROR_NO_DEVICE).is_some());
+
+    let unknown = DriverCode(CUresult(12345));
+    assert_eq!(unknown.name(), None);
+    let text = Error::Driver {
+        call: "cuFoo",
+        code: unknown,
+    }
+    .to_string();
+    assert!(text.contains("12345") && text.contains("unknown"), "{text}");
+    assert!(format!("{unknown:?}").contains("12345"));
+}
+
+#[test]
+fn device_attribute_names() {
+    let attrs: Vec<_> = cudajit::sys::device_attributes().collect();
+    assert!(attrs.len() > 100);
+    assert_eq!(
+        cudajit::sys::device_attribute_name(
+            cudajit::DeviceAttribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE
+        ),
+        Some("CU_DEVICE_ATTRIBUTE_WARP_SIZE")
+    );
+}
+
+const CHILD: &str = "CUDAJIT_LOADER_TEST_CHILD";
+
+/// In a child process whose environment disables or misdirects the driver, the public API
+/// returns the loader's error from every call, and nothing panics.
+#[test]
+fn public_api_reports_loader_errors_child() {
+    let Some(expect) = std::env::var_os(CHILD) else {
+        return;
+    };
+    assert!(!cudajit::is_available());
+    assert!(!cudajit::detect());
+    let err = cudajit::device_count().unwrap_err();
+    assert!(matches!(err, Error::Load(_)), "{err:?}");
+    assert!(err.to_string().contains(expect.to_str().unwrap()), "{err}");
+    assert!(cudajit::Context::new(0).is_err());
+    assert!(cudajit::driver_version().is_err());
+    println!("CHILD OK: {err}");
+}
+
+#[test]
+fn public_api_reports_loader_errors() {
+    let libm = libm().to_string_lossy().into_owned();
+    let cases = [
+        ("0", "disabled"),
+        ("/nonexistent/libcuda.so.1", "/nonexistent/libcuda.so.1"),
+        (libm.as_str(), "no function `cuInit`"),
+    ];
+    for (value, expect) in cases {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "public_api_reports_loader_errors_child",
+                "--exact",
+                "--nocapture",
+            ])
+            .env("CUDAJIT_DRIVER", value)
+            .env(CHILD, expect)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
+    }
+}
