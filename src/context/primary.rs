@@ -156,6 +156,9 @@ impl Context {
     /// Fails, changing nothing, while other clones of this context or resources made from it
     /// are alive: drop those first. Other libraries in the process that use the same primary
     /// context (torch, CuPy) lose their allocations too.
+    ///
+    /// A reset does not recover from a kernel fault (`CUDA_ERROR_ILLEGAL_ADDRESS` and the like):
+    /// the driver keeps failing every call in the process, so such a process must restart.
     pub fn reset(self) -> Result<()> {
         let others = Arc::strong_count(&self.inner) - 1;
         if others > 0 {

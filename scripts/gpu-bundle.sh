@@ -1,0 +1,429 @@
+#!/usr/bin/env bash
+# Builds a self-contained bundle of cudajit's test binaries and examples for a GPU machine
+# that has no Rust and no network (x86-64 Linux, glibc >= this machine's, NVIDIA driver,
+# python3). See docs/GPU_BUNDLE.md.
+#
+#   bash scripts/gpu-bundle.sh [OUTDIR] [--no-compress] [--no-strip]
+#
+# OUTDIR (default gpu-bundle/, git-ignored) receives:
+#   bin.tar.xz       the release test binaries (test-<target>), examples (example-<name>) and
+#                    benches (bench-<name>), stripped; bin/ instead with --no-compress
+#   tests/data/      the test fixtures
+#   run.sh           the runner: unpacks bin.tar.xz, runs everything, prints a summary
+#   README.txt       how to use it
+#   BUNDLE_INFO.txt  what was built, from which commit, with which toolchain
+#
+# xz (not zstd) so that the GPU machine can always unpack it: python3's tarfile reads .tar.xz.
+# Override the xz options with CUDAJIT_BUNDLE_XZ_OPT (default "-9 -T0").
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo_root="$PWD"
+
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+die() {
+    printf 'gpu-bundle: error: %s\n' "$*" >&2
+    exit 1
+}
+say() { printf 'gpu-bundle: %s\n' "$*"; }
+
+outdir=""
+compress=1
+strip_bins=1
+while (($#)); do
+    case "$1" in
+        --no-compress) compress=0 ;;
+        --no-strip) strip_bins=0 ;;
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        -*) die "unknown option $1 (see --help)" ;;
+        *)
+            [[ -z "$outdir" ]] || die "more than one OUTDIR given"
+            outdir="$1"
+            ;;
+    esac
+    shift
+done
+outdir="${outdir:-gpu-bundle}"
+command -v python3 > /dev/null 2>&1 || die "python3 is needed (to read cargo's JSON output)"
+if ! command -v cargo > /dev/null 2>&1 && [[ -f "$HOME/.cargo/env" ]]; then
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
+fi
+command -v cargo > /dev/null 2>&1 || die "no cargo on PATH (bash scripts/setup.sh checks the prerequisites)"
+[[ "$(uname -m)" == x86_64 ]] || say "warning: building on $(uname -m); the GPU machine is x86-64"
+
+mkdir -p "$outdir"
+outdir="$(cd "$outdir" && pwd)"
+case "$outdir" in
+    "$repo_root" | / | "$HOME") die "refusing to use $outdir as OUTDIR" ;;
+esac
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# Prints "kind<TAB>name<TAB>executable<TAB>package dir" for each artifact of interest in
+# cargo's JSON messages. $1: "test" (test-profile artifacts), "example" or "bench".
+artifacts() {
+    python3 - "$1" "$2" << 'PY'
+import json, os, sys
+want, path = sys.argv[1], sys.argv[2]
+seen = set()
+with open(path) as f:
+    for line in f:
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
+            continue
+        kinds = msg["target"]["kind"]
+        is_test = bool(msg.get("profile", {}).get("test"))
+        if want == "test" and not (is_test and "bench" not in kinds):
+            continue
+        if want == "example" and (kinds != ["example"] or is_test):
+            continue
+        if want == "bench" and kinds != ["bench"]:
+            continue
+        exe = msg["executable"]
+        if exe in seen:
+            continue
+        seen.add(exe)
+        pkg_dir = os.path.basename(os.path.dirname(msg["manifest_path"]))
+        print("\t".join([want, msg["target"]["name"], exe, pkg_dir]))
+PY
+}
+
+cargo_json() { # $1: output file; rest: cargo arguments. Diagnostics go to the terminal.
+    local out="$1"
+    shift
+    say "\$ cargo $*"
+    cargo "$@" --message-format=json-render-diagnostics > "$out" ||
+        die "cargo $1 failed (see the errors above)"
+}
+
+excl=(--workspace --exclude cudajit-sys-generate)
+cargo_json "$work/tests.json" test --release "${excl[@]}" --no-run
+cargo_json "$work/examples.json" build --release "${excl[@]}" --examples
+
+has_benches="$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+meta = json.load(sys.stdin)
+members = set(meta["workspace_members"])
+print(sum(1 for p in meta["packages"] if p["id"] in members and p["name"] != "cudajit-sys-generate"
+          for t in p["targets"] if "bench" in t["kind"]))')"
+if ((has_benches > 0)); then
+    cargo_json "$work/benches.json" bench "${excl[@]}" --benches --no-run
+else
+    say "no bench targets: skipping benches"
+    : > "$work/benches.json"
+fi
+
+{
+    artifacts test "$work/tests.json"
+    artifacts example "$work/examples.json"
+    artifacts bench "$work/benches.json"
+} > "$work/artifacts.tsv"
+
+# --- assemble -----------------------------------------------------------------------------
+rm -rf "$outdir/bin" "$outdir/bin.tar.xz" "$outdir/bin.tar.zst" "$outdir/tests/data" \
+    "$outdir/run.sh" "$outdir/README.txt" "$outdir/BUNDLE_INFO.txt"
+mkdir -p "$outdir/bin"
+
+declare -A used=()
+count=0
+while IFS=$'\t' read -r kind name exe pkg_dir; do
+    prefix="$kind"
+    base="$prefix-$name"
+    if [[ -n "${used[$base]:-}" ]]; then
+        base="$prefix-$pkg_dir-$name" # same target name in two packages
+    fi
+    [[ -z "${used[$base]:-}" ]] || die "two artifacts would be named $base"
+    used[$base]=1
+    cp "$exe" "$outdir/bin/$base"
+    count=$((count + 1))
+done < "$work/artifacts.tsv"
+((count > 0)) || die "cargo built no test binaries or examples"
+
+if ((strip_bins)); then
+    if command -v strip > /dev/null 2>&1; then
+        strip "$outdir"/bin/*
+    else
+        say "warning: no strip (binutils) here: binaries stay unstripped"
+    fi
+fi
+
+if [[ -d tests/data ]]; then
+    mkdir -p "$outdir/tests"
+    cp -R tests/data "$outdir/tests/data"
+fi
+
+# Shared libraries the binaries need: the GPU machine must have them all.
+needed="$(for f in "$outdir"/bin/*; do
+    if command -v readelf > /dev/null 2>&1; then
+        readelf -d "$f" 2> /dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+    fi
+done | sort -u | tr '\n' ' ')"
+if [[ "$needed" == *libLLVM* ]]; then
+    say "warning: binaries link libLLVM dynamically ($needed); the GPU machine has no LLVM"
+fi
+
+{
+    echo "cudajit GPU bundle"
+    echo "built:    $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm)"
+    echo "commit:   $(git rev-parse --short HEAD 2> /dev/null || echo unknown)$(git diff --quiet HEAD 2> /dev/null || echo ' (+ uncommitted changes)')"
+    echo "rustc:    $(rustc --version 2> /dev/null || echo unknown)"
+    echo "glibc:    $(ldd --version 2> /dev/null | head -n1 | sed 's/.* //') (the GPU machine needs this or newer)"
+    echo "needs:    ${needed:-unknown}"
+    echo "binaries:"
+    (cd "$outdir/bin" && for f in *; do printf '  %-40s %10s bytes\n' "$f" "$(wc -c < "$f")"; done)
+} > "$outdir/BUNDLE_INFO.txt"
+
+if ((compress)); then
+    xz_opt="${CUDAJIT_BUNDLE_XZ_OPT:--9 -T0}"
+    say "compressing bin/ into bin.tar.xz (xz $xz_opt) ..."
+    if command -v xz > /dev/null 2>&1; then
+        # shellcheck disable=SC2086
+        tar -C "$outdir" --owner=0 --group=0 --numeric-owner -cf - bin | xz $xz_opt > "$outdir/bin.tar.xz"
+    else
+        say "no xz here: compressing with python3's lzma"
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "w:xz", preset=9).add(sys.argv[2], "bin")' \
+            "$outdir/bin.tar.xz" "$outdir/bin"
+    fi
+    rm -rf "$outdir/bin"
+fi
+
+# --- the runner -----------------------------------------------------------------------------
+cat > "$outdir/run.sh" << 'RUNNER'
+#!/usr/bin/env bash
+# Runs the cudajit GPU bundle: every test binary (GPU tests included, one test at a time),
+# then example-device_query, then the other examples; logs each to $OUT/<name>.log (default
+# ./out) and prints a summary. Exits non-zero if anything failed.
+#
+#   bash run.sh [--filter SUBSTR] [--only tests|examples|benches] [--tests a,b]
+#               [--examples a,b] [--timeout SECONDS] [-- EXTRA TEST ARGS]
+#
+#   --filter SUBSTR   run only the tests whose name contains SUBSTR (passed to test binaries)
+#   --only KIND       run only the test binaries, only the examples, or only the benches
+#   --tests a,b       run only these test binaries (names without "test-", e.g. gpu,cudajit)
+#   --examples a,b    run only these examples, in this order (names without "example-")
+#   --timeout N       kill a binary after N seconds (default $RUN_TIMEOUT or 900; 0: never)
+#   -- ARGS           more arguments for the test binaries (e.g. -- --nocapture)
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+filter=""
+only="all"
+tests_list=""
+examples_list=""
+timeout_s="${RUN_TIMEOUT:-900}"
+extra=()
+usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+while (($#)); do
+    case "$1" in
+        --filter) filter="${2?--filter needs a value}"; shift ;;
+        --only) only="${2?--only needs tests, examples or benches}"; shift ;;
+        --tests) tests_list="${2?--tests needs a list}"; shift ;;
+        --examples) examples_list="${2?--examples needs a list}"; shift ;;
+        --timeout) timeout_s="${2?--timeout needs seconds}"; shift ;;
+        -h | --help) usage; exit 0 ;;
+        --) shift; extra=("$@"); break ;;
+        *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+case "$only" in all | tests | examples | benches) ;; *) echo "run.sh: --only takes tests, examples or benches" >&2; exit 2 ;; esac
+
+log_dir="${OUT:-out}"
+mkdir -p "$log_dir" || exit 2
+log_dir="$(cd "$log_dir" && pwd)"
+
+# --- unpack -------------------------------------------------------------------------------
+bin_dir="$here/bin"
+archive=""
+for a in "$here"/bin.tar.xz "$here"/bin.tar.zst; do [[ -f "$a" ]] && { archive="$a"; break; }; done
+if [[ -n "$archive" ]] && { [[ ! -f "$bin_dir/.unpacked" ]] || [[ "$archive" -nt "$bin_dir/.unpacked" ]]; }; then
+    dest="$here"
+    if [[ ! -w "$here" ]]; then
+        dest="$(mktemp -d "${TMPDIR:-/tmp}/cudajit-bundle.XXXXXX")"
+        bin_dir="$dest/bin"
+    fi
+    echo "run.sh: unpacking $(basename "$archive") ($(wc -c < "$archive") bytes) ..."
+    rm -rf "$dest/bin"
+    case "$archive" in
+        *.xz)
+            if command -v tar > /dev/null 2>&1 && command -v xz > /dev/null 2>&1; then
+                tar -C "$dest" -xJf "$archive"
+            else
+                python3 - "$archive" "$dest" << 'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+    t.extractall(sys.argv[2], **kw)
+PY
+            fi
+            ;;
+        *.zst)
+            command -v zstd > /dev/null 2>&1 || { echo "run.sh: $archive needs zstd, which is not installed" >&2; exit 2; }
+            zstd -dc "$archive" | tar -C "$dest" -xf -
+            ;;
+    esac || { echo "run.sh: could not unpack $archive" >&2; exit 2; }
+    touch "$bin_dir/.unpacked"
+fi
+[[ -d "$bin_dir" ]] || { echo "run.sh: no bin/ or bin.tar.xz next to run.sh" >&2; exit 2; }
+
+# --- environment --------------------------------------------------------------------------
+cd "$here" || exit 2 # tests find tests/data relative to the working directory
+export CUDAJIT_TEST_DATA="$here/tests/data"
+export CARGO_MANIFEST_DIR="$here"
+export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
+
+{
+    [[ -f BUNDLE_INFO.txt ]] && sed -n '1,6p' BUNDLE_INFO.txt
+    echo "host:     $(uname -srm), $(ldd --version 2> /dev/null | head -n1)"
+    if command -v nvidia-smi > /dev/null 2>&1; then
+        nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 | sed 's/^/gpu:      /'
+    else
+        echo "gpu:      (no nvidia-smi on PATH)"
+    fi
+} | tee "$log_dir/environment.log"
+missing_libs="$(for f in "$bin_dir"/*; do ldd "$f" 2> /dev/null | grep 'not found'; done | sort -u)"
+if [[ -n "$missing_libs" ]]; then
+    echo "run.sh: WARNING: shared libraries missing on this machine:" | tee -a "$log_dir/environment.log"
+    echo "$missing_libs" | tee -a "$log_dir/environment.log"
+fi
+
+timeout_cmd=()
+if [[ "$timeout_s" != 0 ]] && command -v timeout > /dev/null 2>&1; then
+    timeout_cmd=(timeout --kill-after=15 "$timeout_s")
+fi
+
+# --- run ----------------------------------------------------------------------------------
+names=() rcs=() passed=() failed=() ignored=() secs=()
+run_one() { # $1: display name; rest: command
+    local name="$1" log="$log_dir/$1.log" start=$SECONDS rc
+    shift
+    printf '\n==== %s\n==== $ %s\n' "$name" "$*"
+    "${timeout_cmd[@]}" "$@" < /dev/null 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    local p f i
+    read -r p f i < <(awk '/^test result:/ {
+            for (k = 1; k <= NF; k++) {
+                if ($(k) ~ /^passed;?$/) p += $(k - 1)
+                if ($(k) ~ /^failed;?$/) f += $(k - 1)
+                if ($(k) ~ /^ignored;?$/) i += $(k - 1)
+            }
+            seen = 1
+        }
+        END { if (seen) print p + 0, f + 0, i + 0; else print "-", "-", "-" }' "$log")
+    names+=("$name") rcs+=("$rc") passed+=("$p") failed+=("$f") ignored+=("$i") secs+=($((SECONDS - start)))
+}
+
+in_list() { [[ -z "$2" || ",$2," == *",$1,"* ]]; }
+
+if [[ "$only" == all || "$only" == tests ]]; then
+    for b in "$bin_dir"/test-*; do
+        [[ -e "$b" ]] || continue
+        n="${b##*/}"
+        in_list "${n#test-}" "$tests_list" || continue
+        run_one "$n" "$b" --include-ignored --test-threads=1 ${filter:+"$filter"} "${extra[@]}"
+    done
+fi
+if [[ "$only" == all || "$only" == examples ]]; then
+    order=()
+    if [[ -n "$examples_list" ]]; then
+        IFS=',' read -r -a order <<< "$examples_list"
+    else
+        [[ -e "$bin_dir/example-device_query" ]] && order+=(device_query)
+        for b in "$bin_dir"/example-*; do
+            [[ -e "$b" ]] || continue
+            n="${b##*/example-}"
+            [[ "$n" == device_query ]] || order+=("$n")
+        done
+    fi
+    for n in "${order[@]}"; do
+        if [[ -x "$bin_dir/example-$n" ]]; then
+            run_one "example-$n" "$bin_dir/example-$n"
+        else
+            echo "run.sh: no example named $n in this bundle" >&2
+            names+=("example-$n") rcs+=(127) passed+=(-) failed+=(-) ignored+=(-) secs+=(0)
+        fi
+    done
+fi
+if [[ "$only" == all || "$only" == benches ]]; then
+    for b in "$bin_dir"/bench-*; do
+        [[ -e "$b" ]] || continue
+        run_one "${b##*/}" "$b" --bench ${filter:+"$filter"}
+    done
+fi
+
+# --- summary ------------------------------------------------------------------------------
+status=0
+{
+    printf '\n==== summary (logs in %s)\n' "$log_dir"
+    printf '%-32s %5s %7s %7s %8s %6s  %s\n' NAME EXIT PASSED FAILED IGNORED SECS RESULT
+    for k in "${!names[@]}"; do
+        r=ok
+        if [[ "${rcs[k]}" == 124 || "${rcs[k]}" == 137 ]] && ((${#timeout_cmd[@]})); then
+            r="TIMEOUT"
+        elif [[ "${rcs[k]}" != 0 ]]; then
+            r="FAILED"
+        fi
+        [[ "$r" == ok ]] || status=1
+        printf '%-32s %5s %7s %7s %8s %6s  %s\n' "${names[k]}" "${rcs[k]}" "${passed[k]}" "${failed[k]}" "${ignored[k]}" "${secs[k]}" "$r"
+    done
+    ((${#names[@]})) || echo "(nothing ran)"
+    if ((status)); then echo "RESULT: FAILED"; else echo "RESULT: ok"; fi
+} | tee "$log_dir/summary.txt"
+# the pipeline ran in a subshell: recompute the status here
+for rc in "${rcs[@]}"; do [[ "$rc" == 0 ]] || exit 1; done
+((${#names[@]})) || exit 1
+exit 0
+RUNNER
+chmod +x "$outdir/run.sh"
+
+cat > "$outdir/README.txt" << 'README'
+cudajit GPU bundle
+==================
+
+Release builds of cudajit's test binaries and examples, for an x86-64 Linux machine with an
+NVIDIA GPU and its driver. Nothing else is needed there: no Rust, no CUDA toolkit, no LLVM
+(LLVM is linked statically), no network. python3 or xz is used to unpack bin.tar.xz.
+
+Use it
+  1. Copy this whole folder to the GPU machine, e.g.
+       rsync -a gpu-bundle/ gpu-host:cudajit-bundle/
+     (or, with the project's device tool, carry "gpu-bundle" and run "bash gpu-bundle/run.sh").
+  2. Run:  bash run.sh
+     It unpacks bin.tar.xz, runs every test-* binary with --include-ignored --test-threads=1
+     (GPU tests included, one at a time), then example-device_query and the other examples,
+     and prints a summary table. Exit status 0 means everything passed.
+  3. Logs: one <name>.log per binary, environment.log and summary.txt, in $OUT if set,
+     else ./out.
+
+Options: bash run.sh --help
+  --filter SUBSTR     only tests whose name contains SUBSTR
+  --only tests|examples|benches
+  --tests gpu,cudajit / --examples device_query,...   pick binaries
+  --timeout N         per-binary time limit in seconds (default 900)
+  -- ARGS             more libtest arguments, e.g. -- --nocapture
+
+Test binaries run with the bundle folder as working directory and CUDAJIT_TEST_DATA pointing
+at tests/data. BUNDLE_INFO.txt says what was built, from which commit, and which shared
+libraries the binaries need. Rebuild with: bash scripts/gpu-bundle.sh
+README
+
+# --- report -------------------------------------------------------------------------------
+say "bundled $count binaries into $outdir:"
+sed -n '/^binaries:/,$p' "$outdir/BUNDLE_INFO.txt" | sed 's/^/  /'
+say "needs on the GPU machine: ${needed:-?}"
+total="$(du -sb "$outdir" --exclude=out 2> /dev/null | cut -f1)"
+say "total size: $total bytes ($(du -sh --exclude=out "$outdir" | cut -f1))"
+if ((total > 48 * 1024 * 1024)); then
+    say "warning: over 48 MiB; the device tool carries at most 64 MiB with the working tree"
+fi
+say "run it: bash $(realpath --relative-to="$repo_root" "$outdir" 2> /dev/null || echo "$outdir")/run.sh"
