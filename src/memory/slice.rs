@@ -389,3 +389,40 @@ fn fill_with<T: DeviceCopy, A: DeviceSliceMut<T> + ?Sized>(
     };
     transfer::fill(a.context(), a.device_ptr(), bits, size, a.len(), stream)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Ix1, Ix2};
+
+    #[test]
+    fn shape_check_names_both_shapes() {
+        assert!(check_shape("op", &[3, 4], &[3, 4]).is_ok());
+        let e = check_shape("copy_from_host", &[3, 4], &[4, 3]).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("copy_from_host") && text.contains("[3, 4]") && text.contains("[4, 3]"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn sub_ranges_along_the_first_axis() {
+        let (p, d) = sub_range::<f32, _>(1000, &Ix2(10, 7), 2..5).unwrap();
+        assert_eq!((p, d), (1000 + 2 * 7 * 4, Ix2(3, 7)));
+        let (p, d) = sub_range::<u64, _>(0x1000, &Ix1(100), 90..).unwrap();
+        assert_eq!((p, d), (0x1000 + 90 * 8, Ix1(10)));
+        let (p, d) = sub_range::<u64, _>(0x1000, &Ix1(100), 5..5).unwrap();
+        assert_eq!((p, d), (0, Ix1(0)), "an empty view has no address");
+        assert!(sub_range::<u8, _>(0, &Ix1(10), 3..11).is_err());
+        assert!(sub_range::<u8, _>(0, &Ix1(10), 6..4).is_err());
+        assert!(sub_range::<u8, _>(0, &ndarray::Ix0(), ..).is_err());
+    }
+
+    #[test]
+    fn reshape_keeps_the_element_count() {
+        assert_eq!(checked_reshape(&Ix2(4, 6), (3, 8)).unwrap(), Ix2(3, 8));
+        let e = checked_reshape(&Ix2(4, 6), (5, 5)).unwrap_err().to_string();
+        assert!(e.contains("[4, 6]") && e.contains("[5, 5]"), "{e}");
+    }
+}

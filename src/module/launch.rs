@@ -166,3 +166,22 @@ impl Function {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_for_n_elements() {
+        let c = LaunchConfig::for_num_elems(1_000_001, 128).unwrap();
+        assert_eq!((c.grid.x, c.block.x), (7813, 128));
+        assert_eq!(LaunchConfig::for_num_elems(0, 128).unwrap().grid.x, 1);
+        assert!(LaunchConfig::for_num_elems(10, 0).is_err());
+        assert!(LaunchConfig::for_num_elems(usize::MAX, 32).is_err());
+        let c = LaunchConfig::new((4, 5), (8, 8, 2)).with_shared_mem(1024);
+        assert_eq!(
+            (c.grid.count(), c.block.count(), c.shared_mem_bytes),
+            (20, 128, 1024)
+        );
+    }
+}
