@@ -15,4 +15,14 @@ if ! command -v cargo > /dev/null 2>&1 && [[ -f "$HOME/.cargo/env" ]]; then
 fi
 
 echo "+ cargo test --workspace --exclude cudajit-sys-generate $*"
-exec cargo test --workspace --exclude cudajit-sys-generate "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --exclude cudajit-sys-generate "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole run (cargo prints one per test binary; the last is often a
+# crate's empty doc-test run). Ignored tests are the GPU tests on a machine without a GPU.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1); if ($i ~ /^ignored/) s += $(i-1) } }
+     END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+exit "$rc"
