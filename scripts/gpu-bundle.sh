@@ -14,7 +14,10 @@
 #   BUNDLE_INFO.txt  what was built, from which commit, with which toolchain
 #
 # xz (not zstd) so that the GPU machine can always unpack it: python3's tarfile reads .tar.xz.
-# Override the xz options with CUDAJIT_BUNDLE_XZ_OPT (default "-9 -T0").
+# "-9 -T1": -9's 64 MiB window reaches back into the previous binary, and one thread makes one
+# xz block, so the statically linked LLVM that every binary carries is stored about once
+# (measured: three 36 MB LLVM binaries -> 11.9 MB, one alone -> 9.8 MB; with -6, or with a
+# block per thread, each copy costs ~10 MB again). Override with CUDAJIT_BUNDLE_XZ_OPT.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo_root="$PWD"
@@ -184,11 +187,11 @@ fi
 } > "$outdir/BUNDLE_INFO.txt"
 
 if ((compress)); then
-    xz_opt="${CUDAJIT_BUNDLE_XZ_OPT:--9 -T0}"
+    xz_opt="${CUDAJIT_BUNDLE_XZ_OPT:--9 -T1}"
     say "compressing bin/ into bin.tar.xz (xz $xz_opt) ..."
     if command -v xz > /dev/null 2>&1; then
         # shellcheck disable=SC2086
-        tar -C "$outdir" --owner=0 --group=0 --numeric-owner -cf - bin | xz $xz_opt > "$outdir/bin.tar.xz"
+        tar -C "$outdir" --sort=name --owner=0 --group=0 --numeric-owner -cf - bin | xz $xz_opt > "$outdir/bin.tar.xz"
     else
         say "no xz here: compressing with python3's lzma"
         python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "w:xz", preset=9).add(sys.argv[2], "bin")' \
@@ -201,8 +204,8 @@ fi
 cat > "$outdir/run.sh" << 'RUNNER'
 #!/usr/bin/env bash
 # Runs the cudajit GPU bundle: every test binary (GPU tests included, one test at a time),
-# then example-device_query, then the other examples; logs each to $OUT/<name>.log (default
-# ./out) and prints a summary. Exits non-zero if anything failed.
+# then example-device_query, then the other examples; logs each to $OUT/<name>.log (default:
+# out/ next to run.sh) and prints a summary. Exits non-zero if anything failed.
 #
 #   bash run.sh [--filter SUBSTR] [--only tests|examples|benches] [--tests a,b]
 #               [--examples a,b] [--timeout SECONDS] [-- EXTRA TEST ARGS]
@@ -238,22 +241,21 @@ while (($#)); do
 done
 case "$only" in all | tests | examples | benches) ;; *) echo "run.sh: --only takes tests, examples or benches" >&2; exit 2 ;; esac
 
-log_dir="${OUT:-out}"
+log_dir="${OUT:-$here/out}"
 mkdir -p "$log_dir" || exit 2
 log_dir="$(cd "$log_dir" && pwd)"
 
 # --- unpack -------------------------------------------------------------------------------
+# Into a temporary folder, removed at exit, so the bundle stays as it was (small enough to
+# carry again) and may be read-only. A bundle built with --no-compress has bin/ instead.
 bin_dir="$here/bin"
 archive=""
 for a in "$here"/bin.tar.xz "$here"/bin.tar.zst; do [[ -f "$a" ]] && { archive="$a"; break; }; done
-if [[ -n "$archive" ]] && { [[ ! -f "$bin_dir/.unpacked" ]] || [[ "$archive" -nt "$bin_dir/.unpacked" ]]; }; then
-    dest="$here"
-    if [[ ! -w "$here" ]]; then
-        dest="$(mktemp -d "${TMPDIR:-/tmp}/cudajit-bundle.XXXXXX")"
-        bin_dir="$dest/bin"
-    fi
-    echo "run.sh: unpacking $(basename "$archive") ($(wc -c < "$archive") bytes) ..."
-    rm -rf "$dest/bin"
+if [[ -n "$archive" ]]; then
+    dest="$(mktemp -d "${TMPDIR:-/tmp}/cudajit-bundle.XXXXXX")" || exit 2
+    trap 'rm -rf "$dest"' EXIT
+    bin_dir="$dest/bin"
+    echo "run.sh: unpacking $(basename "$archive") ($(wc -c < "$archive") bytes) into $dest ..."
     case "$archive" in
         *.xz)
             if command -v tar > /dev/null 2>&1 && command -v xz > /dev/null 2>&1; then
@@ -272,9 +274,8 @@ PY
             zstd -dc "$archive" | tar -C "$dest" -xf -
             ;;
     esac || { echo "run.sh: could not unpack $archive" >&2; exit 2; }
-    touch "$bin_dir/.unpacked"
 fi
-[[ -d "$bin_dir" ]] || { echo "run.sh: no bin/ or bin.tar.xz next to run.sh" >&2; exit 2; }
+[[ -d "$bin_dir" ]] || { echo "run.sh: no bin.tar.xz or bin/ next to run.sh" >&2; exit 2; }
 
 # --- environment --------------------------------------------------------------------------
 cd "$here" || exit 2 # tests find tests/data relative to the working directory
@@ -311,15 +312,19 @@ run_one() { # $1: display name; rest: command
     "${timeout_cmd[@]}" "$@" < /dev/null 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     local p f i
-    read -r p f i < <(awk '/^test result:/ {
-            for (k = 1; k <= NF; k++) {
-                if ($(k) ~ /^passed;?$/) p += $(k - 1)
-                if ($(k) ~ /^failed;?$/) f += $(k - 1)
-                if ($(k) ~ /^ignored;?$/) i += $(k - 1)
+    # The last "test result:" line is the binary's own; earlier ones come from child processes
+    # that some tests spawn (their output is shown when such a test fails).
+    read -r p f i < <(awk '/^test result:/ { line = $0 }
+        END {
+            if (line == "") { print "-", "-", "-"; exit }
+            n = split(line, w, " ")
+            for (k = 2; k <= n; k++) {
+                if (w[k] ~ /^passed;?$/) p = w[k - 1]
+                if (w[k] ~ /^failed;?$/) f = w[k - 1]
+                if (w[k] ~ /^ignored;?$/) i = w[k - 1]
             }
-            seen = 1
-        }
-        END { if (seen) print p + 0, f + 0, i + 0; else print "-", "-", "-" }' "$log")
+            print p + 0, f + 0, i + 0
+        }' "$log")
     names+=("$name") rcs+=("$rc") passed+=("$p") failed+=("$f") ignored+=("$i") secs+=($((SECONDS - start)))
 }
 
@@ -399,11 +404,11 @@ Use it
        rsync -a gpu-bundle/ gpu-host:cudajit-bundle/
      (or, with the project's device tool, carry "gpu-bundle" and run "bash gpu-bundle/run.sh").
   2. Run:  bash run.sh
-     It unpacks bin.tar.xz, runs every test-* binary with --include-ignored --test-threads=1
+     It unpacks bin.tar.xz into a temporary folder (removed at the end), runs every test-* binary with --include-ignored --test-threads=1
      (GPU tests included, one at a time), then example-device_query and the other examples,
      and prints a summary table. Exit status 0 means everything passed.
   3. Logs: one <name>.log per binary, environment.log and summary.txt, in $OUT if set,
-     else ./out.
+     else in out/ next to run.sh.
 
 Options: bash run.sh --help
   --filter SUBSTR     only tests whose name contains SUBSTR
@@ -426,4 +431,4 @@ say "total size: $total bytes ($(du -sh --exclude=out "$outdir" | cut -f1))"
 if ((total > 48 * 1024 * 1024)); then
     say "warning: over 48 MiB; the device tool carries at most 64 MiB with the working tree"
 fi
-say "run it: bash $(realpath --relative-to="$repo_root" "$outdir" 2> /dev/null || echo "$outdir")/run.sh"
+say "run it (on the GPU machine): bash ${outdir#"$repo_root"/}/run.sh"

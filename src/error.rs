@@ -134,17 +134,7 @@ impl fmt::Display for DriverCode {
 
 /// The driver's short text for a code, when the driver is loaded and knows the code.
 fn driver_error_string(code: sys::CUresult) -> Option<String> {
-    // Only ask a driver that is already loaded: formatting an error never loads libraries.
-    sys::driver_library().ok()?;
-    let mut p: *const std::ffi::c_char = std::ptr::null();
-    // SAFETY: `p` is a valid out-pointer; the driver returns a static string or an error.
-    let res = unsafe { sys::cuGetErrorString(code, &mut p) }.ok()?;
-    if res != sys::CUresult::CUDA_SUCCESS || p.is_null() {
-        return None;
-    }
-    // SAFETY: on success the driver returns a NUL-terminated static string.
-    let s = unsafe { std::ffi::CStr::from_ptr(p) };
-    Some(s.to_string_lossy().into_owned())
+    crate::backend::backend().error_string(code)
 }
 
 impl fmt::Display for Error {
@@ -257,12 +247,9 @@ pub fn take_drop_errors() -> Vec<Error> {
     std::mem::take(&mut *DROP_ERRORS.lock())
 }
 
-/// Records the error of a driver call made inside `Drop`, if it failed.
-pub(crate) fn check_in_drop(
-    res: std::result::Result<sys::CUresult, LoadError>,
-    call: &'static str,
-) {
-    if let Err(e) = check(res, call) {
+/// Keeps the error of a call made inside `Drop`, if it failed.
+pub(crate) fn check_in_drop(res: Result<()>) {
+    if let Err(e) = res {
         record_drop_error(e);
     }
 }

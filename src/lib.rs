@@ -33,6 +33,7 @@
 
 #![warn(missing_docs)]
 
+mod backend;
 pub mod context;
 pub mod error;
 pub mod event;

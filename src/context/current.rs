@@ -7,7 +7,8 @@ use cudajit_sys as sys;
 
 use super::device::Device;
 use super::primary::{lookup, Context};
-use crate::error::{check, check_in_drop, Result};
+use crate::backend::backend;
+use crate::error::{check_in_drop, Result};
 
 /// The cudajit context current on this thread, if any.
 ///
@@ -24,17 +25,11 @@ pub fn current_device() -> Result<Option<Device>> {
     if raw_current()?.is_null() {
         return Ok(None);
     }
-    let mut dev: sys::CUdevice = 0;
-    // SAFETY: `dev` is a valid out-pointer and a context is current.
-    check(unsafe { sys::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice")?;
-    Ok(Some(Device::from_raw(dev)))
+    Ok(Some(Device::from_raw(backend().ctx_get_device()?)))
 }
 
 fn raw_current() -> Result<sys::CUcontext> {
-    let mut raw: sys::CUcontext = std::ptr::null_mut();
-    // SAFETY: `raw` is a valid out-pointer.
-    check(unsafe { sys::cuCtxGetCurrent(&mut raw) }, "cuCtxGetCurrent")?;
-    Ok(raw)
+    backend().ctx_get_current()
 }
 
 /// Keeps a context current on this thread; on drop, restores the one that was current before.
@@ -50,10 +45,7 @@ impl CurrentGuard {
     pub(super) fn new(ctx: Context) -> Result<CurrentGuard> {
         let previous = raw_current()?;
         // SAFETY: the handle is a live, retained primary context.
-        check(
-            unsafe { sys::cuCtxSetCurrent(ctx.raw()) },
-            "cuCtxSetCurrent",
-        )?;
+        unsafe { backend().ctx_set_current(ctx.raw()) }?;
         Ok(CurrentGuard {
             ctx,
             previous,
@@ -73,9 +65,6 @@ impl Drop for CurrentGuard {
     fn drop(&mut self) {
         // SAFETY: `previous` was current before (or null, which unbinds); if it has been
         // destroyed since, the driver reports an error, which is recorded.
-        check_in_drop(
-            unsafe { sys::cuCtxSetCurrent(self.previous) },
-            "cuCtxSetCurrent",
-        );
+        check_in_drop(unsafe { backend().ctx_set_current(self.previous) });
     }
 }

@@ -1,12 +1,12 @@
 //! Device handles and their properties.
 
-use std::ffi::c_char;
 use std::fmt;
 use std::sync::OnceLock;
 
 use cudajit_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::backend::backend;
+use crate::error::{Error, Result};
 
 /// A device attribute (`CU_DEVICE_ATTRIBUTE_*`), for [`Device::attribute`].
 pub type DeviceAttribute = sys::CUdevice_attribute;
@@ -15,11 +15,7 @@ static INIT: OnceLock<Result<()>> = OnceLock::new();
 
 /// Loads the driver and calls `cuInit` once per process.
 pub(crate) fn init() -> Result<()> {
-    INIT.get_or_init(|| {
-        // SAFETY: cuInit takes flags only; 0 is the documented value.
-        check(unsafe { sys::cuInit(0) }, "cuInit")
-    })
-    .clone()
+    INIT.get_or_init(|| backend().init()).clone()
 }
 
 /// One CUDA device (a GPU), by ordinal.
@@ -39,12 +35,7 @@ impl Device {
             )));
         }
         let ordinal = ordinal as i32;
-        let mut raw: sys::CUdevice = 0;
-        // SAFETY: `raw` is a valid out-pointer and the ordinal is in range.
-        check(
-            unsafe { sys::cuDeviceGet(&mut raw, ordinal) },
-            "cuDeviceGet",
-        )?;
+        let raw = backend().device_get(ordinal)?;
         Ok(Device { ordinal, raw })
     }
 
@@ -64,24 +55,12 @@ impl Device {
 
     /// The product name (e.g. `NVIDIA H100 80GB HBM3`).
     pub fn name(&self) -> Result<String> {
-        let mut buf = [0 as c_char; 256];
-        // SAFETY: the buffer is writable for its whole length, which is passed.
-        check(
-            unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, self.raw) },
-            "cuDeviceGetName",
-        )?;
-        Ok(c_buf_to_string(&buf))
+        backend().device_name(self.raw)
     }
 
     /// The value of any `CU_DEVICE_ATTRIBUTE_*`.
     pub fn attribute(&self, attr: DeviceAttribute) -> Result<i32> {
-        let mut v = 0;
-        // SAFETY: `v` is a valid out-pointer; an unknown attribute is an error code, not UB.
-        check(
-            unsafe { sys::cuDeviceGetAttribute(&mut v, attr, self.raw) },
-            "cuDeviceGetAttribute",
-        )?;
-        Ok(v)
+        backend().device_attribute(self.raw, attr)
     }
 
     /// Every attribute `cuda.h` names, with its value; attributes this driver does not know are left out.
@@ -102,13 +81,7 @@ impl Device {
 
     /// The device's UUID as the 16 raw bytes.
     pub fn uuid_bytes(&self) -> Result<[u8; 16]> {
-        let mut uuid = sys::CUuuid::default();
-        // SAFETY: `uuid` is a valid out-pointer.
-        check(
-            unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, self.raw) },
-            "cuDeviceGetUuid_v2",
-        )?;
-        Ok(uuid.bytes.map(|b| b as u8))
+        backend().device_uuid(self.raw)
     }
 
     /// The UUID as `nvidia-smi -L` prints it: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
@@ -127,24 +100,12 @@ impl Device {
 
     /// The PCI bus id, `domain:bus:device.function` (e.g. `0000:19:00.0`).
     pub fn pci_bus_id(&self) -> Result<String> {
-        let mut buf = [0 as c_char; 64];
-        // SAFETY: the buffer is writable for its whole length, which is passed.
-        check(
-            unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, self.raw) },
-            "cuDeviceGetPCIBusId",
-        )?;
-        Ok(c_buf_to_string(&buf))
+        backend().device_pci_bus_id(self.raw)
     }
 
     /// Total device memory in bytes.
     pub fn total_memory(&self) -> Result<usize> {
-        let mut bytes = 0usize;
-        // SAFETY: `bytes` is a valid out-pointer.
-        check(
-            unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, self.raw) },
-            "cuDeviceTotalMem_v2",
-        )?;
-        Ok(bytes)
+        backend().device_total_mem(self.raw)
     }
 
     /// Number of streaming multiprocessors.
@@ -182,13 +143,4 @@ impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Device({})", self.ordinal)
     }
-}
-
-fn c_buf_to_string(buf: &[c_char]) -> String {
-    let bytes: Vec<u8> = buf
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
 }

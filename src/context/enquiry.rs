@@ -2,10 +2,9 @@
 
 use std::fmt;
 
-use cudajit_sys as sys;
-
 use super::device::{init, Device, DeviceAttribute};
-use crate::error::{check, Result};
+use crate::backend::backend;
+use crate::error::Result;
 
 /// The lowest compute capability cudajit supports (its kernels' PTX needs at least this).
 pub const MIN_COMPUTE_CAPABILITY: (u32, u32) = (5, 0);
@@ -13,9 +12,7 @@ pub const MIN_COMPUTE_CAPABILITY: (u32, u32) = (5, 0);
 /// Number of CUDA devices visible to this process.
 pub fn device_count() -> Result<usize> {
     init()?;
-    let mut n = 0;
-    // SAFETY: `n` is a valid out-pointer.
-    check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
+    let n = backend().device_count()?;
     Ok(n.max(0) as usize)
 }
 
@@ -46,12 +43,7 @@ impl fmt::Display for DriverVersion {
 
 /// The CUDA version the installed driver supports (`cuDriverGetVersion`).
 pub fn driver_version() -> Result<DriverVersion> {
-    let mut v = 0;
-    // SAFETY: `v` is a valid out-pointer; this call needs no cuInit.
-    check(
-        unsafe { sys::cuDriverGetVersion(&mut v) },
-        "cuDriverGetVersion",
-    )?;
+    let v = backend().driver_version()?;
     Ok(DriverVersion {
         major: (v / 1000) as u32,
         minor: ((v % 1000) / 10) as u32,

@@ -8,7 +8,8 @@ use parking_lot::Mutex;
 
 use super::current::CurrentGuard;
 use super::device::Device;
-use crate::error::{check, check_in_drop, Error, Result};
+use crate::backend::backend;
+use crate::error::{check_in_drop, Error, Result};
 
 /// A device's primary context (the one numba, the runtime API, torch and CuPy also use).
 ///
@@ -32,11 +33,8 @@ unsafe impl Sync for ContextInner {}
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
-        // SAFETY: this retain is ours and released exactly once.
-        check_in_drop(
-            unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) },
-            "cuDevicePrimaryCtxRelease_v2",
-        );
+        // This retain is ours and is released exactly once.
+        check_in_drop(backend().primary_ctx_release(self.device.raw()));
     }
 }
 
@@ -56,12 +54,7 @@ impl Device {
         if let Some(inner) = table[i].upgrade() {
             return Ok(Context { inner });
         }
-        let mut raw: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; the device handle came from cuDeviceGet.
-        check(
-            unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, self.raw()) },
-            "cuDevicePrimaryCtxRetain",
-        )?;
+        let raw = backend().primary_ctx_retain(self.raw())?;
         let inner = Arc::new(ContextInner { raw, device: *self });
         table[i] = Arc::downgrade(&inner);
         Ok(Context { inner })
@@ -105,15 +98,10 @@ impl Context {
     /// Every cudajit call does this itself; users need it only before their own driver calls.
     #[inline]
     pub fn bind(&self) -> Result<()> {
-        let mut cur: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `cur` is a valid out-pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
-        if cur != self.inner.raw {
+        let b = backend();
+        if b.ctx_get_current()? != self.inner.raw {
             // SAFETY: the handle is a live, retained primary context.
-            check(
-                unsafe { sys::cuCtxSetCurrent(self.inner.raw) },
-                "cuCtxSetCurrent",
-            )?;
+            unsafe { b.ctx_set_current(self.inner.raw) }?;
         }
         Ok(())
     }
@@ -134,20 +122,13 @@ impl Context {
     /// Waits until all work on the device in this context is done.
     pub fn synchronize(&self) -> Result<()> {
         self.bind()?;
-        // SAFETY: a context is current; the call takes no arguments.
-        check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+        backend().ctx_synchronize()
     }
 
     /// Free and total device memory in bytes, as the driver sees them now.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         self.bind()?;
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: both are valid out-pointers; a context is current.
-        check(
-            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-            "cuMemGetInfo_v2",
-        )?;
-        Ok((free, total))
+        backend().mem_get_info()
     }
 
     /// Releases this context and resets the device's primary context, destroying every
@@ -170,11 +151,8 @@ impl Context {
         }
         let device = self.inner.device;
         drop(self);
-        // SAFETY: the device handle is valid; no cudajit resource uses its primary context now.
-        check(
-            unsafe { sys::cuDevicePrimaryCtxReset_v2(device.raw()) },
-            "cuDevicePrimaryCtxReset_v2",
-        )
+        // No cudajit resource uses the primary context now.
+        backend().primary_ctx_reset(device.raw())
     }
 
     /// Whether two handles are the same context.

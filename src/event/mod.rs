@@ -4,8 +4,9 @@ use std::fmt;
 
 use cudajit_sys as sys;
 
+use crate::backend::backend;
 use crate::context::Context;
-use crate::error::{check, check_in_drop, Result};
+use crate::error::{check_in_drop, Result};
 use crate::stream::Stream;
 
 /// A CUDA event. Destroyed on drop.
@@ -36,12 +37,7 @@ impl Context {
         if blocking_sync {
             flags |= sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC.0;
         }
-        let mut raw: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; the flags are cuEventCreate's.
-        check(
-            unsafe { sys::cuEventCreate(&mut raw, flags) },
-            "cuEventCreate",
-        )?;
+        let raw = backend().event_create(flags)?;
         Ok(Event {
             ctx: self.clone(),
             raw,
@@ -65,30 +61,21 @@ impl Event {
         self.ctx.check_same(stream.context(), "the stream")?;
         self.ctx.bind()?;
         // SAFETY: both handles are live and belong to the bound context.
-        check(
-            unsafe { sys::cuEventRecord(self.raw, stream.raw()) },
-            "cuEventRecord",
-        )
+        unsafe { backend().event_record(self.raw, stream.raw()) }
     }
 
     /// Whether the recorded work has completed (true if never recorded).
     pub fn query(&self) -> Result<bool> {
         self.ctx.bind()?;
         // SAFETY: the handle is live.
-        match unsafe { sys::cuEventQuery(self.raw) }? {
-            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            code => check(Ok(code), "cuEventQuery").map(|()| true),
-        }
+        unsafe { backend().event_query(self.raw) }
     }
 
     /// Waits until the recorded work has completed.
     pub fn synchronize(&self) -> Result<()> {
         self.ctx.bind()?;
         // SAFETY: the handle is live.
-        check(
-            unsafe { sys::cuEventSynchronize(self.raw) },
-            "cuEventSynchronize",
-        )
+        unsafe { backend().event_synchronize(self.raw) }
     }
 
     /// Makes `stream`'s later work wait for this event (numba's `event.wait(stream)`).
@@ -107,28 +94,15 @@ impl Event {
 pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
     start.ctx.check_same(&end.ctx, "the end event")?;
     start.ctx.bind()?;
-    let mut ms = 0f32;
-    // SAFETY: `ms` is a valid out-pointer; both events are live in the bound context.
-    match unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.raw, end.raw) } {
-        // Drivers before CUDA 12.8 have only the original entry point.
-        Err(sys::LoadError::MissingSymbol { .. }) => check(
-            // SAFETY: as above.
-            unsafe { sys::cuEventElapsedTime(&mut ms, start.raw, end.raw) },
-            "cuEventElapsedTime",
-        ),
-        other => check(other, "cuEventElapsedTime_v2"),
-    }?;
-    Ok(ms)
+    // SAFETY: both events are live in the bound context.
+    unsafe { backend().event_elapsed_ms(start.raw, end.raw) }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
         self.ctx.bind_in_drop();
         // SAFETY: the event was created by cudajit and is destroyed once.
-        check_in_drop(
-            unsafe { sys::cuEventDestroy_v2(self.raw) },
-            "cuEventDestroy_v2",
-        );
+        check_in_drop(unsafe { backend().event_destroy(self.raw) });
     }
 }
 

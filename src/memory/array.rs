@@ -9,8 +9,9 @@ use ndarray::{Dimension, IntoDimension, Ix1};
 use super::element::{AnyBitPattern, DeviceCopy};
 use super::host::HostSource;
 use super::slice::{check_stream, DeviceSlice, DeviceSliceMut, Sealed};
+use crate::backend::backend;
 use crate::context::Context;
-use crate::error::{check, check_in_drop, Error, Result};
+use crate::error::{check_in_drop, Error, Result};
 use crate::stream::Stream;
 
 /// An n-D array of `T` in device memory: contiguous, C order, shape `D` (ndarray's
@@ -38,8 +39,8 @@ impl<T: DeviceCopy, D: Dimension> Drop for DeviceArray<T, D> {
             return;
         }
         self.ctx.bind_in_drop();
-        // SAFETY: the pointer came from cuMemAlloc in this context and is freed once.
-        check_in_drop(unsafe { sys::cuMemFree_v2(self.ptr) }, "cuMemFree_v2");
+        // SAFETY: the pointer came from mem_alloc in this context and is freed once.
+        check_in_drop(unsafe { backend().mem_free(self.ptr) });
     }
 }
 
@@ -75,12 +76,7 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
             ctx.bind()?;
-            // SAFETY: `ptr` is a valid out-pointer; a context is current.
-            check(
-                unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) },
-                "cuMemAlloc_v2",
-            )
-            .map_err(|e| {
+            ptr = backend().mem_alloc(bytes).map_err(|e| {
                 if e.is_out_of_memory() {
                     Error::OutOfMemory {
                         requested: bytes,

@@ -6,12 +6,10 @@ use ndarray::{Dimension, Ix1};
 
 use super::element::DeviceCopy;
 use super::slice::{check_stream, DeviceSlice, DeviceSliceMut, Sealed};
+use crate::backend::backend;
 use crate::context::Context;
-use crate::error::{check, check_in_drop, Error, Result};
+use crate::error::{check_in_drop, Error, Result};
 use crate::stream::Stream;
-
-/// `CU_DEVICE_CPU`: the host, as a prefetch destination for the older prefetch entry point.
-const CU_DEVICE_CPU: sys::CUdevice = -1;
 
 /// Managed memory (`cuMemAllocManaged`) of `len` elements of `T`, attached globally.
 ///
@@ -45,17 +43,7 @@ impl Context {
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
             self.bind()?;
-            // SAFETY: `ptr` is a valid out-pointer; GLOBAL is a documented attach flag.
-            check(
-                unsafe {
-                    sys::cuMemAllocManaged(
-                        &mut ptr,
-                        bytes,
-                        sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL.0,
-                    )
-                },
-                "cuMemAllocManaged",
-            )?;
+            ptr = backend().mem_alloc_managed(bytes)?;
             // SAFETY: managed memory is host-accessible at the same address; no device work
             // touches the new allocation yet.
             unsafe {
@@ -103,33 +91,11 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
             return Ok(());
         }
         self.ctx.bind()?;
-        let ordinal = self.ctx.device().ordinal() as i32;
-        let location = match target {
-            PrefetchTarget::Device => sys::CUmemLocation {
-                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: ordinal,
-            },
-            PrefetchTarget::Host => sys::CUmemLocation {
-                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
-                id: 0,
-            },
-        };
+        let ordinal = self.ctx.device().ordinal();
+        let to_host = target == PrefetchTarget::Host;
+        let dev = self.ctx.device().raw();
         // SAFETY: the range is this allocation; the stream belongs to this context.
-        match unsafe { sys::cuMemPrefetchAsync_v2(self.ptr, bytes, location, 0, stream.raw()) } {
-            Err(sys::LoadError::MissingSymbol { .. }) => {
-                // Drivers before CUDA 12.2 have only the original entry point.
-                let dst = match target {
-                    PrefetchTarget::Device => self.ctx.device().raw(),
-                    PrefetchTarget::Host => CU_DEVICE_CPU,
-                };
-                // SAFETY: as above.
-                check(
-                    unsafe { sys::cuMemPrefetchAsync(self.ptr, bytes, dst, stream.raw()) },
-                    "cuMemPrefetchAsync",
-                )
-            }
-            other => check(other, "cuMemPrefetchAsync_v2"),
-        }
+        unsafe { backend().mem_prefetch(self.ptr, bytes, to_host, dev, stream.raw()) }
         .map_err(|e| match e.driver_code() {
             Some(c) if c.0 == sys::CUresult::CUDA_ERROR_INVALID_DEVICE => Error::usage(format!(
                 "device {ordinal} cannot prefetch managed memory (it lacks concurrent managed access): {e}"
@@ -160,7 +126,7 @@ impl<T: DeviceCopy> Drop for ManagedBuffer<T> {
             return;
         }
         self.ctx.bind_in_drop();
-        // SAFETY: the pointer came from cuMemAllocManaged and is freed once.
-        check_in_drop(unsafe { sys::cuMemFree_v2(self.ptr) }, "cuMemFree_v2");
+        // SAFETY: the pointer came from mem_alloc_managed and is freed once.
+        check_in_drop(unsafe { backend().mem_free(self.ptr) });
     }
 }

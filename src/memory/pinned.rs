@@ -1,7 +1,6 @@
 //! Page-locked host memory: pinned buffers for fast and truly asynchronous copies, and mapped
 //! buffers the device reads and writes directly.
 
-use std::ffi::c_void;
 use std::ptr::NonNull;
 
 use cudajit_sys as sys;
@@ -11,8 +10,9 @@ use parking_lot::Mutex;
 use super::element::{AnyBitPattern, DeviceCopy};
 use super::slice::{check_shape, check_stream, DeviceSlice, DeviceSliceMut, Sealed};
 use super::transfer;
+use crate::backend::backend;
 use crate::context::Context;
-use crate::error::{check, check_in_drop, record_drop_error, Error, Result};
+use crate::error::{check_in_drop, record_drop_error, Error, Result};
 use crate::event::Event;
 use crate::stream::Stream;
 
@@ -43,12 +43,7 @@ fn host_alloc<T>(ctx: &Context, len: usize, flags: u32) -> Result<NonNull<T>> {
         return Ok(NonNull::dangling());
     }
     ctx.bind()?;
-    let mut p: *mut c_void = std::ptr::null_mut();
-    // SAFETY: `p` is a valid out-pointer; the flags are cuMemHostAlloc's.
-    check(
-        unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags) },
-        "cuMemHostAlloc",
-    )?;
+    let p = backend().host_alloc(bytes, flags)?;
     NonNull::new(p.cast::<T>())
         .ok_or_else(|| Error::usage("cuMemHostAlloc returned a null pointer"))
 }
@@ -59,11 +54,8 @@ fn host_free<T>(ctx: &Context, ptr: NonNull<T>, len: usize) {
         return;
     }
     ctx.bind_in_drop();
-    // SAFETY: the pointer came from cuMemHostAlloc and is freed once.
-    check_in_drop(
-        unsafe { sys::cuMemFreeHost(ptr.as_ptr().cast()) },
-        "cuMemFreeHost",
-    );
+    // SAFETY: the pointer came from host_alloc and is freed once.
+    check_in_drop(unsafe { backend().host_free(ptr.as_ptr().cast()) });
 }
 
 impl Context {
@@ -224,13 +216,8 @@ impl Context {
         // SAFETY: the new buffer has room for `data.len()` elements and does not overlap `data`.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host.as_ptr(), data.len()) };
         if !data.is_empty() {
-            // SAFETY: `device` is a valid out-pointer; `host` came from cuMemHostAlloc with DEVICEMAP.
-            check(
-                unsafe {
-                    sys::cuMemHostGetDevicePointer_v2(&mut buf.device, host.as_ptr().cast(), 0)
-                },
-                "cuMemHostGetDevicePointer_v2",
-            )?;
+            // SAFETY: `host` came from host_alloc with DEVICEMAP.
+            buf.device = unsafe { backend().host_device_pointer(host.as_ptr().cast()) }?;
         }
         Ok(buf)
     }

@@ -5,7 +5,8 @@ use std::fmt;
 use cudajit_sys as sys;
 
 use super::load::Module;
-use crate::error::{check, Result};
+use crate::backend::backend;
+use crate::error::Result;
 
 /// A kernel (`.entry`) of a loaded [`Module`]; keeps the module loaded.
 #[derive(Clone)]
@@ -74,13 +75,8 @@ impl Function {
     /// One raw attribute (`CU_FUNC_ATTRIBUTE_*`).
     pub fn attribute(&self, attr: sys::CUfunction_attribute) -> Result<i32> {
         self.module.context().bind()?;
-        let mut v = 0;
-        // SAFETY: `v` is a valid out-pointer; the function is live.
-        check(
-            unsafe { sys::cuFuncGetAttribute(&mut v, attr, self.raw) },
-            "cuFuncGetAttribute",
-        )?;
-        Ok(v)
+        // SAFETY: the function is live.
+        unsafe { backend().func_attribute(self.raw, attr) }
     }
 
     /// Registers, shared/local/constant memory and limits.
@@ -102,17 +98,9 @@ impl Function {
     /// Allows launches with up to `bytes` of dynamic shared memory (needed above 48 KiB).
     pub fn set_max_dynamic_shared_memory(&self, bytes: u32) -> Result<()> {
         self.module.context().bind()?;
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: the function is live; the driver validates the value.
-        check(
-            unsafe {
-                sys::cuFuncSetAttribute(
-                    self.raw,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    bytes as i32,
-                )
-            },
-            "cuFuncSetAttribute",
-        )
+        unsafe { backend().func_set_attribute(self.raw, attr, bytes as i32) }
     }
 
     /// The block size that maximises occupancy, and the smallest grid that reaches it
@@ -124,21 +112,14 @@ impl Function {
         block_size_limit: u32,
     ) -> Result<(u32, u32)> {
         self.module.context().bind()?;
-        let (mut grid, mut block) = (0, 0);
-        // SAFETY: both are valid out-pointers; no callback is passed.
-        check(
-            unsafe {
-                sys::cuOccupancyMaxPotentialBlockSize(
-                    &mut grid,
-                    &mut block,
-                    self.raw,
-                    None,
-                    dynamic_shared_bytes,
-                    block_size_limit as i32,
-                )
-            },
-            "cuOccupancyMaxPotentialBlockSize",
-        )?;
+        // SAFETY: the function is live.
+        let (grid, block) = unsafe {
+            backend().occupancy_max_potential_block_size(
+                self.raw,
+                dynamic_shared_bytes,
+                block_size_limit as i32,
+            )
+        }?;
         Ok((grid as u32, block as u32))
     }
 
@@ -149,19 +130,10 @@ impl Function {
         dynamic_shared_bytes: usize,
     ) -> Result<u32> {
         self.module.context().bind()?;
-        let mut n = 0;
-        // SAFETY: `n` is a valid out-pointer; the function is live.
-        check(
-            unsafe {
-                sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &mut n,
-                    self.raw,
-                    block_size as i32,
-                    dynamic_shared_bytes,
-                )
-            },
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-        )?;
+        // SAFETY: the function is live.
+        let n = unsafe {
+            backend().occupancy_max_active_blocks(self.raw, block_size as i32, dynamic_shared_bytes)
+        }?;
         Ok(n as u32)
     }
 }

@@ -1,10 +1,9 @@
 //! Launch geometry and launching a loaded kernel.
 
-use cudajit_sys as sys;
-
 use super::args::KernelArgs;
 use super::function::Function;
-use crate::error::{check, Error, Result};
+use crate::backend::backend;
+use crate::error::{Error, Result};
 use crate::stream::Stream;
 
 /// A grid or block size in up to three dimensions.
@@ -145,24 +144,16 @@ impl Function {
         args.with_params(|params| {
             // SAFETY: `params` holds one pointer per argument, each to a live value of the
             // argument's type; the caller vouches that they match the kernel's parameters.
-            check(
-                unsafe {
-                    sys::cuLaunchKernel(
-                        self.raw,
-                        g.x,
-                        g.y,
-                        g.z,
-                        b.x,
-                        b.y,
-                        b.z,
-                        config.shared_mem_bytes,
-                        stream.raw(),
-                        params.as_mut_ptr(),
-                        std::ptr::null_mut(),
-                    )
-                },
-                "cuLaunchKernel",
-            )
+            unsafe {
+                backend().launch_kernel(
+                    self.raw,
+                    [g.x, g.y, g.z],
+                    [b.x, b.y, b.z],
+                    config.shared_mem_bytes,
+                    stream.raw(),
+                    params.as_mut_ptr(),
+                )
+            }
         })
     }
 }

@@ -7,12 +7,11 @@ use std::sync::Arc;
 use cudajit_sys as sys;
 
 use super::function::Function;
+use crate::backend::backend;
 use crate::context::Context;
-use crate::error::{check, check_in_drop, Error, Result};
+use crate::error::{check_in_drop, Error, Result};
 use crate::memory::{DeviceCopy, DeviceView, DeviceViewMut};
 
-/// Bytes reserved for each of the JIT compiler's error and info logs.
-const JIT_LOG_BYTES: usize = 64 * 1024;
 /// First four bytes of an ELF file (a cubin).
 const ELF_MAGIC: [u8; 4] = [0x7f, b'E', b'L', b'F'];
 /// First four bytes of a fatbin (`0xBA55ED50`, little-endian).
@@ -40,7 +39,7 @@ impl Drop for ModuleInner {
     fn drop(&mut self) {
         self.ctx.bind_in_drop();
         // SAFETY: the module was loaded by cudajit and is unloaded once.
-        check_in_drop(unsafe { sys::cuModuleUnload(self.raw) }, "cuModuleUnload");
+        check_in_drop(unsafe { backend().module_unload(self.raw) });
     }
 }
 
@@ -92,53 +91,15 @@ impl Context {
 
     fn load_image(&self, image: *const c_void, kind: &str) -> Result<Module> {
         self.bind()?;
-        let mut error_log = vec![0u8; JIT_LOG_BYTES];
-        let mut info_log = vec![0u8; JIT_LOG_BYTES];
-        let mut options = [
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-        ];
-        let mut values = [
-            error_log.as_mut_ptr().cast::<c_void>(),
-            JIT_LOG_BYTES as *mut c_void,
-            info_log.as_mut_ptr().cast::<c_void>(),
-            JIT_LOG_BYTES as *mut c_void,
-        ];
-        let mut raw: sys::CUmodule = std::ptr::null_mut();
-        // SAFETY: `image` is a NUL-terminated PTX string or an aligned binary image; the option
-        // arrays have equal lengths and the log buffers outlive the call.
-        let res = unsafe {
-            sys::cuModuleLoadDataEx(
-                &mut raw,
-                image,
-                options.len() as u32,
-                options.as_mut_ptr(),
-                values.as_mut_ptr(),
-            )
-        };
-        let log = |buf: &[u8]| {
-            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            String::from_utf8_lossy(&buf[..end]).into_owned()
-        };
-        match check(res, "cuModuleLoadDataEx") {
-            Ok(()) => Ok(Module {
-                inner: Arc::new(ModuleInner {
-                    ctx: self.clone(),
-                    raw,
-                    info_log: log(&info_log),
-                }),
+        // SAFETY: `image` is a NUL-terminated PTX string or an aligned binary image.
+        let (raw, info_log) = unsafe { backend().module_load(image, kind) }?;
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                ctx: self.clone(),
+                raw,
+                info_log,
             }),
-            Err(Error::Driver { code, .. }) => {
-                let mut text = log(&error_log);
-                if text.trim().is_empty() {
-                    text = format!("(no log; loading a {kind} image)");
-                }
-                Err(Error::Jit { code, log: text })
-            }
-            Err(e) => Err(e),
-        }
+        })
     }
 }
 
@@ -148,18 +109,12 @@ impl Module {
         let cname = CString::new(name)
             .map_err(|_| Error::usage("kernel names must not contain NUL bytes"))?;
         self.inner.ctx.bind()?;
-        let mut raw: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; the name is NUL-terminated; the module is live.
-        let res = check(
-            unsafe { sys::cuModuleGetFunction(&mut raw, self.inner.raw, cname.as_ptr()) },
-            "cuModuleGetFunction",
-        );
-        match res {
-            Err(e) if e.driver_code().is_some_and(|c| c.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND) => Err(Error::usage(
-                format!("the module has no kernel named `{name}` (a `.visible .entry` in PTX); check the name and that it is not a `.func`"),
-            )),
-            Err(e) => Err(e),
-            Ok(()) => Function::new(self.clone(), raw, name.to_string()),
+        // SAFETY: the module is live.
+        match unsafe { backend().module_function(self.inner.raw, &cname) }? {
+            Some(raw) => Function::new(self.clone(), raw, name.to_string()),
+            None => Err(Error::usage(format!(
+                "the module has no kernel named `{name}` (a `.visible .entry` in PTX); check the name and that it is not a `.func`"
+            ))),
         }
     }
 
@@ -167,20 +122,11 @@ impl Module {
         let cname = CString::new(name)
             .map_err(|_| Error::usage("global names must not contain NUL bytes"))?;
         self.inner.ctx.bind()?;
-        let (mut ptr, mut bytes) = (0, 0usize);
-        // SAFETY: both are valid out-pointers; the name is NUL-terminated; the module is live.
-        check(
-            unsafe {
-                sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.inner.raw, cname.as_ptr())
-            },
-            "cuModuleGetGlobal_v2",
-        )
-        .map_err(|e| match e.driver_code() {
-            Some(c) if c.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+        // SAFETY: the module is live.
+        let (ptr, bytes) =
+            unsafe { backend().module_global(self.inner.raw, &cname) }?.ok_or_else(|| {
                 Error::usage(format!("the module has no global variable named `{name}`"))
-            }
-            _ => e,
-        })?;
+            })?;
         let size = std::mem::size_of::<T>();
         if size == 0 || bytes % size != 0 {
             return Err(Error::usage(format!(

@@ -1,10 +1,9 @@
 //! Profiler control: mark the region that Nsight Systems / Nsight Compute capture when started
 //! with capture-range control (numba's `profile_start`, `profile_stop`, `profiling`).
 
-use cudajit_sys as sys;
-
+use crate::backend::backend;
 use crate::context::{current_context, Context};
-use crate::error::{check, record_drop_error, Result};
+use crate::error::{record_drop_error, Result};
 
 /// The context to attribute profiler calls to: the current one, else device 0's primary.
 fn profiler_context() -> Result<Context> {
@@ -17,15 +16,13 @@ fn profiler_context() -> Result<Context> {
 /// Starts profiler data collection (`cuProfilerStart`).
 pub fn profile_start() -> Result<()> {
     profiler_context()?.bind()?;
-    // SAFETY: a context is current; the call takes no arguments.
-    check(unsafe { sys::cuProfilerStart() }, "cuProfilerStart")
+    backend().profiler_start()
 }
 
 /// Stops profiler data collection (`cuProfilerStop`).
 pub fn profile_stop() -> Result<()> {
     profiler_context()?.bind()?;
-    // SAFETY: a context is current; the call takes no arguments.
-    check(unsafe { sys::cuProfilerStop() }, "cuProfilerStop")
+    backend().profiler_stop()
 }
 
 /// Collects profiler data until the guard drops.

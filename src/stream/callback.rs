@@ -3,10 +3,9 @@
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use cudajit_sys as sys;
-
 use super::Stream;
-use crate::error::{check, record_drop_error, Error, Result};
+use crate::backend::backend;
+use crate::error::{record_drop_error, Error, Result};
 
 type HostFn = Box<dyn FnOnce() + Send + 'static>;
 
@@ -22,10 +21,7 @@ impl Stream {
         self.context().bind()?;
         let data = Box::into_raw(Box::new(Box::new(f) as HostFn)).cast::<c_void>();
         // SAFETY: `data` is a leaked Box<HostFn> that `run_host_fn` takes back exactly once.
-        let res = check(
-            unsafe { sys::cuLaunchHostFunc(self.raw(), Some(run_host_fn), data) },
-            "cuLaunchHostFunc",
-        );
+        let res = unsafe { backend().launch_host_func(self.raw(), run_host_fn, data) };
         if res.is_err() {
             // SAFETY: the driver did not take `data`, so it is still ours to free.
             drop(unsafe { Box::from_raw(data.cast::<HostFn>()) });

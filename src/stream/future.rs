@@ -10,7 +10,8 @@ use cudajit_sys as sys;
 use parking_lot::Mutex;
 
 use super::Stream;
-use crate::error::{check, DriverCode, Error, Result};
+use crate::backend::backend;
+use crate::error::{DriverCode, Error, Result};
 
 #[derive(Default)]
 struct DoneState {
@@ -35,10 +36,7 @@ impl Stream {
         // SAFETY: `data` is a leaked Arc that `stream_done` takes back once. cuStreamAddCallback
         // (unlike cuLaunchHostFunc) is called even when the context has failed, so the future
         // always completes.
-        let res = check(
-            unsafe { sys::cuStreamAddCallback(self.raw(), Some(stream_done), data, 0) },
-            "cuStreamAddCallback",
-        );
+        let res = unsafe { backend().stream_add_callback(self.raw(), stream_done, data) };
         if res.is_err() {
             // SAFETY: the driver did not take `data`.
             drop(unsafe { Arc::from_raw(data as *const Mutex<DoneState>) });

@@ -4,8 +4,9 @@ use std::fmt;
 
 use cudajit_sys as sys;
 
+use crate::backend::backend;
 use crate::context::Context;
-use crate::error::{check, check_in_drop, Result};
+use crate::error::{check_in_drop, Result};
 use crate::event::Event;
 
 /// `CU_STREAM_LEGACY`: the legacy default stream, which synchronises with blocking streams.
@@ -50,12 +51,7 @@ impl Context {
         } else {
             sys::CUstream_flags::CU_STREAM_DEFAULT.0
         };
-        let mut raw: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; out-of-range priorities are clamped by the driver.
-        check(
-            unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags, options.priority) },
-            "cuStreamCreateWithPriority",
-        )?;
+        let raw = backend().stream_create(flags, options.priority)?;
         Ok(Stream {
             ctx: self.clone(),
             raw,
@@ -105,13 +101,7 @@ impl Context {
     /// The range of stream priorities as (least, greatest); greatest is the lowest number.
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         self.bind()?;
-        let (mut least, mut greatest) = (0, 0);
-        // SAFETY: both are valid out-pointers.
-        check(
-            unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
-            "cuCtxGetStreamPriorityRange",
-        )?;
-        Ok((least, greatest))
+        backend().ctx_stream_priority_range()
     }
 }
 
@@ -132,20 +122,14 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         self.ctx.bind()?;
         // SAFETY: the handle is a live stream of the bound context.
-        check(
-            unsafe { sys::cuStreamSynchronize(self.raw) },
-            "cuStreamSynchronize",
-        )
+        unsafe { backend().stream_synchronize(self.raw) }
     }
 
     /// Whether all work queued on the stream is done, without waiting.
     pub fn query(&self) -> Result<bool> {
         self.ctx.bind()?;
         // SAFETY: the handle is a live stream of the bound context.
-        match unsafe { sys::cuStreamQuery(self.raw) }? {
-            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            code => check(Ok(code), "cuStreamQuery").map(|()| true),
-        }
+        unsafe { backend().stream_query(self.raw) }
     }
 
     /// Makes all later work on this stream wait until `event` has completed.
@@ -153,33 +137,21 @@ impl Stream {
         self.ctx.check_same(event.context(), "the event")?;
         self.ctx.bind()?;
         // SAFETY: both handles are live and belong to the bound context.
-        check(
-            unsafe { sys::cuStreamWaitEvent(self.raw, event.raw(), 0) },
-            "cuStreamWaitEvent",
-        )
+        unsafe { backend().stream_wait_event(self.raw, event.raw()) }
     }
 
     /// The stream's priority.
     pub fn priority(&self) -> Result<i32> {
         self.ctx.bind()?;
-        let mut p = 0;
-        // SAFETY: `p` is a valid out-pointer; the handle is live.
-        check(
-            unsafe { sys::cuStreamGetPriority(self.raw, &mut p) },
-            "cuStreamGetPriority",
-        )?;
-        Ok(p)
+        // SAFETY: the handle is live.
+        unsafe { backend().stream_priority(self.raw) }
     }
 
     /// Whether the stream does not synchronise with the legacy default stream.
     pub fn is_non_blocking(&self) -> Result<bool> {
         self.ctx.bind()?;
-        let mut flags = 0;
-        // SAFETY: `flags` is a valid out-pointer; the handle is live.
-        check(
-            unsafe { sys::cuStreamGetFlags(self.raw, &mut flags) },
-            "cuStreamGetFlags",
-        )?;
+        // SAFETY: the handle is live.
+        let flags = unsafe { backend().stream_flags(self.raw) }?;
         Ok(flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0 != 0)
     }
 }
@@ -192,10 +164,7 @@ impl Drop for Stream {
         self.ctx.bind_in_drop();
         // SAFETY: the stream was created by cudajit and is destroyed once; queued work still
         // completes (the driver defers the release).
-        check_in_drop(
-            unsafe { sys::cuStreamDestroy_v2(self.raw) },
-            "cuStreamDestroy_v2",
-        );
+        check_in_drop(unsafe { backend().stream_destroy(self.raw) });
     }
 }
 

@@ -1,0 +1,199 @@
+//! The seam between the safe API and what executes it.
+//!
+//! Every public type calls the device only through [`Backend`], never the driver directly.
+//! Today the one implementation is [`cuda::CudaDriver`] (libcuda via `cudajit-sys`); a second
+//! one (e.g. a CPU simulator, as numba's `NUMBA_ENABLE_CUDASIM`) implements the same trait and is
+//! chosen once per process in [`backend`], with no change to the public API: handles stay the
+//! driver's opaque types (a simulator makes up its own values for them), device pointers are
+//! plain addresses, and errors are [`crate::Error`] values carrying driver result codes.
+
+pub(crate) mod cuda;
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use cudajit_sys as sys;
+
+use crate::error::Result;
+
+/// A callback that the backend runs in stream order: `(data)`.
+pub(crate) type HostFnPtr = unsafe extern "C" fn(*mut c_void);
+/// A callback run in stream order with the stream's status: `(stream, status, data)`.
+pub(crate) type StreamCallbackPtr = unsafe extern "C" fn(sys::CUstream, sys::CUresult, *mut c_void);
+
+/// Everything the safe API asks of a device. `stream: None` means the synchronous form.
+///
+/// Methods that take raw pointers or handles are `unsafe`: callers guarantee the handles are
+/// live and the host ranges valid for the given byte counts.
+#[allow(clippy::missing_safety_doc)]
+pub(crate) trait Backend: Send + Sync {
+    // Devices and the driver.
+    fn init(&self) -> Result<()>;
+    fn driver_version(&self) -> Result<i32>;
+    fn device_count(&self) -> Result<i32>;
+    fn device_get(&self, ordinal: i32) -> Result<sys::CUdevice>;
+    fn device_name(&self, dev: sys::CUdevice) -> Result<String>;
+    fn device_attribute(&self, dev: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32>;
+    fn device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]>;
+    fn device_pci_bus_id(&self, dev: sys::CUdevice) -> Result<String>;
+    fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize>;
+    /// The driver's own text for a result code, if it has one (never loads anything).
+    fn error_string(&self, code: sys::CUresult) -> Option<String>;
+
+    // Contexts.
+    fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext>;
+    fn primary_ctx_release(&self, dev: sys::CUdevice) -> Result<()>;
+    fn primary_ctx_reset(&self, dev: sys::CUdevice) -> Result<()>;
+    fn ctx_get_current(&self) -> Result<sys::CUcontext>;
+    unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()>;
+    fn ctx_get_device(&self) -> Result<sys::CUdevice>;
+    fn ctx_synchronize(&self) -> Result<()>;
+    fn mem_get_info(&self) -> Result<(usize, usize)>;
+    fn ctx_stream_priority_range(&self) -> Result<(i32, i32)>;
+
+    // Memory.
+    fn mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr>;
+    unsafe fn mem_free(&self, ptr: sys::CUdeviceptr) -> Result<()>;
+    fn mem_alloc_managed(&self, bytes: usize) -> Result<sys::CUdeviceptr>;
+    unsafe fn mem_prefetch(
+        &self,
+        ptr: sys::CUdeviceptr,
+        bytes: usize,
+        to_host: bool,
+        dev: sys::CUdevice,
+        stream: sys::CUstream,
+    ) -> Result<()>;
+    fn host_alloc(&self, bytes: usize, flags: u32) -> Result<*mut c_void>;
+    unsafe fn host_free(&self, ptr: *mut c_void) -> Result<()>;
+    unsafe fn host_device_pointer(&self, ptr: *mut c_void) -> Result<sys::CUdeviceptr>;
+    unsafe fn memcpy_htod(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: *const c_void,
+        bytes: usize,
+        stream: Option<sys::CUstream>,
+    ) -> Result<()>;
+    unsafe fn memcpy_dtoh(
+        &self,
+        dst: *mut c_void,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        stream: Option<sys::CUstream>,
+    ) -> Result<()>;
+    unsafe fn memcpy_dtod(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        stream: Option<sys::CUstream>,
+    ) -> Result<()>;
+    /// Fills `count` elements of `size` (1, 2 or 4) bytes with the low bytes of `bits`,
+    /// `pitch` bytes apart (`pitch == size` for a dense fill).
+    unsafe fn memset(
+        &self,
+        dst: sys::CUdeviceptr,
+        bits: u32,
+        size: usize,
+        count: usize,
+        pitch: usize,
+        stream: Option<sys::CUstream>,
+    ) -> Result<()>;
+
+    // Streams.
+    fn stream_create(&self, flags: u32, priority: i32) -> Result<sys::CUstream>;
+    unsafe fn stream_destroy(&self, s: sys::CUstream) -> Result<()>;
+    unsafe fn stream_synchronize(&self, s: sys::CUstream) -> Result<()>;
+    /// `Ok(true)` when all work is done.
+    unsafe fn stream_query(&self, s: sys::CUstream) -> Result<bool>;
+    unsafe fn stream_wait_event(&self, s: sys::CUstream, e: sys::CUevent) -> Result<()>;
+    unsafe fn stream_priority(&self, s: sys::CUstream) -> Result<i32>;
+    unsafe fn stream_flags(&self, s: sys::CUstream) -> Result<u32>;
+    unsafe fn launch_host_func(
+        &self,
+        s: sys::CUstream,
+        f: HostFnPtr,
+        data: *mut c_void,
+    ) -> Result<()>;
+    unsafe fn stream_add_callback(
+        &self,
+        s: sys::CUstream,
+        f: StreamCallbackPtr,
+        data: *mut c_void,
+    ) -> Result<()>;
+
+    // Events.
+    fn event_create(&self, flags: u32) -> Result<sys::CUevent>;
+    unsafe fn event_destroy(&self, e: sys::CUevent) -> Result<()>;
+    unsafe fn event_record(&self, e: sys::CUevent, s: sys::CUstream) -> Result<()>;
+    /// `Ok(true)` when the recorded work is done.
+    unsafe fn event_query(&self, e: sys::CUevent) -> Result<bool>;
+    unsafe fn event_synchronize(&self, e: sys::CUevent) -> Result<()>;
+    unsafe fn event_elapsed_ms(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32>;
+
+    // Modules and launches.
+    /// Loads an image (NUL-terminated PTX, or an aligned cubin/fatbin); a JIT failure is
+    /// `Error::Jit` with the log. Returns the module and the JIT's info log.
+    unsafe fn module_load(
+        &self,
+        image: *const c_void,
+        kind: &str,
+    ) -> Result<(sys::CUmodule, String)>;
+    unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()>;
+    /// `Ok(None)` when the module has no such kernel.
+    unsafe fn module_function(
+        &self,
+        m: sys::CUmodule,
+        name: &std::ffi::CStr,
+    ) -> Result<Option<sys::CUfunction>>;
+    /// `Ok(None)` when the module has no such global; else its address and size.
+    unsafe fn module_global(
+        &self,
+        m: sys::CUmodule,
+        name: &std::ffi::CStr,
+    ) -> Result<Option<(sys::CUdeviceptr, usize)>>;
+    unsafe fn func_attribute(
+        &self,
+        f: sys::CUfunction,
+        attr: sys::CUfunction_attribute,
+    ) -> Result<i32>;
+    unsafe fn func_set_attribute(
+        &self,
+        f: sys::CUfunction,
+        attr: sys::CUfunction_attribute,
+        value: i32,
+    ) -> Result<()>;
+    unsafe fn occupancy_max_potential_block_size(
+        &self,
+        f: sys::CUfunction,
+        dynamic_smem: usize,
+        block_limit: i32,
+    ) -> Result<(i32, i32)>;
+    unsafe fn occupancy_max_active_blocks(
+        &self,
+        f: sys::CUfunction,
+        block: i32,
+        dynamic_smem: usize,
+    ) -> Result<i32>;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()>;
+
+    // Profiler.
+    fn profiler_start(&self) -> Result<()>;
+    fn profiler_stop(&self) -> Result<()>;
+}
+
+static BACKEND: OnceLock<Box<dyn Backend>> = OnceLock::new();
+
+/// The process's backend (today always the CUDA driver).
+#[inline]
+pub(crate) fn backend() -> &'static dyn Backend {
+    BACKEND.get_or_init(|| Box::new(cuda::CudaDriver)).as_ref()
+}
