@@ -21,8 +21,10 @@ set +e
 cargo test --workspace --exclude cudajit-sys-generate "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
-# One closing line for the whole run (cargo prints one per test binary; the last is often a
-# crate's empty doc-test run). Ignored tests are the GPU tests on a machine without a GPU.
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1); if ($i ~ /^ignored/) s += $(i-1) } }
-     END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+# One closing line for the whole run: the last `test result:` of each test binary (a test that
+# re-runs itself in a child process may print the child's too), summed. Ignored tests are the GPU tests on a machine without a GPU.
+awk 'function add() { if (have) { p += lp; f += lf; s += ls; have = 0 } }
+     /^ *(Running|Doc-tests) / { add() }
+     /^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) lp = $(i-1); if ($i ~ /^failed/) lf = $(i-1); if ($i ~ /^ignored/) ls = $(i-1) } have = 1 }
+     END { add(); printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
 exit "$rc"

@@ -1,0 +1,101 @@
+//! Element types of kernels: a closed set of Rust types behind one trait.
+
+use crate::memory::DeviceCopy;
+use crate::module::KernelArg;
+
+/// The scalar types a kernel computes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScalarTy {
+    /// `bool` (an `i1` in registers, a byte in memory).
+    Bool,
+    /// `i32`.
+    I32,
+    /// `u32`.
+    U32,
+    /// `i64`.
+    I64,
+    /// `u64`.
+    U64,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+}
+
+impl ScalarTy {
+    /// Whether this is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, ScalarTy::F32 | ScalarTy::F64)
+    }
+    /// Whether this is a signed integer type.
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, ScalarTy::I32 | ScalarTy::I64)
+    }
+    /// Whether this is an integer type (not bool).
+    pub fn is_int(self) -> bool {
+        matches!(self, ScalarTy::I32 | ScalarTy::U32 | ScalarTy::I64 | ScalarTy::U64)
+    }
+    /// Size in memory, bytes.
+    pub fn size(self) -> usize {
+        match self {
+            ScalarTy::Bool => 1,
+            ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 4,
+            ScalarTy::I64 | ScalarTy::U64 | ScalarTy::F64 => 8,
+        }
+    }
+    /// The Rust name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarTy::Bool => "bool",
+            ScalarTy::I32 => "i32",
+            ScalarTy::U32 => "u32",
+            ScalarTy::I64 => "i64",
+            ScalarTy::U64 => "u64",
+            ScalarTy::F32 => "f32",
+            ScalarTy::F64 => "f64",
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A type kernels compute with: `f32`, `f64`, `i32`, `u32`, `i64`, `u64`, `bool`.
+pub trait Scalar: DeviceCopy + KernelArg + sealed::Sealed + PartialEq + std::fmt::Debug {
+    /// The type's tag in the kernel IR.
+    const TY: ScalarTy;
+    /// The value's bits, zero-extended to 64.
+    fn to_bits(self) -> u64;
+}
+
+/// Scalars with arithmetic (`+ - * / %`, min/max): every scalar but `bool`.
+pub trait Num: Scalar {}
+/// Integer scalars: bit operations and shifts.
+pub trait Int: Num {}
+/// Floating-point scalars: the math functions.
+pub trait Float: Num {}
+/// Scalars that can be negated: signed integers and floats.
+pub trait Signed: Num {}
+
+macro_rules! scalar {
+    ($t:ty, $tag:ident, $bits:expr, [$($tr:ident),*]) => {
+        impl sealed::Sealed for $t {}
+        impl Scalar for $t {
+            const TY: ScalarTy = ScalarTy::$tag;
+            #[inline]
+            fn to_bits(self) -> u64 {
+                let f: fn($t) -> u64 = $bits;
+                f(self)
+            }
+        }
+        $(impl $tr for $t {})*
+    };
+}
+scalar!(bool, Bool, |v| v as u64, []);
+scalar!(i32, I32, |v| v as u32 as u64, [Num, Int, Signed]);
+scalar!(u32, U32, |v| v as u64, [Num, Int]);
+scalar!(i64, I64, |v| v as u64, [Num, Int, Signed]);
+scalar!(u64, U64, |v| v, [Num, Int]);
+scalar!(f32, F32, |v| v.to_bits() as u64, [Num, Float, Signed]);
+scalar!(f64, F64, |v| v.to_bits(), [Num, Float, Signed]);
