@@ -46,6 +46,14 @@ pub enum Error {
         /// The device's ordinal.
         device: usize,
     },
+    /// A kernel could not be built or compiled (misuse of the builder, or a code generation
+    /// failure).
+    Kernel {
+        /// The kernel's name.
+        kernel: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The API was used in a way it does not allow (the message says how to fix it).
     Usage(String),
 }
@@ -164,6 +172,7 @@ impl fmt::Display for Error {
                  memory or use smaller arrays (Context::memory_info() shows what is free)",
                 *requested as f64 / (1u64 << 30) as f64
             ),
+            Error::Kernel { kernel, message } => write!(f, "kernel `{kernel}`: {message}"),
             Error::Usage(msg) => f.write_str(msg),
         }
     }

@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+pub mod codegen;
 pub mod context;
 pub mod error;
 pub mod event;

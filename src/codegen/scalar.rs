@@ -33,7 +33,10 @@ impl ScalarTy {
     }
     /// Whether this is an integer type (not bool).
     pub fn is_int(self) -> bool {
-        matches!(self, ScalarTy::I32 | ScalarTy::U32 | ScalarTy::I64 | ScalarTy::U64)
+        matches!(
+            self,
+            ScalarTy::I32 | ScalarTy::U32 | ScalarTy::I64 | ScalarTy::U64
+        )
     }
     /// Size in memory, bytes.
     pub fn size(self) -> usize {
@@ -67,6 +70,8 @@ pub trait Scalar: DeviceCopy + KernelArg + sealed::Sealed + PartialEq + std::fmt
     const TY: ScalarTy;
     /// The value's bits, zero-extended to 64.
     fn to_bits(self) -> u64;
+    /// The value whose bits are the low bits of `bits`.
+    fn from_bits(bits: u64) -> Self;
 }
 
 /// Scalars with arithmetic (`+ - * / %`, min/max): every scalar but `bool`.
@@ -79,7 +84,7 @@ pub trait Float: Num {}
 pub trait Signed: Num {}
 
 macro_rules! scalar {
-    ($t:ty, $tag:ident, $bits:expr, [$($tr:ident),*]) => {
+    ($t:ty, $tag:ident, $bits:expr, $from:expr, [$($tr:ident),*]) => {
         impl sealed::Sealed for $t {}
         impl Scalar for $t {
             const TY: ScalarTy = ScalarTy::$tag;
@@ -88,14 +93,37 @@ macro_rules! scalar {
                 let f: fn($t) -> u64 = $bits;
                 f(self)
             }
+            #[inline]
+            fn from_bits(bits: u64) -> $t {
+                let f: fn(u64) -> $t = $from;
+                f(bits)
+            }
         }
         $(impl $tr for $t {})*
     };
 }
-scalar!(bool, Bool, |v| v as u64, []);
-scalar!(i32, I32, |v| v as u32 as u64, [Num, Int, Signed]);
-scalar!(u32, U32, |v| v as u64, [Num, Int]);
-scalar!(i64, I64, |v| v as u64, [Num, Int, Signed]);
-scalar!(u64, U64, |v| v, [Num, Int]);
-scalar!(f32, F32, |v| v.to_bits() as u64, [Num, Float, Signed]);
-scalar!(f64, F64, |v| v.to_bits(), [Num, Float, Signed]);
+scalar!(bool, Bool, |v| v as u64, |b| b & 1 != 0, []);
+scalar!(
+    i32,
+    I32,
+    |v| v as u32 as u64,
+    |b| b as u32 as i32,
+    [Num, Int, Signed]
+);
+scalar!(u32, U32, |v| v as u64, |b| b as u32, [Num, Int]);
+scalar!(i64, I64, |v| v as u64, |b| b as i64, [Num, Int, Signed]);
+scalar!(u64, U64, |v| v, |b| b, [Num, Int]);
+scalar!(
+    f32,
+    F32,
+    |v| v.to_bits() as u64,
+    |b| f32::from_bits(b as u32),
+    [Num, Float, Signed]
+);
+scalar!(
+    f64,
+    F64,
+    |v| v.to_bits(),
+    f64::from_bits,
+    [Num, Float, Signed]
+);

@@ -1,0 +1,207 @@
+//! Arrays inside a kernel: parameters (1-D slices and n-D arrays), shared and local arrays.
+
+use std::marker::PhantomData;
+
+use super::builder::with_state;
+use super::expr::Expr;
+use super::ir::{ArrayRef, Op, Stmt, ValueId};
+use super::scalar::{Scalar, ScalarTy};
+
+/// Read-only access (the array is a `&[T]` parameter).
+pub struct ReadOnly;
+/// Read-write access.
+pub struct ReadWrite;
+
+/// An array inside a kernel: `N` dimensions, C order, access `A` ([`ReadOnly`] or
+/// [`ReadWrite`]). Reads with [`at`](DArray::at) / [`at2`](DArray::at2) / [`at3`](DArray::at3),
+/// writes (read-write arrays only) with [`set`](DArray::set) / `set2` / `set3`.
+/// Indices may be any integer expression or literal; there is no bounds check.
+pub struct DArray<T, const N: usize, A> {
+    pub(crate) tag: u32,
+    pub(crate) array: ArrayRef,
+    _t: PhantomData<fn() -> (T, A)>,
+}
+
+impl<T, const N: usize, A> Clone for DArray<T, N, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const N: usize, A> Copy for DArray<T, N, A> {}
+
+/// A 1-D read-only array parameter (`&[T]`).
+pub type Slice<T> = DArray<T, 1, ReadOnly>;
+/// A 1-D writable array (`&mut [T]` parameters, shared and local arrays).
+pub type SliceMut<T> = DArray<T, 1, ReadWrite>;
+/// An n-D read-only array parameter.
+pub type NdRef<T, const N: usize> = DArray<T, N, ReadOnly>;
+/// An n-D writable array parameter.
+pub type NdMut<T, const N: usize> = DArray<T, N, ReadWrite>;
+
+/// An integer expression usable as an index (converted to `i64`).
+pub trait Index {
+    /// The index as an `i64` expression.
+    fn to_index(self) -> Expr<i64>;
+}
+impl Index for Expr<i64> {
+    fn to_index(self) -> Expr<i64> {
+        self
+    }
+}
+macro_rules! index_impls {
+    ($($t:ty),*) => {$(
+        impl Index for Expr<$t> {
+            fn to_index(self) -> Expr<i64> {
+                self.cast()
+            }
+        }
+        impl Index for $t {
+            fn to_index(self) -> Expr<i64> {
+                Expr::lit(self as i64)
+            }
+        }
+    )*};
+}
+index_impls!(i32, u32, u64);
+impl Index for i64 {
+    fn to_index(self) -> Expr<i64> {
+        Expr::lit(self)
+    }
+}
+impl Index for usize {
+    fn to_index(self) -> Expr<i64> {
+        Expr::lit(self as i64)
+    }
+}
+
+impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
+    pub(crate) fn new(tag: u32, array: ArrayRef) -> Self {
+        DArray {
+            tag,
+            array,
+            _t: PhantomData,
+        }
+    }
+
+    fn check_tag(&self) {
+        let tag = self.tag;
+        with_state(|s| {
+            if s.tag != tag {
+                s.error(format!(
+                    "in `{}`: an array of another kernel is used",
+                    s.f.name
+                ));
+            }
+        });
+    }
+
+    /// The extent of dimension `dim` (0 = outermost).
+    pub fn dim(&self, dim: usize) -> Expr<u64> {
+        self.check_tag();
+        if dim >= N {
+            with_state(|s| s.error(format!("array dimension {dim} requested of a {N}-D array")));
+        }
+        if let ArrayRef::DynShared(_) = self.array {
+            with_state(|s| {
+                s.error(format!(
+                    "in `{}`: the size of the dynamic shared array is set at launch and unknown to the kernel; \
+                     pass it as a parameter",
+                    s.f.name
+                ))
+            });
+        }
+        Expr::record(
+            Op::ArrayDim {
+                array: self.array,
+                dim: dim as u8,
+            },
+            &[],
+            false,
+        )
+    }
+
+    /// The number of elements (all dimensions multiplied).
+    pub fn len(&self) -> Expr<u64> {
+        let mut n = self.dim(0);
+        for d in 1..N {
+            n = n * self.dim(d);
+        }
+        n
+    }
+
+    /// The element at flat (C-order) index `i`.
+    pub fn at(&self, i: impl Index) -> Expr<T> {
+        self.check_tag();
+        let i = i.to_index();
+        let varying =
+            with_state(|s| s.varying.get(i.id as usize).copied().unwrap_or(false)).unwrap_or(false);
+        Expr::record(
+            Op::Load {
+                array: self.array,
+                index: ValueId(i.id),
+            },
+            &[i.raw()],
+            varying,
+        )
+    }
+
+    pub(crate) fn flat2(&self, i: impl Index, j: impl Index) -> Expr<i64> {
+        let d1: Expr<i64> = self.dim(1).cast();
+        i.to_index() * d1 + j.to_index()
+    }
+
+    pub(crate) fn flat3(&self, i: impl Index, j: impl Index, k: impl Index) -> Expr<i64> {
+        let d1: Expr<i64> = self.dim(1).cast();
+        let d2: Expr<i64> = self.dim(2).cast();
+        (i.to_index() * d1 + j.to_index()) * d2 + k.to_index()
+    }
+
+    /// The element at `[i, j]` of a 2-D array.
+    pub fn at2(&self, i: impl Index, j: impl Index) -> Expr<T> {
+        self.at(self.flat2(i, j))
+    }
+
+    /// The element at `[i, j, k]` of a 3-D array.
+    pub fn at3(&self, i: impl Index, j: impl Index, k: impl Index) -> Expr<T> {
+        self.at(self.flat3(i, j, k))
+    }
+}
+
+impl<T: Scalar, const N: usize> DArray<T, N, ReadWrite> {
+    /// Stores `value` at flat (C-order) index `i`.
+    pub fn set(&self, i: impl Index, value: impl Into<Expr<T>>) {
+        self.check_tag();
+        let (i, v) = (i.to_index(), value.into());
+        let array = self.array;
+        with_state(|s| {
+            s.check_use(&[i.raw(), v.raw()]);
+            s.push_stmt(Stmt::Store {
+                array,
+                index: ValueId(i.id),
+                value: ValueId(v.id),
+            })
+        });
+    }
+
+    /// Stores `value` at `[i, j]` of a 2-D array.
+    pub fn set2(&self, i: impl Index, j: impl Index, value: impl Into<Expr<T>>) {
+        let f = self.flat2(i, j);
+        self.set(f, value)
+    }
+
+    /// Stores `value` at `[i, j, k]` of a 3-D array.
+    pub fn set3(&self, i: impl Index, j: impl Index, k: impl Index, value: impl Into<Expr<T>>) {
+        let f = self.flat3(i, j, k);
+        self.set(f, value)
+    }
+
+    /// This array, read-only.
+    pub fn as_read_only(&self) -> DArray<T, N, ReadOnly> {
+        DArray::new(self.tag, self.array)
+    }
+}
+
+/// The element type of an array handle, for IR declarations.
+pub(crate) fn elem_ty<T: Scalar>() -> ScalarTy {
+    T::TY
+}

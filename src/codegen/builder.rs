@@ -1,0 +1,289 @@
+//! The thread-local recording state behind `Expr` and the kernel builder.
+//!
+//! While a kernel (or device function) is being built, a `FnState` sits on this thread's stack;
+//! expressions and statements append to it. `Expr` values are small `Copy` handles (a build tag
+//! and a value index), so operator overloading needs no reference to the builder.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::ir::{ArrayDecl, FunctionIr, Op, Param, Stmt, ValueDef, ValueId, VarId};
+use super::scalar::ScalarTy;
+
+static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
+
+/// The tag of an expression made outside any build (it can never be used).
+pub(crate) const ORPHAN: u32 = 0;
+
+/// Recording state of one function being built.
+pub(crate) struct FnState {
+    pub tag: u32,
+    pub f: FunctionIr,
+    /// Statement lists being filled; the last is the current one.
+    blocks: Vec<Vec<Stmt>>,
+    /// Scope ids, innermost last.
+    scopes: Vec<u32>,
+    scope_parent: Vec<u32>,
+    value_scope: Vec<u32>,
+    /// Whether each value may differ between threads of a block.
+    pub varying: Vec<bool>,
+    var_varying: Vec<bool>,
+    var_scope: Vec<u32>,
+    /// How many enclosing branches or loops are controlled by a thread-varying condition.
+    divergent: u32,
+    /// A `return` under divergent control has been recorded: later barriers are divergent.
+    returned_divergent: bool,
+    loop_depth: u32,
+    pub errors: Vec<String>,
+}
+
+impl FnState {
+    fn new(name: &str, ret: Option<ScalarTy>) -> FnState {
+        FnState {
+            tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed),
+            f: FunctionIr {
+                name: name.to_string(),
+                params: Vec::new(),
+                ret,
+                values: Vec::new(),
+                vars: Vec::new(),
+                shared: Vec::new(),
+                locals: Vec::new(),
+                uses_dynamic_shared: false,
+                body: Vec::new(),
+                callees: Vec::new(),
+                inline: true,
+            },
+            blocks: vec![Vec::new()],
+            scopes: vec![0],
+            scope_parent: vec![0],
+            value_scope: Vec::new(),
+            varying: Vec::new(),
+            var_varying: Vec::new(),
+            var_scope: Vec::new(),
+            divergent: 0,
+            returned_divergent: false,
+            loop_depth: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    fn current_scope(&self) -> u32 {
+        *self.scopes.last().unwrap_or(&0)
+    }
+
+    /// Whether scope `inner` is `outer` or nested in it.
+    fn within(&self, mut inner: u32, outer: u32) -> bool {
+        loop {
+            if inner == outer {
+                return true;
+            }
+            if inner == 0 {
+                return false;
+            }
+            inner = self.scope_parent[inner as usize];
+        }
+    }
+
+    pub fn error(&mut self, msg: String) {
+        if !self.errors.contains(&msg) {
+            self.errors.push(msg);
+        }
+    }
+
+    /// Checks that an operand may be used here; returns whether it varies across threads.
+    fn use_value(&mut self, tag: u32, id: u32) -> bool {
+        if tag != self.tag {
+            self.error(format!(
+                "in `{}`: an expression from another kernel (or made outside any kernel build) is used; \
+                 build each kernel's expressions inside its own closure",
+                self.f.name
+            ));
+            return false;
+        }
+        let (scope, here) = (self.value_scope[id as usize], self.current_scope());
+        if !self.within(here, scope) {
+            self.error(format!(
+                "in `{}`: a value computed inside an if/loop body is used after that body ends; \
+                 declare a variable before it with `k.var(..)` and assign to it inside",
+                self.f.name
+            ));
+        }
+        self.varying[id as usize]
+    }
+
+    /// Checks operands used by a statement (not a value).
+    pub fn check_use(&mut self, operands: &[(u32, u32)]) -> bool {
+        let mut varying = false;
+        for &(tag, id) in operands {
+            varying |= self.use_value(tag, id);
+        }
+        varying
+    }
+
+    pub fn push_stmt(&mut self, s: Stmt) {
+        if let Some(b) = self.blocks.last_mut() {
+            b.push(s);
+        }
+    }
+
+    /// Records `op` as a new value of type `ty`, evaluated here. `operands` are (tag, id).
+    pub fn value(
+        &mut self,
+        ty: ScalarTy,
+        op: Op,
+        operands: &[(u32, u32)],
+        inherently_varying: bool,
+    ) -> u32 {
+        let mut varying = inherently_varying;
+        for &(tag, id) in operands {
+            varying |= self.use_value(tag, id);
+        }
+        if let Op::ReadVar(v) = op {
+            varying |= self.var_varying[v.0 as usize];
+        }
+        let id = self.f.values.len() as u32;
+        self.f.values.push(ValueDef { ty, op });
+        self.value_scope.push(self.current_scope());
+        self.varying.push(varying);
+        self.push_stmt(Stmt::Let(ValueId(id)));
+        id
+    }
+
+    /// Declares a variable initialised to `init`.
+    pub fn declare_var(&mut self, ty: ScalarTy, init: (u32, u32)) -> u32 {
+        let varying = self.use_value(init.0, init.1) || self.divergent > 0;
+        let v = self.f.vars.len() as u32;
+        self.f.vars.push(ty);
+        self.var_varying.push(varying);
+        self.var_scope.push(self.current_scope());
+        self.push_stmt(Stmt::DeclVar(VarId(v), ValueId(init.1)));
+        v
+    }
+
+    /// Declares a loop counter (initialised by the loop itself).
+    pub fn declare_loop_var(&mut self, ty: ScalarTy, varying: bool) -> u32 {
+        let v = self.f.vars.len() as u32;
+        self.f.vars.push(ty);
+        self.var_varying.push(varying);
+        self.var_scope.push(self.current_scope());
+        v
+    }
+
+    pub fn assign(&mut self, tag: u32, var: u32, value: (u32, u32)) {
+        if tag != self.tag {
+            self.error(format!(
+                "in `{}`: a variable of another kernel is assigned",
+                self.f.name
+            ));
+            return;
+        }
+        let varying = self.use_value(value.0, value.1) || self.divergent > 0;
+        self.var_varying[var as usize] |= varying;
+        if !self.within(self.current_scope(), self.var_scope[var as usize]) {
+            self.error(format!(
+                "in `{}`: a variable is assigned outside the block that declared it",
+                self.f.name
+            ));
+        }
+        self.push_stmt(Stmt::Assign(VarId(var), ValueId(value.1)));
+    }
+
+    /// Starts a nested block (an if branch or loop body).
+    pub fn open_block(&mut self, divergent: bool, is_loop: bool) {
+        let id = self.scope_parent.len() as u32;
+        self.scope_parent.push(self.current_scope());
+        self.scopes.push(id);
+        self.blocks.push(Vec::new());
+        self.divergent += divergent as u32;
+        self.loop_depth += is_loop as u32;
+    }
+
+    /// Ends the innermost block, returning its statements.
+    pub fn close_block(&mut self, divergent: bool, is_loop: bool) -> Vec<Stmt> {
+        self.scopes.pop();
+        self.divergent -= divergent as u32;
+        self.loop_depth -= is_loop as u32;
+        self.blocks.pop().unwrap_or_default()
+    }
+
+    pub fn in_loop(&self) -> bool {
+        self.loop_depth > 0
+    }
+
+    /// Whether code here may be reached by only some threads of a block.
+    pub fn is_divergent(&self) -> bool {
+        self.divergent > 0 || self.returned_divergent
+    }
+
+    pub fn note_return(&mut self) {
+        if self.divergent > 0 {
+            self.returned_divergent = true;
+        }
+    }
+
+    pub fn add_param(&mut self, p: Param) -> u32 {
+        self.f.params.push(p);
+        (self.f.params.len() - 1) as u32
+    }
+
+    pub fn add_shared(&mut self, elem: ScalarTy, len: u64) -> u32 {
+        self.f.shared.push(ArrayDecl { elem, len });
+        (self.f.shared.len() - 1) as u32
+    }
+
+    pub fn add_local(&mut self, elem: ScalarTy, len: u64) -> u32 {
+        self.f.locals.push(ArrayDecl { elem, len });
+        (self.f.locals.len() - 1) as u32
+    }
+
+    /// Finishes the function: its IR, or the misuse errors found.
+    pub fn finish(mut self) -> Result<FunctionIr, Vec<String>> {
+        if !self.errors.is_empty() {
+            return Err(self.errors);
+        }
+        self.f.body = self.blocks.pop().unwrap_or_default();
+        Ok(self.f)
+    }
+}
+
+thread_local! {
+    static STACK: RefCell<Vec<FnState>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with the function being built on this thread, if any.
+pub(crate) fn with_state<R>(f: impl FnOnce(&mut FnState) -> R) -> Option<R> {
+    STACK.with(|s| s.borrow_mut().last_mut().map(f))
+}
+
+/// The current build's tag (`ORPHAN` outside any build).
+pub(crate) fn current_tag() -> u32 {
+    with_state(|s| s.tag).unwrap_or(ORPHAN)
+}
+
+/// Records a function: pushes a fresh state, runs `body`, pops it. Panics in `body` (from user
+/// code) leave the stack balanced.
+pub(crate) fn record<R>(
+    name: &str,
+    ret: Option<ScalarTy>,
+    body: impl FnOnce() -> R,
+) -> (R, Result<FunctionIr, Vec<String>>) {
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                STACK.with(|s| s.borrow_mut().pop());
+            }
+        }
+    }
+    STACK.with(|s| s.borrow_mut().push(FnState::new(name, ret)));
+    let guard = Pop;
+    let r = body();
+    std::mem::forget(guard);
+    let state = STACK.with(|s| s.borrow_mut().pop());
+    let ir = match state {
+        Some(st) => st.finish(),
+        None => Err(vec!["internal: the build state was lost".to_string()]),
+    };
+    (r, ir)
+}

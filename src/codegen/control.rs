@@ -1,0 +1,353 @@
+//! The kernel builder handle: thread geometry, control flow, variables, shared memory, barriers.
+
+use super::array::{DArray, ReadWrite, SliceMut};
+use super::builder::with_state;
+use super::expr::{Expr, Var};
+use super::ir::{ArrayRef, Barrier, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
+use super::scalar::{Int, Scalar};
+
+/// The handle a kernel's build closure receives (`k`): everything that is not an expression.
+pub struct KernelBuilder {
+    pub(crate) tag: u32,
+}
+
+/// The x, y and z components of a thread-geometry register.
+#[derive(Clone, Copy, Debug)]
+pub struct Xyz {
+    /// x component.
+    pub x: Expr<u32>,
+    /// y component.
+    pub y: Expr<u32>,
+    /// z component.
+    pub z: Expr<u32>,
+}
+
+fn sreg(r: Sreg) -> Expr<u32> {
+    Expr::record(Op::Special(r), &[], r.varies_in_block())
+}
+
+fn xyz(f: fn(u8) -> Sreg) -> Xyz {
+    Xyz {
+        x: sreg(f(0)),
+        y: sreg(f(1)),
+        z: sreg(f(2)),
+    }
+}
+
+fn widen(e: Expr<u32>) -> Expr<u64> {
+    e.cast()
+}
+
+impl KernelBuilder {
+    /// `threadIdx`.
+    pub fn thread_idx(&self) -> Xyz {
+        xyz(Sreg::Tid)
+    }
+    /// `blockIdx`.
+    pub fn block_idx(&self) -> Xyz {
+        xyz(Sreg::Ctaid)
+    }
+    /// `blockDim`.
+    pub fn block_dim(&self) -> Xyz {
+        xyz(Sreg::Ntid)
+    }
+    /// `gridDim`.
+    pub fn grid_dim(&self) -> Xyz {
+        xyz(Sreg::Nctaid)
+    }
+    /// The thread's lane in its warp (0..32).
+    pub fn lane_id(&self) -> Expr<u32> {
+        sreg(Sreg::LaneId)
+    }
+    /// Threads per warp (32).
+    pub fn warp_size(&self) -> Expr<u32> {
+        sreg(Sreg::WarpSize)
+    }
+
+    fn global_index(&self, d: u8) -> Expr<u64> {
+        widen(sreg(Sreg::Ctaid(d))) * widen(sreg(Sreg::Ntid(d))) + widen(sreg(Sreg::Tid(d)))
+    }
+
+    fn grid_extent(&self, d: u8) -> Expr<u64> {
+        widen(sreg(Sreg::Nctaid(d))) * widen(sreg(Sreg::Ntid(d)))
+    }
+
+    /// The thread's absolute index in a 1-D grid (numba's `cuda.grid(1)`), 64-bit.
+    pub fn grid1(&self) -> Expr<u64> {
+        self.global_index(0)
+    }
+    /// The thread's absolute (x, y) position in a 2-D grid (`cuda.grid(2)`).
+    pub fn grid2(&self) -> [Expr<u64>; 2] {
+        [self.global_index(0), self.global_index(1)]
+    }
+    /// The thread's absolute (x, y, z) position in a 3-D grid (`cuda.grid(3)`).
+    pub fn grid3(&self) -> [Expr<u64>; 3] {
+        [
+            self.global_index(0),
+            self.global_index(1),
+            self.global_index(2),
+        ]
+    }
+    /// Threads in a 1-D grid (numba's `cuda.gridsize(1)`): the stride of a grid-stride loop.
+    pub fn gridsize1(&self) -> Expr<u64> {
+        self.grid_extent(0)
+    }
+    /// Threads along x and y of the grid (`cuda.gridsize(2)`).
+    pub fn gridsize2(&self) -> [Expr<u64>; 2] {
+        [self.grid_extent(0), self.grid_extent(1)]
+    }
+    /// Threads along x, y and z of the grid (`cuda.gridsize(3)`).
+    pub fn gridsize3(&self) -> [Expr<u64>; 3] {
+        [
+            self.grid_extent(0),
+            self.grid_extent(1),
+            self.grid_extent(2),
+        ]
+    }
+
+    /// A constant (same as `Expr::from(v)`).
+    pub fn lit<T: Scalar>(&self, v: T) -> Expr<T> {
+        Expr::lit(v)
+    }
+
+    /// A mutable local variable with an initial value.
+    pub fn var<T: Scalar>(&self, init: impl Into<Expr<T>>) -> Var<T> {
+        Var::new(init.into())
+    }
+
+    fn block(
+        &self,
+        divergent: bool,
+        is_loop: bool,
+        body: impl FnOnce(&KernelBuilder),
+    ) -> Vec<Stmt> {
+        with_state(|s| s.open_block(divergent, is_loop));
+        body(self);
+        with_state(|s| s.close_block(divergent, is_loop)).unwrap_or_default()
+    }
+
+    fn cond_varying(&self, c: Expr<bool>) -> bool {
+        with_state(|s| s.check_use(&[c.raw()])).unwrap_or(false)
+    }
+
+    /// `if cond { then }`.
+    pub fn if_(&self, cond: impl Into<Expr<bool>>, then: impl FnOnce(&KernelBuilder)) {
+        self.if_else(cond, then, |_| {})
+    }
+
+    /// `if cond { then } else { otherwise }`.
+    pub fn if_else(
+        &self,
+        cond: impl Into<Expr<bool>>,
+        then: impl FnOnce(&KernelBuilder),
+        otherwise: impl FnOnce(&KernelBuilder),
+    ) {
+        let c = cond.into();
+        let div = self.cond_varying(c);
+        let then = self.block(div, false, then);
+        let otherwise = self.block(div, false, otherwise);
+        with_state(|s| {
+            s.push_stmt(Stmt::If {
+                cond: ValueId(c.id),
+                then,
+                otherwise,
+            })
+        });
+    }
+
+    /// `for i in start..end { body(i) }`.
+    pub fn for_range<T: Int>(
+        &self,
+        start: impl Into<Expr<T>>,
+        end: impl Into<Expr<T>>,
+        body: impl FnOnce(&KernelBuilder, Expr<T>),
+    ) {
+        self.for_step(start, end, Expr::lit(one::<T>()), body)
+    }
+
+    /// `for i in (start..end).step_by(step) { body(i) }`; `step` must be positive (a grid-stride
+    /// loop is `k.for_step(k.grid1(), n, k.gridsize1(), |k, i| ..)`).
+    pub fn for_step<T: Int>(
+        &self,
+        start: impl Into<Expr<T>>,
+        end: impl Into<Expr<T>>,
+        step: impl Into<Expr<T>>,
+        body: impl FnOnce(&KernelBuilder, Expr<T>),
+    ) {
+        let (start, end, step) = (start.into(), end.into(), step.into());
+        let Some((div, var)) = with_state(|s| {
+            let div = s.check_use(&[start.raw(), end.raw(), step.raw()]);
+            (div, s.declare_loop_var(T::TY, div))
+        }) else {
+            return;
+        };
+        let v: Var<T> = Var::from_raw(self.tag, var);
+        let body = self.block(div, true, |k| {
+            let i = v.get();
+            body(k, i)
+        });
+        with_state(|s| {
+            s.push_stmt(Stmt::For {
+                var: VarId(var),
+                start: ValueId(start.id),
+                end: ValueId(end.id),
+                step: ValueId(step.id),
+                body,
+            })
+        });
+    }
+
+    /// `while cond() { body }`: `cond` is evaluated before each iteration.
+    pub fn while_(
+        &self,
+        cond: impl FnOnce(&KernelBuilder) -> Expr<bool>,
+        body: impl FnOnce(&KernelBuilder),
+    ) {
+        let mut c = None;
+        let cond_stmts = self.block(false, false, |k| c = Some(cond(k)));
+        let Some(c) = c else { return };
+        let div =
+            with_state(|s| s.varying.get(c.id as usize).copied().unwrap_or(false)).unwrap_or(false);
+        let body = self.block(div, true, body);
+        with_state(|s| {
+            s.push_stmt(Stmt::While {
+                cond_stmts,
+                cond: ValueId(c.id),
+                body,
+            })
+        });
+    }
+
+    fn loop_control(&self, stmt: Stmt, what: &str) {
+        with_state(|s| {
+            if s.in_loop() {
+                s.push_stmt(stmt);
+            } else {
+                s.error(format!("in `{}`: `{what}` outside a loop", s.f.name));
+            }
+        });
+    }
+
+    /// Leaves the innermost loop.
+    pub fn break_(&self) {
+        self.loop_control(Stmt::Break, "break")
+    }
+
+    /// Skips to the next iteration of the innermost loop.
+    pub fn continue_(&self) {
+        self.loop_control(Stmt::Continue, "continue")
+    }
+
+    /// Returns from the kernel (this thread only).
+    pub fn ret(&self) {
+        with_state(|s| {
+            s.note_return();
+            s.push_stmt(Stmt::Return)
+        });
+    }
+
+    /// A block-wide shared array of `len` elements (numba's `cuda.shared.array`).
+    pub fn shared_array<T: Scalar>(&self, len: usize) -> SliceMut<T> {
+        let id = with_state(|s| {
+            if len == 0 {
+                s.error(format!(
+                    "in `{}`: a shared array needs at least one element",
+                    s.f.name
+                ));
+            }
+            s.add_shared(T::TY, len as u64)
+        })
+        .unwrap_or(0);
+        DArray::new(self.tag, ArrayRef::Shared(id))
+    }
+
+    /// The dynamic shared memory (its size in bytes is given at launch), viewed as `T`s.
+    /// Its length is unknown to the kernel: pass it as a parameter.
+    pub fn dynamic_shared<T: Scalar>(&self) -> DArray<T, 1, ReadWrite> {
+        with_state(|s| s.f.uses_dynamic_shared = true);
+        DArray::new(self.tag, ArrayRef::DynShared(T::TY))
+    }
+
+    /// A per-thread array of `len` elements (numba's `cuda.local.array`).
+    pub fn local_array<T: Scalar>(&self, len: usize) -> SliceMut<T> {
+        let id = with_state(|s| {
+            if len == 0 {
+                s.error(format!(
+                    "in `{}`: a local array needs at least one element",
+                    s.f.name
+                ));
+            }
+            s.add_local(T::TY, len as u64)
+        })
+        .unwrap_or(0);
+        DArray::new(self.tag, ArrayRef::Local(id))
+    }
+
+    fn barrier_check(&self, what: &str) {
+        with_state(|s| {
+            if s.is_divergent() {
+                s.error(format!(
+                    "in `{}`: `{what}` is in code that only some threads of a block may reach (inside an if or \
+                     loop that depends on the thread index, or after such a return); every thread of the \
+                     block must reach each barrier, or the kernel hangs",
+                    s.f.name
+                ));
+            }
+        });
+    }
+
+    /// `__syncthreads()`: waits until every thread of the block gets here.
+    pub fn syncthreads(&self) {
+        self.barrier_check("syncthreads");
+        with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::SyncThreads)));
+    }
+
+    fn sync_reduce<R: Scalar>(&self, kind: SyncReduce, pred: Expr<bool>, what: &str) -> Expr<R> {
+        self.barrier_check(what);
+        Expr::record(Op::SyncReduce(kind, ValueId(pred.id)), &[pred.raw()], false)
+    }
+
+    /// `__syncthreads_count(pred)`: a barrier that returns how many threads had `pred` true.
+    pub fn syncthreads_count(&self, pred: impl Into<Expr<bool>>) -> Expr<i32> {
+        self.sync_reduce(SyncReduce::Count, pred.into(), "syncthreads_count")
+    }
+
+    /// `__syncthreads_and(pred)`: a barrier that returns whether `pred` was true in every thread.
+    pub fn syncthreads_and(&self, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        self.sync_reduce(SyncReduce::And, pred.into(), "syncthreads_and")
+    }
+
+    /// `__syncthreads_or(pred)`: a barrier that returns whether `pred` was true in any thread.
+    pub fn syncthreads_or(&self, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        self.sync_reduce(SyncReduce::Or, pred.into(), "syncthreads_or")
+    }
+
+    /// `__syncwarp(mask)`: waits for the threads of `mask` in this warp.
+    pub fn syncwarp(&self, mask: impl Into<Expr<u32>>) {
+        let m = mask.into();
+        with_state(|s| {
+            s.check_use(&[m.raw()]);
+            s.push_stmt(Stmt::Barrier(Barrier::SyncWarp(ValueId(m.id))))
+        });
+    }
+
+    /// `__threadfence_block()`.
+    pub fn threadfence_block(&self) {
+        with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::FenceBlock)));
+    }
+
+    /// `__threadfence()`: orders this thread's memory accesses for the whole device.
+    pub fn threadfence(&self) {
+        with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::FenceDevice)));
+    }
+
+    /// `__threadfence_system()`: orders accesses for the device and the host.
+    pub fn threadfence_system(&self) {
+        with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::FenceSystem)));
+    }
+}
+
+fn one<T: Int>() -> T {
+    // Every integer scalar converts from its bits; 1 has the same bits in all of them.
+    T::from_bits(1)
+}

@@ -1,0 +1,281 @@
+//! `Expr<T>`: a typed value in a kernel being built, with operators; `Var<T>`: a mutable local.
+
+use std::marker::PhantomData;
+use std::ops;
+
+use super::builder::{current_tag, with_state, ORPHAN};
+use super::ir::{BinOp, CmpOp, Op, UnOp, VarId};
+use super::scalar::{Int, Num, Scalar, ScalarTy, Signed};
+
+/// A value of type `T` computed by a kernel, evaluated where the Rust code creates it.
+///
+/// Arithmetic (`+ - * / %`, unary `-`), bit operations and shifts on integers, comparisons
+/// (`lt`, `eq`, ...) giving `Expr<bool>`, and `select` work as in Rust; mixing element types
+/// needs an explicit [`cast`](Expr::cast). Rust literals and captured values convert with
+/// `Expr::from(v)` and mix with expressions directly (`x * 2.0`). Integer arithmetic wraps;
+/// integer division by zero gives all-ones bits (`-1` signed, `MAX` unsigned) and the remainder
+/// the dividend; `MIN / -1` gives `MIN`; shift amounts are taken modulo the bit width.
+pub struct Expr<T> {
+    pub(crate) tag: u32,
+    pub(crate) id: u32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Expr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Expr<T> {}
+
+impl<T> std::fmt::Debug for Expr<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Expr#{}", self.id)
+    }
+}
+
+impl<T: Scalar> Expr<T> {
+    /// Records `op` producing a `T`.
+    pub(crate) fn record(op: Op, operands: &[(u32, u32)], varying: bool) -> Expr<T> {
+        Self::record_ty(T::TY, op, operands, varying)
+    }
+
+    pub(crate) fn record_ty(
+        ty: ScalarTy,
+        op: Op,
+        operands: &[(u32, u32)],
+        varying: bool,
+    ) -> Expr<T> {
+        match with_state(|s| (s.tag, s.value(ty, op, operands, varying))) {
+            Some((tag, id)) => Expr::from_raw(tag, id),
+            None => Expr::from_raw(ORPHAN, 0),
+        }
+    }
+
+    pub(crate) fn from_raw(tag: u32, id: u32) -> Expr<T> {
+        Expr {
+            tag,
+            id,
+            _t: PhantomData,
+        }
+    }
+
+    pub(crate) fn raw(self) -> (u32, u32) {
+        (self.tag, self.id)
+    }
+
+    /// A constant.
+    pub fn lit(v: T) -> Expr<T> {
+        Expr::record(Op::Const(v.to_bits()), &[], false)
+    }
+
+    /// Converts to another scalar type with Rust's `as` semantics (float to int saturates,
+    /// NaN gives 0; int to int truncates or extends by the source's signedness).
+    pub fn cast<U: Scalar>(self) -> Expr<U> {
+        Expr::record(Op::Cast(super::ir::ValueId(self.id)), &[self.raw()], false)
+    }
+
+    fn cmp(self, op: CmpOp, other: impl Into<Expr<T>>) -> Expr<bool> {
+        let o = other.into();
+        Expr::record(
+            Op::Cmp(op, super::ir::ValueId(self.id), super::ir::ValueId(o.id)),
+            &[self.raw(), o.raw()],
+            false,
+        )
+    }
+
+    /// `self == other`.
+    pub fn eq(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        self.cmp(CmpOp::Eq, other)
+    }
+    /// `self != other`.
+    pub fn ne(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        self.cmp(CmpOp::Ne, other)
+    }
+    /// `self < other`.
+    pub fn lt(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        self.cmp(CmpOp::Lt, other)
+    }
+    /// `self <= other`.
+    pub fn le(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        self.cmp(CmpOp::Le, other)
+    }
+    /// `self > other`.
+    pub fn gt(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        self.cmp(CmpOp::Gt, other)
+    }
+    /// `self >= other`.
+    pub fn ge(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        self.cmp(CmpOp::Ge, other)
+    }
+}
+
+impl<T: Scalar> From<T> for Expr<T> {
+    fn from(v: T) -> Expr<T> {
+        Expr::lit(v)
+    }
+}
+
+/// `if cond { a } else { b }` as a value (both sides are evaluated).
+pub fn select<T: Scalar>(
+    cond: impl Into<Expr<bool>>,
+    a: impl Into<Expr<T>>,
+    b: impl Into<Expr<T>>,
+) -> Expr<T> {
+    let (c, a, b) = (cond.into(), a.into(), b.into());
+    Expr::record(
+        Op::Select(
+            super::ir::ValueId(c.id),
+            super::ir::ValueId(a.id),
+            super::ir::ValueId(b.id),
+        ),
+        &[c.raw(), a.raw(), b.raw()],
+        false,
+    )
+}
+
+pub(crate) fn binary<T: Scalar>(op: BinOp, a: Expr<T>, b: Expr<T>) -> Expr<T> {
+    Expr::record(
+        Op::Binary(op, super::ir::ValueId(a.id), super::ir::ValueId(b.id)),
+        &[a.raw(), b.raw()],
+        false,
+    )
+}
+
+impl<T: Num> Expr<T> {
+    /// The smaller of two values (for floats: IEEE minNum, a NaN operand is ignored).
+    pub fn min(self, other: impl Into<Expr<T>>) -> Expr<T> {
+        binary(BinOp::Min, self, other.into())
+    }
+    /// The larger of two values (for floats: IEEE maxNum).
+    pub fn max(self, other: impl Into<Expr<T>>) -> Expr<T> {
+        binary(BinOp::Max, self, other.into())
+    }
+}
+
+impl Expr<bool> {
+    /// Logical and (both sides evaluated).
+    pub fn and(self, other: impl Into<Expr<bool>>) -> Expr<bool> {
+        binary(BinOp::And, self, other.into())
+    }
+    /// Logical or (both sides evaluated).
+    pub fn or(self, other: impl Into<Expr<bool>>) -> Expr<bool> {
+        binary(BinOp::Or, self, other.into())
+    }
+}
+
+impl ops::Not for Expr<bool> {
+    type Output = Expr<bool>;
+    fn not(self) -> Expr<bool> {
+        Expr::record(
+            Op::Unary(UnOp::Not, super::ir::ValueId(self.id)),
+            &[self.raw()],
+            false,
+        )
+    }
+}
+
+impl<T: Signed> ops::Neg for Expr<T> {
+    type Output = Expr<T>;
+    fn neg(self) -> Expr<T> {
+        Expr::record(
+            Op::Unary(UnOp::Neg, super::ir::ValueId(self.id)),
+            &[self.raw()],
+            false,
+        )
+    }
+}
+
+macro_rules! bin_ops {
+    ($bound:ident: $($tr:ident $f:ident $op:ident),*) => {$(
+        impl<T: $bound> ops::$tr<Expr<T>> for Expr<T> {
+            type Output = Expr<T>;
+            fn $f(self, rhs: Expr<T>) -> Expr<T> {
+                binary(BinOp::$op, self, rhs)
+            }
+        }
+        impl<T: $bound> ops::$tr<T> for Expr<T> {
+            type Output = Expr<T>;
+            fn $f(self, rhs: T) -> Expr<T> {
+                binary(BinOp::$op, self, Expr::lit(rhs))
+            }
+        }
+    )*};
+}
+bin_ops!(Num: Add add Add, Sub sub Sub, Mul mul Mul, Div div Div, Rem rem Rem);
+bin_ops!(Int: BitAnd bitand And, BitOr bitor Or, BitXor bitxor Xor, Shl shl Shl, Shr shr Shr);
+
+macro_rules! lhs_scalar_ops {
+    ($($t:ty),*) => {$(
+        lhs_scalar_ops!(@one $t: Add add Add, Sub sub Sub, Mul mul Mul, Div div Div, Rem rem Rem);
+    )*};
+    (@one $t:ty: $($tr:ident $f:ident $op:ident),*) => {$(
+        impl ops::$tr<Expr<$t>> for $t {
+            type Output = Expr<$t>;
+            fn $f(self, rhs: Expr<$t>) -> Expr<$t> {
+                binary(BinOp::$op, Expr::lit(self), rhs)
+            }
+        }
+    )*};
+}
+lhs_scalar_ops!(f32, f64, i32, u32, i64, u64);
+
+macro_rules! lhs_int_ops {
+    ($($t:ty),*) => {$(
+        lhs_scalar_ops!(@one $t: BitAnd bitand And, BitOr bitor Or, BitXor bitxor Xor);
+    )*};
+}
+lhs_int_ops!(i32, u32, i64, u64);
+
+/// A mutable local variable of a kernel (`let mut`): read with [`get`](Var::get), write with
+/// [`set`](Var::set).
+pub struct Var<T> {
+    pub(crate) tag: u32,
+    pub(crate) id: u32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Var<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Var<T> {}
+
+impl<T: Scalar> Var<T> {
+    pub(crate) fn new(init: Expr<T>) -> Var<T> {
+        match with_state(|s| (s.tag, s.declare_var(T::TY, init.raw()))) {
+            Some((tag, id)) => Var::from_raw(tag, id),
+            None => Var::from_raw(ORPHAN, 0),
+        }
+    }
+
+    pub(crate) fn from_raw(tag: u32, id: u32) -> Var<T> {
+        Var {
+            tag,
+            id,
+            _t: PhantomData,
+        }
+    }
+
+    /// The current value.
+    pub fn get(self) -> Expr<T> {
+        if self.tag != current_tag() {
+            with_state(|s| s.error("a variable of another kernel is read".to_string()));
+        }
+        Expr::record(Op::ReadVar(VarId(self.id)), &[], false)
+    }
+
+    /// Assigns a new value.
+    pub fn set(self, value: impl Into<Expr<T>>) {
+        let v = value.into();
+        with_state(|s| s.assign(self.tag, self.id, v.raw()));
+    }
+}
+
+impl<T: Num> Var<T> {
+    /// `self += value`.
+    pub fn add_assign(self, value: impl Into<Expr<T>>) {
+        self.set(self.get() + value.into());
+    }
+}

@@ -1,0 +1,232 @@
+//! The kernel IR: what the builder records and the lowering turns into LLVM IR.
+//!
+//! Every value is defined once, at the statement where the builder created it (`Stmt::Let`),
+//! so evaluation order is the order of the Rust code that built the kernel. Plain data:
+//! hashable for the compile cache, and a CPU simulator could interpret it.
+
+use super::scalar::ScalarTy;
+
+/// A value defined by a `Stmt::Let`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ValueId(pub u32);
+
+/// A mutable local variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct VarId(pub u32);
+
+/// A device function (callable from kernels and other device functions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct FuncId(pub u32);
+
+/// Where an array lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ArrayRef {
+    /// A kernel parameter (index into `KernelIr::params`).
+    Param(u32),
+    /// A static shared-memory array (index into `KernelIr::shared`).
+    Shared(u32),
+    /// The dynamic shared-memory array, viewed as elements of this type.
+    DynShared(ScalarTy),
+    /// A per-thread local array (index into `KernelIr::locals`).
+    Local(u32),
+}
+
+/// Hardware registers read by the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Sreg {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    LaneId,
+    WarpSize,
+}
+
+impl Sreg {
+    /// Whether threads of one block may read different values.
+    pub(crate) fn varies_in_block(self) -> bool {
+        matches!(self, Sreg::Tid(_) | Sreg::LaneId)
+    }
+}
+
+/// Unary operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum UnOp {
+    Neg,
+    /// Bitwise not for integers, logical not for bool.
+    Not,
+}
+
+/// Binary operations (both operands of the result's type, except shifts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Min,
+    Max,
+}
+
+/// Comparisons (result bool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Barriers and fences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Barrier {
+    /// `__syncthreads()`.
+    SyncThreads,
+    /// `__syncwarp(mask)`.
+    SyncWarp(ValueId),
+    /// `__threadfence_block()`.
+    FenceBlock,
+    /// `__threadfence()`.
+    FenceDevice,
+    /// `__threadfence_system()`.
+    FenceSystem,
+}
+
+/// How `syncthreads_count/and/or` combine the predicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum SyncReduce {
+    Count,
+    And,
+    Or,
+}
+
+/// An operation that defines a value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Op {
+    /// A constant: the bits of a value of the result type.
+    Const(u64),
+    /// A scalar kernel or device-function parameter (its index in the parameter list).
+    Param(u32),
+    Special(Sreg),
+    Unary(UnOp, ValueId),
+    Binary(BinOp, ValueId, ValueId),
+    Cmp(CmpOp, ValueId, ValueId),
+    Select(ValueId, ValueId, ValueId),
+    Cast(ValueId),
+    /// Reinterprets the bits of a value of the same size.
+    Bitcast(ValueId),
+    Load {
+        array: ArrayRef,
+        index: ValueId,
+    },
+    /// Extent of dimension `dim` of an array (as u64).
+    ArrayDim {
+        array: ArrayRef,
+        dim: u8,
+    },
+    ReadVar(VarId),
+    /// `syncthreads_count/and/or(pred)`: a barrier that also reduces a predicate.
+    SyncReduce(SyncReduce, ValueId),
+    /// Calls a device function.
+    Call(FuncId, Vec<ValueId>),
+    /// A math function (see `math.rs`).
+    Math(super::math::MathFn, Vec<ValueId>),
+    /// An atomic read-modify-write returning the old value (see `atomics.rs`).
+    Atomic(super::atomics::AtomicOp),
+    /// A warp-level intrinsic (see `warp.rs`).
+    Warp(super::warp::WarpOp),
+}
+
+/// A value's definition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ValueDef {
+    pub ty: ScalarTy,
+    pub op: Op,
+}
+
+/// A statement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Stmt {
+    /// Evaluates a value here.
+    Let(ValueId),
+    /// Declares a variable with an initial value.
+    DeclVar(VarId, ValueId),
+    Assign(VarId, ValueId),
+    Store {
+        array: ArrayRef,
+        index: ValueId,
+        value: ValueId,
+    },
+    If {
+        cond: ValueId,
+        then: Vec<Stmt>,
+        otherwise: Vec<Stmt>,
+    },
+    /// `for var in (start..end).step_by(step)`: `var` is declared by the loop.
+    For {
+        var: VarId,
+        start: ValueId,
+        end: ValueId,
+        step: ValueId,
+        body: Vec<Stmt>,
+    },
+    /// Evaluates `cond_stmts`, then loops while `cond` holds.
+    While {
+        cond_stmts: Vec<Stmt>,
+        cond: ValueId,
+        body: Vec<Stmt>,
+    },
+    Break,
+    Continue,
+    /// Returns from the kernel (or a void device function).
+    Return,
+    /// Returns a value from a device function.
+    ReturnValue(ValueId),
+    Barrier(Barrier),
+}
+
+/// A parameter of a kernel or device function.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Param {
+    Scalar(ScalarTy),
+    Array {
+        elem: ScalarTy,
+        ndim: u8,
+        mutable: bool,
+    },
+}
+
+/// A static array declaration (shared or local).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ArrayDecl {
+    pub elem: ScalarTy,
+    pub len: u64,
+}
+
+/// A whole function: a kernel, or a device function.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct FunctionIr {
+    pub name: String,
+    pub params: Vec<Param>,
+    /// `None` for kernels and void device functions.
+    pub ret: Option<ScalarTy>,
+    pub values: Vec<ValueDef>,
+    /// Each variable's type.
+    pub vars: Vec<ScalarTy>,
+    pub shared: Vec<ArrayDecl>,
+    pub locals: Vec<ArrayDecl>,
+    pub uses_dynamic_shared: bool,
+    pub body: Vec<Stmt>,
+    /// Device functions this one calls (lowered into the same module).
+    pub callees: Vec<std::sync::Arc<FunctionIr>>,
+    /// Whether device functions should always be inlined.
+    pub inline: bool,
+}

@@ -1,0 +1,234 @@
+//! `Kernel<P>`: a kernel built from Rust, compiled to PTX on demand, loaded once per device,
+//! and launched with arguments whose types the parameter list `P` fixes.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use super::builder::record;
+use super::control::KernelBuilder;
+use super::ir::FunctionIr;
+use super::lower;
+use super::options::PtxOptions;
+use super::signature::{ArgBuffer, KernelParams, LaunchArgs};
+use crate::backend::backend;
+use crate::context::{Context, Device};
+use crate::error::{Error, Result};
+use crate::module::{Function, LaunchConfig};
+use crate::stream::Stream;
+
+/// Devices whose loaded function is found without locking.
+const FAST_DEVICES: usize = 16;
+
+/// A kernel with parameter list `P` (a tuple such as `(&[f32], &mut [f32], f32)`).
+pub struct Kernel<P> {
+    inner: Arc<KernelInner>,
+    _p: PhantomData<fn(P)>,
+}
+
+impl<P> Clone for Kernel<P> {
+    fn clone(&self) -> Self {
+        Kernel {
+            inner: self.inner.clone(),
+            _p: PhantomData,
+        }
+    }
+}
+
+struct KernelInner {
+    ir: FunctionIr,
+    options: PtxOptions,
+    /// PTX compiled so far, per options.
+    ptx: Mutex<Vec<(PtxOptions, Arc<str>)>>,
+    /// The loaded function per device ordinal (lock-free once set).
+    loaded: [OnceLock<Function>; FAST_DEVICES],
+    /// Functions for other devices, or replacing a stale one after a context reset.
+    others: Mutex<Vec<Function>>,
+}
+
+/// Checks that `name` can be a PTX symbol.
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "`{name}` cannot name a kernel: use letters, digits and `_`, not starting with a digit"
+        )))
+    }
+}
+
+impl<P: KernelParams> Kernel<P> {
+    /// Builds a kernel: `body` receives the builder `k` and one handle per parameter, and
+    /// records what the kernel does. Misuse the types cannot catch (a value used outside the
+    /// block that computed it, a barrier only some threads reach, ...) is an error here.
+    pub fn build(name: &str, body: impl FnOnce(&KernelBuilder, P::Handles)) -> Result<Kernel<P>> {
+        Self::build_with(name, PtxOptions::default(), body)
+    }
+
+    /// Builds a kernel with compile options (fastmath, opt level; the target follows the device
+    /// at launch).
+    pub fn build_with(
+        name: &str,
+        options: PtxOptions,
+        body: impl FnOnce(&KernelBuilder, P::Handles),
+    ) -> Result<Kernel<P>> {
+        check_name(name)?;
+        let ((), ir) = record(name, None, || {
+            let tag = super::builder::current_tag();
+            let handles = P::declare_all();
+            body(&KernelBuilder { tag }, handles);
+        });
+        let ir = ir.map_err(|errors| Error::Kernel {
+            kernel: name.to_string(),
+            message: errors.join("; "),
+        })?;
+        Ok(Kernel {
+            inner: Arc::new(KernelInner {
+                ir,
+                options,
+                ptx: Mutex::new(Vec::new()),
+                loaded: Default::default(),
+                others: Mutex::new(Vec::new()),
+            }),
+            _p: PhantomData,
+        })
+    }
+
+    /// The kernel's name (its PTX entry point).
+    pub fn name(&self) -> &str {
+        &self.inner.ir.name
+    }
+
+    /// The options the kernel was built with.
+    pub fn options(&self) -> &PtxOptions {
+        &self.inner.options
+    }
+
+    /// The kernel's PTX for `options` (works with no GPU and no driver).
+    pub fn compile_ptx(&self, options: &PtxOptions) -> Result<String> {
+        Ok(self.ptx_arc(options)?.to_string())
+    }
+
+    fn ptx_arc(&self, options: &PtxOptions) -> Result<Arc<str>> {
+        if let Some((_, p)) = self.inner.ptx.lock().iter().find(|(o, _)| o == options) {
+            return Ok(p.clone());
+        }
+        let ptx: Arc<str> = lower::ptx(&self.inner.ir, options)?.into();
+        self.inner.ptx.lock().push((options.clone(), ptx.clone()));
+        Ok(ptx)
+    }
+
+    /// The kernel's optimised LLVM IR for `options`.
+    pub fn llvm_ir(&self, options: &PtxOptions) -> Result<String> {
+        lower::llvm_ir(&self.inner.ir, options)
+    }
+
+    /// The options used for `device`: the build options with its compute capability.
+    pub fn options_for(&self, device: &Device) -> Result<PtxOptions> {
+        Ok(PtxOptions {
+            cc: device.compute_capability()?,
+            ..self.inner.options.clone()
+        })
+    }
+
+    /// The kernel's PTX for the current context's device.
+    pub fn compile_ptx_for_current_device(&self) -> Result<String> {
+        let dev = crate::context::current_device()?.ok_or_else(|| {
+            Error::usage("no context is current on this thread; make one current first")
+        })?;
+        self.compile_ptx(&self.options_for(&dev)?)
+    }
+
+    /// The kernel loaded in `ctx` (compiled and loaded on first use, then cached).
+    pub fn function(&self, ctx: &Context) -> Result<Function> {
+        self.loaded_function(ctx).cloned()
+    }
+
+    #[inline]
+    fn loaded_function(&self, ctx: &Context) -> Result<&Function> {
+        let ordinal = ctx.device().ordinal();
+        if let Some(f) = self.inner.loaded.get(ordinal).and_then(OnceLock::get) {
+            if f.module().context().same_as(ctx) {
+                return Ok(f);
+            }
+        }
+        self.load_slow(ctx)
+    }
+
+    #[cold]
+    fn load_slow(&self, ctx: &Context) -> Result<&Function> {
+        let load = || -> Result<Function> {
+            let ptx = self.ptx_arc(&self.options_for(&ctx.device())?)?;
+            ctx.load_ptx(&ptx)?.function(self.name())
+        };
+        if let Some(slot) = self.inner.loaded.get(ctx.device().ordinal()) {
+            if slot.get().is_none() {
+                let f = load()?;
+                let _ = slot.set(f);
+            }
+            if let Some(f) = slot.get() {
+                if f.module().context().same_as(ctx) {
+                    return Ok(f);
+                }
+            }
+        }
+        // A device beyond the fast table, or a context that replaced the one cached.
+        let mut others = self.inner.others.lock();
+        if !others.iter().any(|f| f.module().context().same_as(ctx)) {
+            others.push(load()?);
+        }
+        let f = others
+            .iter()
+            .find(|f| f.module().context().same_as(ctx))
+            .cloned()
+            .ok_or_else(|| Error::usage("internal: loaded kernel not found"))?;
+        drop(others);
+        // Keep it alive for the kernel's lifetime and hand out a stable reference.
+        let leaked: &Function = Box::leak(Box::new(f));
+        Ok(leaked)
+    }
+
+    /// A 1-D configuration covering `n` elements with the occupancy API's block size.
+    pub fn config_for_num_elems(&self, ctx: &Context, n: usize) -> Result<LaunchConfig> {
+        self.loaded_function(ctx)?.config_for_num_elems(n)
+    }
+
+    /// Launches the kernel on `stream`. The arguments' types are fixed by `P`; arrays must
+    /// belong to the stream's context; the configuration is checked against the kernel's limits.
+    #[inline]
+    pub fn launch<A: LaunchArgs<P>>(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        let ctx = stream.context();
+        let f = self.loaded_function(ctx)?;
+        config.validate(f)?;
+        let mut buf = ArgBuffer::new(ctx);
+        args.push_all(&mut buf)?;
+        ctx.bind()?;
+        let (g, b) = (config.grid, config.block);
+        buf.with_params(|params| {
+            // SAFETY: the parameter slots were pushed in the order and with the types of the
+            // kernel's IR parameters (fixed by `P`), each array belongs to this context, and the
+            // function is live.
+            unsafe {
+                backend().launch_kernel(
+                    f.raw(),
+                    [g.x, g.y, g.z],
+                    [b.x, b.y, b.z],
+                    config.shared_mem_bytes,
+                    stream.raw(),
+                    params,
+                )
+            }
+        })
+    }
+}

@@ -1,0 +1,1005 @@
+//! Lowering the kernel IR to LLVM IR (inkwell), and LLVM IR to PTX with the NVPTX backend.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::basic_block::BasicBlock;
+use inkwell::builder::Builder;
+use inkwell::context::Context as LlContext;
+use inkwell::module::{Linkage, Module};
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
+use inkwell::values::{
+    BasicMetadataValueEnum, BasicValue, BasicValueEnum, FunctionValue, GlobalValue, IntValue,
+    PointerValue,
+};
+use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
+
+use super::ir::{
+    ArrayRef, Barrier, BinOp, CmpOp, FunctionIr, Op, Param, Sreg, Stmt, SyncReduce, UnOp, ValueId,
+};
+use super::options::PtxOptions;
+use super::scalar::ScalarTy;
+use crate::error::{Error, Result};
+
+/// Calling convention 71: `PTX_Kernel`.
+const PTX_KERNEL_CC: u32 = 71;
+const GLOBAL: u16 = 1;
+const SHARED: u16 = 3;
+
+fn llvm_err(kernel: &str, what: impl std::fmt::Display) -> Error {
+    Error::Kernel {
+        kernel: kernel.to_string(),
+        message: format!("internal code generation error: {what}"),
+    }
+}
+
+fn init_nvptx() -> std::result::Result<(), String> {
+    static INIT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    INIT.get_or_init(|| {
+        Target::initialize_nvptx(&InitializationConfig::default());
+        Ok(())
+    })
+    .clone()
+}
+
+/// The LLVM target machine for the options' compute capability.
+fn target_machine(opts: &PtxOptions) -> std::result::Result<TargetMachine, String> {
+    init_nvptx()?;
+    let triple = TargetTriple::create("nvptx64-nvidia-cuda");
+    let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
+    let (cpu, features) = opts.llvm_cpu_and_features();
+    let level = match opts.effective_opt() {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    };
+    target
+        .create_target_machine(
+            &triple,
+            &cpu,
+            &features,
+            level,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| format!("LLVM could not create an NVPTX target machine for {cpu}"))
+}
+
+/// The LLVM IR (text) of a kernel, optimised as `opts` says.
+pub(crate) fn llvm_ir(f: &FunctionIr, opts: &PtxOptions) -> Result<String> {
+    let ctx = LlContext::create();
+    let (module, _tm) = build_module(&ctx, f, opts)?;
+    Ok(module.print_to_string().to_string())
+}
+
+/// The PTX text of a kernel.
+pub(crate) fn ptx(f: &FunctionIr, opts: &PtxOptions) -> Result<String> {
+    let ctx = LlContext::create();
+    let (module, tm) = build_module(&ctx, f, opts)?;
+    let buf = tm
+        .write_to_memory_buffer(&module, FileType::Assembly)
+        .map_err(|e| llvm_err(&f.name, e))?;
+    let text = String::from_utf8_lossy(buf.as_slice());
+    Ok(text.trim_end_matches('\0').to_string())
+}
+
+fn build_module<'c>(
+    ctx: &'c LlContext,
+    f: &FunctionIr,
+    opts: &PtxOptions,
+) -> Result<(Module<'c>, TargetMachine)> {
+    let tm = target_machine(opts).map_err(|e| llvm_err(&f.name, e))?;
+    let module = ctx.create_module(&f.name);
+    module.set_triple(&tm.get_triple());
+    module.set_data_layout(&tm.get_target_data().get_data_layout());
+    let mut lowered: HashMap<*const FunctionIr, FunctionValue<'c>> = HashMap::new();
+    let kernel = lower_function(ctx, &module, f, true, opts, &mut lowered)?;
+    // `.entry`: the PTX_Kernel calling convention and the nvvm.annotations metadata.
+    kernel.set_call_conventions(PTX_KERNEL_CC);
+    let md = ctx.metadata_node(&[
+        kernel.as_global_value().as_pointer_value().into(),
+        ctx.metadata_string("kernel").into(),
+        ctx.i32_type().const_int(1, false).into(),
+    ]);
+    module
+        .add_global_metadata("nvvm.annotations", &md)
+        .map_err(|e| llvm_err(&f.name, e))?;
+    module
+        .verify()
+        .map_err(|e| llvm_err(&f.name, e.to_string()))?;
+    if opts.effective_opt() > 0 {
+        let passes = format!("default<O{}>", opts.effective_opt());
+        module
+            .run_passes(&passes, &tm, PassBuilderOptions::create())
+            .map_err(|e| llvm_err(&f.name, e))?;
+    }
+    Ok((module, tm))
+}
+
+/// One function being lowered.
+pub(crate) struct Lowerer<'c, 'm> {
+    pub ctx: &'c LlContext,
+    pub module: &'m Module<'c>,
+    pub b: Builder<'c>,
+    pub f: &'m FunctionIr,
+    pub func: FunctionValue<'c>,
+    pub opts: &'m PtxOptions,
+    pub values: Vec<Option<BasicValueEnum<'c>>>,
+    vars: Vec<PointerValue<'c>>,
+    /// Per IR parameter: a scalar value, or an array's pointer and dimensions.
+    scalars: Vec<Option<BasicValueEnum<'c>>>,
+    arrays: Vec<Option<(PointerValue<'c>, Vec<IntValue<'c>>)>>,
+    shared: Vec<GlobalValue<'c>>,
+    locals: Vec<PointerValue<'c>>,
+    callees: Vec<FunctionValue<'c>>,
+    /// (continue target, break target) of enclosing loops.
+    loops: Vec<(BasicBlock<'c>, BasicBlock<'c>)>,
+}
+
+/// LLVM type of a scalar in registers.
+pub(crate) fn reg_type<'c>(ctx: &'c LlContext, ty: ScalarTy) -> BasicTypeEnum<'c> {
+    match ty {
+        ScalarTy::Bool => ctx.bool_type().into(),
+        ScalarTy::I32 | ScalarTy::U32 => ctx.i32_type().into(),
+        ScalarTy::I64 | ScalarTy::U64 => ctx.i64_type().into(),
+        ScalarTy::F32 => ctx.f32_type().into(),
+        ScalarTy::F64 => ctx.f64_type().into(),
+    }
+}
+
+/// LLVM type of a scalar in memory (bool is a byte).
+pub(crate) fn mem_type<'c>(ctx: &'c LlContext, ty: ScalarTy) -> BasicTypeEnum<'c> {
+    match ty {
+        ScalarTy::Bool => ctx.i8_type().into(),
+        _ => reg_type(ctx, ty),
+    }
+}
+
+/// LLVM type of a parameter slot: scalars as themselves (bool as a byte).
+fn param_types<'c>(ctx: &'c LlContext, params: &[Param]) -> Vec<BasicMetadataTypeEnum<'c>> {
+    let mut out = Vec::new();
+    for p in params {
+        match p {
+            Param::Scalar(t) => out.push(mem_type(ctx, *t).into()),
+            Param::Array { ndim, .. } => {
+                out.push(ctx.ptr_type(AddressSpace::from(GLOBAL)).into());
+                out.extend((0..*ndim).map(|_| BasicMetadataTypeEnum::from(ctx.i64_type())));
+            }
+        }
+    }
+    out
+}
+
+fn lower_function<'c>(
+    ctx: &'c LlContext,
+    module: &Module<'c>,
+    f: &FunctionIr,
+    is_kernel: bool,
+    opts: &PtxOptions,
+    lowered: &mut HashMap<*const FunctionIr, FunctionValue<'c>>,
+) -> Result<FunctionValue<'c>> {
+    let callees: Vec<FunctionValue<'c>> = f
+        .callees
+        .iter()
+        .map(|c| match lowered.get(&Arc::as_ptr(c)) {
+            Some(fv) => Ok(*fv),
+            None => {
+                let fv = lower_function(ctx, module, c, false, opts, lowered)?;
+                lowered.insert(Arc::as_ptr(c), fv);
+                Ok(fv)
+            }
+        })
+        .collect::<Result<_>>()?;
+    let ptys = param_types(ctx, &f.params);
+    let fn_ty = match f.ret {
+        Some(t) => reg_type(ctx, t).fn_type(&ptys, false),
+        None => ctx.void_type().fn_type(&ptys, false),
+    };
+    let name = if is_kernel {
+        f.name.clone()
+    } else {
+        format!("{}__dev{}", f.name, lowered.len())
+    };
+    let linkage = if is_kernel {
+        None
+    } else {
+        Some(Linkage::Internal)
+    };
+    let func = module.add_function(&name, fn_ty, linkage);
+    let attr = |name: &str| ctx.create_enum_attribute(Attribute::get_named_enum_kind_id(name), 0);
+    if !is_kernel && f.inline {
+        func.add_attribute(AttributeLoc::Function, attr("alwaysinline"));
+    }
+    // Array parameters: distinct (Rust's borrows forbid a writable array aliasing any other
+    // argument), and read-only where the kernel cannot write them (`ld.global.nc`).
+    let mut slot = 0u32;
+    for p in &f.params {
+        match p {
+            Param::Scalar(_) => slot += 1,
+            Param::Array { ndim, mutable, .. } => {
+                if is_kernel {
+                    func.add_attribute(AttributeLoc::Param(slot), attr("noalias"));
+                    if !mutable {
+                        func.add_attribute(AttributeLoc::Param(slot), attr("readonly"));
+                    }
+                }
+                slot += 1 + *ndim as u32;
+            }
+        }
+    }
+    let entry = ctx.append_basic_block(func, "entry");
+    let b = ctx.create_builder();
+    b.position_at_end(entry);
+    let mut lw = Lowerer {
+        ctx,
+        module,
+        b,
+        f,
+        func,
+        opts,
+        values: vec![None; f.values.len()],
+        vars: Vec::new(),
+        scalars: Vec::new(),
+        arrays: Vec::new(),
+        shared: Vec::new(),
+        locals: Vec::new(),
+        callees,
+        loops: Vec::new(),
+    };
+    lw.setup()?;
+    lw.stmts(&f.body)?;
+    if lw.open() {
+        match f.ret {
+            None => lw.b.build_return(None).map(|_| ()),
+            Some(t) => {
+                lw.b.build_return(Some(&reg_type(ctx, t).const_zero()))
+                    .map(|_| ())
+            }
+        }
+        .map_err(|e| llvm_err(&f.name, e))?;
+    }
+    Ok(func)
+}
+
+macro_rules! ll {
+    ($lw:expr, $e:expr) => {
+        $e.map_err(|e| llvm_err(&$lw.f.name, e))?
+    };
+}
+
+impl<'c> Lowerer<'c, '_> {
+    fn err(&self, what: impl std::fmt::Display) -> Error {
+        llvm_err(&self.f.name, what)
+    }
+
+    /// Parameters, variables, shared and local arrays.
+    fn setup(&mut self) -> Result<()> {
+        let mut slot = 0u32;
+        for p in &self.f.params {
+            let get = |i: u32| {
+                self.func
+                    .get_nth_param(i)
+                    .ok_or_else(|| self.err("missing parameter"))
+            };
+            match p {
+                Param::Scalar(t) => {
+                    let mut v = get(slot)?;
+                    if *t == ScalarTy::Bool {
+                        let zero = self.ctx.i8_type().const_zero();
+                        v = ll!(
+                            self,
+                            self.b.build_int_compare(
+                                IntPredicate::NE,
+                                v.into_int_value(),
+                                zero,
+                                ""
+                            )
+                        )
+                        .into();
+                    }
+                    self.scalars.push(Some(v));
+                    self.arrays.push(None);
+                    slot += 1;
+                }
+                Param::Array { ndim, .. } => {
+                    let ptr = get(slot)?.into_pointer_value();
+                    let dims = (0..*ndim as u32)
+                        .map(|d| get(slot + 1 + d).map(|v| v.into_int_value()))
+                        .collect::<Result<Vec<_>>>()?;
+                    self.scalars.push(None);
+                    self.arrays.push(Some((ptr, dims)));
+                    slot += 1 + *ndim as u32;
+                }
+            }
+        }
+        for &t in &self.f.vars {
+            let a = ll!(self, self.b.build_alloca(reg_type(self.ctx, t), "var"));
+            self.vars.push(a);
+        }
+        for (i, s) in self.f.shared.iter().enumerate() {
+            let ty = mem_type(self.ctx, s.elem).array_type(s.len as u32);
+            let g = self.module.add_global(
+                ty,
+                Some(AddressSpace::from(SHARED)),
+                &format!("{}_shared{i}", self.f.name),
+            );
+            g.set_linkage(Linkage::Internal);
+            g.set_initializer(&ty.get_undef());
+            g.set_alignment(16);
+            self.shared.push(g);
+        }
+        for l in &self.f.locals {
+            let ty = mem_type(self.ctx, l.elem).array_type(l.len as u32);
+            let a = ll!(self, self.b.build_alloca(ty, "local"));
+            self.locals.push(a);
+        }
+        Ok(())
+    }
+
+    /// Whether the current block still needs a terminator.
+    fn open(&self) -> bool {
+        self.b
+            .get_insert_block()
+            .is_some_and(|bb| bb.get_terminator().is_none())
+    }
+
+    /// After a terminator: continue in a fresh block that nothing branches to.
+    fn dead_block(&mut self) {
+        let bb = self.ctx.append_basic_block(self.func, "dead");
+        self.b.position_at_end(bb);
+    }
+
+    pub(crate) fn v(&self, id: ValueId) -> Result<BasicValueEnum<'c>> {
+        self.values
+            .get(id.0 as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(format!("value {} used before it is defined", id.0)))
+    }
+
+    pub(crate) fn ty(&self, id: ValueId) -> ScalarTy {
+        self.f.values[id.0 as usize].ty
+    }
+
+    fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
+        for s in stmts {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<()> {
+        match s {
+            Stmt::Let(id) => {
+                let v = self.op(*id)?;
+                self.values[id.0 as usize] = Some(v);
+            }
+            Stmt::DeclVar(var, v) | Stmt::Assign(var, v) => {
+                let val = self.v(*v)?;
+                ll!(self, self.b.build_store(self.vars[var.0 as usize], val));
+            }
+            Stmt::Store {
+                array,
+                index,
+                value,
+            } => {
+                let ty = self.ty(*value);
+                let p = self.element_ptr(*array, *index)?;
+                let mut v = self.v(*value)?;
+                if ty == ScalarTy::Bool {
+                    v = ll!(
+                        self,
+                        self.b
+                            .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")
+                    )
+                    .into();
+                }
+                let st = ll!(self, self.b.build_store(p, v));
+                let _ = st.set_alignment(
+                    mem_type(self.ctx, ty)
+                        .size_of()
+                        .map_or(1, |_| ty.size() as u32),
+                );
+            }
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.v(*cond)?.into_int_value();
+                let (tb, eb, mb) = (
+                    self.ctx.append_basic_block(self.func, "then"),
+                    self.ctx.append_basic_block(self.func, "else"),
+                    self.ctx.append_basic_block(self.func, "endif"),
+                );
+                ll!(self, self.b.build_conditional_branch(c, tb, eb));
+                for (bb, body) in [(tb, then), (eb, otherwise)] {
+                    self.b.position_at_end(bb);
+                    self.stmts(body)?;
+                    if self.open() {
+                        ll!(self, self.b.build_unconditional_branch(mb));
+                    }
+                }
+                self.b.position_at_end(mb);
+            }
+            Stmt::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let ptr = self.vars[var.0 as usize];
+                let ty = self.f.vars[var.0 as usize];
+                let it = reg_type(self.ctx, ty).into_int_type();
+                ll!(self, self.b.build_store(ptr, self.v(*start)?));
+                let (end, step) = (
+                    self.v(*end)?.into_int_value(),
+                    self.v(*step)?.into_int_value(),
+                );
+                let (hb, bb, lb, xb) = (
+                    self.ctx.append_basic_block(self.func, "for.head"),
+                    self.ctx.append_basic_block(self.func, "for.body"),
+                    self.ctx.append_basic_block(self.func, "for.next"),
+                    self.ctx.append_basic_block(self.func, "for.end"),
+                );
+                ll!(self, self.b.build_unconditional_branch(hb));
+                self.b.position_at_end(hb);
+                let i = ll!(self, self.b.build_load(it, ptr, "i")).into_int_value();
+                let pred = if ty.is_signed_int() {
+                    IntPredicate::SLT
+                } else {
+                    IntPredicate::ULT
+                };
+                let c = ll!(self, self.b.build_int_compare(pred, i, end, ""));
+                ll!(self, self.b.build_conditional_branch(c, bb, xb));
+                self.b.position_at_end(bb);
+                self.loops.push((lb, xb));
+                self.stmts(body)?;
+                self.loops.pop();
+                if self.open() {
+                    ll!(self, self.b.build_unconditional_branch(lb));
+                }
+                self.b.position_at_end(lb);
+                let i = ll!(self, self.b.build_load(it, ptr, "i")).into_int_value();
+                let n = ll!(self, self.b.build_int_add(i, step, ""));
+                ll!(self, self.b.build_store(ptr, n));
+                ll!(self, self.b.build_unconditional_branch(hb));
+                self.b.position_at_end(xb);
+            }
+            Stmt::While {
+                cond_stmts,
+                cond,
+                body,
+            } => {
+                let (hb, bb, xb) = (
+                    self.ctx.append_basic_block(self.func, "while.head"),
+                    self.ctx.append_basic_block(self.func, "while.body"),
+                    self.ctx.append_basic_block(self.func, "while.end"),
+                );
+                ll!(self, self.b.build_unconditional_branch(hb));
+                self.b.position_at_end(hb);
+                self.stmts(cond_stmts)?;
+                let c = self.v(*cond)?.into_int_value();
+                ll!(self, self.b.build_conditional_branch(c, bb, xb));
+                self.b.position_at_end(bb);
+                self.loops.push((hb, xb));
+                self.stmts(body)?;
+                self.loops.pop();
+                if self.open() {
+                    ll!(self, self.b.build_unconditional_branch(hb));
+                }
+                self.b.position_at_end(xb);
+            }
+            Stmt::Break | Stmt::Continue => {
+                let &(cont, brk) = self
+                    .loops
+                    .last()
+                    .ok_or_else(|| self.err("break outside a loop"))?;
+                let target = if matches!(s, Stmt::Break) { brk } else { cont };
+                ll!(self, self.b.build_unconditional_branch(target));
+                self.dead_block();
+            }
+            Stmt::Return => {
+                ll!(self, self.b.build_return(None));
+                self.dead_block();
+            }
+            Stmt::ReturnValue(v) => {
+                let v = self.v(*v)?;
+                ll!(self, self.b.build_return(Some(&v)));
+                self.dead_block();
+            }
+            Stmt::Barrier(bar) => self.barrier(*bar)?,
+        }
+        Ok(())
+    }
+
+    /// Calls an LLVM intrinsic or function by name, declaring it if needed.
+    pub(crate) fn call(
+        &self,
+        name: &str,
+        ret: Option<BasicTypeEnum<'c>>,
+        args: &[BasicValueEnum<'c>],
+    ) -> Result<Option<BasicValueEnum<'c>>> {
+        let f = match self.module.get_function(name) {
+            Some(f) => f,
+            None => {
+                let ptys: Vec<BasicMetadataTypeEnum> =
+                    args.iter().map(|a| a.get_type().into()).collect();
+                let fty = match ret {
+                    Some(r) => r.fn_type(&ptys, false),
+                    None => self.ctx.void_type().fn_type(&ptys, false),
+                };
+                self.module.add_function(name, fty, None)
+            }
+        };
+        let margs: Vec<BasicMetadataValueEnum> = args.iter().map(|&a| a.into()).collect();
+        let call = ll!(self, self.b.build_call(f, &margs, ""));
+        Ok(call.try_as_basic_value().basic())
+    }
+
+    fn barrier(&mut self, bar: Barrier) -> Result<()> {
+        match bar {
+            Barrier::SyncThreads => self.call("llvm.nvvm.barrier0", None, &[])?,
+            Barrier::SyncWarp(mask) => {
+                let m = self.v(mask)?;
+                self.call("llvm.nvvm.bar.warp.sync", None, &[m])?
+            }
+            Barrier::FenceBlock => self.call("llvm.nvvm.membar.cta", None, &[])?,
+            Barrier::FenceDevice => self.call("llvm.nvvm.membar.gl", None, &[])?,
+            Barrier::FenceSystem => self.call("llvm.nvvm.membar.sys", None, &[])?,
+        };
+        Ok(())
+    }
+
+    /// The address of element `index` (an i64 value) of an array.
+    pub(crate) fn element_ptr(
+        &mut self,
+        array: ArrayRef,
+        index: ValueId,
+    ) -> Result<PointerValue<'c>> {
+        let idx = self.v(index)?.into_int_value();
+        let (base, elem) = self.array_base(array)?;
+        let ty = mem_type(self.ctx, elem);
+        // SAFETY (LLVM): an in-bounds GEP; out-of-bounds indices are the kernel author's error,
+        // exactly as in CUDA C.
+        Ok(ll!(self, unsafe {
+            self.b.build_in_bounds_gep(ty, base, &[idx], "")
+        }))
+    }
+
+    /// An array's base pointer and element type.
+    pub(crate) fn array_base(&mut self, array: ArrayRef) -> Result<(PointerValue<'c>, ScalarTy)> {
+        Ok(match array {
+            ArrayRef::Param(i) => {
+                let (p, _) = self.arrays[i as usize]
+                    .as_ref()
+                    .ok_or_else(|| self.err("not an array parameter"))?;
+                let elem = match &self.f.params[i as usize] {
+                    Param::Array { elem, .. } => *elem,
+                    Param::Scalar(_) => return Err(self.err("not an array parameter")),
+                };
+                (*p, elem)
+            }
+            ArrayRef::Shared(i) => (
+                self.shared[i as usize].as_pointer_value(),
+                self.f.shared[i as usize].elem,
+            ),
+            ArrayRef::Local(i) => (self.locals[i as usize], self.f.locals[i as usize].elem),
+            ArrayRef::DynShared(elem) => {
+                let name = "cudajit_dynamic_shared";
+                let g = match self.module.get_global(name) {
+                    Some(g) => g,
+                    None => {
+                        let ty = self.ctx.i8_type().array_type(0);
+                        let g = self
+                            .module
+                            .add_global(ty, Some(AddressSpace::from(SHARED)), name);
+                        g.set_linkage(Linkage::External);
+                        g.set_alignment(16);
+                        g
+                    }
+                };
+                (g.as_pointer_value(), elem)
+            }
+        })
+    }
+
+    fn op(&mut self, id: ValueId) -> Result<BasicValueEnum<'c>> {
+        let def = &self.f.values[id.0 as usize];
+        let ty = def.ty;
+        let rt = reg_type(self.ctx, ty);
+        Ok(match &def.op {
+            Op::Const(bits) => match ty {
+                ScalarTy::F32 => self
+                    .ctx
+                    .f32_type()
+                    .const_float(f32::from_bits(*bits as u32) as f64)
+                    .into(),
+                ScalarTy::F64 => self
+                    .ctx
+                    .f64_type()
+                    .const_float(f64::from_bits(*bits))
+                    .into(),
+                _ => rt.into_int_type().const_int(*bits, false).into(),
+            },
+            Op::Param(i) => {
+                self.scalars[*i as usize].ok_or_else(|| self.err("not a scalar parameter"))?
+            }
+            Op::Special(r) => {
+                let (name, dim) = match r {
+                    Sreg::Tid(d) => ("tid", Some(*d)),
+                    Sreg::Ntid(d) => ("ntid", Some(*d)),
+                    Sreg::Ctaid(d) => ("ctaid", Some(*d)),
+                    Sreg::Nctaid(d) => ("nctaid", Some(*d)),
+                    Sreg::LaneId => ("laneid", None),
+                    Sreg::WarpSize => ("warpsize", None),
+                };
+                let full = match dim {
+                    Some(d) => format!(
+                        "llvm.nvvm.read.ptx.sreg.{name}.{}",
+                        ["x", "y", "z"][d as usize % 3]
+                    ),
+                    None => format!("llvm.nvvm.read.ptx.sreg.{name}"),
+                };
+                self.call(&full, Some(self.ctx.i32_type().into()), &[])?
+                    .ok_or_else(|| self.err("special register read returned nothing"))?
+            }
+            Op::Unary(u, a) => self.unary(*u, *a, ty)?,
+            Op::Binary(o, a, b) => self.binary(*o, *a, *b, ty)?,
+            Op::Cmp(c, a, b) => self.compare(*c, *a, *b)?,
+            Op::Select(c, a, b) => {
+                let (c, a, b) = (self.v(*c)?.into_int_value(), self.v(*a)?, self.v(*b)?);
+                ll!(self, self.b.build_select(c, a, b, ""))
+            }
+            Op::Cast(a) => self.cast(*a, ty)?,
+            Op::Bitcast(a) => {
+                let v = self.v(*a)?;
+                ll!(self, self.b.build_bit_cast(v, rt, ""))
+            }
+            Op::Load { array, index } => {
+                let p = self.element_ptr(*array, *index)?;
+                let mt = mem_type(self.ctx, ty);
+                let v = ll!(self, self.b.build_load(mt, p, ""));
+                if let Some(inst) = v.as_instruction_value() {
+                    let _ = inst.set_alignment(ty.size() as u32);
+                }
+                if ty == ScalarTy::Bool {
+                    let zero = self.ctx.i8_type().const_zero();
+                    ll!(
+                        self,
+                        self.b
+                            .build_int_compare(IntPredicate::NE, v.into_int_value(), zero, "")
+                    )
+                    .into()
+                } else {
+                    v
+                }
+            }
+            Op::ArrayDim { array, dim } => match array {
+                ArrayRef::Param(i) => {
+                    let (_, dims) = self.arrays[*i as usize]
+                        .as_ref()
+                        .ok_or_else(|| self.err("not an array parameter"))?;
+                    (*dims
+                        .get(*dim as usize)
+                        .ok_or_else(|| self.err("no such dimension"))?)
+                    .into()
+                }
+                ArrayRef::Shared(i) => self
+                    .ctx
+                    .i64_type()
+                    .const_int(self.f.shared[*i as usize].len, false)
+                    .into(),
+                ArrayRef::Local(i) => self
+                    .ctx
+                    .i64_type()
+                    .const_int(self.f.locals[*i as usize].len, false)
+                    .into(),
+                ArrayRef::DynShared(_) => {
+                    return Err(self.err("the dynamic shared array has no known length"))
+                }
+            },
+            Op::ReadVar(var) => ll!(self, self.b.build_load(rt, self.vars[var.0 as usize], "")),
+            Op::SyncReduce(kind, pred) => {
+                let p = self.v(*pred)?.into_int_value();
+                let p32 = ll!(self, self.b.build_int_z_extend(p, self.ctx.i32_type(), ""));
+                let name = match kind {
+                    SyncReduce::Count => "llvm.nvvm.barrier0.popc",
+                    SyncReduce::And => "llvm.nvvm.barrier0.and",
+                    SyncReduce::Or => "llvm.nvvm.barrier0.or",
+                };
+                let r = self
+                    .call(name, Some(self.ctx.i32_type().into()), &[p32.into()])?
+                    .ok_or_else(|| self.err("barrier reduction returned nothing"))?
+                    .into_int_value();
+                match kind {
+                    SyncReduce::Count => r.into(),
+                    _ => {
+                        let zero = self.ctx.i32_type().const_zero();
+                        ll!(
+                            self,
+                            self.b.build_int_compare(IntPredicate::NE, r, zero, "")
+                        )
+                        .into()
+                    }
+                }
+            }
+            Op::Call(fid, args) => {
+                let callee = *self
+                    .callees
+                    .get(fid.0 as usize)
+                    .ok_or_else(|| self.err("unknown device function"))?;
+                let mut margs: Vec<BasicMetadataValueEnum> = Vec::new();
+                for a in args {
+                    let mut v = self.v(*a)?;
+                    if self.ty(*a) == ScalarTy::Bool {
+                        v = ll!(
+                            self,
+                            self.b
+                                .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")
+                        )
+                        .into();
+                    }
+                    margs.push(v.into());
+                }
+                let call = ll!(self, self.b.build_call(callee, &margs, ""));
+                call.try_as_basic_value()
+                    .basic()
+                    .unwrap_or_else(|| self.ctx.bool_type().const_zero().into())
+            }
+            Op::Math(mf, args) => super::math::lower(self, *mf, args, ty)?,
+            Op::Atomic(a) => super::atomics::lower(self, a, ty)?,
+            Op::Warp(w) => super::warp::lower(self, w, ty)?,
+        })
+    }
+
+    /// Applies the kernel's fast-math setting to a floating-point instruction.
+    pub(crate) fn fast(&self, v: BasicValueEnum<'c>) -> BasicValueEnum<'c> {
+        if self.opts.fastmath {
+            if let Some(inst) = v.as_instruction_value() {
+                let _ = inst.set_fast_math_flags(inkwell::values::FastMathFlags::all());
+            }
+        }
+        v
+    }
+
+    fn unary(&mut self, u: UnOp, a: ValueId, ty: ScalarTy) -> Result<BasicValueEnum<'c>> {
+        let v = self.v(a)?;
+        Ok(match (u, ty.is_float()) {
+            (UnOp::Neg, true) => ll!(self, self.b.build_float_neg(v.into_float_value(), "")).into(),
+            (UnOp::Neg, false) => ll!(self, self.b.build_int_neg(v.into_int_value(), "")).into(),
+            (UnOp::Not, _) => ll!(self, self.b.build_not(v.into_int_value(), "")).into(),
+        })
+    }
+
+    fn binary(
+        &mut self,
+        o: BinOp,
+        a: ValueId,
+        b: ValueId,
+        ty: ScalarTy,
+    ) -> Result<BasicValueEnum<'c>> {
+        let (x, y) = (self.v(a)?, self.v(b)?);
+        if ty.is_float() {
+            let (x, y) = (x.into_float_value(), y.into_float_value());
+            let r: BasicValueEnum = match o {
+                BinOp::Add => ll!(self, self.b.build_float_add(x, y, "")).into(),
+                BinOp::Sub => ll!(self, self.b.build_float_sub(x, y, "")).into(),
+                BinOp::Mul => ll!(self, self.b.build_float_mul(x, y, "")).into(),
+                BinOp::Div => ll!(self, self.b.build_float_div(x, y, "")).into(),
+                BinOp::Rem => ll!(self, self.b.build_float_rem(x, y, "")).into(),
+                BinOp::Min | BinOp::Max => {
+                    let name = format!(
+                        "llvm.{}.{}",
+                        if o == BinOp::Min { "minnum" } else { "maxnum" },
+                        if ty == ScalarTy::F32 { "f32" } else { "f64" }
+                    );
+                    return self
+                        .call(&name, Some(x.get_type().into()), &[x.into(), y.into()])?
+                        .ok_or_else(|| self.err("minnum returned nothing"));
+                }
+                _ => return Err(self.err(format!("{o:?} on floats"))),
+            };
+            return Ok(self.fast(r));
+        }
+        let (x, y) = (x.into_int_value(), y.into_int_value());
+        let it = x.get_type();
+        let signed = ty.is_signed_int();
+        let bits = it.get_bit_width() as u64;
+        Ok(match o {
+            BinOp::Add => ll!(self, self.b.build_int_add(x, y, "")).into(),
+            BinOp::Sub => ll!(self, self.b.build_int_sub(x, y, "")).into(),
+            BinOp::Mul => ll!(self, self.b.build_int_mul(x, y, "")).into(),
+            BinOp::And => ll!(self, self.b.build_and(x, y, "")).into(),
+            BinOp::Or => ll!(self, self.b.build_or(x, y, "")).into(),
+            BinOp::Xor => ll!(self, self.b.build_xor(x, y, "")).into(),
+            BinOp::Shl | BinOp::Shr => {
+                let amt = ll!(self, self.b.build_and(y, it.const_int(bits - 1, false), ""));
+                match o {
+                    BinOp::Shl => ll!(self, self.b.build_left_shift(x, amt, "")).into(),
+                    _ => ll!(self, self.b.build_right_shift(x, amt, signed, "")).into(),
+                }
+            }
+            BinOp::Min | BinOp::Max => {
+                let pred = match (o, signed) {
+                    (BinOp::Min, true) => IntPredicate::SLT,
+                    (BinOp::Min, false) => IntPredicate::ULT,
+                    (_, true) => IntPredicate::SGT,
+                    (_, false) => IntPredicate::UGT,
+                };
+                let c = ll!(self, self.b.build_int_compare(pred, x, y, ""));
+                ll!(self, self.b.build_select(c, x, y, ""))
+            }
+            BinOp::Div | BinOp::Rem => self.int_div(o == BinOp::Div, x, y, signed)?,
+        })
+    }
+
+    /// Integer division with defined results for the cases LLVM leaves undefined.
+    fn int_div(
+        &mut self,
+        div: bool,
+        x: IntValue<'c>,
+        y: IntValue<'c>,
+        signed: bool,
+    ) -> Result<BasicValueEnum<'c>> {
+        let it = x.get_type();
+        let (zero, one, all_ones) = (it.const_zero(), it.const_int(1, false), it.const_all_ones());
+        let y_zero = ll!(
+            self,
+            self.b.build_int_compare(IntPredicate::EQ, y, zero, "")
+        );
+        let mut bad = y_zero;
+        if signed {
+            let min = it.const_int(1u64 << (it.get_bit_width() - 1), false);
+            let x_min = ll!(self, self.b.build_int_compare(IntPredicate::EQ, x, min, ""));
+            let y_m1 = ll!(
+                self,
+                self.b.build_int_compare(IntPredicate::EQ, y, all_ones, "")
+            );
+            let ovf = ll!(self, self.b.build_and(x_min, y_m1, ""));
+            bad = ll!(self, self.b.build_or(bad, ovf, ""));
+        }
+        // Divide by 1 where the real divisor would be undefined, then patch the result.
+        let safe_y = ll!(self, self.b.build_select(bad, one, y, "")).into_int_value();
+        let q = match (div, signed) {
+            (true, true) => ll!(self, self.b.build_int_signed_div(x, safe_y, "")),
+            (true, false) => ll!(self, self.b.build_int_unsigned_div(x, safe_y, "")),
+            (false, true) => ll!(self, self.b.build_int_signed_rem(x, safe_y, "")),
+            (false, false) => ll!(self, self.b.build_int_unsigned_rem(x, safe_y, "")),
+        };
+        // x / 0 = all ones; x % 0 = x; MIN / -1 = MIN (x / 1); MIN % -1 = 0 (x % 1).
+        let on_zero = if div { all_ones } else { x };
+        Ok(ll!(self, self.b.build_select(y_zero, on_zero, q, "")))
+    }
+
+    fn compare(&mut self, c: CmpOp, a: ValueId, b: ValueId) -> Result<BasicValueEnum<'c>> {
+        let ty = self.ty(a);
+        let (x, y) = (self.v(a)?, self.v(b)?);
+        if ty.is_float() {
+            let p = match c {
+                CmpOp::Eq => FloatPredicate::OEQ,
+                CmpOp::Ne => FloatPredicate::UNE,
+                CmpOp::Lt => FloatPredicate::OLT,
+                CmpOp::Le => FloatPredicate::OLE,
+                CmpOp::Gt => FloatPredicate::OGT,
+                CmpOp::Ge => FloatPredicate::OGE,
+            };
+            let r = ll!(
+                self,
+                self.b
+                    .build_float_compare(p, x.into_float_value(), y.into_float_value(), "")
+            );
+            return Ok(r.into());
+        }
+        let s = ty.is_signed_int();
+        let p = match c {
+            CmpOp::Eq => IntPredicate::EQ,
+            CmpOp::Ne => IntPredicate::NE,
+            CmpOp::Lt if s => IntPredicate::SLT,
+            CmpOp::Lt => IntPredicate::ULT,
+            CmpOp::Le if s => IntPredicate::SLE,
+            CmpOp::Le => IntPredicate::ULE,
+            CmpOp::Gt if s => IntPredicate::SGT,
+            CmpOp::Gt => IntPredicate::UGT,
+            CmpOp::Ge if s => IntPredicate::SGE,
+            CmpOp::Ge => IntPredicate::UGE,
+        };
+        Ok(ll!(
+            self,
+            self.b
+                .build_int_compare(p, x.into_int_value(), y.into_int_value(), "")
+        )
+        .into())
+    }
+
+    /// Rust `as` semantics between any two scalar types.
+    fn cast(&mut self, a: ValueId, to: ScalarTy) -> Result<BasicValueEnum<'c>> {
+        let from = self.ty(a);
+        let v = self.v(a)?;
+        let rt = reg_type(self.ctx, to);
+        if from == to {
+            return Ok(v);
+        }
+        Ok(match (from.is_float(), to.is_float()) {
+            (true, true) => ll!(
+                self,
+                self.b
+                    .build_float_cast(v.into_float_value(), rt.into_float_type(), "")
+            )
+            .into(),
+            (false, true) => {
+                let signed = from.is_signed_int();
+                if signed {
+                    ll!(
+                        self,
+                        self.b.build_signed_int_to_float(
+                            v.into_int_value(),
+                            rt.into_float_type(),
+                            ""
+                        )
+                    )
+                    .into()
+                } else {
+                    ll!(
+                        self,
+                        self.b.build_unsigned_int_to_float(
+                            v.into_int_value(),
+                            rt.into_float_type(),
+                            ""
+                        )
+                    )
+                    .into()
+                }
+            }
+            (true, false) if to == ScalarTy::Bool => {
+                let zero = v.into_float_value().get_type().const_zero();
+                ll!(
+                    self,
+                    self.b
+                        .build_float_compare(FloatPredicate::UNE, v.into_float_value(), zero, "")
+                )
+                .into()
+            }
+            (true, false) => {
+                // Saturating conversion (NaN gives 0), as Rust's `as`.
+                let name = format!(
+                    "llvm.fpto{}i.sat.i{}.{}",
+                    if to.is_signed_int() { "s" } else { "u" },
+                    to.size() * 8,
+                    if from == ScalarTy::F32 { "f32" } else { "f64" }
+                );
+                self.call(&name, Some(rt), &[v])?
+                    .ok_or_else(|| self.err("fpto*i.sat returned nothing"))?
+            }
+            (false, false) => {
+                let x = v.into_int_value();
+                let it = rt.into_int_type();
+                if to == ScalarTy::Bool {
+                    let zero = x.get_type().const_zero();
+                    return Ok(ll!(
+                        self,
+                        self.b.build_int_compare(IntPredicate::NE, x, zero, "")
+                    )
+                    .into());
+                }
+                let (fw, tw) = (x.get_type().get_bit_width(), it.get_bit_width());
+                if fw == tw {
+                    x.into()
+                } else if fw > tw {
+                    ll!(self, self.b.build_int_truncate(x, it, "")).into()
+                } else if from.is_signed_int() {
+                    ll!(self, self.b.build_int_s_extend(x, it, "")).into()
+                } else {
+                    ll!(self, self.b.build_int_z_extend(x, it, "")).into()
+                }
+            }
+        })
+    }
+}

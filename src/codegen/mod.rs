@@ -1,0 +1,38 @@
+//! Kernels written in Rust: a typed expression builder, lowered to LLVM IR and compiled to PTX
+//! by LLVM's NVPTX backend at run time, then loaded and launched with typed arguments.
+//!
+//! ```no_run
+//! use cudajit::prelude::*;
+//! use cudajit::codegen::{Kernel, PtxOptions};
+//!
+//! # fn main() -> cudajit::Result<()> {
+//! let add = Kernel::<(&[f32], &[f32], &mut [f32])>::build("add", |k, (x, y, out)| {
+//!     let i = k.grid1();
+//!     k.if_(i.lt(out.len()), |_| out.set(i, x.at(i) + y.at(i)));
+//! })?;
+//! println!("{}", add.compile_ptx(&PtxOptions::for_cc(9, 0))?);
+//! # Ok(())
+//! # }
+//! ```
+
+mod array;
+pub(crate) mod atomics;
+mod builder;
+mod control;
+mod expr;
+mod ir;
+mod kernel;
+mod lower;
+pub(crate) mod math;
+mod options;
+mod scalar;
+mod signature;
+pub(crate) mod warp;
+
+pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};
+pub use control::{KernelBuilder, Xyz};
+pub use expr::{select, Expr, Var};
+pub use kernel::Kernel;
+pub use options::{default_cc, PtxOptions};
+pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
+pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, LaunchArgs};

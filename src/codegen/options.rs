@@ -1,0 +1,102 @@
+//! Compilation options (numba's `compile_ptx` options).
+
+use std::hash::Hash;
+
+/// The compute capability kernels target when none is given: `CUDAJIT_DEFAULT_PTX_CC`
+/// (e.g. `8.0`), else 7.5.
+pub fn default_cc() -> (u32, u32) {
+    std::env::var("CUDAJIT_DEFAULT_PTX_CC")
+        .ok()
+        .and_then(|s| {
+            let (a, b) = s.trim().split_once('.')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .unwrap_or((7, 5))
+}
+
+/// How to compile a kernel to PTX.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PtxOptions {
+    /// Target compute capability (major, minor). The PTX ISA version follows it.
+    pub cc: (u32, u32),
+    /// Fast, approximate floating point: reassociation, approximate division, square root
+    /// and math functions, flush-to-zero (numba's `fastmath=True`).
+    pub fastmath: bool,
+    /// LLVM optimisation level, 0 to 3 (default 3).
+    pub opt: u8,
+    /// Debug build: no optimisation (implies `opt = 0`).
+    pub debug: bool,
+    /// Keep line information (accepted for numba compatibility; kernels built from Rust
+    /// closures have no source lines to map yet).
+    pub lineinfo: bool,
+}
+
+impl Default for PtxOptions {
+    fn default() -> Self {
+        PtxOptions {
+            cc: default_cc(),
+            fastmath: false,
+            opt: 3,
+            debug: false,
+            lineinfo: false,
+        }
+    }
+}
+
+impl PtxOptions {
+    /// Options for compute capability `major.minor`, otherwise the defaults.
+    pub fn for_cc(major: u32, minor: u32) -> Self {
+        PtxOptions {
+            cc: (major, minor),
+            ..Default::default()
+        }
+    }
+
+    /// The same options with fast math on or off.
+    pub fn fastmath(mut self, on: bool) -> Self {
+        self.fastmath = on;
+        self
+    }
+
+    /// The optimisation level actually used.
+    pub(crate) fn effective_opt(&self) -> u8 {
+        if self.debug {
+            0
+        } else {
+            self.opt.min(3)
+        }
+    }
+
+    /// The `sm_XY` LLVM compiles for: the target itself, or sm_90 for newer devices (LLVM 19
+    /// knows up to sm_90; its PTX runs on newer devices through the driver's JIT).
+    pub fn sm(&self) -> (u32, u32) {
+        let cc = self.cc.max((5, 0));
+        if cc > (9, 0) {
+            (9, 0)
+        } else {
+            cc
+        }
+    }
+
+    /// The PTX ISA version (major, minor) used for the target: the lowest that supports it.
+    pub fn ptx_isa(&self) -> (u32, u32) {
+        match self.sm() {
+            (9, _) | (8, 9) => (7, 8),
+            (8, 7) => (7, 4),
+            (8, 6) => (7, 1),
+            (8, _) => (7, 0),
+            (7, 5) => (6, 3),
+            (7, 2) => (6, 1),
+            (7, _) => (6, 0),
+            (6, _) => (5, 0),
+            _ => (4, 0),
+        }
+    }
+
+    /// LLVM's CPU name and feature string for the target.
+    pub(crate) fn llvm_cpu_and_features(&self) -> (String, String) {
+        let (m, n) = self.sm();
+        let (pm, pn) = self.ptx_isa();
+        (format!("sm_{m}{n}"), format!("+ptx{pm}{pn}"))
+    }
+}

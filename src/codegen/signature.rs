@@ -1,0 +1,242 @@
+//! A kernel's parameter list as a Rust type, and the launch arguments each parameter accepts.
+//!
+//! `Kernel<(&[f32], &mut [f32], f32)>` declares a read-only 1-D array, a writable 1-D array and
+//! a scalar; its launch takes `(&x, &mut y, 2.0)` where `x`, `y` are device arrays (or views) of
+//! `f32`. Anything else does not compile.
+
+use std::ffi::c_void;
+
+use ndarray::Dim;
+
+use super::array::{DArray, ReadOnly, ReadWrite};
+use super::builder::with_state;
+use super::expr::Expr;
+use super::ir::{ArrayRef, Op, Param};
+use super::scalar::Scalar;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::memory::{DeviceSlice, DeviceSliceMut};
+
+/// Most 8-byte argument slots one launch can take (each array takes 1 + its dimensions).
+pub const MAX_ARG_SLOTS: usize = 64;
+
+/// The launch-time values of a kernel's parameters, kept on the stack.
+pub struct ArgBuffer<'c> {
+    slots: [u64; MAX_ARG_SLOTS],
+    len: usize,
+    ctx: &'c Context,
+}
+
+impl<'c> ArgBuffer<'c> {
+    pub(crate) fn new(ctx: &'c Context) -> Self {
+        ArgBuffer {
+            slots: [0; MAX_ARG_SLOTS],
+            len: 0,
+            ctx,
+        }
+    }
+
+    fn push(&mut self, v: u64) -> Result<()> {
+        if self.len == MAX_ARG_SLOTS {
+            return Err(Error::usage(format!(
+                "a kernel launch takes at most {MAX_ARG_SLOTS} argument slots (an n-D array takes n + 1)"
+            )));
+        }
+        self.slots[self.len] = v;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn push_array<T, X: DeviceSlice<T> + ?Sized>(&mut self, a: &X) -> Result<()>
+    where
+        T: crate::memory::DeviceCopy,
+    {
+        self.ctx
+            .check_same(a.context(), "a kernel's array argument")?;
+        self.push(a.device_ptr())?;
+        for &d in a.shape() {
+            self.push(d as u64)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with one pointer per slot, as `cuLaunchKernel` takes them.
+    pub(crate) fn with_params<R>(&mut self, f: impl FnOnce(*mut *mut c_void) -> R) -> R {
+        let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARG_SLOTS];
+        for (p, s) in ptrs.iter_mut().zip(self.slots[..self.len].iter_mut()) {
+            *p = (s as *mut u64).cast();
+        }
+        f(ptrs.as_mut_ptr())
+    }
+}
+
+/// A type that can be a kernel parameter: `&[T]`, `&mut [T]`, [`NdRef`](super::NdRef),
+/// [`NdMut`](super::NdMut), or a scalar.
+pub trait KernelParam {
+    /// What the build closure receives for it.
+    type Handle;
+    /// Declares the parameter in the function being built.
+    fn declare() -> Self::Handle;
+}
+
+fn declare_param(p: Param) -> (u32, u32) {
+    with_state(|s| (s.tag, s.add_param(p))).unwrap_or((0, 0))
+}
+
+impl<T: Scalar> KernelParam for &[T] {
+    type Handle = DArray<T, 1, ReadOnly>;
+    fn declare() -> Self::Handle {
+        let (tag, i) = declare_param(Param::Array {
+            elem: T::TY,
+            ndim: 1,
+            mutable: false,
+        });
+        DArray::new(tag, ArrayRef::Param(i))
+    }
+}
+
+impl<T: Scalar> KernelParam for &mut [T] {
+    type Handle = DArray<T, 1, ReadWrite>;
+    fn declare() -> Self::Handle {
+        let (tag, i) = declare_param(Param::Array {
+            elem: T::TY,
+            ndim: 1,
+            mutable: true,
+        });
+        DArray::new(tag, ArrayRef::Param(i))
+    }
+}
+
+impl<T: Scalar, const N: usize> KernelParam for DArray<T, N, ReadOnly> {
+    type Handle = DArray<T, N, ReadOnly>;
+    fn declare() -> Self::Handle {
+        let (tag, i) = declare_param(Param::Array {
+            elem: T::TY,
+            ndim: N as u8,
+            mutable: false,
+        });
+        DArray::new(tag, ArrayRef::Param(i))
+    }
+}
+
+impl<T: Scalar, const N: usize> KernelParam for DArray<T, N, ReadWrite> {
+    type Handle = DArray<T, N, ReadWrite>;
+    fn declare() -> Self::Handle {
+        let (tag, i) = declare_param(Param::Array {
+            elem: T::TY,
+            ndim: N as u8,
+            mutable: true,
+        });
+        DArray::new(tag, ArrayRef::Param(i))
+    }
+}
+
+macro_rules! scalar_params {
+    ($($t:ty),*) => {$(
+        impl KernelParam for $t {
+            type Handle = Expr<$t>;
+            fn declare() -> Expr<$t> {
+                let (_, i) = declare_param(Param::Scalar(<$t as Scalar>::TY));
+                Expr::record(Op::Param(i), &[], false)
+            }
+        }
+        impl ArgFor<$t> for $t {
+            #[inline]
+            fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+                buf.push(Scalar::to_bits(*self))
+            }
+        }
+    )*};
+}
+scalar_params!(f32, f64, i32, u32, i64, u64, bool);
+
+/// A launch argument accepted for parameter type `P`.
+pub trait ArgFor<P> {
+    /// Appends this argument's slots.
+    fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()>;
+}
+
+impl<'a, T: Scalar, X: DeviceSlice<T, Dim = ndarray::Ix1> + ?Sized> ArgFor<&'a [T]> for &X {
+    #[inline]
+    fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+        buf.push_array(*self)
+    }
+}
+
+impl<'a, T: Scalar, X: DeviceSliceMut<T, Dim = ndarray::Ix1> + ?Sized> ArgFor<&'a mut [T]>
+    for &mut X
+{
+    #[inline]
+    fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+        buf.push_array(&**self)
+    }
+}
+
+impl<T: Scalar, const N: usize, X> ArgFor<DArray<T, N, ReadOnly>> for &X
+where
+    X: DeviceSlice<T, Dim = Dim<[usize; N]>> + ?Sized,
+    Dim<[usize; N]>: ndarray::Dimension,
+{
+    #[inline]
+    fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+        buf.push_array(*self)
+    }
+}
+
+impl<T: Scalar, const N: usize, X> ArgFor<DArray<T, N, ReadWrite>> for &mut X
+where
+    X: DeviceSliceMut<T, Dim = Dim<[usize; N]>> + ?Sized,
+    Dim<[usize; N]>: ndarray::Dimension,
+{
+    #[inline]
+    fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+        buf.push_array(&**self)
+    }
+}
+
+/// A tuple of parameter types: a kernel's whole parameter list.
+pub trait KernelParams {
+    /// The tuple of handles the build closure receives.
+    type Handles;
+    /// Declares every parameter, in order.
+    fn declare_all() -> Self::Handles;
+}
+
+/// A tuple of launch arguments matching the parameter list `P`.
+pub trait LaunchArgs<P> {
+    /// Appends every argument's slots, in order.
+    fn push_all(&self, buf: &mut ArgBuffer<'_>) -> Result<()>;
+}
+
+macro_rules! tuples {
+    ($($p:ident $a:ident $i:tt),*) => {
+        impl<$($p: KernelParam),*> KernelParams for ($($p,)*) {
+            type Handles = ($($p::Handle,)*);
+            #[allow(clippy::unused_unit)]
+            fn declare_all() -> Self::Handles {
+                ($($p::declare(),)*)
+            }
+        }
+        impl<$($p,)* $($a: ArgFor<$p>),*> LaunchArgs<($($p,)*)> for ($($a,)*) {
+            #[inline]
+            #[allow(unused_variables)]
+            fn push_all(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+                $(self.$i.push(buf)?;)*
+                Ok(())
+            }
+        }
+    };
+}
+tuples!();
+tuples!(P0 A0 0);
+tuples!(P0 A0 0, P1 A1 1);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10);
+tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10, P11 A11 11);
