@@ -119,7 +119,10 @@ impl<P: KernelParams> Kernel<P> {
         if let Some((_, p)) = self.inner.ptx.lock().iter().find(|(o, _)| o == options) {
             return Ok(p.clone());
         }
-        let ptx: Arc<str> = lower::ptx(&self.inner.ir, options)?.into();
+        let ptx: Arc<str> = super::cache::cached_ptx(&self.inner.ir, options, || {
+            lower::ptx(&self.inner.ir, options)
+        })?
+        .into();
         self.inner.ptx.lock().push((options.clone(), ptx.clone()));
         Ok(ptx)
     }

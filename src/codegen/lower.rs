@@ -216,6 +216,13 @@ fn lower_function<'c>(
     if !is_kernel && f.inline {
         func.add_attribute(AttributeLoc::Function, attr("alwaysinline"));
     }
+    if opts.fastmath {
+        // f32 flushes denormals to zero (`.ftz`), as CUDA's `--use_fast_math`; f64 is untouched.
+        func.add_attribute(
+            AttributeLoc::Function,
+            ctx.create_string_attribute("denormal-fp-math-f32", "preserve-sign,preserve-sign"),
+        );
+    }
     // Array parameters: distinct (Rust's borrows forbid a writable array aliasing any other
     // argument), and read-only where the kernel cannot write them (`ld.global.nc`).
     let mut slot = 0u32;
@@ -760,9 +767,10 @@ impl<'c> Lowerer<'c, '_> {
         })
     }
 
-    /// Applies the kernel's fast-math setting to a floating-point instruction.
+    /// Applies the kernel's fast-math setting to an f32 instruction (fast math, as CUDA's
+    /// `--use_fast_math`, leaves f64 exact).
     pub(crate) fn fast(&self, v: BasicValueEnum<'c>) -> BasicValueEnum<'c> {
-        if self.opts.fastmath {
+        if self.opts.fastmath && v.get_type() == self.ctx.f32_type().into() {
             if let Some(inst) = v.as_instruction_value() {
                 let _ = inst.set_fast_math_flags(inkwell::values::FastMathFlags::all());
             }
@@ -793,6 +801,16 @@ impl<'c> Lowerer<'c, '_> {
                 BinOp::Add => ll!(self, self.b.build_float_add(x, y, "")).into(),
                 BinOp::Sub => ll!(self, self.b.build_float_sub(x, y, "")).into(),
                 BinOp::Mul => ll!(self, self.b.build_float_mul(x, y, "")).into(),
+                BinOp::Div if self.opts.fastmath && ty == ScalarTy::F32 => {
+                    // Approximate division (2 ulp), as CUDA's `--use_fast_math`.
+                    return self
+                        .call(
+                            "llvm.nvvm.div.approx.ftz.f",
+                            Some(x.get_type().into()),
+                            &[x.into(), y.into()],
+                        )?
+                        .ok_or_else(|| self.err("div.approx returned nothing"));
+                }
                 BinOp::Div => ll!(self, self.b.build_float_div(x, y, "")).into(),
                 BinOp::Rem => ll!(self, self.b.build_float_rem(x, y, "")).into(),
                 BinOp::Min | BinOp::Max => {

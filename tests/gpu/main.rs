@@ -1,12 +1,17 @@
 //! GPU tests of the driver layer. Every test needs a CUDA GPU and is ignored by default:
 //! run them with `cargo test --test gpu -- --include-ignored` on a GPU machine.
 
+mod atomics;
+mod cache;
 mod common;
 mod context;
 mod enquiry;
 mod events;
+mod kernels;
+mod math;
 mod memory;
 mod modules;
 mod pinned;
 mod profiler;
 mod streams;
+mod warp;

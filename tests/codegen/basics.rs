@@ -1,0 +1,365 @@
+//! The builder's core: arithmetic per type, control flow, shared memory, launch geometry, and
+//! the errors for misuse the types cannot catch.
+
+use cudajit::codegen::{select, Kernel, NdMut, NdRef, PtxOptions};
+use cudajit::Error;
+
+use crate::common::{check_ptx, compile_all};
+
+#[test]
+fn add_kernel_is_an_entry_with_read_only_loads() {
+    let k = Kernel::<(&[f32], &[f32], &mut [f32])>::build("add", |k, (x, y, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len()), |_| out.set(i, x.at(i) + y.at(i)));
+    })
+    .unwrap();
+    let (ptx, report) = compile_all(&k);
+    assert!(ptx.contains(".visible .entry add("), "{ptx}");
+    assert!(
+        ptx.contains("ld.global.nc.f32"),
+        "read-only arrays use the non-coherent path:\n{ptx}"
+    );
+    assert!(ptx.contains("st.global.f32"));
+    assert_eq!(report.spill_bytes, 0);
+    assert_eq!(report.stack_bytes, 0);
+    let ir = k.llvm_ir(&PtxOptions::for_cc(9, 0)).unwrap();
+    assert!(
+        ir.contains("noalias") && ir.contains("nvvm.annotations"),
+        "{ir}"
+    );
+}
+
+#[test]
+fn ptx_version_follows_the_target() {
+    let k = Kernel::<(&mut [u32],)>::build("ver", |k, (out,)| out.set(k.grid1(), 1u32)).unwrap();
+    for (cc, target, version) in [
+        ((7, 5), "sm_75", "6.3"),
+        ((8, 0), "sm_80", "7.0"),
+        ((9, 0), "sm_90", "7.8"),
+    ] {
+        let ptx = k.compile_ptx(&PtxOptions::for_cc(cc.0, cc.1)).unwrap();
+        assert!(ptx.contains(&format!(".target {target}")), "{ptx}");
+        assert!(ptx.contains(&format!(".version {version}")), "{ptx}");
+    }
+    // Newer devices get sm_90 PTX, which their driver JIT-compiles.
+    let ptx = k.compile_ptx(&PtxOptions::for_cc(10, 0)).unwrap();
+    assert!(ptx.contains(".target sm_90"));
+}
+
+/// Every arithmetic operator on every numeric type, in one kernel per type.
+macro_rules! arith_kernel {
+    ($t:ty, $name:literal, int) => {{
+        Kernel::<(&[$t], &[$t], &mut [$t])>::build($name, |k, (a, b, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(a.len()), |_| {
+                let (x, y) = (a.at(i), b.at(i));
+                let j = i * 16u64;
+                out.set(j, x + y);
+                out.set(j + 1u64, x - y);
+                out.set(j + 2u64, x * y);
+                out.set(j + 3u64, x / y);
+                out.set(j + 4u64, x % y);
+                out.set(j + 5u64, x & y);
+                out.set(j + 6u64, x | y);
+                out.set(j + 7u64, x ^ y);
+                out.set(j + 8u64, x << y);
+                out.set(j + 9u64, x >> y);
+                out.set(j + 10u64, x.min(y));
+                out.set(j + 11u64, x.max(y));
+                out.set(j + 12u64, select(x.lt(y), x, y));
+                out.set(j + 13u64, x.cast::<f64>().cast::<$t>());
+                out.set(j + 14u64, (x.cast::<u8_like>()).cast::<$t>());
+                out.set(j + 15u64, select(x.ge(y).and(x.ne(y)), 1 as $t, 0 as $t));
+            });
+        })
+    }};
+}
+#[allow(non_camel_case_types)]
+type u8_like = u32;
+
+#[test]
+fn integer_arithmetic_compiles_for_every_type() {
+    let ks = [
+        compile_all(&arith_kernel!(i32, "arith_i32", int).unwrap()).0,
+        compile_all(&arith_kernel!(u32, "arith_u32", int).unwrap()).0,
+        compile_all(&arith_kernel!(i64, "arith_i64", int).unwrap()).0,
+        compile_all(&arith_kernel!(u64, "arith_u64", int).unwrap()).0,
+    ];
+    // Defined division: no trap, a select around the divide.
+    for ptx in &ks {
+        assert!(ptx.contains("div."), "{ptx}");
+    }
+}
+
+#[test]
+fn float_arithmetic_and_casts_compile() {
+    for fast in [false, true] {
+        let k = Kernel::<(
+            &[f32],
+            &[f64],
+            &mut [f32],
+            &mut [f64],
+            &mut [i32],
+            &mut [bool],
+        )>::build_with(
+            if fast { "floats_fast" } else { "floats" },
+            PtxOptions::default().fastmath(fast),
+            |k, (a, b, fo, d_out, io, bo)| {
+                let i = k.grid1();
+                k.if_(i.lt(a.len()), |_| {
+                    let (x, y) = (a.at(i), b.at(i));
+                    fo.set(i, (x * 2.0 + 1.0) / (x - 3.0) + (-x) % 1.5);
+                    d_out.set(
+                        i,
+                        y.sqrt() + y.abs().floor() + y.mul_add(2.0, 1.0) + x.cast::<f64>(),
+                    );
+                    io.set(i, x.cast::<i32>() + y.round().cast::<i32>());
+                    bo.set(i, x.gt(0.5).or(y.le(-0.5)).and(!x.ne(x)));
+                });
+            },
+        )
+        .unwrap();
+        let (ptx, _) = compile_all(&k);
+        if fast {
+            assert!(
+                ptx.contains("div.approx")
+                    || ptx.contains("div.full")
+                    || ptx.contains("rcp.approx"),
+                "{ptx}"
+            );
+        } else {
+            assert!(ptx.contains("div.rn.f32"), "{ptx}");
+        }
+        assert!(ptx.contains("cvt.rzi") && ptx.contains("s32.f32"), "{ptx}");
+        assert!(
+            ptx.contains("sqrt.rn.f64"),
+            "f64 stays exact under fastmath:\n{ptx}"
+        );
+    }
+}
+
+#[test]
+fn loops_variables_and_early_return() {
+    let k = Kernel::<(&[f32], &mut [f32], u32)>::build("loops", |k, (x, out, reps)| {
+        let i = k.grid1();
+        k.if_(i.ge(x.len()), |k| k.ret());
+        let acc = k.var(0.0f32);
+        k.for_range(0u32, reps, |k, r| {
+            k.if_(r.eq(7u32), |k| k.continue_());
+            acc.set(acc.get() + x.at(i) * r.cast::<f32>());
+            k.if_(acc.get().gt(1e30f32), |k| k.break_());
+        });
+        let n = k.var(0u32);
+        k.while_(|_| n.get().lt(reps), |_| n.add_assign(2u32));
+        out.set(i, acc.get() + n.get().cast::<f32>());
+        // Grid-stride loop over everything.
+        k.for_step(i, x.len(), k.gridsize1(), |_, j| {
+            out.set(j, out.at(j) * 1.0f32)
+        });
+    })
+    .unwrap();
+    compile_all(&k);
+}
+
+#[test]
+fn shared_memory_block_sum_and_2d_transpose() {
+    let sum = Kernel::<(&[f32], &mut [f32])>::build("block_sum", |k, (x, out)| {
+        let tile = k.shared_array::<f32>(256);
+        let t = k.thread_idx().x;
+        let i = k.grid1();
+        tile.set(
+            t,
+            select(i.lt(x.len()), x.at(i.min(x.len() - 1u64)), 0.0f32),
+        );
+        k.syncthreads();
+        let s = k.var(128u32);
+        k.while_(
+            |_| s.get().gt(0u32),
+            |k| {
+                k.if_(t.lt(s.get()), |_| {
+                    tile.set(t, tile.at(t) + tile.at(t + s.get()))
+                });
+                k.syncthreads();
+                s.set(s.get() >> 1u32);
+            },
+        );
+        k.if_(t.eq(0u32), |k| out.set(k.block_idx().x, tile.at(0u32)));
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&sum);
+    assert!(ptx.contains(".shared") && ptx.contains("bar.sync"), "{ptx}");
+
+    let tr = Kernel::<(NdRef<f32, 2>, NdMut<f32, 2>)>::build("transpose", |k, (a, b)| {
+        let tile = k.shared_array::<f32>(32 * 33);
+        let (tx, ty) = (k.thread_idx().x, k.thread_idx().y);
+        let (bx, by) = (k.block_idx().x * 32u32, k.block_idx().y * 32u32);
+        let (rows, cols) = (a.dim(0), a.dim(1));
+        let (r, c) = ((by + ty).cast::<u64>(), (bx + tx).cast::<u64>());
+        k.if_(r.lt(rows).and(c.lt(cols)), |_| {
+            tile.set(ty * 33u32 + tx, a.at2(r, c))
+        });
+        k.syncthreads();
+        let (r2, c2) = ((bx + ty).cast::<u64>(), (by + tx).cast::<u64>());
+        k.if_(r2.lt(cols).and(c2.lt(rows)), |_| {
+            b.set2(r2, c2, tile.at(tx * 33u32 + ty))
+        });
+    })
+    .unwrap();
+    compile_all(&tr);
+
+    let dynamic = Kernel::<(&[f32], &mut [f32])>::build("dyn_shared", |k, (x, out)| {
+        let smem = k.dynamic_shared::<f32>();
+        let (t, n) = (k.thread_idx().x, k.block_dim().x);
+        let i = k.grid1();
+        smem.set(t, x.at(i));
+        k.syncthreads();
+        out.set(i, smem.at(n - t - 1u32));
+        let c = k.syncthreads_count(x.at(i).gt(0.0f32));
+        let all = k.syncthreads_and(x.at(i).gt(0.0f32));
+        let any = k.syncthreads_or(x.at(i).gt(0.0f32));
+        k.if_(t.eq(0u32), |_| {
+            out.set(
+                i,
+                c.cast::<f32>() + select(all, 1.0f32, 0.0) + select(any, 2.0f32, 0.0),
+            )
+        });
+        k.threadfence_block();
+        k.threadfence();
+        k.threadfence_system();
+        k.syncwarp(0xffff_ffffu32);
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&dynamic);
+    assert!(ptx.contains(".extern .shared"), "{ptx}");
+}
+
+#[test]
+fn local_arrays_and_geometry() {
+    let k = Kernel::<(&mut [u64],)>::build("geometry", |k, (out,)| {
+        let buf = k.local_array::<u64>(4);
+        let [x, y, z] = k.grid3();
+        let [sx, sy, _sz] = k.gridsize3();
+        buf.set(0u32, x);
+        buf.set(1u32, y);
+        buf.set(2u32, z);
+        buf.set(
+            3u32,
+            (k.lane_id() + k.warp_size() + k.grid_dim().x + k.block_dim().z).cast::<u64>(),
+        );
+        let [gx, gy] = k.grid2();
+        let [w, _] = k.gridsize2();
+        let idx = (gz_flat(gy, w) + gx) * 4u64;
+        k.for_range(0u32, 4u32, |_, j| {
+            out.set(idx + j.cast::<u64>(), buf.at(j) + sx * sy)
+        });
+    })
+    .unwrap();
+    compile_all(&k);
+}
+
+fn gz_flat(
+    y: cudajit::codegen::Expr<u64>,
+    w: cudajit::codegen::Expr<u64>,
+) -> cudajit::codegen::Expr<u64> {
+    y * w
+}
+
+fn kernel_error<P: cudajit::codegen::KernelParams>(r: cudajit::Result<Kernel<P>>) -> String {
+    match r {
+        Err(Error::Kernel { message, .. }) => message,
+        Err(e) => panic!("expected a kernel build error, got {e:?}"),
+        Ok(_) => panic!("expected a kernel build error"),
+    }
+}
+
+#[test]
+fn misuse_is_a_build_error_not_invalid_ptx() {
+    // A value computed in a branch, used after it.
+    let e = kernel_error(Kernel::<(&[f32], &mut [f32])>::build(
+        "scope",
+        |k, (x, out)| {
+            let mut leaked = None;
+            k.if_(x.at(0u32).gt(0.0f32), |_| leaked = Some(x.at(1u32) * 2.0));
+            if let Some(v) = leaked {
+                out.set(0u32, v);
+            }
+        },
+    ));
+    assert!(e.contains("k.var"), "{e}");
+
+    // A barrier that only some threads reach.
+    let e = kernel_error(Kernel::<(&mut [f32],)>::build("divergent", |k, (out,)| {
+        k.if_(k.thread_idx().x.lt(16u32), |k| k.syncthreads());
+        out.set(0u32, 1.0f32);
+    }));
+    assert!(
+        e.contains("syncthreads") && e.contains("some threads"),
+        "{e}"
+    );
+
+    // ... including after a return that only some threads take.
+    let e = kernel_error(Kernel::<(&[f32], &mut [f32])>::build(
+        "early_return",
+        |k, (x, out)| {
+            let i = k.grid1();
+            k.if_(i.ge(x.len()), |k| k.ret());
+            k.syncthreads();
+            out.set(i, x.at(i));
+        },
+    ));
+    assert!(e.contains("syncthreads"), "{e}");
+
+    // A uniform condition is fine.
+    Kernel::<(&mut [f32], u32)>::build("uniform", |k, (out, n)| {
+        k.if_(n.gt(4u32), |k| k.syncthreads());
+        k.for_range(0u32, n, |k, _| k.syncthreads());
+        out.set(0u32, 1.0f32);
+    })
+    .unwrap();
+
+    let e = kernel_error(Kernel::<(&mut [f32],)>::build("brk", |k, (_,)| k.break_()));
+    assert!(e.contains("outside a loop"), "{e}");
+
+    let e = kernel_error(Kernel::<(&mut [f32],)>::build("dynlen", |k, (out,)| {
+        let s = k.dynamic_shared::<f32>();
+        out.set(0u32, s.len().cast::<f32>());
+    }));
+    assert!(e.contains("dynamic shared"), "{e}");
+
+    let e = kernel_error(Kernel::<(&mut [f32],)>::build("zero", |k, (out,)| {
+        let s = k.shared_array::<f32>(0);
+        out.set(0u32, s.at(0u32));
+    }));
+    assert!(e.contains("at least one element"), "{e}");
+
+    // An expression from one kernel used in another.
+    let mut stolen = None;
+    Kernel::<(&[f32],)>::build("first", |_, (x,)| stolen = Some(x.at(0u32))).unwrap();
+    let e = kernel_error(Kernel::<(&mut [f32],)>::build("second", |_, (out,)| {
+        out.set(0u32, stolen.unwrap())
+    }));
+    assert!(e.contains("another kernel"), "{e}");
+
+    assert!(matches!(
+        Kernel::<(&mut [f32],)>::build("9lives", |_, _| {}),
+        Err(Error::Usage(_))
+    ));
+}
+
+#[test]
+fn every_scalar_parameter_type() {
+    let k = Kernel::<(&mut [f64], f32, f64, i32, u32, i64, u64, bool)>::build(
+        "scalars",
+        |_, (out, a, b, c, d, e, f, g)| {
+            let s = a.cast::<f64>() + b + c.cast() + d.cast() + e.cast() + f.cast::<f64>();
+            out.set(0u32, select(g, s, -s));
+        },
+    )
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(
+        ptx.contains(".param .u8") || ptx.contains(".param .b8"),
+        "{ptx}"
+    );
+    let _ = check_ptx; // used by other modules
+}

@@ -1,0 +1,113 @@
+//! Helpers for the CPU codegen tests: compile for several targets and check with ptxas.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use cudajit::codegen::{Kernel, KernelParams, PtxOptions};
+
+/// The targets every test kernel is compiled for and checked by ptxas.
+pub const TARGETS: [(u32, u32); 2] = [(7, 5), (9, 0)];
+
+/// ptxas: `CUDAJIT_PTXAS`, PATH, `/usr/local/cuda/bin`, or PyPI's nvidia-cuda-nvcc-cu12 wheel.
+pub fn ptxas() -> PathBuf {
+    static PTXAS: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PTXAS
+        .get_or_init(|| {
+            if let Some(p) = std::env::var_os("CUDAJIT_PTXAS").filter(|p| !p.is_empty()) {
+                return Some(PathBuf::from(p));
+            }
+            let on_path = Command::new("ptxas").arg("--version").output().is_ok_and(|o| o.status.success());
+            if on_path {
+                return Some(PathBuf::from("ptxas"));
+            }
+            let cuda = PathBuf::from("/usr/local/cuda/bin/ptxas");
+            if cuda.exists() {
+                return Some(cuda);
+            }
+            let out = Command::new("python3")
+                .args([
+                    "-c",
+                    "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cuda_nvcc', 'bin', 'ptxas'))",
+                ])
+                .output()
+                .ok()?;
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            p.exists().then_some(p)
+        })
+        .clone()
+        .expect("ptxas not found: `pip install nvidia-cuda-nvcc-cu12` (scripts/setup.sh does), or set CUDAJIT_PTXAS")
+}
+
+/// What ptxas said about one kernel.
+#[derive(Debug)]
+pub struct PtxasReport {
+    pub registers: u32,
+    pub spill_bytes: u32,
+    pub stack_bytes: u32,
+    pub log: String,
+}
+
+/// Assembles `ptx` for `cc` with ptxas; panics with ptxas's message if it rejects it.
+pub fn check_ptx(ptx: &str, cc: (u32, u32), what: &str) -> PtxasReport {
+    let dir = std::env::temp_dir().join(format!("cudajit-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stem = format!("{what}_sm{}{}_{:x}", cc.0, cc.1, fxhash(ptx));
+    let src = dir.join(format!("{stem}.ptx"));
+    std::fs::write(&src, ptx).unwrap();
+    let out = Command::new(ptxas())
+        .arg(format!("-arch=sm_{}{}", cc.0, cc.1))
+        .arg("-v")
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join(format!("{stem}.cubin")))
+        .output()
+        .expect("running ptxas");
+    let log =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ptxas rejected {what} for sm_{}{}:\n{log}\n--- PTX ---\n{ptx}",
+        cc.0,
+        cc.1
+    );
+    let num = |key: &str| -> u32 {
+        log.lines()
+            .filter_map(|l| {
+                let i = l.find(key)?;
+                l[..i].split_whitespace().last()?.parse::<u32>().ok()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    PtxasReport {
+        registers: num(" registers"),
+        spill_bytes: num(" bytes spill stores"),
+        stack_bytes: num(" bytes stack frame"),
+        log,
+    }
+}
+
+fn fxhash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// Compiles a kernel for every target in [`TARGETS`], checks each with ptxas, and returns the
+/// sm_90 PTX and report.
+pub fn compile_all<P: KernelParams>(k: &Kernel<P>) -> (String, PtxasReport) {
+    let mut last = None;
+    for cc in TARGETS {
+        let opts = PtxOptions {
+            cc,
+            ..k.options().clone()
+        };
+        let ptx = k
+            .compile_ptx(&opts)
+            .unwrap_or_else(|e| panic!("compiling {} for sm_{}{}: {e}", k.name(), cc.0, cc.1));
+        let report = check_ptx(&ptx, cc, k.name());
+        last = Some((ptx, report));
+    }
+    last.unwrap()
+}

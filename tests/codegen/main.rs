@@ -1,0 +1,9 @@
+//! CPU tests of the kernel builder and code generation: every kernel built here is compiled to
+//! PTX for sm_75 and sm_90 and checked by ptxas. No GPU needed.
+
+mod atomics;
+mod basics;
+mod cache;
+mod common;
+mod math;
+mod warp;
