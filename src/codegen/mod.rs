@@ -30,6 +30,10 @@ mod scalar;
 mod signature;
 pub(crate) mod warp;
 
+pub use atomics::*;
+pub use math::*;
+pub use warp::*;
+
 pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};
 pub use control::{KernelBuilder, Xyz};
 pub use expr::{select, Expr, Var};
