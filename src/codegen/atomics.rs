@@ -14,7 +14,7 @@ pub(crate) struct AtomicOp {
 }
 
 /// Lowers an atomic operation.
-pub(crate) fn lower<'c>(
+pub(crate) fn lower_atomic<'c>(
     lw: &mut Lowerer<'c, '_>,
     _a: &AtomicOp,
     _ty: ScalarTy,

@@ -761,9 +761,9 @@ impl<'c> Lowerer<'c, '_> {
                     .basic()
                     .unwrap_or_else(|| self.ctx.bool_type().const_zero().into())
             }
-            Op::Math(mf, args) => super::math::lower(self, *mf, args, ty)?,
-            Op::Atomic(a) => super::atomics::lower(self, a, ty)?,
-            Op::Warp(w) => super::warp::lower(self, w, ty)?,
+            Op::Math(mf, args) => super::math::lower_math(self, *mf, args, ty)?,
+            Op::Atomic(a) => super::atomics::lower_atomic(self, a, ty)?,
+            Op::Warp(w) => super::warp::lower_warp(self, w, ty)?,
         })
     }
 

@@ -20,7 +20,7 @@ pub(crate) enum MathFn {
     Fma,
 }
 
-pub(crate) fn record<T: Scalar>(f: MathFn, args: &[Expr<T>]) -> Expr<T> {
+pub(crate) fn record_math<T: Scalar>(f: MathFn, args: &[Expr<T>]) -> Expr<T> {
     let ids = args.iter().map(|a| ValueId(a.id)).collect();
     let raws: Vec<(u32, u32)> = args.iter().map(|a| a.raw()).collect();
     Expr::record(Op::Math(f, ids), &raws, false)
@@ -29,31 +29,31 @@ pub(crate) fn record<T: Scalar>(f: MathFn, args: &[Expr<T>]) -> Expr<T> {
 impl<T: Float> Expr<T> {
     /// Square root (correctly rounded; approximate with fastmath).
     pub fn sqrt(self) -> Expr<T> {
-        record(MathFn::Sqrt, &[self])
+        record_math(MathFn::Sqrt, &[self])
     }
     /// Absolute value.
     pub fn abs(self) -> Expr<T> {
-        record(MathFn::Abs, &[self])
+        record_math(MathFn::Abs, &[self])
     }
     /// Largest integer not above.
     pub fn floor(self) -> Expr<T> {
-        record(MathFn::Floor, &[self])
+        record_math(MathFn::Floor, &[self])
     }
     /// Smallest integer not below.
     pub fn ceil(self) -> Expr<T> {
-        record(MathFn::Ceil, &[self])
+        record_math(MathFn::Ceil, &[self])
     }
     /// Rounds toward zero.
     pub fn trunc(self) -> Expr<T> {
-        record(MathFn::Trunc, &[self])
+        record_math(MathFn::Trunc, &[self])
     }
     /// Rounds half away from zero (as Rust's `round`).
     pub fn round(self) -> Expr<T> {
-        record(MathFn::Round, &[self])
+        record_math(MathFn::Round, &[self])
     }
     /// `self * a + b` with one rounding.
     pub fn mul_add(self, a: impl Into<Expr<T>>, b: impl Into<Expr<T>>) -> Expr<T> {
-        record(MathFn::Fma, &[self, a.into(), b.into()])
+        record_math(MathFn::Fma, &[self, a.into(), b.into()])
     }
 }
 
@@ -66,7 +66,7 @@ fn suffix(ty: ScalarTy) -> &'static str {
 }
 
 /// Lowers a math function call.
-pub(crate) fn lower<'c>(
+pub(crate) fn lower_math<'c>(
     lw: &mut Lowerer<'c, '_>,
     f: MathFn,
     args: &[ValueId],

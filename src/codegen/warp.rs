@@ -13,7 +13,7 @@ pub(crate) enum WarpOp {
 }
 
 /// Lowers a warp intrinsic.
-pub(crate) fn lower<'c>(
+pub(crate) fn lower_warp<'c>(
     lw: &mut Lowerer<'c, '_>,
     _w: &WarpOp,
     _ty: ScalarTy,
