@@ -238,9 +238,17 @@ impl KernelBuilder {
         self.loop_control(Stmt::Continue, "continue")
     }
 
-    /// Returns from the kernel (this thread only).
+    /// Returns from the kernel (this thread only). In a device function, the closure's value
+    /// is the return value and `ret` is an error.
     pub fn ret(&self) {
         with_state(|s| {
+            if s.f.ret.is_some() {
+                s.error(format!(
+                    "in `{}`: `ret()` in a device function that returns a value; return it from the closure",
+                    s.f.name
+                ));
+                return;
+            }
             s.note_return();
             s.push_stmt(Stmt::Return)
         });

@@ -213,8 +213,11 @@ fn lower_function<'c>(
     };
     let func = module.add_function(&name, fn_ty, linkage);
     let attr = |name: &str| ctx.create_enum_attribute(Attribute::get_named_enum_kind_id(name), 0);
-    if !is_kernel && f.inline {
-        func.add_attribute(AttributeLoc::Function, attr("alwaysinline"));
+    if !is_kernel {
+        func.add_attribute(
+            AttributeLoc::Function,
+            attr(if f.inline { "alwaysinline" } else { "noinline" }),
+        );
     }
     if opts.fastmath {
         // f32 flushes denormals to zero (`.ftz`), as CUDA's `--use_fast_math`; f64 is untouched.

@@ -20,6 +20,7 @@ pub(crate) mod atomics;
 mod builder;
 pub(crate) mod cache;
 mod control;
+mod device_fn;
 mod expr;
 mod ir;
 mod kernel;
@@ -36,6 +37,7 @@ pub use warp::*;
 
 pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};
 pub use control::{KernelBuilder, Xyz};
+pub use device_fn::{DeviceFn, DeviceParams};
 pub use expr::{select, Expr, Var};
 pub use kernel::Kernel;
 pub use options::{default_cc, PtxOptions};

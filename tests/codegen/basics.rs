@@ -363,3 +363,36 @@ fn every_scalar_parameter_type() {
     );
     let _ = check_ptx; // used by other modules
 }
+
+#[test]
+fn device_functions_inlined_or_called() {
+    use cudajit::codegen::DeviceFn;
+    let sq = DeviceFn::<(f32,), f32>::build("sq", |_, (x,)| x * x).unwrap();
+    let sq2 = sq.clone();
+    let hyp = DeviceFn::<(f32, f32), f32>::build("hyp", move |_, (a, b)| {
+        (sq2.call((a,)) + sq2.call((b,))).sqrt()
+    })
+    .unwrap()
+    .no_inline();
+    let flag = DeviceFn::<(bool, i64), i64>::build("flag", |_, (b, v)| select(b, v, -v)).unwrap();
+    let k = Kernel::<(&[f32], &[f32], &mut [f32])>::build("use_device_fns", |k, (x, y, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len()), |k| {
+            let h = hyp.call((x.at(i), y.at(i)));
+            let s = flag.call((h.gt(1.0f32), k.lit(3i64))).cast::<f32>();
+            out.set(i, h + sq.call((s,)));
+        });
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(
+        ptx.contains(".func") && ptx.contains("call"),
+        "hyp is a real call:\n{ptx}"
+    );
+    // A device function returning a value cannot `ret()`.
+    let e = DeviceFn::<(f32,), f32>::build("bad_ret", |k, (x,)| {
+        k.ret();
+        x
+    });
+    assert!(matches!(e, Err(Error::Kernel { .. })));
+}

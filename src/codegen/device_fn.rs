@@ -1,0 +1,140 @@
+//! Device functions: typed, reusable functions that kernels (and other device functions) call.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::builder::{current_tag, record, with_state};
+use super::control::KernelBuilder;
+use super::expr::Expr;
+use super::ir::{FuncId, FunctionIr, Op, Param, Stmt, ValueId};
+use super::kernel::check_name;
+use super::scalar::Scalar;
+use crate::error::{Error, Result};
+
+/// A tuple of scalar types: a device function's parameter list.
+pub trait DeviceParams {
+    /// The tuple of expressions the function receives and is called with.
+    type Exprs: Copy;
+    /// Declares the parameters in the function being built.
+    fn declare() -> Self::Exprs;
+    /// The (tag, id) of each argument.
+    fn raws(args: &Self::Exprs) -> Vec<(u32, u32)>;
+}
+
+macro_rules! device_params {
+    ($($t:ident $i:tt),*) => {
+        impl<$($t: Scalar),*> DeviceParams for ($($t,)*) {
+            type Exprs = ($(Expr<$t>,)*);
+            #[allow(clippy::unused_unit)]
+            fn declare() -> Self::Exprs {
+                ($({
+                    let i = with_state(|s| s.add_param(Param::Scalar($t::TY))).unwrap_or(0);
+                    Expr::<$t>::record(Op::Param(i), &[], false)
+                },)*)
+            }
+            #[allow(unused_variables)]
+            fn raws(args: &Self::Exprs) -> Vec<(u32, u32)> {
+                vec![$(args.$i.raw()),*]
+            }
+        }
+    };
+}
+device_params!();
+device_params!(A 0);
+device_params!(A 0, B 1);
+device_params!(A 0, B 1, C 2);
+device_params!(A 0, B 1, C 2, D 3);
+device_params!(A 0, B 1, C 2, D 3, E 4);
+device_params!(A 0, B 1, C 2, D 3, E 4, F 5);
+device_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+device_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+/// A device function taking the scalars `A` (a tuple such as `(f32, f32)`) and returning `R`.
+///
+/// Built once, called from any number of kernels with [`call`](DeviceFn::call). Inlined by
+/// default (as numba's device functions); [`no_inline`](DeviceFn::no_inline) makes it a real call.
+pub struct DeviceFn<A, R> {
+    ir: Arc<FunctionIr>,
+    /// Whether a call may give different results in threads with equal arguments.
+    varying: bool,
+    _p: PhantomData<fn(A) -> R>,
+}
+
+impl<A, R> Clone for DeviceFn<A, R> {
+    fn clone(&self) -> Self {
+        DeviceFn {
+            ir: self.ir.clone(),
+            varying: self.varying,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
+    /// Builds a device function: `body` receives the builder and the arguments and returns the
+    /// result.
+    pub fn build(
+        name: &str,
+        body: impl FnOnce(&KernelBuilder, A::Exprs) -> Expr<R>,
+    ) -> Result<Self> {
+        check_name(name)?;
+        let ((), ir) = record(name, Some(R::TY), || {
+            let tag = current_tag();
+            let args = A::declare();
+            let r = body(&KernelBuilder { tag }, args);
+            with_state(|s| {
+                s.check_use(&[r.raw()]);
+                s.push_stmt(Stmt::ReturnValue(ValueId(r.id)));
+            });
+        });
+        let ir = ir.map_err(|errors| Error::Kernel {
+            kernel: name.to_string(),
+            message: errors.join("; "),
+        })?;
+        let varying = ir.values.iter().any(|v| match &v.op {
+            Op::Special(s) => s.varies_in_block(),
+            Op::Atomic(_) | Op::Warp(_) | Op::Load { .. } => true,
+            _ => false,
+        }) || !ir.callees.is_empty();
+        Ok(DeviceFn {
+            ir: Arc::new(ir),
+            varying,
+            _p: PhantomData,
+        })
+    }
+
+    /// The same function, compiled as a real call instead of being inlined.
+    pub fn no_inline(self) -> Self {
+        let mut ir = (*self.ir).clone();
+        ir.inline = false;
+        DeviceFn {
+            ir: Arc::new(ir),
+            varying: self.varying,
+            _p: PhantomData,
+        }
+    }
+
+    /// The function's name.
+    pub fn name(&self) -> &str {
+        &self.ir.name
+    }
+
+    /// Calls the function from the kernel (or device function) being built.
+    pub fn call(&self, args: A::Exprs) -> Expr<R> {
+        let raws = A::raws(&args);
+        let ids: Vec<ValueId> = raws.iter().map(|&(_, id)| ValueId(id)).collect();
+        let callee = self.ir.clone();
+        let fid = with_state(|s| {
+            let idx = match s.f.callees.iter().position(|c| Arc::ptr_eq(c, &callee)) {
+                Some(i) => i,
+                None => {
+                    s.f.callees.push(callee);
+                    s.f.callees.len() - 1
+                }
+            };
+            FuncId(idx as u32)
+        })
+        .unwrap_or(FuncId(0));
+        Expr::record(Op::Call(fid, ids), &raws, self.varying)
+    }
+}
