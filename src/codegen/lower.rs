@@ -815,7 +815,7 @@ impl<'c> Lowerer<'c, '_> {
                         .ok_or_else(|| self.err("div.approx returned nothing"));
                 }
                 BinOp::Div => ll!(self, self.b.build_float_div(x, y, "")).into(),
-                BinOp::Rem => ll!(self, self.b.build_float_rem(x, y, "")).into(),
+                BinOp::Rem => self.float_rem(x, y, ty)?,
                 BinOp::Min | BinOp::Max => {
                     let name = format!(
                         "llvm.{}.{}",
@@ -860,6 +860,130 @@ impl<'c> Lowerer<'c, '_> {
             }
             BinOp::Div | BinOp::Rem => self.int_div(o == BinOp::Div, x, y, signed)?,
         })
+    }
+
+    /// An alloca in the entry block (where mem2reg promotes it).
+    fn entry_alloca(&self, ty: BasicTypeEnum<'c>) -> Result<PointerValue<'c>> {
+        let entry = self
+            .func
+            .get_first_basic_block()
+            .ok_or_else(|| self.err("function without an entry block"))?;
+        let b = self.ctx.create_builder();
+        match entry.get_first_instruction() {
+            Some(i) => b.position_before(&i),
+            None => b.position_at_end(entry),
+        }
+        Ok(ll!(self, b.build_alloca(ty, "tmp")))
+    }
+
+    /// Exact floating-point remainder (C's `fmod`, Rust's `%`): LLVM's `frem` is lowered by
+    /// NVPTX as `x - trunc(x / y) * y`, which is wrong for large quotients. Subtracts `y`
+    /// scaled by powers of two, largest first; each subtraction is exact (Sterbenz).
+    fn float_rem(
+        &mut self,
+        x: inkwell::values::FloatValue<'c>,
+        y: inkwell::values::FloatValue<'c>,
+        ty: ScalarTy,
+    ) -> Result<BasicValueEnum<'c>> {
+        let ft = x.get_type();
+        let sfx = if ty == ScalarTy::F32 { "f32" } else { "f64" };
+        let fabs = |lw: &Self,
+                    v: inkwell::values::FloatValue<'c>|
+         -> Result<inkwell::values::FloatValue<'c>> {
+            Ok(lw
+                .call(&format!("llvm.fabs.{sfx}"), Some(ft.into()), &[v.into()])?
+                .ok_or_else(|| lw.err("fabs returned nothing"))?
+                .into_float_value())
+        };
+        let (ax, ay) = (fabs(self, x)?, fabs(self, y)?);
+        let (r, t) = (self.entry_alloca(ft.into())?, self.entry_alloca(ft.into())?);
+        let out = self.entry_alloca(ft.into())?;
+        let bb = |n: &str| self.ctx.append_basic_block(self.func, n);
+        let (special, finite_y, dbl_head, dbl_body, sub_head, sub_body, done, end) = (
+            bb("rem.special"),
+            bb("rem.finite"),
+            bb("rem.dbl"),
+            bb("rem.dbl.body"),
+            bb("rem.sub"),
+            bb("rem.sub.body"),
+            bb("rem.done"),
+            bb("rem.end"),
+        );
+        let inf = ft.const_float(f64::INFINITY);
+        // NaN result when y is 0 or NaN, or x is infinite or NaN.
+        let y_ok = ll!(
+            self,
+            self.b
+                .build_float_compare(FloatPredicate::OGT, ay, ft.const_zero(), "")
+        );
+        let x_ok = ll!(
+            self,
+            self.b.build_float_compare(FloatPredicate::OLT, ax, inf, "")
+        );
+        let ok = ll!(self, self.b.build_and(y_ok, x_ok, ""));
+        ll!(self, self.b.build_store(out, ft.const_float(f64::NAN)));
+        ll!(self, self.b.build_conditional_branch(ok, finite_y, special));
+        self.b.position_at_end(special);
+        ll!(self, self.b.build_unconditional_branch(end));
+        // y infinite: x; |x| < |y|: x.
+        self.b.position_at_end(finite_y);
+        ll!(self, self.b.build_store(out, x));
+        let small = ll!(
+            self,
+            self.b.build_float_compare(FloatPredicate::OLT, ax, ay, "")
+        );
+        ll!(self, self.b.build_store(r, ax));
+        ll!(self, self.b.build_store(t, ay));
+        ll!(self, self.b.build_conditional_branch(small, end, dbl_head));
+        // Double t while 2t <= r.
+        self.b.position_at_end(dbl_head);
+        let tv = ll!(self, self.b.build_load(ft, t, "")).into_float_value();
+        let t2 = ll!(self, self.b.build_float_add(tv, tv, ""));
+        let fits = ll!(
+            self,
+            self.b.build_float_compare(FloatPredicate::OLE, t2, ax, "")
+        );
+        ll!(
+            self,
+            self.b.build_conditional_branch(fits, dbl_body, sub_head)
+        );
+        self.b.position_at_end(dbl_body);
+        ll!(self, self.b.build_store(t, t2));
+        ll!(self, self.b.build_unconditional_branch(dbl_head));
+        // While t >= |y|: subtract t if it fits, halve t.
+        self.b.position_at_end(sub_head);
+        let tv = ll!(self, self.b.build_load(ft, t, "")).into_float_value();
+        let more = ll!(
+            self,
+            self.b.build_float_compare(FloatPredicate::OGE, tv, ay, "")
+        );
+        ll!(self, self.b.build_conditional_branch(more, sub_body, done));
+        self.b.position_at_end(sub_body);
+        let rv = ll!(self, self.b.build_load(ft, r, "")).into_float_value();
+        let ge = ll!(
+            self,
+            self.b.build_float_compare(FloatPredicate::OGE, rv, tv, "")
+        );
+        let diff = ll!(self, self.b.build_float_sub(rv, tv, ""));
+        let nr = ll!(self, self.b.build_select(ge, diff, rv, ""));
+        ll!(self, self.b.build_store(r, nr));
+        let half = ll!(self, self.b.build_float_mul(tv, ft.const_float(0.5), ""));
+        ll!(self, self.b.build_store(t, half));
+        ll!(self, self.b.build_unconditional_branch(sub_head));
+        // The sign of x.
+        self.b.position_at_end(done);
+        let rv = ll!(self, self.b.build_load(ft, r, ""));
+        let signed = self
+            .call(
+                &format!("llvm.copysign.{sfx}"),
+                Some(ft.into()),
+                &[rv, x.into()],
+            )?
+            .ok_or_else(|| self.err("copysign returned nothing"))?;
+        ll!(self, self.b.build_store(out, signed));
+        ll!(self, self.b.build_unconditional_branch(end));
+        self.b.position_at_end(end);
+        Ok(ll!(self, self.b.build_load(ft, out, "")))
     }
 
     /// Integer division with defined results for the cases LLVM leaves undefined.
