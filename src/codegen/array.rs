@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use super::builder::with_state;
 use super::expr::Expr;
 use super::ir::{ArrayRef, Op, Stmt, ValueId};
-use super::scalar::{Scalar, ScalarTy};
+use super::scalar::Scalar;
 
 /// Read-only access (the array is a `&[T]` parameter).
 pub struct ReadOnly;
@@ -145,6 +145,43 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
         )
     }
 
+    fn check_vec(width: usize) {
+        let bytes = width * T::TY.size();
+        if !matches!(width, 2 | 4) || !matches!(bytes, 8 | 16) {
+            with_state(|s| {
+                s.error(format!(
+                    "in `{}`: vector accesses move 8 or 16 bytes in 2 or 4 lanes; {width} x {} is {bytes} bytes",
+                    s.f.name,
+                    T::TY.name()
+                ))
+            });
+        }
+    }
+
+    /// Loads `W` consecutive elements `[i*W, i*W + W)` in one vector access (16 bytes: 4 x
+    /// f32/i32/u32 or 2 x f64/i64/u64; 8 bytes: 2 x f32/i32/u32). The array's address must be
+    /// aligned to the vector's size; a parameter array that is not is refused at launch.
+    pub fn load_vec<const W: usize>(&self, i: impl Index) -> [Expr<T>; W] {
+        self.check_tag();
+        Self::check_vec(W);
+        let i = i.to_index();
+        let varying =
+            with_state(|s| s.varying.get(i.id as usize).copied().unwrap_or(false)).unwrap_or(false);
+        let array = self.array;
+        std::array::from_fn(|lane| {
+            Expr::record(
+                Op::LoadLane {
+                    array,
+                    index: ValueId(i.id),
+                    lane: lane as u8,
+                    width: W as u8,
+                },
+                &[i.raw()],
+                varying,
+            )
+        })
+    }
+
     pub(crate) fn flat2(&self, i: impl Index, j: impl Index) -> Expr<i64> {
         let d1: Expr<i64> = self.dim(1).cast();
         i.to_index() * d1 + j.to_index()
@@ -195,13 +232,27 @@ impl<T: Scalar, const N: usize> DArray<T, N, ReadWrite> {
         self.set(f, value)
     }
 
+    /// Stores `W` consecutive elements `[i*W, i*W + W)` in one vector access (see
+    /// [`load_vec`](DArray::load_vec) for sizes and alignment).
+    pub fn store_vec<const W: usize>(&self, i: impl Index, values: [Expr<T>; W]) {
+        self.check_tag();
+        Self::check_vec(W);
+        let i = i.to_index();
+        let array = self.array;
+        with_state(|s| {
+            let mut raws = vec![i.raw()];
+            raws.extend(values.iter().map(|v| v.raw()));
+            s.check_use(&raws);
+            s.push_stmt(Stmt::StoreVec {
+                array,
+                index: ValueId(i.id),
+                values: values.iter().map(|v| ValueId(v.id)).collect(),
+            })
+        });
+    }
+
     /// This array, read-only.
     pub fn as_read_only(&self) -> DArray<T, N, ReadOnly> {
         DArray::new(self.tag, self.array)
     }
-}
-
-/// The element type of an array handle, for IR declarations.
-pub(crate) fn elem_ty<T: Scalar>() -> ScalarTy {
-    T::TY
 }

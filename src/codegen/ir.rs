@@ -127,6 +127,14 @@ pub(crate) enum Op {
         array: ArrayRef,
         index: ValueId,
     },
+    /// Lane `lane` of a `width`-element vector load at element `index * width` (the lanes of one
+    /// load are recorded consecutively, lane 0 first).
+    LoadLane {
+        array: ArrayRef,
+        index: ValueId,
+        lane: u8,
+        width: u8,
+    },
     /// Extent of dimension `dim` of an array (as u64).
     ArrayDim {
         array: ArrayRef,
@@ -164,6 +172,12 @@ pub(crate) enum Stmt {
         array: ArrayRef,
         index: ValueId,
         value: ValueId,
+    },
+    /// Stores `values` as one vector at element `index * values.len()`.
+    StoreVec {
+        array: ArrayRef,
+        index: ValueId,
+        values: Vec<ValueId>,
     },
     If {
         cond: ValueId,
@@ -229,4 +243,53 @@ pub(crate) struct FunctionIr {
     pub callees: Vec<std::sync::Arc<FunctionIr>>,
     /// Whether device functions should always be inlined.
     pub inline: bool,
+}
+
+impl FunctionIr {
+    /// The byte alignment each parameter's array must have (0 for none): vector accesses need
+    /// their full width.
+    pub(crate) fn param_alignments(&self) -> Vec<u32> {
+        let mut align = vec![0u32; self.params.len()];
+        let mut need = |array: &ArrayRef, bytes: u32| {
+            if let ArrayRef::Param(i) = array {
+                let a = &mut align[*i as usize];
+                *a = (*a).max(bytes);
+            }
+        };
+        for v in &self.values {
+            if let Op::LoadLane { array, width, .. } = &v.op {
+                need(array, v.ty.size() as u32 * *width as u32);
+            }
+        }
+        fn walk(stmts: &[Stmt], values: &[ValueDef], need: &mut dyn FnMut(&ArrayRef, u32)) {
+            for s in stmts {
+                match s {
+                    Stmt::StoreVec {
+                        array, values: vs, ..
+                    } => {
+                        let size = vs
+                            .first()
+                            .map_or(0, |v| values[v.0 as usize].ty.size() as u32);
+                        need(array, size * vs.len() as u32);
+                    }
+                    Stmt::If {
+                        then, otherwise, ..
+                    } => {
+                        walk(then, values, need);
+                        walk(otherwise, values, need);
+                    }
+                    Stmt::For { body, .. } => walk(body, values, need),
+                    Stmt::While {
+                        cond_stmts, body, ..
+                    } => {
+                        walk(cond_stmts, values, need);
+                        walk(body, values, need);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(&self.body, &self.values, &mut need);
+        align
+    }
 }

@@ -38,6 +38,8 @@ impl<P> Clone for Kernel<P> {
 
 struct KernelInner {
     ir: FunctionIr,
+    /// Byte alignment each parameter's array needs (vector accesses).
+    align: Vec<u32>,
     options: PtxOptions,
     /// PTX compiled so far, per options.
     ptx: Mutex<Vec<(PtxOptions, Arc<str>)>>,
@@ -90,6 +92,7 @@ impl<P: KernelParams> Kernel<P> {
         })?;
         Ok(Kernel {
             inner: Arc::new(KernelInner {
+                align: ir.param_alignments(),
                 ir,
                 options,
                 ptx: Mutex::new(Vec::new()),
@@ -214,7 +217,7 @@ impl<P: KernelParams> Kernel<P> {
         let ctx = stream.context();
         let f = self.loaded_function(ctx)?;
         config.validate(f)?;
-        let mut buf = ArgBuffer::new(ctx);
+        let mut buf = ArgBuffer::new(ctx, &self.inner.align);
         args.push_all(&mut buf)?;
         ctx.bind()?;
         let (g, b) = (config.grid, config.block);

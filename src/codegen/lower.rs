@@ -140,6 +140,8 @@ pub(crate) struct Lowerer<'c, 'm> {
     callees: Vec<FunctionValue<'c>>,
     /// (continue target, break target) of enclosing loops.
     loops: Vec<(BasicBlock<'c>, BasicBlock<'c>)>,
+    /// The last vector load, whose lanes the following `LoadLane`s extract.
+    last_vec: Option<(ArrayRef, ValueId, u8, inkwell::values::VectorValue<'c>)>,
 }
 
 /// LLVM type of a scalar in registers.
@@ -261,6 +263,7 @@ fn lower_function<'c>(
         locals: Vec::new(),
         callees,
         loops: Vec::new(),
+        last_vec: None,
     };
     lw.setup()?;
     lw.stmts(&f.body)?;
@@ -411,11 +414,29 @@ impl<'c> Lowerer<'c, '_> {
                     .into();
                 }
                 let st = ll!(self, self.b.build_store(p, v));
-                let _ = st.set_alignment(
-                    mem_type(self.ctx, ty)
-                        .size_of()
-                        .map_or(1, |_| ty.size() as u32),
-                );
+                let _ = st.set_alignment(ty.size() as u32);
+            }
+            Stmt::StoreVec {
+                array,
+                index,
+                values,
+            } => {
+                let ty = self.ty(values[0]);
+                let w = values.len() as u32;
+                let p = self.vec_ptr(*array, *index, w)?;
+                let vt = reg_type(self.ctx, ty);
+                let mut vec = match vt {
+                    BasicTypeEnum::FloatType(t) => t.vec_type(w).get_undef(),
+                    BasicTypeEnum::IntType(t) => t.vec_type(w).get_undef(),
+                    _ => return Err(self.err("vector of an unsupported type")),
+                };
+                for (lane, v) in values.iter().enumerate() {
+                    let idx = self.ctx.i32_type().const_int(lane as u64, false);
+                    let val = self.v(*v)?;
+                    vec = ll!(self, self.b.build_insert_element(vec, val, idx, ""));
+                }
+                let st = ll!(self, self.b.build_store(p, vec));
+                let _ = st.set_alignment(w * ty.size() as u32);
             }
             Stmt::If {
                 cond,
@@ -584,6 +605,22 @@ impl<'c> Lowerer<'c, '_> {
         }))
     }
 
+    /// The address of element `index * width` (the start of a vector access).
+    fn vec_ptr(&mut self, array: ArrayRef, index: ValueId, width: u32) -> Result<PointerValue<'c>> {
+        let idx = self.v(index)?.into_int_value();
+        let scaled = ll!(
+            self,
+            self.b
+                .build_int_mul(idx, idx.get_type().const_int(width as u64, false), "")
+        );
+        let (base, elem) = self.array_base(array)?;
+        let ty = mem_type(self.ctx, elem);
+        // SAFETY (LLVM): an in-bounds GEP, as in element_ptr.
+        Ok(ll!(self, unsafe {
+            self.b.build_in_bounds_gep(ty, base, &[scaled], "")
+        }))
+    }
+
     /// An array's base pointer and element type.
     pub(crate) fn array_base(&mut self, array: ArrayRef) -> Result<(PointerValue<'c>, ScalarTy)> {
         Ok(match array {
@@ -691,6 +728,32 @@ impl<'c> Lowerer<'c, '_> {
                 } else {
                     v
                 }
+            }
+            Op::LoadLane {
+                array,
+                index,
+                lane,
+                width,
+            } => {
+                if *lane == 0 {
+                    let p = self.vec_ptr(*array, *index, *width as u32)?;
+                    let vt = match rt {
+                        BasicTypeEnum::FloatType(t) => t.vec_type(*width as u32),
+                        BasicTypeEnum::IntType(t) => t.vec_type(*width as u32),
+                        _ => return Err(self.err("vector of an unsupported type")),
+                    };
+                    let v = ll!(self, self.b.build_load(vt, p, ""));
+                    if let Some(inst) = v.as_instruction_value() {
+                        let _ = inst.set_alignment(*width as u32 * ty.size() as u32);
+                    }
+                    self.last_vec = Some((*array, *index, *width, v.into_vector_value()));
+                }
+                let vec = match self.last_vec {
+                    Some((a, i, w, v)) if a == *array && i == *index && w == *width => v,
+                    _ => return Err(self.err("vector lane without its load")),
+                };
+                let idx = self.ctx.i32_type().const_int(*lane as u64, false);
+                ll!(self, self.b.build_extract_element(vec, idx, ""))
             }
             Op::ArrayDim { array, dim } => match array {
                 ArrayRef::Param(i) => {

@@ -25,15 +25,26 @@ pub struct ArgBuffer<'c> {
     slots: [u64; MAX_ARG_SLOTS],
     len: usize,
     ctx: &'c Context,
+    /// Required byte alignment of each parameter's array (0: none).
+    align: &'c [u32],
+    /// Index of the next parameter.
+    param: usize,
 }
 
 impl<'c> ArgBuffer<'c> {
-    pub(crate) fn new(ctx: &'c Context) -> Self {
+    pub(crate) fn new(ctx: &'c Context, align: &'c [u32]) -> Self {
         ArgBuffer {
             slots: [0; MAX_ARG_SLOTS],
             len: 0,
             ctx,
+            align,
+            param: 0,
         }
+    }
+
+    fn push_scalar(&mut self, v: u64) -> Result<()> {
+        self.param += 1;
+        self.push(v)
     }
 
     fn push(&mut self, v: u64) -> Result<()> {
@@ -143,7 +154,7 @@ macro_rules! scalar_params {
         impl ArgFor<$t> for $t {
             #[inline]
             fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
-                buf.push(Scalar::to_bits(*self))
+                buf.push_scalar(Scalar::to_bits(*self))
             }
         }
     )*};

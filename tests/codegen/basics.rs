@@ -396,3 +396,36 @@ fn device_functions_inlined_or_called() {
     });
     assert!(matches!(e, Err(Error::Kernel { .. })));
 }
+
+#[test]
+fn vector_loads_and_stores_where_asked() {
+    let k = Kernel::<(&[f32], &[f32], &mut [f32])>::build("add_v4", |k, (x, y, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len() / 4u64), |_| {
+            let (a, b) = (x.load_vec::<4>(i), y.load_vec::<4>(i));
+            out.store_vec(i, [a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]]);
+        });
+    })
+    .unwrap();
+    let (ptx, report) = compile_all(&k);
+    assert!(ptx.contains("ld.global.nc.v4.f32"), "{ptx}");
+    assert!(ptx.contains("st.global.v4.f32"), "{ptx}");
+    assert_eq!(report.spill_bytes, 0);
+    let k2 = Kernel::<(&[f64], &mut [f64])>::build("copy_v2", |k, (x, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len() / 2u64), |_| {
+            out.store_vec(i, x.load_vec::<2>(i))
+        });
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&k2);
+    assert!(
+        ptx.contains("ld.global.nc.v2.f64") && ptx.contains("st.global.v2.f64"),
+        "{ptx}"
+    );
+    // 3 lanes, or 32 bytes, are not a vector access.
+    let e = Kernel::<(&[f64],)>::build("bad_vec", |_, (x,)| {
+        let _ = x.load_vec::<4>(0u32);
+    });
+    assert!(matches!(e, Err(Error::Kernel { .. })));
+}

@@ -540,3 +540,52 @@ fn launch_errors_are_clear() {
     );
     fn _device_copy<T: DeviceCopy>() {}
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn vector_loads_with_a_scalar_tail() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&[f32], &[f32], &mut [f32])>::build("add_v4_tail", |k, (x, y, out)| {
+        let i = k.grid1();
+        let n = out.len();
+        k.if_(i.lt(n / 4u64), |_| {
+            let (a, b) = (x.load_vec::<4>(i), y.load_vec::<4>(i));
+            out.store_vec(i, [a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]]);
+        });
+        let t = (n / 4u64) * 4u64 + i;
+        k.if_(t.lt(n), |_| out.set(t, x.at(t) + y.at(t)));
+    })
+    .unwrap();
+    let mut rng = Rng::new();
+    for n in [1usize, 3, 4, 5, 1023, 1 << 20, (1 << 20) + 3] {
+        let x: Vec<f32> = rng.vec(n, |r| r.f32());
+        let y: Vec<f32> = rng.vec(n, |r| r.f32());
+        let (dx, dy) = (s.to_device(&x).unwrap(), s.to_device(&y).unwrap());
+        let mut out = c.alloc::<f32, _>(n).unwrap();
+        out.fill_async(f32::NAN, &s).unwrap();
+        let threads = n.div_ceil(4).max(4);
+        k.launch(
+            &s,
+            LaunchConfig::for_num_elems(threads, 256).unwrap(),
+            (&dx, &dy, &mut out),
+        )
+        .unwrap();
+        let got = out.to_vec_async(&s).unwrap();
+        for i in 0..n {
+            assert_eq!(got[i], x[i] + y[i], "n={n} i={i}");
+        }
+    }
+    // A view that starts one element in is not 16-byte aligned: refused with a clear error.
+    let x = c.to_device(&vec![1.0f32; 65]).unwrap();
+    let y = c.to_device(&vec![1.0f32; 64]).unwrap();
+    let mut out = c.zeros::<f32, _>(64).unwrap();
+    let e = k
+        .launch(
+            &s,
+            LaunchConfig::new(1, 32),
+            (&x.slice(1..).unwrap(), &y, &mut out),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("aligned"), "{e}");
+}
