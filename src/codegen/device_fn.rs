@@ -8,6 +8,8 @@ use super::control::KernelBuilder;
 use super::expr::Expr;
 use super::ir::{FuncId, FunctionIr, Op, Param, Stmt, ValueId};
 use super::kernel::check_name;
+use super::lower;
+use super::options::PtxOptions;
 use super::scalar::Scalar;
 use crate::error::{Error, Result};
 
@@ -117,6 +119,17 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
     /// The function's name.
     pub fn name(&self) -> &str {
         &self.ir.name
+    }
+
+    /// The function's PTX as a `.visible .func` (numba's `compile_ptx(..., device=True)`), for
+    /// linking into other code.
+    pub fn compile_ptx(&self, options: &PtxOptions) -> Result<String> {
+        lower::ptx(&self.ir, lower::Role::ExportedDevice, options)
+    }
+
+    /// The function's optimised LLVM IR.
+    pub fn llvm_ir(&self, options: &PtxOptions) -> Result<String> {
+        lower::llvm_ir(&self.ir, lower::Role::ExportedDevice, options)
     }
 
     /// Calls the function from the kernel (or device function) being built.

@@ -123,7 +123,7 @@ impl<P: KernelParams> Kernel<P> {
             return Ok(p.clone());
         }
         let ptx: Arc<str> = super::cache::cached_ptx(&self.inner.ir, options, || {
-            lower::ptx(&self.inner.ir, options)
+            lower::ptx(&self.inner.ir, lower::Role::Kernel, options)
         })?
         .into();
         self.inner.ptx.lock().push((options.clone(), ptx.clone()));
@@ -132,7 +132,7 @@ impl<P: KernelParams> Kernel<P> {
 
     /// The kernel's optimised LLVM IR for `options`.
     pub fn llvm_ir(&self, options: &PtxOptions) -> Result<String> {
-        lower::llvm_ir(&self.inner.ir, options)
+        lower::llvm_ir(&self.inner.ir, lower::Role::Kernel, options)
     }
 
     /// The options used for `device`: the build options with its compute capability.

@@ -71,17 +71,28 @@ fn target_machine(opts: &PtxOptions) -> std::result::Result<TargetMachine, Strin
         .ok_or_else(|| format!("LLVM could not create an NVPTX target machine for {cpu}"))
 }
 
-/// The LLVM IR (text) of a kernel, optimised as `opts` says.
-pub(crate) fn llvm_ir(f: &FunctionIr, opts: &PtxOptions) -> Result<String> {
+/// What a compiled function becomes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A `.visible .entry`.
+    Kernel,
+    /// A `.visible .func` (numba's `compile_ptx(..., device=True)`).
+    ExportedDevice,
+    /// A device function called by the kernel or function being compiled.
+    Callee,
+}
+
+/// The LLVM IR (text) of a kernel (or exported device function), optimised as `opts` says.
+pub(crate) fn llvm_ir(f: &FunctionIr, role: Role, opts: &PtxOptions) -> Result<String> {
     let ctx = LlContext::create();
-    let (module, _tm) = build_module(&ctx, f, opts)?;
+    let (module, _tm) = build_module(&ctx, f, role, opts)?;
     Ok(module.print_to_string().to_string())
 }
 
-/// The PTX text of a kernel.
-pub(crate) fn ptx(f: &FunctionIr, opts: &PtxOptions) -> Result<String> {
+/// The PTX text of a kernel (or exported device function).
+pub(crate) fn ptx(f: &FunctionIr, role: Role, opts: &PtxOptions) -> Result<String> {
     let ctx = LlContext::create();
-    let (module, tm) = build_module(&ctx, f, opts)?;
+    let (module, tm) = build_module(&ctx, f, role, opts)?;
     let buf = tm
         .write_to_memory_buffer(&module, FileType::Assembly)
         .map_err(|e| llvm_err(&f.name, e))?;
@@ -92,6 +103,7 @@ pub(crate) fn ptx(f: &FunctionIr, opts: &PtxOptions) -> Result<String> {
 fn build_module<'c>(
     ctx: &'c LlContext,
     f: &FunctionIr,
+    role: Role,
     opts: &PtxOptions,
 ) -> Result<(Module<'c>, TargetMachine)> {
     let tm = target_machine(opts).map_err(|e| llvm_err(&f.name, e))?;
@@ -99,17 +111,21 @@ fn build_module<'c>(
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     let mut lowered: HashMap<*const FunctionIr, FunctionValue<'c>> = HashMap::new();
-    let kernel = lower_function(ctx, &module, f, true, opts, &mut lowered)?;
-    // `.entry`: the PTX_Kernel calling convention and the nvvm.annotations metadata.
-    kernel.set_call_conventions(PTX_KERNEL_CC);
-    let md = ctx.metadata_node(&[
-        kernel.as_global_value().as_pointer_value().into(),
-        ctx.metadata_string("kernel").into(),
-        ctx.i32_type().const_int(1, false).into(),
-    ]);
-    module
-        .add_global_metadata("nvvm.annotations", &md)
-        .map_err(|e| llvm_err(&f.name, e))?;
+    let func = lower_function(ctx, &module, f, role, opts, &mut lowered)?;
+    if role == Role::Kernel {
+        // `.entry`: the PTX_Kernel calling convention and the nvvm.annotations metadata.
+        func.set_call_conventions(PTX_KERNEL_CC);
+        let md = ctx.metadata_node(&[
+            func.as_global_value().as_pointer_value().into(),
+            ctx.metadata_string("kernel").into(),
+            ctx.i32_type().const_int(1, false).into(),
+        ]);
+        module
+            .add_global_metadata("nvvm.annotations", &md)
+            .map_err(|e| llvm_err(&f.name, e))?;
+    }
+    // Math functions may need libdevice (or cudajit's own implementations) linked in.
+    super::math::prepare_module(ctx, &module, opts).map_err(|e| llvm_err(&f.name, e))?;
     module
         .verify()
         .map_err(|e| llvm_err(&f.name, e.to_string()))?;
@@ -182,17 +198,18 @@ fn lower_function<'c>(
     ctx: &'c LlContext,
     module: &Module<'c>,
     f: &FunctionIr,
-    is_kernel: bool,
+    role: Role,
     opts: &PtxOptions,
     lowered: &mut HashMap<*const FunctionIr, FunctionValue<'c>>,
 ) -> Result<FunctionValue<'c>> {
+    let is_kernel = role == Role::Kernel;
     let callees: Vec<FunctionValue<'c>> = f
         .callees
         .iter()
         .map(|c| match lowered.get(&Arc::as_ptr(c)) {
             Some(fv) => Ok(*fv),
             None => {
-                let fv = lower_function(ctx, module, c, false, opts, lowered)?;
+                let fv = lower_function(ctx, module, c, Role::Callee, opts, lowered)?;
                 lowered.insert(Arc::as_ptr(c), fv);
                 Ok(fv)
             }
@@ -203,19 +220,19 @@ fn lower_function<'c>(
         Some(t) => reg_type(ctx, t).fn_type(&ptys, false),
         None => ctx.void_type().fn_type(&ptys, false),
     };
-    let name = if is_kernel {
-        f.name.clone()
-    } else {
+    let name = if role == Role::Callee {
         format!("{}__dev{}", f.name, lowered.len())
-    };
-    let linkage = if is_kernel {
-        None
     } else {
+        f.name.clone()
+    };
+    let linkage = if role == Role::Callee {
         Some(Linkage::Internal)
+    } else {
+        None
     };
     let func = module.add_function(&name, fn_ty, linkage);
     let attr = |name: &str| ctx.create_enum_attribute(Attribute::get_named_enum_kind_id(name), 0);
-    if !is_kernel {
+    if role == Role::Callee {
         func.add_attribute(
             AttributeLoc::Function,
             attr(if f.inline { "alwaysinline" } else { "noinline" }),

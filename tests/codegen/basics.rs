@@ -429,3 +429,19 @@ fn vector_loads_and_stores_where_asked() {
     });
     assert!(matches!(e, Err(Error::Kernel { .. })));
 }
+
+#[test]
+fn device_function_mode_exports_a_func() {
+    use cudajit::codegen::DeviceFn;
+    let f = DeviceFn::<(f32, f32), f32>::build("madd", |_, (a, b)| a * b + 1.0f32).unwrap();
+    let ptx = f.compile_ptx(&PtxOptions::for_cc(9, 0)).unwrap();
+    assert!(
+        ptx.contains(".visible .func") && ptx.contains("madd"),
+        "{ptx}"
+    );
+    assert!(!ptx.contains(".entry"), "{ptx}");
+    assert!(f
+        .llvm_ir(&PtxOptions::for_cc(9, 0))
+        .unwrap()
+        .contains("define"));
+}
