@@ -75,6 +75,26 @@ impl<T: Scalar> Expr<T> {
         Expr::record(Op::Cast(super::ir::ValueId(self.id)), &[self.raw()], false)
     }
 
+    /// Reinterprets the bits as another type of the same size (`f32::to_bits` and friends);
+    /// other sizes, and `bool`, are a build error.
+    pub fn bitcast<U: Scalar>(self) -> Expr<U> {
+        if T::TY.size() != U::TY.size() || T::TY == ScalarTy::Bool || U::TY == ScalarTy::Bool {
+            with_state(|s| {
+                s.error(format!(
+                    "in `{}`: cannot reinterpret {} as {}: bitcasts need two non-bool types of one size",
+                    s.f.name,
+                    T::TY.name(),
+                    U::TY.name()
+                ))
+            });
+        }
+        Expr::record(
+            Op::Bitcast(super::ir::ValueId(self.id)),
+            &[self.raw()],
+            false,
+        )
+    }
+
     fn cmp(self, op: CmpOp, other: impl Into<Expr<T>>) -> Expr<bool> {
         let o = other.into();
         Expr::record(

@@ -64,6 +64,16 @@ impl<'c> ArgBuffer<'c> {
     {
         self.ctx
             .check_same(a.context(), "a kernel's array argument")?;
+        let align = self.align.get(self.param).copied().unwrap_or(0) as u64;
+        if align > 1 && a.device_ptr() % align != 0 {
+            return Err(Error::usage(format!(
+                "kernel argument {}: the kernel reads or writes this array in {align}-byte vectors, but it \
+                 starts at address {:#x}, which is not {align}-byte aligned (a view that starts mid-array?)",
+                self.param,
+                a.device_ptr()
+            )));
+        }
+        self.param += 1;
         self.push(a.device_ptr())?;
         for &d in a.shape() {
             self.push(d as u64)?;
@@ -167,16 +177,14 @@ pub trait ArgFor<P> {
     fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()>;
 }
 
-impl<'a, T: Scalar, X: DeviceSlice<T, Dim = ndarray::Ix1> + ?Sized> ArgFor<&'a [T]> for &X {
+impl<T: Scalar, X: DeviceSlice<T, Dim = ndarray::Ix1> + ?Sized> ArgFor<&[T]> for &X {
     #[inline]
     fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
         buf.push_array(*self)
     }
 }
 
-impl<'a, T: Scalar, X: DeviceSliceMut<T, Dim = ndarray::Ix1> + ?Sized> ArgFor<&'a mut [T]>
-    for &mut X
-{
+impl<T: Scalar, X: DeviceSliceMut<T, Dim = ndarray::Ix1> + ?Sized> ArgFor<&mut [T]> for &mut X {
     #[inline]
     fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
         buf.push_array(&**self)

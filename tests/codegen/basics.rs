@@ -445,3 +445,21 @@ fn device_function_mode_exports_a_func() {
         .unwrap()
         .contains("define"));
 }
+
+#[test]
+fn bitcasts_between_equal_sizes() {
+    let k = Kernel::<(&[f32], &mut [u32], &mut [f64])>::build("bits", |k, (x, u, d)| {
+        let i = k.grid1();
+        u.set(i, x.at(i).bitcast::<u32>());
+        d.set(
+            i,
+            (x.at(i).cast::<f64>().bitcast::<u64>() ^ 1u64).bitcast::<f64>(),
+        );
+    })
+    .unwrap();
+    compile_all(&k);
+    let e = Kernel::<(&[f32], &mut [u64])>::build("bad_bits", |k, (x, u)| {
+        u.set(k.grid1(), x.at(0u32).bitcast::<u64>())
+    });
+    assert!(matches!(e, Err(Error::Kernel { .. })));
+}
