@@ -25,7 +25,52 @@ fn llvm_version(cfg: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// A 128-bit FNV-1a hash over every file under `src/codegen` (sorted relative paths and their
+/// bytes): part of the compile cache's key, so changed code generation never reuses old PTX.
+fn codegen_fingerprint(root: &Path) -> String {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let dir = root.join("src").join("codegen");
+    let mut files = Vec::new();
+    walk(&dir, &mut files);
+    files.sort();
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    let prime: u128 = 0x0000000001000000000000000000013B;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= b as u128;
+            h = h.wrapping_mul(prime);
+        }
+    };
+    for f in &files {
+        eat(f
+            .strip_prefix(root)
+            .unwrap_or(f)
+            .to_string_lossy()
+            .as_bytes());
+        eat(&std::fs::read(f).unwrap_or_default());
+    }
+    format!("{h:032x}")
+}
+
 fn main() {
+    println!("cargo:rerun-if-changed=src/codegen");
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    println!(
+        "cargo:rustc-env=CUDAJIT_CODEGEN_FINGERPRINT={}",
+        codegen_fingerprint(&root)
+    );
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
     println!("cargo:rerun-if-env-changed=CUDAJIT_SKIP_LLVM_CHECK");
     if std::env::var_os("CUDAJIT_SKIP_LLVM_CHECK").is_some_and(|v| v == "1") {

@@ -22,6 +22,9 @@ use crate::stream::Stream;
 const FAST_DEVICES: usize = 16;
 
 /// A kernel with parameter list `P` (a tuple such as `(&[f32], &mut [f32], f32)`).
+///
+/// Once launched on a device, the kernel keeps its loaded module, and with it the device's
+/// context, alive: drop the kernel before [`Context::reset`].
 pub struct Kernel<P> {
     inner: Arc<KernelInner>,
     _p: PhantomData<fn(P)>,
@@ -46,7 +49,7 @@ struct KernelInner {
     /// The loaded function per device ordinal (lock-free once set).
     loaded: [OnceLock<Function>; FAST_DEVICES],
     /// Functions for other devices, or replacing a stale one after a context reset.
-    others: Mutex<Vec<Function>>,
+    others: Mutex<Vec<&'static Function>>,
 }
 
 /// Checks that `name` can be a PTX symbol.
@@ -122,10 +125,9 @@ impl<P: KernelParams> Kernel<P> {
         if let Some((_, p)) = self.inner.ptx.lock().iter().find(|(o, _)| o == options) {
             return Ok(p.clone());
         }
-        let ptx: Arc<str> = super::cache::cached_ptx(&self.inner.ir, options, || {
+        let ptx = super::cache::cached_ptx_arc(&self.inner.ir, options, || {
             lower::ptx(&self.inner.ir, lower::Role::Kernel, options)
-        })?
-        .into();
+        })?;
         self.inner.ptx.lock().push((options.clone(), ptx.clone()));
         Ok(ptx)
     }
@@ -184,20 +186,15 @@ impl<P: KernelParams> Kernel<P> {
                 }
             }
         }
-        // A device beyond the fast table, or a context that replaced the one cached.
+        // A device beyond the fast table, or a context that replaced the one cached: each such
+        // function is loaded and leaked once, and found again here without reloading.
         let mut others = self.inner.others.lock();
-        if !others.iter().any(|f| f.module().context().same_as(ctx)) {
-            others.push(load()?);
+        if let Some(f) = others.iter().find(|f| f.module().context().same_as(ctx)) {
+            return Ok(*f);
         }
-        let f = others
-            .iter()
-            .find(|f| f.module().context().same_as(ctx))
-            .cloned()
-            .ok_or_else(|| Error::usage("internal: loaded kernel not found"))?;
-        drop(others);
-        // Keep it alive for the kernel's lifetime and hand out a stable reference.
-        let leaked: &Function = Box::leak(Box::new(f));
-        Ok(leaked)
+        let f: &'static Function = Box::leak(Box::new(load()?));
+        others.push(f);
+        Ok(f)
     }
 
     /// A 1-D configuration covering `n` elements with the occupancy API's block size.

@@ -32,10 +32,11 @@ mod signature;
 pub(crate) mod warp;
 
 pub use atomics::*;
-pub use math::*;
+
 pub use warp::*;
 
 pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};
+pub use cache::{cache_dir, cache_stats, clear_cache, clear_memory_cache, CacheStats};
 pub use control::{KernelBuilder, Xyz};
 pub use device_fn::{DeviceFn, DeviceParams};
 pub use expr::{select, Expr, Var};

@@ -41,6 +41,7 @@ pub fn ptxas() -> PathBuf {
 
 /// What ptxas said about one kernel.
 #[derive(Debug)]
+#[allow(dead_code)] // registers and log are printed by tests that want them
 pub struct PtxasReport {
     pub registers: u32,
     pub spill_bytes: u32,

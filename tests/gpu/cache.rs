@@ -1,1 +1,115 @@
-//! (filled in by the cache work)
+//! PTX from the compile cache loads and runs: kernels whose PTX came from the memory cache, or
+//! from the disk cache in a new process, compute the same results as freshly compiled ones.
+//! The cross-process test runs this binary again with a temporary `CUDAJIT_CACHE_DIR`, so the
+//! user's cache is never touched.
+
+use std::process::Command;
+
+use cudajit::codegen::Kernel;
+use cudajit::prelude::*;
+
+use crate::common::{ctx, Rng};
+
+/// Set in a child: the cache directory's role ("fill" or "read").
+const CHILD: &str = "CUDAJIT_GPU_CACHE_TEST_CHILD";
+
+type Saxpy = Kernel<(&'static [f32], &'static mut [f32], f32)>;
+
+/// A fresh instance of the same kernel each call (so only the caches can share its PTX).
+fn saxpy() -> Saxpy {
+    Saxpy::build("cache_saxpy", |k, (x, y, a)| {
+        let i = k.grid1();
+        k.if_(i.lt(y.len()), |_| y.set(i, x.at(i).mul_add(a, y.at(i))));
+    })
+    .unwrap()
+}
+
+/// Runs `k` on random data and checks every element against the host.
+fn check_saxpy(k: &Saxpy) {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let n = 100_003;
+    let x: Vec<f32> = rng.vec(n, |r| r.f32());
+    let y: Vec<f32> = rng.vec(n, |r| r.f32());
+    let dx = s.to_device(&x).unwrap();
+    let mut dy = s.to_device(&y).unwrap();
+    let a = 1.5f32;
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 256).unwrap(),
+        (&dx, &mut dy, a),
+    )
+    .unwrap();
+    let got = dy.to_vec_async(&s).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], x[i].mul_add(a, y[i]), "i={i}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernel_from_the_memory_cache_runs() {
+    let first = saxpy();
+    check_saxpy(&first);
+    let second = saxpy();
+    let opts = second.options_for(&ctx().device()).unwrap();
+    assert_eq!(
+        first.compile_ptx(&opts).unwrap(),
+        second.compile_ptx(&opts).unwrap()
+    );
+    check_saxpy(&second);
+}
+
+/// Runs in a child only.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cache_child_process() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    check_saxpy(&saxpy());
+    println!("CHILD OK");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernel_from_the_disk_cache_runs_in_a_new_process() {
+    let dir = std::env::temp_dir().join(format!("cudajit-gpu-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |role: &str| {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "cache::cache_child_process",
+                "--exact",
+                "--include-ignored",
+                "--nocapture",
+            ])
+            .env(CHILD, role)
+            .env("CUDAJIT_CACHE_DIR", &dir)
+            .env("CUDAJIT_LOG_CACHE", "1")
+            .env_remove("CUDAJIT_CACHE")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(
+            out.status.success() && stdout.contains("CHILD OK"),
+            "{role}:\n{stdout}\n{stderr}"
+        );
+        let count = |e: &str| {
+            stderr
+                .lines()
+                .filter(|l| l.starts_with(&format!("cudajit cache: {e}")))
+                .count()
+        };
+        (count("compiled"), count("disk hit"), stderr)
+    };
+    let (compiled, _, log) = run("fill");
+    assert_eq!(compiled, 1, "{log}");
+    let (compiled, disk_hits, log) = run("read");
+    assert_eq!((compiled, disk_hits), (0, 1), "{log}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,470 @@
+//! The compile cache: PTX by a hash of everything that determines it, in memory (per process)
+//! and on disk (shared between processes and runs). See `docs/CACHE.md`.
+//!
+//! The key is the SHA-256 of: the kernel IR's `Debug` text (a canonical form for a given
+//! crate version: the IR is plain data in `Vec`s), the [`PtxOptions`], the crate version, the
+//! LLVM version (built against and linked), a fingerprint of this build of the code generator
+//! (so a changed lowering never reuses stale PTX, even without a version bump), and the
+//! libdevice settings.
+//!
+//! Environment (read once per process, at the first compile):
+//! - `CUDAJIT_CACHE_DIR`: the disk cache's directory; else `$XDG_CACHE_HOME/cudajit`, else
+//!   `$HOME/.cache/cudajit` (Windows: `%LOCALAPPDATA%\cudajit`).
+//! - `CUDAJIT_CACHE=0` (or `off`, `false`, `no`): no disk cache (the memory cache stays).
+//! - `CUDAJIT_LOG_CACHE=1`: one line on stderr per cache event, and when the disk cache turns
+//!   out to be unwritable.
+
+mod disk;
+mod hash;
+mod memory;
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use super::ir::FunctionIr;
+use super::options::PtxOptions;
+use crate::error::{Error, Result};
+
+use disk::{DiskCache, Lookup, Stored};
+use hash::{hex, Sha256};
+use memory::MEMORY;
+
+/// Bumped whenever what goes into the key changes meaning.
+const KEY_FORMAT: u32 = 1;
+
+/// What identifies this build of the code generator, beyond the crate version (which does
+/// not change while cudajit itself is being developed): a hash of the code generator's sources
+/// when the build script provides one (`CUDAJIT_CODEGEN_FINGERPRINT`), else the running
+/// executable's size and modification time (never stale, but shared only by runs of the
+/// same binary), else the process id (no sharing between processes).
+fn build_fingerprint() -> &'static str {
+    static FP: OnceLock<String> = OnceLock::new();
+    FP.get_or_init(|| {
+        if let Some(fp) = option_env!("CUDAJIT_CODEGEN_FINGERPRINT") {
+            return format!("source {fp}");
+        }
+        let exe = std::env::current_exe().and_then(|p| {
+            let m = std::fs::metadata(&p)?;
+            let mtime = m
+                .modified()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_err(std::io::Error::other)?;
+            Ok(format!(
+                "exe {} {} {}",
+                p.display(),
+                m.len(),
+                mtime.as_nanos()
+            ))
+        });
+        exe.unwrap_or_else(|_| format!("process {}", std::process::id()))
+    })
+}
+
+/// A cache key: SHA-256 of the key material.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Key(pub(crate) [u8; 32]);
+
+impl Key {
+    /// 64 lower-case hex digits (the disk file's name).
+    pub(crate) fn hex(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// The first 16 hex digits, for log lines.
+    fn short(&self) -> String {
+        hex(&self.0[..8])
+    }
+}
+
+/// The key for compiling `ir` with `opts` in this build of cudajit and this environment.
+pub(crate) fn key_for(ir: &FunctionIr, opts: &PtxOptions) -> Key {
+    key_with(ir, opts, &libdevice_fingerprint())
+}
+
+/// What decides how math functions compile here (which libdevice file, or cudajit's own
+/// implementations), plus the libdevice environment variables.
+fn libdevice_fingerprint() -> String {
+    format!(
+        "{} no_libdevice={:?} libdevice={:?}",
+        super::math::cache_key(),
+        std::env::var_os("CUDAJIT_NO_LIBDEVICE"),
+        std::env::var_os("CUDAJIT_LIBDEVICE")
+    )
+}
+
+fn key_with(ir: &FunctionIr, opts: &PtxOptions, libdevice: &str) -> Key {
+    let (ma, mi, pa) = inkwell::support::get_llvm_version();
+    let mut h = Sha256::new();
+    // Writing to a `Sha256` cannot fail.
+    let _ = write!(
+        h,
+        "cudajit-ptx-key {KEY_FORMAT}\ncrate {}\nllvm {} {ma}.{mi}.{pa}\nbuild {}\n\
+         libdevice {libdevice}\noptions {opts:?}\nir {ir:?}",
+        disk::VERSION,
+        option_env!("CUDAJIT_LLVM_VERSION").unwrap_or("unknown"),
+        build_fingerprint(),
+    );
+    Key(h.finish())
+}
+
+/// Counters of what the compile cache did in this process, from [`cache_stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// PTX found in the memory cache.
+    pub memory_hits: u64,
+    /// PTX read from the disk cache.
+    pub disk_hits: u64,
+    /// PTX compiled by LLVM (both caches missed, or the disk cache was off).
+    pub compiles: u64,
+    /// Files written to the disk cache.
+    pub disk_writes: u64,
+    /// Disk cache files ignored as corrupt, truncated or from another version (each is
+    /// replaced by the next write).
+    pub disk_rejected: u64,
+    /// Disk cache reads or writes that failed (a failed write turns writes off for the
+    /// process).
+    pub disk_errors: u64,
+    /// Entries in the memory cache now.
+    pub memory_entries: usize,
+    /// Bytes of PTX in the memory cache now.
+    pub memory_bytes: usize,
+}
+
+struct Counters {
+    memory_hits: AtomicU64,
+    disk_hits: AtomicU64,
+    compiles: AtomicU64,
+    disk_writes: AtomicU64,
+    disk_rejected: AtomicU64,
+    disk_errors: AtomicU64,
+}
+
+static COUNTERS: Counters = Counters {
+    memory_hits: AtomicU64::new(0),
+    disk_hits: AtomicU64::new(0),
+    compiles: AtomicU64::new(0),
+    disk_writes: AtomicU64::new(0),
+    disk_rejected: AtomicU64::new(0),
+    disk_errors: AtomicU64::new(0),
+};
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// What the compile cache did so far in this process.
+pub fn cache_stats() -> CacheStats {
+    let c = &COUNTERS;
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let mem = MEMORY.lock();
+    CacheStats {
+        memory_hits: load(&c.memory_hits),
+        disk_hits: load(&c.disk_hits),
+        compiles: load(&c.compiles),
+        disk_writes: load(&c.disk_writes),
+        disk_rejected: load(&c.disk_rejected),
+        disk_errors: load(&c.disk_errors),
+        memory_entries: mem.len(),
+        memory_bytes: mem.bytes(),
+    }
+}
+
+/// Whether `CUDAJIT_LOG_CACHE` asks for log lines.
+fn logging() -> bool {
+    static LOG: OnceLock<bool> = OnceLock::new();
+    *LOG.get_or_init(|| {
+        std::env::var_os("CUDAJIT_LOG_CACHE").is_some_and(|v| {
+            matches!(
+                v.to_str().map(|s| s.trim().to_ascii_lowercase()).as_deref(),
+                Some("1" | "on" | "true" | "yes")
+            )
+        })
+    })
+}
+
+macro_rules! log {
+    ($($t:tt)*) => {
+        if logging() {
+            eprintln!("cudajit cache: {}", format_args!($($t)*));
+        }
+    };
+}
+
+/// Whether an environment value turns the disk cache off.
+fn is_off(v: &OsString) -> bool {
+    matches!(
+        v.to_str().map(|s| s.trim().to_ascii_lowercase()).as_deref(),
+        Some("0" | "off" | "false" | "no")
+    )
+}
+
+/// The disk cache's directory for an environment (`get` looks a variable up; empty values
+/// count as unset), or `None` when the disk cache is off or no directory can be found.
+pub(crate) fn dir_from_env(get: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let get = |k: &str| get(k).filter(|v| !v.is_empty());
+    if get("CUDAJIT_CACHE").is_some_and(|v| is_off(&v)) {
+        return None;
+    }
+    if let Some(d) = get("CUDAJIT_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if cfg!(windows) {
+        return get("LOCALAPPDATA").map(|d| PathBuf::from(d).join("cudajit"));
+    }
+    // The XDG spec ignores relative values.
+    if let Some(d) = get("XDG_CACHE_HOME").map(PathBuf::from) {
+        if d.is_absolute() {
+            return Some(d.join("cudajit"));
+        }
+    }
+    get("HOME").map(|h| PathBuf::from(h).join(".cache").join("cudajit"))
+}
+
+/// The process's disk cache, configured from the environment on first use.
+fn disk_cache() -> Option<&'static DiskCache> {
+    static DISK: OnceLock<Option<DiskCache>> = OnceLock::new();
+    DISK.get_or_init(|| dir_from_env(|k| std::env::var_os(k)).map(DiskCache::new))
+        .as_ref()
+}
+
+/// The directory of the disk cache (from `CUDAJIT_CACHE_DIR`, `XDG_CACHE_HOME` or `HOME`;
+/// fixed at the first use in the process), or `None` when `CUDAJIT_CACHE=0` turns it off or
+/// no directory is configured. The directory may not exist yet: it is made at the first write.
+pub fn cache_dir() -> Option<PathBuf> {
+    disk_cache().map(|d| d.dir().to_path_buf())
+}
+
+/// Empties this process's memory cache; returns how many entries it held. Kernels already
+/// compiled keep their PTX; the next [`Kernel::build`](super::Kernel::build) of a kernel
+/// reads the disk cache (or compiles) again.
+pub fn clear_memory_cache() -> usize {
+    MEMORY.lock().clear()
+}
+
+/// Empties the memory cache and deletes every file of the disk cache (see [`cache_dir`]);
+/// returns how many files were deleted. Other processes using the same directory are not
+/// disturbed: they compile what they no longer find.
+pub fn clear_cache() -> Result<usize> {
+    clear_memory_cache();
+    match disk_cache() {
+        None => Ok(0),
+        Some(d) => d.clear().map_err(|e| {
+            Error::usage(format!(
+                "clearing the compile cache in {}: {e}",
+                d.dir().display()
+            ))
+        }),
+    }
+}
+
+/// As [`cached_ptx`], without copying the PTX.
+pub(crate) fn cached_ptx_arc(
+    ir: &FunctionIr,
+    opts: &PtxOptions,
+    compile: impl FnOnce() -> Result<String>,
+) -> Result<Arc<str>> {
+    let key = key_for(ir, opts);
+    lookup_or_compile(key, &ir.name, disk_cache(), compile)
+}
+
+fn lookup_or_compile(
+    key: Key,
+    name: &str,
+    disk: Option<&DiskCache>,
+    compile: impl FnOnce() -> Result<String>,
+) -> Result<Arc<str>> {
+    let c = &COUNTERS;
+    if let Some(p) = MEMORY.lock().get(&key) {
+        bump(&c.memory_hits);
+        log!("memory hit {} `{name}`", key.short());
+        return Ok(p);
+    }
+    if let Some(d) = disk {
+        match d.load(&key) {
+            Lookup::Hit(ptx) => {
+                bump(&c.disk_hits);
+                log!("disk hit {} `{name}`", key.short());
+                let ptx: Arc<str> = ptx.into();
+                MEMORY.lock().insert(key, ptx.clone());
+                return Ok(ptx);
+            }
+            Lookup::Missing => {}
+            Lookup::Rejected(why) => {
+                bump(&c.disk_rejected);
+                log!("rejected {}: {why}", d.path_for(&key).display());
+            }
+            Lookup::Failed(e) => {
+                bump(&c.disk_errors);
+                log!("disk error reading {}: {e}", d.path_for(&key).display());
+            }
+        }
+    }
+    let ptx: Arc<str> = compile()?.into();
+    bump(&c.compiles);
+    log!("compiled {} `{name}`", key.short());
+    if let Some(d) = disk {
+        match d.store(&key, &ptx) {
+            Stored::Written(path) => {
+                bump(&c.disk_writes);
+                log!("stored {}", path.display());
+            }
+            Stored::Disabled => {}
+            Stored::Failed { error, first } => {
+                bump(&c.disk_errors);
+                if first {
+                    log!(
+                        "disk error writing to {}: {error}; the disk cache is off for this process",
+                        d.dir().display()
+                    );
+                }
+            }
+        }
+    }
+    MEMORY.lock().insert(key, ptx.clone());
+    Ok(ptx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let m: HashMap<String, OsString> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn directory_from_the_environment() {
+        let d = |pairs: &[(&str, &str)]| dir_from_env(env(pairs));
+        assert_eq!(
+            d(&[("CUDAJIT_CACHE_DIR", "/c"), ("HOME", "/h")]),
+            Some(PathBuf::from("/c"))
+        );
+        for off in ["0", "off", "OFF", "false", " no "] {
+            assert_eq!(
+                d(&[("CUDAJIT_CACHE", off), ("CUDAJIT_CACHE_DIR", "/c")]),
+                None
+            );
+        }
+        assert_eq!(
+            d(&[("CUDAJIT_CACHE", "1"), ("CUDAJIT_CACHE_DIR", "/c")]),
+            Some(PathBuf::from("/c"))
+        );
+        if cfg!(windows) {
+            assert_eq!(
+                d(&[("LOCALAPPDATA", r"C:\l")]),
+                Some(PathBuf::from(r"C:\l").join("cudajit"))
+            );
+        } else {
+            assert_eq!(
+                d(&[("XDG_CACHE_HOME", "/x"), ("HOME", "/h")]),
+                Some(PathBuf::from("/x/cudajit"))
+            );
+            assert_eq!(
+                d(&[("XDG_CACHE_HOME", "relative"), ("HOME", "/h")]),
+                Some(PathBuf::from("/h/.cache/cudajit"))
+            );
+            assert_eq!(
+                d(&[("CUDAJIT_CACHE_DIR", ""), ("HOME", "/h")]),
+                Some(PathBuf::from("/h/.cache/cudajit"))
+            );
+        }
+        assert_eq!(d(&[]), None);
+    }
+
+    fn ir(name: &str, c: u64) -> FunctionIr {
+        use super::super::ir::{Op, ValueDef};
+        use super::super::scalar::ScalarTy;
+        FunctionIr {
+            name: name.into(),
+            params: vec![],
+            ret: None,
+            values: vec![ValueDef {
+                ty: ScalarTy::U32,
+                op: Op::Const(c),
+            }],
+            vars: vec![],
+            shared: vec![],
+            locals: vec![],
+            uses_dynamic_shared: false,
+            body: vec![],
+            callees: vec![],
+            inline: false,
+        }
+    }
+
+    #[test]
+    fn keys_follow_everything_that_changes_the_ptx() {
+        let o = PtxOptions::for_cc(7, 5);
+        let base = key_with(&ir("k", 1), &o, "none");
+        assert_eq!(base, key_with(&ir("k", 1), &o, "none"), "deterministic");
+        let others = [
+            key_with(&ir("k", 2), &o, "none"),
+            key_with(&ir("j", 1), &o, "none"),
+            key_with(&ir("k", 1), &PtxOptions::for_cc(9, 0), "none"),
+            key_with(&ir("k", 1), &o.clone().fastmath(true), "none"),
+            key_with(
+                &ir("k", 1),
+                &PtxOptions {
+                    opt: 1,
+                    ..o.clone()
+                },
+                "none",
+            ),
+            key_with(
+                &ir("k", 1),
+                &PtxOptions {
+                    debug: true,
+                    ..o.clone()
+                },
+                "none",
+            ),
+            key_with(
+                &ir("k", 1),
+                &PtxOptions {
+                    lineinfo: true,
+                    ..o.clone()
+                },
+                "none",
+            ),
+            key_with(&ir("k", 1), &o, "libdevice=a"),
+        ];
+        for (i, k) in others.iter().enumerate() {
+            assert_ne!(*k, base, "variant {i}");
+        }
+    }
+
+    #[test]
+    fn memory_then_disk_then_compile() {
+        let dir = std::env::temp_dir().join(format!("cudajit-cache-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = DiskCache::new(dir.clone());
+        let key = key_with(&ir("unit_probe", 42), &PtxOptions::for_cc(7, 5), "unit");
+        let compiles = std::cell::Cell::new(0);
+        let compile = || {
+            compiles.set(compiles.get() + 1);
+            Ok::<_, Error>("// ptx".to_string())
+        };
+        let p = lookup_or_compile(key, "unit_probe", Some(&disk), compile).unwrap();
+        assert_eq!(&*p, "// ptx");
+        lookup_or_compile(key, "unit_probe", Some(&disk), compile).unwrap();
+        assert_eq!(compiles.get(), 1, "the second is a memory hit");
+        MEMORY.lock().clear();
+        let p = lookup_or_compile(key, "unit_probe", Some(&disk), compile).unwrap();
+        assert_eq!((&*p, compiles.get()), ("// ptx", 1), "a disk hit");
+        assert!(MEMORY.lock().get(&key).is_some(), "disk hits fill memory");
+        // Compile errors are returned and not cached.
+        let other = key_with(&ir("unit_probe", 43), &PtxOptions::for_cc(7, 5), "unit");
+        let err = lookup_or_compile(other, "unit_probe", Some(&disk), || Err(Error::usage("no")));
+        assert!(err.is_err());
+        assert!(!disk.path_for(&other).exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
