@@ -1,0 +1,1 @@
+//! cudajit's own math implementations, written once against [`Ops`].

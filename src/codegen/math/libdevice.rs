@@ -1,0 +1,246 @@
+//! Finding NVIDIA's libdevice (`libdevice.10.bc`) and linking the functions a module uses.
+//!
+//! The bitcode is read once per process and kept in memory; each module that calls `__nv_*`
+//! functions parses it into its own LLVM context, keeps only the functions it needs (and what
+//! they call), links them in with internal linkage and sets `nvvm-reflect-ftz`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use inkwell::attributes::AttributeLoc;
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::module::{FlagBehavior, Linkage, Module};
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, RelocMode, Target, TargetMachine, TargetTriple};
+use inkwell::OptimizationLevel;
+
+use super::super::options::PtxOptions;
+
+/// The environment variable naming a libdevice bitcode file.
+pub(crate) const ENV_PATH: &str = "CUDAJIT_LIBDEVICE";
+/// The environment variable that, set to anything but `0` or empty, makes cudajit use its own
+/// math implementations even where libdevice is installed.
+pub(crate) const ENV_DISABLE: &str = "CUDAJIT_NO_LIBDEVICE";
+
+/// libdevice as found on this machine.
+pub(crate) struct Libdevice {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+}
+
+/// Whether `CUDAJIT_NO_LIBDEVICE` asks for cudajit's own implementations (read at every
+/// compile: cheap, and lets tests switch paths in a child process).
+pub(crate) fn disabled() -> bool {
+    std::env::var_os(ENV_DISABLE).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// libdevice, unless disabled: `Ok(None)` when it is not installed, an error when
+/// `CUDAJIT_LIBDEVICE` names a file that cannot be read.
+pub(crate) fn get() -> Result<Option<&'static Libdevice>, String> {
+    if disabled() {
+        return Ok(None);
+    }
+    static FOUND: OnceLock<Result<Option<Libdevice>, String>> = OnceLock::new();
+    match FOUND.get_or_init(discover) {
+        Ok(found) => Ok(found.as_ref()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+fn read(path: PathBuf) -> Result<Libdevice, String> {
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(Libdevice { path, bytes }),
+        Err(e) => Err(format!("cannot read libdevice at {}: {e}", path.display())),
+    }
+}
+
+fn discover() -> Result<Option<Libdevice>, String> {
+    if let Some(p) = std::env::var_os(ENV_PATH).filter(|p| !p.is_empty()) {
+        return read(PathBuf::from(p))
+            .map(Some)
+            .map_err(|e| format!("{e} (from {ENV_PATH})"));
+    }
+    Ok(candidates()
+        .into_iter()
+        .find(|p| p.is_file())
+        .and_then(|p| read(p).ok()))
+}
+
+const IN_CUDA: &str = "nvvm/libdevice/libdevice.10.bc";
+const IN_WHEEL: &str = "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc";
+
+/// Where libdevice may be, most specific first (the Python query runs only if nothing else
+/// is there).
+fn candidates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Some(h) = std::env::var_os(var).filter(|h| !h.is_empty()) {
+            out.push(Path::new(&h).join(IN_CUDA));
+        }
+    }
+    out.push(PathBuf::from("/usr/local/cuda").join(IN_CUDA));
+    out.push(PathBuf::from("/opt/cuda").join(IN_CUDA));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut site: Vec<PathBuf> = Vec::new();
+    for root in ["/usr/lib", "/usr/local/lib", "/usr/lib64"] {
+        site.extend(python_dirs(
+            Path::new(root),
+            &["site-packages", "dist-packages"],
+        ));
+    }
+    if let Some(h) = &home {
+        site.extend(python_dirs(&h.join(".local/lib"), &["site-packages"]));
+        for v in sorted_dir(&h.join(".pyenv/versions")) {
+            site.extend(python_dirs(&v.join("lib"), &["site-packages"]));
+        }
+    }
+    for opt in sorted_dir(Path::new("/opt")) {
+        for venv in [".venv", "venv"] {
+            site.extend(python_dirs(&opt.join(venv).join("lib"), &["site-packages"]));
+        }
+    }
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+        site.extend(python_dirs(&Path::new(&v).join("lib"), &["site-packages"]));
+    }
+    out.extend(site.into_iter().map(|s| s.join(IN_WHEEL)));
+    if !out.iter().any(|p| p.is_file()) {
+        out.extend(python_query());
+    }
+    out
+}
+
+/// The entries of `dir`, sorted (newest versions last is fine: any libdevice.10 works).
+fn sorted_dir(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `<lib>/python3*/<leaf>` for each leaf.
+fn python_dirs(lib: &Path, leaves: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in sorted_dir(lib) {
+        let is_py = d
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("python3"));
+        if is_py {
+            out.extend(leaves.iter().map(|l| d.join(l)));
+        }
+    }
+    out
+}
+
+/// Asks `python3` where the `nvidia` namespace package lives (last resort, once per process).
+fn python_query() -> Option<PathBuf> {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cuda_nvcc', 'nvvm', 'libdevice', 'libdevice.10.bc'))",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && !p.as_os_str().is_empty()).then_some(p)
+}
+
+/// Links the libdevice functions in `wanted` that `module` does not define yet, with whatever
+/// they call, as internal functions; sets `nvvm-reflect-ftz` (1 with fastmath).
+pub(crate) fn link<'c>(
+    ctx: &'c Context,
+    module: &Module<'c>,
+    wanted: &HashSet<String>,
+    opts: &PtxOptions,
+) -> Result<(), String> {
+    let missing: HashSet<&str> = wanted
+        .iter()
+        .map(String::as_str)
+        .filter(|n| {
+            module
+                .get_function(n)
+                .map_or(true, |f| f.as_global_value().is_declaration())
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let lib = get()?.ok_or_else(|| "libdevice is not available".to_string())?;
+    let buf = MemoryBuffer::create_from_memory_range(&lib.bytes, "libdevice");
+    let ld = Module::parse_bitcode_from_buffer(&buf, ctx)
+        .map_err(|e| format!("cannot parse libdevice {}: {e}", lib.path.display()))?;
+    drop(buf);
+    ld.set_triple(&module.get_triple());
+    ld.set_data_layout(&module.get_data_layout());
+    // Keep only what the module needs: everything else internal, then global DCE.
+    for f in ld.get_functions() {
+        let name = f.get_name().to_str().unwrap_or("");
+        if !f.as_global_value().is_declaration() && !missing.contains(name) {
+            f.set_linkage(Linkage::Internal);
+        }
+    }
+    for g in ld.get_globals() {
+        if !g.is_declaration() {
+            g.set_linkage(Linkage::Internal);
+        }
+    }
+    for name in &missing {
+        if ld.get_function(name).is_none() {
+            return Err(format!("libdevice {} has no `{name}`", lib.path.display()));
+        }
+    }
+    let tm = target_machine(opts)?;
+    ld.run_passes("globaldce", &tm, PassBuilderOptions::create())
+        .map_err(|e| format!("pruning libdevice: {e}"))?;
+    if opts.fastmath {
+        // Same denormal mode as the kernel's functions, or LLVM refuses to inline them.
+        for f in ld.get_functions() {
+            if !f.as_global_value().is_declaration() {
+                f.add_attribute(
+                    AttributeLoc::Function,
+                    ctx.create_string_attribute(
+                        "denormal-fp-math-f32",
+                        "preserve-sign,preserve-sign",
+                    ),
+                );
+            }
+        }
+    }
+    module
+        .link_in_module(ld)
+        .map_err(|e| format!("linking libdevice: {e}"))?;
+    for name in &missing {
+        if let Some(f) = module.get_function(name) {
+            f.set_linkage(Linkage::Internal);
+        }
+    }
+    if module.get_flag("nvvm-reflect-ftz").is_none() {
+        module.add_basic_value_flag(
+            "nvvm-reflect-ftz",
+            FlagBehavior::Override,
+            ctx.i32_type().const_int(opts.fastmath as u64, false),
+        );
+    }
+    Ok(())
+}
+
+/// A target machine for running the pruning pass on the libdevice module.
+fn target_machine(opts: &PtxOptions) -> Result<TargetMachine, String> {
+    let triple = TargetTriple::create("nvptx64-nvidia-cuda");
+    let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
+    let (m, n) = opts.sm();
+    target
+        .create_target_machine(
+            &triple,
+            &format!("sm_{m}{n}"),
+            "",
+            OptimizationLevel::None,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| "LLVM could not create an NVPTX target machine".to_string())
+}

@@ -1,0 +1,420 @@
+//! Math functions on `Expr<f32>` and `Expr<f64>` (Rust's std names).
+//!
+//! Each function lowers in one of three ways (docs/MATH.md has the details and accuracies):
+//! - an LLVM intrinsic or a plain instruction (sqrt, abs, floor, ceil, trunc, round, mul_add,
+//!   copysign, is_nan, is_infinite);
+//! - NVIDIA's libdevice (`__nv_expf`, ...) when it is installed (`CUDAJIT_LIBDEVICE`,
+//!   `$CUDA_HOME`, `/usr/local/cuda`, or the `nvidia-cuda-nvcc-cu12` wheel), linked into each
+//!   module that uses it;
+//! - cudajit's own implementations otherwise, or when `CUDAJIT_NO_LIBDEVICE=1`.
+//!
+//! With fastmath (f32 only, as CUDA's `--use_fast_math`) sqrt, rsqrt, exp, exp2, ln, log2,
+//! log10, powf, sin, cos and tan use the hardware approximations (`ex2.approx`, `lg2.approx`,
+//! `sin.approx`, `cos.approx`, `sqrt.approx`, `rsqrt.approx`); the others flush denormals.
+
+use std::collections::HashSet;
+
+use inkwell::values::BasicValueEnum;
+use inkwell::FloatPredicate;
+
+use super::expr::Expr;
+use super::ir::{FunctionIr, Op, ValueId};
+use super::lower::{reg_type, Lowerer};
+use super::scalar::{Float, Scalar, ScalarTy};
+use crate::error::{Error, Result};
+
+pub(crate) mod alg;
+mod emit;
+mod libdevice;
+
+/// A math function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum MathFn {
+    Sqrt,
+    Rsqrt,
+    Cbrt,
+    Exp,
+    Exp2,
+    ExpM1,
+    Ln,
+    Log2,
+    Log10,
+    Ln1p,
+    Pow,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Erf,
+    Abs,
+    Floor,
+    Ceil,
+    Trunc,
+    Round,
+    Fma,
+    Copysign,
+    IsNan,
+    IsInfinite,
+}
+
+impl MathFn {
+    /// The method's name (as in Rust's std).
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            MathFn::Sqrt => "sqrt",
+            MathFn::Rsqrt => "rsqrt",
+            MathFn::Cbrt => "cbrt",
+            MathFn::Exp => "exp",
+            MathFn::Exp2 => "exp2",
+            MathFn::ExpM1 => "exp_m1",
+            MathFn::Ln => "ln",
+            MathFn::Log2 => "log2",
+            MathFn::Log10 => "log10",
+            MathFn::Ln1p => "ln_1p",
+            MathFn::Pow => "powf",
+            MathFn::Sin => "sin",
+            MathFn::Cos => "cos",
+            MathFn::Tan => "tan",
+            MathFn::Asin => "asin",
+            MathFn::Acos => "acos",
+            MathFn::Atan => "atan",
+            MathFn::Atan2 => "atan2",
+            MathFn::Sinh => "sinh",
+            MathFn::Cosh => "cosh",
+            MathFn::Tanh => "tanh",
+            MathFn::Erf => "erf",
+            MathFn::Abs => "abs",
+            MathFn::Floor => "floor",
+            MathFn::Ceil => "ceil",
+            MathFn::Trunc => "trunc",
+            MathFn::Round => "round",
+            MathFn::Fma => "mul_add",
+            MathFn::Copysign => "copysign",
+            MathFn::IsNan => "is_nan",
+            MathFn::IsInfinite => "is_infinite",
+        }
+    }
+}
+
+pub(crate) fn record_math<T: Scalar>(f: MathFn, args: &[Expr<T>]) -> Expr<T> {
+    let ids = args.iter().map(|a| ValueId(a.id)).collect();
+    let raws: Vec<(u32, u32)> = args.iter().map(|a| a.raw()).collect();
+    Expr::record(Op::Math(f, ids), &raws, false)
+}
+
+fn record_test<T: Scalar>(f: MathFn, x: Expr<T>) -> Expr<bool> {
+    Expr::record(Op::Math(f, vec![ValueId(x.id)]), &[x.raw()], false)
+}
+
+/// Math on `f32` and `f64` expressions, with Rust's std names. Accuracy per function and
+/// implementation (libdevice, cudajit's own, fastmath) is in docs/MATH.md.
+impl<T: Float> Expr<T> {
+    /// Square root (correctly rounded; approximate with fastmath).
+    pub fn sqrt(self) -> Expr<T> {
+        record_math(MathFn::Sqrt, &[self])
+    }
+    /// `1 / sqrt(self)`.
+    pub fn rsqrt(self) -> Expr<T> {
+        record_math(MathFn::Rsqrt, &[self])
+    }
+    /// Cube root.
+    pub fn cbrt(self) -> Expr<T> {
+        record_math(MathFn::Cbrt, &[self])
+    }
+    /// `e^self`.
+    pub fn exp(self) -> Expr<T> {
+        record_math(MathFn::Exp, &[self])
+    }
+    /// `2^self`.
+    pub fn exp2(self) -> Expr<T> {
+        record_math(MathFn::Exp2, &[self])
+    }
+    /// `e^self - 1`, accurate near zero.
+    pub fn exp_m1(self) -> Expr<T> {
+        record_math(MathFn::ExpM1, &[self])
+    }
+    /// Natural logarithm.
+    pub fn ln(self) -> Expr<T> {
+        record_math(MathFn::Ln, &[self])
+    }
+    /// Base-2 logarithm.
+    pub fn log2(self) -> Expr<T> {
+        record_math(MathFn::Log2, &[self])
+    }
+    /// Base-10 logarithm.
+    pub fn log10(self) -> Expr<T> {
+        record_math(MathFn::Log10, &[self])
+    }
+    /// `ln(1 + self)`, accurate near zero.
+    pub fn ln_1p(self) -> Expr<T> {
+        record_math(MathFn::Ln1p, &[self])
+    }
+    /// `self^n` (C's `pow`, with its special cases).
+    pub fn powf(self, n: impl Into<Expr<T>>) -> Expr<T> {
+        record_math(MathFn::Pow, &[self, n.into()])
+    }
+    /// Sine (radians).
+    pub fn sin(self) -> Expr<T> {
+        record_math(MathFn::Sin, &[self])
+    }
+    /// Cosine (radians).
+    pub fn cos(self) -> Expr<T> {
+        record_math(MathFn::Cos, &[self])
+    }
+    /// Tangent (radians).
+    pub fn tan(self) -> Expr<T> {
+        record_math(MathFn::Tan, &[self])
+    }
+    /// Arcsine, in [-pi/2, pi/2]; NaN outside [-1, 1].
+    pub fn asin(self) -> Expr<T> {
+        record_math(MathFn::Asin, &[self])
+    }
+    /// Arccosine, in [0, pi]; NaN outside [-1, 1].
+    pub fn acos(self) -> Expr<T> {
+        record_math(MathFn::Acos, &[self])
+    }
+    /// Arctangent, in [-pi/2, pi/2].
+    pub fn atan(self) -> Expr<T> {
+        record_math(MathFn::Atan, &[self])
+    }
+    /// Four-quadrant arctangent of `self / other` (`self` is y), in [-pi, pi].
+    pub fn atan2(self, other: impl Into<Expr<T>>) -> Expr<T> {
+        record_math(MathFn::Atan2, &[self, other.into()])
+    }
+    /// Hyperbolic sine.
+    pub fn sinh(self) -> Expr<T> {
+        record_math(MathFn::Sinh, &[self])
+    }
+    /// Hyperbolic cosine.
+    pub fn cosh(self) -> Expr<T> {
+        record_math(MathFn::Cosh, &[self])
+    }
+    /// Hyperbolic tangent.
+    pub fn tanh(self) -> Expr<T> {
+        record_math(MathFn::Tanh, &[self])
+    }
+    /// The error function.
+    pub fn erf(self) -> Expr<T> {
+        record_math(MathFn::Erf, &[self])
+    }
+    /// Absolute value.
+    pub fn abs(self) -> Expr<T> {
+        record_math(MathFn::Abs, &[self])
+    }
+    /// Largest integer not above.
+    pub fn floor(self) -> Expr<T> {
+        record_math(MathFn::Floor, &[self])
+    }
+    /// Smallest integer not below.
+    pub fn ceil(self) -> Expr<T> {
+        record_math(MathFn::Ceil, &[self])
+    }
+    /// Rounds toward zero.
+    pub fn trunc(self) -> Expr<T> {
+        record_math(MathFn::Trunc, &[self])
+    }
+    /// Rounds half away from zero (as Rust's `round`).
+    pub fn round(self) -> Expr<T> {
+        record_math(MathFn::Round, &[self])
+    }
+    /// `self * a + b` with one rounding.
+    pub fn mul_add(self, a: impl Into<Expr<T>>, b: impl Into<Expr<T>>) -> Expr<T> {
+        record_math(MathFn::Fma, &[self, a.into(), b.into()])
+    }
+    /// `self`'s magnitude with `sign`'s sign.
+    pub fn copysign(self, sign: impl Into<Expr<T>>) -> Expr<T> {
+        record_math(MathFn::Copysign, &[self, sign.into()])
+    }
+    /// Whether `self` is NaN (exact, also with fastmath).
+    pub fn is_nan(self) -> Expr<bool> {
+        record_test(MathFn::IsNan, self)
+    }
+    /// Whether `self` is positive or negative infinity (exact, also with fastmath).
+    pub fn is_infinite(self) -> Expr<bool> {
+        record_test(MathFn::IsInfinite, self)
+    }
+}
+
+/// The libdevice function for `f`, if it is one (`fast`: f32 with fastmath).
+fn libdevice_name(f: MathFn, f64: bool, fast: bool) -> Option<&'static str> {
+    use MathFn::*;
+    let (single, double, fast_single) = match f {
+        Rsqrt => ("__nv_rsqrtf", "__nv_rsqrt", None),
+        Cbrt => ("__nv_cbrtf", "__nv_cbrt", None),
+        Exp => ("__nv_expf", "__nv_exp", Some("__nv_fast_expf")),
+        Exp2 => ("__nv_exp2f", "__nv_exp2", None),
+        ExpM1 => ("__nv_expm1f", "__nv_expm1", None),
+        Ln => ("__nv_logf", "__nv_log", Some("__nv_fast_logf")),
+        Log2 => ("__nv_log2f", "__nv_log2", Some("__nv_fast_log2f")),
+        Log10 => ("__nv_log10f", "__nv_log10", Some("__nv_fast_log10f")),
+        Ln1p => ("__nv_log1pf", "__nv_log1p", None),
+        Pow => ("__nv_powf", "__nv_pow", Some("__nv_fast_powf")),
+        Sin => ("__nv_sinf", "__nv_sin", Some("__nv_fast_sinf")),
+        Cos => ("__nv_cosf", "__nv_cos", Some("__nv_fast_cosf")),
+        Tan => ("__nv_tanf", "__nv_tan", Some("__nv_fast_tanf")),
+        Asin => ("__nv_asinf", "__nv_asin", None),
+        Acos => ("__nv_acosf", "__nv_acos", None),
+        Atan => ("__nv_atanf", "__nv_atan", None),
+        Atan2 => ("__nv_atan2f", "__nv_atan2", None),
+        Sinh => ("__nv_sinhf", "__nv_sinh", None),
+        Cosh => ("__nv_coshf", "__nv_cosh", None),
+        Tanh => ("__nv_tanhf", "__nv_tanh", None),
+        Erf => ("__nv_erff", "__nv_erf", None),
+        Sqrt | Abs | Floor | Ceil | Trunc | Round | Fma | Copysign | IsNan | IsInfinite => {
+            return None
+        }
+    };
+    if f64 {
+        Some(double)
+    } else if fast {
+        // rsqrt and exp2 use the hardware approximations directly (see `lower_math`).
+        fast_single.or(Some(single))
+    } else {
+        Some(single)
+    }
+}
+
+/// The libdevice functions `f` and the device functions it calls use.
+fn libdevice_names(f: &FunctionIr, fastmath: bool, out: &mut HashSet<String>) {
+    for v in &f.values {
+        if let Op::Math(mf, args) = &v.op {
+            let f64 = args
+                .first()
+                .and_then(|a| f.values.get(a.0 as usize))
+                .is_some_and(|d| d.ty == ScalarTy::F64);
+            if let Some(n) = libdevice_name(*mf, f64, fastmath && !f64) {
+                out.insert(n.to_string());
+            }
+        }
+    }
+    for c in &f.callees {
+        libdevice_names(c, fastmath, out);
+    }
+}
+
+fn kernel_err(lw: &Lowerer<'_, '_>, message: String) -> Error {
+    Error::Kernel {
+        kernel: lw.f.name.clone(),
+        message,
+    }
+}
+
+/// Calls an LLVM or NVVM intrinsic that returns a value.
+pub(crate) fn intrinsic<'c>(
+    lw: &Lowerer<'c, '_>,
+    name: &str,
+    ret: ScalarTy,
+    args: &[BasicValueEnum<'c>],
+) -> Result<BasicValueEnum<'c>> {
+    lw.call(name, Some(reg_type(lw.ctx, ret)), args)?
+        .ok_or_else(|| kernel_err(lw, format!("internal: `{name}` returned nothing")))
+}
+
+/// Lowers a math function call. `ty` is the result's type.
+pub(crate) fn lower_math<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    f: MathFn,
+    args: &[ValueId],
+    ty: ScalarTy,
+) -> Result<BasicValueEnum<'c>> {
+    let vals = args.iter().map(|a| lw.v(*a)).collect::<Result<Vec<_>>>()?;
+    let arg_ty = args.first().map_or(ty, |a| lw.ty(*a));
+    let f64 = arg_ty == ScalarTy::F64;
+    let sfx = if f64 { "f64" } else { "f32" };
+    let fast = lw.opts.fastmath && !f64;
+    let plain = match f {
+        MathFn::Sqrt if fast => return intrinsic(lw, "llvm.nvvm.sqrt.approx.ftz.f", ty, &vals),
+        MathFn::Rsqrt if fast => return intrinsic(lw, "llvm.nvvm.rsqrt.approx.ftz.f", ty, &vals),
+        MathFn::Exp2 if fast => return intrinsic(lw, "llvm.nvvm.ex2.approx.ftz.f", ty, &vals),
+        MathFn::Sqrt => Some("sqrt"),
+        MathFn::Abs => Some("fabs"),
+        MathFn::Floor => Some("floor"),
+        MathFn::Ceil => Some("ceil"),
+        MathFn::Trunc => Some("trunc"),
+        MathFn::Round => Some("round"),
+        MathFn::Fma => Some("fma"),
+        MathFn::Copysign => Some("copysign"),
+        MathFn::IsNan | MathFn::IsInfinite => {
+            // No fast-math flags: `nnan`/`ninf` would fold these tests away.
+            let x = vals[0].into_float_value();
+            let (pred, other) = if f == MathFn::IsNan {
+                (FloatPredicate::UNO, x)
+            } else {
+                let inf = x.get_type().const_float(f64::INFINITY);
+                let a = intrinsic(lw, &format!("llvm.fabs.{sfx}"), arg_ty, &vals)?;
+                return lw
+                    .b
+                    .build_float_compare(FloatPredicate::OEQ, a.into_float_value(), inf, "")
+                    .map(Into::into)
+                    .map_err(|e| kernel_err(lw, format!("internal: {e}")));
+            };
+            return lw
+                .b
+                .build_float_compare(pred, x, other, "")
+                .map(Into::into)
+                .map_err(|e| kernel_err(lw, format!("internal: {e}")));
+        }
+        _ => None,
+    };
+    if let Some(name) = plain {
+        let v = intrinsic(lw, &format!("llvm.{name}.{sfx}"), ty, &vals)?;
+        return Ok(lw.fast(v));
+    }
+    if let Some(name) = libdevice_name(f, f64, fast) {
+        match libdevice::get() {
+            Err(e) => return Err(kernel_err(lw, e)),
+            Ok(Some(_)) => {
+                let defined = lw
+                    .module
+                    .get_function(name)
+                    .is_some_and(|g| !g.as_global_value().is_declaration());
+                if !defined {
+                    let mut wanted = HashSet::new();
+                    libdevice_names(lw.f, lw.opts.fastmath, &mut wanted);
+                    wanted.insert(name.to_string());
+                    libdevice::link(lw.ctx, lw.module, &wanted, lw.opts)
+                        .map_err(|e| kernel_err(lw, e))?;
+                }
+                return intrinsic(lw, name, ty, &vals);
+            }
+            Ok(None) => {}
+        }
+    }
+    emit::own(lw, f, f64, fast, &vals)
+}
+
+/// Called once per module after lowering and before optimisation. Math functions link what
+/// they need while they are lowered, so this only links libdevice functions that something
+/// else declared.
+pub(crate) fn prepare_module<'c>(
+    ctx: &'c inkwell::context::Context,
+    module: &inkwell::module::Module<'c>,
+    opts: &super::options::PtxOptions,
+) -> std::result::Result<(), String> {
+    let wanted: HashSet<String> = module
+        .get_functions()
+        .filter(|f| f.as_global_value().is_declaration())
+        .filter_map(|f| f.get_name().to_str().ok().map(str::to_string))
+        .filter(|n| n.starts_with("__nv_"))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    libdevice::link(ctx, module, &wanted, opts)
+}
+
+/// What decides how math functions compile on this machine, for the compile cache's key: the
+/// libdevice file used (path and size), or `own` for cudajit's implementations.
+pub(crate) fn cache_key() -> String {
+    match libdevice::get() {
+        Ok(Some(l)) => format!("libdevice:{}:{}", l.path.display(), l.bytes.len()),
+        Ok(None) => format!("own:{}", env!("CARGO_PKG_VERSION")),
+        Err(e) => format!("error:{e}"),
+    }
+}
