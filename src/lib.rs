@@ -40,6 +40,7 @@ pub mod error;
 pub mod event;
 pub mod memory;
 pub mod module;
+pub mod ops;
 pub mod profiler;
 pub mod stream;
 

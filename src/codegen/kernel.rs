@@ -211,11 +211,23 @@ impl<P: KernelParams> Kernel<P> {
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
+        self.launch_with(stream, config, |buf| args.push_all(buf))
+    }
+
+    /// Launches with arguments pushed by `push` (for kernels whose parameters were declared by
+    /// hand inside the build closure, e.g. by the elementwise generator).
+    #[inline]
+    pub(crate) fn launch_with(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        push: impl FnOnce(&mut ArgBuffer<'_>) -> Result<()>,
+    ) -> Result<()> {
         let ctx = stream.context();
         let f = self.loaded_function(ctx)?;
         config.validate(f)?;
         let mut buf = ArgBuffer::new(ctx, &self.inner.align);
-        args.push_all(&mut buf)?;
+        push(&mut buf)?;
         ctx.bind()?;
         let (g, b) = (config.grid, config.block);
         buf.with_params(|params| {

@@ -237,6 +237,9 @@ fn lower_function<'c>(
             AttributeLoc::Function,
             attr(if f.inline { "alwaysinline" } else { "noinline" }),
         );
+        // As clang marks CUDA device functions: calls must not be moved across control flow
+        // (they may hold barriers, shuffles or votes).
+        func.add_attribute(AttributeLoc::Function, attr("convergent"));
     }
     if opts.fastmath {
         // f32 flushes denormals to zero (`.ftz`), as CUDA's `--use_fast_math`; f64 is untouched.

@@ -43,4 +43,5 @@ pub use expr::{select, Expr, Var};
 pub use kernel::Kernel;
 pub use options::{default_cc, PtxOptions};
 pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
+pub(crate) use signature::declare_scalar_param;
 pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, LaunchArgs};

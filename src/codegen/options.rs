@@ -78,18 +78,17 @@ impl PtxOptions {
         }
     }
 
-    /// The PTX ISA version (major, minor) used for the target: the lowest that supports it.
+    /// The PTX ISA version (major, minor) used for the target: the lowest that supports it and
+    /// the warp-synchronous instructions (6.0 at least).
     pub fn ptx_isa(&self) -> (u32, u32) {
         match self.sm() {
             (9, _) | (8, 9) => (7, 8),
             (8, 7) => (7, 4),
             (8, 6) => (7, 1),
             (8, _) => (7, 0),
-            (7, 5) => (6, 3),
-            (7, 2) => (6, 1),
-            (7, _) => (6, 0),
-            (6, _) => (5, 0),
-            _ => (4, 0),
+            // 6.3 (CUDA 10): the `.sync` warp instructions and `activemask` exist from 6.0/6.2.
+            (7, _) => (6, 3),
+            _ => (6, 0),
         }
     }
 

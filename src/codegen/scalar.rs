@@ -39,7 +39,7 @@ impl ScalarTy {
         )
     }
     /// Size in memory, bytes.
-    pub fn size(self) -> usize {
+    pub const fn size(self) -> usize {
         match self {
             ScalarTy::Bool => 1,
             ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 4,

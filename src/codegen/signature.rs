@@ -42,7 +42,7 @@ impl<'c> ArgBuffer<'c> {
         }
     }
 
-    fn push_scalar(&mut self, v: u64) -> Result<()> {
+    pub(crate) fn push_scalar(&mut self, v: u64) -> Result<()> {
         self.param += 1;
         self.push(v)
     }
@@ -58,7 +58,7 @@ impl<'c> ArgBuffer<'c> {
         Ok(())
     }
 
-    fn push_array<T, X: DeviceSlice<T> + ?Sized>(&mut self, a: &X) -> Result<()>
+    pub(crate) fn push_array<T, X: DeviceSlice<T> + ?Sized>(&mut self, a: &X) -> Result<()>
     where
         T: crate::memory::DeviceCopy,
     {
@@ -79,6 +79,22 @@ impl<'c> ArgBuffer<'c> {
             self.push(d as u64)?;
         }
         Ok(())
+    }
+
+    /// Pushes an array as a flat 1-D parameter (its address and element count), checking its
+    /// context and the kernel's alignment need for this parameter.
+    pub(crate) fn push_flat(&mut self, ctx: &Context, ptr: u64, len: usize) -> Result<()> {
+        self.ctx.check_same(ctx, "a kernel's array argument")?;
+        let align = self.align.get(self.param).copied().unwrap_or(0) as u64;
+        if align > 1 && ptr % align != 0 {
+            return Err(Error::usage(format!(
+                "kernel argument {}: array at {ptr:#x} is not {align}-byte aligned",
+                self.param
+            )));
+        }
+        self.param += 1;
+        self.push(ptr)?;
+        self.push(len as u64)
     }
 
     /// Calls `f` with one pointer per slot, as `cuLaunchKernel` takes them.
@@ -259,3 +275,10 @@ tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, 
 tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9);
 tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10);
 tuples!(P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10, P11 A11 11);
+
+/// Declares a scalar parameter of type `T` in the function being built (for kernels whose
+/// parameter lists are made at run time, e.g. by the elementwise generator).
+pub(crate) fn declare_scalar_param<T: Scalar>() -> Expr<T> {
+    let (_, i) = declare_param(Param::Scalar(T::TY));
+    Expr::record(Op::Param(i), &[], false)
+}

@@ -63,7 +63,7 @@ impl<T: DeviceCopy, D: Dimension> DeviceSliceMut<T> for DeviceArray<T, D> {}
 
 impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
     /// Allocates uninitialised memory for `dim`.
-    fn alloc_raw(ctx: &Context, dim: D) -> Result<Self> {
+    pub(crate) fn alloc_raw(ctx: &Context, dim: D) -> Result<Self> {
         let bytes = dim
             .size_checked()
             .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))

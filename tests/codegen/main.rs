@@ -6,4 +6,5 @@ mod basics;
 mod cache;
 mod common;
 mod math;
+mod ops;
 mod warp;

@@ -498,7 +498,7 @@ fn grid_geometry_in_3d() {
         out.set(idx * 2u64, idx);
         out.set(
             idx * 2u64 + 1u64,
-            (k.lane_id() + k.warp_size() * 0u32).cast::<u64>(),
+            k.lane_id().min(k.warp_size() - 1u32).cast::<u64>(),
         );
     })
     .unwrap();

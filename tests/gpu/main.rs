@@ -11,6 +11,7 @@ mod kernels;
 mod math;
 mod memory;
 mod modules;
+mod ops;
 mod pinned;
 mod profiler;
 mod streams;

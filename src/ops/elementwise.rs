@@ -1,0 +1,617 @@
+//! `Elementwise`: one fused pass over any number of array and scalar inputs, writing one or
+//! more outputs, with NumPy broadcasting.
+//!
+//! Contiguous inputs of the output's shape take the fast path: 16-byte vector loads and stores
+//! (8 bytes when f32 and f64 mix) with a scalar tail, when every array is aligned for them.
+//! Anything else (broadcast inputs) takes a strided path. Kernels are built on first use of
+//! each path and cached in the `Elementwise`.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use ndarray::IxDyn;
+
+use super::broadcast::{broadcast_shapes, broadcast_strides};
+use crate::codegen::{
+    DArray, Expr, Kernel, KernelBuilder, KernelParam, PtxOptions, ReadOnly, ReadWrite,
+    Scalar as ScalarType,
+};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
+use crate::module::LaunchConfig;
+use crate::stream::Stream;
+
+/// An array input: the closure sees one element of it at a time.
+pub struct Elem<T>(PhantomData<fn() -> T>);
+/// A scalar input: the same value for every element.
+pub struct Scalar<T>(PhantomData<fn() -> T>);
+
+/// One input of an elementwise kernel: [`Elem<T>`] or [`Scalar<T>`].
+pub trait EwInput: 'static {
+    /// What the closure receives for it.
+    type Expr: Copy;
+    /// What the kernel holds for it.
+    type Handle: Copy;
+    /// The element size of an array input; `None` for a scalar.
+    const ELEM_SIZE: Option<usize>;
+    /// Declares the kernel parameter.
+    fn declare() -> Self::Handle;
+    /// The values of `W` consecutive elements starting at `v * W`.
+    fn lanes<const W: usize>(h: &Self::Handle, v: Expr<i64>) -> [Self::Expr; W];
+    /// The value at element offset `off` (scalars ignore it).
+    fn at_offset(h: &Self::Handle, off: Option<Expr<i64>>) -> Self::Expr;
+}
+
+impl<T: ScalarType> EwInput for Elem<T> {
+    type Expr = Expr<T>;
+    type Handle = DArray<T, 1, ReadOnly>;
+    const ELEM_SIZE: Option<usize> = Some(T::TY.size());
+    fn declare() -> Self::Handle {
+        <&[T] as KernelParam>::declare()
+    }
+    fn lanes<const W: usize>(h: &Self::Handle, v: Expr<i64>) -> [Expr<T>; W] {
+        if W == 1 {
+            std::array::from_fn(|_| h.at(v))
+        } else {
+            h.load_vec::<W>(v)
+        }
+    }
+    fn at_offset(h: &Self::Handle, off: Option<Expr<i64>>) -> Expr<T> {
+        h.at(off.unwrap_or_else(|| Expr::lit(0i64)))
+    }
+}
+
+impl<T: ScalarType> EwInput for Scalar<T> {
+    type Expr = Expr<T>;
+    type Handle = Expr<T>;
+    const ELEM_SIZE: Option<usize> = None;
+    fn declare() -> Expr<T> {
+        declare_scalar::<T>()
+    }
+    fn lanes<const W: usize>(h: &Expr<T>, _v: Expr<i64>) -> [Expr<T>; W] {
+        [*h; W]
+    }
+    fn at_offset(h: &Expr<T>, _off: Option<Expr<i64>>) -> Expr<T> {
+        *h
+    }
+}
+
+fn declare_scalar<T: ScalarType>() -> Expr<T> {
+    // Every scalar type is a KernelParam whose handle is Expr<T>; go through the IR directly.
+    crate::codegen::declare_scalar_param::<T>()
+}
+
+/// The inputs of an elementwise kernel: a tuple of [`EwInput`]s.
+pub trait EwInputs: 'static {
+    /// The tuple the closure receives.
+    type Exprs: Copy;
+    /// The tuple of kernel handles.
+    type Handles: Copy;
+    /// Each input's element size (`None` for scalars).
+    fn elem_sizes() -> Vec<Option<usize>>;
+    /// Declares every input parameter, in order.
+    fn declare() -> Self::Handles;
+    /// `W` lanes of every input.
+    fn lanes<const W: usize>(h: &Self::Handles, v: Expr<i64>) -> [Self::Exprs; W];
+    /// Every input at its own element offset (`offs` has one entry per array input).
+    fn at_offsets(h: &Self::Handles, offs: &[Expr<i64>]) -> Self::Exprs;
+}
+
+/// The outputs of an elementwise kernel: `Expr<T>` or a tuple of them (what the closure returns).
+pub trait EwOutputs: Copy + 'static {
+    /// The tuple of kernel handles.
+    type Handles: Copy;
+    /// The arrays [`Elementwise::call`] returns.
+    type Owned;
+    /// Each output's element size.
+    fn elem_sizes() -> Vec<usize>;
+    /// Declares every output parameter, in order.
+    fn declare() -> Self::Handles;
+    /// Stores `W` lanes at `v * W`.
+    fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]);
+    /// Stores one element at `idx`.
+    fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self);
+    /// Allocates outputs of `shape`.
+    fn alloc(ctx: &Context, shape: &[usize]) -> Result<Self::Owned>;
+    /// The outputs as launch arguments.
+    fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>>;
+}
+
+fn store_lanes<T: ScalarType, const W: usize>(
+    h: &DArray<T, 1, ReadWrite>,
+    v: Expr<i64>,
+    vals: [Expr<T>; W],
+) {
+    if W == 1 {
+        h.set(v, vals[0]);
+    } else {
+        h.store_vec::<W>(v, vals);
+    }
+}
+
+impl<T: ScalarType> EwOutputs for Expr<T> {
+    type Handles = DArray<T, 1, ReadWrite>;
+    type Owned = DeviceArray<T, IxDyn>;
+    fn elem_sizes() -> Vec<usize> {
+        vec![T::TY.size()]
+    }
+    fn declare() -> Self::Handles {
+        <&mut [T] as KernelParam>::declare()
+    }
+    fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]) {
+        store_lanes(h, v, vals)
+    }
+    fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
+        h.set(idx, vals)
+    }
+    fn alloc(ctx: &Context, shape: &[usize]) -> Result<Self::Owned> {
+        DeviceArray::alloc_raw(ctx, IxDyn(shape))
+    }
+    fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>> {
+        vec![ArgInfo::array(&*owned)]
+    }
+}
+
+macro_rules! output_tuples {
+    ($($t:ident $i:tt),*) => {
+        impl<$($t: ScalarType),*> EwOutputs for ($(Expr<$t>,)*) {
+            type Handles = ($(DArray<$t, 1, ReadWrite>,)*);
+            type Owned = ($(DeviceArray<$t, IxDyn>,)*);
+            fn elem_sizes() -> Vec<usize> {
+                vec![$($t::TY.size()),*]
+            }
+            fn declare() -> Self::Handles {
+                ($(<&mut [$t] as KernelParam>::declare(),)*)
+            }
+            fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]) {
+                $(store_lanes(&h.$i, v, std::array::from_fn::<_, W, _>(|l| vals[l].$i));)*
+            }
+            fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
+                $(h.$i.set(idx, vals.$i);)*
+            }
+            fn alloc(ctx: &Context, shape: &[usize]) -> Result<Self::Owned> {
+                Ok(($(DeviceArray::<$t, IxDyn>::alloc_raw(ctx, IxDyn(shape))?,)*))
+            }
+            fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>> {
+                vec![$(ArgInfo::array(&owned.$i)),*]
+            }
+        }
+    };
+}
+output_tuples!(A 0, B 1);
+output_tuples!(A 0, B 1, C 2);
+output_tuples!(A 0, B 1, C 2, D 3);
+
+/// What a launch needs to know of one argument.
+#[derive(Clone, Copy)]
+pub struct ArgInfo<'a> {
+    shape: Option<&'a [usize]>,
+    ptr: u64,
+    bits: u64,
+    size: usize,
+    ctx: Option<&'a Context>,
+}
+
+impl<'a> ArgInfo<'a> {
+    fn array<T: ScalarType, X: DeviceSlice<T> + ?Sized>(a: &'a X) -> ArgInfo<'a> {
+        ArgInfo {
+            shape: Some(a.shape()),
+            ptr: a.device_ptr(),
+            bits: 0,
+            size: T::TY.size(),
+            ctx: Some(a.context()),
+        }
+    }
+    fn scalar<T: ScalarType>(v: T) -> ArgInfo<'a> {
+        ArgInfo {
+            shape: None,
+            ptr: 0,
+            bits: v.to_bits(),
+            size: T::TY.size(),
+            ctx: None,
+        }
+    }
+}
+
+/// A launch argument for input `I`: a device array (any shape) for [`Elem<T>`], a `T` for
+/// [`Scalar<T>`].
+pub trait EwArg<I: EwInput> {
+    /// The argument's launch information.
+    fn info(&self) -> ArgInfo<'_>;
+}
+
+impl<T: ScalarType, X: DeviceSlice<T> + ?Sized> EwArg<Elem<T>> for &X {
+    fn info(&self) -> ArgInfo<'_> {
+        ArgInfo::array(*self)
+    }
+}
+
+impl<T: ScalarType> EwArg<Scalar<T>> for T {
+    fn info(&self) -> ArgInfo<'_> {
+        ArgInfo::scalar(*self)
+    }
+}
+
+/// Launch arguments for the inputs `I` (a tuple matching it).
+pub trait EwArgs<I: EwInputs> {
+    /// Every argument's launch information, in order.
+    fn infos(&self) -> Vec<ArgInfo<'_>>;
+}
+
+/// A writable device array for output `O` (any shape).
+pub trait EwOutArg<O> {
+    /// The argument's launch information.
+    fn info(&self) -> ArgInfo<'_>;
+}
+
+impl<T: ScalarType, X: DeviceSliceMut<T> + ?Sized> EwOutArg<Expr<T>> for &mut X {
+    fn info(&self) -> ArgInfo<'_> {
+        ArgInfo::array(&**self)
+    }
+}
+
+/// Launch arguments for the outputs `O`.
+pub trait EwOutArgs<O: EwOutputs> {
+    /// Every output's launch information, in order.
+    fn infos(&self) -> Vec<ArgInfo<'_>>;
+}
+
+impl<T: ScalarType, X: DeviceSliceMut<T> + ?Sized> EwOutArgs<Expr<T>> for &mut X {
+    fn infos(&self) -> Vec<ArgInfo<'_>> {
+        vec![ArgInfo::array(&**self)]
+    }
+}
+
+macro_rules! input_tuples {
+    ($($t:ident $a:ident $i:tt),*) => {
+        impl<$($t: EwInput),*> EwInputs for ($($t,)*) {
+            type Exprs = ($($t::Expr,)*);
+            type Handles = ($($t::Handle,)*);
+            fn elem_sizes() -> Vec<Option<usize>> {
+                vec![$($t::ELEM_SIZE),*]
+            }
+            fn declare() -> Self::Handles {
+                ($($t::declare(),)*)
+            }
+            fn lanes<const W: usize>(h: &Self::Handles, v: Expr<i64>) -> [Self::Exprs; W] {
+                let l = ($($t::lanes::<W>(&h.$i, v),)*);
+                std::array::from_fn(|k| ($(l.$i[k],)*))
+            }
+            #[allow(unused_assignments)]
+            fn at_offsets(h: &Self::Handles, offs: &[Expr<i64>]) -> Self::Exprs {
+                let mut j = 0usize;
+                ($({
+                    let off = if $t::ELEM_SIZE.is_some() {
+                        j += 1;
+                        offs.get(j - 1).copied()
+                    } else {
+                        None
+                    };
+                    $t::at_offset(&h.$i, off)
+                },)*)
+            }
+        }
+        impl<$($t: EwInput,)* $($a: EwArg<$t>),*> EwArgs<($($t,)*)> for ($($a,)*) {
+            fn infos(&self) -> Vec<ArgInfo<'_>> {
+                vec![$(self.$i.info()),*]
+            }
+        }
+    };
+}
+input_tuples!(I0 A0 0);
+input_tuples!(I0 A0 0, I1 A1 1);
+input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2);
+input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3);
+input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4);
+input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5);
+input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5, I6 A6 6);
+input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5, I6 A6 6, I7 A7 7);
+
+macro_rules! out_arg_tuples {
+    ($($t:ident $a:ident $i:tt),*) => {
+        impl<$($t: ScalarType,)* $($a: EwOutArg<Expr<$t>>),*> EwOutArgs<($(Expr<$t>,)*)> for ($($a,)*) {
+            fn infos(&self) -> Vec<ArgInfo<'_>> {
+                vec![$(self.$i.info()),*]
+            }
+        }
+    };
+}
+out_arg_tuples!(O0 A0 0, O1 A1 1);
+out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2);
+out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2, O3 A3 3);
+
+/// Most dimensions of a broadcast launch.
+pub const MAX_RANK: usize = 8;
+/// Kernel variants: contiguous with 1-, 2- and 4-lane vectors, then strided of rank 1..=8.
+const VARIANTS: usize = 3 + MAX_RANK;
+/// Threads per block of elementwise launches.
+const BLOCK: u32 = 256;
+
+type Body<I, O> = dyn Fn(<I as EwInputs>::Exprs) -> O + Send + Sync;
+
+/// A fused elementwise kernel: `f` maps one element of each input (and the scalar inputs) to
+/// the outputs. `I` is a tuple of [`Elem<T>`] / [`Scalar<T>`]; the outputs are what `f` returns.
+///
+/// ```no_run
+/// use cudajit::ops::{Elem, Elementwise, Scalar};
+/// # fn main() -> cudajit::Result<()> {
+/// let axpy = Elementwise::<(Scalar<f32>, Elem<f32>, Elem<f32>), _>::new("axpy", |(a, x, y)| a * x + y)?;
+/// # Ok(()) }
+/// ```
+pub struct Elementwise<I: EwInputs, O: EwOutputs> {
+    name: String,
+    options: PtxOptions,
+    f: Arc<Body<I, O>>,
+    variants: [OnceLock<std::result::Result<Kernel<()>, Error>>; VARIANTS],
+}
+
+impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
+    /// Builds an elementwise operation named `name` (checked now: a misuse of the builder in `f`
+    /// is an error here).
+    pub fn new(name: &str, f: impl Fn(I::Exprs) -> O + Send + Sync + 'static) -> Result<Self> {
+        Self::with_options(name, PtxOptions::default(), f)
+    }
+
+    /// The same, with compile options (e.g. fastmath).
+    pub fn with_options(
+        name: &str,
+        options: PtxOptions,
+        f: impl Fn(I::Exprs) -> O + Send + Sync + 'static,
+    ) -> Result<Self> {
+        let ew = Elementwise {
+            name: name.to_string(),
+            options,
+            f: Arc::new(f),
+            variants: Default::default(),
+        };
+        ew.variant(0)?;
+        Ok(ew)
+    }
+
+    /// The kernel for variant `v` (built on first use).
+    fn variant(&self, v: usize) -> Result<&Kernel<()>> {
+        let slot = &self.variants[v];
+        if slot.get().is_none() {
+            let k = self.build_variant(v);
+            let _ = slot.set(k);
+        }
+        match slot.get() {
+            Some(Ok(k)) => Ok(k),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(Error::usage("internal: elementwise kernel missing")),
+        }
+    }
+
+    fn build_variant(&self, v: usize) -> Result<Kernel<()>> {
+        let f = self.f.clone();
+        let name = match v {
+            0 => format!("{}_contig", self.name),
+            1 | 2 => format!("{}_contig_v{}", self.name, 1 << v),
+            r => format!("{}_strided{}", self.name, r - 2),
+        };
+        Kernel::<()>::build_with(&name, self.options.clone(), move |k, ()| match v {
+            0 => contiguous::<I, O, 1>(k, &*f),
+            1 => contiguous::<I, O, 2>(k, &*f),
+            2 => contiguous::<I, O, 4>(k, &*f),
+            r => strided::<I, O>(k, &*f, r - 2),
+        })
+    }
+
+    /// The kernels' name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The PTX of the contiguous (scalar) variant, for inspection.
+    pub fn compile_ptx(&self, options: &PtxOptions) -> Result<String> {
+        self.variant(0)?.compile_ptx(options)
+    }
+
+    /// The PTX of every variant: contiguous with 1, 2 and 4 lanes, then strided of rank 1 to
+    /// `max_rank` (for tests and inspection).
+    pub fn variants_ptx(
+        &self,
+        options: &PtxOptions,
+        max_rank: usize,
+    ) -> Result<Vec<(String, String)>> {
+        let sizes = I::elem_sizes()
+            .into_iter()
+            .flatten()
+            .chain(O::elem_sizes())
+            .map(|s| (s, 0u64));
+        let widest = vector_width(sizes);
+        (0..3 + max_rank.min(MAX_RANK))
+            .filter(|&v| v >= 3 || (1usize << v) <= widest)
+            .map(|v| {
+                let k = self.variant(v)?;
+                Ok((k.name().to_string(), k.compile_ptx(options)?))
+            })
+            .collect()
+    }
+
+    /// Computes into existing output arrays (in place). Inputs broadcast to the outputs' shape,
+    /// which every output must have.
+    pub fn apply(
+        &self,
+        stream: &Stream,
+        inputs: impl EwArgs<I>,
+        outputs: impl EwOutArgs<O>,
+    ) -> Result<()> {
+        let ins = inputs.infos();
+        let outs = outputs.infos();
+        self.launch(stream, &ins, &outs)
+    }
+
+    /// Computes into new output arrays of the inputs' broadcast shape.
+    pub fn call(&self, stream: &Stream, inputs: impl EwArgs<I>) -> Result<O::Owned> {
+        let ins = inputs.infos();
+        let shape = self.broadcast(&ins, None)?;
+        let mut owned = O::alloc(stream.context(), &shape)?;
+        let outs = O::infos(&mut owned);
+        self.launch(stream, &ins, &outs)?;
+        drop(outs);
+        Ok(owned)
+    }
+
+    fn broadcast(&self, ins: &[ArgInfo<'_>], outs: Option<&[ArgInfo<'_>]>) -> Result<Vec<usize>> {
+        let shapes: Vec<&[usize]> = ins.iter().filter_map(|a| a.shape).collect();
+        match (shapes.is_empty(), outs.and_then(|o| o.first()).and_then(|o| o.shape)) {
+            (true, Some(out)) => Ok(out.to_vec()),
+            (true, None) => Err(Error::usage(format!(
+                "elementwise `{}`: no array input, so the output shape is unknown; use apply() with an output array",
+                self.name
+            ))),
+            (false, _) => broadcast_shapes(&shapes),
+        }
+    }
+
+    fn launch(&self, stream: &Stream, ins: &[ArgInfo<'_>], outs: &[ArgInfo<'_>]) -> Result<()> {
+        let ctx = stream.context();
+        for a in ins.iter().chain(outs) {
+            if let Some(c) = a.ctx {
+                ctx.check_same(c, "an elementwise argument")?;
+            }
+        }
+        let shape = self.broadcast(ins, Some(outs))?;
+        for o in outs {
+            let got = o.shape.unwrap_or(&[]);
+            if got != shape.as_slice() {
+                return Err(Error::Shape {
+                    op: "elementwise output (the inputs' broadcast shape)",
+                    expected: shape,
+                    actual: got.to_vec(),
+                });
+            }
+        }
+        let n: usize = shape.iter().product();
+        if n == 0 {
+            return Ok(());
+        }
+        let arrays = || ins.iter().chain(outs).filter(|a| a.shape.is_some());
+        let contiguous = ins
+            .iter()
+            .all(|a| a.shape.is_none_or(|s| s.iter().product::<usize>() == n));
+        if contiguous {
+            let w = vector_width(arrays().map(|a| (a.size, a.ptr)));
+            let variant = match w {
+                4 => 2,
+                2 => 1,
+                _ => 0,
+            };
+            let kernel = self.variant(variant)?;
+            let vectors = n / w;
+            let threads = if vectors > 0 { vectors } else { n };
+            let cfg = LaunchConfig::for_num_elems(threads, BLOCK)?;
+            kernel.launch_with(stream, cfg, |buf| {
+                for a in ins.iter().chain(outs) {
+                    match a.shape {
+                        Some(_) => buf.push_flat(ctx, a.ptr, n)?,
+                        None => buf.push_scalar(a.bits)?,
+                    }
+                }
+                buf.push_scalar(n as u64)
+            })
+        } else {
+            let rank = shape.len();
+            if rank == 0 || rank > MAX_RANK {
+                return Err(Error::usage(format!(
+                    "elementwise `{}`: broadcasting supports 1 to {MAX_RANK} dimensions, not {rank}",
+                    self.name
+                )));
+            }
+            let kernel = self.variant(2 + rank)?;
+            let cfg = LaunchConfig::for_num_elems(n, BLOCK)?;
+            kernel.launch_with(stream, cfg, |buf| {
+                for a in ins.iter().chain(outs) {
+                    match a.shape {
+                        Some(s) => buf.push_flat(ctx, a.ptr, s.iter().product())?,
+                        None => buf.push_scalar(a.bits)?,
+                    }
+                }
+                for &d in &shape {
+                    buf.push_scalar(d as u64)?;
+                }
+                for a in ins {
+                    if let Some(s) = a.shape {
+                        for st in broadcast_strides(s, &shape) {
+                            buf.push_scalar(st as u64)?;
+                        }
+                    }
+                }
+                Ok(())
+            })
+        }
+    }
+}
+
+/// The widest vector every array can be accessed with: 16 bytes (8 when element sizes mix),
+/// or 1 lane when a size is not 4 or 8 bytes or an address is not aligned for it.
+fn vector_width(arrays: impl Iterator<Item = (usize, u64)>) -> usize {
+    let arrays: Vec<(usize, u64)> = arrays.collect();
+    let max = arrays.iter().map(|a| a.0).max().unwrap_or(1);
+    if arrays.iter().any(|&(s, _)| s != 4 && s != 8) {
+        return 1;
+    }
+    let w = 16 / max;
+    if arrays.iter().all(|&(s, p)| p % (s * w) as u64 == 0) {
+        w
+    } else {
+        1
+    }
+}
+
+/// The contiguous variant: `W` lanes per thread with vector accesses, then a scalar tail.
+fn contiguous<I: EwInputs, O: EwOutputs, const W: usize>(k: &KernelBuilder, f: &Body<I, O>) {
+    let ins = I::declare();
+    let outs = O::declare();
+    let n = declare_scalar::<u64>();
+    let i = k.grid1();
+    if W == 1 {
+        k.if_(i.lt(n), |_| {
+            let idx: Expr<i64> = i.cast();
+            let [e] = I::lanes::<1>(&ins, idx);
+            O::store_at(&outs, idx, f(e));
+        });
+        return;
+    }
+    let nv = n / W as u64;
+    k.if_(i.lt(nv), |_| {
+        let v: Expr<i64> = i.cast();
+        let lanes = I::lanes::<W>(&ins, v);
+        O::store::<W>(&outs, v, lanes.map(f));
+    });
+    let t = nv * W as u64 + i;
+    k.if_(t.lt(n), |_| {
+        let idx: Expr<i64> = t.cast();
+        let [e] = I::lanes::<1>(&ins, idx);
+        O::store_at(&outs, idx, f(e));
+    });
+}
+
+/// The strided (broadcasting) variant for outputs of `rank` dimensions.
+fn strided<I: EwInputs, O: EwOutputs>(k: &KernelBuilder, f: &Body<I, O>, rank: usize) {
+    let ins = I::declare();
+    let outs = O::declare();
+    let shape: Vec<Expr<u64>> = (0..rank).map(|_| declare_scalar::<u64>()).collect();
+    let arrays = I::elem_sizes().iter().filter(|s| s.is_some()).count();
+    let strides: Vec<Vec<Expr<i64>>> = (0..arrays)
+        .map(|_| (0..rank).map(|_| declare_scalar::<i64>()).collect())
+        .collect();
+    let total = shape.iter().skip(1).fold(shape[0], |a, &d| a * d);
+    let i = k.grid1();
+    k.if_(i.lt(total), |_| {
+        let mut rest = i;
+        let mut offs: Vec<Expr<i64>> = vec![Expr::lit(0i64); arrays];
+        for d in (0..rank).rev() {
+            let idx: Expr<i64> = (rest % shape[d]).cast();
+            if d > 0 {
+                rest = rest / shape[d];
+            }
+            for (o, s) in offs.iter_mut().zip(&strides) {
+                *o = *o + idx * s[d];
+            }
+        }
+        O::store_at(&outs, i.cast(), f(I::at_offsets(&ins, &offs)));
+    });
+}

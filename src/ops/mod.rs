@@ -1,0 +1,12 @@
+//! Array operations built on the kernel builder, in the style of CuPy's `ElementwiseKernel` and
+//! numba's `@vectorize`: [`Elementwise`] kernels over any number of array and scalar inputs, with
+//! NumPy broadcasting, and the everyday operations on [`DeviceArray`](crate::DeviceArray) built on
+//! them ([`ArrayOps`]).
+
+mod array_ops;
+mod broadcast;
+mod elementwise;
+
+pub use array_ops::ArrayOps;
+pub use broadcast::broadcast_shapes;
+pub use elementwise::{Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Scalar};

@@ -1,0 +1,70 @@
+//! Elementwise kernels: every variant compiles and passes ptxas; the fast path uses 16-byte
+//! vector accesses.
+
+use cudajit::codegen::{Expr, PtxOptions};
+use cudajit::ops::{Elem, Elementwise, Scalar};
+
+use crate::common::{check_ptx, TARGETS};
+
+fn check_all<I: cudajit::ops::EwInputs, O: cudajit::ops::EwOutputs>(
+    ew: &Elementwise<I, O>,
+) -> Vec<(String, String)> {
+    let mut last = Vec::new();
+    for cc in TARGETS {
+        last = ew.variants_ptx(&PtxOptions::for_cc(cc.0, cc.1), 3).unwrap();
+        for (name, ptx) in &last {
+            check_ptx(ptx, cc, name);
+        }
+    }
+    last
+}
+
+#[test]
+fn axpy_variants_vectorise() {
+    let axpy =
+        Elementwise::<(Scalar<f32>, Elem<f32>, Elem<f32>), _>::new("axpy", |(a, x, y)| a * x + y)
+            .unwrap();
+    let v = check_all(&axpy);
+    let (_, v4) = &v[2];
+    assert!(
+        v4.contains("ld.global.nc.v4.f32") && v4.contains("st.global.v4.f32"),
+        "{v4}"
+    );
+    let (_, strided) = &v[3];
+    assert!(!strided.contains(".v4."), "{strided}");
+}
+
+#[test]
+fn fused_chain_and_mixed_types_and_two_outputs() {
+    let chain = Elementwise::<(Elem<f32>, Elem<f32>), _>::new("chain", |(x, y)| {
+        (x * x + y * y).sqrt() * 0.5 + 1.0
+    })
+    .unwrap();
+    check_all(&chain);
+    let mixed = Elementwise::<(Elem<f64>, Elem<f32>, Scalar<i32>), _>::new("mixed", |(a, b, n)| {
+        (
+            a * b.cast::<f64>() + n.cast::<f64>(),
+            (a.cast::<f32>() - b).lt(0.0f32),
+        )
+    })
+    .unwrap();
+    let v = check_all(&mixed);
+    // A bool output disables vector accesses (1-byte elements): only the scalar contiguous
+    // variant and the strided ones exist.
+    assert_eq!(v.len(), 1 + 3);
+    assert!(!v[0].1.contains(".v2."));
+    let ints =
+        Elementwise::<(Elem<u64>, Elem<u64>), Expr<u64>>::new("xor_u64", |(a, b)| a ^ b).unwrap();
+    let v = check_all(&ints);
+    assert!(v[1].1.contains("ld.global.nc.v2.u64"), "{}", v[1].1);
+}
+
+#[test]
+fn builder_misuse_in_an_elementwise_closure_is_reported_at_new() {
+    let e = Elementwise::<(Elem<f64>,), Expr<f64>>::new("bad", |(x,)| {
+        let _ = x.bitcast::<u32>();
+        x
+    });
+    assert!(e.is_err());
+    assert!(Elementwise::<(Elem<f64>,), Expr<f64>>::new("9bad", |(x,)| x).is_err());
+}
