@@ -40,6 +40,7 @@ pub use cache::{cache_dir, cache_stats, clear_cache, clear_memory_cache, CacheSt
 pub use control::{KernelBuilder, Xyz};
 pub use device_fn::{DeviceFn, DeviceParams};
 pub use expr::{select, Expr, Var};
+pub(crate) use kernel::check_name as check_kernel_name;
 pub use kernel::Kernel;
 pub use options::{default_cc, PtxOptions};
 pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};

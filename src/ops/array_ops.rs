@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use ndarray::{Dimension, IxDyn};
 
 use super::elementwise::{Elem, Elementwise, Scalar};
+use super::reduce::{ArgExtreme, Reduction};
 use crate::codegen::{select, ArgFor, Expr, Float, Kernel, KernelParam, Num, Scalar as ScalarType};
 use crate::context::Context;
 use crate::error::Result;
@@ -154,6 +155,279 @@ pub trait ArrayOps<T: OpsScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Sized 
 }
 
 impl<T: OpsScalar, D: Dimension, X: DeviceSlice<T, Dim = D>> ArrayOps<T, D> for X {}
+
+/// The built-in reductions for one element type (built on first use, then cached).
+#[doc(hidden)]
+pub struct ReduceKernels<T: OpsScalar> {
+    sum: OnceLock<Result<Reduction<T, T, T>>>,
+    prod: OnceLock<Result<Reduction<T, T, T>>>,
+    min: OnceLock<Result<Reduction<T, T, T>>>,
+    max: OnceLock<Result<Reduction<T, T, T>>>,
+    sum_f64: OnceLock<Result<Reduction<T, f64, f64>>>,
+    mean: OnceLock<Result<Reduction<T, f64, f64>>>,
+    argmin: ArgExtreme<T>,
+    argmax: ArgExtreme<T>,
+}
+
+/// Element types with cached reduction kernels.
+pub trait ReduceScalar: OpsScalar {
+    /// The smallest and largest values (identities of max and min).
+    #[doc(hidden)]
+    const LIMITS: (Self, Self);
+    /// One and zero.
+    #[doc(hidden)]
+    const ONE_ZERO: (Self, Self);
+    /// This type's reduction kernels.
+    #[doc(hidden)]
+    fn reductions() -> &'static ReduceKernels<Self>;
+}
+
+macro_rules! reduce_scalar {
+    ($($t:ty: $lo:expr, $hi:expr, $one:expr, $zero:expr);*) => {$(
+        impl ReduceScalar for $t {
+            const LIMITS: ($t, $t) = ($lo, $hi);
+            const ONE_ZERO: ($t, $t) = ($one, $zero);
+            fn reductions() -> &'static ReduceKernels<$t> {
+                static K: ReduceKernels<$t> = ReduceKernels {
+                    sum: OnceLock::new(),
+                    prod: OnceLock::new(),
+                    min: OnceLock::new(),
+                    max: OnceLock::new(),
+                    sum_f64: OnceLock::new(),
+                    mean: OnceLock::new(),
+                    argmin: ArgExtreme::new(false),
+                    argmax: ArgExtreme::new(true),
+                };
+                &K
+            }
+        }
+    )*};
+}
+reduce_scalar!(
+    f32: f32::NEG_INFINITY, f32::INFINITY, 1.0, 0.0;
+    f64: f64::NEG_INFINITY, f64::INFINITY, 1.0, 0.0;
+    i32: i32::MIN, i32::MAX, 1, 0;
+    u32: u32::MIN, u32::MAX, 1, 0;
+    i64: i64::MIN, i64::MAX, 1, 0;
+    u64: u64::MIN, u64::MAX, 1, 0
+);
+
+/// `min` that propagates NaN (as NumPy's `min`).
+fn nan_min<T: OpsScalar>(a: Expr<T>, b: Expr<T>) -> Expr<T> {
+    select(a.lt(b).or(a.ne(a)), a, b)
+}
+/// `max` that propagates NaN (as NumPy's `max`).
+fn nan_max<T: OpsScalar>(a: Expr<T>, b: Expr<T>) -> Expr<T> {
+    select(a.gt(b).or(a.ne(a)), a, b)
+}
+
+impl<T: ReduceScalar> ReduceKernels<T> {
+    fn sum(&self) -> Result<&Reduction<T, T, T>> {
+        cached(&self.sum, || {
+            Reduction::new(
+                &format!("sum_{}", T::TY.name()),
+                |x| x,
+                |a, b| a + b,
+                T::ONE_ZERO.1,
+            )
+        })
+    }
+    fn prod(&self) -> Result<&Reduction<T, T, T>> {
+        cached(&self.prod, || {
+            Reduction::new(
+                &format!("prod_{}", T::TY.name()),
+                |x| x,
+                |a, b| a * b,
+                T::ONE_ZERO.0,
+            )
+        })
+    }
+    fn min(&self) -> Result<&Reduction<T, T, T>> {
+        cached(&self.min, || {
+            Ok(Reduction::new(
+                &format!("min_{}", T::TY.name()),
+                |x| x,
+                nan_min,
+                T::LIMITS.1,
+            )?
+            .nonempty())
+        })
+    }
+    fn max(&self) -> Result<&Reduction<T, T, T>> {
+        cached(&self.max, || {
+            Ok(Reduction::new(
+                &format!("max_{}", T::TY.name()),
+                |x| x,
+                nan_max,
+                T::LIMITS.0,
+            )?
+            .nonempty())
+        })
+    }
+    fn sum_f64(&self) -> Result<&Reduction<T, f64, f64>> {
+        cached(&self.sum_f64, || {
+            Reduction::new(
+                &format!("sum64_{}", T::TY.name()),
+                |x: Expr<T>| x.cast::<f64>(),
+                |a, b| a + b,
+                0.0,
+            )
+        })
+    }
+    fn mean(&self) -> Result<&Reduction<T, f64, f64>> {
+        cached(&self.mean, || {
+            Ok(Reduction::new(
+                &format!("mean_{}", T::TY.name()),
+                |x: Expr<T>| x.cast::<f64>(),
+                |a, b| a + b,
+                0.0,
+            )?
+            .post(|s, n| s / n.cast::<f64>())
+            .nonempty())
+        })
+    }
+}
+
+/// Reductions over a whole array or along one axis. Results are the same every run (no
+/// floating-point atomics); `f32` sums accumulate in `f32` (see [`Reduction`]), and
+/// [`sum_f64`](ReduceOps::sum_f64) accumulates in `f64`.
+pub trait ReduceOps<T: ReduceScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Sized {
+    /// The sum of all elements (0 for an empty array).
+    fn sum(&self, stream: &Stream) -> Result<T> {
+        T::reductions().sum()?.reduce(stream, self)
+    }
+    /// The sum of all elements, accumulated in `f64`.
+    fn sum_f64(&self, stream: &Stream) -> Result<f64> {
+        T::reductions().sum_f64()?.reduce(stream, self)
+    }
+    /// The product of all elements (1 for an empty array).
+    fn prod(&self, stream: &Stream) -> Result<T> {
+        T::reductions().prod()?.reduce(stream, self)
+    }
+    /// The smallest element (a NaN if there is one); an error for an empty array.
+    fn min(&self, stream: &Stream) -> Result<T> {
+        T::reductions().min()?.reduce(stream, self)
+    }
+    /// The largest element (a NaN if there is one); an error for an empty array.
+    fn max(&self, stream: &Stream) -> Result<T> {
+        T::reductions().max()?.reduce(stream, self)
+    }
+    /// The mean, computed in `f64`; an error for an empty array.
+    fn mean(&self, stream: &Stream) -> Result<f64> {
+        T::reductions().mean()?.reduce(stream, self)
+    }
+    /// The flat index of the first smallest element (or first NaN).
+    fn argmin(&self, stream: &Stream) -> Result<u64> {
+        T::reductions().argmin.run(stream, self)
+    }
+    /// The flat index of the first largest element (or first NaN).
+    fn argmax(&self, stream: &Stream) -> Result<u64> {
+        T::reductions().argmax.run(stream, self)
+    }
+    /// Sums along `axis` (NumPy's `sum(axis=..., keepdims=...)`).
+    fn sum_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<T, IxDyn>> {
+        T::reductions()
+            .sum()?
+            .reduce_axis(stream, self, axis, keepdims)
+    }
+    /// Minima along `axis`.
+    fn min_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<T, IxDyn>> {
+        T::reductions()
+            .min()?
+            .reduce_axis(stream, self, axis, keepdims)
+    }
+    /// Maxima along `axis`.
+    fn max_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<T, IxDyn>> {
+        T::reductions()
+            .max()?
+            .reduce_axis(stream, self, axis, keepdims)
+    }
+    /// Products along `axis`.
+    fn prod_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<T, IxDyn>> {
+        T::reductions()
+            .prod()?
+            .reduce_axis(stream, self, axis, keepdims)
+    }
+    /// Means (in `f64`) along `axis`.
+    fn mean_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<f64, IxDyn>> {
+        T::reductions()
+            .mean()?
+            .reduce_axis(stream, self, axis, keepdims)
+    }
+}
+
+impl<T: ReduceScalar, D: Dimension, X: DeviceSlice<T, Dim = D>> ReduceOps<T, D> for X {}
+
+/// `any` and `all` of boolean arrays.
+pub trait BoolOps<D: Dimension>: DeviceSlice<bool, Dim = D> + Sized {
+    /// Whether any element is true (false for an empty array).
+    fn any(&self, stream: &Stream) -> Result<bool> {
+        bool_reduction(true)?.reduce(stream, self)
+    }
+    /// Whether every element is true (true for an empty array).
+    fn all(&self, stream: &Stream) -> Result<bool> {
+        bool_reduction(false)?.reduce(stream, self)
+    }
+    /// `any` along `axis`.
+    fn any_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<bool, IxDyn>> {
+        bool_reduction(true)?.reduce_axis(stream, self, axis, keepdims)
+    }
+    /// `all` along `axis`.
+    fn all_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<bool, IxDyn>> {
+        bool_reduction(false)?.reduce_axis(stream, self, axis, keepdims)
+    }
+}
+
+impl<D: Dimension, X: DeviceSlice<bool, Dim = D>> BoolOps<D> for X {}
+
+fn bool_reduction(any: bool) -> Result<&'static Reduction<bool, bool, bool>> {
+    static ANY: OnceLock<Result<Reduction<bool, bool, bool>>> = OnceLock::new();
+    static ALL: OnceLock<Result<Reduction<bool, bool, bool>>> = OnceLock::new();
+    if any {
+        cached(&ANY, || {
+            Reduction::new("any_bool", |x| x, |a, b| a.or(b), false)
+        })
+    } else {
+        cached(&ALL, || {
+            Reduction::new("all_bool", |x| x, |a, b| a.and(b), true)
+        })
+    }
+}
 
 impl Context {
     /// `n` values `start, start + step, ...` (NumPy's `arange`), as a new 1-D array.

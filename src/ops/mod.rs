@@ -6,7 +6,9 @@
 mod array_ops;
 mod broadcast;
 mod elementwise;
+mod reduce;
 
-pub use array_ops::ArrayOps;
+pub use array_ops::{ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
 pub use broadcast::broadcast_shapes;
 pub use elementwise::{Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Scalar};
+pub use reduce::Reduction;

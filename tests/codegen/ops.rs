@@ -68,3 +68,34 @@ fn builder_misuse_in_an_elementwise_closure_is_reported_at_new() {
     assert!(e.is_err());
     assert!(Elementwise::<(Elem<f64>,), Expr<f64>>::new("9bad", |(x,)| x).is_err());
 }
+
+#[test]
+fn reduction_kernels_compile_and_vectorise() {
+    use cudajit::ops::Reduction;
+    let sum = Reduction::<f32, f32, f32>::new("sum_t", |x| x, |a, b| a + b, 0.0).unwrap();
+    let l2 = Reduction::<f64, f64, f64>::new("l2_t", |x| x * x, |a, b| a + b, 0.0)
+        .unwrap()
+        .post(|s, _| s.sqrt());
+    let any = Reduction::<bool, bool, bool>::new("any_t", |x| x, |a, b| a.or(b), false).unwrap();
+    let mean = Reduction::<i32, f64, f64>::new("mean_t", |x| x.cast::<f64>(), |a, b| a + b, 0.0)
+        .unwrap()
+        .post(|s, n| s / n.cast::<f64>());
+    for cc in TARGETS {
+        let opts = PtxOptions::for_cc(cc.0, cc.1);
+        for (name, ptx) in sum.variants_ptx(&opts).unwrap() {
+            check_ptx(&ptx, cc, &name);
+            if name.ends_with("full_vec") {
+                assert!(ptx.contains("ld.global.nc.v4.f32"), "{ptx}");
+            }
+        }
+        for r in [
+            l2.variants_ptx(&opts),
+            any.variants_ptx(&opts),
+            mean.variants_ptx(&opts),
+        ] {
+            for (name, ptx) in r.unwrap() {
+                check_ptx(&ptx, cc, &name);
+            }
+        }
+    }
+}

@@ -208,3 +208,149 @@ fn array_operations_and_generators() {
     let short = s.to_device(&x[..10]).unwrap();
     assert!(dx.add(&s, &short).is_err());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn whole_array_reductions() {
+    use cudajit::ops::{BoolOps, ReduceOps, Reduction};
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    for n in [1usize, 3, 4, 5, 255, 256, 257, 100_003, 1 << 22] {
+        let x: Vec<f32> = rng.vec(n, |r| r.f32());
+        let dx = s.to_device(&x).unwrap();
+        let exact: f64 = x.iter().map(|&v| v as f64).sum();
+        let abs: f64 = x.iter().map(|&v| v.abs() as f64).sum();
+        let got = dx.sum(&s).unwrap();
+        // Error bound: a few ulps of the sum of magnitudes (blocked summation).
+        assert!(
+            ((got as f64) - exact).abs() <= 1e-5 * abs.max(1.0),
+            "n={n}: {got} vs {exact}"
+        );
+        assert_eq!(
+            dx.sum(&s).unwrap().to_bits(),
+            got.to_bits(),
+            "deterministic"
+        );
+        assert!((dx.sum_f64(&s).unwrap() - exact).abs() <= 1e-12 * abs.max(1.0));
+        let (mx, mn) = (
+            x.iter().cloned().fold(f32::MIN, f32::max),
+            x.iter().cloned().fold(f32::MAX, f32::min),
+        );
+        assert_eq!(dx.max(&s).unwrap(), mx);
+        assert_eq!(dx.min(&s).unwrap(), mn);
+        assert_eq!(
+            dx.argmax(&s).unwrap() as usize,
+            x.iter().position(|&v| v == mx).unwrap()
+        );
+        assert_eq!(
+            dx.argmin(&s).unwrap() as usize,
+            x.iter().position(|&v| v == mn).unwrap()
+        );
+        assert!((dx.mean(&s).unwrap() - exact / n as f64).abs() < 1e-12);
+        // A view that starts mid-array (not 16-byte aligned) takes the scalar path.
+        if n > 1 {
+            let v = dx.slice(1..).unwrap();
+            let e: f64 = x[1..].iter().map(|&v| v as f64).sum();
+            assert!(((v.sum(&s).unwrap() as f64) - e).abs() <= 1e-5 * abs.max(1.0));
+        }
+    }
+    // Ties go to the first index; NaN wins min/max/argmax as in NumPy.
+    let t = s.to_device(&[1.0f64, 5.0, 2.0, 5.0, -3.0, -3.0]).unwrap();
+    assert_eq!((t.argmax(&s).unwrap(), t.argmin(&s).unwrap()), (1, 4));
+    let nan = s.to_device(&[1.0f64, f64::NAN, 7.0]).unwrap();
+    assert!(nan.max(&s).unwrap().is_nan() && nan.min(&s).unwrap().is_nan());
+    assert_eq!(nan.argmax(&s).unwrap(), 1);
+    // Integers, products, booleans, a user reduction.
+    let ints: Vec<i64> = rng.vec(1_000_001, |r| (r.next_u64() % 2001) as i64 - 1000);
+    let di = s.to_device(&ints).unwrap();
+    assert_eq!(di.sum(&s).unwrap(), ints.iter().sum::<i64>());
+    assert_eq!(di.max(&s).unwrap(), *ints.iter().max().unwrap());
+    let small = s.to_device(&[3u32, 5, 7, 2]).unwrap();
+    assert_eq!(small.prod(&s).unwrap(), 210);
+    let flags: Vec<bool> = (0..10_000).map(|i| i == 7777).collect();
+    let df = s.to_device(&flags).unwrap();
+    assert!(df.any(&s).unwrap() && !df.all(&s).unwrap());
+    assert!(s.to_device(&vec![true; 999]).unwrap().all(&s).unwrap());
+    let l2 = Reduction::<f64, f64, f64>::new("l2_gpu", |x| x * x, |a, b| a + b, 0.0)
+        .unwrap()
+        .post(|v, _| v.sqrt());
+    let v: Vec<f64> = rng.vec(12_345, |r| r.f64());
+    let want = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    assert!((l2.reduce(&s, &s.to_device(&v).unwrap()).unwrap() - want).abs() < 1e-12 * want);
+    // Empty arrays: the identity, or an error for min/max/argmax/mean.
+    let e = c.zeros::<f32, _>(0).unwrap();
+    assert_eq!(e.sum(&s).unwrap(), 0.0);
+    assert_eq!(e.prod(&s).unwrap(), 1.0);
+    assert!(
+        e.min(&s).is_err() && e.max(&s).is_err() && e.argmax(&s).is_err() && e.mean(&s).is_err()
+    );
+    assert!(!c.zeros::<bool, _>(0).unwrap().any(&s).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn axis_reductions_rows_columns_and_middle() {
+    use cudajit::ops::ReduceOps;
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    // Integer-valued floats sum exactly in any order: compare exactly.
+    for (rows, cols) in [
+        (1usize, 1usize),
+        (7, 3),
+        (1000, 1),
+        (1, 1000),
+        (513, 1025),
+        (2048, 64),
+        (64, 4096),
+    ] {
+        let m = Array2::from_shape_fn((rows, cols), |_| (rng.next_u64() % 100) as f32);
+        let dm = s.to_device(&m).unwrap();
+        let rs = dm.sum_axis(&s, 1, false).unwrap();
+        assert_eq!(rs.shape(), &[rows]);
+        assert_eq!(
+            rs.to_vec_async(&s).unwrap(),
+            m.sum_axis(Axis(1)).to_vec(),
+            "row sums {rows}x{cols}"
+        );
+        let cs = dm.sum_axis(&s, 0, true).unwrap();
+        assert_eq!(cs.shape(), &[1, cols]);
+        assert_eq!(
+            cs.to_vec_async(&s).unwrap(),
+            m.sum_axis(Axis(0)).to_vec(),
+            "column sums {rows}x{cols}"
+        );
+        let mx = dm.max_axis(&s, 0, false).unwrap().to_vec_async(&s).unwrap();
+        let want: Vec<f32> = m
+            .columns()
+            .into_iter()
+            .map(|c| c.iter().cloned().fold(f32::MIN, f32::max))
+            .collect();
+        assert_eq!(mx, want);
+    }
+    let t = Array3::from_shape_fn((5, 300, 7), |_| rng.f64());
+    let dt = s.to_device(&t).unwrap();
+    let mid = dt.mean_axis(&s, 1, false).unwrap();
+    assert_eq!(mid.shape(), &[5, 7]);
+    let want = t.mean_axis(Axis(1)).unwrap();
+    for (g, w) in mid.to_vec_async(&s).unwrap().iter().zip(want.iter()) {
+        assert!((g - w).abs() < 1e-12, "{g} vs {w}");
+    }
+    let mn = dt.min_axis(&s, 2, true).unwrap();
+    assert_eq!(mn.shape(), &[5, 300, 1]);
+    let want: Vec<f64> = t
+        .lanes(Axis(2))
+        .into_iter()
+        .map(|l| l.iter().cloned().fold(f64::MAX, f64::min))
+        .collect();
+    assert_eq!(mn.to_vec_async(&s).unwrap(), want);
+    assert!(dt.sum_axis(&s, 3, false).is_err());
+    // An empty axis: sums are 0, minima are an error.
+    let e = c.zeros::<f32, _>((4, 0)).unwrap();
+    assert_eq!(
+        e.sum_axis(&s, 1, false).unwrap().to_vec_async(&s).unwrap(),
+        vec![0.0; 4]
+    );
+    assert!(e.min_axis(&s, 1, false).is_err());
+}

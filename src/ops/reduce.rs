@@ -1,0 +1,596 @@
+//! Reductions: `map` each element, `combine` pairwise from an `identity`, then `post`-process
+//! (e.g. divide by the count for a mean), over a whole array or along one axis.
+//!
+//! Deterministic: a fixed grid for a given device and shape, per-thread partial results
+//! combined in a fixed tree order, and a second pass over the per-block partials; no
+//! floating-point atomics. Whole-array reductions read 16-byte vectors and keep one accumulator
+//! per vector lane (four independent f32 sums per thread, which also shortens the rounding
+//! chains). Axis reductions: the last axis is reduced by one block per row; other axes by one
+//! thread per output element walking the reduced axis in coalesced steps, split into row chunks
+//! across blocks when there are few outputs, then a second pass.
+
+use std::sync::{Arc, OnceLock};
+
+use ndarray::IxDyn;
+
+use crate::codegen::{select, Expr, Kernel, KernelBuilder, Scalar as ScalarType};
+use crate::error::{Error, Result};
+use crate::memory::{DeviceArray, DeviceSlice};
+use crate::module::LaunchConfig;
+use crate::stream::Stream;
+
+type MapFn<T, A> = dyn Fn(Expr<T>) -> Expr<A> + Send + Sync;
+type CombineFn<A> = dyn Fn(Expr<A>, Expr<A>) -> Expr<A> + Send + Sync;
+type PostFn<A, R> = dyn Fn(Expr<A>, Expr<u64>) -> Expr<R> + Send + Sync;
+
+/// Threads per block of the reduction kernels.
+const BLOCK: u32 = 256;
+
+/// A reduction from elements of `T`, accumulating in `A`, giving `R`.
+///
+/// ```no_run
+/// use cudajit::ops::Reduction;
+/// # fn main() -> cudajit::Result<()> {
+/// // The L2 norm: map x -> x*x, combine by +, from 0, then sqrt.
+/// let l2 = Reduction::<f32, f32, f32>::new("l2", |x| x * x, |a, b| a + b, 0.0)?.post(|s, _n| s.sqrt());
+/// # Ok(()) }
+/// ```
+pub struct Reduction<T, A, R> {
+    name: String,
+    map: Arc<MapFn<T, A>>,
+    combine: Arc<CombineFn<A>>,
+    post: Arc<PostFn<A, R>>,
+    identity: A,
+    empty_is_error: bool,
+    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; 6],
+}
+
+impl<T: ScalarType, A: ScalarType> Reduction<T, A, A> {
+    /// A reduction of `map(x)` values combined by `combine`, starting from `identity` (which
+    /// an empty array gives).
+    pub fn new(
+        name: &str,
+        map: impl Fn(Expr<T>) -> Expr<A> + Send + Sync + 'static,
+        combine: impl Fn(Expr<A>, Expr<A>) -> Expr<A> + Send + Sync + 'static,
+        identity: A,
+    ) -> Result<Self> {
+        crate::codegen::check_kernel_name(name)?;
+        Ok(Reduction {
+            name: name.to_string(),
+            map: Arc::new(map),
+            combine: Arc::new(combine),
+            post: Arc::new(|a, _| a),
+            identity,
+            empty_is_error: false,
+            kernels: Default::default(),
+        })
+    }
+}
+
+impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
+    /// The same reduction, with `f(result, count)` applied to each result (`count` is the
+    /// number of elements reduced into it).
+    pub fn post<R2: ScalarType>(
+        self,
+        f: impl Fn(Expr<A>, Expr<u64>) -> Expr<R2> + Send + Sync + 'static,
+    ) -> Reduction<T, A, R2> {
+        Reduction {
+            name: self.name,
+            map: self.map,
+            combine: self.combine,
+            post: Arc::new(f),
+            identity: self.identity,
+            empty_is_error: self.empty_is_error,
+            kernels: Default::default(),
+        }
+    }
+
+    /// The same reduction, refusing empty arrays (as min and max do).
+    pub fn nonempty(mut self) -> Self {
+        self.empty_is_error = true;
+        self
+    }
+
+    fn kernel(&self, v: usize) -> Result<&Kernel<()>> {
+        let slot = &self.kernels[v];
+        if slot.get().is_none() {
+            let _ = slot.set(self.build(v));
+        }
+        match slot.get() {
+            Some(Ok(k)) => Ok(k),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(Error::usage("internal: reduction kernel missing")),
+        }
+    }
+
+    fn build(&self, v: usize) -> Result<Kernel<()>> {
+        let (map, combine, post, id) = (
+            self.map.clone(),
+            self.combine.clone(),
+            self.post.clone(),
+            self.identity,
+        );
+        let suffix = ["full1", "full_vec", "final", "rows", "cols", "cols_final"][v];
+        let name = format!("{}_{suffix}", self.name);
+        let width = 16 / T::TY.size().max(1);
+        Kernel::<()>::build(&name, move |k, ()| match v {
+            0 => full_pass1::<T, A, 1>(k, &*map, &*combine, id),
+            1 if width == 2 => full_pass1::<T, A, 2>(k, &*map, &*combine, id),
+            1 => full_pass1::<T, A, 4>(k, &*map, &*combine, id),
+            2 => final_pass::<A, R>(k, &*combine, &*post, id),
+            3 => rows::<T, A, R>(k, &*map, &*combine, &*post, id),
+            4 => cols_partial::<T, A>(k, &*map, &*combine, id),
+            _ => cols_final::<A, R>(k, &*combine, &*post, id),
+        })
+    }
+
+    /// The PTX of every kernel of this reduction (for tests and inspection).
+    pub fn variants_ptx(
+        &self,
+        options: &crate::codegen::PtxOptions,
+    ) -> Result<Vec<(String, String)>> {
+        // The vector variant exists for 4- and 8-byte elements only.
+        (0..6)
+            .filter(|&v| v != 1 || matches!(T::TY.size(), 4 | 8))
+            .map(|v| {
+                let k = self.kernel(v)?;
+                Ok((k.name().to_string(), k.compile_ptx(options)?))
+            })
+            .collect()
+    }
+
+    fn check_empty(&self, n: usize) -> Result<()> {
+        if n == 0 && self.empty_is_error {
+            return Err(Error::usage(format!(
+                "`{}` of an empty array has no value (it has no identity); check the length first",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reduces the whole array into a new one-element device array, ordered on `stream`.
+    pub fn reduce_to_device<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+    ) -> Result<DeviceArray<R>> {
+        let n = x.len();
+        self.check_empty(n)?;
+        let ctx = stream.context();
+        let sms = ctx.device().multiprocessor_count()? as usize;
+        let size = T::TY.size();
+        let vec_ok = (size == 4 || size == 8) && x.device_ptr() % 16 == 0;
+        let per_thread = if vec_ok { 16 / size } else { 1 };
+        // A fixed grid for a given device and size: the same order of operations every run.
+        let blocks = n.div_ceil(BLOCK as usize * per_thread).clamp(1, sms * 4);
+        let mut partials = DeviceArray::<A, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(blocks))?;
+        let k1 = self.kernel(if vec_ok { 1 } else { 0 })?;
+        k1.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
+            buf.push_flat(x.context(), x.device_ptr(), n)?;
+            buf.push_flat(ctx, partials.device_ptr(), blocks)?;
+            buf.push_scalar(n as u64)
+        })?;
+        let mut out = DeviceArray::<R, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(1))?;
+        let k2 = self.kernel(2)?;
+        k2.launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
+            buf.push_flat(ctx, partials.device_ptr(), blocks)?;
+            buf.push_flat(ctx, out.device_ptr(), 1)?;
+            buf.push_scalar(blocks as u64)?;
+            buf.push_scalar(n as u64)
+        })?;
+        // `partials` is freed when this returns; cuMemFree waits for the kernels using it.
+        drop(partials);
+        Ok(out)
+    }
+
+    /// Reduces the whole array and returns the value to the host.
+    pub fn reduce<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X) -> Result<R> {
+        let out = self.reduce_to_device(stream, x)?;
+        let v = out.to_vec_async(stream)?;
+        v.first()
+            .copied()
+            .ok_or_else(|| Error::usage("internal: empty reduction result"))
+    }
+
+    /// Reduces along `axis`, giving an array without that axis (or with it as 1 when
+    /// `keepdims`).
+    pub fn reduce_axis<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<R, IxDyn>> {
+        let shape = x.shape();
+        if axis >= shape.len() {
+            return Err(Error::usage(format!(
+                "axis {axis} is out of range for an array of shape {shape:?}"
+            )));
+        }
+        let outer: usize = shape[..axis].iter().product();
+        let r = shape[axis];
+        let inner: usize = shape[axis + 1..].iter().product();
+        let mut out_shape = shape.to_vec();
+        if keepdims {
+            out_shape[axis] = 1;
+        } else {
+            out_shape.remove(axis);
+        }
+        let m = outer * inner;
+        let ctx = stream.context();
+        let out = DeviceArray::<R, IxDyn>::alloc_raw(ctx, IxDyn(&out_shape))?;
+        if m == 0 {
+            return Ok(out);
+        }
+        self.check_empty(r)?;
+        if inner == 1 {
+            // One block per row; small rows use a smaller block.
+            let block = (r.next_power_of_two() as u32).clamp(32, BLOCK);
+            let k = self.kernel(3)?;
+            for (first, rows) in chunks(outer, 65535 * 1024) {
+                let grid = (rows.min(65535) as u32, rows.div_ceil(65535) as u32);
+                k.launch_with(stream, LaunchConfig::new(grid, block), |buf| {
+                    buf.push_flat(
+                        x.context(),
+                        x.device_ptr() + (first * r * T::TY.size()) as u64,
+                        rows * r,
+                    )?;
+                    buf.push_flat(ctx, out.device_ptr() + (first * R::TY.size()) as u64, rows)?;
+                    buf.push_scalar(rows as u64)?;
+                    buf.push_scalar(r as u64)
+                })?;
+            }
+            return Ok(out);
+        }
+        // Columns: split the reduced axis into chunks so that enough threads run.
+        let sms = ctx.device().multiprocessor_count()? as usize;
+        let target = sms * 2048 * 2;
+        let n_chunks = target.div_ceil(m).clamp(1, r.max(1)).min(65535);
+        let per_chunk = r.max(1).div_ceil(n_chunks);
+        let n_chunks = r.max(1).div_ceil(per_chunk);
+        let part = DeviceArray::<A, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(n_chunks * m))?;
+        let k = self.kernel(4)?;
+        let cfg = LaunchConfig::new((m.div_ceil(BLOCK as usize) as u32, n_chunks as u32), BLOCK);
+        k.launch_with(stream, cfg, |buf| {
+            buf.push_flat(x.context(), x.device_ptr(), x.len())?;
+            buf.push_flat(ctx, part.device_ptr(), n_chunks * m)?;
+            buf.push_scalar(outer as u64)?;
+            buf.push_scalar(r as u64)?;
+            buf.push_scalar(inner as u64)?;
+            buf.push_scalar(per_chunk as u64)
+        })?;
+        let k2 = self.kernel(5)?;
+        k2.launch_with(stream, LaunchConfig::for_num_elems(m, BLOCK)?, |buf| {
+            buf.push_flat(ctx, part.device_ptr(), n_chunks * m)?;
+            buf.push_flat(ctx, out.device_ptr(), m)?;
+            buf.push_scalar(m as u64)?;
+            buf.push_scalar(n_chunks as u64)?;
+            buf.push_scalar(r as u64)
+        })?;
+        drop(part);
+        Ok(out)
+    }
+}
+
+/// Splits `n` items into launches of at most `max` items: (first, count) pairs.
+fn chunks(n: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n.div_ceil(max)).map(move |c| (c * max, (n - c * max).min(max)))
+}
+
+use crate::codegen::KernelParam;
+
+fn input<T: ScalarType>() -> crate::codegen::DArray<T, 1, crate::codegen::ReadOnly> {
+    <&[T] as KernelParam>::declare()
+}
+fn output<T: ScalarType>() -> crate::codegen::DArray<T, 1, crate::codegen::ReadWrite> {
+    <&mut [T] as KernelParam>::declare()
+}
+fn scalar<T: ScalarType>() -> Expr<T> {
+    crate::codegen::declare_scalar_param::<T>()
+}
+
+/// Combines the block's per-thread values in shared memory (fixed tree order); thread 0 gets
+/// the block's result. The block size must be a power of two up to 256.
+fn block_reduce<A: ScalarType>(k: &KernelBuilder, v: Expr<A>, combine: &CombineFn<A>) -> Expr<A> {
+    let tile = k.shared_array::<A>(BLOCK as usize);
+    let t = k.thread_idx().x;
+    tile.set(t, v);
+    k.syncthreads();
+    let s = k.var(k.block_dim().x / 2u32);
+    k.while_(
+        |_| s.get().gt(0u32),
+        |k| {
+            k.if_(t.lt(s.get()), |_| {
+                tile.set(t, combine(tile.at(t), tile.at(t + s.get())))
+            });
+            k.syncthreads();
+            s.set(s.get() >> 1u32);
+        },
+    );
+    tile.at(0u32)
+}
+
+fn full_pass1<T: ScalarType, A: ScalarType, const W: usize>(
+    k: &KernelBuilder,
+    map: &MapFn<T, A>,
+    combine: &CombineFn<A>,
+    id: A,
+) {
+    let (x, partials, n) = (input::<T>(), output::<A>(), scalar::<u64>());
+    let accs: [_; W] = std::array::from_fn(|_| k.var(id));
+    let (i, stride) = (k.grid1(), k.gridsize1());
+    let nv = n / W as u64;
+    k.for_step(i, nv, stride, |_, v| {
+        let lanes: [Expr<T>; W] = if W == 1 {
+            [x.at(v); W]
+        } else {
+            x.load_vec::<W>(v)
+        };
+        for (acc, lane) in accs.iter().zip(lanes) {
+            acc.set(combine(acc.get(), map(lane)));
+        }
+    });
+    // The tail: at most W - 1 elements, one per thread.
+    let t = nv * W as u64 + i;
+    k.if_(t.lt(n), |_| {
+        accs[0].set(combine(accs[0].get(), map(x.at(t))))
+    });
+    let mut total = accs[0].get();
+    for acc in &accs[1..] {
+        total = combine(total, acc.get());
+    }
+    let r = block_reduce(k, total, combine);
+    k.if_(k.thread_idx().x.eq(0u32), |k| {
+        partials.set(k.block_idx().x, r)
+    });
+}
+
+fn final_pass<A: ScalarType, R: ScalarType>(
+    k: &KernelBuilder,
+    combine: &CombineFn<A>,
+    post: &PostFn<A, R>,
+    id: A,
+) {
+    let (partials, out, count, n) = (
+        input::<A>(),
+        output::<R>(),
+        scalar::<u64>(),
+        scalar::<u64>(),
+    );
+    let acc = k.var(id);
+    let t = k.thread_idx().x.cast::<u64>();
+    k.for_step(t, count, k.block_dim().x.cast::<u64>(), |_, j| {
+        acc.set(combine(acc.get(), partials.at(j)))
+    });
+    let r = block_reduce(k, acc.get(), combine);
+    k.if_(t.eq(0u64), |_| out.set(0u32, post(r, n)));
+}
+
+fn rows<T: ScalarType, A: ScalarType, R: ScalarType>(
+    k: &KernelBuilder,
+    map: &MapFn<T, A>,
+    combine: &CombineFn<A>,
+    post: &PostFn<A, R>,
+    id: A,
+) {
+    let (x, out, rows, r) = (
+        input::<T>(),
+        output::<R>(),
+        scalar::<u64>(),
+        scalar::<u64>(),
+    );
+    let row = k.block_idx().y.cast::<u64>() * 65535u64 + k.block_idx().x.cast::<u64>();
+    // Every thread of a block takes part in its barriers; rows past the end compute nothing.
+    let acc = k.var(id);
+    let t = k.thread_idx().x.cast::<u64>();
+    let base = row * r;
+    let end = select(row.lt(rows), r, 0u64);
+    k.for_step(t, end, k.block_dim().x.cast::<u64>(), |_, j| {
+        acc.set(combine(acc.get(), map(x.at(base + j))))
+    });
+    let total = block_reduce(k, acc.get(), combine);
+    k.if_(t.eq(0u64).and(row.lt(rows)), |_| {
+        out.set(row, post(total, r))
+    });
+}
+
+fn cols_partial<T: ScalarType, A: ScalarType>(
+    k: &KernelBuilder,
+    map: &MapFn<T, A>,
+    combine: &CombineFn<A>,
+    id: A,
+) {
+    let (x, part) = (input::<T>(), output::<A>());
+    let (outer, r, inner, per_chunk) = (
+        scalar::<u64>(),
+        scalar::<u64>(),
+        scalar::<u64>(),
+        scalar::<u64>(),
+    );
+    let m = outer * inner;
+    let c = k.grid1();
+    let chunk = k.block_idx().y.cast::<u64>();
+    k.if_(c.lt(m), |k| {
+        let (o, col) = (c / inner, c % inner);
+        let start = chunk * per_chunk;
+        let stop = (start + per_chunk).min(r);
+        let acc = k.var(id);
+        k.for_range(start, stop, |_, j| {
+            acc.set(combine(acc.get(), map(x.at((o * r + j) * inner + col))))
+        });
+        part.set(chunk * m + c, acc.get());
+    });
+}
+
+fn cols_final<A: ScalarType, R: ScalarType>(
+    k: &KernelBuilder,
+    combine: &CombineFn<A>,
+    post: &PostFn<A, R>,
+    id: A,
+) {
+    let (part, out) = (input::<A>(), output::<R>());
+    let (m, chunks, r) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
+    let c = k.grid1();
+    k.if_(c.lt(m), |k| {
+        let acc = k.var(id);
+        k.for_range(0u64, chunks, |_, j| {
+            acc.set(combine(acc.get(), part.at(j * m + c)))
+        });
+        out.set(c, post(acc.get(), r));
+    });
+}
+
+/// `argmin` / `argmax` over a whole array: the index of the first smallest / largest element
+/// (a NaN counts as the extreme, as NumPy's `argmax` returns the first NaN).
+pub(crate) struct ArgExtreme<T> {
+    largest: bool,
+    pass1: OnceLock<std::result::Result<Kernel<()>, Error>>,
+    pass2: OnceLock<std::result::Result<Kernel<()>, Error>>,
+    _t: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
+    pub(crate) const fn new(largest: bool) -> Self {
+        ArgExtreme {
+            largest,
+            pass1: OnceLock::new(),
+            pass2: OnceLock::new(),
+            _t: std::marker::PhantomData,
+        }
+    }
+
+    fn kernel(&self, second: bool) -> Result<&Kernel<()>> {
+        let slot = if second { &self.pass2 } else { &self.pass1 };
+        if slot.get().is_none() {
+            let largest = self.largest;
+            let name = format!(
+                "arg{}_{}_{}",
+                if largest { "max" } else { "min" },
+                T::TY.name(),
+                if second { "final" } else { "partial" }
+            );
+            let _ = slot.set(Kernel::<()>::build(&name, move |k, ()| {
+                arg_kernel::<T>(k, largest, second)
+            }));
+        }
+        match slot.get() {
+            Some(Ok(k)) => Ok(k),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(Error::usage("internal: argmin/argmax kernel missing")),
+        }
+    }
+
+    /// The index of the first extreme element.
+    pub(crate) fn run<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X) -> Result<u64> {
+        let n = x.len();
+        if n == 0 {
+            return Err(Error::usage(format!(
+                "arg{} of an empty array has no value",
+                if self.largest { "max" } else { "min" }
+            )));
+        }
+        let ctx = stream.context();
+        let sms = ctx.device().multiprocessor_count()? as usize;
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, sms * 4);
+        let vals = DeviceArray::<T, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(blocks))?;
+        let idxs = DeviceArray::<u64, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(blocks))?;
+        self.kernel(false)?.launch_with(
+            stream,
+            LaunchConfig::new(blocks as u32, BLOCK),
+            |buf| {
+                buf.push_flat(x.context(), x.device_ptr(), n)?;
+                buf.push_flat(ctx, 0, n)?; // no input indices: element i is index i
+                buf.push_flat(ctx, vals.device_ptr(), blocks)?;
+                buf.push_flat(ctx, idxs.device_ptr(), blocks)?;
+                buf.push_scalar(n as u64)
+            },
+        )?;
+        let out_v = DeviceArray::<T, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(1))?;
+        let out_i = DeviceArray::<u64, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(1))?;
+        self.kernel(true)?
+            .launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
+                buf.push_flat(ctx, vals.device_ptr(), blocks)?;
+                buf.push_flat(ctx, idxs.device_ptr(), blocks)?;
+                buf.push_flat(ctx, out_v.device_ptr(), 1)?;
+                buf.push_flat(ctx, out_i.device_ptr(), 1)?;
+                buf.push_scalar(blocks as u64)
+            })?;
+        let i = out_i.to_vec_async(stream)?;
+        i.first()
+            .copied()
+            .ok_or_else(|| Error::usage("internal: empty argmax result"))
+    }
+}
+
+/// Per-thread then per-block (value, index) extremes; `second`: over the first pass's pairs.
+fn arg_kernel<T: ScalarType + crate::codegen::Num>(k: &KernelBuilder, largest: bool, second: bool) {
+    let x = input::<T>();
+    let xi = input::<u64>();
+    let (vals, idxs, n) = (output::<T>(), output::<u64>(), scalar::<u64>());
+    // (a, ia) beats (b, ib): more extreme, or NaN where the other is not, or equal and earlier.
+    let better = move |a: Expr<T>, ia: Expr<u64>, b: Expr<T>, ib: Expr<u64>| -> Expr<bool> {
+        let strictly = if largest { a.gt(b) } else { a.lt(b) };
+        let a_nan = a.ne(a);
+        let b_nan = b.ne(b);
+        let tie = a.eq(b).or(a_nan.and(b_nan));
+        strictly.or(a_nan.and(!b_nan)).or(tie.and(ia.lt(ib)))
+    };
+    // Element 0 is a real candidate, so threads with no elements of their own hold it.
+    let first_index = if second { xi.at(0u32) } else { Expr::lit(0u64) };
+    let (bv, bi) = (k.var(x.at(0u32)), k.var(first_index));
+    let (i, stride) = if second {
+        (
+            k.thread_idx().x.cast::<u64>(),
+            k.block_dim().x.cast::<u64>(),
+        )
+    } else {
+        (k.grid1(), k.gridsize1())
+    };
+    k.for_step(i, n, stride, |_, j| {
+        let v = x.at(j);
+        let idx = if second { xi.at(j) } else { j };
+        k_update(&bv, &bi, v, idx, &better);
+    });
+    let tv = k.shared_array::<T>(BLOCK as usize);
+    let ti = k.shared_array::<u64>(BLOCK as usize);
+    let t = k.thread_idx().x;
+    tv.set(t, bv.get());
+    ti.set(t, bi.get());
+    k.syncthreads();
+    let s = k.var(k.block_dim().x / 2u32);
+    k.while_(
+        |_| s.get().gt(0u32),
+        |k| {
+            k.if_(t.lt(s.get()), |_| {
+                let (ov, oi) = (tv.at(t + s.get()), ti.at(t + s.get()));
+                let take = better(ov, oi, tv.at(t), ti.at(t));
+                tv.set(t, select(take, ov, tv.at(t)));
+                ti.set(t, select(take, oi, ti.at(t)));
+            });
+            k.syncthreads();
+            s.set(s.get() >> 1u32);
+        },
+    );
+    k.if_(t.eq(0u32), |k| {
+        let b = if second {
+            Expr::lit(0u32)
+        } else {
+            k.block_idx().x
+        };
+        vals.set(b, tv.at(0u32));
+        idxs.set(b, ti.at(0u32));
+    });
+}
+
+fn k_update<T: ScalarType>(
+    bv: &crate::codegen::Var<T>,
+    bi: &crate::codegen::Var<u64>,
+    v: Expr<T>,
+    idx: Expr<u64>,
+    better: &dyn Fn(Expr<T>, Expr<u64>, Expr<T>, Expr<u64>) -> Expr<bool>,
+) {
+    let take = better(v, idx, bv.get(), bi.get());
+    bv.set(select(take, v, bv.get()));
+    bi.set(select(take, idx, bi.get()));
+}
