@@ -42,6 +42,7 @@ pub use device_fn::{DeviceFn, DeviceParams};
 pub use expr::{select, Expr, Var};
 pub(crate) use kernel::check_name as check_kernel_name;
 pub use kernel::Kernel;
+pub use math::libdevice_path;
 pub use options::{default_cc, PtxOptions};
 pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
 pub(crate) use signature::declare_scalar_param;

@@ -15,6 +15,8 @@ use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
 type Binary<T> = Elementwise<(Elem<T>, Elem<T>), Expr<T>>;
+type Scale<T> = Elementwise<(Scalar<T>, Elem<T>), Expr<T>>;
+type Axpy<T> = Elementwise<(Scalar<T>, Elem<T>, Elem<T>), Expr<T>>;
 
 /// The elementwise kernels behind [`ArrayOps`] for one element type.
 #[doc(hidden)]
@@ -23,8 +25,8 @@ pub struct OpKernels<T: ScalarType + Num> {
     sub: OnceLock<Result<Binary<T>>>,
     mul: OnceLock<Result<Binary<T>>>,
     div: OnceLock<Result<Binary<T>>>,
-    scale: OnceLock<Result<Elementwise<(Scalar<T>, Elem<T>), Expr<T>>>>,
-    axpy: OnceLock<Result<Elementwise<(Scalar<T>, Elem<T>, Elem<T>), Expr<T>>>>,
+    scale: OnceLock<Result<Scale<T>>>,
+    axpy: OnceLock<Result<Axpy<T>>>,
 }
 
 /// Element types with cached operation kernels.

@@ -491,7 +491,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
         let arrays = || ins.iter().chain(outs).filter(|a| a.shape.is_some());
         let contiguous = ins
             .iter()
-            .all(|a| a.shape.is_none_or(|s| s.iter().product::<usize>() == n));
+            .all(|a| a.shape.map_or(true, |s| s.iter().product::<usize>() == n));
         if contiguous {
             let w = vector_width(arrays().map(|a| (a.size, a.ptr)));
             let variant = match w {

@@ -164,14 +164,14 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let per_thread = if vec_ok { 16 / size } else { 1 };
         // A fixed grid for a given device and size: the same order of operations every run.
         let blocks = n.div_ceil(BLOCK as usize * per_thread).clamp(1, sms * 4);
-        let mut partials = DeviceArray::<A, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(blocks))?;
+        let partials = DeviceArray::<A, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(blocks))?;
         let k1 = self.kernel(if vec_ok { 1 } else { 0 })?;
         k1.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
             buf.push_flat(x.context(), x.device_ptr(), n)?;
             buf.push_flat(ctx, partials.device_ptr(), blocks)?;
             buf.push_scalar(n as u64)
         })?;
-        let mut out = DeviceArray::<R, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(1))?;
+        let out = DeviceArray::<R, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(1))?;
         let k2 = self.kernel(2)?;
         k2.launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
             buf.push_flat(ctx, partials.device_ptr(), blocks)?;
@@ -583,12 +583,15 @@ fn arg_kernel<T: ScalarType + crate::codegen::Num>(k: &KernelBuilder, largest: b
     });
 }
 
+/// Whether candidate `(a, ia)` beats `(b, ib)`.
+type Better<T> = dyn Fn(Expr<T>, Expr<u64>, Expr<T>, Expr<u64>) -> Expr<bool>;
+
 fn k_update<T: ScalarType>(
     bv: &crate::codegen::Var<T>,
     bi: &crate::codegen::Var<u64>,
     v: Expr<T>,
     idx: Expr<u64>,
-    better: &dyn Fn(Expr<T>, Expr<u64>, Expr<T>, Expr<u64>) -> Expr<bool>,
+    better: &Better<T>,
 ) {
     let take = better(v, idx, bv.get(), bi.get());
     bv.set(select(take, v, bv.get()));

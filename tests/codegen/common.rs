@@ -68,7 +68,10 @@ pub fn check_ptx(ptx: &str, cc: (u32, u32), what: &str) -> PtxasReport {
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     if log.contains("is not defined for option 'gpu-name'") {
         // CUDA 13's ptxas dropped targets below sm_75; CI's ptxas (12.x) still checks them.
-        eprintln!("note: this ptxas cannot assemble sm_{}{}; {what} not checked for it", cc.0, cc.1);
+        eprintln!(
+            "note: this ptxas cannot assemble sm_{}{}; {what} not checked for it",
+            cc.0, cc.1
+        );
         return PtxasReport {
             registers: 0,
             spill_bytes: 0,

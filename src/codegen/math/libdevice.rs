@@ -4,9 +4,11 @@
 //! functions parses it into its own LLVM context, keeps only the functions it needs (and what
 //! they call), links them in with internal linkage and sets `nvvm-reflect-ftz`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
@@ -27,7 +29,23 @@ pub(crate) const ENV_DISABLE: &str = "CUDAJIT_NO_LIBDEVICE";
 /// libdevice as found on this machine.
 pub(crate) struct Libdevice {
     pub path: PathBuf,
-    pub bytes: Vec<u8>,
+    /// The file's size when found (for the compile cache's key).
+    pub len: u64,
+    /// The file's contents, read on first use.
+    bytes: OnceLock<Result<Vec<u8>, String>>,
+}
+
+impl Libdevice {
+    /// The bitcode (read once per process).
+    pub(crate) fn bytes(&self) -> Result<&[u8], String> {
+        self.bytes
+            .get_or_init(|| {
+                std::fs::read(&self.path)
+                    .map_err(|e| format!("cannot read libdevice at {}: {e}", self.path.display()))
+            })
+            .as_deref()
+            .map_err(Clone::clone)
+    }
 }
 
 /// Whether `CUDAJIT_NO_LIBDEVICE` asks for cudajit's own implementations (read at every
@@ -50,8 +68,13 @@ pub(crate) fn get() -> Result<Option<&'static Libdevice>, String> {
 }
 
 fn read(path: PathBuf) -> Result<Libdevice, String> {
-    match std::fs::read(&path) {
-        Ok(bytes) => Ok(Libdevice { path, bytes }),
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => Ok(Libdevice {
+            path,
+            len: m.len(),
+            bytes: OnceLock::new(),
+        }),
+        Ok(_) => Err(format!("libdevice at {} is not a file", path.display())),
         Err(e) => Err(format!("cannot read libdevice at {}: {e}", path.display())),
     }
 }
@@ -169,8 +192,52 @@ pub(crate) fn link<'c>(
     if missing.is_empty() {
         return Ok(());
     }
+    let ld = pruned(ctx, module, &missing, opts)?;
+    module
+        .link_in_module(ld)
+        .map_err(|e| format!("linking libdevice: {e}"))?;
+    for name in &missing {
+        if let Some(f) = module.get_function(name) {
+            f.set_linkage(Linkage::Internal);
+        }
+    }
+    if module.get_flag("nvvm-reflect-ftz").is_none() {
+        module.add_basic_value_flag(
+            "nvvm-reflect-ftz",
+            FlagBehavior::Override,
+            ctx.i32_type().const_int(opts.fastmath as u64, false),
+        );
+    }
+    Ok(())
+}
+
+/// libdevice parsed into `ctx`, cut down to `missing` and what they call. Parsing all of
+/// libdevice takes ~20 ms, so the cut-down module's bitcode is kept per set of functions (and
+/// fastmath) for the rest of the process: the next kernel with the same functions parses a few
+/// kilobytes instead.
+fn pruned<'c>(
+    ctx: &'c Context,
+    module: &Module<'c>,
+    missing: &HashSet<&str>,
+    opts: &PtxOptions,
+) -> Result<Module<'c>, String> {
+    type Cache = Mutex<HashMap<String, Arc<Vec<u8>>>>;
+    static PRUNED: OnceLock<Cache> = OnceLock::new();
+    let mut names: Vec<&str> = missing.iter().copied().collect();
+    names.sort_unstable();
+    let key = format!("{}|{}", opts.fastmath, names.join(","));
+    let cache = PRUNED.get_or_init(Default::default);
+    let hit = cache.lock().get(&key).cloned();
+    if let Some(bc) = hit {
+        let buf = MemoryBuffer::create_from_memory_range_copy(&bc, "libdevice");
+        let ld = Module::parse_bitcode_from_buffer(&buf, ctx)
+            .map_err(|e| format!("cannot parse cached libdevice functions: {e}"))?;
+        ld.set_triple(&module.get_triple());
+        ld.set_data_layout(&module.get_data_layout());
+        return Ok(ld);
+    }
     let lib = get()?.ok_or_else(|| "libdevice is not available".to_string())?;
-    let buf = MemoryBuffer::create_from_memory_range(&lib.bytes, "libdevice");
+    let buf = MemoryBuffer::create_from_memory_range(lib.bytes()?, "libdevice");
     let ld = Module::parse_bitcode_from_buffer(&buf, ctx)
         .map_err(|e| format!("cannot parse libdevice {}: {e}", lib.path.display()))?;
     drop(buf);
@@ -188,7 +255,7 @@ pub(crate) fn link<'c>(
             g.set_linkage(Linkage::Internal);
         }
     }
-    for name in &missing {
+    for name in missing {
         if ld.get_function(name).is_none() {
             return Err(format!("libdevice {} has no `{name}`", lib.path.display()));
         }
@@ -210,22 +277,9 @@ pub(crate) fn link<'c>(
             }
         }
     }
-    module
-        .link_in_module(ld)
-        .map_err(|e| format!("linking libdevice: {e}"))?;
-    for name in &missing {
-        if let Some(f) = module.get_function(name) {
-            f.set_linkage(Linkage::Internal);
-        }
-    }
-    if module.get_flag("nvvm-reflect-ftz").is_none() {
-        module.add_basic_value_flag(
-            "nvvm-reflect-ftz",
-            FlagBehavior::Override,
-            ctx.i32_type().const_int(opts.fastmath as u64, false),
-        );
-    }
-    Ok(())
+    let bc = ld.write_bitcode_to_memory();
+    cache.lock().insert(key, Arc::new(bc.as_slice().to_vec()));
+    Ok(ld)
 }
 
 /// A target machine for running the pruning pass on the libdevice module.

@@ -274,7 +274,10 @@ fn libdevice_name(f: MathFn, f64: bool, fast: bool) -> Option<&'static str> {
         Some(double)
     } else if fast {
         // rsqrt and exp2 use the hardware approximations directly (see `lower_math`).
-        fast_single.or(Some(single))
+        match f {
+            Rsqrt | Exp2 => None,
+            _ => fast_single.or(Some(single)),
+        }
     } else {
         Some(single)
     }
@@ -413,8 +416,40 @@ pub(crate) fn prepare_module<'c>(
 /// libdevice file used (path and size), or `own` for cudajit's implementations.
 pub(crate) fn cache_key() -> String {
     match libdevice::get() {
-        Ok(Some(l)) => format!("libdevice:{}:{}", l.path.display(), l.bytes.len()),
-        Ok(None) => format!("own:{}", env!("CARGO_PKG_VERSION")),
+        Ok(Some(l)) => format!(
+            "libdevice:{}:{}:{:016x}",
+            l.path.display(),
+            l.len,
+            source_hash()
+        ),
+        Ok(None) => format!("own:{:016x}", source_hash()),
         Err(e) => format!("error:{e}"),
     }
+}
+
+/// A hash of this module's source, so that cached PTX made by an older version of the math
+/// code is not reused.
+fn source_hash() -> u64 {
+    static HASH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *HASH.get_or_init(|| {
+        [
+            include_str!("mod.rs"),
+            include_str!("alg.rs"),
+            include_str!("emit.rs"),
+            include_str!("libdevice.rs"),
+        ]
+        .iter()
+        .flat_map(|s| s.bytes())
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        })
+    })
+}
+
+/// Where cudajit found NVIDIA's libdevice (`libdevice.10.bc`), which math functions use when
+/// present: `None` when it is not installed or `CUDAJIT_NO_LIBDEVICE` is set (then cudajit's
+/// own implementations are used; docs/MATH.md compares them).
+#[allow(dead_code)] // until codegen/mod.rs re-exports it
+pub fn libdevice_path() -> Option<std::path::PathBuf> {
+    libdevice::get().ok().flatten().map(|l| l.path.clone())
 }
