@@ -120,6 +120,16 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
         )
     }
 
+    /// The element stride of dimension `dim` in this C-order array (the product of the later
+    /// dimensions).
+    pub fn stride(&self, dim: usize) -> Expr<u64> {
+        let mut s = Expr::lit(1u64);
+        for d in dim + 1..N {
+            s = s * self.dim(d);
+        }
+        s
+    }
+
     /// The number of elements (all dimensions multiplied).
     pub fn len(&self) -> Expr<u64> {
         let mut n = self.dim(0);

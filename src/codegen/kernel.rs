@@ -25,6 +25,26 @@ const FAST_DEVICES: usize = 16;
 ///
 /// Once launched on a device, the kernel keeps its loaded module, and with it the device's
 /// context, alive: drop the kernel before [`Context::reset`].
+///
+/// Arguments of the wrong type or count do not compile:
+///
+/// ```compile_fail
+/// # use cudajit::prelude::*;
+/// # use cudajit::codegen::Kernel;
+/// # fn f(stream: &Stream, x: &DeviceArray<f32>, y: &mut DeviceArray<f64>) -> cudajit::Result<()> {
+/// let k = Kernel::<(&[f32], &mut [f32])>::build("copy", |k, (x, y)| y.set(k.grid1(), x.at(k.grid1())))?;
+/// k.launch(stream, LaunchConfig::new(1, 32), (x, y))?; // y holds f64, not f32
+/// # Ok(()) }
+/// ```
+///
+/// ```compile_fail
+/// # use cudajit::prelude::*;
+/// # use cudajit::codegen::Kernel;
+/// # fn f(stream: &Stream, x: &DeviceArray<f32>) -> cudajit::Result<()> {
+/// let k = Kernel::<(&[f32], &mut [f32])>::build("copy", |k, (x, y)| y.set(k.grid1(), x.at(k.grid1())))?;
+/// k.launch(stream, LaunchConfig::new(1, 32), (x,))?; // one argument missing
+/// # Ok(()) }
+/// ```
 pub struct Kernel<P> {
     inner: Arc<KernelInner>,
     _p: PhantomData<fn(P)>,
