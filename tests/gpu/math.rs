@@ -555,7 +555,12 @@ fn check<T: TFloat>(c: &Case, path: &str, fast: bool, s: &cudajit::Stream, rng: 
         if path == "own" && matches!(c.name, "sin" | "cos" | "tan") && x.abs() > T::TRIG_LIMIT {
             // Beyond the own reduction's range (docs/MATH.md): only bounded, not accurate.
             // Infinite arguments give NaN; finite ones a value in [-1, 1].
-            let bounded = c.name == "tan" || if x.is_finite() { gf.abs() <= 1.0 } else { gf.is_nan() };
+            let bounded = c.name == "tan"
+                || if x.is_finite() {
+                    gf.abs() <= 1.0
+                } else {
+                    gf.is_nan()
+                };
             assert!(bounded, "{} own {}({x:e}) = {gf:e}", T::NAME, c.name);
             continue;
         }
