@@ -1,0 +1,1196 @@
+#!/usr/bin/env python3
+"""The peers' side of cudajit's benchmark: torch, CuPy and numba-cuda on the workloads that
+`benches/bench.rs` runs with cudajit, in the same format, so that `scripts/bench.sh` can put
+both in one table of ratios. See docs/BENCHMARKS.md.
+
+    python3 benches/peers.py [--quick] [--only w1,w2] [--impls torch,cupy,numba] [--reps N]
+                             [--torch-compile] [--list]
+
+Prints one JSON object per line on stdout:
+    {"work": "add", "size": "2^28 f32", "impl": "torch", "variant": "torch.add(out=)",
+     "ms": 0.744, "min_ms": ..., "max_ms": ..., "reps": 20, "bytes": 3221225472, "note": ...}
+A missing package or a failing peer gives a line with "error" instead, and the run goes on;
+the exit status is 0 unless the arguments are wrong.
+
+Method: device work is timed with each framework's CUDA events around every repetition
+(torch.cuda.Event, cupy.cuda.Event, numba.cuda.event), after warm-up; "ms" is the median.
+Inputs are fresh random numbers for every run (never zeros); every peer's output is first
+written into a NaN-poisoned array and checked against a float64 reference before it is timed.
+"bytes" counts bytes read plus bytes written (host<->device rows: the bytes transferred).
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+
+WORKS = [
+    "copy",
+    "add",
+    "axpy",
+    "chain",
+    "add_f64",
+    "bcast_add",
+    "sum",
+    "max",
+    "argmax",
+    "row_sum",
+    "col_sum",
+    "launch",
+    "compile_cold",
+    "compile_cached",
+    "h2d_pinned",
+    "d2h_pinned",
+    "h2d_pageable",
+    "d2h_pageable",
+]
+IMPLS = ["torch", "cupy", "numba"]
+
+# numba.cuda once loaded: the numba kernels below name it as a module global, the form numba
+# (and its simulator) resolve for sure.
+cuda = None
+
+
+# ------------------------------------------------------------------------------------------
+# Output
+
+
+def emit(**rec):
+    """Prints one JSON line (keys with None values are left out)."""
+    print(json.dumps({k: v for k, v in rec.items() if v is not None}), flush=True)
+
+
+def short_error(e):
+    msg = "%s: %s" % (type(e).__name__, e)
+    msg = " ".join(msg.split())
+    return msg[:600]
+
+
+def size_1d(n, ty):
+    if n > 0 and n & (n - 1) == 0:
+        return "2^%d %s" % (n.bit_length() - 1, ty)
+    return "%d %s" % (n, ty)
+
+
+def size_bytes(b):
+    if b >= 1 << 30 and b % (1 << 30) == 0:
+        return "%d GiB" % (b >> 30)
+    return "%d MiB" % (b >> 20)
+
+
+class Sizes:
+    """The problem sizes; bench.rs uses the same ones and the same labels."""
+
+    def __init__(self, quick):
+        if quick:
+            self.n, self.n64, self.mat, self.xfer = 1 << 22, 1 << 21, 2048, 1 << 24
+            self.launches, self.compiles = 1000, 3
+        else:
+            self.n, self.n64, self.mat, self.xfer = 1 << 28, 1 << 27, 16384, 1 << 28
+            self.launches, self.compiles = 10_000, 7
+
+    def label(self, work):
+        if work == "add_f64":
+            return size_1d(self.n64, "f64")
+        if work in ("bcast_add", "row_sum", "col_sum"):
+            return "%dx%d f32" % (self.mat, self.mat)
+        if work == "launch":
+            return "1 elem, 3 arrays"
+        if work in ("compile_cold", "compile_cached"):
+            return "new kernel"
+        if work.startswith("h2d") or work.startswith("d2h"):
+            return size_bytes(self.xfer * 4)
+        return size_1d(self.n, "f32")
+
+
+# ------------------------------------------------------------------------------------------
+# Frameworks, imported lazily; a failed import is remembered and reported per work.
+
+
+class Frameworks:
+    def __init__(self, wanted):
+        self.wanted = wanted
+        self._mods = {}
+        self._errors = {}
+
+    def get(self, name):
+        """The framework's module (torch, cupy, numba.cuda), or raises with why not."""
+        if name not in self.wanted:
+            raise RuntimeError("%s not selected (--impls)" % name)
+        if name in self._errors:
+            raise RuntimeError(self._errors[name])
+        if name not in self._mods:
+            try:
+                self._mods[name] = getattr(self, "_load_" + name)()
+            except BaseException as e:  # ImportError, CUDA init errors, ...
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                self._errors[name] = "%s unavailable: %s" % (name, short_error(e))
+                raise RuntimeError(self._errors[name])
+        return self._mods[name]
+
+    @staticmethod
+    def _load_torch():
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch.cuda.is_available() is False")
+        torch.zeros(1, device="cuda")
+        return torch
+
+    @staticmethod
+    def _load_cupy():
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+        cupy.zeros(1, dtype=cupy.float32)
+        return cupy
+
+    @staticmethod
+    def _load_numba():
+        import numpy as np
+
+        # numba 0.68 still refers to np.row_stack, which numpy 2.5 removed.
+        if not hasattr(np, "row_stack"):
+            np.row_stack = np.vstack
+        global cuda
+        from numba import cuda as numba_cuda
+
+        if not numba_cuda.is_available():
+            raise RuntimeError("numba.cuda.is_available() is False")
+        cuda = numba_cuda
+        return numba_cuda
+
+    def versions(self):
+        out = []
+        for name, mod in (("torch", "torch"), ("cupy", "cupy"), ("numba", "numba")):
+            try:
+                self.get(name)
+                m = sys.modules[mod]
+                v = getattr(m, "__version__", "?")
+                if name == "numba":
+                    try:
+                        import importlib.metadata as md
+
+                        v += " + numba-cuda " + md.version("numba-cuda")
+                    except Exception:
+                        pass
+                out.append("%s %s" % (name, v))
+            except Exception as e:
+                out.append("%s: %s" % (name, e))
+        return out
+
+
+# ------------------------------------------------------------------------------------------
+# Arrays for inputs and checks: the same small API over torch and CuPy.
+
+
+class TorchLib:
+    name = "torch"
+
+    def __init__(self, torch):
+        self.t = torch
+        self.g = torch.Generator(device="cuda")
+
+    def rand(self, shape, lo, hi, seed, dtype="float32"):
+        self.g.manual_seed(seed)
+        return self.t.empty(shape, dtype=getattr(self.t, dtype), device="cuda").uniform_(
+            lo, hi, generator=self.g
+        )
+
+    def nan(self, shape, dtype="float32"):
+        return self.t.full(shape, float("nan"), dtype=getattr(self.t, dtype), device="cuda")
+
+    def f64(self, a):
+        return a.double()
+
+    def sqrt(self, a):
+        return self.t.sqrt(a)
+
+    def item(self, a):
+        return a.item()
+
+    def finite(self, a):
+        return bool(self.t.isfinite(a).all().item())
+
+    def norm(self, a):
+        return self.t.linalg.vector_norm(a.reshape(-1)).item()
+
+    def sync(self):
+        self.t.cuda.synchronize()
+
+    def free(self):
+        self.t.cuda.synchronize()
+        self.t.cuda.empty_cache()
+
+
+class CupyLib:
+    name = "cupy"
+
+    def __init__(self, cp):
+        self.cp = cp
+
+    def rand(self, shape, lo, hi, seed, dtype="float32"):
+        rs = self.cp.random.RandomState(seed % (1 << 32))
+        return rs.uniform(lo, hi, shape, dtype=getattr(self.cp, dtype))
+
+    def nan(self, shape, dtype="float32"):
+        return self.cp.full(shape, float("nan"), dtype=getattr(self.cp, dtype))
+
+    def f64(self, a):
+        return a.astype(self.cp.float64)
+
+    def sqrt(self, a):
+        return self.cp.sqrt(a)
+
+    def item(self, a):
+        return a.item()
+
+    def finite(self, a):
+        return bool(self.cp.isfinite(a).all().item())
+
+    def norm(self, a):
+        return float(self.cp.linalg.norm(a.reshape(-1)).item())
+
+    def sync(self):
+        self.cp.cuda.Device().synchronize()
+
+    def free(self):
+        self.cp.cuda.Device().synchronize()
+        self.cp.get_default_memory_pool().free_all_blocks()
+        self.cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def check_close(lib, what, got, ref64, tol):
+    """Fails unless every output is finite (the output was NaN-poisoned, so this also finds
+    unwritten elements) and ||got - ref|| / ||ref|| <= tol; returns the relative error."""
+    if not lib.finite(got):
+        raise AssertionError("%s: outputs not finite (unwritten?)" % what)
+    d = lib.norm(lib.f64(got) - ref64)
+    r = lib.norm(ref64)
+    rel = d / r if r > 0 else d
+    if not rel <= tol:
+        raise AssertionError("%s: relative error %.3e exceeds %.0e" % (what, rel, tol))
+    return rel
+
+
+# ------------------------------------------------------------------------------------------
+# Timing
+
+
+def time_events(kind, mod, fn, warmup, reps):
+    """Times `fn` with the framework's CUDA events around each of `reps` repetitions after
+    `warmup` calls: the times in ms. kind: torch, cupy or numba (mod is its module)."""
+    for _ in range(warmup):
+        fn()
+    if kind == "torch":
+        mod.cuda.synchronize()
+        evs = [
+            (mod.cuda.Event(enable_timing=True), mod.cuda.Event(enable_timing=True))
+            for _ in range(reps)
+        ]
+        for s, e in evs:
+            s.record()
+            fn()
+            e.record()
+        mod.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in evs]
+    if kind == "cupy":
+        mod.cuda.Device().synchronize()
+        evs = [(mod.cuda.Event(), mod.cuda.Event()) for _ in range(reps)]
+        for s, e in evs:
+            s.record()
+            fn()
+            e.record()
+        evs[-1][1].synchronize()
+        return [mod.cuda.get_elapsed_time(s, e) for s, e in evs]
+    if kind == "numba":
+        mod.synchronize()
+        evs = [(mod.event(), mod.event()) for _ in range(reps)]  # timing is the default
+        for s, e in evs:
+            s.record()
+            fn()
+            e.record()
+        evs[-1][1].synchronize()
+        return [s.elapsed_time(e) for s, e in evs]
+    raise ValueError(kind)
+
+
+def stats(times):
+    return dict(
+        ms=round(statistics.median(times), 6),
+        min_ms=round(min(times), 6),
+        max_ms=round(max(times), 6),
+        reps=len(times),
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# The run
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.sizes = Sizes(args.quick)
+        self.reps = args.reps or (5 if args.quick else 20)
+        self.warmup = 1 if args.quick else 3
+        self.fw = Frameworks(args.impls)
+        self.seed = (time.time_ns() ^ (os.getpid() << 20)) & ((1 << 62) - 1)
+        self._n = 0
+
+    def next_seed(self):
+        self._n += 1
+        return (self.seed * 6364136223846793005 + self._n * 1442695040888963407) % (1 << 62)
+
+    def selected(self, work):
+        return (not self.args.only or work in self.args.only) and (
+            not self.args.filter or self.args.filter in work
+        )
+
+    def peer(self, work, impl, variant, body, bytes_=None, unit=None):
+        """Runs one peer measurement: `body()` returns (times in ms, note) after checking its
+        result; any exception becomes an error line."""
+        if impl not in self.args.impls:
+            return
+        size = self.sizes.label(work)
+        try:
+            times, note = body()
+            emit(
+                work=work,
+                size=size,
+                impl=impl,
+                variant=variant,
+                bytes=bytes_,
+                unit=unit,
+                note=note,
+                **stats(times)
+            )
+        except Exception as e:
+            emit(work=work, size=size, impl=impl, variant=variant, error=short_error(e))
+            if self.args.verbose:
+                traceback.print_exc(file=sys.stderr)
+
+    def lib_for(self, impl):
+        """The array library that makes inputs and checks results for `impl`."""
+        if impl == "torch":
+            return TorchLib(self.fw.get("torch"))
+        if impl == "cupy":
+            return CupyLib(self.fw.get("cupy"))
+        # numba: device arrays from CuPy, else torch (through __cuda_array_interface__)
+        errors = []
+        for name, cls in (("cupy", CupyLib), ("torch", TorchLib)):
+            try:
+                return cls(_load_any(self.fw, name))
+            except Exception as e:
+                errors.append(str(e))
+        raise RuntimeError("numba's input arrays need CuPy or torch: " + "; ".join(errors))
+
+    def time(self, impl, fn):
+        return time_events(impl, self.fw.get(impl), fn, self.warmup, self.reps)
+
+    def free_all(self):
+        for name, cls in (("torch", TorchLib), ("cupy", CupyLib)):
+            mod = self.fw._mods.get(name)
+            if mod is not None:
+                try:
+                    cls(mod).free()
+                except Exception:
+                    pass
+
+
+def _load_any(fw, name):
+    """A framework module for array work even if it was not selected for timing."""
+    if name in fw._mods:
+        return fw._mods[name]
+    if name in fw._errors:
+        raise RuntimeError(fw._errors[name])
+    try:
+        fw._mods[name] = getattr(fw, "_load_" + name)()
+    except Exception as e:
+        fw._errors[name] = "%s unavailable: %s" % (name, short_error(e))
+        raise
+    return fw._mods[name]
+
+
+# ------------------------------------------------------------------------------------------
+# numba kernels, compiled on first use
+
+
+_NB = {}
+
+
+def nb_kernels(nbc):
+    """The numba kernels (defined once; each compiles at its first launch). `nbc` is numba.cuda,
+    also the module global `cuda` the kernels use."""
+    if _NB:
+        return _NB
+    import numpy as np
+
+    half, one = np.float32(0.5), np.float32(1.0)
+
+    @nbc.jit
+    def add(x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + y[i]
+
+    @nbc.jit
+    def axpy(a, x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a * x[i] + y[i]
+
+    @nbc.jit
+    def chain(x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = math.sqrt(x[i] * x[i] + y[i] * y[i]) * half + one
+
+    @nbc.jit
+    def bcast(x, row, out):
+        j, i = cuda.grid(2)
+        if i < out.shape[0] and j < out.shape[1]:
+            out[i, j] = x[i, j] + row[j]
+
+    _NB.update(add=add, axpy=axpy, chain=chain, bcast=bcast, np=np)
+    return _NB
+
+
+def nb_vadd(nbc):
+    """numba's @vectorize(target='cuda') add (apart, so that its failure costs one row)."""
+    if "vadd" not in _NB:
+        from numba import vectorize
+
+        @vectorize(["float32(float32, float32)"], target="cuda")
+        def vadd(a, b):
+            return a + b
+
+        _NB["vadd"] = vadd
+    return _NB["vadd"]
+
+
+# ------------------------------------------------------------------------------------------
+# Workloads. Each takes the Run and emits its rows.
+
+
+def w_copy(r):
+    n = r.sizes.n
+    b = 2 * n * 4
+
+    def torch_():
+        lib = r.lib_for("torch")
+        x = lib.rand(n, -1.0, 1.0, r.next_seed())
+        out = lib.nan(n)
+        out.copy_(x)
+        check_close(lib, "copy", out, lib.f64(x), 0.0)
+        return r.time("torch", lambda: out.copy_(x)), None
+
+    r.peer("copy", "torch", "out.copy_(x)", torch_, b)
+
+    def cupy_(method):
+        def body():
+            cp = r.fw.get("cupy")
+            lib = r.lib_for("cupy")
+            x = lib.rand(n, -1.0, 1.0, r.next_seed())
+            out = lib.nan(n)
+            if method == "memcpy":
+                fn = lambda: out.data.copy_from_device_async(x.data, x.nbytes)  # noqa: E731
+            else:
+                fn = lambda: cp.copyto(out, x)  # noqa: E731
+            fn()
+            check_close(lib, "copy", out, lib.f64(x), 0.0)
+            return r.time("cupy", fn), None
+
+        return body
+
+    r.peer("copy", "cupy", "MemoryPointer.copy_from_device_async (cudaMemcpyAsync)", cupy_("memcpy"), b)
+    r.peer("copy", "cupy", "cupy.copyto", cupy_("copyto"), b)
+
+    def numba_():
+        cuda = r.fw.get("numba")
+        lib = r.lib_for("numba")
+        x = lib.rand(n, -1.0, 1.0, r.next_seed())
+        out = lib.nan(n)
+        dx, dout = cuda.as_cuda_array(x), cuda.as_cuda_array(out)
+        dout.copy_to_device(dx)
+        cuda.synchronize()
+        check_close(lib, "copy", out, lib.f64(x), 0.0)
+        return r.time("numba", lambda: dout.copy_to_device(dx)), None
+
+    r.peer("copy", "numba", "DeviceNDArray.copy_to_device (cuMemcpyDtoD)", numba_, b)
+
+
+def elementwise(r, work, n, dtype, ref, torch_fns, cupy_fns, numba_fns, tol, nin=2, lo=-1.0):
+    """Runs the peers of one elementwise workload of `nin` inputs of `n` elements.
+    ref(lib, xs64) -> float64 reference; *_fns: [(variant, make(lib, xs, out) -> fn)]."""
+    size_of = 8 if dtype == "float64" else 4
+    b = (nin + 1) * n * size_of
+    for impl, fns in (("torch", torch_fns), ("cupy", cupy_fns), ("numba", numba_fns)):
+        for variant, make in fns:
+
+            def body(impl=impl, make=make):
+                lib = r.lib_for(impl)
+                xs = [lib.rand(n, lo, 1.0, r.next_seed(), dtype) for _ in range(nin)]
+                out = lib.nan(n, dtype)
+                fn = make(lib, xs, out)
+                fn()
+                lib.sync()
+                rel = check_close(lib, work, out, ref(lib, [lib.f64(x) for x in xs]), tol)
+                t = r.time(impl, fn)
+                return t, "relative error vs float64 %.1e" % rel
+
+            r.peer(work, impl, variant, body, b)
+        r.free_all()
+
+
+def nb_grid(n, threads=256):
+    return (n + threads - 1) // threads, threads
+
+
+def w_add(r, work="add", n=None, dtype="float32"):
+    n = n or r.sizes.n
+    cty = "float32" if dtype == "float32" else "float64"
+
+    def cupy_ewk(lib, xs, out):
+        k = lib.cp.ElementwiseKernel(
+            "%s x, %s y" % (cty, cty), "%s z" % cty, "z = x + y", "bench_peer_add_" + cty
+        )
+        return lambda: k(xs[0], xs[1], out)
+
+    def nb_jit(lib, xs, out):
+        cuda = r.fw.get("numba")
+        k = nb_kernels(cuda)["add"]
+        dx, dy, do = (cuda.as_cuda_array(a) for a in (xs[0], xs[1], out))
+        g, t = nb_grid(n)
+        return lambda: k[g, t](dx, dy, do)
+
+    def nb_vec(lib, xs, out):
+        cuda = r.fw.get("numba")
+        v = nb_vadd(cuda)
+        dx, dy, do = (cuda.as_cuda_array(a) for a in (xs[0], xs[1], out))
+        return lambda: v(dx, dy, out=do)
+
+    numba_fns = [("@cuda.jit, 256 threads/block", nb_jit)]
+    if dtype == "float32":
+        numba_fns.append(("@vectorize(target='cuda')", nb_vec))
+    elementwise(
+        r,
+        work,
+        n,
+        dtype,
+        lambda lib, x: x[0] + x[1],
+        [("torch.add(out=)", lambda lib, xs, out: lambda: lib.t.add(xs[0], xs[1], out=out))],
+        [
+            ("cupy.add(out=)", lambda lib, xs, out: lambda: lib.cp.add(xs[0], xs[1], out=out)),
+            ("ElementwiseKernel", cupy_ewk),
+        ],
+        numba_fns,
+        1e-6 if dtype == "float32" else 1e-15,
+    )
+
+
+def w_add_f64(r):
+    w_add(r, "add_f64", r.sizes.n64, "float64")
+
+
+def w_axpy(r):
+    n = r.sizes.n
+    a = 1.0 + (r.next_seed() % 1000) / 1000.0
+
+    def cupy_ewk(lib, xs, out):
+        k = lib.cp.ElementwiseKernel(
+            "float32 x, float32 y, float32 a", "float32 z", "z = a * x + y", "bench_peer_axpy"
+        )
+        a32 = lib.cp.float32(a)
+        return lambda: k(xs[0], xs[1], a32, out)
+
+    def nb_jit(lib, xs, out):
+        cuda = r.fw.get("numba")
+        k = nb_kernels(cuda)["axpy"]
+        a32 = nb_kernels(cuda)["np"].float32(a)
+        dx, dy, do = (cuda.as_cuda_array(v) for v in (xs[0], xs[1], out))
+        g, t = nb_grid(n)
+        return lambda: k[g, t](a32, dx, dy, do)
+
+    a32 = float(_f32(a))
+    elementwise(
+        r,
+        "axpy",
+        n,
+        "float32",
+        lambda lib, x: a32 * x[0] + x[1],
+        [
+            (
+                "torch.add(y, x, alpha=a, out=)",
+                lambda lib, xs, out: lambda: lib.t.add(xs[1], xs[0], alpha=a32, out=out),
+            )
+        ],
+        [("ElementwiseKernel", cupy_ewk)],
+        [("@cuda.jit, 256 threads/block", nb_jit)],
+        1e-6,
+    )
+
+
+def _f32(v):
+    import struct
+
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def w_chain(r):
+    n = r.sizes.n
+
+    def cupy_ewk(lib, xs, out):
+        k = lib.cp.ElementwiseKernel(
+            "float32 x, float32 y",
+            "float32 z",
+            "z = sqrtf(x * x + y * y) * 0.5f + 1.0f",
+            "bench_peer_chain",
+        )
+        return lambda: k(xs[0], xs[1], out)
+
+    def torch_eager(lib, xs, out):
+        t, (x, y) = lib.t, xs
+
+        return lambda: t.add(t.sqrt(x * x + y * y) * 0.5, 1, out=out)
+
+    def torch_compiled(lib, xs, out):
+        t, (x, y) = lib.t, xs
+        f = t.compile(lambda a, b: t.sqrt(a * a + b * b) * 0.5 + 1)
+        # the first call (checked) writes `out`; the timed calls return a new tensor
+        return _Checked(lambda: f(x, y), lambda: out.copy_(f(x, y)))
+
+    def nb_jit(lib, xs, out):
+        cuda = r.fw.get("numba")
+        k = nb_kernels(cuda)["chain"]
+        dx, dy, do = (cuda.as_cuda_array(v) for v in (xs[0], xs[1], out))
+        g, t = nb_grid(n)
+        return lambda: k[g, t](dx, dy, do)
+
+    torch_fns = [("torch eager: add(sqrt(x*x+y*y)*0.5, 1, out=)", torch_eager)]
+    if r.args.torch_compile:
+        torch_fns.append(("torch.compile", torch_compiled))
+    elementwise(
+        r,
+        "chain",
+        n,
+        "float32",
+        lambda lib, x: lib.sqrt(x[0] * x[0] + x[1] * x[1]) * 0.5 + 1.0,
+        torch_fns,
+        [("ElementwiseKernel", cupy_ewk)],
+        [("@cuda.jit, 256 threads/block", nb_jit)],
+        1e-6,
+    )
+
+
+def w_bcast_add(r):
+    m = r.sizes.mat
+    b = 2 * m * m * 4 + m * 4
+    for impl, variant in (
+        ("torch", "torch.add(x, row, out=)"),
+        ("cupy", "cupy.add(x, row, out=)"),
+        ("numba", "@cuda.jit 2-D, 32x8 threads/block"),
+    ):
+
+        def body(impl=impl):
+            lib = r.lib_for(impl)
+            x = lib.rand((m, m), -1.0, 1.0, r.next_seed())
+            row = lib.rand((m,), -1.0, 1.0, r.next_seed())
+            out = lib.nan((m, m))
+            if impl == "torch":
+                fn = lambda: lib.t.add(x, row, out=out)  # noqa: E731
+            elif impl == "cupy":
+                fn = lambda: lib.cp.add(x, row, out=out)  # noqa: E731
+            else:
+                cuda = r.fw.get("numba")
+                k = nb_kernels(cuda)["bcast"]
+                dx, dr, do = (cuda.as_cuda_array(v) for v in (x, row, out))
+                grid = ((m + 31) // 32, (m + 7) // 8)
+                fn = lambda: k[grid, (32, 8)](dx, dr, do)  # noqa: E731
+            fn()
+            lib.sync()
+            rel = check_close(lib, "bcast_add", out, lib.f64(x) + lib.f64(row), 1e-6)
+            return r.time(impl, fn), "relative error vs float64 %.1e" % rel
+
+        r.peer("bcast_add", impl, variant, body, b)
+        r.free_all()
+
+
+def w_reductions(r):
+    """sum, max and argmax of the same kind of input: uniform in [0, 1)."""
+    n = r.sizes.n
+    b = n * 4
+    works = [w for w in ("sum", "max", "argmax") if r.selected(w)]
+
+    def full(impl, work, variant, make, tol=1e-5):
+        def body():
+            lib = r.lib_for(impl)
+            x = lib.rand(n, 0.0, 1.0, r.next_seed())
+            fn = make(lib, x)
+            got = fn()
+            lib.sync()
+            x64 = lib.f64(x)
+            if work == "sum":
+                want = lib.item(x64.sum())
+                g = got if isinstance(got, float) else float(lib.item(got))
+                rel = abs(g - want) / abs(want)
+                if not rel <= tol:
+                    raise AssertionError("sum: got %r, want %r (relative %.2e)" % (g, want, rel))
+                note = "relative error vs float64 %.1e" % rel
+            elif work == "max":
+                want = lib.item(x64.max())
+                g = float(lib.item(got))
+                if g != want:
+                    raise AssertionError("max: got %r, want %r" % (g, want))
+                note = None
+            else:
+                i = int(lib.item(got))
+                mx = lib.item(x64.max())
+                if not (0 <= i < n) or lib.item(x[i]) != mx:
+                    raise AssertionError("argmax: index %d does not hold the maximum %r" % (i, mx))
+                ties = int(lib.item((x == mx).sum()))
+                note = "index %d; the maximum occurs %d times" % (i, ties)
+            return r.time(impl, fn), note
+
+        r.peer(work, impl, variant, body, b)
+
+    if "sum" in works:
+        full("torch", "sum", "torch.sum", lambda lib, x: lambda: lib.t.sum(x))
+        full("cupy", "sum", "cupy.sum (%s)" % _cupy_accel(r), lambda lib, x: lambda: lib.cp.sum(x))
+
+        def cupy_rk(lib, x):
+            k = lib.cp.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "bench_peer_rsum")
+            return lambda: k(x)
+
+        full("cupy", "sum", "ReductionKernel", cupy_rk)
+
+        def nb_reduce(lib, x):
+            cuda = r.fw.get("numba")
+            np = nb_kernels(cuda)["np"]
+            red = cuda.reduce(lambda a, b: a + b)
+            dx = cuda.as_cuda_array(x)
+            res = cuda.device_array(1, dtype=np.float32)
+
+            def fn():
+                red(dx, res=res)
+
+            def fn_checked():
+                fn()
+                return float(res.copy_to_host()[0])
+
+            return _Checked(fn, fn_checked)
+
+        full("numba", "sum", "@cuda.reduce (result on the device)", nb_reduce)
+        r.free_all()
+    if "max" in works:
+        full("torch", "max", "torch.max", lambda lib, x: lambda: lib.t.max(x))
+        full("cupy", "max", "cupy.max", lambda lib, x: lambda: lib.cp.max(x))
+        r.free_all()
+    if "argmax" in works:
+        full("torch", "argmax", "torch.argmax", lambda lib, x: lambda: lib.t.argmax(x))
+        full("cupy", "argmax", "cupy.argmax", lambda lib, x: lambda: lib.cp.argmax(x))
+        r.free_all()
+
+
+class _Checked:
+    """A timed callable whose first call (the check) returns a host value."""
+
+    def __init__(self, fn, first):
+        self.fn, self.first, self.done = fn, first, False
+
+    def __call__(self):
+        if not self.done:
+            self.done = True
+            return self.first()
+        return self.fn()
+
+
+def _cupy_accel(r):
+    """CuPy's reduction and routine accelerators (CUB, cuTENSOR), for the variant's name."""
+    try:
+        r.fw.get("cupy")
+        from cupy._core import _accelerator
+
+        names = {1: "cub", 2: "cutensor", 3: "cutensornet"}
+        acc = list(_accelerator.get_reduction_accelerators())
+        acc += list(_accelerator.get_routine_accelerators())
+        return "accelerators: " + (", ".join(sorted({names.get(a, str(a)) for a in acc})) or "none")
+    except Exception:
+        return "accelerators: ?"
+
+
+def w_axis_sums(r):
+    m = r.sizes.mat
+    b = m * m * 4 + m * 4
+    for work, axis in (("row_sum", 1), ("col_sum", 0)):
+        if not r.selected(work):
+            continue
+        for impl, variant in (
+            ("torch", "torch.sum(x, dim=%d)" % axis),
+            ("cupy", "cupy.sum(x, axis=%d)" % axis),
+        ):
+
+            def body(impl=impl, axis=axis, work=work):
+                lib = r.lib_for(impl)
+                x = lib.rand((m, m), 0.0, 1.0, r.next_seed())
+                if impl == "torch":
+                    fn = lambda: lib.t.sum(x, dim=axis)  # noqa: E731
+                else:
+                    fn = lambda: lib.cp.sum(x, axis=axis)  # noqa: E731
+                got = fn()
+                lib.sync()
+                rel = check_close(lib, work, got, lib.f64(x).sum(axis), 1e-5)
+                return r.time(impl, fn), "relative error vs float64 %.1e" % rel
+
+            r.peer(work, impl, variant, body, b)
+        r.free_all()
+
+
+def host_per_launch(fn, sync, n, reps=5):
+    """Host time per launch: `n` launches then one synchronize, per repetition (ms)."""
+    for _ in range(100):
+        fn()
+    sync()
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        out.append((time.perf_counter() - t) * 1e3 / n)
+    return out
+
+
+def w_launch(r):
+    n = r.sizes.launches
+    note = "%d launches then one synchronize, per launch, median of 5" % n
+
+    def torch_():
+        lib = r.lib_for("torch")
+        x, y = lib.rand(1, 1.0, 2.0, r.next_seed()), lib.rand(1, 1.0, 2.0, r.next_seed())
+        out = lib.nan(1)
+        fn = lambda: lib.t.add(x, y, out=out)  # noqa: E731
+        fn()
+        check_close(lib, "launch", out, lib.f64(x) + lib.f64(y), 1e-6)
+        return host_per_launch(fn, lib.sync, n), note
+
+    r.peer("launch", "torch", "torch.add(out=) on 1 element", torch_, unit="us")
+
+    def cupy_(kind):
+        def body():
+            lib = r.lib_for("cupy")
+            cp = lib.cp
+            x, y = lib.rand(1, 1.0, 2.0, r.next_seed()), lib.rand(1, 1.0, 2.0, r.next_seed())
+            out = lib.nan(1)
+            if kind == "raw":
+                k = cp.RawKernel(
+                    r"""extern "C" __global__ void bench_peer_tiny(const float* x, const float* y,
+                                                                    float* out, int n) {
+                        int i = blockIdx.x * blockDim.x + threadIdx.x;
+                        if (i < n) out[i] = x[i] + y[i];
+                    }""",
+                    "bench_peer_tiny",
+                )
+                one = cp.int32(1)
+                fn = lambda: k((1,), (32,), (x, y, out, one))  # noqa: E731
+            elif kind == "ewk":
+                k = cp.ElementwiseKernel(
+                    "float32 x, float32 y", "float32 z", "z = x + y", "bench_peer_tiny_ewk"
+                )
+                fn = lambda: k(x, y, out)  # noqa: E731
+            else:
+                fn = lambda: cp.add(x, y, out=out)  # noqa: E731
+            fn()
+            check_close(lib, "launch", out, lib.f64(x) + lib.f64(y), 1e-6)
+            return host_per_launch(fn, lib.sync, n), note
+
+        return body
+
+    r.peer("launch", "cupy", "RawKernel, 1 block of 32 (3 arrays + int n)", cupy_("raw"), unit="us")
+    r.peer("launch", "cupy", "ElementwiseKernel on 1 element", cupy_("ewk"), unit="us")
+    r.peer("launch", "cupy", "cupy.add(out=) on 1 element", cupy_("ufunc"), unit="us")
+
+    def numba_():
+        nbc = r.fw.get("numba")
+        np = nb_kernels(nbc)["np"]
+
+        @nbc.jit("void(float32[::1], float32[::1], float32[::1])")
+        def tiny(x, y, out):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = x[i] + y[i]
+
+        hx = np.array([1.25], dtype=np.float32)
+        hy = np.array([1.5 + (r.next_seed() % 1000) / 4096.0], dtype=np.float32)
+        dx, dy = nbc.to_device(hx), nbc.to_device(hy)
+        do = nbc.to_device(np.array([np.nan], dtype=np.float32))
+        fn = lambda: tiny[1, 32](dx, dy, do)  # noqa: E731
+        fn()
+        got = do.copy_to_host()[0]
+        if got != hx[0] + hy[0]:
+            raise AssertionError("launch: got %r, want %r" % (got, hx[0] + hy[0]))
+        return host_per_launch(fn, nbc.synchronize, n), note
+
+    r.peer("launch", "numba", "@cuda.jit with eager signature, [1, 32]", numba_, unit="us")
+
+
+def w_compile(r):
+    """A new elementwise kernel y = x * c + 1 (c unique per kernel and per run, so no cache
+    can help): construct, first call on 1024 elements, synchronize. cached: the same source
+    again in this process."""
+    runs = r.sizes.compiles
+    tag = "%x" % (r.seed & 0xFFFFFFFFFF)
+    consts = [1.5 + ((r.seed + i) % 1_000_000) * 1e-6 for i in range(runs)]
+    want_cold, want_cached = r.selected("compile_cold"), r.selected("compile_cached")
+
+    def cupy_():
+        lib = r.lib_for("cupy")
+        cp = lib.cp
+        x = lib.rand(1024, -1.0, 1.0, r.next_seed())
+        out = lib.nan(1024)
+
+        def once(i, c):
+            t = time.perf_counter()
+            name = "bench_new_%s_%s" % (tag, i if i >= 0 else "warm")
+            k = cp.ElementwiseKernel("float32 x", "float32 y", "y = x * %.9gf + 1.0f" % c, name)
+            k(x, out)
+            cp.cuda.Device().synchronize()
+            return (time.perf_counter() - t) * 1e3
+
+        once(-1, 0.25 + (r.seed % 1000) * 1e-6)  # NVRTC's and CuPy's one-time set-up
+        cold = [once(i, c) for i, c in enumerate(consts)]
+        check_close(lib, "compile", out, lib.f64(x) * _f32(consts[-1]) + 1.0, 1e-6)
+        cached = [once(i, c) for i, c in enumerate(consts)]
+        return cold, cached
+
+    def numba_():
+        cuda = r.fw.get("numba")
+        np = nb_kernels(cuda)["np"]
+        lib = r.lib_for("numba")
+        x = lib.rand(1024, -1.0, 1.0, r.next_seed())
+        out = lib.nan(1024)
+        dx, do = cuda.as_cuda_array(x), cuda.as_cuda_array(out)
+
+        def once(i, c):
+            src = (
+                "def bench_new_%s_%s(x, y):\n"
+                "    i = cuda.grid(1)\n"
+                "    if i < y.size:\n"
+                "        y[i] = x[i] * np.float32(%r) + np.float32(1.0)\n"
+            ) % (tag, i if i >= 0 else "warm", c)
+            ns = {"cuda": cuda, "np": np}
+            t = time.perf_counter()
+            exec(src, ns)
+            f = [v for k, v in ns.items() if k.startswith("bench_new_")][0]
+            k = cuda.jit(f)
+            k[4, 256](dx, do)
+            cuda.synchronize()
+            return (time.perf_counter() - t) * 1e3
+
+        once(-1, 0.25 + (r.seed % 1000) * 1e-6)
+        cold = [once(i, c) for i, c in enumerate(consts)]
+        check_close(lib, "compile", out, lib.f64(x) * _f32(consts[-1]) + 1.0, 1e-6)
+        cached = [once(i, c) for i, c in enumerate(consts)]
+        return cold, cached
+
+    for impl, body, v_cold, v_cached, n_cached in (
+        (
+            "cupy",
+            cupy_,
+            "ElementwiseKernel(...) + first call, unique source",
+            "ElementwiseKernel(...) again, same source + first call",
+            "CuPy's kernel caches (memory, then ~/.cupy/kernel_cache)",
+        ),
+        (
+            "numba",
+            numba_,
+            "cuda.jit(new function) + first call",
+            "cuda.jit(same source again) + first call",
+            "numba keeps no cache across dispatchers: it compiles again",
+        ),
+    ):
+        if impl not in r.args.impls:
+            continue
+        try:
+            cold, cached = body()
+        except Exception as e:
+            for w in ("compile_cold", "compile_cached"):
+                if r.selected(w):
+                    emit(work=w, size=r.sizes.label(w), impl=impl, error=short_error(e))
+            if r.args.verbose:
+                traceback.print_exc(file=sys.stderr)
+            continue
+        if want_cold:
+            emit(work="compile_cold", size=r.sizes.label("compile_cold"), impl=impl,
+                 variant=v_cold, note="median of %d; host clock" % runs, **stats(cold))
+        if want_cached:
+            emit(work="compile_cached", size=r.sizes.label("compile_cached"), impl=impl,
+                 variant=v_cached, note=n_cached, **stats(cached))
+    r.free_all()
+
+
+def w_transfers(r):
+    n = r.sizes.xfer
+    b = n * 4
+    sel = [w for w in ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable") if r.selected(w)]
+
+    def torch_():
+        torch = r.fw.get("torch")
+        lib = r.lib_for("torch")
+        d = lib.rand(n, -1.0, 1.0, r.next_seed())
+        host = d.cpu()  # pageable
+        pinned = host.pin_memory()
+        out_pageable = torch.empty_like(host)
+        out_pinned = torch.empty(n, dtype=torch.float32, pin_memory=True)
+        # checks: each path moves the data unchanged
+        if not torch.equal(host.cuda(), d) or not torch.equal(pinned.cuda(non_blocking=True), d):
+            raise AssertionError("h2d changed the data")
+        out_pinned.copy_(d, non_blocking=True)
+        torch.cuda.synchronize()
+        if not torch.equal(out_pinned, host) or not torch.equal(d.cpu(), host):
+            raise AssertionError("d2h changed the data")
+        cases = {
+            "h2d_pinned": [("pinned.cuda(non_blocking=True)", lambda: pinned.cuda(non_blocking=True))],
+            "d2h_pinned": [("pinned.copy_(d, non_blocking=True)",
+                            lambda: out_pinned.copy_(d, non_blocking=True))],
+            "h2d_pageable": [("x.cuda()", lambda: host.cuda())],
+            "d2h_pageable": [("d.cpu()", lambda: d.cpu()),
+                             ("pageable.copy_(d)", lambda: out_pageable.copy_(d))],
+        }
+        return cases
+
+    def cupy_():
+        cp = r.fw.get("cupy")
+        import numpy as np
+
+        lib = r.lib_for("cupy")
+        d = lib.rand(n, -1.0, 1.0, r.next_seed())
+        host = d.get()  # pageable numpy
+        mem = cp.cuda.alloc_pinned_memory(b)
+        pinned = np.frombuffer(mem, np.float32, n)
+        pinned[...] = host
+        mem2 = cp.cuda.alloc_pinned_memory(b)
+        out_pinned = np.frombuffer(mem2, np.float32, n)
+        out_pageable = np.empty_like(host)
+        d2 = cp.empty_like(d)
+        d2.set(host)
+        if not bool((d2 == d).all()):
+            raise AssertionError("h2d changed the data")
+        d2.set(pinned)
+        d.get(out=out_pinned)
+        cp.cuda.Device().synchronize()
+        if not bool((d2 == d).all()) or not np.array_equal(out_pinned, host):
+            raise AssertionError("pinned copies changed the data")
+        cases = {
+            "h2d_pinned": [("ndarray.set(pinned numpy)", lambda: d2.set(pinned))],
+            "d2h_pinned": [("ndarray.get(out=pinned numpy)", lambda: d.get(out=out_pinned))],
+            "h2d_pageable": [("ndarray.set(numpy)", lambda: d2.set(host))],
+            "d2h_pageable": [("ndarray.get(out=numpy)", lambda: d.get(out=out_pageable))],
+        }
+        return cases
+
+    for impl, setup in (("torch", torch_), ("cupy", cupy_)):
+        if impl not in r.args.impls:
+            continue
+        try:
+            cases = setup()
+        except Exception as e:
+            for w in sel:
+                emit(work=w, size=r.sizes.label(w), impl=impl, error=short_error(e))
+            if r.args.verbose:
+                traceback.print_exc(file=sys.stderr)
+            r.free_all()
+            continue
+        for w in sel:
+            for variant, fn in cases[w]:
+                r.peer(w, impl, variant, lambda fn=fn, impl=impl: (r.time(impl, fn), None), b)
+        del cases
+        r.free_all()
+
+
+RUNNERS = [
+    (("copy",), w_copy),
+    (("add",), w_add),
+    (("axpy",), w_axpy),
+    (("chain",), w_chain),
+    (("add_f64",), w_add_f64),
+    (("bcast_add",), w_bcast_add),
+    (("sum", "max", "argmax"), w_reductions),
+    (("row_sum", "col_sum"), w_axis_sums),
+    (("launch",), w_launch),
+    (("compile_cold", "compile_cached"), w_compile),
+    (("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"), w_transfers),
+]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes, 5 repetitions")
+    p.add_argument("--only", type=lambda s: [w for w in s.split(",") if w], default=None,
+                   help="comma-separated works (--list names them)")
+    p.add_argument("--impls", type=lambda s: [w for w in s.split(",") if w], default=IMPLS,
+                   help="comma-separated peers to time (default: torch,cupy,numba)")
+    p.add_argument("--reps", type=int, default=0, help="timed repetitions (default 20; 5 with --quick)")
+    p.add_argument("--torch-compile", action="store_true",
+                   help="also time torch.compile on the fused chain (compiles with Inductor/Triton)")
+    p.add_argument("--list", action="store_true", help="print the works and exit")
+    p.add_argument("--verbose", action="store_true", help="tracebacks of failures on stderr")
+    p.add_argument("filter", nargs="?", default=None, help="only works whose name contains this")
+    a = p.parse_args(argv)
+    for w in a.only or []:
+        if w not in WORKS:
+            p.error("unknown work %r (--list names them)" % w)
+    for i in a.impls:
+        if i not in IMPLS:
+            p.error("unknown peer %r (torch, cupy, numba)" % i)
+    if a.reps < 0:
+        p.error("--reps must be positive")
+    return a
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.list:
+        print("\n".join(WORKS))
+        return 0
+    r = Run(args)
+    t0 = time.perf_counter()
+    versions = r.fw.versions()
+    device = "?"
+    for name in ("torch", "cupy"):
+        try:
+            mod = r.fw.get(name)
+            if name == "torch":
+                device = mod.cuda.get_device_name(0)
+            else:
+                device = mod.cuda.runtime.getDeviceProperties(0)["name"].decode()
+            break
+        except Exception:
+            continue
+    emit(work="_env", size="-", impl="peers",
+         note="%s; %s; python %s; seed %x%s" % (device, ", ".join(versions),
+                                                sys.version.split()[0], r.seed,
+                                                ", --quick" if args.quick else ""))
+    for works, fn in RUNNERS:
+        if not any(r.selected(w) for w in works):
+            continue
+        try:
+            fn(r)
+        except Exception as e:  # a bug in this script: report it against the works, go on
+            for w in works:
+                if r.selected(w):
+                    emit(work=w, size=r.sizes.label(w), impl="peers", error=short_error(e))
+            if args.verbose:
+                traceback.print_exc(file=sys.stderr)
+        r.free_all()
+    print("peers.py: done in %.1f s" % (time.perf_counter() - t0), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

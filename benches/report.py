@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Renders the benchmark's JSON lines (bench.rs's and peers.py's, merged) as one table:
+per workload, our time and bandwidth, each peer's best time, our speed over the best peer's
+(>1: we are faster), our bandwidth as a percentage of the device-to-device copy rate measured
+in the same run, and whether the project's bar (docs/BENCHMARKS.md) is met.
+
+    python3 benches/report.py RESULTS.jsonl [MORE.jsonl ...] [--markdown OUT.md] [--json OUT.jsonl]
+
+Lines that are not JSON objects are ignored. Reads standard input when no file is given.
+"""
+
+import argparse
+import json
+import sys
+
+WORKS = [
+    "copy",
+    "add",
+    "axpy",
+    "chain",
+    "add_f64",
+    "bcast_add",
+    "sum",
+    "max",
+    "argmax",
+    "row_sum",
+    "col_sum",
+    "launch",
+    "compile_cold",
+    "compile_cached",
+    "h2d_pinned",
+    "d2h_pinned",
+    "h2d_pageable",
+    "d2h_pageable",
+]
+OURS = "cudajit"
+PEERS = ["torch", "cupy", "numba"]
+ELEMENTWISE = {"add", "axpy", "chain", "add_f64", "bcast_add"}
+TRANSFERS = {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"}
+
+
+def load(paths):
+    recs = []
+    streams = [open(p) for p in paths] if paths else [sys.stdin]
+    for f in streams:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(r, dict) and "work" in r:
+                recs.append(r)
+    return recs
+
+
+def ok(r):
+    return r.get("error") is None and isinstance(r.get("ms"), (int, float)) and r["ms"] > 0
+
+
+def gbs(r):
+    """GB/s (10^9 bytes per second) of a record with bytes, else None."""
+    b = r.get("bytes")
+    if not b or not ok(r):
+        return None
+    return b / (r["ms"] * 1e-3) / 1e9
+
+
+def best(recs):
+    """The fastest successful record, or None."""
+    good = [r for r in recs if ok(r)]
+    return min(good, key=lambda r: r["ms"]) if good else None
+
+
+def fmt_time(ms, unit):
+    if ms is None:
+        return "-"
+    if unit == "us":
+        return "%.2f us" % (ms * 1e3)
+    if ms < 0.1:
+        return "%.1f us" % (ms * 1e3)
+    if ms < 10:
+        return "%.3f ms" % ms
+    return "%.1f ms" % ms
+
+
+def fmt_gbs(v):
+    return "-" if v is None else "%.0f" % v if v >= 100 else "%.1f" % v
+
+
+class Row:
+    def __init__(self, work, size, recs):
+        self.work, self.size = work, size
+        self.recs = recs
+        self.ours_all = [r for r in recs if r.get("impl") == OURS]
+        self.ours = best(self.ours_all)
+        self.peer = {p: best([r for r in recs if r.get("impl") == p]) for p in PEERS}
+        self.peer_tried = {p: any(r.get("impl") == p for r in recs) for p in PEERS}
+        self.unit = next((r.get("unit") for r in recs if r.get("unit")), None)
+        peers = [r for r in self.peer.values() if r is not None]
+        self.best_peer = min(peers, key=lambda r: r["ms"]) if peers else None
+
+    def ratio(self, other=None):
+        """Our speed over `other`'s (default: the best peer): >1 means we are faster."""
+        o = other if other is not None else self.best_peer
+        if self.ours is None or o is None:
+            return None
+        return o["ms"] / self.ours["ms"]
+
+
+def bar(row, copy_gbs):
+    """Whether the project's bar is met: 'ok', 'MISS: why', or '-' (no bar, or no data)."""
+    w, ours = row.work, row.ours
+    if ours is None:
+        return "-"
+    g = gbs(ours)
+    pct = g / copy_gbs * 100 if g is not None and copy_gbs else None
+    misses = []
+    if w in ELEMENTWISE:
+        t = row.ratio(row.peer["torch"])
+        if t is None:
+            return "- (no torch)"
+        if t < 1:
+            misses.append("%.2fx torch" % t)
+        if pct is None:
+            misses.append("no copy rate")
+        elif pct < 100:
+            misses.append("%.0f%% of copy" % pct)
+    elif w in ("sum", "max", "argmax"):
+        c = row.ratio(row.peer["cupy"])
+        if c is None:
+            return "- (no cupy)"
+        if c < 1:
+            misses.append("%.2fx cupy" % c)
+    elif w in ("row_sum", "col_sum"):
+        if pct is None:
+            return "- (no copy rate)"
+        if pct < 90:
+            misses.append("%.0f%% of copy < 90%%" % pct)
+    elif w == "launch":
+        us = ours["ms"] * 1e3
+        if us > 2:
+            misses.append("%.2f us > 2 us" % us)
+    elif w == "compile_cold":
+        if ours["ms"] > 10:
+            misses.append("%.1f ms > 10 ms" % ours["ms"])
+    elif w == "compile_cached":
+        if ours["ms"] > 0.1:
+            misses.append("%.3f ms > 0.1 ms" % ours["ms"])
+    elif w in ("h2d_pinned", "d2h_pinned"):
+        t = row.ratio(row.peer["torch"])
+        if t is None:
+            return "- (no torch)"
+        if t < 0.97:  # "at torch's rate", within 3% noise
+            misses.append("%.2fx torch" % t)
+    elif w == "h2d_pageable":
+        t = row.ratio(row.peer["torch"])
+        if t is None:
+            return "- (no torch)"
+        if t < 2:
+            misses.append("%.2fx torch < 2x" % t)
+    else:
+        return "-"
+    return "MISS: " + ", ".join(misses) if misses else "ok"
+
+
+def table(headers, rows, align):
+    """A markdown table with padded columns (readable as plain text too)."""
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+
+    def line(cells):
+        out = []
+        for c, w, a in zip(cells, widths, align):
+            c = str(c)
+            out.append(c.rjust(w) if a == "r" else c.ljust(w))
+        return "| " + " | ".join(out) + " |"
+
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if a == "r" else ("-" * (w + 2))
+                         for w, a in zip(widths, align)) + "|"
+    return "\n".join([line(headers), sep] + [line(r) for r in rows])
+
+
+def render(recs):
+    env = [r for r in recs if r.get("work") == "_env"]
+    data = [r for r in recs if r.get("work") != "_env"]
+    groups = {}
+    for r in data:
+        groups.setdefault((r["work"], r.get("size", "?")), []).append(r)
+    order = {w: i for i, w in enumerate(WORKS)}
+    keys = sorted(groups, key=lambda k: (order.get(k[0], len(WORKS)), k[0], k[1]))
+    rows = [Row(w, s, groups[(w, s)]) for w, s in keys]
+
+    # The ceiling: our device-to-device copy in this run, else the best peer's.
+    copy_gbs, copy_src = None, None
+    for row in rows:
+        if row.work == "copy":
+            if row.ours is not None:
+                copy_gbs, copy_src = gbs(row.ours), "cudajit " + (row.ours.get("variant") or "copy")
+            elif row.best_peer is not None:
+                copy_gbs = gbs(row.best_peer)
+                copy_src = "%s %s" % (row.best_peer["impl"], row.best_peer.get("variant") or "")
+
+    out = ["# cudajit vs torch, CuPy, numba-cuda", ""]
+    for r in env:
+        who = r.get("impl", "?")
+        text = " ".join(str(r.get("note") or r.get("error") or "").split())
+        out.append("- %s: %s" % (who, text))
+    if copy_gbs:
+        out.append("- copy rate (the ceiling): %.0f GB/s, %s" % (copy_gbs, copy_src.strip()))
+    out += [
+        "",
+        "ratio = best peer's time / ours (>1: cudajit is faster); % copy = our GB/s over the "
+        "copy rate; peers show their fastest variant. GB/s counts bytes read + written "
+        "(transfers: bytes moved).",
+        "",
+    ]
+    headers = ["work", "size", "cudajit", "GB/s", "torch", "cupy", "numba", "ratio", "% copy", "bar"]
+    body = []
+    for row in rows:
+        unit = row.unit
+        ours = row.ours
+        if ours is not None:
+            ours_t = fmt_time(ours["ms"], unit)
+        elif row.ours_all:
+            ours_t = "error"
+        else:
+            ours_t = "-"
+        g = gbs(ours) if ours else None
+        peers = []
+        for p in PEERS:
+            pr = row.peer[p]
+            if pr is not None:
+                peers.append(fmt_time(pr["ms"], unit))
+            else:
+                peers.append("error" if row.peer_tried[p] else "-")
+        ratio = row.ratio()
+        pct = "-"
+        if g is not None and copy_gbs and row.work not in TRANSFERS:
+            pct = "%.0f%%" % (g / copy_gbs * 100)
+        body.append([row.work, row.size, ours_t, fmt_gbs(g)] + peers +
+                    ["-" if ratio is None else "%.2fx" % ratio, pct, bar(row, copy_gbs)])
+    out.append(table(headers, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"]))
+
+    # Every record: variants, notes, errors.
+    out += ["", "## Every measurement", ""]
+    det = []
+    for row in rows:
+        for r in sorted(row.recs, key=lambda r: (r.get("impl") != OURS, r.get("impl", ""),
+                                                 r.get("ms") if ok(r) else 1e30)):
+            what = r.get("error")
+            if what is not None:
+                what = "ERROR: " + what
+            else:
+                what = r.get("note") or ""
+                if ok(r) and r.get("min_ms") is not None and r.get("max_ms") is not None:
+                    spread = "min %s, max %s, n=%s" % (fmt_time(r["min_ms"], row.unit),
+                                                       fmt_time(r["max_ms"], row.unit),
+                                                       r.get("reps", "?"))
+                    what = spread + ("; " + what if what else "")
+            det.append([row.work, row.size, r.get("impl", "?"), r.get("variant") or "",
+                        fmt_time(r["ms"], row.unit) if ok(r) else "-",
+                        fmt_gbs(gbs(r)), what.replace("|", "/")])
+    out.append(table(["work", "size", "impl", "variant", "time", "GB/s", "notes"], det,
+                     ["l", "l", "l", "l", "r", "r", "l"]))
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("files", nargs="*", help="JSON-lines files (default: standard input)")
+    p.add_argument("--markdown", help="also write the report here")
+    p.add_argument("--json", help="also write the merged records here, one per line")
+    p.add_argument("--summary-only", action="store_true", help="leave out the per-measurement table")
+    a = p.parse_args(argv)
+    recs = load(a.files)
+    if not recs:
+        print("report.py: no records", file=sys.stderr)
+        return 1
+    text = render(recs)
+    if a.summary_only:
+        text = text.split("\n## Every measurement")[0] + "\n"
+    sys.stdout.write(text)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(render(recs))
+    if a.json:
+        with open(a.json, "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
