@@ -23,7 +23,7 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cudajit::codegen::{select, Expr, Kernel, KernelBuilder, PtxOptions, Slice, SliceMut, Var};
 use cudajit::prelude::*;
