@@ -203,7 +203,8 @@ class TorchLib:
         )
 
     def nan(self, shape, dtype="float32"):
-        return self.t.full(shape, float("nan"), dtype=getattr(self.t, dtype), device="cuda")
+        size = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        return self.t.full(size, float("nan"), dtype=getattr(self.t, dtype), device="cuda")
 
     def f64(self, a):
         return a.double()
