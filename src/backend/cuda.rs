@@ -213,6 +213,22 @@ impl Backend for CudaDriver {
         Ok(p)
     }
 
+    unsafe fn mem_alloc_async(
+        &self,
+        bytes: usize,
+        stream: sys::CUstream,
+    ) -> Result<sys::CUdeviceptr> {
+        let mut p = 0;
+        // SAFETY: valid out-pointer; the caller passes a live stream.
+        unsafe { drv!(cuMemAllocAsync(&mut p, bytes, stream)) }?;
+        Ok(p)
+    }
+
+    unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: the caller frees its own stream-ordered allocation once, on a live stream.
+        unsafe { drv!(cuMemFreeAsync(ptr, stream)) }
+    }
+
     unsafe fn mem_prefetch(
         &self,
         ptr: sys::CUdeviceptr,

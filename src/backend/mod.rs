@@ -55,6 +55,14 @@ pub(crate) trait Backend: Send + Sync {
     fn mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr>;
     unsafe fn mem_free(&self, ptr: sys::CUdeviceptr) -> Result<()>;
     fn mem_alloc_managed(&self, bytes: usize) -> Result<sys::CUdeviceptr>;
+    /// Stream-ordered allocation from the device's default memory pool.
+    unsafe fn mem_alloc_async(
+        &self,
+        bytes: usize,
+        stream: sys::CUstream,
+    ) -> Result<sys::CUdeviceptr>;
+    /// Stream-ordered free of memory from [`Backend::mem_alloc_async`].
+    unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<()>;
     unsafe fn mem_prefetch(
         &self,
         ptr: sys::CUdeviceptr,

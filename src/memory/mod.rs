@@ -6,8 +6,9 @@ mod element;
 mod host;
 mod managed;
 mod pinned;
+pub(crate) mod scratch;
 mod slice;
-mod transfer;
+pub(crate) mod transfer;
 
 pub use array::{DeviceArray, DeviceView, DeviceViewMut};
 pub use element::{AnyBitPattern, DeviceCopy};

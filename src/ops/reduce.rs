@@ -15,6 +15,7 @@ use ndarray::IxDyn;
 
 use crate::codegen::{select, Expr, Kernel, KernelBuilder, Scalar as ScalarType};
 use crate::error::{Error, Result};
+use crate::memory::scratch::Scratch;
 use crate::memory::{DeviceArray, DeviceSlice};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
@@ -42,7 +43,7 @@ pub struct Reduction<T, A, R> {
     post: Arc<PostFn<A, R>>,
     identity: A,
     empty_is_error: bool,
-    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; 6],
+    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; 7],
 }
 
 impl<T: ScalarType, A: ScalarType> Reduction<T, A, A> {
@@ -110,7 +111,15 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             self.post.clone(),
             self.identity,
         );
-        let suffix = ["full1", "full_vec", "final", "rows", "cols", "cols_final"][v];
+        let suffix = [
+            "full1",
+            "full_vec",
+            "final",
+            "rows",
+            "cols",
+            "cols_final",
+            "rows_vec",
+        ][v];
         let name = format!("{}_{suffix}", self.name);
         let width = 16 / T::TY.size().max(1);
         Kernel::<()>::build(&name, move |k, ()| match v {
@@ -118,8 +127,10 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             1 if width == 2 => full_pass1::<T, A, 2>(k, &*map, &*combine, id),
             1 => full_pass1::<T, A, 4>(k, &*map, &*combine, id),
             2 => final_pass::<A, R>(k, &*combine, &*post, id),
-            3 => rows::<T, A, R>(k, &*map, &*combine, &*post, id),
+            3 => rows::<T, A, R, 1>(k, &*map, &*combine, &*post, id),
             4 => cols_partial::<T, A>(k, &*map, &*combine, id),
+            6 if width == 2 => rows::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
+            6 => rows::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
             _ => cols_final::<A, R>(k, &*combine, &*post, id),
         })
     }
@@ -130,8 +141,8 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         options: &crate::codegen::PtxOptions,
     ) -> Result<Vec<(String, String)>> {
         // The vector variant exists for 4- and 8-byte elements only.
-        (0..6)
-            .filter(|&v| v != 1 || matches!(T::TY.size(), 4 | 8))
+        (0..7)
+            .filter(|&v| (v != 1 && v != 6) || matches!(T::TY.size(), 4 | 8))
             .map(|v| {
                 let k = self.kernel(v)?;
                 Ok((k.name().to_string(), k.compile_ptx(options)?))
@@ -149,12 +160,8 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         Ok(())
     }
 
-    /// Reduces the whole array into a new one-element device array, ordered on `stream`.
-    pub fn reduce_to_device<X: DeviceSlice<T> + ?Sized>(
-        &self,
-        stream: &Stream,
-        x: &X,
-    ) -> Result<DeviceArray<R>> {
+    /// Launches both passes of a whole-array reduction, writing the result at `out`.
+    fn run_full<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X, out: u64) -> Result<()> {
         let n = x.len();
         self.check_empty(n)?;
         let ctx = stream.context();
@@ -164,33 +171,40 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let per_thread = if vec_ok { 16 / size } else { 1 };
         // A fixed grid for a given device and size: the same order of operations every run.
         let blocks = n.div_ceil(BLOCK as usize * per_thread).clamp(1, sms * 4);
-        let partials = DeviceArray::<A, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(blocks))?;
+        let partials = Scratch::<A>::new(stream, blocks)?;
         let k1 = self.kernel(if vec_ok { 1 } else { 0 })?;
         k1.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
             buf.push_flat(x.context(), x.device_ptr(), n)?;
-            buf.push_flat(ctx, partials.device_ptr(), blocks)?;
+            buf.push_flat(ctx, partials.ptr(), partials.len())?;
             buf.push_scalar(n as u64)
         })?;
-        let out = DeviceArray::<R, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(1))?;
         let k2 = self.kernel(2)?;
         k2.launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
-            buf.push_flat(ctx, partials.device_ptr(), blocks)?;
-            buf.push_flat(ctx, out.device_ptr(), 1)?;
+            buf.push_flat(ctx, partials.ptr(), partials.len())?;
+            buf.push_flat(ctx, out, 1)?;
             buf.push_scalar(blocks as u64)?;
             buf.push_scalar(n as u64)
-        })?;
-        // `partials` is freed when this returns; cuMemFree waits for the kernels using it.
-        drop(partials);
+        })
+        // `partials` is freed in stream order, after the second pass.
+    }
+
+    /// Reduces the whole array into a new one-element device array, ordered on `stream` (the
+    /// host does not wait).
+    pub fn reduce_to_device<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+    ) -> Result<DeviceArray<R>> {
+        let out = DeviceArray::<R, ndarray::Ix1>::alloc_raw(stream.context(), ndarray::Ix1(1))?;
+        self.run_full(stream, x, out.device_ptr())?;
         Ok(out)
     }
 
     /// Reduces the whole array and returns the value to the host.
     pub fn reduce<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X) -> Result<R> {
-        let out = self.reduce_to_device(stream, x)?;
-        let v = out.to_vec_async(stream)?;
-        v.first()
-            .copied()
-            .ok_or_else(|| Error::usage("internal: empty reduction result"))
+        let out = Scratch::<R>::new(stream, 1)?;
+        self.run_full(stream, x, out.ptr())?;
+        read_one(stream, &out)
     }
 
     /// Reduces along `axis`, giving an array without that axis (or with it as 1 when
@@ -227,7 +241,11 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         if inner == 1 {
             // One block per row; small rows use a smaller block.
             let block = (r.next_power_of_two() as u32).clamp(32, BLOCK);
-            let k = self.kernel(3)?;
+            // Rows of whole 16-byte vectors, aligned: vector loads.
+            let size = T::TY.size();
+            let w = if matches!(size, 4 | 8) { 16 / size } else { 1 };
+            let vec_ok = w > 1 && r % w == 0 && x.device_ptr() % 16 == 0;
+            let k = self.kernel(if vec_ok { 6 } else { 3 })?;
             for (first, rows) in chunks(outer, 65535 * 1024) {
                 let grid = (rows.min(65535) as u32, rows.div_ceil(65535) as u32);
                 k.launch_with(stream, LaunchConfig::new(grid, block), |buf| {
@@ -249,12 +267,12 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let n_chunks = target.div_ceil(m).clamp(1, r.max(1)).min(65535);
         let per_chunk = r.max(1).div_ceil(n_chunks);
         let n_chunks = r.max(1).div_ceil(per_chunk);
-        let part = DeviceArray::<A, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(n_chunks * m))?;
+        let part = Scratch::<A>::new(stream, n_chunks * m)?;
         let k = self.kernel(4)?;
         let cfg = LaunchConfig::new((m.div_ceil(BLOCK as usize) as u32, n_chunks as u32), BLOCK);
         k.launch_with(stream, cfg, |buf| {
             buf.push_flat(x.context(), x.device_ptr(), x.len())?;
-            buf.push_flat(ctx, part.device_ptr(), n_chunks * m)?;
+            buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
             buf.push_scalar(outer as u64)?;
             buf.push_scalar(r as u64)?;
             buf.push_scalar(inner as u64)?;
@@ -262,7 +280,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         })?;
         let k2 = self.kernel(5)?;
         k2.launch_with(stream, LaunchConfig::for_num_elems(m, BLOCK)?, |buf| {
-            buf.push_flat(ctx, part.device_ptr(), n_chunks * m)?;
+            buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
             buf.push_flat(ctx, out.device_ptr(), m)?;
             buf.push_scalar(m as u64)?;
             buf.push_scalar(n_chunks as u64)?;
@@ -271,6 +289,21 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         drop(part);
         Ok(out)
     }
+}
+
+/// Copies the single element of `s` to the host (waits for the stream).
+fn read_one<T: crate::memory::DeviceCopy>(stream: &Stream, s: &Scratch<'_, T>) -> Result<T> {
+    let mut v = std::mem::MaybeUninit::<T>::uninit();
+    crate::memory::transfer::dtoh(
+        stream.context(),
+        v.as_mut_ptr().cast(),
+        s.ptr(),
+        std::mem::size_of::<T>(),
+        Some(stream),
+    )?;
+    stream.synchronize()?;
+    // SAFETY: the copy above wrote all of `v`'s bytes, a value the kernel stored as a `T`.
+    Ok(unsafe { v.assume_init() })
 }
 
 /// Splits `n` items into launches of at most `max` items: (first, count) pairs.
@@ -367,7 +400,7 @@ fn final_pass<A: ScalarType, R: ScalarType>(
     k.if_(t.eq(0u64), |_| out.set(0u32, post(r, n)));
 }
 
-fn rows<T: ScalarType, A: ScalarType, R: ScalarType>(
+fn rows<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
     k: &KernelBuilder,
     map: &MapFn<T, A>,
     combine: &CombineFn<A>,
@@ -382,14 +415,26 @@ fn rows<T: ScalarType, A: ScalarType, R: ScalarType>(
     );
     let row = k.block_idx().y.cast::<u64>() * 65535u64 + k.block_idx().x.cast::<u64>();
     // Every thread of a block takes part in its barriers; rows past the end compute nothing.
-    let acc = k.var(id);
+    let accs: [_; W] = std::array::from_fn(|_| k.var(id));
     let t = k.thread_idx().x.cast::<u64>();
-    let base = row * r;
-    let end = select(row.lt(rows), r, 0u64);
+    let end = select(row.lt(rows), r / W as u64, 0u64);
+    // With W > 1, `r` is a multiple of W, so a row is `r / W` whole vectors.
+    let base = row * (r / W as u64);
     k.for_step(t, end, k.block_dim().x.cast::<u64>(), |_, j| {
-        acc.set(combine(acc.get(), map(x.at(base + j))))
+        let lanes: [Expr<T>; W] = if W == 1 {
+            [x.at(base + j); W]
+        } else {
+            x.load_vec::<W>(base + j)
+        };
+        for (acc, lane) in accs.iter().zip(lanes) {
+            acc.set(combine(acc.get(), map(lane)));
+        }
     });
-    let total = block_reduce(k, acc.get(), combine);
+    let mut total = accs[0].get();
+    for acc in &accs[1..] {
+        total = combine(total, acc.get());
+    }
+    let total = block_reduce(k, total, combine);
     k.if_(t.eq(0u64).and(row.lt(rows)), |_| {
         out.set(row, post(total, r))
     });
@@ -493,33 +538,30 @@ impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
         let ctx = stream.context();
         let sms = ctx.device().multiprocessor_count()? as usize;
         let blocks = n.div_ceil(BLOCK as usize).clamp(1, sms * 4);
-        let vals = DeviceArray::<T, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(blocks))?;
-        let idxs = DeviceArray::<u64, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(blocks))?;
+        let vals = Scratch::<T>::new(stream, blocks)?;
+        let idxs = Scratch::<u64>::new(stream, blocks)?;
         self.kernel(false)?.launch_with(
             stream,
             LaunchConfig::new(blocks as u32, BLOCK),
             |buf| {
                 buf.push_flat(x.context(), x.device_ptr(), n)?;
                 buf.push_flat(ctx, 0, n)?; // no input indices: element i is index i
-                buf.push_flat(ctx, vals.device_ptr(), blocks)?;
-                buf.push_flat(ctx, idxs.device_ptr(), blocks)?;
+                buf.push_flat(ctx, vals.ptr(), blocks)?;
+                buf.push_flat(ctx, idxs.ptr(), blocks)?;
                 buf.push_scalar(n as u64)
             },
         )?;
-        let out_v = DeviceArray::<T, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(1))?;
-        let out_i = DeviceArray::<u64, ndarray::Ix1>::alloc_raw(ctx, ndarray::Ix1(1))?;
+        let out_v = Scratch::<T>::new(stream, 1)?;
+        let out_i = Scratch::<u64>::new(stream, 1)?;
         self.kernel(true)?
             .launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
-                buf.push_flat(ctx, vals.device_ptr(), blocks)?;
-                buf.push_flat(ctx, idxs.device_ptr(), blocks)?;
-                buf.push_flat(ctx, out_v.device_ptr(), 1)?;
-                buf.push_flat(ctx, out_i.device_ptr(), 1)?;
+                buf.push_flat(ctx, vals.ptr(), blocks)?;
+                buf.push_flat(ctx, idxs.ptr(), blocks)?;
+                buf.push_flat(ctx, out_v.ptr(), 1)?;
+                buf.push_flat(ctx, out_i.ptr(), 1)?;
                 buf.push_scalar(blocks as u64)
             })?;
-        let i = out_i.to_vec_async(stream)?;
-        i.first()
-            .copied()
-            .ok_or_else(|| Error::usage("internal: empty argmax result"))
+        read_one(stream, &out_i)
     }
 }
 
