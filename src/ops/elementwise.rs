@@ -96,6 +96,8 @@ pub trait EwInputs: 'static {
     fn lanes<const W: usize>(h: &Self::Handles, v: Expr<i64>) -> [Self::Exprs; W];
     /// Every input at its own element offset (`offs` has one entry per array input).
     fn at_offsets(h: &Self::Handles, offs: &[Expr<i64>]) -> Self::Exprs;
+    /// `W` lanes of every input, each array at its own vector index (`vs`: one per array input).
+    fn lanes_each<const W: usize>(h: &Self::Handles, vs: &[Expr<i64>]) -> [Self::Exprs; W];
 }
 
 /// The outputs of an elementwise kernel: `Expr<T>` or a tuple of them (what the closure returns).
@@ -279,6 +281,20 @@ macro_rules! input_tuples {
                 std::array::from_fn(|k| ($(l.$i[k],)*))
             }
             #[allow(unused_assignments)]
+            fn lanes_each<const W: usize>(h: &Self::Handles, vs: &[Expr<i64>]) -> [Self::Exprs; W] {
+                let mut j = 0usize;
+                let l = ($({
+                    let v = if $t::ELEM_SIZE.is_some() {
+                        j += 1;
+                        vs.get(j - 1).copied().unwrap_or_else(|| Expr::lit(0i64))
+                    } else {
+                        Expr::lit(0i64)
+                    };
+                    $t::lanes::<W>(&h.$i, v)
+                },)*);
+                std::array::from_fn(|k| ($(l.$i[k],)*))
+            }
+            #[allow(unused_assignments)]
             fn at_offsets(h: &Self::Handles, offs: &[Expr<i64>]) -> Self::Exprs {
                 let mut j = 0usize;
                 ($({
@@ -323,8 +339,11 @@ out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2, O3 A3 3);
 
 /// Most dimensions of a broadcast launch.
 pub const MAX_RANK: usize = 8;
-/// Kernel variants: contiguous with 1-, 2- and 4-lane vectors, then strided of rank 1..=8.
-const VARIANTS: usize = 3 + MAX_RANK;
+/// Kernel variants: contiguous with 1-, 2- and 4-lane vectors, strided of rank 1..=8, then
+/// "suffix" broadcasting (inputs that repeat along leading dimensions) with 1, 2 and 4 lanes.
+const VARIANTS: usize = 3 + MAX_RANK + 3;
+/// Index of the first suffix-broadcast variant.
+const SUFFIX: usize = 3 + MAX_RANK;
 /// Threads per block of elementwise launches.
 const BLOCK: u32 = 256;
 
@@ -388,12 +407,16 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
         let name = match v {
             0 => format!("{}_contig", self.name),
             1 | 2 => format!("{}_contig_v{}", self.name, 1 << v),
+            v if v >= SUFFIX => format!("{}_suffix_v{}", self.name, 1 << (v - SUFFIX)),
             r => format!("{}_strided{}", self.name, r - 2),
         };
         Kernel::<()>::build_with(&name, self.options.clone(), move |k, ()| match v {
             0 => contiguous::<I, O, 1>(k, &*f),
             1 => contiguous::<I, O, 2>(k, &*f),
             2 => contiguous::<I, O, 4>(k, &*f),
+            v if v == SUFFIX => suffix::<I, O, 1>(k, &*f),
+            v if v == SUFFIX + 1 => suffix::<I, O, 2>(k, &*f),
+            v if v >= SUFFIX => suffix::<I, O, 4>(k, &*f),
             r => strided::<I, O>(k, &*f, r - 2),
         })
     }
@@ -421,8 +444,13 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             .chain(O::elem_sizes())
             .map(|s| (s, 0u64));
         let widest = vector_width(sizes);
-        (0..3 + max_rank.min(MAX_RANK))
-            .filter(|&v| v >= 3 || (1usize << v) <= widest)
+        let strided = 3..3 + max_rank.min(MAX_RANK);
+        (0..VARIANTS)
+            .filter(|&v| match v {
+                0..=2 => (1usize << v) <= widest,
+                v if v >= SUFFIX => (1usize << (v - SUFFIX)) <= widest,
+                v => strided.contains(&v),
+            })
             .map(|v| {
                 let k = self.variant(v)?;
                 Ok((k.name().to_string(), k.compile_ptx(options)?))
@@ -512,6 +540,30 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 }
                 buf.push_scalar(n as u64)
             })
+        } else if let Some(moduli) = suffix_moduli(ins, &shape) {
+            // Each array input is either full or repeats along leading dimensions: element i of
+            // the output reads element i % m of it.
+            let w = vector_width(arrays().map(|a| (a.size, a.ptr)));
+            let w = if moduli.iter().all(|m| m % w == 0) && n % w == 0 {
+                w
+            } else {
+                1
+            };
+            let kernel = self.variant(SUFFIX + w.trailing_zeros() as usize)?;
+            let cfg = LaunchConfig::for_num_elems(n / w, BLOCK)?;
+            kernel.launch_with(stream, cfg, |buf| {
+                for a in ins.iter().chain(outs) {
+                    match a.shape {
+                        Some(s) => buf.push_flat(ctx, a.ptr, s.iter().product())?,
+                        None => buf.push_scalar(a.bits)?,
+                    }
+                }
+                buf.push_scalar((n / w) as u64)?;
+                for &m in &moduli {
+                    buf.push_scalar((m / w) as u64)?;
+                }
+                Ok(())
+            })
         } else {
             let rank = shape.len();
             if rank == 0 || rank > MAX_RANK {
@@ -586,6 +638,40 @@ fn contiguous<I: EwInputs, O: EwOutputs, const W: usize>(k: &KernelBuilder, f: &
         let idx: Expr<i64> = t.cast();
         let [e] = I::lanes::<1>(&ins, idx);
         O::store_at(&outs, idx, f(e));
+    });
+}
+
+/// For inputs that are either full or equal to the trailing dimensions of `out` (after leading
+/// 1s), each array input's element count (its modulus); `None` if any input broadcasts otherwise.
+fn suffix_moduli(ins: &[ArgInfo<'_>], out: &[usize]) -> Option<Vec<usize>> {
+    let mut moduli = Vec::new();
+    for a in ins {
+        let Some(s) = a.shape else { continue };
+        let trimmed: &[usize] = {
+            let lead = s.iter().take_while(|&&d| d == 1).count();
+            &s[lead..]
+        };
+        if trimmed.len() > out.len() || out[out.len() - trimmed.len()..] != *trimmed {
+            return None;
+        }
+        moduli.push(trimmed.iter().product::<usize>().max(1));
+    }
+    Some(moduli)
+}
+
+/// The suffix-broadcast variant: vector `v` of the output reads vector `v % m_j` of array
+/// input `j` (moduli in vectors).
+fn suffix<I: EwInputs, O: EwOutputs, const W: usize>(k: &KernelBuilder, f: &Body<I, O>) {
+    let ins = I::declare();
+    let outs = O::declare();
+    let nv = declare_scalar::<u64>();
+    let arrays = I::elem_sizes().iter().filter(|s| s.is_some()).count();
+    let moduli: Vec<Expr<u64>> = (0..arrays).map(|_| declare_scalar::<u64>()).collect();
+    let i = k.grid1();
+    k.if_(i.lt(nv), |_| {
+        let vs: Vec<Expr<i64>> = moduli.iter().map(|&m| (i % m).cast::<i64>()).collect();
+        let lanes = I::lanes_each::<W>(&ins, &vs);
+        O::store::<W>(&outs, i.cast(), lanes.map(f));
     });
 }
 

@@ -32,6 +32,12 @@ fn axpy_variants_vectorise() {
     );
     let (_, strided) = &v[3];
     assert!(!strided.contains(".v4."), "{strided}");
+    // Suffix broadcasting (a row added to every row of a matrix) keeps vector accesses.
+    let (name, suffix4) = v.last().unwrap();
+    assert!(
+        name.ends_with("suffix_v4") && suffix4.contains("ld.global.nc.v4.f32"),
+        "{name}: {suffix4}"
+    );
 }
 
 #[test]
@@ -51,7 +57,7 @@ fn fused_chain_and_mixed_types_and_two_outputs() {
     let v = check_all(&mixed);
     // A bool output disables vector accesses (1-byte elements): only the scalar contiguous
     // variant and the strided ones exist.
-    assert_eq!(v.len(), 1 + 3);
+    assert_eq!(v.len(), 1 + 3 + 1);
     assert!(!v[0].1.contains(".v2."));
     let ints =
         Elementwise::<(Elem<u64>, Elem<u64>), Expr<u64>>::new("xor_u64", |(a, b)| a ^ b).unwrap();

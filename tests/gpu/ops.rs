@@ -120,6 +120,28 @@ fn numpy_broadcasting() {
         r3.to_vec_async(&s).unwrap(),
         want3.iter().copied().collect::<Vec<_>>()
     );
+    // A row (as [257] and as [1, 257]) over an odd-width matrix (suffix path, scalar), and over
+    // a width that is a multiple of 4 (suffix path, vectors).
+    let r2 = add
+        .call(&s, (&dm, &drow.reshape((1, 257)).unwrap()))
+        .unwrap();
+    assert_eq!(
+        r2.to_vec_async(&s).unwrap(),
+        want1.iter().copied().collect::<Vec<_>>()
+    );
+    let m4 = Array2::from_shape_fn((123, 64), |_| rng.f64());
+    let row4 = ndarray::Array1::from_shape_fn(64, |_| rng.f64());
+    let r4 = add
+        .call(
+            &s,
+            (&s.to_device(&m4).unwrap(), &s.to_device(&row4).unwrap()),
+        )
+        .unwrap();
+    let want4 = &m4 + &row4;
+    assert_eq!(
+        r4.to_vec_async(&s).unwrap(),
+        want4.iter().copied().collect::<Vec<_>>()
+    );
     // 3-D with a 2-D and a 1-x-1 operand, into a caller's output.
     let t = Array3::from_shape_fn((4, 5, 6), |_| rng.f64());
     let p = Array2::from_shape_fn((5, 1), |_| rng.f64());
