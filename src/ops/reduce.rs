@@ -26,6 +26,8 @@ type PostFn<A, R> = dyn Fn(Expr<A>, Expr<u64>) -> Expr<R> + Send + Sync;
 
 /// Threads per block of the reduction kernels.
 const BLOCK: u32 = 256;
+/// Vector loads in flight per thread in whole-array reductions.
+const UNROLL: usize = 4;
 
 /// A reduction from elements of `T`, accumulating in `A`, giving `R`.
 ///
@@ -354,14 +356,24 @@ fn full_pass1<T: ScalarType, A: ScalarType, const W: usize>(
     let accs: [_; W] = std::array::from_fn(|_| k.var(id));
     let (i, stride) = (k.grid1(), k.gridsize1());
     let nv = n / W as u64;
-    k.for_step(i, nv, stride, |_, v| {
-        let lanes: [Expr<T>; W] = if W == 1 {
-            [x.at(v); W]
-        } else {
-            x.load_vec::<W>(v)
-        };
-        for (acc, lane) in accs.iter().zip(lanes) {
-            acc.set(combine(acc.get(), map(lane)));
+    // UNROLL independent vector loads per iteration keep enough bytes in flight; loads past the
+    // end read vector 0 and contribute the identity (no branches between the loads).
+    k.for_step(i, nv, stride * UNROLL as u64, |_, v| {
+        let loads: [(Expr<bool>, [Expr<T>; W]); UNROLL] = std::array::from_fn(|u| {
+            let idx = v + stride * u as u64;
+            let ok = idx.lt(nv);
+            let idx = select(ok, idx, 0u64);
+            let lanes: [Expr<T>; W] = if W == 1 {
+                [x.at(idx); W]
+            } else {
+                x.load_vec::<W>(idx)
+            };
+            (ok, lanes)
+        });
+        for (ok, lanes) in loads {
+            for (acc, lane) in accs.iter().zip(lanes) {
+                acc.set(combine(acc.get(), select(ok, map(lane), id)));
+            }
         }
     });
     // The tail: at most W - 1 elements, one per thread.
@@ -490,8 +502,8 @@ fn cols_final<A: ScalarType, R: ScalarType>(
 /// (a NaN counts as the extreme, as NumPy's `argmax` returns the first NaN).
 pub(crate) struct ArgExtreme<T> {
     largest: bool,
-    pass1: OnceLock<std::result::Result<Kernel<()>, Error>>,
-    pass2: OnceLock<std::result::Result<Kernel<()>, Error>>,
+    /// First pass (scalar loads), first pass (vector loads), final pass.
+    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; 3],
     _t: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -499,24 +511,27 @@ impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
     pub(crate) const fn new(largest: bool) -> Self {
         ArgExtreme {
             largest,
-            pass1: OnceLock::new(),
-            pass2: OnceLock::new(),
+            kernels: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             _t: std::marker::PhantomData,
         }
     }
 
-    fn kernel(&self, second: bool) -> Result<&Kernel<()>> {
-        let slot = if second { &self.pass2 } else { &self.pass1 };
+    /// Kernel `which`: 0 first pass, 1 first pass with vector loads, 2 final pass.
+    fn kernel(&self, which: usize) -> Result<&Kernel<()>> {
+        let slot = &self.kernels[which];
         if slot.get().is_none() {
             let largest = self.largest;
             let name = format!(
                 "arg{}_{}_{}",
                 if largest { "max" } else { "min" },
                 T::TY.name(),
-                if second { "final" } else { "partial" }
+                ["partial", "partial_vec", "final"][which]
             );
-            let _ = slot.set(Kernel::<()>::build(&name, move |k, ()| {
-                arg_kernel::<T>(k, largest, second)
+            let wide = T::TY.size() == 4;
+            let _ = slot.set(Kernel::<()>::build(&name, move |k, ()| match which {
+                1 if wide => arg_kernel::<T, 4>(k, largest, false),
+                1 => arg_kernel::<T, 2>(k, largest, false),
+                w => arg_kernel::<T, 1>(k, largest, w == 2),
             }));
         }
         match slot.get() {
@@ -538,9 +553,11 @@ impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
         let ctx = stream.context();
         let sms = ctx.device().multiprocessor_count()? as usize;
         let blocks = n.div_ceil(BLOCK as usize).clamp(1, sms * 4);
+        let size = T::TY.size();
+        let vec_ok = matches!(size, 4 | 8) && x.device_ptr() % 16 == 0;
         let vals = Scratch::<T>::new(stream, blocks)?;
         let idxs = Scratch::<u64>::new(stream, blocks)?;
-        self.kernel(false)?.launch_with(
+        self.kernel(if vec_ok { 1 } else { 0 })?.launch_with(
             stream,
             LaunchConfig::new(blocks as u32, BLOCK),
             |buf| {
@@ -553,7 +570,7 @@ impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
         )?;
         let out_v = Scratch::<T>::new(stream, 1)?;
         let out_i = Scratch::<u64>::new(stream, 1)?;
-        self.kernel(true)?
+        self.kernel(2)?
             .launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
                 buf.push_flat(ctx, vals.ptr(), blocks)?;
                 buf.push_flat(ctx, idxs.ptr(), blocks)?;
@@ -566,7 +583,11 @@ impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
 }
 
 /// Per-thread then per-block (value, index) extremes; `second`: over the first pass's pairs.
-fn arg_kernel<T: ScalarType + crate::codegen::Num>(k: &KernelBuilder, largest: bool, second: bool) {
+fn arg_kernel<T: ScalarType + crate::codegen::Num, const W: usize>(
+    k: &KernelBuilder,
+    largest: bool,
+    second: bool,
+) {
     let x = input::<T>();
     let xi = input::<u64>();
     let (vals, idxs, n) = (output::<T>(), output::<u64>(), scalar::<u64>());
@@ -589,11 +610,24 @@ fn arg_kernel<T: ScalarType + crate::codegen::Num>(k: &KernelBuilder, largest: b
     } else {
         (k.grid1(), k.gridsize1())
     };
-    k.for_step(i, n, stride, |_, j| {
-        let v = x.at(j);
-        let idx = if second { xi.at(j) } else { j };
-        k_update(&bv, &bi, v, idx, &better);
-    });
+    if second || W == 1 {
+        k.for_step(i, n, stride, |_, j| {
+            let v = x.at(j);
+            let idx = if second { xi.at(j) } else { j };
+            k_update(&bv, &bi, v, idx, &better);
+        });
+    } else {
+        // Vectors of W elements (lanes in index order, so ties keep the first), then the tail.
+        let nv = n / W as u64;
+        k.for_step(i, nv, stride, |_, v| {
+            let lanes = x.load_vec::<W>(v);
+            for (l, lane) in lanes.into_iter().enumerate() {
+                k_update(&bv, &bi, lane, v * W as u64 + l as u64, &better);
+            }
+        });
+        let t = nv * W as u64 + i;
+        k.if_(t.lt(n), |_| k_update(&bv, &bi, x.at(t), t, &better));
+    }
     let tv = k.shared_array::<T>(BLOCK as usize);
     let ti = k.shared_array::<u64>(BLOCK as usize);
     let t = k.thread_idx().x;
