@@ -1342,6 +1342,8 @@ impl Bench {
             let hx = rand_f32(n, self.seed("lib_red/x"), 0.0, 1.0);
             let x = self.upload(&hx)?;
             let exact: f64 = par_fold(n, || 0f64, |a, i| *a += hx[i] as f64, |a, b| a + b);
+            let mut one = self.poisoned_f32(1)?;
+            let mut idx = self.c(self.ctx.alloc::<u64, _>(1))?;
             if sel("sum") {
                 let sum = Reduction::<f32, f32, f32>::new("lib_sum", |x| x, |a, b| a + b, 0.0)
                     .map_err(e)?;
@@ -1355,8 +1357,10 @@ impl Bench {
                 self.lib_row(
                     "sum",
                     n * 4,
-                    &format!("cudajit::ops Reduction, result on the device (relative error {rel:.1e}; allocates partials each call)"),
-                    || sum.reduce_to_device(s, &x).map(drop),
+                    &format!(
+                        "cudajit::ops Reduction, into a device scalar (relative error {rel:.1e})"
+                    ),
+                    || sum.reduce_into(s, &x, &mut one),
                     || Ok(()),
                 )?;
             }
@@ -1377,7 +1381,7 @@ impl Bench {
                     "max",
                     n * 4,
                     "cudajit::ops Reduction, result on the device",
-                    || max.reduce_to_device(s, &x).map(drop),
+                    || max.reduce_into(s, &x, &mut one),
                     || Ok(()),
                 )?;
             }
@@ -1396,8 +1400,8 @@ impl Bench {
                 self.lib_row(
                     "argmax",
                     n * 4,
-                    "cudajit::ops ReduceOps::argmax (index copied to the host)",
-                    || x.argmax(s).map(drop),
+                    "cudajit::ops ReduceOps::argmax_into (index on the device)",
+                    || x.argmax_into(s, &mut idx),
                     || Ok(()),
                 )?;
             }

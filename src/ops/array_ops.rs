@@ -10,7 +10,7 @@ use super::reduce::{ArgExtreme, Reduction};
 use crate::codegen::{select, ArgFor, Expr, Float, Kernel, KernelParam, Num, Scalar as ScalarType};
 use crate::context::Context;
 use crate::error::Result;
-use crate::memory::{DeviceArray, DeviceSlice};
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
@@ -326,6 +326,15 @@ pub trait ReduceOps<T: ReduceScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Si
     fn argmax(&self, stream: &Stream) -> Result<u64> {
         T::reductions().argmax.run(stream, self)
     }
+    /// Writes the flat index of the first largest element into `out` (one `u64`), ordered on
+    /// `stream`, without waiting.
+    fn argmax_into(&self, stream: &Stream, out: &mut impl DeviceSliceMut<u64>) -> Result<()> {
+        arg_into(&T::reductions().argmax, stream, self, out)
+    }
+    /// Writes the flat index of the first smallest element into `out` (one `u64`).
+    fn argmin_into(&self, stream: &Stream, out: &mut impl DeviceSliceMut<u64>) -> Result<()> {
+        arg_into(&T::reductions().argmin, stream, self, out)
+    }
     /// Sums along `axis` (NumPy's `sum(axis=..., keepdims=...)`).
     fn sum_axis(
         &self,
@@ -384,6 +393,25 @@ pub trait ReduceOps<T: ReduceScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Si
 }
 
 impl<T: ReduceScalar, D: Dimension, X: DeviceSlice<T, Dim = D>> ReduceOps<T, D> for X {}
+
+fn arg_into<T: ReduceScalar, X: DeviceSlice<T> + ?Sized>(
+    k: &ArgExtreme<T>,
+    stream: &Stream,
+    x: &X,
+    out: &mut impl DeviceSliceMut<u64>,
+) -> Result<()> {
+    if out.len() != 1 {
+        return Err(crate::error::Error::Shape {
+            op: "argmin/argmax_into (a one-element output)",
+            expected: vec![1],
+            actual: out.shape().to_vec(),
+        });
+    }
+    stream
+        .context()
+        .check_same(out.context(), "the output array")?;
+    k.run_into(stream, x, out.device_ptr())
+}
 
 /// `any` and `all` of boolean arrays.
 pub trait BoolOps<D: Dimension>: DeviceSlice<bool, Dim = D> + Sized {

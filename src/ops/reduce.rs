@@ -16,7 +16,7 @@ use ndarray::IxDyn;
 use crate::codegen::{select, Expr, Kernel, KernelBuilder, Scalar as ScalarType};
 use crate::error::{Error, Result};
 use crate::memory::scratch::Scratch;
-use crate::memory::{DeviceArray, DeviceSlice};
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
@@ -200,6 +200,27 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let out = DeviceArray::<R, ndarray::Ix1>::alloc_raw(stream.context(), ndarray::Ix1(1))?;
         self.run_full(stream, x, out.device_ptr())?;
         Ok(out)
+    }
+
+    /// Reduces the whole array into `out` (one element), ordered on `stream`: no allocation
+    /// visible to the host and no wait.
+    pub fn reduce_into<X: DeviceSlice<T> + ?Sized, O: DeviceSliceMut<R> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: &mut O,
+    ) -> Result<()> {
+        if out.len() != 1 {
+            return Err(Error::Shape {
+                op: "reduce_into (a one-element output)",
+                expected: vec![1],
+                actual: out.shape().to_vec(),
+            });
+        }
+        stream
+            .context()
+            .check_same(out.context(), "the output array")?;
+        self.run_full(stream, x, out.device_ptr())
     }
 
     /// Reduces the whole array and returns the value to the host.
@@ -543,6 +564,18 @@ impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
 
     /// The index of the first extreme element.
     pub(crate) fn run<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X) -> Result<u64> {
+        let out = Scratch::<u64>::new(stream, 1)?;
+        self.run_into(stream, x, out.ptr())?;
+        read_one(stream, &out)
+    }
+
+    /// Writes the index of the first extreme element at device address `out`.
+    pub(crate) fn run_into<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: u64,
+    ) -> Result<()> {
         let n = x.len();
         if n == 0 {
             return Err(Error::usage(format!(
@@ -569,16 +602,16 @@ impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
             },
         )?;
         let out_v = Scratch::<T>::new(stream, 1)?;
-        let out_i = Scratch::<u64>::new(stream, 1)?;
+
         self.kernel(2)?
             .launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
                 buf.push_flat(ctx, vals.ptr(), blocks)?;
                 buf.push_flat(ctx, idxs.ptr(), blocks)?;
                 buf.push_flat(ctx, out_v.ptr(), 1)?;
-                buf.push_flat(ctx, out_i.ptr(), 1)?;
+                buf.push_flat(ctx, out, 1)?;
                 buf.push_scalar(blocks as u64)
             })?;
-        read_one(stream, &out_i)
+        Ok(())
     }
 }
 

@@ -277,6 +277,28 @@ fn whole_array_reductions() {
             assert!(((v.sum(&s).unwrap() as f64) - e).abs() <= 1e-5 * abs.max(1.0));
         }
     }
+    // Results into device arrays, without a host wait.
+    let xs: Vec<f32> = rng.vec(77_777, |r| r.f32());
+    let dxs = s.to_device(&xs).unwrap();
+    let mut one = c.alloc::<f32, _>(1).unwrap();
+    one.fill(f32::NAN).unwrap();
+    Reduction::<f32, f32, f32>::new("sum_into", |x| x, |a, b| a + b, 0.0)
+        .unwrap()
+        .reduce_into(&s, &dxs, &mut one)
+        .unwrap();
+    let want: f64 = xs.iter().map(|&v| v as f64).sum();
+    assert!((one.to_vec_async(&s).unwrap()[0] as f64 - want).abs() < 1e-3);
+    let mut idx = c.alloc::<u64, _>(1).unwrap();
+    idx.fill(u64::MAX).unwrap();
+    dxs.argmin_into(&s, &mut idx).unwrap();
+    let mn = xs.iter().cloned().fold(f32::MAX, f32::min);
+    assert_eq!(
+        idx.to_vec_async(&s).unwrap()[0] as usize,
+        xs.iter().position(|&v| v == mn).unwrap()
+    );
+    assert!(dxs
+        .argmax_into(&s, &mut c.alloc::<u64, _>(2).unwrap())
+        .is_err());
     // Ties go to the first index; NaN wins min/max/argmax as in NumPy.
     let t = s.to_device(&[1.0f64, 5.0, 2.0, 5.0, -3.0, -3.0]).unwrap();
     assert_eq!((t.argmax(&s).unwrap(), t.argmin(&s).unwrap()), (1, 4));
