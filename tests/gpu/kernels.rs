@@ -589,3 +589,73 @@ fn vector_loads_with_a_scalar_tail() {
         .unwrap_err();
     assert!(e.to_string().contains("aligned"), "{e}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn threadfence_last_block_sums_the_partials() {
+    // numba's threadfence example: each block publishes its partial sum, fences, takes a ticket;
+    // the block with the last ticket sums every partial.
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&[f32], &mut [f32], &mut [u32], &mut [f32])>::build(
+        "last_block_sum",
+        |k, (x, partials, counter, out)| {
+            let tile = k.shared_array::<f32>(256);
+            let last = k.shared_array::<bool>(1);
+            let t = k.thread_idx().x;
+            let i = k.grid1();
+            tile.set(
+                t,
+                select(i.lt(x.len()), x.at(i.min(x.len() - 1u64)), 0.0f32),
+            );
+            k.syncthreads();
+            let stride = k.var(128u32);
+            k.while_(
+                |_| stride.get().gt(0u32),
+                |k| {
+                    k.if_(t.lt(stride.get()), |_| {
+                        tile.set(t, tile.at(t) + tile.at(t + stride.get()))
+                    });
+                    k.syncthreads();
+                    stride.set(stride.get() >> 1u32);
+                },
+            );
+            k.if_(t.eq(0u32), |k| {
+                partials.set(k.block_idx().x, tile.at(0u32));
+                k.threadfence();
+                k.threadfence_block();
+                k.threadfence_system();
+                let ticket = counter.atomic_add(0u32, 1u32);
+                last.set(0u32, ticket.eq(k.grid_dim().x - 1u32));
+            });
+            k.syncthreads();
+            k.if_(last.at(0u32).and(t.eq(0u32)), |k| {
+                let acc = k.var(0.0f32);
+                k.for_range(0u32, k.grid_dim().x, |_, b| {
+                    acc.set(acc.get() + partials.at(b))
+                });
+                out.set(0u32, acc.get());
+            });
+        },
+    )
+    .unwrap();
+    let mut rng = Rng::new();
+    let n = 1_000_000usize;
+    let x: Vec<f32> = rng.vec(n, |r| (r.next_u64() % 16) as f32);
+    let blocks = n.div_ceil(256);
+    let dx = s.to_device(&x).unwrap();
+    let mut partials = c.alloc::<f32, _>(blocks).unwrap();
+    partials.fill_async(f32::NAN, &s).unwrap();
+    let mut counter = c.zeros::<u32, _>(1).unwrap();
+    let mut out = c.alloc::<f32, _>(1).unwrap();
+    out.fill_async(f32::NAN, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::new(blocks as u32, 256),
+        (&dx, &mut partials, &mut counter, &mut out),
+    )
+    .unwrap();
+    let want: f32 = x.iter().sum(); // small integers: exact in any order below 2^24
+    assert_eq!(out.to_vec_async(&s).unwrap()[0], want);
+    assert_eq!(counter.to_vec_async(&s).unwrap()[0], blocks as u32);
+}
