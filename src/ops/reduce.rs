@@ -651,11 +651,23 @@ fn arg_kernel<T: ScalarType + crate::codegen::Num, const W: usize>(
         });
     } else {
         // Vectors of W elements (lanes in index order, so ties keep the first), then the tail.
+        // UNROLL independent vector loads in flight (loads past the end read vector 0 and are
+        // ignored), then the updates in index order.
         let nv = n / W as u64;
-        k.for_step(i, nv, stride, |_, v| {
-            let lanes = x.load_vec::<W>(v);
-            for (l, lane) in lanes.into_iter().enumerate() {
-                k_update(&bv, &bi, lane, v * W as u64 + l as u64, &better);
+        k.for_step(i, nv, stride * UNROLL as u64, |_, v| {
+            let loads: [_; UNROLL] = std::array::from_fn(|u| {
+                let idx = v + stride * u as u64;
+                let ok = idx.lt(nv);
+                let safe = select(ok, idx, 0u64);
+                (ok, safe, x.load_vec::<W>(safe))
+            });
+            for (ok, vi, lanes) in loads {
+                for (l, lane) in lanes.into_iter().enumerate() {
+                    let idx = vi * W as u64 + l as u64;
+                    let take = ok.and(better(lane, idx, bv.get(), bi.get()));
+                    bv.set(select(take, lane, bv.get()));
+                    bi.set(select(take, idx, bi.get()));
+                }
             }
         });
         let t = nv * W as u64 + i;
