@@ -192,6 +192,17 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
         })
     }
 
+    /// `W` consecutive elements starting at `i * W`: one scalar load for `W == 1`, else one
+    /// vector access ([`load_vec`](DArray::load_vec)).
+    pub(crate) fn load_lanes<const W: usize>(&self, i: impl Index) -> [Expr<T>; W] {
+        if W == 1 {
+            let i = i.to_index();
+            std::array::from_fn(|_| self.at(i))
+        } else {
+            self.load_vec::<W>(i)
+        }
+    }
+
     pub(crate) fn flat2(&self, i: impl Index, j: impl Index) -> Expr<i64> {
         let d1: Expr<i64> = self.dim(1).cast();
         i.to_index() * d1 + j.to_index()
@@ -259,6 +270,16 @@ impl<T: Scalar, const N: usize> DArray<T, N, ReadWrite> {
                 values: values.iter().map(|v| ValueId(v.id)).collect(),
             })
         });
+    }
+
+    /// Stores `W` consecutive elements at `i * W`: a scalar store for `W == 1`, else one vector
+    /// access ([`store_vec`](DArray::store_vec)).
+    pub(crate) fn store_lanes<const W: usize>(&self, i: impl Index, values: [Expr<T>; W]) {
+        if W == 1 {
+            self.set(i, values[0]);
+        } else {
+            self.store_vec::<W>(i, values);
+        }
     }
 
     /// This array, read-only.

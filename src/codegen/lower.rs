@@ -616,13 +616,7 @@ impl<'c> Lowerer<'c, '_> {
         index: ValueId,
     ) -> Result<PointerValue<'c>> {
         let idx = self.v(index)?.into_int_value();
-        let (base, elem) = self.array_base(array)?;
-        let ty = mem_type(self.ctx, elem);
-        // SAFETY (LLVM): an in-bounds GEP; out-of-bounds indices are the kernel author's error,
-        // exactly as in CUDA C.
-        Ok(ll!(self, unsafe {
-            self.b.build_in_bounds_gep(ty, base, &[idx], "")
-        }))
+        self.gep(array, idx)
     }
 
     /// The address of element `index * width` (the start of a vector access).
@@ -633,11 +627,17 @@ impl<'c> Lowerer<'c, '_> {
             self.b
                 .build_int_mul(idx, idx.get_type().const_int(width as u64, false), "")
         );
+        self.gep(array, scaled)
+    }
+
+    /// The address of element `idx` of an array.
+    fn gep(&mut self, array: ArrayRef, idx: IntValue<'c>) -> Result<PointerValue<'c>> {
         let (base, elem) = self.array_base(array)?;
         let ty = mem_type(self.ctx, elem);
-        // SAFETY (LLVM): an in-bounds GEP, as in element_ptr.
+        // SAFETY (LLVM): an in-bounds GEP; out-of-bounds indices are the kernel author's error,
+        // exactly as in CUDA C.
         Ok(ll!(self, unsafe {
-            self.b.build_in_bounds_gep(ty, base, &[scaled], "")
+            self.b.build_in_bounds_gep(ty, base, &[idx], "")
         }))
     }
 

@@ -62,19 +62,7 @@ impl<'c> ArgBuffer<'c> {
     where
         T: crate::memory::DeviceCopy,
     {
-        self.ctx
-            .check_same(a.context(), "a kernel's array argument")?;
-        let align = self.align.get(self.param).copied().unwrap_or(0) as u64;
-        if align > 1 && a.device_ptr() % align != 0 {
-            return Err(Error::usage(format!(
-                "kernel argument {}: the kernel reads or writes this array in {align}-byte vectors, but it \
-                 starts at address {:#x}, which is not {align}-byte aligned (a view that starts mid-array?)",
-                self.param,
-                a.device_ptr()
-            )));
-        }
-        self.param += 1;
-        self.push(a.device_ptr())?;
+        self.push_address(a.context(), a.device_ptr())?;
         for &d in a.shape() {
             self.push(d as u64)?;
         }
@@ -84,17 +72,24 @@ impl<'c> ArgBuffer<'c> {
     /// Pushes an array as a flat 1-D parameter (its address and element count), checking its
     /// context and the kernel's alignment need for this parameter.
     pub(crate) fn push_flat(&mut self, ctx: &Context, ptr: u64, len: usize) -> Result<()> {
+        self.push_address(ctx, ptr)?;
+        self.push(len as u64)
+    }
+
+    /// Pushes the address of the next parameter's array after checking its context and the
+    /// alignment the kernel's vector accesses need.
+    fn push_address(&mut self, ctx: &Context, ptr: u64) -> Result<()> {
         self.ctx.check_same(ctx, "a kernel's array argument")?;
         let align = self.align.get(self.param).copied().unwrap_or(0) as u64;
         if align > 1 && ptr % align != 0 {
             return Err(Error::usage(format!(
-                "kernel argument {}: array at {ptr:#x} is not {align}-byte aligned",
+                "kernel argument {}: the kernel reads or writes this array in {align}-byte vectors, but it \
+                 starts at address {ptr:#x}, which is not {align}-byte aligned (a view that starts mid-array?)",
                 self.param
             )));
         }
         self.param += 1;
-        self.push(ptr)?;
-        self.push(len as u64)
+        self.push(ptr)
     }
 
     /// Calls `f` with one pointer per slot, as `cuLaunchKernel` takes them.

@@ -51,11 +51,7 @@ impl<T: ScalarType> EwInput for Elem<T> {
         <&[T] as KernelParam>::declare()
     }
     fn lanes<const W: usize>(h: &Self::Handle, v: Expr<i64>) -> [Expr<T>; W] {
-        if W == 1 {
-            std::array::from_fn(|_| h.at(v))
-        } else {
-            h.load_vec::<W>(v)
-        }
+        h.load_lanes::<W>(v)
     }
     fn at_offset(h: &Self::Handle, off: Option<Expr<i64>>) -> Expr<T> {
         h.at(off.unwrap_or_else(|| Expr::lit(0i64)))
@@ -120,18 +116,6 @@ pub trait EwOutputs: Copy + 'static {
     fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>>;
 }
 
-fn store_lanes<T: ScalarType, const W: usize>(
-    h: &DArray<T, 1, ReadWrite>,
-    v: Expr<i64>,
-    vals: [Expr<T>; W],
-) {
-    if W == 1 {
-        h.set(v, vals[0]);
-    } else {
-        h.store_vec::<W>(v, vals);
-    }
-}
-
 impl<T: ScalarType> EwOutputs for Expr<T> {
     type Handles = DArray<T, 1, ReadWrite>;
     type Owned = DeviceArray<T, IxDyn>;
@@ -142,7 +126,7 @@ impl<T: ScalarType> EwOutputs for Expr<T> {
         <&mut [T] as KernelParam>::declare()
     }
     fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]) {
-        store_lanes(h, v, vals)
+        h.store_lanes::<W>(v, vals)
     }
     fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
         h.set(idx, vals)
@@ -167,7 +151,7 @@ macro_rules! output_tuples {
                 ($(<&mut [$t] as KernelParam>::declare(),)*)
             }
             fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]) {
-                $(store_lanes(&h.$i, v, std::array::from_fn::<_, W, _>(|l| vals[l].$i));)*
+                $(h.$i.store_lanes::<W>(v, std::array::from_fn::<_, W, _>(|l| vals[l].$i));)*
             }
             fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
                 $(h.$i.set(idx, vals.$i);)*

@@ -384,11 +384,7 @@ fn full_pass1<T: ScalarType, A: ScalarType, const W: usize>(
             let idx = v + stride * u as u64;
             let ok = idx.lt(nv);
             let idx = select(ok, idx, 0u64);
-            let lanes: [Expr<T>; W] = if W == 1 {
-                [x.at(idx); W]
-            } else {
-                x.load_vec::<W>(idx)
-            };
+            let lanes: [Expr<T>; W] = x.load_lanes::<W>(idx);
             (ok, lanes)
         });
         for (ok, lanes) in loads {
@@ -454,11 +450,7 @@ fn rows<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
     // With W > 1, `r` is a multiple of W, so a row is `r / W` whole vectors.
     let base = row * (r / W as u64);
     k.for_step(t, end, k.block_dim().x.cast::<u64>(), |_, j| {
-        let lanes: [Expr<T>; W] = if W == 1 {
-            [x.at(base + j); W]
-        } else {
-            x.load_vec::<W>(base + j)
-        };
+        let lanes: [Expr<T>; W] = x.load_lanes::<W>(base + j);
         for (acc, lane) in accs.iter().zip(lanes) {
             acc.set(combine(acc.get(), map(lane)));
         }
@@ -647,7 +639,7 @@ fn arg_kernel<T: ScalarType + crate::codegen::Num, const W: usize>(
         k.for_step(i, n, stride, |_, j| {
             let v = x.at(j);
             let idx = if second { xi.at(j) } else { j };
-            k_update(&bv, &bi, v, idx, &better);
+            k_update(&bv, &bi, v, idx, None, &better);
         });
     } else {
         // Vectors of W elements (lanes in index order, so ties keep the first), then the tail.
@@ -663,15 +655,12 @@ fn arg_kernel<T: ScalarType + crate::codegen::Num, const W: usize>(
             });
             for (ok, vi, lanes) in loads {
                 for (l, lane) in lanes.into_iter().enumerate() {
-                    let idx = vi * W as u64 + l as u64;
-                    let take = ok.and(better(lane, idx, bv.get(), bi.get()));
-                    bv.set(select(take, lane, bv.get()));
-                    bi.set(select(take, idx, bi.get()));
+                    k_update(&bv, &bi, lane, vi * W as u64 + l as u64, Some(ok), &better);
                 }
             }
         });
         let t = nv * W as u64 + i;
-        k.if_(t.lt(n), |_| k_update(&bv, &bi, x.at(t), t, &better));
+        k.if_(t.lt(n), |_| k_update(&bv, &bi, x.at(t), t, None, &better));
     }
     let tv = k.shared_array::<T>(BLOCK as usize);
     let ti = k.shared_array::<u64>(BLOCK as usize);
@@ -712,9 +701,11 @@ fn k_update<T: ScalarType>(
     bi: &crate::codegen::Var<u64>,
     v: Expr<T>,
     idx: Expr<u64>,
+    valid: Option<Expr<bool>>,
     better: &Better<T>,
 ) {
-    let take = better(v, idx, bv.get(), bi.get());
+    let beats = better(v, idx, bv.get(), bi.get());
+    let take = valid.map_or(beats, |ok| ok.and(beats));
     bv.set(select(take, v, bv.get()));
     bi.set(select(take, idx, bi.get()));
 }
