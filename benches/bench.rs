@@ -1446,6 +1446,101 @@ impl Bench {
             .times(&per)
             .unit("us")
             .emit();
+        self.launch_diag(&k, &x, &y, &mut out)
+    }
+
+    /// Where launch time goes: host enqueue time alone (short bursts that fit the driver's
+    /// queue, and long ones), a non-blocking stream, a kernel without parameters. Rows
+    /// `cudajit-diag`.
+    fn launch_diag(
+        &self,
+        k: &Kernel<(&[f32], &[f32], &mut [f32])>,
+        x: &DeviceArray<f32>,
+        y: &DeviceArray<f32>,
+        out: &mut DeviceArray<f32>,
+    ) -> Res<()> {
+        use cudajit::stream::StreamOptions;
+        let cfg = LaunchConfig::new(1, 32);
+        let nb = self.c(self.ctx.new_stream_with(StreamOptions {
+            non_blocking: true,
+            priority: 0,
+        }))?;
+        let empty = self.c(Kernel::<()>::build("bench_empty", |_, ()| {}))?;
+        let size = self.size_of("launch");
+        let measure = |what: &str,
+                       stream: &Stream,
+                       burst: usize,
+                       reps: usize,
+                       f: &mut dyn FnMut(&Stream) -> cudajit::Result<()>|
+         -> Res<()> {
+            let (mut enq, mut tot) = (Vec::new(), Vec::new());
+            for _ in 0..reps {
+                self.c(stream.synchronize())?;
+                let t0 = Instant::now();
+                for _ in 0..burst {
+                    self.c(f(stream))?;
+                }
+                let t1 = t0.elapsed();
+                self.c(stream.synchronize())?;
+                let t2 = t0.elapsed();
+                enq.push(t1.as_secs_f64() * 1e6 / burst as f64);
+                tot.push(t2.as_secs_f64() * 1e6 / burst as f64);
+            }
+            for (label, t) in [("enqueue only", &enq), ("with the final sync", &tot)] {
+                Rec::new("launch", &size)
+                    .imp("cudajit-diag")
+                    .variant(format!("{what}, bursts of {burst}, {label}, per launch"))
+                    .times(t)
+                    .unit("us")
+                    .emit();
+            }
+            Ok(())
+        };
+        let mut typed = |s: &Stream| k.launch(s, cfg, (x, y, &mut *out));
+        let long = self.sizes.launches as usize;
+        measure(
+            "Kernel::launch, own stream",
+            &self.stream,
+            long,
+            5,
+            &mut typed,
+        )?;
+        measure(
+            "Kernel::launch, own stream",
+            &self.stream,
+            200,
+            30,
+            &mut typed,
+        )?;
+        measure(
+            "Kernel::launch, non-blocking stream",
+            &nb,
+            200,
+            30,
+            &mut typed,
+        )?;
+        measure(
+            "Kernel::launch, non-blocking stream",
+            &nb,
+            long,
+            5,
+            &mut typed,
+        )?;
+        let mut no_args = |s: &Stream| empty.launch(s, cfg, ());
+        measure(
+            "empty kernel, no parameters",
+            &self.stream,
+            200,
+            30,
+            &mut no_args,
+        )?;
+        measure(
+            "empty kernel, no parameters",
+            &self.stream,
+            long,
+            5,
+            &mut no_args,
+        )?;
         Ok(())
     }
 

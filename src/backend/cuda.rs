@@ -283,6 +283,21 @@ impl Backend for CudaDriver {
         Ok(d)
     }
 
+    fn is_driver_memory(&self, ptr: *const c_void) -> bool {
+        let mut kind: u32 = 0;
+        // SAFETY: a valid out-pointer of the attribute's type (CUmemorytype, 32 bits); the
+        // driver only looks `ptr` up in its tables and never dereferences it.
+        let res = unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut kind as *mut u32).cast::<c_void>(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                ptr as sys::CUdeviceptr,
+            )
+        };
+        // Pageable memory is CUDA_ERROR_INVALID_VALUE (the runtime's "unregistered").
+        matches!(res, Ok(sys::CUresult::CUDA_SUCCESS)) && kind != 0
+    }
+
     unsafe fn memcpy_htod(
         &self,
         dst: sys::CUdeviceptr,
@@ -467,20 +482,24 @@ impl Backend for CudaDriver {
     ) -> Result<(sys::CUmodule, String)> {
         let mut error_log = vec![0u8; JIT_LOG_BYTES];
         let mut info_log = vec![0u8; JIT_LOG_BYTES];
+        let level = jit_opt_level();
         let mut options = [
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
             sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
         ];
         let mut values = [
             error_log.as_mut_ptr().cast::<c_void>(),
             JIT_LOG_BYTES as *mut c_void,
             info_log.as_mut_ptr().cast::<c_void>(),
             JIT_LOG_BYTES as *mut c_void,
+            level.unwrap_or(4) as usize as *mut c_void,
         ];
         let mut m = std::ptr::null_mut();
-        let n = options.len() as u32;
+        // The optimisation level only when asked for (the driver's default is 4).
+        let n = options.len() as u32 - u32::from(level.is_none());
         // SAFETY: the caller passes a valid image; the option arrays have equal lengths and
         // the log buffers outlive the call.
         let res = unsafe {
@@ -629,4 +648,16 @@ impl Backend for CudaDriver {
         // SAFETY: no arguments.
         unsafe { drv!(cuProfilerStop()) }
     }
+}
+
+/// The driver JIT's optimisation level for PTX (`CUDAJIT_JIT_OPT_LEVEL`, 0 to 4; unset: the
+/// driver's default, 4). Read once.
+fn jit_opt_level() -> Option<u32> {
+    static LEVEL: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        std::env::var("CUDAJIT_JIT_OPT_LEVEL")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|l| *l <= 4)
+    })
 }

@@ -47,8 +47,35 @@ fn init_nvptx() -> std::result::Result<(), String> {
     .clone()
 }
 
-/// The LLVM target machine for the options' compute capability.
-fn target_machine(opts: &PtxOptions) -> std::result::Result<TargetMachine, String> {
+/// What a target machine is made for: CPU, features, optimisation level.
+type TmKey = (String, String, u8);
+
+thread_local! {
+    /// The last target machine made on this thread: creating one costs a sizeable part of a
+    /// small kernel's compile, and consecutive compiles nearly always share the options.
+    static LAST_TM: std::cell::RefCell<Option<(TmKey, std::rc::Rc<TargetMachine>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The LLVM target machine for the options (reused from the last compile on this thread when
+/// the CPU, features and level are the same).
+fn target_machine(opts: &PtxOptions) -> std::result::Result<std::rc::Rc<TargetMachine>, String> {
+    let (cpu, features) = opts.llvm_cpu_and_features();
+    let key = (cpu, features, opts.effective_opt());
+    if let Some(tm) = LAST_TM.with_borrow(|last| {
+        last.as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, tm)| tm.clone())
+    }) {
+        return Ok(tm);
+    }
+    let tm = std::rc::Rc::new(new_target_machine(opts)?);
+    LAST_TM.with_borrow_mut(|last| *last = Some((key, tm.clone())));
+    Ok(tm)
+}
+
+/// A new LLVM target machine for the options' compute capability.
+fn new_target_machine(opts: &PtxOptions) -> std::result::Result<TargetMachine, String> {
     init_nvptx()?;
     let triple = TargetTriple::create("nvptx64-nvidia-cuda");
     let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
@@ -105,7 +132,7 @@ fn build_module<'c>(
     f: &FunctionIr,
     role: Role,
     opts: &PtxOptions,
-) -> Result<(Module<'c>, TargetMachine)> {
+) -> Result<(Module<'c>, std::rc::Rc<TargetMachine>)> {
     let tm = target_machine(opts).map_err(|e| llvm_err(&f.name, e))?;
     let module = ctx.create_module(&f.name);
     module.set_triple(&tm.get_triple());

@@ -5,8 +5,9 @@ use std::sync::OnceLock;
 
 use ndarray::{Dimension, IxDyn};
 
+use super::arg::ArgExtreme;
 use super::elementwise::{Elem, Elementwise, Scalar};
-use super::reduce::{ArgExtreme, Reduction};
+use super::reduce::Reduction;
 use crate::codegen::{select, ArgFor, Expr, Float, Kernel, KernelParam, Num, Scalar as ScalarType};
 use crate::context::Context;
 use crate::error::Result;
@@ -335,6 +336,29 @@ pub trait ReduceOps<T: ReduceScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Si
     fn argmin_into(&self, stream: &Stream, out: &mut impl DeviceSliceMut<u64>) -> Result<()> {
         arg_into(&T::reductions().argmin, stream, self, out)
     }
+    /// The index along `axis` of the first largest element (or first NaN) of every lane
+    /// through that axis (NumPy's `argmax(axis=..., keepdims=...)`).
+    fn argmax_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<u64, IxDyn>> {
+        T::reductions()
+            .argmax
+            .run_axis(stream, self, axis, keepdims)
+    }
+    /// The index along `axis` of the first smallest element (or first NaN).
+    fn argmin_axis(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+    ) -> Result<DeviceArray<u64, IxDyn>> {
+        T::reductions()
+            .argmin
+            .run_axis(stream, self, axis, keepdims)
+    }
     /// Sums along `axis` (NumPy's `sum(axis=..., keepdims=...)`).
     fn sum_axis(
         &self,
@@ -411,6 +435,17 @@ fn arg_into<T: ReduceScalar, X: DeviceSlice<T> + ?Sized>(
         .context()
         .check_same(out.context(), "the output array")?;
     k.run_into(stream, x, out.device_ptr())
+}
+
+/// The PTX of every argmin (`largest == false`) or argmax kernel for `T` (for tests and
+/// inspection).
+#[doc(hidden)]
+pub fn arg_variants_ptx<T: ReduceScalar>(
+    largest: bool,
+    options: &crate::codegen::PtxOptions,
+) -> Result<Vec<(String, String)>> {
+    let r = T::reductions();
+    if largest { &r.argmax } else { &r.argmin }.variants_ptx(options)
 }
 
 /// `any` and `all` of boolean arrays.

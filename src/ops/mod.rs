@@ -3,12 +3,13 @@
 //! NumPy broadcasting, and the everyday operations on [`DeviceArray`](crate::DeviceArray) built on
 //! them ([`ArrayOps`]).
 
+mod arg;
 mod array_ops;
 mod broadcast;
 mod elementwise;
 mod reduce;
 
-pub use array_ops::{ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
+pub use array_ops::{arg_variants_ptx, ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
 pub use broadcast::broadcast_shapes;
 pub use elementwise::{Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Scalar};
 pub use reduce::Reduction;

@@ -25,9 +25,37 @@ type CombineFn<A> = dyn Fn(Expr<A>, Expr<A>) -> Expr<A> + Send + Sync;
 type PostFn<A, R> = dyn Fn(Expr<A>, Expr<u64>) -> Expr<R> + Send + Sync;
 
 /// Threads per block of the reduction kernels.
-const BLOCK: u32 = 256;
+pub(super) const BLOCK: u32 = 256;
 /// Vector loads in flight per thread in whole-array reductions.
-const UNROLL: usize = 4;
+pub(super) const UNROLL: usize = 4;
+
+/// The geometry of whole-array reductions.
+pub(super) struct Tuning {
+    /// Vector loads in flight per thread.
+    pub unroll: usize,
+    /// Blocks of [`BLOCK`] threads per multiprocessor.
+    pub blocks_per_sm: usize,
+}
+
+/// The geometry: `unroll` 4 and 4 blocks per multiprocessor, or `CUDAJIT_REDUCE_TUNE=U,B`
+/// (read once; for benchmarking other geometries).
+pub(super) fn tuning() -> &'static Tuning {
+    static T: OnceLock<Tuning> = OnceLock::new();
+    T.get_or_init(|| {
+        let parsed = std::env::var("CUDAJIT_REDUCE_TUNE").ok().and_then(|v| {
+            let (u, b) = v.split_once(',')?;
+            Some((u.trim().parse().ok()?, b.trim().parse().ok()?))
+        });
+        let (unroll, blocks_per_sm) = match parsed {
+            Some((u, b)) if (1..=16).contains(&u) && (1..=32).contains(&b) => (u, b),
+            _ => (UNROLL, 4),
+        };
+        Tuning {
+            unroll,
+            blocks_per_sm,
+        }
+    })
+}
 
 /// A reduction from elements of `T`, accumulating in `A`, giving `R`.
 ///
@@ -172,7 +200,9 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let vec_ok = (size == 4 || size == 8) && x.device_ptr() % 16 == 0;
         let per_thread = if vec_ok { 16 / size } else { 1 };
         // A fixed grid for a given device and size: the same order of operations every run.
-        let blocks = n.div_ceil(BLOCK as usize * per_thread).clamp(1, sms * 4);
+        let blocks = n
+            .div_ceil(BLOCK as usize * per_thread)
+            .clamp(1, sms * tuning().blocks_per_sm);
         let partials = Scratch::<A>::new(stream, blocks)?;
         let k1 = self.kernel(if vec_ok { 1 } else { 0 })?;
         k1.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
@@ -269,8 +299,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             let w = if matches!(size, 4 | 8) { 16 / size } else { 1 };
             let vec_ok = w > 1 && r % w == 0 && x.device_ptr() % 16 == 0;
             let k = self.kernel(if vec_ok { 6 } else { 3 })?;
-            for (first, rows) in chunks(outer, 65535 * 1024) {
-                let grid = (rows.min(65535) as u32, rows.div_ceil(65535) as u32);
+            for (first, rows, grid) in row_grid(outer) {
                 k.launch_with(stream, LaunchConfig::new(grid, block), |buf| {
                     buf.push_flat(
                         x.context(),
@@ -315,7 +344,10 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
 }
 
 /// Copies the single element of `s` to the host (waits for the stream).
-fn read_one<T: crate::memory::DeviceCopy>(stream: &Stream, s: &Scratch<'_, T>) -> Result<T> {
+pub(super) fn read_one<T: crate::memory::DeviceCopy>(
+    stream: &Stream,
+    s: &Scratch<'_, T>,
+) -> Result<T> {
     let mut v = std::mem::MaybeUninit::<T>::uninit();
     crate::memory::transfer::dtoh(
         stream.context(),
@@ -329,20 +361,26 @@ fn read_one<T: crate::memory::DeviceCopy>(stream: &Stream, s: &Scratch<'_, T>) -
     Ok(unsafe { v.assume_init() })
 }
 
-/// Splits `n` items into launches of at most `max` items: (first, count) pairs.
-fn chunks(n: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..n.div_ceil(max)).map(move |c| (c * max, (n - c * max).min(max)))
+/// Launches of one block per row for `n` rows: (first row, rows, grid) triples, the grid's
+/// row index being `blockIdx.y * 65535 + blockIdx.x`.
+pub(super) fn row_grid(n: usize) -> impl Iterator<Item = (usize, usize, (u32, u32))> {
+    const MAX: usize = 65535 * 1024;
+    (0..n.div_ceil(MAX)).map(move |c| {
+        let rows = (n - c * MAX).min(MAX);
+        let grid = (rows.min(65535) as u32, rows.div_ceil(65535) as u32);
+        (c * MAX, rows, grid)
+    })
 }
 
 use crate::codegen::KernelParam;
 
-fn input<T: ScalarType>() -> crate::codegen::DArray<T, 1, crate::codegen::ReadOnly> {
+pub(super) fn input<T: ScalarType>() -> crate::codegen::DArray<T, 1, crate::codegen::ReadOnly> {
     <&[T] as KernelParam>::declare()
 }
-fn output<T: ScalarType>() -> crate::codegen::DArray<T, 1, crate::codegen::ReadWrite> {
+pub(super) fn output<T: ScalarType>() -> crate::codegen::DArray<T, 1, crate::codegen::ReadWrite> {
     <&mut [T] as KernelParam>::declare()
 }
-fn scalar<T: ScalarType>() -> Expr<T> {
+pub(super) fn scalar<T: ScalarType>() -> Expr<T> {
     crate::codegen::declare_scalar_param::<T>()
 }
 
@@ -377,22 +415,28 @@ fn full_pass1<T: ScalarType, A: ScalarType, const W: usize>(
     let accs: [_; W] = std::array::from_fn(|_| k.var(id));
     let (i, stride) = (k.grid1(), k.gridsize1());
     let nv = n / W as u64;
-    // UNROLL independent vector loads per iteration keep enough bytes in flight; loads past the
-    // end read vector 0 and contribute the identity (no branches between the loads).
-    k.for_step(i, nv, stride * UNROLL as u64, |_, v| {
-        let loads: [(Expr<bool>, [Expr<T>; W]); UNROLL] = std::array::from_fn(|u| {
-            let idx = v + stride * u as u64;
-            let ok = idx.lt(nv);
-            let idx = select(ok, idx, 0u64);
-            let lanes: [Expr<T>; W] = x.load_lanes::<W>(idx);
-            (ok, lanes)
-        });
-        for (ok, lanes) in loads {
-            for (acc, lane) in accs.iter().zip(lanes) {
-                acc.set(combine(acc.get(), select(ok, map(lane), id)));
-            }
+    let add = |lanes: [Expr<T>; W]| {
+        for (acc, lane) in accs.iter().zip(lanes) {
+            acc.set(combine(acc.get(), map(lane)));
         }
+    };
+    // This thread's vectors: i, i + stride, ... below nv; `unroll` independent loads per
+    // iteration keep enough bytes in flight, then the remaining vectors one by one.
+    let unroll = tuning().unroll as u64;
+    let count = select(i.lt(nv), (nv - i + stride - 1u64) / stride, 0u64);
+    let batches = count / unroll * unroll;
+    k.for_step(0u64, batches, unroll, |_, b| {
+        let first = i + b * stride;
+        let loads: Vec<[Expr<T>; W]> = (0..unroll)
+            .map(|u| x.load_lanes::<W>(first + stride * u))
+            .collect();
+        loads.into_iter().for_each(add);
     });
+    k.for_range(
+        batches,
+        count,
+        |_, b| add(x.load_lanes::<W>(i + b * stride)),
+    );
     // The tail: at most W - 1 elements, one per thread.
     let t = nv * W as u64 + i;
     k.if_(t.lt(n), |_| {
@@ -509,203 +553,4 @@ fn cols_final<A: ScalarType, R: ScalarType>(
         });
         out.set(c, post(acc.get(), r));
     });
-}
-
-/// `argmin` / `argmax` over a whole array: the index of the first smallest / largest element
-/// (a NaN counts as the extreme, as NumPy's `argmax` returns the first NaN).
-pub(crate) struct ArgExtreme<T> {
-    largest: bool,
-    /// First pass (scalar loads), first pass (vector loads), final pass.
-    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; 3],
-    _t: std::marker::PhantomData<fn() -> T>,
-}
-
-impl<T: ScalarType + crate::codegen::Num> ArgExtreme<T> {
-    pub(crate) const fn new(largest: bool) -> Self {
-        ArgExtreme {
-            largest,
-            kernels: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
-            _t: std::marker::PhantomData,
-        }
-    }
-
-    /// Kernel `which`: 0 first pass, 1 first pass with vector loads, 2 final pass.
-    fn kernel(&self, which: usize) -> Result<&Kernel<()>> {
-        let slot = &self.kernels[which];
-        if slot.get().is_none() {
-            let largest = self.largest;
-            let name = format!(
-                "arg{}_{}_{}",
-                if largest { "max" } else { "min" },
-                T::TY.name(),
-                ["partial", "partial_vec", "final"][which]
-            );
-            let wide = T::TY.size() == 4;
-            let _ = slot.set(Kernel::<()>::build(&name, move |k, ()| match which {
-                1 if wide => arg_kernel::<T, 4>(k, largest, false),
-                1 => arg_kernel::<T, 2>(k, largest, false),
-                w => arg_kernel::<T, 1>(k, largest, w == 2),
-            }));
-        }
-        match slot.get() {
-            Some(Ok(k)) => Ok(k),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(Error::usage("internal: argmin/argmax kernel missing")),
-        }
-    }
-
-    /// The index of the first extreme element.
-    pub(crate) fn run<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X) -> Result<u64> {
-        let out = Scratch::<u64>::new(stream, 1)?;
-        self.run_into(stream, x, out.ptr())?;
-        read_one(stream, &out)
-    }
-
-    /// Writes the index of the first extreme element at device address `out`.
-    pub(crate) fn run_into<X: DeviceSlice<T> + ?Sized>(
-        &self,
-        stream: &Stream,
-        x: &X,
-        out: u64,
-    ) -> Result<()> {
-        let n = x.len();
-        if n == 0 {
-            return Err(Error::usage(format!(
-                "arg{} of an empty array has no value",
-                if self.largest { "max" } else { "min" }
-            )));
-        }
-        let ctx = stream.context();
-        let sms = ctx.device().multiprocessor_count()? as usize;
-        let blocks = n.div_ceil(BLOCK as usize).clamp(1, sms * 4);
-        let size = T::TY.size();
-        let vec_ok = matches!(size, 4 | 8) && x.device_ptr() % 16 == 0;
-        let vals = Scratch::<T>::new(stream, blocks)?;
-        let idxs = Scratch::<u64>::new(stream, blocks)?;
-        self.kernel(if vec_ok { 1 } else { 0 })?.launch_with(
-            stream,
-            LaunchConfig::new(blocks as u32, BLOCK),
-            |buf| {
-                buf.push_flat(x.context(), x.device_ptr(), n)?;
-                buf.push_flat(ctx, 0, n)?; // no input indices: element i is index i
-                buf.push_flat(ctx, vals.ptr(), blocks)?;
-                buf.push_flat(ctx, idxs.ptr(), blocks)?;
-                buf.push_scalar(n as u64)
-            },
-        )?;
-        let out_v = Scratch::<T>::new(stream, 1)?;
-
-        self.kernel(2)?
-            .launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
-                buf.push_flat(ctx, vals.ptr(), blocks)?;
-                buf.push_flat(ctx, idxs.ptr(), blocks)?;
-                buf.push_flat(ctx, out_v.ptr(), 1)?;
-                buf.push_flat(ctx, out, 1)?;
-                buf.push_scalar(blocks as u64)
-            })?;
-        Ok(())
-    }
-}
-
-/// Per-thread then per-block (value, index) extremes; `second`: over the first pass's pairs.
-fn arg_kernel<T: ScalarType + crate::codegen::Num, const W: usize>(
-    k: &KernelBuilder,
-    largest: bool,
-    second: bool,
-) {
-    let x = input::<T>();
-    let xi = input::<u64>();
-    let (vals, idxs, n) = (output::<T>(), output::<u64>(), scalar::<u64>());
-    // (a, ia) beats (b, ib): more extreme, or NaN where the other is not, or equal and earlier.
-    let better = move |a: Expr<T>, ia: Expr<u64>, b: Expr<T>, ib: Expr<u64>| -> Expr<bool> {
-        let strictly = if largest { a.gt(b) } else { a.lt(b) };
-        let a_nan = a.ne(a);
-        let b_nan = b.ne(b);
-        let tie = a.eq(b).or(a_nan.and(b_nan));
-        strictly.or(a_nan.and(!b_nan)).or(tie.and(ia.lt(ib)))
-    };
-    // Element 0 is a real candidate, so threads with no elements of their own hold it.
-    let first_index = if second { xi.at(0u32) } else { Expr::lit(0u64) };
-    let (bv, bi) = (k.var(x.at(0u32)), k.var(first_index));
-    let (i, stride) = if second {
-        (
-            k.thread_idx().x.cast::<u64>(),
-            k.block_dim().x.cast::<u64>(),
-        )
-    } else {
-        (k.grid1(), k.gridsize1())
-    };
-    if second || W == 1 {
-        k.for_step(i, n, stride, |_, j| {
-            let v = x.at(j);
-            let idx = if second { xi.at(j) } else { j };
-            k_update(&bv, &bi, v, idx, None, &better);
-        });
-    } else {
-        // Vectors of W elements (lanes in index order, so ties keep the first), then the tail.
-        // UNROLL independent vector loads in flight (loads past the end read vector 0 and are
-        // ignored), then the updates in index order.
-        let nv = n / W as u64;
-        k.for_step(i, nv, stride * UNROLL as u64, |_, v| {
-            let loads: [_; UNROLL] = std::array::from_fn(|u| {
-                let idx = v + stride * u as u64;
-                let ok = idx.lt(nv);
-                let safe = select(ok, idx, 0u64);
-                (ok, safe, x.load_vec::<W>(safe))
-            });
-            for (ok, vi, lanes) in loads {
-                for (l, lane) in lanes.into_iter().enumerate() {
-                    k_update(&bv, &bi, lane, vi * W as u64 + l as u64, Some(ok), &better);
-                }
-            }
-        });
-        let t = nv * W as u64 + i;
-        k.if_(t.lt(n), |_| k_update(&bv, &bi, x.at(t), t, None, &better));
-    }
-    let tv = k.shared_array::<T>(BLOCK as usize);
-    let ti = k.shared_array::<u64>(BLOCK as usize);
-    let t = k.thread_idx().x;
-    tv.set(t, bv.get());
-    ti.set(t, bi.get());
-    k.syncthreads();
-    let s = k.var(k.block_dim().x / 2u32);
-    k.while_(
-        |_| s.get().gt(0u32),
-        |k| {
-            k.if_(t.lt(s.get()), |_| {
-                let (ov, oi) = (tv.at(t + s.get()), ti.at(t + s.get()));
-                let take = better(ov, oi, tv.at(t), ti.at(t));
-                tv.set(t, select(take, ov, tv.at(t)));
-                ti.set(t, select(take, oi, ti.at(t)));
-            });
-            k.syncthreads();
-            s.set(s.get() >> 1u32);
-        },
-    );
-    k.if_(t.eq(0u32), |k| {
-        let b = if second {
-            Expr::lit(0u32)
-        } else {
-            k.block_idx().x
-        };
-        vals.set(b, tv.at(0u32));
-        idxs.set(b, ti.at(0u32));
-    });
-}
-
-/// Whether candidate `(a, ia)` beats `(b, ib)`.
-type Better<T> = dyn Fn(Expr<T>, Expr<u64>, Expr<T>, Expr<u64>) -> Expr<bool>;
-
-fn k_update<T: ScalarType>(
-    bv: &crate::codegen::Var<T>,
-    bi: &crate::codegen::Var<u64>,
-    v: Expr<T>,
-    idx: Expr<u64>,
-    valid: Option<Expr<bool>>,
-    better: &Better<T>,
-) {
-    let beats = better(v, idx, bv.get(), bi.get());
-    let take = valid.map_or(beats, |ok| ok.and(beats));
-    bv.set(select(take, v, bv.get()));
-    bi.set(select(take, idx, bi.get()));
 }

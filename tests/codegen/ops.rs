@@ -94,6 +94,19 @@ fn reduction_kernels_compile_and_vectorise() {
                 assert!(ptx.contains("ld.global.nc.v4.f32"), "{ptx}");
             }
         }
+        for largest in [false, true] {
+            for (name, ptx) in cudajit::ops::arg_variants_ptx::<f32>(largest, &opts)
+                .unwrap()
+                .into_iter()
+                .chain(cudajit::ops::arg_variants_ptx::<f64>(largest, &opts).unwrap())
+                .chain(cudajit::ops::arg_variants_ptx::<i32>(largest, &opts).unwrap())
+            {
+                check_ptx(&ptx, cc, &name);
+                if name == "argmax_f32_partial_vec" {
+                    assert!(ptx.contains("ld.global.nc.v4.f32"), "{ptx}");
+                }
+            }
+        }
         for r in [
             l2.variants_ptx(&opts),
             any.variants_ptx(&opts),

@@ -398,3 +398,176 @@ fn axis_reductions_rows_columns_and_middle() {
     );
     assert!(e.min_axis(&s, 1, false).is_err());
 }
+
+/// The host's argmax/argmin: first NaN, else the first extreme element.
+fn host_arg<T: PartialOrd + Copy>(x: &[T], largest: bool) -> usize {
+    #[allow(clippy::eq_op)]
+    if let Some(p) = x.iter().position(|v| v != v) {
+        return p;
+    }
+    let mut best = 0;
+    for (i, v) in x.iter().enumerate() {
+        if (largest && *v > x[best]) || (!largest && *v < x[best]) {
+            best = i;
+        }
+    }
+    best
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn argmin_argmax_ties_nans_and_every_size_class() {
+    use cudajit::ops::ReduceOps;
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    // Few distinct values, so the extreme repeats: ties go to the first index.
+    for n in [
+        1usize,
+        2,
+        3,
+        4,
+        5,
+        7,
+        8,
+        9,
+        31,
+        257,
+        4099,
+        100_003,
+        1 << 20,
+        3_000_017,
+    ] {
+        let x: Vec<f32> = rng.vec(n, |r| (r.next_u64() % 50) as f32 - 25.0);
+        let dx = s.to_device(&x).unwrap();
+        assert_eq!(
+            dx.argmax(&s).unwrap() as usize,
+            host_arg(&x, true),
+            "argmax n={n}"
+        );
+        assert_eq!(
+            dx.argmin(&s).unwrap() as usize,
+            host_arg(&x, false),
+            "argmin n={n}"
+        );
+        // Unaligned views take the element-at-a-time path.
+        if n > 1 {
+            let v = dx.slice(1..).unwrap();
+            assert_eq!(v.argmax(&s).unwrap() as usize, host_arg(&x[1..], true));
+        }
+        let xd: Vec<f64> = rng.vec(n, |r| r.f64());
+        let dd = s.to_device(&xd).unwrap();
+        assert_eq!(
+            dd.argmax(&s).unwrap() as usize,
+            host_arg(&xd, true),
+            "f64 n={n}"
+        );
+        assert_eq!(
+            dd.argmin(&s).unwrap() as usize,
+            host_arg(&xd, false),
+            "f64 n={n}"
+        );
+        let xi: Vec<i32> = rng.vec(n, |r| (r.next_u64() % 1000) as i32 - 500);
+        let di = s.to_device(&xi).unwrap();
+        assert_eq!(
+            di.argmax(&s).unwrap() as usize,
+            host_arg(&xi, true),
+            "i32 n={n}"
+        );
+    }
+    // NaN anywhere (mid-vector, in the tail, several): the first NaN wins both.
+    let n = 1_000_003;
+    let base: Vec<f32> = rng.vec(n, |r| r.f32());
+    for spots in [
+        vec![0usize],
+        vec![5],
+        vec![777_778, 777_777],
+        vec![n - 1],
+        vec![n - 2, 12_345],
+    ] {
+        let mut x = base.clone();
+        for &p in &spots {
+            x[p] = f32::NAN;
+        }
+        let dx = s.to_device(&x).unwrap();
+        let want = *spots.iter().min().unwrap() as u64;
+        assert_eq!(dx.argmax(&s).unwrap(), want, "NaN at {spots:?}");
+        assert_eq!(dx.argmin(&s).unwrap(), want, "NaN at {spots:?}");
+    }
+    // Every element the same (including -inf): index 0.
+    for v in [f32::NEG_INFINITY, f32::INFINITY, 0.0, -0.0, 3.5] {
+        let dx = s.to_device(&vec![v; 70_001]).unwrap();
+        assert_eq!(
+            (dx.argmax(&s).unwrap(), dx.argmin(&s).unwrap()),
+            (0, 0),
+            "all {v}"
+        );
+    }
+    // The extreme only in the last element, and only in the first.
+    let mut x: Vec<f32> = rng.vec(300_001, |r| r.f32());
+    x[300_000] = 2.0;
+    x[0] = -1.0;
+    let dx = s.to_device(&x).unwrap();
+    assert_eq!(
+        (dx.argmax(&s).unwrap(), dx.argmin(&s).unwrap()),
+        (300_000, 0)
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn argmin_argmax_along_an_axis() {
+    use cudajit::ops::ReduceOps;
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    for (rows, cols) in [
+        (1usize, 1usize),
+        (7, 3),
+        (1000, 1),
+        (1, 1000),
+        (513, 1025),
+        (64, 4096),
+        (4096, 8),
+    ] {
+        // Few distinct values: ties everywhere.
+        let mut m = Array2::from_shape_fn((rows, cols), |_| (rng.next_u64() % 20) as f32);
+        if rows * cols > 10 {
+            m[[rows / 2, cols / 3]] = f32::NAN;
+        }
+        let dm = s.to_device(&m).unwrap();
+        for (axis, largest) in [(0, true), (0, false), (1, true), (1, false)] {
+            let got = if largest {
+                dm.argmax_axis(&s, axis, false)
+            } else {
+                dm.argmin_axis(&s, axis, false)
+            }
+            .unwrap();
+            let want: Vec<u64> = m
+                .lanes(Axis(axis))
+                .into_iter()
+                .map(|l| host_arg(&l.to_vec(), largest) as u64)
+                .collect();
+            assert_eq!(got.shape(), &[if axis == 0 { cols } else { rows }]);
+            assert_eq!(
+                got.to_vec_async(&s).unwrap(),
+                want,
+                "{rows}x{cols} axis {axis} largest {largest}"
+            );
+        }
+    }
+    let t = Array3::from_shape_fn((5, 300, 7), |_| rng.f64());
+    let dt = s.to_device(&t).unwrap();
+    let mid = dt.argmax_axis(&s, 1, true).unwrap();
+    assert_eq!(mid.shape(), &[5, 1, 7]);
+    let want: Vec<u64> = t
+        .lanes(Axis(1))
+        .into_iter()
+        .map(|l| host_arg(&l.to_vec(), true) as u64)
+        .collect();
+    assert_eq!(mid.to_vec_async(&s).unwrap(), want);
+    assert!(dt.argmax_axis(&s, 3, false).is_err());
+    let e = c.zeros::<f32, _>((4, 0)).unwrap();
+    assert!(e.argmax_axis(&s, 1, false).is_err());
+    assert_eq!(e.argmax_axis(&s, 0, false).unwrap().len(), 0);
+}
