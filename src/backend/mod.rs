@@ -74,6 +74,10 @@ pub(crate) trait Backend: Send + Sync {
     fn host_alloc(&self, bytes: usize, flags: u32) -> Result<*mut c_void>;
     unsafe fn host_free(&self, ptr: *mut c_void) -> Result<()>;
     unsafe fn host_device_pointer(&self, ptr: *mut c_void) -> Result<sys::CUdeviceptr>;
+    /// Whether the driver knows the memory at `ptr` (pinned or registered host memory, device
+    /// or managed memory): `cuPointerGetAttribute(MEMORY_TYPE)` succeeds with a memory type.
+    /// `false` for ordinary pageable host memory. A pure query: nothing is dereferenced.
+    fn is_driver_memory(&self, ptr: *const c_void) -> bool;
     unsafe fn memcpy_htod(
         &self,
         dst: sys::CUdeviceptr,

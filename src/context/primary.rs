@@ -10,6 +10,7 @@ use super::current::CurrentGuard;
 use super::device::Device;
 use crate::backend::backend;
 use crate::error::{check_in_drop, Error, Result};
+use crate::memory::staging::StagingPool;
 
 /// A device's primary context (the one numba, the runtime API, torch and CuPy also use).
 ///
@@ -24,6 +25,8 @@ pub struct Context {
 pub(crate) struct ContextInner {
     raw: sys::CUcontext,
     device: Device,
+    /// Pinned buffers for staged pageable copies (see `memory::staging`), freed with the context.
+    pub(crate) staging: StagingPool,
 }
 
 // SAFETY: a CUcontext handle may be used from any thread; the driver synchronises internally.
@@ -33,6 +36,8 @@ unsafe impl Sync for ContextInner {}
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
+        // The staging buffers are pinned in this context: free them while it lives.
+        self.staging.release(self.raw);
         // This retain is ours and is released exactly once.
         check_in_drop(backend().primary_ctx_release(self.device.raw()));
     }
@@ -55,7 +60,11 @@ impl Device {
             return Ok(Context { inner });
         }
         let raw = backend().primary_ctx_retain(self.raw())?;
-        let inner = Arc::new(ContextInner { raw, device: *self });
+        let inner = Arc::new(ContextInner {
+            raw,
+            device: *self,
+            staging: StagingPool::new(),
+        });
         table[i] = Arc::downgrade(&inner);
         Ok(Context { inner })
     }

@@ -8,6 +8,7 @@ mod managed;
 mod pinned;
 pub(crate) mod scratch;
 mod slice;
+pub(crate) mod staging;
 pub(crate) mod transfer;
 
 pub use array::{DeviceArray, DeviceView, DeviceViewMut};
@@ -16,3 +17,5 @@ pub use host::HostSource;
 pub use managed::{ManagedBuffer, PrefetchTarget};
 pub use pinned::{MappedHostBuffer, PinnedHostBuffer};
 pub use slice::{DeviceSlice, DeviceSliceMut};
+#[doc(hidden)]
+pub use staging::testing as staging_testing;

@@ -26,6 +26,11 @@ pub(crate) use sealed::Sealed;
 /// Methods ending in `_async` are ordered on the given stream. Copies into pageable host memory
 /// (a `Vec` or slice) return once the data has arrived; for copies that overlap with host work
 /// use [`PinnedHostBuffer`](super::PinnedHostBuffer).
+///
+/// Copies of 16 MiB or more between pageable host memory and the device are staged through
+/// cudajit's own pinned buffers by several host threads, which is faster than the driver's
+/// single-threaded staging (`CUDAJIT_STAGING=0` turns this off, `CUDAJIT_STAGING_THREADS=n`
+/// sets the thread count; the README has the details).
 pub trait DeviceSlice<T: DeviceCopy>: Sealed {
     /// The shape's dimension type (an ndarray `Dimension`).
     type Dim: Dimension;
@@ -105,11 +110,15 @@ pub trait DeviceSlice<T: DeviceCopy>: Sealed {
     }
 
     /// Copies into a caller's slice of exactly [`len`](Self::len) elements.
+    ///
+    /// From 16 MiB on, a copy into pageable memory is staged through pinned buffers by several
+    /// threads (see the [trait's documentation](DeviceSlice)); pinned memory is copied directly.
     fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         read_into(self, dst, None)
     }
 
-    /// Copies into a caller's slice, ordered on `stream`; returns when the data has arrived.
+    /// Copies into a caller's slice, ordered on `stream`; returns when the data has arrived
+    /// (staged as for [`copy_to_host`](Self::copy_to_host)).
     fn copy_to_host_async(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         read_into(self, dst, Some(stream))
     }
@@ -149,12 +158,20 @@ pub trait DeviceSliceMut<T: DeviceCopy>: DeviceSlice<T> {
     }
 
     /// Copies host data of the same shape in (a slice, `Vec`, or any ndarray array or view).
+    ///
+    /// From 16 MiB on, a copy from pageable memory is staged through cudajit's pinned buffers by
+    /// several threads, overlapping the host copies with the DMA (`CUDAJIT_STAGING=0` leaves
+    /// every copy to the driver; see the [`DeviceSlice`] documentation); pinned memory is copied
+    /// directly.
     fn copy_from_host<H: HostSource<T> + ?Sized>(&mut self, src: &H) -> Result<()> {
         write_from_host(self, src, None)
     }
 
     /// Copies host data of the same shape in, ordered on `stream`. Returns once the source
-    /// may be reused (pageable memory is staged by the driver before this returns).
+    /// may be reused: pageable memory is staged (by the driver, or from 16 MiB on by cudajit's
+    /// threads, as for [`copy_from_host`](Self::copy_from_host)) before this returns, and a
+    /// staged copy of 16 MiB or more has reached the device when it returns, so it waits for
+    /// the stream's earlier work.
     fn copy_from_host_async<H: HostSource<T> + ?Sized>(
         &mut self,
         src: &H,
@@ -286,7 +303,7 @@ fn read_vec<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
     if let Some(s) = stream {
         check_stream(a.context(), s)?;
     }
-    transfer::dtoh(
+    transfer::dtoh_pageable(
         a.context(),
         v.as_mut_ptr().cast::<c_void>(),
         a.device_ptr(),
@@ -318,7 +335,7 @@ fn read_into<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
     if let Some(s) = stream {
         check_stream(a.context(), s)?;
     }
-    transfer::dtoh(
+    transfer::dtoh_pageable(
         a.context(),
         dst.as_mut_ptr().cast::<c_void>(),
         a.device_ptr(),
@@ -341,7 +358,9 @@ fn write_from_host<T: DeviceCopy, A: DeviceSliceMut<T> + ?Sized, H: HostSource<T
         check_stream(a.context(), s)?;
     }
     let (ctx, ptr, bytes) = (a.context(), a.device_ptr(), a.num_bytes());
-    src.with_c_order(|data| transfer::htod(ctx, ptr, data.as_ptr().cast::<c_void>(), bytes, stream))
+    src.with_c_order(|data| {
+        transfer::htod_pageable(ctx, ptr, data.as_ptr().cast::<c_void>(), bytes, stream)
+    })
 }
 
 fn write_from_device<T: DeviceCopy, A: DeviceSliceMut<T> + ?Sized, S: DeviceSlice<T> + ?Sized>(

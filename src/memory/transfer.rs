@@ -7,6 +7,7 @@ use std::ffi::c_void;
 
 use cudajit_sys as sys;
 
+use super::staging;
 use crate::backend::backend;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -44,6 +45,45 @@ pub(crate) fn dtoh(
     // SAFETY: callers pass a host range of `bytes` writable bytes, a device range as long, and
     // a stream of `ctx`.
     unsafe { backend().memcpy_dtoh(dst, src, bytes, stream.map(Stream::raw)) }
+}
+
+/// Host → device from pageable memory (a `Vec`, slice or ndarray array). Copies of
+/// [`staging::STAGING_MIN`] bytes or more are staged through pinned buffers by several threads
+/// (see [`staging`]) and have finished when this returns; smaller ones, pinned sources, and
+/// copies the staging path declines go to the driver ([`htod`]).
+pub(crate) fn htod_pageable(
+    ctx: &Context,
+    dst: sys::CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+    stream: Option<&Stream>,
+) -> Result<()> {
+    if staging::wanted(bytes) {
+        let opts = staging::Options::from_env();
+        // SAFETY: the callers' contract, as for `htod`.
+        if unsafe { staging::htod(ctx, dst, src.cast(), bytes, stream, opts) }? {
+            return Ok(());
+        }
+    }
+    htod(ctx, dst, src, bytes, stream)
+}
+
+/// Device → host into pageable memory; staged as in [`htod_pageable`].
+pub(crate) fn dtoh_pageable(
+    ctx: &Context,
+    dst: *mut c_void,
+    src: sys::CUdeviceptr,
+    bytes: usize,
+    stream: Option<&Stream>,
+) -> Result<()> {
+    if staging::wanted(bytes) {
+        let opts = staging::Options::from_env();
+        // SAFETY: the callers' contract, as for `dtoh`.
+        if unsafe { staging::dtoh(ctx, dst.cast(), src, bytes, stream, opts) }? {
+            return Ok(());
+        }
+    }
+    dtoh(ctx, dst, src, bytes, stream)
 }
 
 /// Device → device: `bytes` bytes from `src` to `dst`.

@@ -1,3 +1,4 @@
+use cudajit::memory::staging_testing::{self as staging, CHUNK, STAGING_MIN};
 use cudajit::prelude::*;
 use cudajit::{DeviceCopy, Error};
 use ndarray::{s, Array2, Array3, ShapeBuilder};
@@ -185,4 +186,269 @@ fn shape_mismatches_are_errors_naming_both_shapes() {
         Err(Error::Shape { .. })
     ));
     assert!(d.reshape((5, 5)).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pageable copies staged through pinned buffers by several threads (src/memory/staging.rs).
+// Every result is checked through a pinned buffer, which the driver copies directly, so an
+// error in the staged upload cannot cancel out against the same error in the staged download.
+
+/// Random bytes (8 at a time).
+fn random_bytes(rng: &mut Rng, n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        v.extend_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+/// Reads `a` through a pinned buffer (the driver's direct path, never staged).
+fn read_direct<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(a: &A, s: &Stream, poison: T) -> Vec<T> {
+    let mut p = a
+        .context()
+        .pinned_from_slice(&vec![poison; a.len()])
+        .unwrap();
+    p.copy_from_device_async(a, s).unwrap();
+    p.as_slice().unwrap().to_vec()
+}
+
+/// A new device array holding `data`, written through a pinned buffer (never staged).
+fn write_direct<T: DeviceCopy>(
+    c: &Context,
+    s: &Stream,
+    data: &[T],
+) -> DeviceArray<T, ndarray::Ix1> {
+    let p = c.pinned_from_slice(data).unwrap();
+    let mut d = c.zeros::<T, _>(data.len()).unwrap();
+    p.copy_to_device_async(&mut d, s).unwrap();
+    p.wait().unwrap();
+    d
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn staged_copies_round_trip_with_every_thread_count() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    // One byte, around one chunk, a partial last chunk, an odd number of whole chunks.
+    for n in [1, CHUNK - 1, CHUNK + 1, 3 * CHUNK + 12_345, 5 * CHUNK] {
+        let host = random_bytes(&mut rng, n);
+        for threads in [1, 2, 3, 8] {
+            for stream in [None, Some(&s)] {
+                let what = format!("{n} bytes, {threads} threads, stream {}", stream.is_some());
+                // host -> device, into a poisoned array
+                let mut d = c.to_device(&vec![0xa5u8; n]).unwrap();
+                assert!(
+                    staging::copy_from_host(&mut d, &host, stream, threads).unwrap(),
+                    "{what}"
+                );
+                assert!(read_direct(&d, &s, 0x5a) == host, "upload: {what}");
+                // device -> host, into a poisoned Vec
+                let up = write_direct(&c, &s, &host);
+                let mut back = vec![0x3cu8; n];
+                assert!(
+                    staging::copy_to_host(&up, &mut back, stream, threads).unwrap(),
+                    "{what}"
+                );
+                assert!(back == host, "download: {what}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn staged_copies_of_views_touch_only_their_range() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let (pad, n) = (1001usize, 2 * CHUNK / 4 + 777); // f32 elements: 3 chunks, the last short
+    let data: Vec<f32> = rng.vec(n, |r| r.f32());
+    for threads in [1, 2, 5] {
+        // host -> a view at an offset in a bigger poisoned array
+        let mut big = c.to_device(&vec![-7.0f32; pad + n + pad]).unwrap();
+        let mut view = big.slice_mut(pad..pad + n).unwrap();
+        assert!(staging::copy_from_host(&mut view, &data, Some(&s), threads).unwrap());
+        let all = read_direct(&big, &s, f32::NAN);
+        assert!(
+            all[..pad].iter().all(|&v| v == -7.0),
+            "{threads} threads: before the view"
+        );
+        assert!(all[pad..pad + n] == data[..], "{threads} threads: the view");
+        assert!(
+            all[pad + n..].iter().all(|&v| v == -7.0),
+            "{threads} threads: after the view"
+        );
+        // a view at an offset -> the middle of a bigger poisoned host Vec
+        let mut src_host: Vec<f32> = rng.vec(pad + n + pad, |r| r.f32());
+        src_host[pad..pad + n].copy_from_slice(&data);
+        let src = write_direct(&c, &s, &src_host);
+        let mut out = vec![9.5f32; pad + n + pad];
+        let view = src.slice(pad..pad + n).unwrap();
+        assert!(staging::copy_to_host(&view, &mut out[pad..pad + n], None, threads).unwrap());
+        assert!(
+            out[..pad].iter().all(|&v| v == 9.5),
+            "{threads} threads: host before"
+        );
+        assert!(
+            out[pad..pad + n] == data[..],
+            "{threads} threads: host range"
+        );
+        assert!(
+            out[pad + n..].iter().all(|&v| v == 9.5),
+            "{threads} threads: host after"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pageable_memory_is_staged_and_pinned_memory_is_not() {
+    let c = ctx();
+    let mut rng = Rng::new();
+    let host = random_bytes(&mut rng, 2 * CHUNK + 3);
+    let mut d = c.to_device(&vec![0u8; host.len()]).unwrap();
+    // A Vec is pageable: staged (this also checks the driver does not claim to know it).
+    assert!(staging::copy_from_host(&mut d, &host, None, 4).unwrap());
+    let mut back = vec![0u8; host.len()];
+    assert!(staging::copy_to_host(&d, &mut back, None, 4).unwrap());
+    assert!(back == host);
+    // Pinned memory goes to the driver: nothing staged, nothing copied.
+    let pinned = c.pinned_from_slice(&vec![1u8; host.len()]).unwrap();
+    assert!(!staging::copy_from_host(&mut d, pinned.as_slice().unwrap(), None, 4).unwrap());
+    let mut pinned_out = c.pinned_from_slice(&vec![2u8; host.len()]).unwrap();
+    assert!(!staging::copy_to_host(&d, pinned_out.as_mut_slice().unwrap(), None, 4).unwrap());
+    assert!(pinned_out.as_slice().unwrap().iter().all(|&b| b == 2));
+    // Mismatched lengths are errors, as on the public path.
+    let mut short = vec![0u8; 10];
+    assert!(matches!(
+        staging::copy_to_host(&d, &mut short, None, 4),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        staging::copy_from_host(&mut d, &short, None, 4),
+        Err(Error::Shape { .. })
+    ));
+}
+
+/// Every public pageable copy of one array, checked through pinned memory.
+fn public_copies<T: DeviceCopy + PartialEq + std::fmt::Debug>(
+    n: usize,
+    mut gen: impl FnMut(&mut Rng) -> T,
+    poison: T,
+) {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let host: Vec<T> = rng.vec(n, &mut gen);
+    let eq = |a: &[T], what: &str| assert!(a == host.as_slice(), "{n} elements: {what}");
+    eq(
+        &read_direct(&c.to_device(&host).unwrap(), &s, poison),
+        "Context::to_device",
+    );
+    eq(
+        &read_direct(&s.to_device(&host).unwrap(), &s, poison),
+        "Stream::to_device",
+    );
+    let mut d = c.to_device(&vec![poison; n]).unwrap();
+    d.copy_from_host(&host).unwrap();
+    eq(&read_direct(&d, &s, poison), "copy_from_host");
+    let mut d = c.to_device(&vec![poison; n]).unwrap();
+    d.copy_from_host_async(&host, &s).unwrap();
+    eq(&read_direct(&d, &s, poison), "copy_from_host_async");
+    let nd = ndarray::Array1::from(host.clone());
+    let mut d = c.to_device(&vec![poison; n]).unwrap();
+    d.copy_from_host(&nd).unwrap();
+    eq(&read_direct(&d, &s, poison), "copy_from_host (ndarray)");
+
+    let up = write_direct(&c, &s, &host);
+    eq(&up.to_vec().unwrap(), "to_vec");
+    eq(&up.to_vec_async(&s).unwrap(), "to_vec_async");
+    eq(up.to_array().unwrap().as_slice().unwrap(), "to_array");
+    let mut back = vec![poison; n];
+    up.copy_to_host(&mut back).unwrap();
+    eq(&back, "copy_to_host");
+    back.fill(poison);
+    up.copy_to_host_async(&mut back, &s).unwrap();
+    eq(&back, "copy_to_host_async");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_pageable_copies_through_the_public_api() {
+    public_copies(STAGING_MIN + 12_345, |r| r.next_u64() as u8, 0xee);
+    public_copies(STAGING_MIN - 1, |r| r.next_u64() as u8, 0xee);
+    public_copies(40 * (1 << 20) / 4 + 3, |r| r.f32(), f32::NAN.copysign(-1.0));
+    public_copies(3 * CHUNK / 8 + 5, |r| r.next_u64(), u64::MAX);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn concurrent_large_copies_from_several_threads() {
+    // Copies that find the context's staging buffers busy go to the driver; all are correct.
+    let c = ctx();
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            let c = c.clone();
+            scope.spawn(move || {
+                let s = c.new_stream().unwrap();
+                let mut rng = Rng::new();
+                for round in 0..3 {
+                    let n = STAGING_MIN + (t as usize) * 4099 + round;
+                    let host = random_bytes(&mut rng, n);
+                    let d = s.to_device(&host).unwrap();
+                    let mut back = vec![0u8; n];
+                    d.copy_to_host_async(&mut back, &s).unwrap();
+                    assert!(back == host, "thread {t}, round {round}");
+                    assert!(read_direct(&d, &s, 0) == host, "thread {t}, round {round}");
+                }
+            });
+        }
+    });
+}
+
+/// Set in the child processes of [`staging_environment_variables`].
+const STAGING_CHILD: &str = "CUDAJIT_TEST_STAGING_CHILD";
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn staging_environment_child() {
+    if std::env::var_os(STAGING_CHILD).is_none() {
+        return;
+    }
+    public_copies(STAGING_MIN + 12_345, |r| r.next_u64() as u8, 0xee);
+    public_copies(5 * CHUNK / 4 + 3, |r| r.f32(), -1.0);
+    println!("CHILD OK");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn staging_environment_variables() {
+    // Read once per process, so each setting runs in a child process.
+    for (var, value) in [
+        ("CUDAJIT_STAGING", "0"),
+        ("CUDAJIT_STAGING", "off"),
+        ("CUDAJIT_STAGING_THREADS", "1"),
+        ("CUDAJIT_STAGING_THREADS", "3"),
+    ] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "memory::staging_environment_child",
+                "--exact",
+                "--nocapture",
+                "--include-ignored",
+            ])
+            .env(STAGING_CHILD, "1")
+            .env(var, value)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && text.contains("CHILD OK"),
+            "{var}={value}: {text}"
+        );
+    }
 }
