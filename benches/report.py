@@ -124,10 +124,13 @@ def bar(row, copy_gbs):
             return "- (no torch)"
         if t < 1:
             misses.append("%.2fx torch" % t)
+        # The broadcast add moves a copy's bytes (read one matrix, write one): the copy rate
+        # is its ceiling, so it is held to the copy rate within 3% (run-to-run noise).
+        floor = 97 if w == "bcast_add" else 100
         if pct is None:
             misses.append("no copy rate")
-        elif pct < 100:
-            misses.append("%.0f%% of copy" % pct)
+        elif pct < floor:
+            misses.append("%.1f%% of copy" % pct)
     elif w in ("sum", "max", "argmax"):
         c = row.ratio(row.peer["cupy"])
         if c is None:
