@@ -1541,6 +1541,93 @@ impl Bench {
             5,
             &mut no_args,
         )?;
+        // The driver alone: cuLaunchKernel and cuLaunchKernelEx called directly, and two
+        // calls that do no work, to see what one driver call costs on this host.
+        use cudajit::sys;
+        let sys_ok = |what: &str, r: Result<sys::CUresult, sys::LoadError>| match r {
+            Ok(sys::CUresult::CUDA_SUCCESS) => Ok(()),
+            other => Err(cudajit::Error::Usage(format!("{what}: {other:?}"))),
+        };
+        let f = self.c(empty.function(&self.ctx))?.raw();
+        let mut direct = |s: &Stream| {
+            // SAFETY: a live function without parameters, a live stream of the current context.
+            let r = unsafe {
+                sys::cuLaunchKernel(
+                    f,
+                    1,
+                    1,
+                    1,
+                    32,
+                    1,
+                    1,
+                    0,
+                    s.raw(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+            sys_ok("cuLaunchKernel", r)
+        };
+        measure(
+            "cuLaunchKernel direct, empty kernel",
+            &self.stream,
+            200,
+            30,
+            &mut direct,
+        )?;
+        let mut ex = |s: &Stream| {
+            let config = sys::CUlaunchConfig {
+                gridDimX: 1,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: 32,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                hStream: s.raw(),
+                attrs: std::ptr::null_mut(),
+                numAttrs: 0,
+            };
+            // SAFETY: as above; the configuration outlives the call.
+            let r = unsafe {
+                sys::cuLaunchKernelEx(&config, f, std::ptr::null_mut(), std::ptr::null_mut())
+            };
+            sys_ok("cuLaunchKernelEx", r)
+        };
+        measure(
+            "cuLaunchKernelEx direct, empty kernel",
+            &self.stream,
+            200,
+            30,
+            &mut ex,
+        )?;
+        let mut query = |s: &Stream| {
+            // SAFETY: a live stream; the query only reads its state.
+            let r = unsafe { sys::cuStreamQuery(s.raw()) };
+            match r {
+                Ok(sys::CUresult::CUDA_ERROR_NOT_READY) => Ok(()),
+                r => sys_ok("cuStreamQuery", r),
+            }
+        };
+        measure(
+            "cuStreamQuery (no launch)",
+            &self.stream,
+            200,
+            30,
+            &mut query,
+        )?;
+        let mut current = |_: &Stream| {
+            let mut c = std::ptr::null_mut();
+            // SAFETY: a valid out-pointer.
+            sys_ok("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut c) })
+        };
+        measure(
+            "cuCtxGetCurrent (no launch)",
+            &self.stream,
+            200,
+            30,
+            &mut current,
+        )?;
         Ok(())
     }
 

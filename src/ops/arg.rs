@@ -16,7 +16,9 @@ use std::sync::OnceLock;
 
 use ndarray::IxDyn;
 
-use super::reduce::{input, output, read_one, row_grid, scalar, tuning, BLOCK, UNROLL};
+use super::reduce::{
+    input, output, read_one, row_grid, scalar, thread_vectors, tuning, BLOCK, UNROLL,
+};
 use crate::codegen::{select, Expr, Kernel, KernelBuilder, Num, PtxOptions, Scalar, Var};
 use crate::error::{Error, Result};
 use crate::memory::scratch::Scratch;
@@ -363,13 +365,13 @@ fn partial_vec<T: Scalar + Num, const W: usize>(k: &KernelBuilder, largest: bool
     // Every running pair starts from vector 0, a real candidate (n >= W).
     let first = lanes_extreme(x.load_vec::<W>(0u64), largest);
     let runs: [Best<T>; UNROLL] = std::array::from_fn(|_| Best::new(k, first, Expr::lit(0u64)));
-    let (i, stride) = (k.grid1(), k.gridsize1());
-    k.for_step(i, nv, stride * UNROLL as u64, |_, v| {
+    let (first, stride, end) = thread_vectors(k, nv);
+    k.for_step(first, end, stride * UNROLL as u64, |_, v| {
         // UNROLL independent loads in flight; loads past the end read vector 0 again, which
         // never beats a pair that started from it.
         let loads: [_; UNROLL] = std::array::from_fn(|u| {
             let j = v + stride * u as u64;
-            let j = select(j.lt(nv), j, 0u64);
+            let j = select(j.lt(end), j, 0u64);
             (j, x.load_vec::<W>(j))
         });
         for (run, (j, lanes)) in runs.iter().zip(loads) {
@@ -396,7 +398,7 @@ fn partial_vec<T: Scalar + Num, const W: usize>(k: &KernelBuilder, largest: bool
     }
     best.i.set(bj * W as u64 + lane);
     // The tail: at most W - 1 elements, one per thread.
-    let t = nv * W as u64 + i;
+    let t = nv * W as u64 + k.grid1();
     k.if_(t.lt(n), |_| best.offer(largest, x.at(t), t));
     let (v, i) = block_best(k, &best, largest);
     k.if_(k.thread_idx().x.eq(0u32), |k| {

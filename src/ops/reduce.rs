@@ -35,24 +35,29 @@ pub(super) struct Tuning {
     pub unroll: usize,
     /// Blocks of [`BLOCK`] threads per multiprocessor.
     pub blocks_per_sm: usize,
+    /// 0: grid-stride loops; 1: a contiguous segment per block.
+    pub layout: u8,
 }
 
-/// The geometry: `unroll` 4 and 4 blocks per multiprocessor, or `CUDAJIT_REDUCE_TUNE=U,B`
-/// (read once; for benchmarking other geometries).
+/// The geometry: `unroll` 4, 4 blocks per multiprocessor, grid-stride loops; or
+/// `CUDAJIT_REDUCE_TUNE=U,B[,L]` (read once; for benchmarking other geometries).
 pub(super) fn tuning() -> &'static Tuning {
     static T: OnceLock<Tuning> = OnceLock::new();
     T.get_or_init(|| {
         let parsed = std::env::var("CUDAJIT_REDUCE_TUNE").ok().and_then(|v| {
-            let (u, b) = v.split_once(',')?;
-            Some((u.trim().parse().ok()?, b.trim().parse().ok()?))
+            let mut it = v.split(',').map(|f| f.trim().parse::<usize>().ok());
+            Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
         });
-        let (unroll, blocks_per_sm) = match parsed {
-            Some((u, b)) if (1..=16).contains(&u) && (1..=32).contains(&b) => (u, b),
-            _ => (UNROLL, 4),
+        let (unroll, blocks_per_sm, layout) = match parsed {
+            Some((u, b, l)) if (1..=16).contains(&u) && (1..=32).contains(&b) && l <= 1 => {
+                (u, b, l as u8)
+            }
+            _ => (UNROLL, 4, 0),
         };
         Tuning {
             unroll,
             blocks_per_sm,
+            layout,
         }
     })
 }
@@ -405,6 +410,24 @@ fn block_reduce<A: ScalarType>(k: &KernelBuilder, v: Expr<A>, combine: &CombineF
     tile.at(0u32)
 }
 
+/// The vectors `0..nv` a thread of a whole-array pass reads, as (first, step, end): a grid-
+/// stride loop, or (layout 1) a contiguous segment per block, read a block-wide row at a time.
+pub(super) fn thread_vectors(
+    k: &KernelBuilder,
+    nv: Expr<u64>,
+) -> (Expr<u64>, Expr<u64>, Expr<u64>) {
+    if tuning().layout == 0 {
+        return (k.grid1(), k.gridsize1(), nv);
+    }
+    let blocks = k.grid_dim().x.cast::<u64>();
+    let bd = k.block_dim().x.cast::<u64>();
+    // Segments of whole block-wide rows.
+    let per_block = (nv + blocks * bd - 1u64) / (blocks * bd) * bd;
+    let start = k.block_idx().x.cast::<u64>() * per_block;
+    let end = (start + per_block).min(nv);
+    (start + k.thread_idx().x.cast::<u64>(), bd, end)
+}
+
 fn full_pass1<T: ScalarType, A: ScalarType, const W: usize>(
     k: &KernelBuilder,
     map: &MapFn<T, A>,
@@ -413,32 +436,30 @@ fn full_pass1<T: ScalarType, A: ScalarType, const W: usize>(
 ) {
     let (x, partials, n) = (input::<T>(), output::<A>(), scalar::<u64>());
     let accs: [_; W] = std::array::from_fn(|_| k.var(id));
-    let (i, stride) = (k.grid1(), k.gridsize1());
     let nv = n / W as u64;
     let add = |lanes: [Expr<T>; W]| {
         for (acc, lane) in accs.iter().zip(lanes) {
             acc.set(combine(acc.get(), map(lane)));
         }
     };
-    // This thread's vectors: i, i + stride, ... below nv; `unroll` independent loads per
-    // iteration keep enough bytes in flight, then the remaining vectors one by one.
+    // This thread's vectors: first, first + step, ... below end; `unroll` independent loads
+    // per iteration keep enough bytes in flight, then the remaining vectors one by one.
+    let (first, step, end) = thread_vectors(k, nv);
     let unroll = tuning().unroll as u64;
-    let count = select(i.lt(nv), (nv - i + stride - 1u64) / stride, 0u64);
+    let count = select(first.lt(end), (end - first + step - 1u64) / step, 0u64);
     let batches = count / unroll * unroll;
     k.for_step(0u64, batches, unroll, |_, b| {
-        let first = i + b * stride;
+        let j = first + b * step;
         let loads: Vec<[Expr<T>; W]> = (0..unroll)
-            .map(|u| x.load_lanes::<W>(first + stride * u))
+            .map(|u| x.load_lanes::<W>(j + step * u))
             .collect();
         loads.into_iter().for_each(add);
     });
-    k.for_range(
-        batches,
-        count,
-        |_, b| add(x.load_lanes::<W>(i + b * stride)),
-    );
+    k.for_range(batches, count, |_, b| {
+        add(x.load_lanes::<W>(first + b * step))
+    });
     // The tail: at most W - 1 elements, one per thread.
-    let t = nv * W as u64 + i;
+    let t = nv * W as u64 + k.grid1();
     k.if_(t.lt(n), |_| {
         accs[0].set(combine(accs[0].get(), map(x.at(t))))
     });
