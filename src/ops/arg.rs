@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use ndarray::IxDyn;
 
 use super::reduce::{
-    input, output, read_one, row_grid, scalar, thread_vectors, tuning, BLOCK, UNROLL,
+    input, output, read_one, row_grid, scalar, thread_vectors, tree_steps, tuning, BLOCK, UNROLL,
 };
 use crate::codegen::{select, Expr, Kernel, KernelBuilder, Num, PtxOptions, Scalar, Var};
 use crate::error::{Error, Result};
@@ -309,7 +309,7 @@ fn lanes_extreme<T: Scalar + Num, const W: usize>(lanes: [Expr<T>; W], largest: 
 }
 
 /// Combines the block's pairs in shared memory in a fixed tree order; thread 0 gets the
-/// block's best. The block size must be a power of two up to [`BLOCK`].
+/// block's best. The block size must be a power of two from 32 to [`BLOCK`].
 fn block_best<T: Scalar + Num>(
     k: &KernelBuilder,
     best: &Best<T>,
@@ -321,20 +321,12 @@ fn block_best<T: Scalar + Num>(
     tv.set(t, best.v.get());
     ti.set(t, best.i.get());
     k.syncthreads();
-    let s = k.var(k.block_dim().x / 2u32);
-    k.while_(
-        |_| s.get().gt(0u32),
-        |k| {
-            k.if_(t.lt(s.get()), |_| {
-                let (ov, oi) = (tv.at(t + s.get()), ti.at(t + s.get()));
-                let take = better::<T>(largest)(ov, oi, tv.at(t), ti.at(t));
-                tv.set(t, select(take, ov, tv.at(t)));
-                ti.set(t, select(take, oi, ti.at(t)));
-            });
-            k.syncthreads();
-            s.set(s.get() >> 1u32);
-        },
-    );
+    tree_steps(k, |s| {
+        let (ov, oi) = (tv.at(t + s), ti.at(t + s));
+        let take = better::<T>(largest)(ov, oi, tv.at(t), ti.at(t));
+        tv.set(t, select(take, ov, tv.at(t)));
+        ti.set(t, select(take, oi, ti.at(t)));
+    });
     (tv.at(0u32), ti.at(0u32))
 }
 
