@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 use ndarray::IxDyn;
 
 use super::reduce::{
-    input, output, read_one, row_grid, scalar, thread_vectors, tree_steps, tuning, BLOCK, UNROLL,
+    column_chunks, input, output, read_one, row_grid, scalar, thread_vectors, tree_steps, tuning,
+    AxisSplit, BLOCK, UNROLL,
 };
 use crate::codegen::{select, Expr, Kernel, KernelBuilder, Num, PtxOptions, Scalar, Var};
 use crate::error::{Error, Result};
@@ -175,22 +176,12 @@ impl<T: Scalar + Num> ArgExtreme<T> {
         axis: usize,
         keepdims: bool,
     ) -> Result<DeviceArray<u64, IxDyn>> {
-        let shape = x.shape();
-        if axis >= shape.len() {
-            return Err(Error::usage(format!(
-                "{}: axis {axis} is out of range for an array of shape {shape:?}",
-                self.op()
-            )));
-        }
-        let outer: usize = shape[..axis].iter().product();
-        let r = shape[axis];
-        let inner: usize = shape[axis + 1..].iter().product();
-        let mut out_shape = shape.to_vec();
-        if keepdims {
-            out_shape[axis] = 1;
-        } else {
-            out_shape.remove(axis);
-        }
+        let AxisSplit {
+            outer,
+            r,
+            inner,
+            out_shape,
+        } = AxisSplit::new(self.op(), x.shape(), axis, keepdims)?;
         let m = outer * inner;
         let ctx = stream.context();
         let out = DeviceArray::<u64, IxDyn>::alloc_raw(ctx, IxDyn(&out_shape))?;
@@ -220,11 +211,7 @@ impl<T: Scalar + Num> ArgExtreme<T> {
             return Ok(out);
         }
         // Split the reduced axis into chunks so that enough threads run.
-        let sms = ctx.device().multiprocessor_count()? as usize;
-        let target = sms * 2048 * 2;
-        let n_chunks = target.div_ceil(m).clamp(1, r).min(65535);
-        let per_chunk = r.div_ceil(n_chunks);
-        let n_chunks = r.div_ceil(per_chunk);
+        let (n_chunks, per_chunk) = column_chunks(ctx, m, r)?;
         let vals = Scratch::<T>::new(stream, n_chunks * m)?;
         let idxs = Scratch::<u64>::new(stream, n_chunks * m)?;
         let cfg = LaunchConfig::new((m.div_ceil(BLOCK as usize) as u32, n_chunks as u32), BLOCK);

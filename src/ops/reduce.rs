@@ -276,21 +276,12 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         axis: usize,
         keepdims: bool,
     ) -> Result<DeviceArray<R, IxDyn>> {
-        let shape = x.shape();
-        if axis >= shape.len() {
-            return Err(Error::usage(format!(
-                "axis {axis} is out of range for an array of shape {shape:?}"
-            )));
-        }
-        let outer: usize = shape[..axis].iter().product();
-        let r = shape[axis];
-        let inner: usize = shape[axis + 1..].iter().product();
-        let mut out_shape = shape.to_vec();
-        if keepdims {
-            out_shape[axis] = 1;
-        } else {
-            out_shape.remove(axis);
-        }
+        let AxisSplit {
+            outer,
+            r,
+            inner,
+            out_shape,
+        } = AxisSplit::new(&self.name, x.shape(), axis, keepdims)?;
         let m = outer * inner;
         let ctx = stream.context();
         let out = DeviceArray::<R, IxDyn>::alloc_raw(ctx, IxDyn(&out_shape))?;
@@ -321,11 +312,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             return Ok(out);
         }
         // Columns: split the reduced axis into chunks so that enough threads run.
-        let sms = ctx.device().multiprocessor_count()? as usize;
-        let target = sms * 2048 * 2;
-        let n_chunks = target.div_ceil(m).clamp(1, r.max(1)).min(65535);
-        let per_chunk = r.max(1).div_ceil(n_chunks);
-        let n_chunks = r.max(1).div_ceil(per_chunk);
+        let (n_chunks, per_chunk) = column_chunks(ctx, m, r)?;
         let part = Scratch::<A>::new(stream, n_chunks * m)?;
         let k = self.kernel(4)?;
         let cfg = LaunchConfig::new((m.div_ceil(BLOCK as usize) as u32, n_chunks as u32), BLOCK);
@@ -366,6 +353,50 @@ pub(super) fn read_one<T: crate::memory::DeviceCopy>(
     stream.synchronize()?;
     // SAFETY: the copy above wrote all of `v`'s bytes, a value the kernel stored as a `T`.
     Ok(unsafe { v.assume_init() })
+}
+
+/// A reduction along one axis of an array: the sizes before, along and after the axis, and
+/// the result's shape.
+pub(super) struct AxisSplit {
+    pub outer: usize,
+    pub r: usize,
+    pub inner: usize,
+    pub out_shape: Vec<usize>,
+}
+
+impl AxisSplit {
+    /// Splits `shape` at `axis` (an error naming `op` if out of range); the result keeps the
+    /// axis as 1 with `keepdims`, else drops it.
+    pub(super) fn new(op: &str, shape: &[usize], axis: usize, keepdims: bool) -> Result<Self> {
+        if axis >= shape.len() {
+            return Err(Error::usage(format!(
+                "{op}: axis {axis} is out of range for an array of shape {shape:?}"
+            )));
+        }
+        let mut out_shape = shape.to_vec();
+        if keepdims {
+            out_shape[axis] = 1;
+        } else {
+            out_shape.remove(axis);
+        }
+        Ok(AxisSplit {
+            outer: shape[..axis].iter().product(),
+            r: shape[axis],
+            inner: shape[axis + 1..].iter().product(),
+            out_shape,
+        })
+    }
+}
+
+/// How to split a reduced axis of `r` rows over `m` output columns so that enough threads
+/// run: (chunks, rows per chunk), every chunk non-empty.
+pub(super) fn column_chunks(ctx: &crate::Context, m: usize, r: usize) -> Result<(usize, usize)> {
+    let sms = ctx.device().multiprocessor_count()? as usize;
+    let target = sms * 2048 * 2;
+    let r = r.max(1);
+    let n_chunks = target.div_ceil(m).clamp(1, r).min(65535);
+    let per_chunk = r.div_ceil(n_chunks);
+    Ok((r.div_ceil(per_chunk), per_chunk))
 }
 
 /// Launches of one block per row for `n` rows: (first row, rows, grid) triples, the grid's
