@@ -242,6 +242,19 @@ pub(crate) fn check_shape(op: &'static str, expected: &[usize], actual: &[usize]
     }
 }
 
+/// Checks that a host slice of `host_len` elements matches an array of shape `shape`.
+pub(crate) fn check_len(op: &'static str, shape: &[usize], host_len: usize) -> Result<()> {
+    if host_len == shape.iter().product::<usize>() {
+        Ok(())
+    } else {
+        Err(Error::Shape {
+            op,
+            expected: shape.to_vec(),
+            actual: vec![host_len],
+        })
+    }
+}
+
 pub(crate) fn check_stream(ctx: &Context, stream: &Stream) -> Result<()> {
     ctx.check_same(stream.context(), "the stream")
 }
@@ -325,13 +338,7 @@ fn read_into<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
     dst: &mut [T],
     stream: Option<&Stream>,
 ) -> Result<()> {
-    if dst.len() != a.len() {
-        return Err(Error::Shape {
-            op: "copy_to_host",
-            expected: a.shape().to_vec(),
-            actual: vec![dst.len()],
-        });
-    }
+    check_len("copy_to_host", a.shape(), dst.len())?;
     if let Some(s) = stream {
         check_stream(a.context(), s)?;
     }

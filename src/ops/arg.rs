@@ -20,7 +20,9 @@ use super::reduce::{
     column_chunks, input, output, read_one, row_grid, scalar, thread_vectors, tree_steps, tuning,
     AxisSplit, BLOCK, UNROLL,
 };
-use crate::codegen::{select, Expr, Kernel, KernelBuilder, Num, PtxOptions, Scalar, Var};
+use crate::codegen::{
+    select, DArray, Expr, Kernel, KernelBuilder, Num, PtxOptions, ReadWrite, Scalar, Var,
+};
 use crate::error::{Error, Result};
 use crate::memory::scratch::Scratch;
 use crate::memory::{DeviceArray, DeviceSlice};
@@ -317,6 +319,21 @@ fn block_best<T: Scalar + Num>(
     (tv.at(0u32), ti.at(0u32))
 }
 
+/// Writes the block's best pair at `vals/idxs[blockIdx.x]` (thread 0).
+fn store_block_best<T: Scalar + Num>(
+    k: &KernelBuilder,
+    best: &Best<T>,
+    largest: bool,
+    vals: DArray<T, 1, ReadWrite>,
+    idxs: DArray<u64, 1, ReadWrite>,
+) {
+    let (v, i) = block_best(k, best, largest);
+    k.if_(k.thread_idx().x.eq(0u32), |k| {
+        vals.set(k.block_idx().x, v);
+        idxs.set(k.block_idx().x, i);
+    });
+}
+
 /// First pass, one element at a time (unaligned arrays, 1- and 2-byte elements).
 /// Parameters: x, vals, idxs, n.
 fn partial<T: Scalar + Num>(k: &KernelBuilder, largest: bool) {
@@ -328,11 +345,7 @@ fn partial<T: Scalar + Num>(k: &KernelBuilder, largest: bool) {
     k.for_step(k.grid1(), n, k.gridsize1(), |_, j| {
         best.offer(largest, x.at(j), j)
     });
-    let (v, i) = block_best(k, &best, largest);
-    k.if_(k.thread_idx().x.eq(0u32), |k| {
-        vals.set(k.block_idx().x, v);
-        idxs.set(k.block_idx().x, i);
-    });
+    store_block_best(k, &best, largest, vals, idxs);
 }
 
 /// First pass over 16-byte vectors of `W` lanes (aligned arrays of at least `W` elements).
@@ -379,11 +392,7 @@ fn partial_vec<T: Scalar + Num, const W: usize>(k: &KernelBuilder, largest: bool
     // The tail: at most W - 1 elements, one per thread.
     let t = nv * W as u64 + k.grid1();
     k.if_(t.lt(n), |_| best.offer(largest, x.at(t), t));
-    let (v, i) = block_best(k, &best, largest);
-    k.if_(k.thread_idx().x.eq(0u32), |k| {
-        vals.set(k.block_idx().x, v);
-        idxs.set(k.block_idx().x, i);
-    });
+    store_block_best(k, &best, largest, vals, idxs);
 }
 
 /// Second pass, one block: the best of the first pass's pairs.
