@@ -15,7 +15,6 @@ use crate::stream::Stream;
 pub(crate) struct Scratch<'s, T: DeviceCopy> {
     stream: &'s Stream,
     ptr: sys::CUdeviceptr,
-    len: usize,
     pooled: bool,
     _t: PhantomData<T>,
 }
@@ -34,7 +33,6 @@ impl<'s, T: DeviceCopy> Scratch<'s, T> {
         Ok(Scratch {
             stream,
             ptr,
-            len,
             pooled,
             _t: PhantomData,
         })
@@ -43,11 +41,6 @@ impl<'s, T: DeviceCopy> Scratch<'s, T> {
     /// The device address.
     pub(crate) fn ptr(&self) -> sys::CUdeviceptr {
         self.ptr
-    }
-
-    /// The number of elements.
-    pub(crate) fn len(&self) -> usize {
-        self.len
     }
 }
 
@@ -63,5 +56,101 @@ impl<T: DeviceCopy> Drop for Scratch<'_, T> {
                 backend().mem_free(self.ptr)
             }
         });
+    }
+}
+
+/// Bytes at the start of a [`Workspace`] (and of a [`PassSpace`]) that hold the counter of a
+/// single-pass kernel; the partial results follow, aligned.
+const COUNTER_BYTES: usize = 256;
+
+/// Bytes of partial results a stream's workspace holds per multiprocessor: 32 blocks of 16
+/// bytes (a value and an index each).
+const PARTIAL_BYTES_PER_SM: usize = 32 * 16;
+
+/// A stream's own device memory for single-pass reductions: a `u32` counter that every kernel
+/// using it leaves at zero, then room for per-block partial results. Allocated on first use,
+/// zeroed in stream order, freed when the stream is dropped (after its queued work). Kernels
+/// on one stream run one after another, so they can share it.
+pub(crate) struct Workspace {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    pooled: bool,
+}
+
+impl Workspace {
+    /// Allocates and zeroes a workspace for work on `stream`.
+    pub(crate) fn new(stream: &Stream) -> Result<Workspace> {
+        let ctx = stream.context();
+        let sms = ctx.device().multiprocessor_count()? as usize;
+        let bytes = COUNTER_BYTES + sms.max(1) * PARTIAL_BYTES_PER_SM;
+        ctx.bind()?;
+        // SAFETY: the stream is live; the memory is freed by `release`.
+        let (ptr, pooled) = match unsafe { backend().mem_alloc_async(bytes, stream.raw()) } {
+            Ok(p) => (p, true),
+            Err(e) if e.is_out_of_memory() => return Err(e),
+            Err(_) => (backend().mem_alloc(bytes)?, false),
+        };
+        let ws = Workspace { ptr, bytes, pooled };
+        // SAFETY: the counter bytes lie inside the allocation above.
+        unsafe { backend().memset(ptr, 0, 4, COUNTER_BYTES / 4, 4, Some(stream.raw())) }?;
+        Ok(ws)
+    }
+
+    /// Frees the memory after the work queued on `stream` (the stream it was allocated for).
+    /// The stream's context must be bound.
+    pub(crate) fn release(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: allocated by `new` for this stream and released once (by the stream's drop).
+        unsafe {
+            if self.pooled {
+                backend().mem_free_async(self.ptr, stream)
+            } else {
+                backend().stream_synchronize(stream)?;
+                backend().mem_free(self.ptr)
+            }
+        }
+    }
+}
+
+/// Device memory for one single-pass reduction on a stream: a zeroed `u32` counter (which the
+/// kernel leaves at zero) and room for partial results. The stream's [`Workspace`] where it
+/// has one and it is large enough, else a stream-ordered allocation whose counter is zeroed
+/// in stream order first.
+pub(crate) struct PassSpace<'s> {
+    counter: sys::CUdeviceptr,
+    partials: sys::CUdeviceptr,
+    _own: Option<Scratch<'s, u8>>,
+}
+
+impl<'s> PassSpace<'s> {
+    /// Space for `partial_bytes` of partial results for a kernel on `stream`.
+    pub(crate) fn new(stream: &'s Stream, partial_bytes: usize) -> Result<Self> {
+        if let Some(ws) = stream.workspace()? {
+            if partial_bytes <= ws.bytes - COUNTER_BYTES {
+                return Ok(PassSpace {
+                    counter: ws.ptr,
+                    partials: ws.ptr + COUNTER_BYTES as u64,
+                    _own: None,
+                });
+            }
+        }
+        let own = Scratch::<u8>::new(stream, COUNTER_BYTES + partial_bytes)?;
+        // SAFETY: the counter lies inside the allocation; the memset is ordered before the
+        // kernel on the same stream.
+        unsafe { backend().memset(own.ptr(), 0, 4, 1, 4, Some(stream.raw())) }?;
+        Ok(PassSpace {
+            counter: own.ptr(),
+            partials: own.ptr() + COUNTER_BYTES as u64,
+            _own: Some(own),
+        })
+    }
+
+    /// The counter's device address (one `u32`).
+    pub(crate) fn counter(&self) -> sys::CUdeviceptr {
+        self.counter
+    }
+
+    /// The partial results' device address (256-byte aligned).
+    pub(crate) fn partials(&self) -> sys::CUdeviceptr {
+        self.partials
     }
 }

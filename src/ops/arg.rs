@@ -5,8 +5,9 @@
 //! pairs, one per load in flight. A vector's extreme is found among its lanes first, so the
 //! running pair is updated once per vector, not once per element; because each pair sees its
 //! vectors in increasing order, a strict comparison keeps the first of equal values. At the end
-//! the thread reloads its best vector to find the lane. Then one block per grid block's
-//! (value, index) pair in a fixed tree order, and a one-block second pass: deterministic.
+//! the thread reloads its best vector to find the lane. Each block combines its threads' pairs
+//! in a fixed tree order and stores its best; the last block to finish takes the best of the
+//! blocks' pairs, in block order (one kernel, deterministic).
 //!
 //! Along an axis: one block per row when the last axis is reduced; otherwise one thread per
 //! output element walking the reduced axis (coalesced across threads), in chunks when there are
@@ -17,38 +18,30 @@ use std::sync::OnceLock;
 use ndarray::IxDyn;
 
 use super::reduce::{
-    column_chunks, input, output, read_one, row_grid, scalar, thread_vectors, tree_steps, tuning,
-    AxisSplit, BLOCK, UNROLL,
+    column_chunks, input, last_block, output, read_one, row_grid, scalar, thread_vectors,
+    tree_steps, tuning, AxisSplit, BLOCK, UNROLL,
 };
 use crate::codegen::{
     select, DArray, Expr, Kernel, KernelBuilder, Num, PtxOptions, ReadWrite, Scalar, Var,
 };
 use crate::error::{Error, Result};
-use crate::memory::scratch::Scratch;
+use crate::memory::scratch::{PassSpace, Scratch};
 use crate::memory::{DeviceArray, DeviceSlice};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
 /// The kernels of one argmin/argmax, in the order of [`ArgExtreme::kernels`].
-const KERNELS: [&str; 6] = [
-    "partial",
-    "partial_vec",
-    "final",
-    "rows",
-    "cols",
-    "cols_final",
-];
-const PARTIAL: usize = 0;
-const PARTIAL_VEC: usize = 1;
-const FINAL: usize = 2;
-const ROWS: usize = 3;
-const COLS: usize = 4;
-const COLS_FINAL: usize = 5;
+const KERNELS: [&str; 5] = ["full", "full_vec", "rows", "cols", "cols_final"];
+const FULL: usize = 0;
+const FULL_VEC: usize = 1;
+const ROWS: usize = 2;
+const COLS: usize = 3;
+const COLS_FINAL: usize = 4;
 
 /// `argmin` (`largest == false`) or `argmax` for elements of `T`, kernels built on first use.
 pub(crate) struct ArgExtreme<T> {
     largest: bool,
-    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; 6],
+    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; KERNELS.len()],
     _t: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -56,7 +49,7 @@ impl<T: Scalar + Num> ArgExtreme<T> {
     pub(crate) const fn new(largest: bool) -> Self {
         ArgExtreme {
             largest,
-            kernels: [const { OnceLock::new() }; 6],
+            kernels: [const { OnceLock::new() }; KERNELS.len()],
             _t: std::marker::PhantomData,
         }
     }
@@ -85,10 +78,9 @@ impl<T: Scalar + Num> ArgExtreme<T> {
             let name = format!("{}_{}_{}", self.op(), T::TY.name(), KERNELS[which]);
             let w = Self::width();
             let _ = slot.set(Kernel::<()>::build(&name, move |k, ()| match which {
-                PARTIAL_VEC if w == 4 => partial_vec::<T, 4>(k, largest),
-                PARTIAL_VEC if w == 2 => partial_vec::<T, 2>(k, largest),
-                PARTIAL | PARTIAL_VEC => partial::<T>(k, largest),
-                FINAL => final_pass::<T>(k, largest),
+                FULL_VEC if w == 4 => full_vec::<T, 4>(k, largest),
+                FULL_VEC if w == 2 => full_vec::<T, 2>(k, largest),
+                FULL | FULL_VEC => full::<T>(k, largest),
                 ROWS => rows::<T>(k, largest),
                 COLS => cols_partial::<T>(k, largest),
                 _ => cols_final::<T>(k, largest),
@@ -104,7 +96,7 @@ impl<T: Scalar + Num> ArgExtreme<T> {
     /// The PTX of every kernel (for tests and inspection).
     pub(crate) fn variants_ptx(&self, options: &PtxOptions) -> Result<Vec<(String, String)>> {
         (0..KERNELS.len())
-            .filter(|&v| v != PARTIAL_VEC || Self::width() > 1)
+            .filter(|&v| v != FULL_VEC || Self::width() > 1)
             .map(|v| {
                 let k = self.kernel(v)?;
                 Ok((k.name().to_string(), k.compile_ptx(options)?))
@@ -146,27 +138,20 @@ impl<T: Scalar + Num> ArgExtreme<T> {
         let blocks = n
             .div_ceil(BLOCK as usize * per_thread)
             .clamp(1, sms * tuning().blocks_per_sm);
-        let vals = Scratch::<T>::new(stream, blocks)?;
-        let idxs = Scratch::<u64>::new(stream, blocks)?;
-        let first = if vec_ok { PARTIAL_VEC } else { PARTIAL };
-        self.kernel(first)?.launch_with(
-            stream,
-            LaunchConfig::new(blocks as u32, BLOCK),
-            |buf| {
+        // The partial indices, then the partial values (8-byte aligned).
+        let space = PassSpace::new(stream, blocks * (8 + T::TY.size()))?;
+        let (idxs, vals) = (space.partials(), space.partials() + blocks as u64 * 8);
+        let which = if vec_ok { FULL_VEC } else { FULL };
+        self.kernel(which)?
+            .launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
                 buf.push_flat(x.context(), x.device_ptr(), n)?;
-                buf.push_flat(ctx, vals.ptr(), blocks)?;
-                buf.push_flat(ctx, idxs.ptr(), blocks)?;
-                buf.push_scalar(n as u64)
-            },
-        )?;
-        self.kernel(FINAL)?
-            .launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
-                buf.push_flat(ctx, vals.ptr(), blocks)?;
-                buf.push_flat(ctx, idxs.ptr(), blocks)?;
+                buf.push_flat(ctx, vals, blocks)?;
+                buf.push_flat(ctx, idxs, blocks)?;
+                buf.push_flat(ctx, space.counter(), 1)?;
                 buf.push_flat(ctx, out, 1)?;
-                buf.push_scalar(blocks as u64)
+                buf.push_scalar(n as u64)
             })
-        // The scratch buffers are freed in stream order, after the second pass.
+        // Memory of `space` that is not the stream's own is freed in stream order.
     }
 
     /// The index along `axis` of the first extreme element of every lane through that axis
@@ -319,40 +304,71 @@ fn block_best<T: Scalar + Num>(
     (tv.at(0u32), ti.at(0u32))
 }
 
-/// Writes the block's best pair at `vals/idxs[blockIdx.x]` (thread 0).
-fn store_block_best<T: Scalar + Num>(
-    k: &KernelBuilder,
-    best: &Best<T>,
-    largest: bool,
-    vals: DArray<T, 1, ReadWrite>,
-    idxs: DArray<u64, 1, ReadWrite>,
-) {
+/// The end of a whole-array kernel: the block's best pair goes to `vals/idxs[blockIdx.x]`
+/// (thread 0); the last block to finish takes the best of all blocks' pairs and writes its
+/// index to `out[0]`.
+fn finish<T: Scalar + Num>(k: &KernelBuilder, best: &Best<T>, largest: bool, outs: Outs<T>) {
+    let Outs {
+        vals,
+        idxs,
+        counter,
+        out,
+    } = outs;
     let (v, i) = block_best(k, best, largest);
     k.if_(k.thread_idx().x.eq(0u32), |k| {
         vals.set(k.block_idx().x, v);
         idxs.set(k.block_idx().x, i);
     });
+    k.if_(last_block(k, counter), |k| {
+        let best = Best::new(k, vals.at(0u32), idxs.at(0u32));
+        k.for_step(
+            k.thread_idx().x.cast::<u64>(),
+            k.grid_dim().x.cast::<u64>(),
+            k.block_dim().x.cast::<u64>(),
+            |_, j| best.offer(largest, vals.at(j), idxs.at(j)),
+        );
+        let (_, i) = block_best(k, &best, largest);
+        k.if_(k.thread_idx().x.eq(0u32), |_| out.set(0u32, i));
+    });
 }
 
-/// First pass, one element at a time (unaligned arrays, 1- and 2-byte elements).
-/// Parameters: x, vals, idxs, n.
-fn partial<T: Scalar + Num>(k: &KernelBuilder, largest: bool) {
-    let x = input::<T>();
-    // Declared in parameter order: the outputs next, then n.
-    let (vals, idxs, n) = (output::<T>(), output::<u64>(), scalar::<u64>());
+/// The parameters of a whole-array kernel after `x`, in order: the per-block values and
+/// indices, the counter of finished blocks, the one-element output (then `n`).
+struct Outs<T: Scalar> {
+    vals: DArray<T, 1, ReadWrite>,
+    idxs: DArray<u64, 1, ReadWrite>,
+    counter: DArray<u32, 1, ReadWrite>,
+    out: DArray<u64, 1, ReadWrite>,
+}
+
+impl<T: Scalar> Outs<T> {
+    fn declare() -> Self {
+        Outs {
+            vals: output::<T>(),
+            idxs: output::<u64>(),
+            counter: output::<u32>(),
+            out: output::<u64>(),
+        }
+    }
+}
+
+/// A whole array, one element at a time (unaligned arrays, 1- and 2-byte elements).
+/// Parameters: x, vals, idxs, counter, out, n.
+fn full<T: Scalar + Num>(k: &KernelBuilder, largest: bool) {
+    // Declared in parameter order.
+    let (x, outs, n) = (input::<T>(), Outs::<T>::declare(), scalar::<u64>());
     // Element 0 is a real candidate, so threads with no elements of their own hold it.
     let best = Best::new(k, x.at(0u32), Expr::lit(0u64));
     k.for_step(k.grid1(), n, k.gridsize1(), |_, j| {
         best.offer(largest, x.at(j), j)
     });
-    store_block_best(k, &best, largest, vals, idxs);
+    finish(k, &best, largest, outs);
 }
 
-/// First pass over 16-byte vectors of `W` lanes (aligned arrays of at least `W` elements).
-/// Parameters: x, vals, idxs, n.
-fn partial_vec<T: Scalar + Num, const W: usize>(k: &KernelBuilder, largest: bool) {
-    let x = input::<T>();
-    let (vals, idxs, n) = (output::<T>(), output::<u64>(), scalar::<u64>());
+/// A whole array in 16-byte vectors of `W` lanes (aligned arrays of at least `W` elements).
+/// Parameters: x, vals, idxs, counter, out, n.
+fn full_vec<T: Scalar + Num, const W: usize>(k: &KernelBuilder, largest: bool) {
+    let (x, outs, n) = (input::<T>(), Outs::<T>::declare(), scalar::<u64>());
     let nv = n / W as u64;
     // Every running pair starts from vector 0, a real candidate (n >= W).
     let first = lanes_extreme(x.load_vec::<W>(0u64), largest);
@@ -392,21 +408,7 @@ fn partial_vec<T: Scalar + Num, const W: usize>(k: &KernelBuilder, largest: bool
     // The tail: at most W - 1 elements, one per thread.
     let t = nv * W as u64 + k.grid1();
     k.if_(t.lt(n), |_| best.offer(largest, x.at(t), t));
-    store_block_best(k, &best, largest, vals, idxs);
-}
-
-/// Second pass, one block: the best of the first pass's pairs.
-/// Parameters: vals, idxs, out, count.
-fn final_pass<T: Scalar + Num>(k: &KernelBuilder, largest: bool) {
-    let (vals, idxs) = (input::<T>(), input::<u64>());
-    let (out, count) = (output::<u64>(), scalar::<u64>());
-    let best = Best::new(k, vals.at(0u32), idxs.at(0u32));
-    let t = k.thread_idx().x.cast::<u64>();
-    k.for_step(t, count, k.block_dim().x.cast::<u64>(), |_, j| {
-        best.offer(largest, vals.at(j), idxs.at(j))
-    });
-    let (_, i) = block_best(k, &best, largest);
-    k.if_(t.eq(0u64), |_| out.set(0u32, i));
+    finish(k, &best, largest, outs);
 }
 
 /// One block per row of `r` elements. Parameters: x, out, rows, r.

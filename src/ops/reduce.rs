@@ -2,21 +2,26 @@
 //! (e.g. divide by the count for a mean), over a whole array or along one axis.
 //!
 //! Deterministic: a fixed grid for a given device and shape, per-thread partial results
-//! combined in a fixed tree order, and a second pass over the per-block partials; no
-//! floating-point atomics. Whole-array reductions give each block a contiguous segment, read
-//! a block-wide row of 16-byte vectors at a time with four loads in flight, and keep one
-//! accumulator per vector lane (four independent f32 sums per thread, which also shortens the
-//! rounding chains); blocks combine in shared memory, the last five steps within one warp. Axis reductions: the last axis is reduced by one block per row; other axes by one
-//! thread per output element walking the reduced axis in coalesced steps, split into row chunks
-//! across blocks when there are few outputs, then a second pass.
+//! combined in a fixed tree order, per-block partials combined in block order; no
+//! floating-point atomics. Whole-array reductions are one kernel: each block reduces a
+//! contiguous segment, a block-wide row of 16-byte vectors at a time with four loads in
+//! flight and one accumulator per vector lane (four independent f32 sums per thread, which
+//! also shortens the rounding chains), combines its threads in shared memory (the last five
+//! steps within one warp) and stores its partial; the last block to finish (counted with an
+//! atomic increment on the stream's workspace) combines the partials. Axis reductions: the
+//! last axis is reduced by one block per row; other axes by one thread per output element
+//! walking the reduced axis in coalesced steps, split into row chunks across blocks when
+//! there are few outputs, then a second pass.
 
 use std::sync::{Arc, OnceLock};
 
 use ndarray::IxDyn;
 
-use crate::codegen::{select, Expr, Kernel, KernelBuilder, Scalar as ScalarType};
+use crate::codegen::{
+    select, DArray, Expr, Kernel, KernelBuilder, ReadWrite, Scalar as ScalarType,
+};
 use crate::error::{Error, Result};
-use crate::memory::scratch::Scratch;
+use crate::memory::scratch::{PassSpace, Scratch};
 use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
@@ -64,6 +69,22 @@ pub(super) fn tuning() -> &'static Tuning {
     })
 }
 
+/// The kernels of a reduction, by index (`Reduction::kernels`), and their name suffixes.
+const KERNELS: [&str; 6] = [
+    "full1",
+    "full_vec",
+    "rows",
+    "rows_vec",
+    "cols",
+    "cols_final",
+];
+const FULL: usize = 0;
+const FULL_VEC: usize = 1;
+const ROWS: usize = 2;
+const ROWS_VEC: usize = 3;
+const COLS: usize = 4;
+const COLS_FINAL: usize = 5;
+
 /// A reduction from elements of `T`, accumulating in `A`, giving `R`.
 ///
 /// ```no_run
@@ -80,7 +101,7 @@ pub struct Reduction<T, A, R> {
     post: Arc<PostFn<A, R>>,
     identity: A,
     empty_is_error: bool,
-    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; 7],
+    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; KERNELS.len()],
 }
 
 impl<T: ScalarType, A: ScalarType> Reduction<T, A, A> {
@@ -148,26 +169,17 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             self.post.clone(),
             self.identity,
         );
-        let suffix = [
-            "full1",
-            "full_vec",
-            "final",
-            "rows",
-            "cols",
-            "cols_final",
-            "rows_vec",
-        ][v];
+        let suffix = KERNELS[v];
         let name = format!("{}_{suffix}", self.name);
         let width = 16 / T::TY.size().max(1);
         Kernel::<()>::build(&name, move |k, ()| match v {
-            0 => full_pass1::<T, A, 1>(k, &*map, &*combine, id),
-            1 if width == 2 => full_pass1::<T, A, 2>(k, &*map, &*combine, id),
-            1 => full_pass1::<T, A, 4>(k, &*map, &*combine, id),
-            2 => final_pass::<A, R>(k, &*combine, &*post, id),
-            3 => rows::<T, A, R, 1>(k, &*map, &*combine, &*post, id),
-            4 => cols_partial::<T, A>(k, &*map, &*combine, id),
-            6 if width == 2 => rows::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
-            6 => rows::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
+            FULL => full_pass::<T, A, R, 1>(k, &*map, &*combine, &*post, id),
+            FULL_VEC if width == 2 => full_pass::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
+            FULL_VEC => full_pass::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
+            ROWS => rows::<T, A, R, 1>(k, &*map, &*combine, &*post, id),
+            COLS => cols_partial::<T, A>(k, &*map, &*combine, id),
+            ROWS_VEC if width == 2 => rows::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
+            ROWS_VEC => rows::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
             _ => cols_final::<A, R>(k, &*combine, &*post, id),
         })
     }
@@ -178,8 +190,8 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         options: &crate::codegen::PtxOptions,
     ) -> Result<Vec<(String, String)>> {
         // The vector variant exists for 4- and 8-byte elements only.
-        (0..7)
-            .filter(|&v| (v != 1 && v != 6) || matches!(T::TY.size(), 4 | 8))
+        (0..KERNELS.len())
+            .filter(|&v| (v != FULL_VEC && v != ROWS_VEC) || matches!(T::TY.size(), 4 | 8))
             .map(|v| {
                 let k = self.kernel(v)?;
                 Ok((k.name().to_string(), k.compile_ptx(options)?))
@@ -197,7 +209,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         Ok(())
     }
 
-    /// Launches both passes of a whole-array reduction, writing the result at `out`.
+    /// Launches a whole-array reduction (one kernel), writing the result at `out`.
     fn run_full<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X, out: u64) -> Result<()> {
         let n = x.len();
         self.check_empty(n)?;
@@ -210,21 +222,16 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let blocks = n
             .div_ceil(BLOCK as usize * per_thread)
             .clamp(1, sms * tuning().blocks_per_sm);
-        let partials = Scratch::<A>::new(stream, blocks)?;
-        let k1 = self.kernel(if vec_ok { 1 } else { 0 })?;
-        k1.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
+        let space = PassSpace::new(stream, blocks * A::TY.size())?;
+        let k = self.kernel(if vec_ok { FULL_VEC } else { FULL })?;
+        k.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
             buf.push_flat(x.context(), x.device_ptr(), n)?;
-            buf.push_flat(ctx, partials.ptr(), partials.len())?;
-            buf.push_scalar(n as u64)
-        })?;
-        let k2 = self.kernel(2)?;
-        k2.launch_with(stream, LaunchConfig::new(1, BLOCK), |buf| {
-            buf.push_flat(ctx, partials.ptr(), partials.len())?;
+            buf.push_flat(ctx, space.partials(), blocks)?;
+            buf.push_flat(ctx, space.counter(), 1)?;
             buf.push_flat(ctx, out, 1)?;
-            buf.push_scalar(blocks as u64)?;
             buf.push_scalar(n as u64)
         })
-        // `partials` is freed in stream order, after the second pass.
+        // Memory of `space` that is not the stream's own is freed in stream order.
     }
 
     /// Reduces the whole array into a new one-element device array, ordered on `stream` (the
@@ -296,7 +303,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             let size = T::TY.size();
             let w = if matches!(size, 4 | 8) { 16 / size } else { 1 };
             let vec_ok = w > 1 && r % w == 0 && x.device_ptr() % 16 == 0;
-            let k = self.kernel(if vec_ok { 6 } else { 3 })?;
+            let k = self.kernel(if vec_ok { ROWS_VEC } else { ROWS })?;
             for (first, rows, grid) in row_grid(outer) {
                 k.launch_with(stream, LaunchConfig::new(grid, block), |buf| {
                     buf.push_flat(
@@ -314,7 +321,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         // Columns: split the reduced axis into chunks so that enough threads run.
         let (n_chunks, per_chunk) = column_chunks(ctx, m, r)?;
         let part = Scratch::<A>::new(stream, n_chunks * m)?;
-        let k = self.kernel(4)?;
+        let k = self.kernel(COLS)?;
         let cfg = LaunchConfig::new((m.div_ceil(BLOCK as usize) as u32, n_chunks as u32), BLOCK);
         k.launch_with(stream, cfg, |buf| {
             buf.push_flat(x.context(), x.device_ptr(), x.len())?;
@@ -324,7 +331,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             buf.push_scalar(inner as u64)?;
             buf.push_scalar(per_chunk as u64)
         })?;
-        let k2 = self.kernel(5)?;
+        let k2 = self.kernel(COLS_FINAL)?;
         k2.launch_with(stream, LaunchConfig::for_num_elems(m, BLOCK)?, |buf| {
             buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
             buf.push_flat(ctx, out.device_ptr(), m)?;
@@ -478,13 +485,20 @@ pub(super) fn thread_vectors(
     (start + k.thread_idx().x.cast::<u64>(), bd, end)
 }
 
-fn full_pass1<T: ScalarType, A: ScalarType, const W: usize>(
+fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
     k: &KernelBuilder,
     map: &MapFn<T, A>,
     combine: &CombineFn<A>,
+    post: &PostFn<A, R>,
     id: A,
 ) {
-    let (x, partials, n) = (input::<T>(), output::<A>(), scalar::<u64>());
+    let (x, partials, counter, out, n) = (
+        input::<T>(),
+        output::<A>(),
+        output::<u32>(),
+        output::<R>(),
+        scalar::<u64>(),
+    );
     let accs: [_; W] = std::array::from_fn(|_| k.var(id));
     let nv = n / W as u64;
     let add = |lanes: [Expr<T>; W]| {
@@ -518,30 +532,38 @@ fn full_pass1<T: ScalarType, A: ScalarType, const W: usize>(
         total = combine(total, acc.get());
     }
     let r = block_reduce(k, total, combine);
-    k.if_(k.thread_idx().x.eq(0u32), |k| {
-        partials.set(k.block_idx().x, r)
+    let tid = k.thread_idx().x;
+    k.if_(tid.eq(0u32), |k| partials.set(k.block_idx().x, r));
+    // The last block to finish combines the partials in block order.
+    k.if_(last_block(k, counter), |k| {
+        let acc = k.var(id);
+        k.for_step(
+            tid.cast::<u64>(),
+            k.grid_dim().x.cast::<u64>(),
+            k.block_dim().x.cast::<u64>(),
+            |_, j| acc.set(combine(acc.get(), partials.at(j))),
+        );
+        let r = block_reduce(k, acc.get(), combine);
+        k.if_(tid.eq(0u32), |_| out.set(0u32, post(r, n)));
     });
 }
 
-fn final_pass<A: ScalarType, R: ScalarType>(
-    k: &KernelBuilder,
-    combine: &CombineFn<A>,
-    post: &PostFn<A, R>,
-    id: A,
-) {
-    let (partials, out, count, n) = (
-        input::<A>(),
-        output::<R>(),
-        scalar::<u64>(),
-        scalar::<u64>(),
-    );
-    let acc = k.var(id);
-    let t = k.thread_idx().x.cast::<u64>();
-    k.for_step(t, count, k.block_dim().x.cast::<u64>(), |_, j| {
-        acc.set(combine(acc.get(), partials.at(j)))
+/// Whether this block is the last of the grid to get here (the same answer in all its
+/// threads), called after thread 0 has stored the block's partial result: thread 0 fences its
+/// stores and counts the block on `counter[0]`, which wraps back to zero with the last block
+/// (ready for the next kernel). In the last block every thread then fences again, so that it
+/// sees every other block's partial result.
+pub(super) fn last_block(k: &KernelBuilder, counter: DArray<u32, 1, ReadWrite>) -> Expr<bool> {
+    let seen = k.shared_array::<u32>(1);
+    let last = k.grid_dim().x - 1u32;
+    k.if_(k.thread_idx().x.eq(0u32), |k| {
+        k.threadfence();
+        seen.set(0u32, counter.atomic_inc(0u32, last));
     });
-    let r = block_reduce(k, acc.get(), combine);
-    k.if_(t.eq(0u64), |_| out.set(0u32, post(r, n)));
+    k.syncthreads();
+    let is_last = k.var(seen.at(0u32).eq(last));
+    k.if_(is_last.get(), |k| k.threadfence());
+    is_last.get()
 }
 
 fn rows<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(

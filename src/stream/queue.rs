@@ -1,6 +1,7 @@
 //! The `Stream` type (a queue of device work) and its creation.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use cudajit_sys as sys;
 
@@ -8,6 +9,7 @@ use crate::backend::backend;
 use crate::context::Context;
 use crate::error::{check_in_drop, Result};
 use crate::event::Event;
+use crate::memory::scratch::Workspace;
 
 /// `CU_STREAM_LEGACY`: the legacy default stream, which synchronises with blocking streams.
 const CU_STREAM_LEGACY: usize = 0x1;
@@ -30,6 +32,8 @@ pub struct Stream {
     ctx: Context,
     raw: sys::CUstream,
     owned: bool,
+    /// Device memory for single-pass reductions, allocated on first use.
+    workspace: OnceLock<Workspace>,
 }
 
 // SAFETY: a CUstream may be used from any thread; the driver synchronises internally.
@@ -56,6 +60,7 @@ impl Context {
             ctx: self.clone(),
             raw,
             owned: true,
+            workspace: OnceLock::new(),
         })
     }
 
@@ -81,6 +86,7 @@ impl Context {
             ctx: self.clone(),
             raw: handle as sys::CUstream,
             owned: false,
+            workspace: OnceLock::new(),
         }
     }
 
@@ -95,6 +101,7 @@ impl Context {
             ctx: self.clone(),
             raw,
             owned: false,
+            workspace: OnceLock::new(),
         }
     }
 
@@ -116,6 +123,25 @@ impl Stream {
     #[inline]
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+
+    /// This stream's workspace for single-pass reductions (allocated on first use), or `None`
+    /// for the per-thread default stream, whose handle names a different stream on every
+    /// thread (so kernels through one `Stream` value may run at once).
+    pub(crate) fn workspace(&self) -> Result<Option<&Workspace>> {
+        if self.raw as usize == CU_STREAM_PER_THREAD {
+            return Ok(None);
+        }
+        if let Some(ws) = self.workspace.get() {
+            return Ok(Some(ws));
+        }
+        let ws = Workspace::new(self)?;
+        if let Err(lost) = self.workspace.set(ws) {
+            // Another thread set it first: give this one back (after the zeroing).
+            self.ctx.bind()?;
+            lost.release(self.raw)?;
+        }
+        Ok(self.workspace.get())
     }
 
     /// Waits until all work queued on the stream is done.
@@ -158,6 +184,10 @@ impl Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
+        if let Some(ws) = self.workspace.get() {
+            self.ctx.bind_in_drop();
+            check_in_drop(ws.release(self.raw));
+        }
         if !self.owned {
             return;
         }

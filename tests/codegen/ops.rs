@@ -92,6 +92,10 @@ fn reduction_kernels_compile_and_vectorise() {
             check_ptx(&ptx, cc, &name);
             if name.ends_with("full_vec") {
                 assert!(ptx.contains("ld.global.nc.v4.f32"), "{ptx}");
+                // One kernel: the last block, counted on a wrapping counter after a fence,
+                // combines the partials.
+                assert!(ptx.contains("atom.global.inc.u32"), "{ptx}");
+                assert!(ptx.contains("membar.gl"), "{ptx}");
             }
         }
         for largest in [false, true] {
@@ -102,8 +106,9 @@ fn reduction_kernels_compile_and_vectorise() {
                 .chain(cudajit::ops::arg_variants_ptx::<i32>(largest, &opts).unwrap())
             {
                 check_ptx(&ptx, cc, &name);
-                if name == "argmax_f32_partial_vec" {
+                if name == "argmax_f32_full_vec" {
                     assert!(ptx.contains("ld.global.nc.v4.f32"), "{ptx}");
+                    assert!(ptx.contains("atom.global.inc.u32"), "{ptx}");
                 }
             }
         }

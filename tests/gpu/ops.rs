@@ -571,3 +571,73 @@ fn argmin_argmax_along_an_axis() {
     assert!(e.argmax_axis(&s, 1, false).is_err());
     assert_eq!(e.argmax_axis(&s, 0, false).unwrap().len(), 0);
 }
+
+/// Whole-array reductions are one kernel whose last block combines the partials, counted on a
+/// counter in the stream's workspace that each kernel leaves at zero. Many reductions of
+/// different grid sizes queued back to back on one stream, on the default and per-thread
+/// default streams (which get memory of their own per call), on two streams from two threads
+/// at once, and on a stream dropped before its work ran: every result is checked.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn single_pass_reductions_on_every_kind_of_stream() {
+    use cudajit::ops::{ReduceOps, Reduction};
+    let c = ctx();
+    let mut rng = Rng::new();
+    let sizes = [1usize, 4, 1000, 3_000_017, 5, 1 << 20, 257, 2_500_000];
+    let xs: Vec<Vec<f32>> = sizes.iter().map(|&n| rng.vec(n, |r| r.f32())).collect();
+    let sum = Reduction::<f32, f32, f32>::new("sum_stream_t", |x| x, |a, b| a + b, 0.0).unwrap();
+    let check = |stream: &Stream, rounds: usize| {
+        let dxs: Vec<_> = xs.iter().map(|x| stream.to_device(x).unwrap()).collect();
+        let mut sums = c.alloc::<f32, _>(rounds * sizes.len()).unwrap();
+        sums.fill(f32::NAN).unwrap();
+        let mut idxs = c.alloc::<u64, _>(rounds * sizes.len()).unwrap();
+        idxs.fill(u64::MAX).unwrap();
+        // Everything queued before any wait: the counter must be back at zero between kernels.
+        for r in 0..rounds {
+            for (i, dx) in dxs.iter().enumerate() {
+                let slot = r * sizes.len() + i;
+                let mut one = sums.slice_mut(slot..slot + 1).unwrap();
+                sum.reduce_into(stream, dx, &mut one).unwrap();
+                let mut one = idxs.slice_mut(slot..slot + 1).unwrap();
+                dx.argmax_into(stream, &mut one).unwrap();
+            }
+        }
+        let (got, got_i) = (
+            sums.to_vec_async(stream).unwrap(),
+            idxs.to_vec_async(stream).unwrap(),
+        );
+        for (slot, (g, gi)) in got.iter().zip(&got_i).enumerate() {
+            let x = &xs[slot % sizes.len()];
+            let want: f64 = x.iter().map(|&v| v as f64).sum();
+            let abs: f64 = x.iter().map(|&v| v.abs() as f64).sum();
+            assert!(
+                (*g as f64 - want).abs() <= 1e-5 * abs.max(1.0),
+                "slot {slot}: {g} vs {want}"
+            );
+            assert_eq!(*gi as usize, host_arg(x, true), "slot {slot}");
+        }
+    };
+    check(&c.new_stream().unwrap(), 6);
+    check(&c.default_stream(), 3);
+    check(&c.legacy_default_stream(), 3);
+    check(&c.per_thread_default_stream(), 3);
+    std::thread::scope(|sc| {
+        for _ in 0..2 {
+            sc.spawn(|| check(&c.new_stream().unwrap(), 10));
+        }
+    });
+    // A stream dropped with its reduction still queued: the workspace outlives the work.
+    let x: Vec<f32> = rng.vec(3_000_000, |r| r.f32());
+    let want: f64 = x.iter().map(|&v| v as f64).sum();
+    let dx = c.default_stream().to_device(&x).unwrap();
+    let mut out = c.alloc::<f32, _>(1).unwrap();
+    out.fill(f32::NAN).unwrap();
+    {
+        let s = c.new_stream().unwrap();
+        sum.reduce_into(&s, &dx, &mut out).unwrap();
+        sum.reduce_into(&s, &dx, &mut out).unwrap();
+    }
+    c.synchronize().unwrap();
+    let got = out.to_vec().unwrap()[0] as f64;
+    assert!((got - want).abs() <= 1e-5 * 3e6, "{got} vs {want}");
+}
