@@ -53,6 +53,7 @@ impl FnState {
                 body: Vec::new(),
                 callees: Vec::new(),
                 inline: true,
+                launch_bounds: None,
             },
             blocks: vec![Vec::new()],
             scopes: vec![0],

@@ -339,6 +339,24 @@ impl KernelBuilder {
         });
     }
 
+    /// CUDA's `__launch_bounds__(max_threads_per_block, min_blocks_per_sm)`: the kernel is
+    /// never launched with more than `max_threads_per_block` threads per block (a launch with
+    /// more is refused with an error), and the compiler keeps its registers low enough for
+    /// `min_blocks_per_sm` such blocks to fit on one multiprocessor (0: no such limit). Fewer
+    /// registers can mean more threads in flight, or spills to local memory: measure.
+    pub fn launch_bounds(&self, max_threads_per_block: u32, min_blocks_per_sm: u32) {
+        with_state(|s| {
+            if !(1..=1024).contains(&max_threads_per_block) {
+                s.error(format!(
+                    "in `{}`: launch_bounds({max_threads_per_block}, ..): a block has 1 to 1024 threads",
+                    s.f.name
+                ));
+                return;
+            }
+            s.f.launch_bounds = Some((max_threads_per_block, min_blocks_per_sm));
+        });
+    }
+
     /// `__threadfence_block()`.
     pub fn threadfence_block(&self) {
         with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::FenceBlock)));

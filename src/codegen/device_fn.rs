@@ -93,6 +93,13 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
             kernel: name.to_string(),
             message: errors.join("; "),
         })?;
+        if ir.launch_bounds.is_some() {
+            return Err(Error::Kernel {
+                kernel: name.to_string(),
+                message: "launch_bounds is for kernels; a device function takes its caller's"
+                    .into(),
+            });
+        }
         let varying = ir.values.iter().any(|v| match &v.op {
             Op::Special(s) => s.varies_in_block(),
             Op::Atomic(_) | Op::Warp(_) | Op::Load { .. } => true,

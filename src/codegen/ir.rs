@@ -243,6 +243,9 @@ pub(crate) struct FunctionIr {
     pub callees: Vec<std::sync::Arc<FunctionIr>>,
     /// Whether device functions should always be inlined.
     pub inline: bool,
+    /// Kernels: (most threads per block, fewest blocks per multiprocessor), CUDA's
+    /// `__launch_bounds__`.
+    pub launch_bounds: Option<(u32, u32)>,
 }
 
 impl FunctionIr {

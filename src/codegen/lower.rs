@@ -150,6 +150,22 @@ fn build_module<'c>(
         module
             .add_global_metadata("nvvm.annotations", &md)
             .map_err(|e| llvm_err(&f.name, e))?;
+        if let Some((threads, blocks)) = f.launch_bounds {
+            // `.maxntid` and `.minnctapersm` in the PTX.
+            for (what, v) in [("maxntidx", threads), ("minctasm", blocks)] {
+                if v == 0 {
+                    continue;
+                }
+                let md = ctx.metadata_node(&[
+                    func.as_global_value().as_pointer_value().into(),
+                    ctx.metadata_string(what).into(),
+                    ctx.i32_type().const_int(v as u64, false).into(),
+                ]);
+                module
+                    .add_global_metadata("nvvm.annotations", &md)
+                    .map_err(|e| llvm_err(&f.name, e))?;
+            }
+        }
     }
     // Math functions may need libdevice (or cudajit's own implementations) linked in.
     super::math::prepare_module(ctx, &module, opts).map_err(|e| llvm_err(&f.name, e))?;

@@ -369,6 +369,9 @@ fn full<T: Scalar + Num>(k: &KernelBuilder, largest: bool) {
 /// Parameters: x, vals, idxs, counter, out, n.
 fn full_vec<T: Scalar + Num, const W: usize>(k: &KernelBuilder, largest: bool) {
     let (x, outs, n) = (input::<T>(), Outs::<T>::declare(), scalar::<u64>());
+    if tuning().bounds {
+        k.launch_bounds(BLOCK, tuning().blocks_per_sm as u32);
+    }
     let nv = n / W as u64;
     // Every running pair starts from vector 0, a real candidate (n >= W).
     let first = lanes_extreme(x.load_vec::<W>(0u64), largest);

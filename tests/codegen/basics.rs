@@ -463,3 +463,42 @@ fn bitcasts_between_equal_sizes() {
     });
     assert!(matches!(e, Err(Error::Kernel { .. })));
 }
+
+#[test]
+fn launch_bounds_reach_the_ptx() {
+    let k = Kernel::<(&[f32], &mut [f32])>::build("bounded", |k, (x, out)| {
+        k.launch_bounds(128, 6);
+        let i = k.grid1();
+        k.if_(i.lt(out.len()), |_| out.set(i, x.at(i) * 2.0f32));
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(ptx.contains(".maxntid 128, 1, 1"), "{ptx}");
+    assert!(ptx.contains(".minnctapersm 6"), "{ptx}");
+    // Without a block minimum, only the thread limit.
+    let k = Kernel::<(&mut [f32],)>::build("threads_only", |k, (out,)| {
+        k.launch_bounds(64, 0);
+        out.set(k.grid1(), 1.0f32);
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(
+        ptx.contains(".maxntid 64, 1, 1") && !ptx.contains(".minnctapersm"),
+        "{ptx}"
+    );
+    // Out of range, and on a device function: build errors.
+    let e = kernel_error(Kernel::<(&mut [f32],)>::build("too_many", |k, (out,)| {
+        k.launch_bounds(2048, 1);
+        out.set(0u32, 1.0f32);
+    }));
+    assert!(e.contains("1 to 1024"), "{e}");
+    let e = cudajit::codegen::DeviceFn::<(f32,), f32>::build("bounded_fn", |k, (x,)| {
+        k.launch_bounds(128, 2);
+        x
+    });
+    assert!(
+        matches!(&e, Err(Error::Kernel { message, .. }) if message.contains("for kernels")),
+        "{:?}",
+        e.err()
+    );
+}

@@ -659,3 +659,44 @@ fn threadfence_last_block_sums_the_partials() {
     assert_eq!(out.to_vec_async(&s).unwrap()[0], want);
     assert_eq!(counter.to_vec_async(&s).unwrap()[0], blocks as u32);
 }
+
+/// `launch_bounds`: the driver reports the kernel's thread limit, a launch within it runs, a
+/// launch past it is an error naming the limit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn launch_bounds_limit_the_block() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&[f32], &mut [f32])>::build("bounded_twice", |k, (x, out)| {
+        k.launch_bounds(128, 8);
+        let i = k.grid1();
+        k.if_(i.lt(out.len()), |_| out.set(i, x.at(i) * 2.0f32));
+    })
+    .unwrap();
+    let mut rng = Rng::new();
+    let n = 100_003;
+    let x: Vec<f32> = rng.vec(n, |r| r.f32());
+    let dx = s.to_device(&x).unwrap();
+    let mut out = c.alloc::<f32, _>(n).unwrap();
+    out.fill_async(f32::NAN, &s).unwrap();
+    let f = k.function(&c).unwrap();
+    assert_eq!(f.attributes().unwrap().max_threads_per_block, 128);
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], x[i] * 2.0, "i={i}");
+    }
+    let e = k
+        .launch(
+            &s,
+            LaunchConfig::for_num_elems(n, 256).unwrap(),
+            (&dx, &mut out),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("limit of 128 threads"), "{e}");
+}

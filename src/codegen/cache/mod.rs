@@ -397,6 +397,7 @@ mod tests {
             body: vec![],
             callees: vec![],
             inline: false,
+            launch_bounds: None,
         }
     }
 
