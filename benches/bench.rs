@@ -1317,7 +1317,8 @@ impl Bench {
                             .sum()
                     })
                     .collect();
-                let got = self.c(x2.sum_axis(s, axis, false))?;
+                let mut got = self.poisoned_f32(m)?;
+                self.c(x2.sum_axis_into(s, axis, false, &mut got))?;
                 let g = self.c(got.to_vec_async(s))?;
                 check(
                     &format!("lib {work}"),
@@ -1331,9 +1332,9 @@ impl Bench {
                     work,
                     m * m * 4 + m * 4,
                     &format!(
-                        "cudajit::ops ReduceOps::sum_axis({axis}) (allocates its output each call)"
+                        "cudajit::ops ReduceOps::sum_axis_into({axis}), into an existing array"
                     ),
-                    || x2.sum_axis(s, axis, false).map(drop),
+                    || x2.sum_axis_into(s, axis, false, &mut got),
                     || Ok(()),
                 )?;
             }

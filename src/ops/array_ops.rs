@@ -370,6 +370,21 @@ pub trait ReduceOps<T: ReduceScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Si
             .sum()?
             .reduce_axis(stream, self, axis, keepdims)
     }
+    /// Sums along `axis` into `out`, which has the result's shape (that of
+    /// [`sum_axis`](ReduceOps::sum_axis) with the same `keepdims`): NumPy's `sum(axis=...,
+    /// out=...)`, without allocating the result. Other reductions:
+    /// [`Reduction::reduce_axis_into`](super::Reduction::reduce_axis_into).
+    fn sum_axis_into(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        keepdims: bool,
+        out: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        T::reductions()
+            .sum()?
+            .reduce_axis_into(stream, self, axis, keepdims, out)
+    }
     /// Minima along `axis`.
     fn min_axis(
         &self,

@@ -291,17 +291,52 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         axis: usize,
         keepdims: bool,
     ) -> Result<DeviceArray<R, IxDyn>> {
+        let split = AxisSplit::new(&self.name, x.shape(), axis, keepdims)?;
+        let out = DeviceArray::<R, IxDyn>::alloc_raw(stream.context(), IxDyn(&split.out_shape))?;
+        self.run_axis(stream, x, &split, out.device_ptr())?;
+        Ok(out)
+    }
+
+    /// Reduces along `axis` into `out`, which has the result's shape (that of
+    /// [`reduce_axis`](Reduction::reduce_axis) with the same `keepdims`): no allocation of
+    /// the result, no wait (NumPy's `out=`).
+    pub fn reduce_axis_into<X: DeviceSlice<T> + ?Sized, O: DeviceSliceMut<R> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        axis: usize,
+        keepdims: bool,
+        out: &mut O,
+    ) -> Result<()> {
+        let split = AxisSplit::new(&self.name, x.shape(), axis, keepdims)?;
+        if out.shape() != split.out_shape.as_slice() {
+            return Err(Error::Shape {
+                op: "reduce_axis_into (the output array)",
+                expected: split.out_shape,
+                actual: out.shape().to_vec(),
+            });
+        }
+        stream
+            .context()
+            .check_same(out.context(), "the output array")?;
+        self.run_axis(stream, x, &split, out.device_ptr())
+    }
+
+    /// Launches an axis reduction of `x`, split as `split`, writing the results at `out`.
+    fn run_axis<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        split: &AxisSplit,
+        out: u64,
+    ) -> Result<()> {
         let AxisSplit {
-            outer,
-            r,
-            inner,
-            out_shape,
-        } = AxisSplit::new(&self.name, x.shape(), axis, keepdims)?;
+            outer, r, inner, ..
+        } = *split;
         let m = outer * inner;
         let ctx = stream.context();
-        let out = DeviceArray::<R, IxDyn>::alloc_raw(ctx, IxDyn(&out_shape))?;
         if m == 0 {
-            return Ok(out);
+            return Ok(());
         }
         self.check_empty(r)?;
         if inner == 1 {
@@ -319,12 +354,12 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
                         x.device_ptr() + (first * r * T::TY.size()) as u64,
                         rows * r,
                     )?;
-                    buf.push_flat(ctx, out.device_ptr() + (first * R::TY.size()) as u64, rows)?;
+                    buf.push_flat(ctx, out + (first * R::TY.size()) as u64, rows)?;
                     buf.push_scalar(rows as u64)?;
                     buf.push_scalar(r as u64)
                 })?;
             }
-            return Ok(out);
+            return Ok(());
         }
         // Columns: split the reduced axis into chunks so that enough threads run.
         let (n_chunks, per_chunk) = column_chunks(ctx, m, r)?;
@@ -342,13 +377,13 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let k2 = self.kernel(COLS_FINAL)?;
         k2.launch_with(stream, LaunchConfig::for_num_elems(m, BLOCK)?, |buf| {
             buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
-            buf.push_flat(ctx, out.device_ptr(), m)?;
+            buf.push_flat(ctx, out, m)?;
             buf.push_scalar(m as u64)?;
             buf.push_scalar(n_chunks as u64)?;
             buf.push_scalar(r as u64)
         })?;
         drop(part);
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -372,6 +372,23 @@ fn axis_reductions_rows_columns_and_middle() {
             .map(|c| c.iter().cloned().fold(f32::MIN, f32::max))
             .collect();
         assert_eq!(mx, want);
+        // Into existing arrays, poisoned first; a wrong output shape is an error.
+        let mut into_r = c.alloc::<f32, _>(rows).unwrap();
+        into_r.fill_async(f32::NAN, &s).unwrap();
+        dm.sum_axis_into(&s, 1, false, &mut into_r).unwrap();
+        assert_eq!(
+            into_r.to_vec_async(&s).unwrap(),
+            m.sum_axis(Axis(1)).to_vec()
+        );
+        let mut into_c = c.alloc::<f32, _>((1, cols)).unwrap();
+        into_c.fill_async(f32::NAN, &s).unwrap();
+        dm.sum_axis_into(&s, 0, true, &mut into_c).unwrap();
+        assert_eq!(
+            into_c.to_vec_async(&s).unwrap(),
+            m.sum_axis(Axis(0)).to_vec()
+        );
+        let e = dm.sum_axis_into(&s, 0, false, &mut into_c).unwrap_err();
+        assert!(e.to_string().contains("reduce_axis_into"), "{e}");
     }
     let t = Array3::from_shape_fn((5, 300, 7), |_| rng.f64());
     let dt = s.to_device(&t).unwrap();
