@@ -1484,8 +1484,8 @@ impl Bench {
                 let t1 = t0.elapsed();
                 self.c(stream.synchronize())?;
                 let t2 = t0.elapsed();
-                enq.push(t1.as_secs_f64() * 1e6 / burst as f64);
-                tot.push(t2.as_secs_f64() * 1e6 / burst as f64);
+                enq.push(t1.as_secs_f64() * 1e3 / burst as f64);
+                tot.push(t2.as_secs_f64() * 1e3 / burst as f64);
             }
             for (label, t) in [("enqueue only", &enq), ("with the final sync", &tot)] {
                 Rec::new("launch", &size)
