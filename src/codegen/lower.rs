@@ -140,31 +140,22 @@ fn build_module<'c>(
     let mut lowered: HashMap<*const FunctionIr, FunctionValue<'c>> = HashMap::new();
     let func = lower_function(ctx, &module, f, role, opts, &mut lowered)?;
     if role == Role::Kernel {
-        // `.entry`: the PTX_Kernel calling convention and the nvvm.annotations metadata.
+        // `.entry`: the PTX_Kernel calling convention and the nvvm.annotations metadata; launch
+        // bounds become `.maxntid` and `.minnctapersm` (0: none).
         func.set_call_conventions(PTX_KERNEL_CC);
-        let md = ctx.metadata_node(&[
-            func.as_global_value().as_pointer_value().into(),
-            ctx.metadata_string("kernel").into(),
-            ctx.i32_type().const_int(1, false).into(),
-        ]);
-        module
-            .add_global_metadata("nvvm.annotations", &md)
-            .map_err(|e| llvm_err(&f.name, e))?;
-        if let Some((threads, blocks)) = f.launch_bounds {
-            // `.maxntid` and `.minnctapersm` in the PTX.
-            for (what, v) in [("maxntidx", threads), ("minctasm", blocks)] {
-                if v == 0 {
-                    continue;
-                }
-                let md = ctx.metadata_node(&[
-                    func.as_global_value().as_pointer_value().into(),
-                    ctx.metadata_string(what).into(),
-                    ctx.i32_type().const_int(v as u64, false).into(),
-                ]);
-                module
-                    .add_global_metadata("nvvm.annotations", &md)
-                    .map_err(|e| llvm_err(&f.name, e))?;
+        let (threads, blocks) = f.launch_bounds.unwrap_or((0, 0));
+        for (what, v) in [("kernel", 1), ("maxntidx", threads), ("minctasm", blocks)] {
+            if v == 0 {
+                continue;
             }
+            let md = ctx.metadata_node(&[
+                func.as_global_value().as_pointer_value().into(),
+                ctx.metadata_string(what).into(),
+                ctx.i32_type().const_int(v as u64, false).into(),
+            ]);
+            module
+                .add_global_metadata("nvvm.annotations", &md)
+                .map_err(|e| llvm_err(&f.name, e))?;
         }
     }
     // Math functions may need libdevice (or cudajit's own implementations) linked in.

@@ -10,6 +10,18 @@ use crate::error::{check_in_drop, Result};
 use crate::memory::element::DeviceCopy;
 use crate::stream::Stream;
 
+/// `bytes` of device memory for work on `stream`, allocated in its order where the driver has
+/// memory pools (`true`), else by an ordinary allocation (`false`). Binds the stream's context.
+fn alloc_ordered(stream: &Stream, bytes: usize) -> Result<(sys::CUdeviceptr, bool)> {
+    stream.context().bind()?;
+    // SAFETY: the stream is live; the caller frees the memory.
+    match unsafe { backend().mem_alloc_async(bytes, stream.raw()) } {
+        Ok(p) => Ok((p, true)),
+        Err(e) if e.is_out_of_memory() => Err(e),
+        Err(_) => Ok((backend().mem_alloc(bytes)?, false)),
+    }
+}
+
 /// `len` elements of `T` allocated and freed in `stream`'s order. Falls back to an ordinary
 /// allocation (freed synchronously) where the driver has no memory pools.
 pub(crate) struct Scratch<'s, T: DeviceCopy> {
@@ -22,14 +34,7 @@ pub(crate) struct Scratch<'s, T: DeviceCopy> {
 impl<'s, T: DeviceCopy> Scratch<'s, T> {
     /// Allocates `len` elements (uninitialised) for work on `stream`.
     pub(crate) fn new(stream: &'s Stream, len: usize) -> Result<Self> {
-        let bytes = (len * std::mem::size_of::<T>()).max(1);
-        stream.context().bind()?;
-        // SAFETY: the stream is live for 's.
-        let (ptr, pooled) = match unsafe { backend().mem_alloc_async(bytes, stream.raw()) } {
-            Ok(p) => (p, true),
-            Err(e) if e.is_out_of_memory() => return Err(e),
-            Err(_) => (backend().mem_alloc(bytes)?, false),
-        };
+        let (ptr, pooled) = alloc_ordered(stream, (len * std::mem::size_of::<T>()).max(1))?;
         Ok(Scratch {
             stream,
             ptr,
@@ -80,16 +85,10 @@ pub(crate) struct Workspace {
 impl Workspace {
     /// Allocates and zeroes a workspace for work on `stream`.
     pub(crate) fn new(stream: &Stream) -> Result<Workspace> {
-        let ctx = stream.context();
-        let sms = ctx.device().multiprocessor_count()? as usize;
+        let sms = stream.context().device().multiprocessor_count()? as usize;
         let bytes = COUNTER_BYTES + sms.max(1) * PARTIAL_BYTES_PER_SM;
-        ctx.bind()?;
-        // SAFETY: the stream is live; the memory is freed by `release`.
-        let (ptr, pooled) = match unsafe { backend().mem_alloc_async(bytes, stream.raw()) } {
-            Ok(p) => (p, true),
-            Err(e) if e.is_out_of_memory() => return Err(e),
-            Err(_) => (backend().mem_alloc(bytes)?, false),
-        };
+        // Freed by `release`.
+        let (ptr, pooled) = alloc_ordered(stream, bytes)?;
         let ws = Workspace { ptr, bytes, pooled };
         // SAFETY: the counter bytes lie inside the allocation above.
         unsafe { backend().memset(ptr, 0, 4, COUNTER_BYTES / 4, 4, Some(stream.raw())) }?;

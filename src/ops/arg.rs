@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 use ndarray::IxDyn;
 
 use super::reduce::{
-    column_chunks, input, last_block, output, read_one, row_grid, scalar, thread_vectors,
-    tree_steps, tuning, AxisSplit, BLOCK, UNROLL,
+    column_chunks, input, last_block, output, over_blocks, read_one, row_grid, scalar,
+    thread_vectors, tree_steps, tuning, whole_array_bounds, AxisSplit, BLOCK, UNROLL,
 };
 use crate::codegen::{
     select, DArray, Expr, Kernel, KernelBuilder, Num, PtxOptions, ReadWrite, Scalar, Var,
@@ -321,12 +321,7 @@ fn finish<T: Scalar + Num>(k: &KernelBuilder, best: &Best<T>, largest: bool, out
     });
     k.if_(last_block(k, counter), |k| {
         let best = Best::new(k, vals.at(0u32), idxs.at(0u32));
-        k.for_step(
-            k.thread_idx().x.cast::<u64>(),
-            k.grid_dim().x.cast::<u64>(),
-            k.block_dim().x.cast::<u64>(),
-            |_, j| best.offer(largest, vals.at(j), idxs.at(j)),
-        );
+        over_blocks(k, |j| best.offer(largest, vals.at(j), idxs.at(j)));
         let (_, i) = block_best(k, &best, largest);
         k.if_(k.thread_idx().x.eq(0u32), |_| out.set(0u32, i));
     });
@@ -369,9 +364,7 @@ fn full<T: Scalar + Num>(k: &KernelBuilder, largest: bool) {
 /// Parameters: x, vals, idxs, counter, out, n.
 fn full_vec<T: Scalar + Num, const W: usize>(k: &KernelBuilder, largest: bool) {
     let (x, outs, n) = (input::<T>(), Outs::<T>::declare(), scalar::<u64>());
-    if tuning().bounds {
-        k.launch_bounds(BLOCK, tuning().blocks_per_sm as u32);
-    }
+    whole_array_bounds(k);
     let nv = n / W as u64;
     // Every running pair starts from vector 0, a real candidate (n >= W).
     let first = lanes_extreme(x.load_vec::<W>(0u64), largest);

@@ -542,9 +542,7 @@ fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
         output::<R>(),
         scalar::<u64>(),
     );
-    if tuning().bounds {
-        k.launch_bounds(BLOCK, tuning().blocks_per_sm as u32);
-    }
+    whole_array_bounds(k);
     let accs: [_; W] = std::array::from_fn(|_| k.var(id));
     let nv = n / W as u64;
     let add = |lanes: [Expr<T>; W]| {
@@ -583,15 +581,29 @@ fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
     // The last block to finish combines the partials in block order.
     k.if_(last_block(k, counter), |k| {
         let acc = k.var(id);
-        k.for_step(
-            tid.cast::<u64>(),
-            k.grid_dim().x.cast::<u64>(),
-            k.block_dim().x.cast::<u64>(),
-            |_, j| acc.set(combine(acc.get(), partials.at(j))),
-        );
+        over_blocks(k, |j| acc.set(combine(acc.get(), partials.at(j))));
         let r = block_reduce(k, acc.get(), combine);
         k.if_(tid.eq(0u32), |_| out.set(0u32, post(r, n)));
     });
+}
+
+/// Declares the launch bounds of the whole-array kernels ([`BLOCK`] threads, the tuning's
+/// blocks per multiprocessor) unless the tuning turns them off.
+pub(super) fn whole_array_bounds(k: &KernelBuilder) {
+    if tuning().bounds {
+        k.launch_bounds(BLOCK, tuning().blocks_per_sm as u32);
+    }
+}
+
+/// Runs `f(j)` for the grid's block indices `j` this thread takes in a block-strided loop (for
+/// the last block to combine the blocks' partial results).
+pub(super) fn over_blocks(k: &KernelBuilder, f: impl Fn(Expr<u64>)) {
+    k.for_step(
+        k.thread_idx().x.cast::<u64>(),
+        k.grid_dim().x.cast::<u64>(),
+        k.block_dim().x.cast::<u64>(),
+        |_, j| f(j),
+    );
 }
 
 /// Whether this block is the last of the grid to get here (the same answer in all its

@@ -56,12 +56,7 @@ impl Context {
             sys::CUstream_flags::CU_STREAM_DEFAULT.0
         };
         let raw = backend().stream_create(flags, options.priority)?;
-        Ok(Stream {
-            ctx: self.clone(),
-            raw,
-            owned: true,
-            workspace: OnceLock::new(),
-        })
+        Ok(Stream::from_handle(self, raw, true))
     }
 
     /// The default stream (handle 0): the legacy default stream unless the process opted into
@@ -82,12 +77,7 @@ impl Context {
     }
 
     fn special_stream(&self, handle: usize) -> Stream {
-        Stream {
-            ctx: self.clone(),
-            raw: handle as sys::CUstream,
-            owned: false,
-            workspace: OnceLock::new(),
-        }
+        Stream::from_handle(self, handle as sys::CUstream, false)
     }
 
     /// Wraps a stream created elsewhere (by another library or your own driver calls).
@@ -97,12 +87,7 @@ impl Context {
     /// `raw` must be a valid stream of this context (or a special handle) and must outlive
     /// the returned `Stream` and all work enqueued through it.
     pub unsafe fn wrap_stream(&self, raw: sys::CUstream) -> Stream {
-        Stream {
-            ctx: self.clone(),
-            raw,
-            owned: false,
-            workspace: OnceLock::new(),
-        }
+        Stream::from_handle(self, raw, false)
     }
 
     /// The range of stream priorities as (least, greatest); greatest is the lowest number.
@@ -113,6 +98,16 @@ impl Context {
 }
 
 impl Stream {
+    /// A `Stream` for the handle `raw` of `ctx`, destroyed on drop if `owned`.
+    fn from_handle(ctx: &Context, raw: sys::CUstream, owned: bool) -> Stream {
+        Stream {
+            ctx: ctx.clone(),
+            raw,
+            owned,
+            workspace: OnceLock::new(),
+        }
+    }
+
     /// The driver's handle.
     #[inline]
     pub fn raw(&self) -> sys::CUstream {
