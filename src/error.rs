@@ -56,6 +56,47 @@ pub enum Error {
     },
     /// The API was used in a way it does not allow (the message says how to fix it).
     Usage(String),
+    /// The simulator stopped a kernel that did something the GPU would not catch or would
+    /// fault on: an out-of-bounds access, a barrier only part of a block reached, a data race
+    /// on shared memory, a misaligned access. The context stays usable.
+    Fault {
+        /// The kernel's name.
+        kernel: String,
+        /// What kind of fault.
+        kind: FaultKind,
+        /// Where and how: block and thread indices, the array, the index and its length.
+        message: String,
+    },
+}
+
+/// What a kernel did wrong, as the simulator reports it ([`Error::Fault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FaultKind {
+    /// A read or write outside an array (global, shared or local).
+    OutOfBounds,
+    /// A barrier (`syncthreads`, `syncwarp`, a `*_sync` warp intrinsic) that only part of the
+    /// threads it waits for reached, or that they reached at different places.
+    DivergentBarrier,
+    /// Two threads of a block touched the same shared-memory element between two barriers,
+    /// at least one of them writing (and not both atomically).
+    SharedRace,
+    /// An access at an address that is not a multiple of its size.
+    Misaligned,
+    /// Something the simulator does not model (the message says what).
+    Unsupported,
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FaultKind::OutOfBounds => "out-of-bounds access",
+            FaultKind::DivergentBarrier => "divergent barrier",
+            FaultKind::SharedRace => "data race on shared memory",
+            FaultKind::Misaligned => "misaligned access",
+            FaultKind::Unsupported => "unsupported operation",
+        })
+    }
 }
 
 /// A raw driver result code with its name and description.
@@ -174,6 +215,14 @@ impl fmt::Display for Error {
             ),
             Error::Kernel { kernel, message } => write!(f, "kernel `{kernel}`: {message}"),
             Error::Usage(msg) => f.write_str(msg),
+            Error::Fault {
+                kernel,
+                kind,
+                message,
+            } => write!(
+                f,
+                "kernel `{kernel}` stopped on the simulator: {kind}: {message} (the context is still usable)"
+            ),
         }
     }
 }

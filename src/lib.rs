@@ -13,6 +13,9 @@
 //! - Modules: [`Module`] from PTX, cubin or fatbin; [`Function`] attributes, occupancy and
 //!   [`Function::launch`].
 //! - Profiler: [`profile_start`], [`profile_stop`], [`profiling`].
+//! - Without a GPU: [`use_simulator`] (or `CUDAJIT_SIMULATOR=1`) runs everything on cudajit's
+//!   CPU simulator, which also reports out-of-bounds accesses, divergent barriers and
+//!   shared-memory races as [`Error::Fault`]; [`on_simulator`] says which backend runs.
 //!
 //! Every fallible call returns [`Result`] with the one [`Error`] type; nothing panics on user
 //! input or driver errors. Errors raised while dropping are kept: see [`take_drop_errors`].
@@ -44,11 +47,12 @@ pub mod ops;
 pub mod profiler;
 pub mod stream;
 
+pub use backend::{on_simulator, use_simulator};
 pub use context::{
     current_context, current_device, detect, device_count, devices, driver_version, is_available,
     Context, CurrentGuard, Device, DeviceAttribute, DriverVersion,
 };
-pub use error::{take_drop_errors, DriverCode, Error, LoadError, Result};
+pub use error::{take_drop_errors, DriverCode, Error, FaultKind, LoadError, Result};
 pub use event::{elapsed_ms, Event};
 pub use memory::{
     AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,

@@ -1,20 +1,28 @@
 //! The seam between the safe API and what executes it.
 //!
 //! Every public type calls the device only through [`Backend`], never the driver directly.
-//! Today the one implementation is [`cuda::CudaDriver`] (libcuda via `cudajit-sys`); a second
-//! one (e.g. a CPU simulator, as numba's `NUMBA_ENABLE_CUDASIM`) implements the same trait and is
-//! chosen once per process in [`backend`], with no change to the public API: handles stay the
-//! driver's opaque types (a simulator makes up its own values for them), device pointers are
-//! plain addresses, and errors are [`crate::Error`] values carrying driver result codes.
+//! Two implementations, chosen once per process in [`backend`], with no change to the public
+//! API:
+//! - [`cuda::CudaDriver`]: libcuda through `cudajit-sys` (the default);
+//! - [`sim::Simulator`]: the CPU simulator (`CUDAJIT_SIMULATOR=1` or [`use_simulator`], as
+//!   numba's `NUMBA_ENABLE_CUDASIM`), which executes the kernels' IR instead of loading PTX.
+//!
+//! Handles stay the driver's opaque types (the simulator makes up its own values for them),
+//! device pointers are plain addresses, and errors are [`crate::Error`] values carrying driver
+//! result codes. A third backend implements [`Backend`] (a method per driver call it
+//! replaces; `is_simulator`/`module_load_ir` when it executes IR rather than PTX) and is
+//! added to the choice in [`backend`].
 
 pub(crate) mod cuda;
+pub(crate) mod sim;
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use cudajit_sys as sys;
 
-use crate::error::Result;
+use crate::codegen::ir::FunctionIr;
+use crate::error::{Error, Result};
 
 /// A callback that the backend runs in stream order: `(data)`.
 pub(crate) type HostFnPtr = unsafe extern "C" fn(*mut c_void);
@@ -27,6 +35,19 @@ pub(crate) type StreamCallbackPtr = unsafe extern "C" fn(sys::CUstream, sys::CUr
 /// live and the host ranges valid for the given byte counts.
 #[allow(clippy::missing_safety_doc)]
 pub(crate) trait Backend: Send + Sync {
+    /// Whether this backend executes kernels' IR itself (the simulator) instead of loading
+    /// their PTX.
+    fn is_simulator(&self) -> bool {
+        false
+    }
+    /// Loads a kernel's IR as a module (backends that execute the IR).
+    fn module_load_ir(&self, ir: Arc<FunctionIr>) -> Result<sys::CUmodule> {
+        let _ = ir;
+        Err(Error::usage(
+            "internal: this backend loads PTX, not kernel IR (please report this)",
+        ))
+    }
+
     // Devices and the driver.
     fn init(&self) -> Result<()>;
     fn driver_version(&self) -> Result<i32>;
@@ -204,8 +225,53 @@ pub(crate) trait Backend: Send + Sync {
 
 static BACKEND: OnceLock<Box<dyn Backend>> = OnceLock::new();
 
-/// The process's backend (today always the CUDA driver).
+/// The process's backend: the simulator when `CUDAJIT_SIMULATOR` is set (`1`, `true`, `yes`,
+/// `on`) or [`use_simulator`] was called first, else the CUDA driver.
 #[inline]
 pub(crate) fn backend() -> &'static dyn Backend {
-    BACKEND.get_or_init(|| Box::new(cuda::CudaDriver)).as_ref()
+    BACKEND
+        .get_or_init(|| {
+            if simulator_requested() {
+                Box::new(sim::Simulator::new())
+            } else {
+                Box::new(cuda::CudaDriver)
+            }
+        })
+        .as_ref()
+}
+
+/// Whether `CUDAJIT_SIMULATOR` asks for the simulator.
+fn simulator_requested() -> bool {
+    std::env::var("CUDAJIT_SIMULATOR").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
+}
+
+/// Makes every device call of this process run on cudajit's CPU simulator (as setting
+/// `CUDAJIT_SIMULATOR=1`), whether or not a GPU is present. Call it before anything else
+/// uses the device; afterwards it is an error if the CUDA driver was already chosen.
+///
+/// ```
+/// cudajit::use_simulator().unwrap();
+/// assert!(cudajit::on_simulator());
+/// ```
+pub fn use_simulator() -> Result<()> {
+    let chosen = BACKEND.get_or_init(|| Box::new(sim::Simulator::new()));
+    if chosen.is_simulator() {
+        Ok(())
+    } else {
+        Err(Error::usage(
+            "use_simulator: the CUDA driver is already in use in this process; call \
+             use_simulator() before any other cudajit call, or set CUDAJIT_SIMULATOR=1",
+        ))
+    }
+}
+
+/// Whether this process runs on the simulator (`CUDAJIT_SIMULATOR=1` or [`use_simulator`]).
+/// Chooses the backend if nothing has yet.
+pub fn on_simulator() -> bool {
+    backend().is_simulator()
 }

@@ -60,7 +60,7 @@ impl<P> Clone for Kernel<P> {
 }
 
 struct KernelInner {
-    ir: FunctionIr,
+    ir: Arc<FunctionIr>,
     /// Byte alignment each parameter's array needs (vector accesses).
     align: Vec<u32>,
     options: PtxOptions,
@@ -116,7 +116,7 @@ impl<P: KernelParams> Kernel<P> {
         Ok(Kernel {
             inner: Arc::new(KernelInner {
                 align: ir.param_alignments(),
-                ir,
+                ir: Arc::new(ir),
                 options,
                 ptx: Mutex::new(Vec::new()),
                 loaded: Default::default(),
@@ -192,6 +192,10 @@ impl<P: KernelParams> Kernel<P> {
     #[cold]
     fn load_slow(&self, ctx: &Context) -> Result<&Function> {
         let load = || -> Result<Function> {
+            if backend().is_simulator() {
+                // The simulator executes the IR itself: no PTX to compile.
+                return ctx.load_ir(&self.inner.ir)?.function(self.name());
+            }
             let ptx = self.ptx_arc(&self.options_for(&ctx.device())?)?;
             ctx.load_ptx(&ptx)?.function(self.name())
         };

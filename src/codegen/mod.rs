@@ -22,7 +22,7 @@ pub(crate) mod cache;
 mod control;
 mod device_fn;
 mod expr;
-mod ir;
+pub(crate) mod ir;
 mod kernel;
 mod lower;
 pub(crate) mod math;

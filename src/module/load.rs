@@ -89,6 +89,19 @@ impl Context {
         self.load_image(words.as_ptr().cast(), kind)
     }
 
+    /// Loads a kernel's IR (on a backend that executes IR: the simulator).
+    pub(crate) fn load_ir(&self, ir: &Arc<crate::codegen::ir::FunctionIr>) -> Result<Module> {
+        self.bind()?;
+        let raw = backend().module_load_ir(ir.clone())?;
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                ctx: self.clone(),
+                raw,
+                info_log: String::new(),
+            }),
+        })
+    }
+
     fn load_image(&self, image: *const c_void, kind: &str) -> Result<Module> {
         self.bind()?;
         // SAFETY: `image` is a NUL-terminated PTX string or an aligned binary image.

@@ -301,7 +301,13 @@ fn block_best<T: Scalar + Num>(
         tv.set(t, select(take, ov, tv.at(t)));
         ti.set(t, select(take, oi, ti.at(t)));
     });
-    (tv.at(0u32), ti.at(0u32))
+    // Only thread 0 reads the result (see `block_reduce`).
+    let (v, i) = (k.var(best.v.get()), k.var(best.i.get()));
+    k.if_(t.eq(0u32), |_| {
+        v.set(tv.at(0u32));
+        i.set(ti.at(0u32));
+    });
+    (v.get(), i.get())
 }
 
 /// The end of a whole-array kernel: the block's best pair goes to `vals/idxs[blockIdx.x]`

@@ -480,7 +480,11 @@ fn block_reduce<A: ScalarType>(k: &KernelBuilder, v: Expr<A>, combine: &CombineF
     tile.set(t, v);
     k.syncthreads();
     tree_steps(k, |s| tile.set(t, combine(tile.at(t), tile.at(t + s))));
-    tile.at(0u32)
+    // Only thread 0 reads the result: other warps may not read slot 0 without a block barrier
+    // after the first warp's last step.
+    let total = k.var(v);
+    k.if_(t.eq(0u32), |_| total.set(tile.at(0u32)));
+    total.get()
 }
 
 /// Runs `step(s)` in threads `t < s` for s = blockDim/2, blockDim/4, ..., 1 (a tree that

@@ -21,7 +21,7 @@ use super::{intrinsic, kernel_err, MathFn};
 use crate::error::Result;
 
 /// The own implementation of `f`, if there is one.
-fn own_fn(f: MathFn) -> Option<Own> {
+pub(crate) fn own_fn(f: MathFn) -> Option<Own> {
     Some(match f {
         MathFn::Exp => Own::Exp,
         MathFn::Exp2 => Own::Exp2,

@@ -24,6 +24,8 @@ use super::scalar::{Float, Scalar, ScalarTy};
 use crate::error::{Error, Result};
 
 pub(crate) mod alg;
+pub(crate) mod host;
+pub(crate) use emit::own_fn;
 mod emit;
 mod libdevice;
 

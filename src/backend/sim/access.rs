@@ -1,0 +1,545 @@
+//! Memory accesses on the simulator: loads, stores and atomics on global, shared and local
+//! arrays, each checked against the array's length, and shared-memory accesses checked for
+//! races between barriers.
+
+use super::block::{try_lanes, Block, Frame, Mask, Rec, SharedBuf};
+use super::eval::{Lane, MinMax};
+use super::fault::{array_name, Fault};
+use super::global;
+use crate::codegen::atomics::{AtomicKind, AtomicOp};
+use crate::codegen::ir::{ArrayRef, FunctionIr, ValueId};
+use crate::codegen::ScalarTy;
+use crate::error::FaultKind;
+
+/// Where an array's elements are.
+#[derive(Clone, Copy)]
+enum Target {
+    Global {
+        base: u64,
+        len: u64,
+    },
+    /// Index into `Block::shared[slot].1`.
+    Shared {
+        slot: usize,
+        arr: usize,
+        len: u64,
+    },
+    Dyn {
+        len: u64,
+    },
+    Local {
+        arr: usize,
+        len: u64,
+    },
+}
+
+impl Target {
+    fn len(self) -> u64 {
+        match self {
+            Target::Global { len, .. }
+            | Target::Shared { len, .. }
+            | Target::Dyn { len }
+            | Target::Local { len, .. } => len,
+        }
+    }
+}
+
+/// How an access touches memory, for messages and the race check.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+    Atomic,
+}
+
+impl Access {
+    fn verb(self) -> &'static str {
+        match self {
+            Access::Read => "reads",
+            Access::Write => "writes",
+            Access::Atomic => "atomically updates",
+        }
+    }
+}
+
+/// An index value as a signed 64-bit number (indices are i64 values; narrower ones extend).
+fn index_of(f: &FunctionIr, id: ValueId, bits: u64) -> i64 {
+    match f.values[id.0 as usize].ty {
+        ScalarTy::I32 => bits as u32 as i32 as i64,
+        _ => bits as i64,
+    }
+}
+
+impl Block<'_> {
+    /// Finds (or makes, on first use in this worker) the storage of `array`.
+    fn target(&mut self, f: &FunctionIr, array: ArrayRef, elem: ScalarTy) -> Result<Target, Fault> {
+        Ok(match array {
+            ArrayRef::Param(i) => {
+                let a = self
+                    .l
+                    .arrays
+                    .get(i as usize)
+                    .and_then(|a| a.as_ref())
+                    .ok_or_else(|| Fault::internal("access to a parameter that is not an array"))?;
+                Target::Global {
+                    base: a.base,
+                    len: a.len,
+                }
+            }
+            ArrayRef::Shared(i) => {
+                let key = f as *const FunctionIr;
+                let slot = match self.shared.iter().position(|(k, _)| *k == key) {
+                    Some(s) => s,
+                    None => {
+                        let bufs = f
+                            .shared
+                            .iter()
+                            .map(|d| SharedBuf::new(d.len as usize * d.elem.size()))
+                            .collect();
+                        self.shared.push((key, bufs));
+                        self.shared.len() - 1
+                    }
+                };
+                Target::Shared {
+                    slot,
+                    arr: i as usize,
+                    len: f.shared[i as usize].len,
+                }
+            }
+            ArrayRef::DynShared(_) => Target::Dyn {
+                len: (self.l.dyn_shared / elem.size()) as u64,
+            },
+            ArrayRef::Local(i) => Target::Local {
+                arr: i as usize,
+                len: f.locals[i as usize].len,
+            },
+        })
+    }
+
+    /// The fault for thread `t` touching element `idx` outside `array`.
+    fn out_of_bounds(
+        &self,
+        f: &FunctionIr,
+        array: ArrayRef,
+        t: usize,
+        how: Access,
+        idx: i64,
+        len: u64,
+    ) -> Fault {
+        let dims = match array {
+            ArrayRef::Param(i) => self
+                .l
+                .arrays
+                .get(i as usize)
+                .and_then(|a| a.as_ref())
+                .map(|a| a.dims.as_slice()),
+            _ => None,
+        };
+        Fault::new(
+            FaultKind::OutOfBounds,
+            format!(
+                "{} {} element {idx} of {}, which has {len} elements",
+                self.who(t),
+                how.verb(),
+                array_name(f, array, dims)
+            ),
+        )
+    }
+
+    /// Checks and records an access of thread `t` to byte `off` of a shared buffer.
+    #[allow(clippy::too_many_arguments)]
+    fn race_check(
+        &self,
+        rec: &mut Rec,
+        t: usize,
+        how: Access,
+        f: &FunctionIr,
+        array: ArrayRef,
+        idx: i64,
+    ) -> Result<(), Fault> {
+        let (bep, w) = (self.bep, t / 32);
+        let wep = self.wep[w];
+        let tid = t as u32;
+        // Does an earlier access by thread `other` (at warp epoch `other_wep`) conflict?
+        let clash = |other: u32, other_bep: u32, other_wep: u32| {
+            other != u32::MAX
+                && other != tid
+                && other_bep == bep
+                && ((other as usize / 32) != w || other_wep == wep)
+        };
+        let mut other: Option<(u32, &str)> = None;
+        let w_clash =
+            clash(rec.w_tid, rec.w_bep, rec.w_wep) && !(rec.w_atomic && how == Access::Atomic);
+        if w_clash {
+            other = Some((
+                rec.w_tid,
+                if rec.w_atomic {
+                    "atomically updated"
+                } else {
+                    "wrote"
+                },
+            ));
+        } else if how != Access::Read && rec.r_bep == bep {
+            let readers_clash = if rec.r_multi {
+                rec.r_multi_warp || (rec.r_tid as usize / 32) != w || rec.r_wep == wep
+            } else {
+                clash(rec.r_tid, rec.r_bep, rec.r_wep)
+            };
+            if readers_clash {
+                other = Some((rec.r_tid, "read"));
+            }
+        }
+        if let Some((o, did)) = other {
+            let o = if o == tid {
+                "another thread".to_string()
+            } else {
+                self.who(o as usize)
+            };
+            return Err(Fault::new(
+                FaultKind::SharedRace,
+                format!(
+                    "{} {} element {idx} of {} after {o} {did} it, with no syncthreads (or \
+                     syncwarp, within a warp) between the two accesses",
+                    self.who(t),
+                    how.verb(),
+                    array_name(f, array, None)
+                ),
+            ));
+        }
+        match how {
+            Access::Read => {
+                if rec.r_bep != bep {
+                    rec.r_tid = tid;
+                    rec.r_bep = bep;
+                    rec.r_wep = wep;
+                    rec.r_multi = false;
+                    rec.r_multi_warp = false;
+                } else if rec.r_tid != tid {
+                    rec.r_multi = true;
+                    rec.r_multi_warp |= rec.r_tid as usize / 32 != w;
+                    rec.r_wep = rec.r_wep.max(wep);
+                }
+            }
+            Access::Write | Access::Atomic => {
+                rec.w_tid = tid;
+                rec.w_bep = bep;
+                rec.w_wep = wep;
+                rec.w_atomic = how == Access::Atomic;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads, writes or updates element `idx` of `array` for thread `t`: `op(old) -> new`
+    /// (`None`: no write). Returns the old bits.
+    #[allow(clippy::too_many_arguments)]
+    fn access(
+        &mut self,
+        fr: &mut Frame<'_>,
+        array: ArrayRef,
+        tg: Target,
+        ty: ScalarTy,
+        t: usize,
+        idx: i64,
+        how: Access,
+        op: impl Fn(u64) -> Option<u64>,
+    ) -> Result<u64, Fault> {
+        let f = fr.f;
+        let len = tg.len();
+        if idx < 0 || idx as u64 >= len {
+            return Err(self.out_of_bounds(f, array, t, how, idx, len));
+        }
+        let size = ty.size();
+        let off = idx as usize * size;
+        let bytes_op = |bytes: &mut [u8]| -> u64 {
+            let old = read_bits(bytes, ty);
+            if let Some(new) = op(old) {
+                write_bits(bytes, ty, new);
+            }
+            old
+        };
+        match tg {
+            Target::Global { base, .. } => {
+                let addr = base + off as u64;
+                if addr % size as u64 != 0 {
+                    return Err(Fault::new(
+                        FaultKind::Misaligned,
+                        format!(
+                            "{} {} element {idx} of {} at address {addr:#x}, which is not a \
+                             multiple of its size ({size} bytes)",
+                            self.who(t),
+                            how.verb(),
+                            array_name(f, array, None)
+                        ),
+                    ));
+                }
+                // SAFETY: `addr` is element `idx < len` of an array argument of the launch,
+                // which lies in simulator memory that the launch's caller keeps alive, and is
+                // aligned to the element's size (checked above).
+                let r = unsafe {
+                    match how {
+                        Access::Read => Some(global::load(addr, ty)),
+                        Access::Write => {
+                            global::store(addr, ty, op(0).unwrap_or(0));
+                            Some(0)
+                        }
+                        Access::Atomic => global::update(addr, ty, &op),
+                    }
+                };
+                r.ok_or_else(|| {
+                    Fault::new(
+                        FaultKind::Unsupported,
+                        format!(
+                            "{} {} element {idx} of {}: atomics on {size}-byte elements are not \
+                             supported",
+                            self.who(t),
+                            how.verb(),
+                            array_name(f, array, None)
+                        ),
+                    )
+                })
+            }
+            Target::Shared { slot, arr, .. } => {
+                let check = self.l.race_checks;
+                let mut rec = self.shared[slot].1[arr].recs[off];
+                if check {
+                    self.race_check(&mut rec, t, how, f, array, idx)?;
+                }
+                let buf = &mut self.shared[slot].1[arr];
+                buf.recs[off] = rec;
+                Ok(bytes_op(&mut buf.bytes[off..off + size]))
+            }
+            Target::Dyn { .. } => {
+                let check = self.l.race_checks;
+                let mut rec = self.dyn_shared.recs[off];
+                if check {
+                    self.race_check(&mut rec, t, how, f, array, idx)?;
+                }
+                self.dyn_shared.recs[off] = rec;
+                Ok(bytes_op(&mut self.dyn_shared.bytes[off..off + size]))
+            }
+            Target::Local { arr, len } => {
+                let at = (t * len as usize) * size + off;
+                Ok(bytes_op(&mut fr.locals[arr][at..at + size]))
+            }
+        }
+    }
+
+    /// A load (`vec`: lane and width of a vector load) into value `dst`.
+    pub(super) fn load(
+        &mut self,
+        fr: &mut Frame<'_>,
+        dst: ValueId,
+        array: ArrayRef,
+        index: ValueId,
+        vec: Option<(u8, u8)>,
+        m: &Mask,
+    ) -> Result<(), Fault> {
+        let n = self.n;
+        let f = fr.f;
+        let ty = f.values[dst.0 as usize].ty;
+        let tg = self.target(f, array, ty)?;
+        let (ib, db) = (index.0 as usize * n, dst.0 as usize * n);
+        try_lanes(m, self.nw, |t| {
+            let raw = index_of(f, index, fr.regs[ib + t]);
+            let idx = match vec {
+                None => raw,
+                Some((lane, width)) => {
+                    if lane == 0 {
+                        self.check_vector(f, array, tg, ty, t, raw, width, "reads")?;
+                    }
+                    raw.wrapping_mul(width as i64).wrapping_add(lane as i64)
+                }
+            };
+            let v = self.access(fr, array, tg, ty, t, idx, Access::Read, |_| None)?;
+            fr.regs[db + t] = v;
+            Ok(())
+        })
+    }
+
+    /// A vector access must start at a multiple of its width in bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn check_vector(
+        &self,
+        f: &FunctionIr,
+        array: ArrayRef,
+        tg: Target,
+        ty: ScalarTy,
+        t: usize,
+        index: i64,
+        width: u8,
+        verb: &str,
+    ) -> Result<(), Fault> {
+        let bytes = width as u64 * ty.size() as u64;
+        let base = match tg {
+            Target::Global { base, .. } => base,
+            // Shared and local arrays are 16-byte aligned.
+            _ => 0,
+        };
+        let addr = base.wrapping_add((index as u64).wrapping_mul(bytes));
+        if addr % bytes != 0 {
+            return Err(Fault::new(
+                FaultKind::Misaligned,
+                format!(
+                    "{} {verb} a {width}-element vector at element {} of {} (address {addr:#x}), \
+                     which is not {bytes}-byte aligned",
+                    self.who(t),
+                    index.wrapping_mul(width as i64),
+                    array_name(f, array, None)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A store of one value, or of a vector of `values.len()` lanes at `index * len`.
+    pub(super) fn store(
+        &mut self,
+        fr: &mut Frame<'_>,
+        array: ArrayRef,
+        index: ValueId,
+        values: &[ValueId],
+        m: &Mask,
+    ) -> Result<(), Fault> {
+        let n = self.n;
+        let f = fr.f;
+        let Some(first) = values.first() else {
+            return Ok(());
+        };
+        let ty = f.values[first.0 as usize].ty;
+        let tg = self.target(f, array, ty)?;
+        let ib = index.0 as usize * n;
+        let width = values.len();
+        try_lanes(m, self.nw, |t| {
+            let raw = index_of(f, index, fr.regs[ib + t]);
+            if width > 1 {
+                self.check_vector(f, array, tg, ty, t, raw, width as u8, "writes")?;
+            }
+            for (lane, v) in values.iter().enumerate() {
+                let idx = if width > 1 {
+                    raw.wrapping_mul(width as i64).wrapping_add(lane as i64)
+                } else {
+                    raw
+                };
+                let bits = fr.regs[v.0 as usize * n + t];
+                self.access(fr, array, tg, ty, t, idx, Access::Write, |_| Some(bits))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// An atomic read-modify-write per active lane, in lane order; `dst` gets the old values.
+    pub(super) fn atomic(
+        &mut self,
+        fr: &mut Frame<'_>,
+        dst: ValueId,
+        a: &AtomicOp,
+        m: &Mask,
+    ) -> Result<(), Fault> {
+        let n = self.n;
+        let f = fr.f;
+        let ty = f.values[dst.0 as usize].ty;
+        let tg = self.target(f, a.array, ty)?;
+        let (ib, vb, db) = (
+            a.index.0 as usize * n,
+            a.value.0 as usize * n,
+            dst.0 as usize * n,
+        );
+        let cb = a.compare.map(|c| c.0 as usize * n);
+        let kind = a.kind;
+        try_lanes(m, self.nw, |t| {
+            let idx = index_of(f, a.index, fr.regs[ib + t]);
+            let v = fr.regs[vb + t];
+            let c = cb.map_or(0, |cb| fr.regs[cb + t]);
+            let old = self.access(fr, a.array, tg, ty, t, idx, Access::Atomic, |old| {
+                Some(rmw(kind, ty, old, v, c))
+            })?;
+            fr.regs[db + t] = old;
+            Ok(())
+        })
+    }
+}
+
+/// The value an atomic leaves in memory, from the old value, the operand and (CAS) the
+/// expected value.
+fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) -> u64 {
+    macro_rules! int {
+        ($T:ty) => {{
+            let (o, x) = (<$T>::get(old), <$T>::get(v));
+            match kind {
+                AtomicKind::Add => o.wrapping_add(x).put(),
+                AtomicKind::Sub => o.wrapping_sub(x).put(),
+                AtomicKind::And => (o & x).put(),
+                AtomicKind::Or => (o | x).put(),
+                AtomicKind::Xor => (o ^ x).put(),
+                AtomicKind::Min | AtomicKind::NanMin => o.min(x).put(),
+                AtomicKind::Max | AtomicKind::NanMax => o.max(x).put(),
+                AtomicKind::Exch => v,
+                AtomicKind::Inc => (if o >= x { 0 } else { o.wrapping_add(1) }).put(),
+                AtomicKind::Dec => (if o == 0 || o > x {
+                    x
+                } else {
+                    o.wrapping_sub(1)
+                })
+                .put(),
+                AtomicKind::Cas => {
+                    if old == cmp {
+                        v
+                    } else {
+                        old
+                    }
+                }
+            }
+        }};
+    }
+    macro_rules! float {
+        ($T:ty) => {{
+            let (o, x) = (<$T>::get(old), <$T>::get(v));
+            match kind {
+                AtomicKind::Add => (o + x).put(),
+                AtomicKind::Sub => (o - x).put(),
+                AtomicKind::Min => (if x < o { x } else { o }).put(),
+                AtomicKind::Max => (if x > o { x } else { o }).put(),
+                AtomicKind::NanMin => o.fmin(x).put(),
+                AtomicKind::NanMax => o.fmax(x).put(),
+                AtomicKind::Exch => v,
+                AtomicKind::Cas => {
+                    if old == cmp {
+                        v
+                    } else {
+                        old
+                    }
+                }
+                AtomicKind::And | AtomicKind::Or | AtomicKind::Xor => old,
+                AtomicKind::Inc | AtomicKind::Dec => old,
+            }
+        }};
+    }
+    match ty {
+        ScalarTy::I32 => int!(i32),
+        ScalarTy::U32 => int!(u32),
+        ScalarTy::I64 => int!(i64),
+        ScalarTy::U64 => int!(u64),
+        ScalarTy::F32 => float!(f32),
+        ScalarTy::F64 => float!(f64),
+        ScalarTy::Bool => match kind {
+            AtomicKind::Exch => v,
+            _ => old,
+        },
+    }
+}
+
+/// A value's bits from memory (little-endian; a bool is a byte, non-zero is true).
+pub(super) fn read_bits(b: &[u8], ty: ScalarTy) -> u64 {
+    match ty.size() {
+        1 => (b[0] != 0) as u64,
+        4 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64,
+        _ => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+    }
+}
+
+/// Writes a value's bits to memory.
+pub(super) fn write_bits(b: &mut [u8], ty: ScalarTy, bits: u64) {
+    let size = ty.size();
+    b[..size].copy_from_slice(&bits.to_le_bytes()[..size]);
+}

@@ -1,0 +1,585 @@
+//! The simulator's pure operations: arithmetic, comparisons, casts, math and bit operations,
+//! evaluated for every lane of a span of threads at once.
+//!
+//! Values are kept as `u64` bit patterns (a value's bits zero-extended, `bool` as 0 or 1, the
+//! same encoding as [`Scalar::to_bits`](crate::codegen::Scalar::to_bits)). Each operation has
+//! the semantics its lowering gives on the GPU (codegen/lower.rs): wrapping integer arithmetic,
+//! shifts by the amount modulo the width, defined division by zero, Rust's `as` for casts,
+//! IEEE comparisons, minNum/maxNum for float min/max.
+
+use std::ops::Range;
+
+use crate::codegen::ir::{BinOp, CmpOp, UnOp};
+use crate::codegen::math::alg::{self, Own};
+use crate::codegen::math::host::{H32, H64};
+use crate::codegen::math::MathFn;
+use crate::codegen::warp::BitFn;
+use crate::codegen::ScalarTy;
+
+/// A lane value's Rust type and its `u64` encoding.
+pub(super) trait Lane: Copy {
+    fn get(bits: u64) -> Self;
+    fn put(self) -> u64;
+}
+
+macro_rules! lane_int {
+    ($($t:ty => $u:ty),*) => {$(
+        impl Lane for $t {
+            #[inline(always)]
+            fn get(bits: u64) -> $t {
+                bits as $u as $t
+            }
+            #[inline(always)]
+            fn put(self) -> u64 {
+                self as $u as u64
+            }
+        }
+    )*};
+}
+lane_int!(i32 => u32, u32 => u32, i64 => u64, u64 => u64);
+
+impl Lane for f32 {
+    #[inline(always)]
+    fn get(bits: u64) -> f32 {
+        f32::from_bits(bits as u32)
+    }
+    #[inline(always)]
+    fn put(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+impl Lane for f64 {
+    #[inline(always)]
+    fn get(bits: u64) -> f64 {
+        f64::from_bits(bits)
+    }
+    #[inline(always)]
+    fn put(self) -> u64 {
+        self.to_bits()
+    }
+}
+impl Lane for bool {
+    #[inline(always)]
+    fn get(bits: u64) -> bool {
+        bits & 1 != 0
+    }
+    #[inline(always)]
+    fn put(self) -> u64 {
+        self as u64
+    }
+}
+
+/// The spans of threads an operation covers.
+pub(super) type Spans<'a> = &'a [Range<usize>];
+
+#[inline(always)]
+fn un<A: Lane, R: Lane>(d: &mut [u64], a: &[u64], sp: Spans, f: impl Fn(A) -> R) {
+    for r in sp {
+        for i in r.clone() {
+            d[i] = f(A::get(a[i])).put();
+        }
+    }
+}
+
+#[inline(always)]
+fn bin<A: Lane, B: Lane, R: Lane>(
+    d: &mut [u64],
+    a: &[u64],
+    b: &[u64],
+    sp: Spans,
+    f: impl Fn(A, B) -> R,
+) {
+    for r in sp {
+        for i in r.clone() {
+            d[i] = f(A::get(a[i]), B::get(b[i])).put();
+        }
+    }
+}
+
+/// Runs `$body` with `$T` the Rust type of a numeric (non-bool) scalar type.
+macro_rules! by_num {
+    ($ty:expr, $T:ident => $body:expr, bool => $b:expr) => {
+        match $ty {
+            ScalarTy::I32 => {
+                type $T = i32;
+                $body
+            }
+            ScalarTy::U32 => {
+                type $T = u32;
+                $body
+            }
+            ScalarTy::I64 => {
+                type $T = i64;
+                $body
+            }
+            ScalarTy::U64 => {
+                type $T = u64;
+                $body
+            }
+            ScalarTy::F32 => {
+                type $T = f32;
+                $body
+            }
+            ScalarTy::F64 => {
+                type $T = f64;
+                $body
+            }
+            ScalarTy::Bool => $b,
+        }
+    };
+}
+
+/// Runs `$int` with `$T` an integer type, or `$flt` with `$T` a float type.
+macro_rules! by_kind {
+    ($ty:expr, $T:ident => int $int:expr, float $flt:expr, bool $b:expr) => {
+        match $ty {
+            ScalarTy::I32 => {
+                type $T = i32;
+                $int
+            }
+            ScalarTy::U32 => {
+                type $T = u32;
+                $int
+            }
+            ScalarTy::I64 => {
+                type $T = i64;
+                $int
+            }
+            ScalarTy::U64 => {
+                type $T = u64;
+                $int
+            }
+            ScalarTy::F32 => {
+                type $T = f32;
+                $flt
+            }
+            ScalarTy::F64 => {
+                type $T = f64;
+                $flt
+            }
+            ScalarTy::Bool => $b,
+        }
+    };
+}
+
+/// Float min/max as the GPU's `min`/`max` (IEEE minNum/maxNum: a NaN operand is ignored;
+/// -0 is below +0).
+pub(super) trait MinMax: Copy + PartialOrd {
+    fn is_nan_(self) -> bool;
+    fn sign_bit(self) -> bool;
+    #[inline(always)]
+    fn fmin(self, y: Self) -> Self {
+        if self.is_nan_() {
+            y
+        } else if y.is_nan_() || self < y {
+            self
+        } else if y < self {
+            y
+        } else if self.sign_bit() {
+            self
+        } else {
+            y
+        }
+    }
+    #[inline(always)]
+    fn fmax(self, y: Self) -> Self {
+        if self.is_nan_() {
+            y
+        } else if y.is_nan_() || self > y {
+            self
+        } else if y > self {
+            y
+        } else if self.sign_bit() {
+            y
+        } else {
+            self
+        }
+    }
+}
+impl MinMax for f32 {
+    fn is_nan_(self) -> bool {
+        self.is_nan()
+    }
+    fn sign_bit(self) -> bool {
+        self.is_sign_negative()
+    }
+}
+impl MinMax for f64 {
+    fn is_nan_(self) -> bool {
+        self.is_nan()
+    }
+    fn sign_bit(self) -> bool {
+        self.is_sign_negative()
+    }
+}
+
+/// Unary operations.
+pub(super) fn unary(op: UnOp, ty: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
+    match op {
+        UnOp::Neg => by_kind!(ty, T => int un::<T, T>(d, a, sp, |x| x.wrapping_neg()),
+            float un::<T, T>(d, a, sp, |x| -x), bool un::<bool, bool>(d, a, sp, |x| x)),
+        UnOp::Not => by_kind!(ty, T => int un::<T, T>(d, a, sp, |x| !x),
+            float un::<T, T>(d, a, sp, |x| x), bool un::<bool, bool>(d, a, sp, |x| !x)),
+    }
+}
+
+/// Binary operations (both operands of the result's type; shift amounts too).
+pub(super) fn binary(op: BinOp, ty: ScalarTy, d: &mut [u64], a: &[u64], b: &[u64], sp: Spans) {
+    macro_rules! int_ops {
+        ($T:ty) => {
+            match op {
+                BinOp::Add => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.wrapping_add(y)),
+                BinOp::Sub => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.wrapping_sub(y)),
+                BinOp::Mul => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.wrapping_mul(y)),
+                BinOp::Div => {
+                    bin::<$T, $T, $T>(
+                        d,
+                        a,
+                        b,
+                        sp,
+                        |x, y| {
+                            if y == 0 {
+                                !0
+                            } else {
+                                x.wrapping_div(y)
+                            }
+                        },
+                    )
+                }
+                BinOp::Rem => {
+                    bin::<$T, $T, $T>(
+                        d,
+                        a,
+                        b,
+                        sp,
+                        |x, y| {
+                            if y == 0 {
+                                x
+                            } else {
+                                x.wrapping_rem(y)
+                            }
+                        },
+                    )
+                }
+                BinOp::And => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x & y),
+                BinOp::Or => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x | y),
+                BinOp::Xor => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x ^ y),
+                BinOp::Shl => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.wrapping_shl(y as u32)),
+                BinOp::Shr => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.wrapping_shr(y as u32)),
+                BinOp::Min => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.min(y)),
+                BinOp::Max => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.max(y)),
+            }
+        };
+    }
+    macro_rules! float_ops {
+        ($T:ty) => {
+            match op {
+                BinOp::Add => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x + y),
+                BinOp::Sub => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x - y),
+                BinOp::Mul => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x * y),
+                BinOp::Div => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x / y),
+                BinOp::Rem => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x % y),
+                BinOp::Min => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.fmin(y)),
+                BinOp::Max => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.fmax(y)),
+                // The builder offers no bit operations on floats.
+                BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr => {
+                    bin::<u64, u64, u64>(d, a, b, sp, |_, _| 0)
+                }
+            }
+        };
+    }
+    match ty {
+        ScalarTy::I32 => int_ops!(i32),
+        ScalarTy::U32 => int_ops!(u32),
+        ScalarTy::I64 => int_ops!(i64),
+        ScalarTy::U64 => int_ops!(u64),
+        ScalarTy::F32 => float_ops!(f32),
+        ScalarTy::F64 => float_ops!(f64),
+        // bool: logical operations on 0/1 (the builder offers and/or/xor).
+        ScalarTy::Bool => match op {
+            BinOp::And | BinOp::Mul | BinOp::Min => bin::<u64, u64, u64>(d, a, b, sp, |x, y| x & y),
+            BinOp::Or | BinOp::Max => bin::<u64, u64, u64>(d, a, b, sp, |x, y| x | y),
+            _ => bin::<u64, u64, u64>(d, a, b, sp, |x, y| (x ^ y) & 1),
+        },
+    }
+}
+
+/// Comparisons of two values of type `ty` (IEEE for floats: NaN is unordered, `!=` true).
+pub(super) fn compare(op: CmpOp, ty: ScalarTy, d: &mut [u64], a: &[u64], b: &[u64], sp: Spans) {
+    macro_rules! cmp {
+        ($T:ty) => {
+            match op {
+                CmpOp::Eq => bin::<$T, $T, bool>(d, a, b, sp, |x, y| x == y),
+                CmpOp::Ne => bin::<$T, $T, bool>(d, a, b, sp, |x, y| x != y),
+                CmpOp::Lt => bin::<$T, $T, bool>(d, a, b, sp, |x, y| x < y),
+                CmpOp::Le => bin::<$T, $T, bool>(d, a, b, sp, |x, y| x <= y),
+                CmpOp::Gt => bin::<$T, $T, bool>(d, a, b, sp, |x, y| x > y),
+                CmpOp::Ge => bin::<$T, $T, bool>(d, a, b, sp, |x, y| x >= y),
+            }
+        };
+    }
+    by_num!(ty, T => cmp!(T), bool => cmp!(bool));
+}
+
+/// `select(c, a, b)` per lane.
+pub(super) fn select(d: &mut [u64], c: &[u64], a: &[u64], b: &[u64], sp: Spans) {
+    for r in sp {
+        for i in r.clone() {
+            d[i] = if c[i] & 1 != 0 { a[i] } else { b[i] };
+        }
+    }
+}
+
+/// Rust's `as` from one scalar type to another.
+trait Conv: Lane {
+    fn f32_(self) -> f32;
+    fn f64_(self) -> f64;
+    fn i32_(self) -> i32;
+    fn u32_(self) -> u32;
+    fn i64_(self) -> i64;
+    fn u64_(self) -> u64;
+    fn bool_(self) -> bool;
+}
+
+macro_rules! conv {
+    ($($t:ty => $zero:expr),*) => {$(
+        impl Conv for $t {
+            #[inline(always)] fn f32_(self) -> f32 { self as f32 }
+            #[inline(always)] fn f64_(self) -> f64 { self as f64 }
+            #[inline(always)] fn i32_(self) -> i32 { self as i32 }
+            #[inline(always)] fn u32_(self) -> u32 { self as u32 }
+            #[inline(always)] fn i64_(self) -> i64 { self as i64 }
+            #[inline(always)] fn u64_(self) -> u64 { self as u64 }
+            // Floats: `!= 0` is true for NaN, as the lowering's `fcmp une`.
+            #[inline(always)] fn bool_(self) -> bool { self != $zero }
+        }
+    )*};
+}
+conv!(i32 => 0, u32 => 0, i64 => 0, u64 => 0, f32 => 0.0, f64 => 0.0);
+
+impl Conv for bool {
+    fn f32_(self) -> f32 {
+        self as u8 as f32
+    }
+    fn f64_(self) -> f64 {
+        self as u8 as f64
+    }
+    fn i32_(self) -> i32 {
+        self as i32
+    }
+    fn u32_(self) -> u32 {
+        self as u32
+    }
+    fn i64_(self) -> i64 {
+        self as i64
+    }
+    fn u64_(self) -> u64 {
+        self as u64
+    }
+    fn bool_(self) -> bool {
+        self
+    }
+}
+
+fn cast_from<A: Conv>(to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
+    match to {
+        ScalarTy::F32 => un::<A, f32>(d, a, sp, A::f32_),
+        ScalarTy::F64 => un::<A, f64>(d, a, sp, A::f64_),
+        ScalarTy::I32 => un::<A, i32>(d, a, sp, A::i32_),
+        ScalarTy::U32 => un::<A, u32>(d, a, sp, A::u32_),
+        ScalarTy::I64 => un::<A, i64>(d, a, sp, A::i64_),
+        ScalarTy::U64 => un::<A, u64>(d, a, sp, A::u64_),
+        ScalarTy::Bool => un::<A, bool>(d, a, sp, A::bool_),
+    }
+}
+
+/// `a as to` (Rust's semantics: saturating float-to-int with NaN as 0, round-to-nearest
+/// int-to-float, truncation or extension between integers).
+pub(super) fn cast(from: ScalarTy, to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
+    by_num!(from, T => cast_from::<T>(to, d, a, sp), bool => cast_from::<bool>(to, d, a, sp));
+}
+
+/// Copies the bits (a bitcast between types of one size, or a plain copy).
+pub(super) fn copy(d: &mut [u64], a: &[u64], sp: Spans) {
+    for r in sp {
+        d[r.clone()].copy_from_slice(&a[r.clone()]);
+    }
+}
+
+/// A math function of one or more float arguments of type `arg` (the result has type `ret`:
+/// the float type, or bool for the tests). Functions with one of cudajit's own implementations
+/// run exactly that code with host arithmetic; the rest are exact IEEE operations.
+pub(super) fn math(f: MathFn, arg: ScalarTy, d: &mut [u64], args: &[&[u64]], sp: Spans) {
+    let a = args[0];
+    let b = args.get(1).copied().unwrap_or(a);
+    let c = args.get(2).copied().unwrap_or(a);
+    macro_rules! go {
+        ($T:ty, $H:expr, $big:expr) => {
+            match f {
+                MathFn::Sqrt => un::<$T, $T>(d, a, sp, |x| x.sqrt()),
+                MathFn::Abs => un::<$T, $T>(d, a, sp, |x| x.abs()),
+                MathFn::Floor => un::<$T, $T>(d, a, sp, |x| x.floor()),
+                MathFn::Ceil => un::<$T, $T>(d, a, sp, |x| x.ceil()),
+                MathFn::Trunc => un::<$T, $T>(d, a, sp, |x| x.trunc()),
+                MathFn::Round => un::<$T, $T>(d, a, sp, |x| x.round()),
+                MathFn::Copysign => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.copysign(y)),
+                MathFn::IsNan => un::<$T, bool>(d, a, sp, |x| x.is_nan()),
+                MathFn::IsInfinite => un::<$T, bool>(d, a, sp, |x| x.is_infinite()),
+                MathFn::Fma => {
+                    for r in sp {
+                        for i in r.clone() {
+                            d[i] = <$T>::get(a[i])
+                                .mul_add(<$T>::get(b[i]), <$T>::get(c[i]))
+                                .put();
+                        }
+                    }
+                }
+                // cudajit's own sin/cos/tan reduce arguments exactly only up to a bound
+                // (docs/MATH.md); beyond it the GPU's libdevice is accurate, and so is std.
+                MathFn::Sin | MathFn::Cos | MathFn::Tan => {
+                    let own = match f {
+                        MathFn::Sin => Own::Sin,
+                        MathFn::Cos => Own::Cos,
+                        _ => Own::Tan,
+                    };
+                    let big = $big;
+                    un::<$T, $T>(d, a, sp, |x| {
+                        if x.abs() <= big || !x.is_finite() {
+                            alg::eval(&$H, own, x, x)
+                        } else {
+                            let w = x as f64;
+                            (match own {
+                                Own::Sin => w.sin(),
+                                Own::Cos => w.cos(),
+                                _ => w.tan(),
+                            }) as $T
+                        }
+                    })
+                }
+                _ => {
+                    let own: Own = match crate::codegen::math::own_fn(f) {
+                        Some(o) => o,
+                        None => Own::Exp,
+                    };
+                    bin::<$T, $T, $T>(d, a, b, sp, |x, y| alg::eval(&$H, own, x, y))
+                }
+            }
+        };
+    }
+    if arg == ScalarTy::F64 {
+        go!(f64, H64, 1e9)
+    } else {
+        go!(f32, H32, 1e5)
+    }
+}
+
+/// Bit operations on integers (`popc`, `clz`, `ffs` give a u32; `brev` the operand's type).
+pub(super) fn bit(f: BitFn, ty: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
+    macro_rules! go {
+        ($T:ty) => {
+            match f {
+                BitFn::Popc => un::<$T, u32>(d, a, sp, |x| x.count_ones()),
+                BitFn::Clz => un::<$T, u32>(d, a, sp, |x| x.leading_zeros()),
+                BitFn::Ffs => {
+                    un::<$T, u32>(
+                        d,
+                        a,
+                        sp,
+                        |x| {
+                            if x == 0 {
+                                0
+                            } else {
+                                x.trailing_zeros() + 1
+                            }
+                        },
+                    )
+                }
+                BitFn::Brev => un::<$T, $T>(d, a, sp, |x| x.reverse_bits()),
+            }
+        };
+    }
+    match ty {
+        ScalarTy::I32 => go!(i32),
+        ScalarTy::I64 => go!(i64),
+        ScalarTy::U64 => go!(u64),
+        _ => go!(u32),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_bin(op: BinOp, ty: ScalarTy, x: u64, y: u64) -> u64 {
+        let mut d = [0u64; 1];
+        binary(op, ty, &mut d, &[x], &[y], &[0..1]);
+        d[0]
+    }
+
+    #[test]
+    fn integer_edge_cases_follow_the_lowering() {
+        let i = |v: i32| v as u32 as u64;
+        assert_eq!(run_bin(BinOp::Div, ScalarTy::I32, i(7), 0), u32::MAX as u64);
+        assert_eq!(run_bin(BinOp::Rem, ScalarTy::I32, i(7), 0), 7);
+        assert_eq!(
+            run_bin(BinOp::Div, ScalarTy::I32, i(i32::MIN), i(-1)),
+            i(i32::MIN)
+        );
+        assert_eq!(run_bin(BinOp::Rem, ScalarTy::I32, i(i32::MIN), i(-1)), 0);
+        assert_eq!(run_bin(BinOp::Shl, ScalarTy::U32, 1, 33), 2);
+        assert_eq!(run_bin(BinOp::Shr, ScalarTy::I32, i(-8), 1), i(-4));
+    }
+
+    #[test]
+    fn float_min_max_ignore_nan_and_order_zeros() {
+        let f = |v: f32| v.to_bits() as u64;
+        let g = |b: u64| f32::from_bits(b as u32);
+        assert_eq!(
+            g(run_bin(BinOp::Min, ScalarTy::F32, f(f32::NAN), f(2.0))),
+            2.0
+        );
+        assert_eq!(
+            g(run_bin(BinOp::Max, ScalarTy::F32, f(1.0), f(f32::NAN))),
+            1.0
+        );
+        assert!(g(run_bin(BinOp::Min, ScalarTy::F32, f(0.0), f(-0.0))).is_sign_negative());
+        assert!(g(run_bin(BinOp::Max, ScalarTy::F32, f(-0.0), f(0.0))).is_sign_positive());
+    }
+
+    #[test]
+    fn casts_are_rusts() {
+        let mut d = [0u64; 1];
+        cast(
+            ScalarTy::F32,
+            ScalarTy::I32,
+            &mut d,
+            &[f32::NAN.to_bits() as u64],
+            &[0..1],
+        );
+        assert_eq!(d[0], 0);
+        cast(
+            ScalarTy::F32,
+            ScalarTy::U32,
+            &mut d,
+            &[(-5.0f32).to_bits() as u64],
+            &[0..1],
+        );
+        assert_eq!(d[0], 0);
+        cast(
+            ScalarTy::F64,
+            ScalarTy::Bool,
+            &mut d,
+            &[f64::NAN.to_bits()],
+            &[0..1],
+        );
+        assert_eq!(d[0], 1);
+        cast(
+            ScalarTy::I32,
+            ScalarTy::I64,
+            &mut d,
+            &[(-1i32) as u32 as u64],
+            &[0..1],
+        );
+        assert_eq!(d[0], u64::MAX);
+    }
+}

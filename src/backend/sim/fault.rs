@@ -1,0 +1,64 @@
+//! What the simulator reports when a kernel goes wrong, and how it names places: blocks,
+//! threads and arrays.
+
+use crate::codegen::ir::{ArrayRef, FunctionIr, Param};
+use crate::error::FaultKind;
+
+/// A fault in one block: its kind and a message naming the block, thread, array and index.
+#[derive(Debug, Clone)]
+pub(crate) struct Fault {
+    pub kind: FaultKind,
+    pub message: String,
+}
+
+impl Fault {
+    pub(crate) fn new(kind: FaultKind, message: impl Into<String>) -> Fault {
+        Fault {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// An inconsistency in the kernel IR (a bug in cudajit, not in the kernel).
+    pub(crate) fn internal(what: impl std::fmt::Display) -> Fault {
+        Fault::new(
+            FaultKind::Unsupported,
+            format!("internal simulator error: {what} (please report this)"),
+        )
+    }
+}
+
+/// `(x, y, z)`.
+pub(super) fn xyz(v: [u32; 3]) -> String {
+    format!("({}, {}, {})", v[0], v[1], v[2])
+}
+
+/// How an array is named in messages, e.g. "array parameter 2 (f32, shape [100])".
+pub(super) fn array_name(f: &FunctionIr, array: ArrayRef, dims: Option<&[u64]>) -> String {
+    let within = if f.callees.is_empty() && f.ret.is_none() {
+        String::new()
+    } else {
+        format!(" of `{}`", f.name)
+    };
+    match array {
+        ArrayRef::Param(i) => {
+            let elem = match f.params.get(i as usize) {
+                Some(Param::Array { elem, .. }) => elem.name(),
+                _ => "?",
+            };
+            match dims {
+                Some(d) => format!("array parameter {i} ({elem}, shape {d:?}){within}"),
+                None => format!("array parameter {i} ({elem}){within}"),
+            }
+        }
+        ArrayRef::Shared(i) => {
+            let d = &f.shared[i as usize];
+            format!("shared array {i} ({}[{}]){within}", d.elem.name(), d.len)
+        }
+        ArrayRef::DynShared(t) => format!("the dynamic shared array (as {}){within}", t.name()),
+        ArrayRef::Local(i) => {
+            let d = &f.locals[i as usize];
+            format!("local array {i} ({}[{}]){within}", d.elem.name(), d.len)
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! One kernel launch on the simulator: the arguments decoded from the launch's parameter
+//! slots, the grid's blocks spread over the host's cores, the first fault reported.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::block::Block;
+use super::fault::Fault;
+use crate::codegen::ir::{FunctionIr, Param};
+use crate::codegen::ScalarTy;
+
+/// An array argument: its address, extents and element type.
+#[derive(Debug, Clone)]
+pub(super) struct ArrayArg {
+    pub base: u64,
+    pub dims: Vec<u64>,
+    /// Elements in all (the product of the extents).
+    pub len: u64,
+    pub elem: ScalarTy,
+}
+
+/// Everything a block needs to know about its launch.
+pub(super) struct Launch<'a> {
+    pub ir: &'a FunctionIr,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Threads per block, and warps (the last may be partial).
+    pub n: usize,
+    pub nw: usize,
+    /// Dynamic shared memory per block, bytes.
+    pub dyn_shared: usize,
+    /// Each parameter's bits (scalars; 0 for arrays).
+    pub scalars: Vec<u64>,
+    /// Each parameter's array (`None` for scalars).
+    pub arrays: Vec<Option<ArrayArg>>,
+    /// Each thread's index within the block, per dimension.
+    pub tid: [Vec<u32>; 3],
+    /// Set when a block faults: the others stop at their next block.
+    pub abort: AtomicBool,
+    /// Whether shared-memory accesses are checked for races.
+    pub race_checks: bool,
+}
+
+impl<'a> Launch<'a> {
+    /// Decodes the parameter slots of a launch of `ir`.
+    ///
+    /// # Safety
+    /// `params` holds one pointer per slot of the kernel's parameter list (an array takes one
+    /// slot for its address and one 8-byte slot per extent; a scalar one slot of at least its
+    /// size), each pointing to a live value.
+    pub(super) unsafe fn new(
+        ir: &'a FunctionIr,
+        grid: [u32; 3],
+        block: [u32; 3],
+        dyn_shared: usize,
+        params: *mut *mut c_void,
+    ) -> Launch<'a> {
+        let mut slot = 0usize;
+        // SAFETY: the caller guarantees one valid pointer per slot, each to enough bytes.
+        let read = |slot: usize, bytes: usize| -> u64 {
+            let mut b = [0u8; 8];
+            unsafe {
+                let p = *params.add(slot) as *const u8;
+                std::ptr::copy_nonoverlapping(p, b.as_mut_ptr(), bytes.min(8));
+            }
+            u64::from_le_bytes(b)
+        };
+        let mut scalars = Vec::with_capacity(ir.params.len());
+        let mut arrays = Vec::with_capacity(ir.params.len());
+        for p in &ir.params {
+            match p {
+                Param::Scalar(t) => {
+                    let mut v = read(slot, t.size());
+                    if *t == ScalarTy::Bool {
+                        v = (v & 0xff != 0) as u64;
+                    }
+                    scalars.push(v);
+                    arrays.push(None);
+                    slot += 1;
+                }
+                Param::Array { elem, ndim, .. } => {
+                    let base = read(slot, 8);
+                    let dims: Vec<u64> =
+                        (0..*ndim as usize).map(|d| read(slot + 1 + d, 8)).collect();
+                    let len = dims.iter().fold(1u64, |a, &d| a.saturating_mul(d));
+                    scalars.push(0);
+                    arrays.push(Some(ArrayArg {
+                        base,
+                        dims,
+                        len,
+                        elem: *elem,
+                    }));
+                    slot += 1 + *ndim as usize;
+                }
+            }
+        }
+        let n = (block[0] * block[1] * block[2]) as usize;
+        let mut tid = [
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        ];
+        for t in 0..n as u32 {
+            tid[0].push(t % block[0]);
+            tid[1].push(t / block[0] % block[1]);
+            tid[2].push(t / (block[0] * block[1]));
+        }
+        Launch {
+            ir,
+            grid,
+            block,
+            n,
+            nw: n.div_ceil(32),
+            dyn_shared,
+            scalars,
+            arrays,
+            tid,
+            abort: AtomicBool::new(false),
+            race_checks: race_checks_enabled(),
+        }
+    }
+
+    /// Runs every block, on up to `workers` host threads; the first fault stops the launch.
+    pub(super) fn run(&self, workers: usize) -> Result<(), Fault> {
+        let blocks = self.grid.iter().map(|&g| g as u64).product::<u64>();
+        let next = AtomicU64::new(0);
+        let first: Mutex<Option<(u64, Fault)>> = Mutex::new(None);
+        let work = || {
+            let mut b = Block::new(self);
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= blocks || self.abort.load(Ordering::Relaxed) {
+                    break;
+                }
+                if let Err(f) = b.run(i) {
+                    self.abort.store(true, Ordering::Relaxed);
+                    let mut slot = first.lock();
+                    if slot.as_ref().map_or(true, |(j, _)| i < *j) {
+                        *slot = Some((i, f));
+                    }
+                    break;
+                }
+            }
+        };
+        let workers = workers.clamp(1, blocks.min(256) as usize);
+        if workers == 1 {
+            work();
+        } else {
+            std::thread::scope(|s| {
+                for _ in 1..workers {
+                    s.spawn(work);
+                }
+                work();
+            });
+        }
+        match first.into_inner() {
+            Some((_, f)) => Err(f),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `CUDAJIT_SIM_RACECHECK=0` turns the shared-memory race checks off (read once).
+fn race_checks_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        !std::env::var("CUDAJIT_SIM_RACECHECK")
+            .is_ok_and(|v| matches!(v.trim(), "0" | "off" | "false" | "no"))
+    })
+}

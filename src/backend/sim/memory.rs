@@ -1,0 +1,103 @@
+//! The simulator's memory: device, managed and pinned host allocations are all host memory,
+//! 256-byte aligned, and a device pointer is the host address. Every allocation is recorded so
+//! that frees, pointer queries and kernel arguments can be checked.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::BTreeMap;
+
+/// Alignment of every allocation (as `cuMemAlloc`'s).
+const ALIGN: usize = 256;
+
+/// What an allocation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Device,
+    Managed,
+    /// Pinned host memory (`cuMemHostAlloc`).
+    Host,
+}
+
+/// The live allocations, by address.
+#[derive(Default)]
+pub(super) struct Memory {
+    live: BTreeMap<u64, (usize, Kind)>,
+    /// Bytes of device and managed memory in use.
+    pub used: usize,
+}
+
+impl Memory {
+    /// Allocates `bytes` (at least 1) zeroed bytes; `None` when the host has no memory.
+    pub(super) fn alloc(&mut self, bytes: usize, kind: Kind) -> Option<u64> {
+        let layout = Layout::from_size_align(bytes.max(1), ALIGN).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { alloc_zeroed(layout) };
+        if p.is_null() {
+            return None;
+        }
+        let addr = p as u64;
+        self.live.insert(addr, (bytes.max(1), kind));
+        if kind != Kind::Host {
+            self.used += bytes;
+        }
+        Some(addr)
+    }
+
+    /// Frees an allocation made by [`Memory::alloc`]; `false` when `addr` is not one.
+    pub(super) fn free(&mut self, addr: u64, kind: Option<Kind>) -> bool {
+        match self.live.get(&addr) {
+            Some(&(bytes, k)) if kind.is_none_or_eq(k) => {
+                self.live.remove(&addr);
+                if k != Kind::Host {
+                    self.used = self.used.saturating_sub(bytes);
+                }
+                let layout = Layout::from_size_align(bytes, ALIGN).expect("a layout made before");
+                // SAFETY: `addr` was returned by `alloc_zeroed` with this layout and is freed
+                // once (it was just removed from the table).
+                unsafe { dealloc(addr as *mut u8, layout) };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The allocation holding `[addr, addr + bytes)`, if one does: (start, size, kind).
+    pub(super) fn find(&self, addr: u64, bytes: u64) -> Option<(u64, usize, Kind)> {
+        let (&start, &(size, kind)) = self.live.range(..=addr).next_back()?;
+        let end = start + size as u64;
+        (addr.checked_add(bytes)? <= end).then_some((start, size, kind))
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        let all: Vec<u64> = self.live.keys().copied().collect();
+        for a in all {
+            self.free(a, None);
+        }
+    }
+}
+
+/// `None` matches any kind.
+trait MatchKind {
+    fn is_none_or_eq(self, k: Kind) -> bool;
+}
+impl MatchKind for Option<Kind> {
+    fn is_none_or_eq(self, k: Kind) -> bool {
+        self.map_or(true, |want| {
+            want == k || (want == Kind::Device && k == Kind::Managed)
+        })
+    }
+}
+
+/// The host's memory in bytes (the simulated device's total memory): `MemTotal` of
+/// /proc/meminfo, else 16 GiB.
+pub(super) fn host_memory() -> usize {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(16 << 30)
+}

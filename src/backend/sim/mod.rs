@@ -1,0 +1,854 @@
+//! The CPU simulator: a [`Backend`] that runs kernels built with cudajit's builder on the host,
+//! with no GPU and no driver (numba's `NUMBA_ENABLE_CUDASIM`, with warps).
+//!
+//! - One simulated device: compute capability of the default PTX target, one multiprocessor
+//!   per host core, 1024 threads per block, 48 KiB of static shared memory (227 KiB opt-in),
+//!   the host's memory as device memory.
+//! - Device, managed and pinned memory are host allocations; a device pointer is the host
+//!   address, so every copy is a `memcpy`.
+//! - Work runs when it is submitted, in the calling thread: streams are trivially in order,
+//!   host callbacks run at once, events record the wall-clock time.
+//! - Kernels: the module is the kernel's IR ([`Backend::module_load_ir`]); a launch executes it
+//!   block by block on the host's cores (`block.rs`), and reports what the GPU would not:
+//!   out-of-bounds accesses, divergent barriers, shared-memory races, misaligned accesses
+//!   ([`crate::Error::Fault`]). A faulting launch stops cleanly; the context stays usable.
+//! - Loading PTX, cubin or fatbin images is not supported (there is no PTX interpreter).
+
+mod access;
+mod block;
+mod eval;
+mod fault;
+mod global;
+mod launch;
+mod memory;
+mod warp;
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudajit_sys as sys;
+use parking_lot::Mutex;
+
+use super::{Backend, HostFnPtr, StreamCallbackPtr};
+use crate::codegen::ir::FunctionIr;
+use crate::error::{DriverCode, Error, Result};
+use memory::{Kind, Memory};
+
+/// The simulated device's name.
+pub(crate) const DEVICE_NAME: &str = "cudajit simulator";
+
+/// The CUDA version the simulator reports (`cuDriverGetVersion`): 12.8.
+const VERSION: i32 = 12080;
+
+/// Static shared memory per block, and the opt-in maximum (as on an H100/H200).
+const SHARED_PER_BLOCK: i32 = 48 * 1024;
+const SHARED_OPTIN: i32 = 227 * 1024;
+
+/// The primary context's handle (an opaque value nothing dereferences).
+const CTX: usize = 0x5157_c0de;
+
+/// An error as the driver would return it.
+fn err(call: &'static str, code: sys::CUresult) -> Error {
+    Error::Driver {
+        call,
+        code: DriverCode(code),
+    }
+}
+
+fn invalid(call: &'static str) -> Error {
+    err(call, sys::CUresult::CUDA_ERROR_INVALID_VALUE)
+}
+
+fn bad_handle(call: &'static str) -> Error {
+    err(call, sys::CUresult::CUDA_ERROR_INVALID_HANDLE)
+}
+
+struct EventState {
+    at: Option<Instant>,
+    timing: bool,
+}
+
+struct FuncState {
+    ir: Arc<FunctionIr>,
+    /// The dynamic shared memory a launch may use (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    max_dynamic: i32,
+}
+
+/// Streams, events, modules and functions, by the handle values made up for them.
+#[derive(Default)]
+struct Handles {
+    next: usize,
+    streams: HashMap<usize, (u32, i32)>,
+    events: HashMap<usize, EventState>,
+    modules: HashMap<usize, Arc<FunctionIr>>,
+    functions: HashMap<usize, FuncState>,
+}
+
+impl Handles {
+    /// A new handle value: non-null, 16-byte spaced, far from the special stream handles.
+    fn make(&mut self) -> usize {
+        self.next += 1;
+        0x51_0000 + self.next * 16
+    }
+}
+
+/// The simulator backend.
+pub(crate) struct Simulator {
+    mem: Mutex<Memory>,
+    handles: Mutex<Handles>,
+    retained: Mutex<u32>,
+    /// Host threads running a launch's blocks (the simulated multiprocessors).
+    workers: usize,
+    total_mem: usize,
+}
+
+thread_local! {
+    static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl Simulator {
+    pub(crate) fn new() -> Simulator {
+        let workers = std::env::var("CUDAJIT_SIM_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        Simulator {
+            mem: Mutex::new(Memory::default()),
+            handles: Mutex::new(Handles::default()),
+            retained: Mutex::new(0),
+            workers,
+            total_mem: memory::host_memory(),
+        }
+    }
+
+    fn check_device(&self, dev: sys::CUdevice, call: &'static str) -> Result<()> {
+        if dev == 0 {
+            Ok(())
+        } else {
+            Err(err(call, sys::CUresult::CUDA_ERROR_INVALID_DEVICE))
+        }
+    }
+
+    fn alloc(&self, bytes: usize, kind: Kind, call: &'static str) -> Result<u64> {
+        if bytes == 0 {
+            return Err(invalid(call));
+        }
+        let mut mem = self.mem.lock();
+        if kind != Kind::Host && mem.used.saturating_add(bytes) > self.total_mem {
+            return Err(err(call, sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        }
+        mem.alloc(bytes, kind)
+            .ok_or_else(|| err(call, sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY))
+    }
+
+    fn free(&self, ptr: u64, kind: Option<Kind>, call: &'static str) -> Result<()> {
+        if self.mem.lock().free(ptr, kind) {
+            Ok(())
+        } else {
+            Err(invalid(call))
+        }
+    }
+
+    /// Checks that `[ptr, ptr + bytes)` is simulator memory.
+    fn check_range(&self, ptr: u64, bytes: usize, call: &'static str) -> Result<()> {
+        if bytes == 0 || self.mem.lock().find(ptr, bytes as u64).is_some() {
+            Ok(())
+        } else {
+            Err(invalid(call))
+        }
+    }
+
+    fn attribute(&self, attr: sys::CUdevice_attribute) -> i32 {
+        use sys::CUdevice_attribute as A;
+        let (major, minor) = crate::codegen::default_cc();
+        let table: &[(A, i32)] = &[
+            (A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, i32::MAX),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535),
+            (
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+                SHARED_PER_BLOCK,
+            ),
+            (
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                SHARED_OPTIN,
+            ),
+            (
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                228 * 1024,
+            ),
+            (A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 64 * 1024),
+            (A::CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_PITCH, i32::MAX),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536),
+            (
+                A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+                65536,
+            ),
+            (A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 1_000_000),
+            (A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, 1_000_000),
+            (A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 64),
+            (A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 4 << 20),
+            (
+                A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                self.workers as i32,
+            ),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048),
+            (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32),
+            (
+                A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                major as i32,
+            ),
+            (
+                A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                minor as i32,
+            ),
+            (A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1),
+            (A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1),
+            (A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1),
+            (A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1),
+            (A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 1),
+            (A::CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1),
+            (A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 1),
+            (
+                A::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO,
+                2,
+            ),
+            (A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1),
+            (A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1),
+        ];
+        table
+            .iter()
+            .find(|(a, _)| *a == attr)
+            .map_or(0, |&(_, v)| v)
+    }
+
+    fn func<R>(
+        &self,
+        f: sys::CUfunction,
+        call: &'static str,
+        with: impl FnOnce(&mut FuncState) -> R,
+    ) -> Result<R> {
+        let mut h = self.handles.lock();
+        let st = h
+            .functions
+            .get_mut(&(f as usize))
+            .ok_or_else(|| bad_handle(call))?;
+        Ok(with(st))
+    }
+}
+
+/// Static shared memory of a kernel and the device functions it calls, bytes.
+fn static_shared(f: &FunctionIr) -> usize {
+    let own: usize = f
+        .shared
+        .iter()
+        .map(|s| s.len as usize * s.elem.size())
+        .sum();
+    own + f.callees.iter().map(|c| static_shared(c)).sum::<usize>()
+}
+
+/// Local memory per thread, bytes.
+fn local_bytes(f: &FunctionIr) -> usize {
+    let own: usize = f
+        .locals
+        .iter()
+        .map(|s| s.len as usize * s.elem.size())
+        .sum();
+    own + f.callees.iter().map(|c| local_bytes(c)).max().unwrap_or(0)
+}
+
+/// Most threads per block a kernel may be launched with.
+fn max_threads(f: &FunctionIr) -> i32 {
+    f.launch_bounds
+        .map_or(1024, |(t, _)| t.clamp(1, 1024) as i32)
+}
+
+impl Backend for Simulator {
+    fn is_simulator(&self) -> bool {
+        true
+    }
+
+    fn init(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn driver_version(&self) -> Result<i32> {
+        Ok(VERSION)
+    }
+
+    fn device_count(&self) -> Result<i32> {
+        Ok(1)
+    }
+
+    fn device_get(&self, ordinal: i32) -> Result<sys::CUdevice> {
+        self.check_device(ordinal, "cuDeviceGet")?;
+        Ok(0)
+    }
+
+    fn device_name(&self, dev: sys::CUdevice) -> Result<String> {
+        self.check_device(dev, "cuDeviceGetName")?;
+        Ok(DEVICE_NAME.to_string())
+    }
+
+    fn device_attribute(&self, dev: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
+        self.check_device(dev, "cuDeviceGetAttribute")?;
+        Ok(self.attribute(attr))
+    }
+
+    fn device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]> {
+        self.check_device(dev, "cuDeviceGetUuid_v2")?;
+        Ok(*b"cudajit-simulatr")
+    }
+
+    fn device_pci_bus_id(&self, dev: sys::CUdevice) -> Result<String> {
+        self.check_device(dev, "cuDeviceGetPCIBusId")?;
+        Ok("0000:00:00.0".to_string())
+    }
+
+    fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
+        self.check_device(dev, "cuDeviceTotalMem_v2")?;
+        Ok(self.total_mem)
+    }
+
+    fn error_string(&self, _code: sys::CUresult) -> Option<String> {
+        None
+    }
+
+    fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {
+        self.check_device(dev, "cuDevicePrimaryCtxRetain")?;
+        *self.retained.lock() += 1;
+        Ok(CTX as sys::CUcontext)
+    }
+
+    fn primary_ctx_release(&self, dev: sys::CUdevice) -> Result<()> {
+        self.check_device(dev, "cuDevicePrimaryCtxRelease_v2")?;
+        let mut r = self.retained.lock();
+        *r = r.saturating_sub(1);
+        Ok(())
+    }
+
+    fn primary_ctx_reset(&self, dev: sys::CUdevice) -> Result<()> {
+        self.check_device(dev, "cuDevicePrimaryCtxReset_v2")
+    }
+
+    fn ctx_get_current(&self) -> Result<sys::CUcontext> {
+        Ok(CURRENT.get() as sys::CUcontext)
+    }
+
+    unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()> {
+        match ctx as usize {
+            0 | CTX => {
+                CURRENT.set(ctx as usize);
+                Ok(())
+            }
+            _ => Err(err(
+                "cuCtxSetCurrent",
+                sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            )),
+        }
+    }
+
+    fn ctx_get_device(&self) -> Result<sys::CUdevice> {
+        if CURRENT.get() == 0 {
+            return Err(err(
+                "cuCtxGetDevice",
+                sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            ));
+        }
+        Ok(0)
+    }
+
+    fn ctx_synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn mem_get_info(&self) -> Result<(usize, usize)> {
+        let used = self.mem.lock().used;
+        Ok((self.total_mem.saturating_sub(used), self.total_mem))
+    }
+
+    fn ctx_stream_priority_range(&self) -> Result<(i32, i32)> {
+        Ok((0, -5))
+    }
+
+    fn mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+        self.alloc(bytes, Kind::Device, "cuMemAlloc_v2")
+    }
+
+    unsafe fn mem_free(&self, ptr: sys::CUdeviceptr) -> Result<()> {
+        self.free(ptr, Some(Kind::Device), "cuMemFree_v2")
+    }
+
+    fn mem_alloc_managed(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+        self.alloc(bytes, Kind::Managed, "cuMemAllocManaged")
+    }
+
+    unsafe fn mem_alloc_async(
+        &self,
+        bytes: usize,
+        _stream: sys::CUstream,
+    ) -> Result<sys::CUdeviceptr> {
+        self.alloc(bytes, Kind::Device, "cuMemAllocAsync")
+    }
+
+    unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, _stream: sys::CUstream) -> Result<()> {
+        self.free(ptr, Some(Kind::Device), "cuMemFreeAsync")
+    }
+
+    unsafe fn mem_prefetch(
+        &self,
+        ptr: sys::CUdeviceptr,
+        bytes: usize,
+        _to_host: bool,
+        _dev: sys::CUdevice,
+        _stream: sys::CUstream,
+    ) -> Result<()> {
+        match self.mem.lock().find(ptr, bytes as u64) {
+            Some((_, _, Kind::Managed)) => Ok(()),
+            _ => Err(invalid("cuMemPrefetchAsync_v2")),
+        }
+    }
+
+    fn host_alloc(&self, bytes: usize, _flags: u32) -> Result<*mut c_void> {
+        Ok(self.alloc(bytes, Kind::Host, "cuMemHostAlloc")? as *mut c_void)
+    }
+
+    unsafe fn host_free(&self, ptr: *mut c_void) -> Result<()> {
+        self.free(ptr as u64, Some(Kind::Host), "cuMemFreeHost")
+    }
+
+    unsafe fn host_device_pointer(&self, ptr: *mut c_void) -> Result<sys::CUdeviceptr> {
+        match self.mem.lock().find(ptr as u64, 1) {
+            Some((_, _, Kind::Host)) => Ok(ptr as u64),
+            _ => Err(invalid("cuMemHostGetDevicePointer_v2")),
+        }
+    }
+
+    fn is_driver_memory(&self, ptr: *const c_void) -> bool {
+        self.mem.lock().find(ptr as u64, 1).is_some()
+    }
+
+    unsafe fn memcpy_htod(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: *const c_void,
+        bytes: usize,
+        _stream: Option<sys::CUstream>,
+    ) -> Result<()> {
+        self.check_range(dst, bytes, "cuMemcpyHtoD_v2")?;
+        // SAFETY: the caller passes `bytes` readable bytes at `src`; `dst` is simulator memory
+        // of at least `bytes` bytes (checked); `copy` allows overlap.
+        unsafe { std::ptr::copy(src.cast::<u8>(), dst as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn memcpy_dtoh(
+        &self,
+        dst: *mut c_void,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        _stream: Option<sys::CUstream>,
+    ) -> Result<()> {
+        self.check_range(src, bytes, "cuMemcpyDtoH_v2")?;
+        // SAFETY: as for memcpy_htod, the other way.
+        unsafe { std::ptr::copy(src as *const u8, dst.cast::<u8>(), bytes) };
+        Ok(())
+    }
+
+    unsafe fn memcpy_dtod(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        _stream: Option<sys::CUstream>,
+    ) -> Result<()> {
+        self.check_range(src, bytes, "cuMemcpyDtoD_v2")?;
+        self.check_range(dst, bytes, "cuMemcpyDtoD_v2")?;
+        // SAFETY: both ranges are simulator memory of at least `bytes` bytes (checked).
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn memset(
+        &self,
+        dst: sys::CUdeviceptr,
+        bits: u32,
+        size: usize,
+        count: usize,
+        pitch: usize,
+        _stream: Option<sys::CUstream>,
+    ) -> Result<()> {
+        if !matches!(size, 1 | 2 | 4) || (count > 0 && pitch < size) {
+            return Err(Error::usage(format!(
+                "memset of {size}-byte elements {pitch} bytes apart is not supported"
+            )));
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let span = (count - 1) * pitch + size;
+        self.check_range(dst, span, "cuMemsetD32_v2")?;
+        let bytes = &bits.to_le_bytes()[..size];
+        for i in 0..count {
+            // SAFETY: element `i` lies within the checked range of simulator memory.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    (dst as usize + i * pitch) as *mut u8,
+                    size,
+                )
+            };
+        }
+        Ok(())
+    }
+
+    fn stream_create(&self, flags: u32, priority: i32) -> Result<sys::CUstream> {
+        let mut h = self.handles.lock();
+        let s = h.make();
+        h.streams.insert(s, (flags, priority.clamp(-5, 0)));
+        Ok(s as sys::CUstream)
+    }
+
+    unsafe fn stream_destroy(&self, s: sys::CUstream) -> Result<()> {
+        match self.handles.lock().streams.remove(&(s as usize)) {
+            Some(_) => Ok(()),
+            None => Err(bad_handle("cuStreamDestroy_v2")),
+        }
+    }
+
+    unsafe fn stream_synchronize(&self, _s: sys::CUstream) -> Result<()> {
+        Ok(())
+    }
+
+    unsafe fn stream_query(&self, _s: sys::CUstream) -> Result<bool> {
+        Ok(true)
+    }
+
+    unsafe fn stream_wait_event(&self, _s: sys::CUstream, e: sys::CUevent) -> Result<()> {
+        if self.handles.lock().events.contains_key(&(e as usize)) {
+            Ok(())
+        } else {
+            Err(bad_handle("cuStreamWaitEvent"))
+        }
+    }
+
+    unsafe fn stream_priority(&self, s: sys::CUstream) -> Result<i32> {
+        Ok(self
+            .handles
+            .lock()
+            .streams
+            .get(&(s as usize))
+            .map_or(0, |&(_, p)| p))
+    }
+
+    unsafe fn stream_flags(&self, s: sys::CUstream) -> Result<u32> {
+        Ok(self
+            .handles
+            .lock()
+            .streams
+            .get(&(s as usize))
+            .map_or(0, |&(f, _)| f))
+    }
+
+    unsafe fn launch_host_func(
+        &self,
+        _s: sys::CUstream,
+        f: HostFnPtr,
+        data: *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: the caller hands over `data`, which `f` consumes once; everything queued
+        // before has already run.
+        unsafe { f(data) };
+        Ok(())
+    }
+
+    unsafe fn stream_add_callback(
+        &self,
+        s: sys::CUstream,
+        f: StreamCallbackPtr,
+        data: *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: as for launch_host_func.
+        unsafe { f(s, sys::CUresult::CUDA_SUCCESS, data) };
+        Ok(())
+    }
+
+    fn event_create(&self, flags: u32) -> Result<sys::CUevent> {
+        let timing = flags & sys::CUevent_flags::CU_EVENT_DISABLE_TIMING.0 == 0;
+        let mut h = self.handles.lock();
+        let e = h.make();
+        h.events.insert(e, EventState { at: None, timing });
+        Ok(e as sys::CUevent)
+    }
+
+    unsafe fn event_destroy(&self, e: sys::CUevent) -> Result<()> {
+        match self.handles.lock().events.remove(&(e as usize)) {
+            Some(_) => Ok(()),
+            None => Err(bad_handle("cuEventDestroy_v2")),
+        }
+    }
+
+    unsafe fn event_record(&self, e: sys::CUevent, _s: sys::CUstream) -> Result<()> {
+        let mut h = self.handles.lock();
+        let ev = h
+            .events
+            .get_mut(&(e as usize))
+            .ok_or_else(|| bad_handle("cuEventRecord"))?;
+        ev.at = Some(Instant::now());
+        Ok(())
+    }
+
+    unsafe fn event_query(&self, e: sys::CUevent) -> Result<bool> {
+        if self.handles.lock().events.contains_key(&(e as usize)) {
+            Ok(true)
+        } else {
+            Err(bad_handle("cuEventQuery"))
+        }
+    }
+
+    unsafe fn event_synchronize(&self, e: sys::CUevent) -> Result<()> {
+        if self.handles.lock().events.contains_key(&(e as usize)) {
+            Ok(())
+        } else {
+            Err(bad_handle("cuEventSynchronize"))
+        }
+    }
+
+    unsafe fn event_elapsed_ms(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32> {
+        let call = "cuEventElapsedTime_v2";
+        let h = self.handles.lock();
+        let (a, b) = match (
+            h.events.get(&(start as usize)),
+            h.events.get(&(end as usize)),
+        ) {
+            (Some(a), Some(b)) => (a, b),
+            _ => return Err(bad_handle(call)),
+        };
+        if !a.timing || !b.timing {
+            return Err(bad_handle(call));
+        }
+        match (a.at, b.at) {
+            (Some(x), Some(y)) => {
+                let ms = if y >= x {
+                    y.duration_since(x).as_secs_f64() * 1e3
+                } else {
+                    -(x.duration_since(y).as_secs_f64() * 1e3)
+                };
+                Ok(ms as f32)
+            }
+            _ => Err(err(call, sys::CUresult::CUDA_ERROR_INVALID_HANDLE)),
+        }
+    }
+
+    unsafe fn module_load(
+        &self,
+        _image: *const c_void,
+        kind: &str,
+    ) -> Result<(sys::CUmodule, String)> {
+        Err(Error::usage(format!(
+            "loading a {kind} image is not supported on the simulator (CUDAJIT_SIMULATOR=1): it \
+             runs kernels built with cudajit's builder (Kernel, Elementwise, the array \
+             operations), not PTX or machine code; run on a GPU to load {kind}"
+        )))
+    }
+
+    fn module_load_ir(&self, ir: Arc<FunctionIr>) -> Result<sys::CUmodule> {
+        let mut h = self.handles.lock();
+        let m = h.make();
+        h.modules.insert(m, ir);
+        Ok(m as sys::CUmodule)
+    }
+
+    unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()> {
+        let mut h = self.handles.lock();
+        match h.modules.remove(&(m as usize)) {
+            Some(ir) => {
+                h.functions.retain(|_, f| !Arc::ptr_eq(&f.ir, &ir));
+                Ok(())
+            }
+            None => Err(bad_handle("cuModuleUnload")),
+        }
+    }
+
+    unsafe fn module_function(
+        &self,
+        m: sys::CUmodule,
+        name: &CStr,
+    ) -> Result<Option<sys::CUfunction>> {
+        let mut h = self.handles.lock();
+        let ir = h
+            .modules
+            .get(&(m as usize))
+            .ok_or_else(|| bad_handle("cuModuleGetFunction"))?
+            .clone();
+        if name.to_bytes() != ir.name.as_bytes() {
+            return Ok(None);
+        }
+        if let Some((&f, _)) = h.functions.iter().find(|(_, f)| Arc::ptr_eq(&f.ir, &ir)) {
+            return Ok(Some(f as sys::CUfunction));
+        }
+        let f = h.make();
+        let max_dynamic = SHARED_PER_BLOCK - static_shared(&ir) as i32;
+        h.functions.insert(
+            f,
+            FuncState {
+                ir,
+                max_dynamic: max_dynamic.max(0),
+            },
+        );
+        Ok(Some(f as sys::CUfunction))
+    }
+
+    unsafe fn module_global(
+        &self,
+        _m: sys::CUmodule,
+        _name: &CStr,
+    ) -> Result<Option<(sys::CUdeviceptr, usize)>> {
+        Ok(None)
+    }
+
+    unsafe fn func_attribute(
+        &self,
+        f: sys::CUfunction,
+        attr: sys::CUfunction_attribute,
+    ) -> Result<i32> {
+        use sys::CUfunction_attribute as A;
+        let (major, minor) = crate::codegen::default_cc();
+        self.func(f, "cuFuncGetAttribute", |st| {
+            if attr == A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK {
+                max_threads(&st.ir)
+            } else if attr == A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES {
+                static_shared(&st.ir) as i32
+            } else if attr == A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES {
+                local_bytes(&st.ir) as i32
+            } else if attr == A::CU_FUNC_ATTRIBUTE_NUM_REGS {
+                32
+            } else if attr == A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
+                st.max_dynamic
+            } else if attr == A::CU_FUNC_ATTRIBUTE_PTX_VERSION
+                || attr == A::CU_FUNC_ATTRIBUTE_BINARY_VERSION
+            {
+                (major * 10 + minor) as i32
+            } else {
+                0
+            }
+        })
+    }
+
+    unsafe fn func_set_attribute(
+        &self,
+        f: sys::CUfunction,
+        attr: sys::CUfunction_attribute,
+        value: i32,
+    ) -> Result<()> {
+        let call = "cuFuncSetAttribute";
+        let dynamic =
+            attr == sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        self.func(f, call, |st| {
+            if !dynamic {
+                return Ok(());
+            }
+            if value < 0 || value as i64 + static_shared(&st.ir) as i64 > SHARED_OPTIN as i64 {
+                return Err(invalid(call));
+            }
+            st.max_dynamic = value;
+            Ok(())
+        })?
+    }
+
+    unsafe fn occupancy_max_potential_block_size(
+        &self,
+        f: sys::CUfunction,
+        _dynamic_smem: usize,
+        block_limit: i32,
+    ) -> Result<(i32, i32)> {
+        let limit = self.func(f, "cuOccupancyMaxPotentialBlockSize", |st| {
+            max_threads(&st.ir)
+        })?;
+        let mut block = limit.min(1024);
+        if block_limit > 0 {
+            block = block.min(block_limit);
+        }
+        let per_sm = (2048 / block.max(1)).clamp(1, 32);
+        Ok((per_sm * self.workers as i32, block))
+    }
+
+    unsafe fn occupancy_max_active_blocks(
+        &self,
+        f: sys::CUfunction,
+        block: i32,
+        dynamic_smem: usize,
+    ) -> Result<i32> {
+        let shared = self.func(f, "cuOccupancyMaxActiveBlocksPerMultiprocessor", |st| {
+            static_shared(&st.ir)
+        })? + dynamic_smem;
+        let by_threads = 2048 / block.max(1);
+        let by_shared = if shared == 0 {
+            32
+        } else {
+            (228 * 1024 / shared) as i32
+        };
+        Ok(by_threads.min(by_shared).clamp(0, 32))
+    }
+
+    unsafe fn launch_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        _stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        let call = "cuLaunchKernel";
+        let (ir, max_dynamic) = self.func(f, call, |st| (st.ir.clone(), st.max_dynamic))?;
+        let threads = block.iter().map(|&b| b as u64).product::<u64>();
+        if threads == 0 || threads > max_threads(&ir) as u64 || grid.contains(&0) {
+            return Err(invalid(call));
+        }
+        if shared_mem_bytes as i64 > max_dynamic as i64 {
+            return Err(err(call, sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
+        // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
+        let l = unsafe { launch::Launch::new(&ir, grid, block, shared_mem_bytes as usize, params) };
+        // Every array argument must be simulator memory covering its extents.
+        for (i, a) in l.arrays.iter().enumerate() {
+            let Some(a) = a else { continue };
+            let bytes = a.len.saturating_mul(a.elem.size() as u64);
+            if bytes > 0 && self.mem.lock().find(a.base, bytes).is_none() {
+                return Err(Error::Fault {
+                    kernel: ir.name.clone(),
+                    kind: crate::error::FaultKind::OutOfBounds,
+                    message: format!(
+                        "array parameter {i} ({} elements of {} at {:#x}) is not inside one \
+                         allocation of the simulator's memory",
+                        a.len,
+                        a.elem.name(),
+                        a.base
+                    ),
+                });
+            }
+        }
+        l.run(self.workers).map_err(|fault| Error::Fault {
+            kernel: ir.name.clone(),
+            kind: fault.kind,
+            message: fault.message,
+        })
+    }
+
+    fn profiler_start(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn profiler_stop(&self) -> Result<()> {
+        Ok(())
+    }
+}
