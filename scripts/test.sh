@@ -5,6 +5,10 @@
 #   bash scripts/test.sh                          # CPU tests; GPU tests are reported as ignored
 #   bash scripts/test.sh -- --include-ignored     # on a machine with a CUDA GPU: all tests
 #   bash scripts/test.sh --release -- some_name   # other arguments go to `cargo test` as given
+#
+# After the workspace's tests it runs the GPU tests (tests/gpu) once more on the CPU simulator
+# (CUDAJIT_SIMULATOR=1), skipping those listed with a reason in tests/gpu/simulator-skips.txt;
+# CUDAJIT_TEST_SIMULATOR=0 leaves that run out.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -21,6 +25,26 @@ set +e
 cargo test --workspace --exclude cudajit-sys-generate "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
+
+# The GPU test suite once more, on the CPU simulator (so every kernel test checks its results
+# on every run, GPU or not), skipping the tests listed in tests/gpu/simulator-skips.txt.
+# Only when no test filter was given (the arguments after `--` are passed on).
+if ((rc == 0)) && [[ "${CUDAJIT_TEST_SIMULATOR:-1}" != 0 ]]; then
+    skips=()
+    while read -r name _; do
+        [[ -z "$name" || "$name" == \#* ]] || skips+=(--skip "$name")
+    done < tests/gpu/simulator-skips.txt
+    cargo_args=()
+    for a in "$@"; do
+        [[ "$a" == -- ]] && break
+        cargo_args+=("$a")
+    done
+    echo "+ CUDAJIT_SIMULATOR=1 cargo test ${cargo_args[*]} -p cudajit --test gpu -- --include-ignored (skipping the $((${#skips[@]} / 2)) tests listed in tests/gpu/simulator-skips.txt)"
+    set +e
+    CUDAJIT_SIMULATOR=1 cargo test "${cargo_args[@]}" -p cudajit --test gpu -- --include-ignored "${skips[@]}" 2>&1 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+fi
 # One closing line for the whole run: the last `test result:` of each test binary (a test that
 # re-runs itself in a child process may print the child's too), summed. Ignored tests are the GPU tests on a machine without a GPU.
 awk 'function add() { if (have) { p += lp; f += lf; s += ls; have = 0 } }

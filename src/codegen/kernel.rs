@@ -126,6 +126,12 @@ impl<P: KernelParams> Kernel<P> {
         })
     }
 
+    /// The kernel's IR (what the simulator executes).
+    #[allow(dead_code)] // used by the simulator's tests
+    pub(crate) fn ir(&self) -> &Arc<FunctionIr> {
+        &self.inner.ir
+    }
+
     /// The kernel's name (its PTX entry point).
     pub fn name(&self) -> &str {
         &self.inner.ir.name

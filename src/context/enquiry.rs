@@ -70,6 +70,13 @@ pub fn detect_report() -> Result<(String, bool)> {
     use std::fmt::Write;
     let devs = devices()?;
     let mut out = String::new();
+    if crate::backend::on_simulator() {
+        let _ = writeln!(
+            out,
+            "Running on the cudajit simulator (CUDAJIT_SIMULATOR=1): kernels execute on the CPU, \
+             no GPU or driver is used"
+        );
+    }
     let _ = writeln!(out, "Found {} CUDA devices", devs.len());
     let mut supported = 0;
     for d in &devs {

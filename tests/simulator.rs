@@ -1,0 +1,224 @@
+//! The simulator's own checks (CPU tests, no GPU): each planted bug is reported as
+//! `Error::Fault` naming the kernel, the block and thread, the array and the index; a correct
+//! kernel reports nothing; the context stays usable after a fault.
+//!
+//! The rest of the simulator is tested by running the GPU test suite on it
+//! (`scripts/test.sh` runs `tests/gpu` with `CUDAJIT_SIMULATOR=1`).
+
+use cudajit::codegen::{DeviceFn, Kernel, FULL_MASK};
+use cudajit::prelude::*;
+use cudajit::FaultKind;
+
+fn ctx() -> Context {
+    cudajit::use_simulator().expect("the simulator is chosen before anything else");
+    Context::new(0).expect("the simulated device")
+}
+
+/// The fault a result carries, or a panic naming what came instead.
+fn fault<T: std::fmt::Debug>(r: cudajit::Result<T>) -> (String, FaultKind, String) {
+    match r {
+        Err(Error::Fault {
+            kernel,
+            kind,
+            message,
+        }) => (kernel, kind, message),
+        other => panic!("expected a simulator fault, got {other:?}"),
+    }
+}
+
+#[test]
+fn runs_on_the_simulator_and_says_so() {
+    let c = ctx();
+    assert!(cudajit::on_simulator());
+    let (report, any) = cudajit::context::detect_report().unwrap();
+    assert!(any);
+    assert!(report.contains("simulator"), "{report}");
+    assert_eq!(c.device().name().unwrap(), "cudajit simulator");
+    assert!(c.load_ptx(".version 8.0").is_err());
+}
+
+#[test]
+fn out_of_bounds_write_names_kernel_thread_array_and_index() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    // No `if i < out.len()` guard: threads 100..127 write past the end.
+    let k = Kernel::<(&[f32], &mut [f32])>::build("unguarded", |k, (x, out)| {
+        let i = k.grid1();
+        out.set(i, x.at(i % x.len()) * 2.0f32);
+    })
+    .unwrap();
+    let x = s.to_device(&vec![1.0f32; 100]).unwrap();
+    let mut out = c.zeros::<f32, _>(100).unwrap();
+    let (kernel, kind, msg) = fault(k.launch(&s, LaunchConfig::new(4, 32), (&x, &mut out)));
+    assert_eq!(
+        (kernel.as_str(), kind),
+        ("unguarded", FaultKind::OutOfBounds)
+    );
+    assert!(
+        msg.contains("thread (4, 0, 0) of block (3, 0, 0) writes element 100 of array parameter 1")
+            && msg.contains("100 elements"),
+        "{msg}"
+    );
+    // The context is still usable, and a correct launch reports nothing.
+    k.launch(&s, LaunchConfig::new(25, 4), (&x, &mut out))
+        .unwrap();
+    assert_eq!(out.to_vec_async(&s).unwrap(), vec![2.0f32; 100]);
+}
+
+#[test]
+fn out_of_bounds_shared_and_local_reads() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&mut [u32],)>::build("shared_oob", |k, (out,)| {
+        let sh = k.shared_array::<u32>(32);
+        let t = k.thread_idx().x;
+        sh.set(t, t);
+        k.syncthreads();
+        out.set(t, sh.at(t + 1u32));
+    })
+    .unwrap();
+    let mut out = c.zeros::<u32, _>(32).unwrap();
+    let (_, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
+    assert_eq!(kind, FaultKind::OutOfBounds);
+    assert!(
+        msg.contains(
+            "thread (31, 0, 0) of block (0, 0, 0) reads element 32 of shared array 0 (u32[32])"
+        ),
+        "{msg}"
+    );
+    let k = Kernel::<(&mut [u32],)>::build("local_oob", |k, (out,)| {
+        let loc = k.local_array::<u32>(4);
+        let t = k.thread_idx().x;
+        loc.set(t % 4u32, t);
+        out.set(t, loc.at(t));
+    })
+    .unwrap();
+    let (_, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
+    assert_eq!(kind, FaultKind::OutOfBounds);
+    assert!(
+        msg.contains("thread (4, 0, 0)") && msg.contains("element 4 of local array 0"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn barrier_reached_by_part_of_a_block() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    // The builder rejects a barrier under a thread-dependent branch; one inside a device
+    // function called from such a branch only shows when it runs.
+    let sync = DeviceFn::<(u32,), u32>::build("with_barrier", |k, (v,)| {
+        k.syncthreads();
+        v + 1u32
+    })
+    .unwrap();
+    let k = Kernel::<(&mut [u32],)>::build("divergent_barrier", |k, (out,)| {
+        let t = k.thread_idx().x;
+        k.if_(t.lt(16u32), |_| out.set(t, sync.call((t,))));
+    })
+    .unwrap();
+    let mut out = c.zeros::<u32, _>(64).unwrap();
+    let (kernel, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 64), (&mut out,)));
+    assert_eq!(
+        (kernel.as_str(), kind),
+        ("divergent_barrier", FaultKind::DivergentBarrier)
+    );
+    assert!(
+        msg.contains("syncthreads (in device function `with_barrier`) was reached by 16 of the 64")
+            && msg.contains("thread (16, 0, 0) of block (0, 0, 0) did not reach it"),
+        "{msg}"
+    );
+    // A warp intrinsic whose mask names lanes that took the other branch.
+    let k = Kernel::<(&mut [u32],)>::build("divergent_shfl", |k, (out,)| {
+        let t = k.thread_idx().x;
+        k.if_(t.lt(8u32), |k| out.set(t, k.shfl_sync(FULL_MASK, t, 0u32)));
+    })
+    .unwrap();
+    let (_, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
+    assert_eq!(kind, FaultKind::DivergentBarrier);
+    assert!(
+        msg.contains("shfl_sync with mask 0xffffffff in warp 0: lane 8"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn shared_memory_race_names_both_threads() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let build = |name: &str, barrier: bool| {
+        Kernel::<(&mut [f32],)>::build(name, move |k, (out,)| {
+            let sh = k.shared_array::<f32>(64);
+            let t = k.thread_idx().x;
+            sh.set(t, t.cast::<f32>());
+            if barrier {
+                k.syncthreads();
+            }
+            // Reads a neighbour's slot (thread 63 reads slot 0, written by thread 0).
+            out.set(t, sh.at((t + 1u32) % 64u32));
+        })
+        .unwrap()
+    };
+    let mut out = c.zeros::<f32, _>(64).unwrap();
+    let racy = build("racy", false);
+    let (kernel, kind, msg) = fault(racy.launch(&s, LaunchConfig::new(1, 64), (&mut out,)));
+    assert_eq!((kernel.as_str(), kind), ("racy", FaultKind::SharedRace));
+    assert!(
+        msg.contains("thread (0, 0, 0) of block (0, 0, 0) reads element 1 of shared array 0")
+            && msg.contains("after thread (1, 0, 0) of block (0, 0, 0) wrote it"),
+        "{msg}"
+    );
+    // With the barrier the same kernel is clean and correct.
+    build("synced", true)
+        .launch(&s, LaunchConfig::new(1, 64), (&mut out,))
+        .unwrap();
+    let want: Vec<f32> = (0..64).map(|t| ((t + 1) % 64) as f32).collect();
+    assert_eq!(out.to_vec_async(&s).unwrap(), want);
+}
+
+#[test]
+fn warp_reduction_with_syncwarp_is_clean_and_exact() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    // A classic block sum: tree steps with syncthreads, the last warp with syncwarp, then
+    // shuffles; the simulator must accept it and give the exact integer sums.
+    let k = Kernel::<(&[u32], &mut [u32])>::build("block_sum", |k, (x, out)| {
+        let sh = k.shared_array::<u32>(128);
+        let t = k.thread_idx().x;
+        let i = k.grid1();
+        sh.set(t, x.at(i));
+        k.syncthreads();
+        let step = k.var(64u32);
+        k.while_(
+            |_| step.get().gt(32u32),
+            |k| {
+                k.if_(t.lt(step.get()), |_| {
+                    sh.set(t, sh.at(t) + sh.at(t + step.get()))
+                });
+                k.syncthreads();
+                step.set(step.get() >> 1u32);
+            },
+        );
+        k.if_(t.lt(32u32), |k| {
+            let v = k.var(sh.at(t) + sh.at(t + 32u32));
+            for d in [16u32, 8, 4, 2, 1] {
+                v.set(v.get() + k.shfl_down_sync(FULL_MASK, v.get(), d));
+            }
+            k.if_(t.eq(0u32), |k| out.set(k.block_idx().x, v.get()));
+        });
+    })
+    .unwrap();
+    let n = 128 * 40;
+    let host: Vec<u32> = (0..n as u32)
+        .map(|v| v.wrapping_mul(2_654_435_761) >> 8)
+        .collect();
+    let x = s.to_device(&host).unwrap();
+    let mut out = c.zeros::<u32, _>(40).unwrap();
+    k.launch(&s, LaunchConfig::new(40, 128), (&x, &mut out))
+        .unwrap();
+    let want: Vec<u32> = host
+        .chunks(128)
+        .map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v)))
+        .collect();
+    assert_eq!(out.to_vec_async(&s).unwrap(), want);
+}
