@@ -7,6 +7,9 @@
 //! that have not left, and the masks are the ones the hardware would have, so warp intrinsics
 //! see the lanes they would see on the GPU.
 
+// Masks are one word per warp beside per-warp state: index loops over warps read best.
+#![allow(clippy::needless_range_loop)]
+
 use std::ops::Range;
 use std::sync::atomic::{fence, Ordering};
 

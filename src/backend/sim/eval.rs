@@ -187,9 +187,7 @@ pub(super) trait MinMax: Copy + PartialOrd {
             y
         } else if y.is_nan_() || self > y {
             self
-        } else if y > self {
-            y
-        } else if self.sign_bit() {
+        } else if y > self || self.sign_bit() {
             y
         } else {
             self
@@ -507,6 +505,7 @@ pub(super) fn bit(f: BitFn, ty: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)] // one span of one lane
 mod tests {
     use super::*;
 

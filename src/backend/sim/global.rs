@@ -53,7 +53,7 @@ pub(super) unsafe fn update(
             }
             8 => {
                 let a = &*(addr as *const AtomicU64);
-                Some(a.fetch_update(seq, seq, |o| op(o)).unwrap_or_else(|o| o))
+                Some(a.fetch_update(seq, seq, op).unwrap_or_else(|o| o))
             }
             _ => None,
         }

@@ -45,7 +45,7 @@ impl Memory {
     /// Frees an allocation made by [`Memory::alloc`]; `false` when `addr` is not one.
     pub(super) fn free(&mut self, addr: u64, kind: Option<Kind>) -> bool {
         match self.live.get(&addr) {
-            Some(&(bytes, k)) if kind.is_none_or_eq(k) => {
+            Some(&(bytes, k)) if kind_matches(kind, k) => {
                 self.live.remove(&addr);
                 if k != Kind::Host {
                     self.used = self.used.saturating_sub(bytes);
@@ -77,16 +77,12 @@ impl Drop for Memory {
     }
 }
 
-/// `None` matches any kind.
-trait MatchKind {
-    fn is_none_or_eq(self, k: Kind) -> bool;
-}
-impl MatchKind for Option<Kind> {
-    fn is_none_or_eq(self, k: Kind) -> bool {
-        self.map_or(true, |want| {
-            want == k || (want == Kind::Device && k == Kind::Managed)
-        })
-    }
+/// Whether an allocation of kind `k` may be freed as `want` (`None`: any kind; device frees
+/// also take managed memory, as `cuMemFree` does).
+fn kind_matches(want: Option<Kind>, k: Kind) -> bool {
+    want.map_or(true, |want| {
+        want == k || (want == Kind::Device && k == Kind::Managed)
+    })
 }
 
 /// The host's memory in bytes (the simulated device's total memory): `MemTotal` of

@@ -791,11 +791,9 @@ impl Backend for Simulator {
             static_shared(&st.ir)
         })? + dynamic_smem;
         let by_threads = 2048 / block.max(1);
-        let by_shared = if shared == 0 {
-            32
-        } else {
-            (228 * 1024 / shared) as i32
-        };
+        let by_shared = (228 * 1024usize)
+            .checked_div(shared)
+            .map_or(32, |b| b.min(32) as i32);
         Ok(by_threads.min(by_shared).clamp(0, 32))
     }
 

@@ -1,6 +1,9 @@
 //! Warp intrinsics on the simulator: shuffles, votes, ballots, match, lane masks, computed
 //! from the lanes each warp has active at that point, as the hardware does.
 
+// Masks are one word per warp beside per-warp state: index loops over warps read best.
+#![allow(clippy::needless_range_loop)]
+
 use std::ops::Range;
 
 use super::block::{Block, Frame, Mask};
