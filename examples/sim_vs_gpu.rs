@@ -395,8 +395,8 @@ fn warps_atomics_reductions(r: &mut Rec<'_>, xu: &[u32], x32: &[f32]) -> cudajit
         d.sum(s)?.to_bits() as u64,
         d.max(s)?.to_bits() as u64,
         d.min(s)?.to_bits() as u64,
-        d.argmax(s)? as u64,
-        d.argmin(s)? as u64,
+        d.argmax(s)?,
+        d.argmin(s)?,
     ];
     r.out.insert("reductions".into(), (EXACT, sums));
     Ok(())
