@@ -47,7 +47,9 @@ fn run() -> cudajit::Result<()> {
         k.while_(
             |_| step.get().gt(0u32),
             |k| {
-                k.if_(t.lt(step.get()), |_| sm.set(t, sm.at(t) + sm.at(t + step.get())));
+                k.if_(t.lt(step.get()), |_| {
+                    sm.set(t, sm.at(t) + sm.at(t + step.get()))
+                });
                 k.syncthreads();
                 step.set(step.get() >> 1u32);
             },
@@ -70,7 +72,10 @@ fn run() -> cudajit::Result<()> {
         let got = sums.to_vec_async(&s)?;
         for (b, &v) in got.iter().enumerate() {
             let want: f64 = (b * 128..((b + 1) * 128).min(n)).map(|i| i as f64).sum();
-            assert!((v as f64 - want).abs() <= want * 1e-6, "block {b}: {v} vs {want}");
+            assert!(
+                (v as f64 - want).abs() <= want * 1e-6,
+                "block {b}: {v} vs {want}"
+            );
         }
         row("block_sum", n, sec, threads);
     }
