@@ -17,11 +17,7 @@ ours=$(cargo bench -q --bench sim 2> /dev/null | grep '^{')
 echo "$ours"
 peers=""
 if python3 -c "import numba.cuda" > /dev/null 2>&1 || NUMBA_ENABLE_CUDASIM=1 python3 -c "import numba.cuda" > /dev/null 2>&1; then
-    for kernel in add block_sum; do
-        for n in 100000 1000000; do
-            peers+=$(python3 benches/sim_peers.py --kernel "$kernel" --n "$n" --max-seconds "$max" | grep '^{')$'\n'
-        done
-    done
+    peers=$(python3 benches/sim_peers.py --max-seconds "$max" | grep '^{')$'\n'
     printf '%s' "$peers"
 else
     echo "bench-sim: numba-cuda is not installed: no peer rows (pip install numba-cuda nvidia-cuda-runtime-cu12)"
