@@ -127,7 +127,7 @@ impl<P: KernelParams> Kernel<P> {
     }
 
     /// The kernel's IR (what the simulator executes).
-    #[allow(dead_code)] // used by the simulator's tests
+    #[cfg(test)]
     pub(crate) fn ir(&self) -> &Arc<FunctionIr> {
         &self.inner.ir
     }

@@ -348,11 +348,6 @@ impl<'l> Block<'l> {
                     if !is_empty(&e, nw) {
                         self.run_stmts(fr, otherwise, e)?;
                     }
-                    m = fr.live(&m, nw);
-                    if is_empty(&m, nw) {
-                        return Ok(());
-                    }
-                    sp = spans(&m, nw, self.n);
                 }
                 Stmt::For {
                     var,
@@ -362,11 +357,6 @@ impl<'l> Block<'l> {
                     body,
                 } => {
                     self.for_loop(fr, *var, *start, *end, *step, body, m)?;
-                    m = fr.live(&m, nw);
-                    if is_empty(&m, nw) {
-                        return Ok(());
-                    }
-                    sp = spans(&m, nw, self.n);
                 }
                 Stmt::While {
                     cond_stmts,
@@ -374,12 +364,15 @@ impl<'l> Block<'l> {
                     body,
                 } => {
                     self.while_loop(fr, cond_stmts, *cond, body, m)?;
-                    m = fr.live(&m, nw);
-                    if is_empty(&m, nw) {
-                        return Ok(());
-                    }
-                    sp = spans(&m, nw, self.n);
                 }
+            }
+            // After a branch or a loop, lanes may have left (break, continue, return).
+            if matches!(s, Stmt::If { .. } | Stmt::For { .. } | Stmt::While { .. }) {
+                m = fr.live(&m, nw);
+                if is_empty(&m, nw) {
+                    return Ok(());
+                }
+                sp = spans(&m, nw, self.n);
             }
         }
         Ok(())

@@ -96,39 +96,6 @@ fn bin<A: Lane, B: Lane, R: Lane>(
     }
 }
 
-/// Runs `$body` with `$T` the Rust type of a numeric (non-bool) scalar type.
-macro_rules! by_num {
-    ($ty:expr, $T:ident => $body:expr, bool => $b:expr) => {
-        match $ty {
-            ScalarTy::I32 => {
-                type $T = i32;
-                $body
-            }
-            ScalarTy::U32 => {
-                type $T = u32;
-                $body
-            }
-            ScalarTy::I64 => {
-                type $T = i64;
-                $body
-            }
-            ScalarTy::U64 => {
-                type $T = u64;
-                $body
-            }
-            ScalarTy::F32 => {
-                type $T = f32;
-                $body
-            }
-            ScalarTy::F64 => {
-                type $T = f64;
-                $body
-            }
-            ScalarTy::Bool => $b,
-        }
-    };
-}
-
 /// Runs `$int` with `$T` an integer type, or `$flt` with `$T` a float type.
 macro_rules! by_kind {
     ($ty:expr, $T:ident => int $int:expr, float $flt:expr, bool $b:expr) => {
@@ -159,6 +126,13 @@ macro_rules! by_kind {
             }
             ScalarTy::Bool => $b,
         }
+    };
+}
+
+/// Runs `$body` with `$T` the Rust type of a numeric (non-bool) scalar type.
+macro_rules! by_num {
+    ($ty:expr, $T:ident => $body:expr, bool => $b:expr) => {
+        by_kind!($ty, $T => int $body, float $body, bool $b)
     };
 }
 
