@@ -195,6 +195,18 @@ impl ops::Not for Expr<bool> {
     }
 }
 
+/// Bitwise not (`!x`), as Rust's on integers.
+impl<T: Int> ops::Not for Expr<T> {
+    type Output = Expr<T>;
+    fn not(self) -> Expr<T> {
+        Expr::record(
+            Op::Unary(UnOp::Not, super::ir::ValueId(self.id)),
+            &[self.raw()],
+            false,
+        )
+    }
+}
+
 impl<T: Signed> ops::Neg for Expr<T> {
     type Output = Expr<T>;
     fn neg(self) -> Expr<T> {

@@ -1,0 +1,10 @@
+//! cudajit's differential fuzzer: random well-typed expression trees over every scalar type,
+//! operator, cast, bitcast, select and math function, run as kernels (on the GPU or the
+//! simulator) and compared with a host model in plain Rust. Shared by `examples/fuzz`
+//! (the command) and `tests/fuzz.rs` (CI's fixed-seed slice on the simulator).
+
+pub mod check;
+pub mod lower;
+pub mod model;
+pub mod rng;
+pub mod tree;

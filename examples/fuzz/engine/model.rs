@@ -1,0 +1,414 @@
+//! The host model: each tree evaluated in plain Rust with the semantics cudajit documents
+//! (Rust's, plus `x / 0` = all ones, `x % 0` = x, minNum/maxNum for float min/max).
+//!
+//! Inexact math functions (`exp`, `sin`, `powf`, ...) are not computed here: the kernel also
+//! stores each one's result (a "probe"), the model checks that value against std's within the
+//! ulp bounds of docs/MATH.md, then goes on with the device's value, so that everything else is
+//! compared bit for bit.
+
+use super::tree::{Bin, Cmp, Math, Node, Ty, Un, Val, SLOTS};
+
+/// Evaluation state of one tree on one thread's inputs.
+pub struct Model<'a> {
+    /// Inputs, `[type index * SLOTS + slot]`.
+    pub inputs: &'a [Val],
+    /// The device's values of the tree's inexact nodes, in post-order.
+    pub probes: &'a [Val],
+    next_probe: usize,
+    /// Math results outside their bounds.
+    pub errors: Vec<String>,
+}
+
+impl<'a> Model<'a> {
+    pub fn new(inputs: &'a [Val], probes: &'a [Val]) -> Model<'a> {
+        Model {
+            inputs,
+            probes,
+            next_probe: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The tree's value; `None` where Rust leaves it open (the bits of a NaN: a bitcast of a
+    /// NaN, or `copysign` with a NaN sign).
+    pub fn eval(&mut self, n: &Node) -> Option<Val> {
+        let kids: Vec<Option<Val>> = n.children().into_iter().map(|c| self.eval(c)).collect();
+        if n.is_inexact() {
+            let got = self.probes[self.next_probe];
+            self.next_probe += 1;
+            if kids.iter().all(Option::is_some) {
+                let args: Vec<Val> = kids.iter().flatten().copied().collect();
+                if let Some(e) = check_math(n, &args, got) {
+                    self.errors.push(e);
+                }
+            }
+            return Some(got);
+        }
+        if let Node::Select(..) = n {
+            return match kids[0]? {
+                Val::Bool(true) => kids[1],
+                _ => kids[2],
+            };
+        }
+        if kids.iter().any(Option::is_none) {
+            return None;
+        }
+        let k: Vec<Val> = kids.into_iter().flatten().collect();
+        match n {
+            Node::Input(t, s) => Some(self.inputs[t.index() * SLOTS + *s as usize]),
+            Node::Lit(v) => Some(*v),
+            Node::Un(op, _) => un(*op, k[0]),
+            Node::Bin(op, _, _) => bin(*op, k[0], k[1]),
+            Node::Cmp(op, _, _) => Some(Val::Bool(cmp(*op, k[0], k[1]))),
+            Node::MulAdd(..) => Some(match (k[0], k[1], k[2]) {
+                (Val::F32(a), Val::F32(b), Val::F32(c)) => Val::F32(a.mul_add(b, c)),
+                (Val::F64(a), Val::F64(b), Val::F64(c)) => Val::F64(a.mul_add(b, c)),
+                _ => unreachable!("mul_add on {:?}", k[0].ty()),
+            }),
+            Node::Cast(t, _) => Some(cast(k[0], *t)),
+            Node::Bitcast(t, _) => {
+                if k[0].is_nan() {
+                    None
+                } else {
+                    Some(Val::from_bits(*t, k[0].to_bits()))
+                }
+            }
+            Node::Select(..) => unreachable!(),
+        }
+    }
+}
+
+/// Applies `$e` to the integer payload, keeping the variant.
+macro_rules! on_int {
+    ($v:expr, |$x:ident| $e:expr) => {
+        match $v {
+            Val::I32($x) => Val::I32($e),
+            Val::U32($x) => Val::U32($e),
+            Val::I64($x) => Val::I64($e),
+            Val::U64($x) => Val::U64($e),
+            v => unreachable!("integer operation on {v:?}"),
+        }
+    };
+}
+
+/// Applies `$e` to the float payload, keeping the variant.
+macro_rules! on_float {
+    ($v:expr, |$x:ident| $e:expr) => {
+        match $v {
+            Val::F32($x) => Val::F32($e),
+            Val::F64($x) => Val::F64($e),
+            v => unreachable!("float operation on {v:?}"),
+        }
+    };
+}
+
+/// The integer result of `$e` as u32.
+macro_rules! int_to_u32 {
+    ($v:expr, |$x:ident| $e:expr) => {
+        match $v {
+            Val::I32($x) => $e,
+            Val::U32($x) => $e,
+            Val::I64($x) => $e,
+            Val::U64($x) => $e,
+            v => unreachable!("integer operation on {v:?}"),
+        }
+    };
+}
+
+fn un(op: Un, a: Val) -> Option<Val> {
+    Some(match op {
+        Un::Neg => match a {
+            Val::F32(x) => Val::F32(-x),
+            Val::F64(x) => Val::F64(-x),
+            Val::I32(x) => Val::I32(x.wrapping_neg()),
+            Val::I64(x) => Val::I64(x.wrapping_neg()),
+            v => unreachable!("neg on {v:?}"),
+        },
+        Un::Not => match a {
+            Val::Bool(b) => Val::Bool(!b),
+            v => on_int!(v, |x| !x),
+        },
+        Un::Abs => on_float!(a, |x| x.abs()),
+        Un::Floor => on_float!(a, |x| x.floor()),
+        Un::Ceil => on_float!(a, |x| x.ceil()),
+        Un::Trunc => on_float!(a, |x| x.trunc()),
+        Un::Round => on_float!(a, |x| x.round()),
+        Un::Sqrt => on_float!(a, |x| x.sqrt()),
+        Un::IsNan => Val::Bool(a.is_nan()),
+        Un::IsInf => Val::Bool(match a {
+            Val::F32(x) => x.is_infinite(),
+            Val::F64(x) => x.is_infinite(),
+            v => unreachable!("is_infinite on {v:?}"),
+        }),
+        Un::Popc => Val::U32(int_to_u32!(a, |x| x.count_ones())),
+        Un::Clz => Val::U32(int_to_u32!(a, |x| x.leading_zeros())),
+        Un::Ffs => Val::U32(int_to_u32!(a, |x| if x == 0 {
+            0
+        } else {
+            x.trailing_zeros() + 1
+        })),
+        Un::Brev => on_int!(a, |x| x.reverse_bits()),
+        Un::Math(_) => unreachable!("inexact functions come from the probes"),
+    })
+}
+
+/// minNum / maxNum: a NaN operand gives the other; -0 counts below +0.
+fn fminmax<F: Copy + PartialOrd>(
+    a: F,
+    b: F,
+    is_nan: fn(F) -> bool,
+    neg: fn(F) -> bool,
+    max: bool,
+) -> F {
+    if is_nan(a) {
+        return b;
+    }
+    if is_nan(b) {
+        return a;
+    }
+    let (lo, hi) = if a < b || (a == b && neg(a)) {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    if max {
+        hi
+    } else {
+        lo
+    }
+}
+
+fn bin(op: Bin, a: Val, b: Val) -> Option<Val> {
+    use Val::*;
+    macro_rules! each_int {
+        (|$x:ident, $y:ident| $e:expr) => {
+            match (a, b) {
+                (I32($x), I32($y)) => I32($e),
+                (U32($x), U32($y)) => U32($e),
+                (I64($x), I64($y)) => I64($e),
+                (U64($x), U64($y)) => U64($e),
+                _ => unreachable!("{op:?} on {a:?}, {b:?}"),
+            }
+        };
+    }
+    macro_rules! each_float {
+        (|$x:ident, $y:ident| $e:expr) => {
+            match (a, b) {
+                (F32($x), F32($y)) => F32($e),
+                (F64($x), F64($y)) => F64($e),
+                _ => unreachable!("{op:?} on {a:?}, {b:?}"),
+            }
+        };
+    }
+    let float = a.ty().is_float();
+    Some(match op {
+        Bin::LAnd | Bin::LOr => match (a, b) {
+            (Bool(x), Bool(y)) => Bool(if op == Bin::LAnd { x && y } else { x || y }),
+            _ => unreachable!("{op:?} on {a:?}, {b:?}"),
+        },
+        Bin::Add if float => each_float!(|x, y| x + y),
+        Bin::Sub if float => each_float!(|x, y| x - y),
+        Bin::Mul if float => each_float!(|x, y| x * y),
+        Bin::Div if float => each_float!(|x, y| x / y),
+        Bin::Rem if float => each_float!(|x, y| x % y),
+        Bin::Min if float => match (a, b) {
+            (F32(x), F32(y)) => F32(fminmax(x, y, f32::is_nan, f32::is_sign_negative, false)),
+            (F64(x), F64(y)) => F64(fminmax(x, y, f64::is_nan, f64::is_sign_negative, false)),
+            _ => unreachable!(),
+        },
+        Bin::Max if float => match (a, b) {
+            (F32(x), F32(y)) => F32(fminmax(x, y, f32::is_nan, f32::is_sign_negative, true)),
+            (F64(x), F64(y)) => F64(fminmax(x, y, f64::is_nan, f64::is_sign_negative, true)),
+            _ => unreachable!(),
+        },
+        Bin::Copysign => {
+            if b.is_nan() {
+                return None;
+            }
+            each_float!(|x, y| x.copysign(y))
+        }
+        Bin::Add => each_int!(|x, y| x.wrapping_add(y)),
+        Bin::Sub => each_int!(|x, y| x.wrapping_sub(y)),
+        Bin::Mul => each_int!(|x, y| x.wrapping_mul(y)),
+        Bin::Div => each_int!(|x, y| if y == 0 { !y } else { x.wrapping_div(y) }),
+        Bin::Rem => each_int!(|x, y| if y == 0 { x } else { x.wrapping_rem(y) }),
+        Bin::And => each_int!(|x, y| x & y),
+        Bin::Or => each_int!(|x, y| x | y),
+        Bin::Xor => each_int!(|x, y| x ^ y),
+        Bin::Shl => each_int!(|x, y| x.wrapping_shl(y as u32)),
+        Bin::Shr => each_int!(|x, y| x.wrapping_shr(y as u32)),
+        Bin::Min => each_int!(|x, y| x.min(y)),
+        Bin::Max => each_int!(|x, y| x.max(y)),
+        Bin::Powf | Bin::Atan2 => unreachable!("inexact functions come from the probes"),
+    })
+}
+
+fn cmp(op: Cmp, a: Val, b: Val) -> bool {
+    use std::cmp::Ordering::*;
+    let o = match (a, b) {
+        (Val::Bool(x), Val::Bool(y)) => x.partial_cmp(&y),
+        (Val::I32(x), Val::I32(y)) => x.partial_cmp(&y),
+        (Val::U32(x), Val::U32(y)) => x.partial_cmp(&y),
+        (Val::I64(x), Val::I64(y)) => x.partial_cmp(&y),
+        (Val::U64(x), Val::U64(y)) => x.partial_cmp(&y),
+        (Val::F32(x), Val::F32(y)) => x.partial_cmp(&y),
+        (Val::F64(x), Val::F64(y)) => x.partial_cmp(&y),
+        _ => unreachable!("comparison of {a:?} and {b:?}"),
+    };
+    match (op, o) {
+        (Cmp::Ne, None) => true,
+        (_, None) => false,
+        (Cmp::Eq, Some(o)) => o == Equal,
+        (Cmp::Ne, Some(o)) => o != Equal,
+        (Cmp::Lt, Some(o)) => o == Less,
+        (Cmp::Le, Some(o)) => o != Greater,
+        (Cmp::Gt, Some(o)) => o == Greater,
+        (Cmp::Ge, Some(o)) => o != Less,
+    }
+}
+
+/// Rust's `as`.
+pub fn cast(v: Val, to: Ty) -> Val {
+    macro_rules! from {
+        ($x:expr) => {
+            match to {
+                Ty::I32 => Val::I32($x as i32),
+                Ty::U32 => Val::U32($x as u32),
+                Ty::I64 => Val::I64($x as i64),
+                Ty::U64 => Val::U64($x as u64),
+                Ty::F32 => Val::F32($x as f32),
+                Ty::F64 => Val::F64($x as f64),
+                Ty::Bool => unreachable!("casts to bool are not Rust"),
+            }
+        };
+    }
+    match v {
+        Val::Bool(x) => match to {
+            Ty::I32 => Val::I32(x as i32),
+            Ty::U32 => Val::U32(x as u32),
+            Ty::I64 => Val::I64(x as i64),
+            Ty::U64 => Val::U64(x as u64),
+            _ => unreachable!("bool as {to:?} is not Rust"),
+        },
+        Val::I32(x) => from!(x),
+        Val::U32(x) => from!(x),
+        Val::I64(x) => from!(x),
+        Val::U64(x) => from!(x),
+        Val::F32(x) => from!(x),
+        Val::F64(x) => from!(x),
+    }
+}
+
+extern "C" {
+    /// C's `erf` (glibc's libm, which Rust's std links).
+    #[link_name = "erf"]
+    fn c_erf(x: f64) -> f64;
+}
+
+fn erf(x: f64) -> f64 {
+    // SAFETY: a pure libm function of a double.
+    unsafe { c_erf(x) }
+}
+
+/// The f64 reference of an inexact function.
+fn reference(n: &Node, a: &[f64]) -> f64 {
+    let x = a[0];
+    match n {
+        Node::Bin(Bin::Powf, ..) => x.powf(a[1]),
+        Node::Bin(Bin::Atan2, ..) => x.atan2(a[1]),
+        Node::Un(Un::Math(m), _) => match m {
+            Math::Rsqrt => 1.0 / x.sqrt(),
+            Math::Cbrt => x.cbrt(),
+            Math::Exp => x.exp(),
+            Math::Exp2 => x.exp2(),
+            Math::ExpM1 => x.exp_m1(),
+            Math::Ln => x.ln(),
+            Math::Log2 => x.log2(),
+            Math::Log10 => x.log10(),
+            Math::Ln1p => x.ln_1p(),
+            Math::Sin => x.sin(),
+            Math::Cos => x.cos(),
+            Math::Tan => x.tan(),
+            Math::Asin => x.asin(),
+            Math::Acos => x.acos(),
+            Math::Atan => x.atan(),
+            Math::Sinh => x.sinh(),
+            Math::Cosh => x.cosh(),
+            Math::Tanh => x.tanh(),
+            Math::Erf => erf(x),
+        },
+        _ => unreachable!("{n:?} is exact"),
+    }
+}
+
+/// Floats as ordered integers (so the distance counts ulps; -0 and +0 are one apart).
+fn ordered(bits: i64, width: u32) -> i128 {
+    let min = -(1i128 << (width - 1));
+    if bits < 0 {
+        min - bits as i128
+    } else {
+        bits as i128
+    }
+}
+
+/// Checks one inexact result against std; `Some(reason)` when out of bounds.
+fn check_math(n: &Node, args: &[Val], got: Val) -> Option<String> {
+    let xs: Vec<f64> = args
+        .iter()
+        .map(|v| match v {
+            Val::F32(x) => *x as f64,
+            Val::F64(x) => *x,
+            _ => unreachable!("math on {v:?}"),
+        })
+        .collect();
+    let r = reference(n, &xs);
+    let (want, got_f, dist, min_pos, bound) = match got {
+        Val::F32(g) => {
+            let w = r as f32;
+            let d = (ordered(w.to_bits() as i32 as i64, 32)
+                - ordered(g.to_bits() as i32 as i64, 32))
+            .unsigned_abs()
+            .min(u64::MAX as u128) as u64;
+            (w as f64, g as f64, d, f32::MIN_POSITIVE as f64, 4u64)
+        }
+        Val::F64(g) => {
+            let d = (ordered(r.to_bits() as i64, 64) - ordered(g.to_bits() as i64, 64))
+                .unsigned_abs()
+                .min(u64::MAX as u128) as u64;
+            (r, g, d, f64::MIN_POSITIVE, 3u64)
+        }
+        _ => unreachable!(),
+    };
+    let x = xs[0];
+    let what = || {
+        format!(
+            "{n_name}({args:?}) = {got:?}, std: {want:e}",
+            n_name = name(n)
+        )
+    };
+    if want.is_nan() || got_f.is_nan() {
+        return (want.is_nan() != got_f.is_nan()).then(|| format!("NaN mismatch: {}", what()));
+    }
+    // Beyond the own sin/cos/tan's reduction range only boundedness is documented.
+    let far = if matches!(got, Val::F32(_)) { 1e5 } else { 1e9 };
+    if let Node::Un(Un::Math(m @ (Math::Sin | Math::Cos | Math::Tan)), _) = n {
+        if x.abs() > far {
+            return (*m != Math::Tan && got_f.abs() > 1.0)
+                .then(|| format!("unbounded: {}", what()));
+        }
+    }
+    if dist <= bound || (want.abs() < min_pos && (got_f - want).abs() <= bound as f64 * min_pos) {
+        None
+    } else {
+        Some(format!("{dist} ulps (bound {bound}): {}", what()))
+    }
+}
+
+fn name(n: &Node) -> &'static str {
+    match n {
+        Node::Bin(Bin::Powf, ..) => "powf",
+        Node::Bin(Bin::Atan2, ..) => "atan2",
+        Node::Un(Un::Math(m), _) => m.name(),
+        _ => "?",
+    }
+}

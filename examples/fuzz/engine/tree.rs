@@ -1,0 +1,661 @@
+//! The fuzzer's expression trees: types, values, operators, and random generation.
+
+use super::rng::Rng;
+
+/// A scalar type of the kernel builder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    Bool,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+}
+
+/// Every type, in input-slot order.
+pub const TYS: [Ty; 7] = [
+    Ty::Bool,
+    Ty::I32,
+    Ty::U32,
+    Ty::I64,
+    Ty::U64,
+    Ty::F32,
+    Ty::F64,
+];
+
+impl Ty {
+    pub fn is_float(self) -> bool {
+        matches!(self, Ty::F32 | Ty::F64)
+    }
+    pub fn is_signed(self) -> bool {
+        matches!(self, Ty::I32 | Ty::I64 | Ty::F32 | Ty::F64)
+    }
+    pub fn bits(self) -> u32 {
+        match self {
+            Ty::Bool => 1,
+            Ty::I32 | Ty::U32 | Ty::F32 => 32,
+            Ty::I64 | Ty::U64 | Ty::F64 => 64,
+        }
+    }
+    /// The Rust name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::Bool => "bool",
+            Ty::I32 => "i32",
+            Ty::U32 => "u32",
+            Ty::I64 => "i64",
+            Ty::U64 => "u64",
+            Ty::F32 => "f32",
+            Ty::F64 => "f64",
+        }
+    }
+    /// Index in [`TYS`].
+    pub fn index(self) -> usize {
+        TYS.iter().position(|&t| t == self).unwrap_or(0)
+    }
+}
+
+/// A value of one of the types.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Val {
+    Bool(bool),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+}
+
+impl Val {
+    pub fn ty(self) -> Ty {
+        match self {
+            Val::Bool(_) => Ty::Bool,
+            Val::I32(_) => Ty::I32,
+            Val::U32(_) => Ty::U32,
+            Val::I64(_) => Ty::I64,
+            Val::U64(_) => Ty::U64,
+            Val::F32(_) => Ty::F32,
+            Val::F64(_) => Ty::F64,
+        }
+    }
+    /// The bits as the kernels store them (zero-extended to 64).
+    pub fn to_bits(self) -> u64 {
+        match self {
+            Val::Bool(v) => v as u64,
+            Val::I32(v) => v as u32 as u64,
+            Val::U32(v) => v as u64,
+            Val::I64(v) => v as u64,
+            Val::U64(v) => v,
+            Val::F32(v) => v.to_bits() as u64,
+            Val::F64(v) => v.to_bits(),
+        }
+    }
+    /// The value of type `ty` whose stored bits are `b` (bits above the type's width ignored).
+    pub fn from_bits(ty: Ty, b: u64) -> Val {
+        match ty {
+            Ty::Bool => Val::Bool(b & 1 != 0),
+            Ty::I32 => Val::I32(b as u32 as i32),
+            Ty::U32 => Val::U32(b as u32),
+            Ty::I64 => Val::I64(b as i64),
+            Ty::U64 => Val::U64(b),
+            Ty::F32 => Val::F32(f32::from_bits(b as u32)),
+            Ty::F64 => Val::F64(f64::from_bits(b)),
+        }
+    }
+    pub fn is_nan(self) -> bool {
+        match self {
+            Val::F32(v) => v.is_nan(),
+            Val::F64(v) => v.is_nan(),
+            _ => false,
+        }
+    }
+    /// Equal as results: the same bits (so +0 and -0 differ), or both NaN (any payload).
+    pub fn same(self, other: Val) -> bool {
+        self.ty() == other.ty()
+            && ((self.is_nan() && other.is_nan()) || self.to_bits() == other.to_bits())
+    }
+    /// A Rust expression of this value, e.g. `-7.25f32` or `f32::from_bits(0x7fc00001)`.
+    pub fn rust(self) -> String {
+        fn float(v: f64, bits: String, ty: &str, exact: bool) -> String {
+            if v.is_nan() {
+                format!("{ty}::from_bits({bits})")
+            } else if v.is_infinite() {
+                format!("{ty}::{}INFINITY", if v < 0.0 { "NEG_" } else { "" })
+            } else if exact {
+                format!("{v:?}{ty}")
+            } else {
+                format!("{ty}::from_bits({bits})")
+            }
+        }
+        match self {
+            Val::Bool(v) => v.to_string(),
+            Val::I32(v) if v == i32::MIN => "i32::MIN".into(),
+            Val::I64(v) if v == i64::MIN => "i64::MIN".into(),
+            Val::I32(v) => format!("{v}i32"),
+            Val::U32(v) => format!("{v}u32"),
+            Val::I64(v) => format!("{v}i64"),
+            Val::U64(v) => format!("{v}u64"),
+            Val::F32(v) => float(
+                v as f64,
+                format!("{:#010x}", v.to_bits()),
+                "f32",
+                format!("{v:?}").parse::<f32>().map(f32::to_bits) == Ok(v.to_bits()),
+            ),
+            Val::F64(v) => float(
+                v,
+                format!("{:#018x}", v.to_bits()),
+                "f64",
+                format!("{v:?}").parse::<f64>().map(f64::to_bits) == Ok(v.to_bits()),
+            ),
+        }
+    }
+}
+
+/// Inexact math functions of one float argument (checked against std within ulp bounds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Math {
+    Rsqrt,
+    Cbrt,
+    Exp,
+    Exp2,
+    ExpM1,
+    Ln,
+    Log2,
+    Log10,
+    Ln1p,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Tanh,
+    Erf,
+}
+
+/// Every inexact one-argument function.
+pub const MATHS: [Math; 19] = [
+    Math::Rsqrt,
+    Math::Cbrt,
+    Math::Exp,
+    Math::Exp2,
+    Math::ExpM1,
+    Math::Ln,
+    Math::Log2,
+    Math::Log10,
+    Math::Ln1p,
+    Math::Sin,
+    Math::Cos,
+    Math::Tan,
+    Math::Asin,
+    Math::Acos,
+    Math::Atan,
+    Math::Sinh,
+    Math::Cosh,
+    Math::Tanh,
+    Math::Erf,
+];
+
+impl Math {
+    /// The builder's method name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Math::Rsqrt => "rsqrt",
+            Math::Cbrt => "cbrt",
+            Math::Exp => "exp",
+            Math::Exp2 => "exp2",
+            Math::ExpM1 => "exp_m1",
+            Math::Ln => "ln",
+            Math::Log2 => "log2",
+            Math::Log10 => "log10",
+            Math::Ln1p => "ln_1p",
+            Math::Sin => "sin",
+            Math::Cos => "cos",
+            Math::Tan => "tan",
+            Math::Asin => "asin",
+            Math::Acos => "acos",
+            Math::Atan => "atan",
+            Math::Sinh => "sinh",
+            Math::Cosh => "cosh",
+            Math::Tanh => "tanh",
+            Math::Erf => "erf",
+        }
+    }
+}
+
+/// One-operand operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Un {
+    /// `-x` (signed ints: wrapping; floats).
+    Neg,
+    /// `!x` (bool: logical; ints: bitwise).
+    Not,
+    Abs,
+    Floor,
+    Ceil,
+    Trunc,
+    Round,
+    Sqrt,
+    /// `is_nan` (float -> bool).
+    IsNan,
+    /// `is_infinite` (float -> bool).
+    IsInf,
+    /// `popc` (int -> u32).
+    Popc,
+    /// `clz` (int -> u32).
+    Clz,
+    /// `ffs` (int -> u32).
+    Ffs,
+    /// `brev` (int -> same).
+    Brev,
+    /// An inexact math function (float -> same).
+    Math(Math),
+}
+
+/// Two-operand operators (both operands of the result's type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Min,
+    Max,
+    Copysign,
+    /// `powf` (inexact).
+    Powf,
+    /// `atan2` (inexact).
+    Atan2,
+    /// bool `and`.
+    LAnd,
+    /// bool `or`.
+    LOr,
+}
+
+/// Comparisons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Every comparison.
+pub const CMPS: [Cmp; 6] = [Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge];
+
+impl Cmp {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cmp::Eq => "eq",
+            Cmp::Ne => "ne",
+            Cmp::Lt => "lt",
+            Cmp::Le => "le",
+            Cmp::Gt => "gt",
+            Cmp::Ge => "ge",
+        }
+    }
+}
+
+/// An expression tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// Input slot `slot` of type `ty` (per thread).
+    Input(Ty, u8),
+    Lit(Val),
+    Un(Un, Box<Node>),
+    Bin(Bin, Box<Node>, Box<Node>),
+    Cmp(Cmp, Box<Node>, Box<Node>),
+    Select(Box<Node>, Box<Node>, Box<Node>),
+    /// `a.mul_add(b, c)`.
+    MulAdd(Box<Node>, Box<Node>, Box<Node>),
+    Cast(Ty, Box<Node>),
+    Bitcast(Ty, Box<Node>),
+}
+
+impl Node {
+    /// The result type.
+    pub fn ty(&self) -> Ty {
+        match self {
+            Node::Input(t, _) => *t,
+            Node::Lit(v) => v.ty(),
+            Node::Un(Un::IsNan | Un::IsInf, _) | Node::Cmp(..) => Ty::Bool,
+            Node::Un(Un::Popc | Un::Clz | Un::Ffs, _) => Ty::U32,
+            Node::Un(_, a) | Node::Bin(_, a, _) | Node::MulAdd(a, _, _) => a.ty(),
+            Node::Select(_, a, _) => a.ty(),
+            Node::Cast(t, _) | Node::Bitcast(t, _) => *t,
+        }
+    }
+    /// The operands.
+    pub fn children(&self) -> Vec<&Node> {
+        match self {
+            Node::Input(..) | Node::Lit(_) => vec![],
+            Node::Un(_, a) | Node::Cast(_, a) | Node::Bitcast(_, a) => vec![a],
+            Node::Bin(_, a, b) | Node::Cmp(_, a, b) => vec![a, b],
+            Node::Select(a, b, c) | Node::MulAdd(a, b, c) => vec![a, b, c],
+        }
+    }
+    /// Number of nodes.
+    pub fn size(&self) -> usize {
+        1 + self.children().iter().map(|c| c.size()).sum::<usize>()
+    }
+    /// Every sub-tree, children before parents (post-order), this one last.
+    pub fn subtrees(&self) -> Vec<&Node> {
+        let mut out = Vec::new();
+        fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {
+            for c in n.children() {
+                walk(c, out);
+            }
+            out.push(n);
+        }
+        walk(self, &mut out);
+        out
+    }
+    /// Whether this node's value is inexact (a math function checked within ulp bounds).
+    pub fn is_inexact(&self) -> bool {
+        matches!(
+            self,
+            Node::Un(Un::Math(_), _) | Node::Bin(Bin::Powf | Bin::Atan2, _, _)
+        )
+    }
+}
+
+/// Input slots per type and thread.
+pub const SLOTS: usize = 3;
+
+/// Special values of each type, for inputs and literals.
+pub fn special(ty: Ty) -> Vec<Val> {
+    let f32s: [f32; 24] = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -1.5,
+        2.0,
+        3.0,
+        -7.25,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7fc0_0001),
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        f32::from_bits(0x007f_ffff),
+        f32::MAX,
+        f32::MIN,
+        1e10,
+        16777217.0,
+        2147483648.0,
+    ];
+    let f64s: [f64; 24] = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -1.5,
+        2.0,
+        3.0,
+        -7.25,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+        f64::from_bits(0x7ff8_0000_0000_0001),
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        f64::from_bits(1),
+        f64::from_bits(0x8000_0000_0000_0001),
+        f32::MAX as f64,
+        f64::MAX,
+        f64::MIN,
+        1e300,
+        9007199254740993.0,
+        9.223372036854776e18,
+    ];
+    match ty {
+        Ty::Bool => vec![Val::Bool(false), Val::Bool(true)],
+        Ty::I32 => [
+            0,
+            1,
+            -1,
+            2,
+            31,
+            32,
+            33,
+            -32,
+            7,
+            i32::MIN,
+            i32::MAX,
+            i32::MIN + 1,
+        ]
+        .map(Val::I32)
+        .to_vec(),
+        Ty::U32 => [0, 1, 2, 31, 32, 33, 7, u32::MAX, u32::MAX - 1, 1 << 31]
+            .map(Val::U32)
+            .to_vec(),
+        Ty::I64 => [
+            0,
+            1,
+            -1,
+            2,
+            63,
+            64,
+            65,
+            -64,
+            7,
+            i64::MIN,
+            i64::MAX,
+            i64::MIN + 1,
+        ]
+        .map(Val::I64)
+        .to_vec(),
+        Ty::U64 => [0, 1, 2, 63, 64, 65, 7, u64::MAX, u64::MAX - 1, 1 << 63]
+            .map(Val::U64)
+            .to_vec(),
+        Ty::F32 => f32s.map(Val::F32).to_vec(),
+        Ty::F64 => f64s.map(Val::F64).to_vec(),
+    }
+}
+
+/// A random value of `ty`: half special values, half random (floats: random bits or a
+/// random moderate number).
+pub fn random_val(rng: &mut Rng, ty: Ty) -> Val {
+    if rng.below(2) == 0 {
+        let s = special(ty);
+        return s[rng.below(s.len() as u64) as usize];
+    }
+    let b = rng.next_u64();
+    match ty {
+        Ty::F32 if rng.below(2) == 0 => Val::F32(((b % 2001) as f32 - 1000.0) / 8.0),
+        Ty::F64 if rng.below(2) == 0 => Val::F64(((b % 2001) as f64 - 1000.0) / 8.0),
+        Ty::I32 | Ty::I64 | Ty::U32 | Ty::U64 if rng.below(2) == 0 => {
+            Val::from_bits(ty, (b % 80).wrapping_sub(16))
+        }
+        _ => Val::from_bits(ty, b),
+    }
+}
+
+/// Random tree generation: well-typed by construction.
+pub struct Gen<'a> {
+    pub rng: &'a mut Rng,
+}
+
+impl Gen<'_> {
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.rng.below(xs.len() as u64) as usize]
+    }
+
+    fn leaf(&mut self, ty: Ty) -> Node {
+        if self.rng.below(4) == 0 {
+            Node::Lit(random_val(self.rng, ty))
+        } else {
+            Node::Input(ty, self.rng.below(SLOTS as u64) as u8)
+        }
+    }
+
+    fn any_ty(&mut self) -> Ty {
+        self.pick(&TYS)
+    }
+
+    /// A tree of type `ty` at most `depth` deep.
+    pub fn tree(&mut self, ty: Ty, depth: u32) -> Node {
+        if depth == 0 || self.rng.below(6) == 0 {
+            return self.leaf(ty);
+        }
+        let d = depth - 1;
+        let b = |n: Node| Box::new(n);
+        match ty {
+            Ty::Bool => match self.rng.below(8) {
+                0..=2 => {
+                    let t = self.any_ty();
+                    let c = self.pick(&CMPS);
+                    Node::Cmp(c, b(self.tree(t, d)), b(self.tree(t, d)))
+                }
+                3 => Node::Un(Un::Not, b(self.tree(ty, d))),
+                4 => {
+                    let op = self.pick(&[Bin::LAnd, Bin::LOr]);
+                    Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
+                }
+                5 => {
+                    let t = self.pick(&[Ty::F32, Ty::F64]);
+                    let op = self.pick(&[Un::IsNan, Un::IsInf]);
+                    Node::Un(op, b(self.tree(t, d)))
+                }
+                6 => self.select(ty, d),
+                _ => self.leaf(ty),
+            },
+            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 => match self.rng.below(12) {
+                0..=4 => {
+                    let op = self.pick(&[
+                        Bin::Add,
+                        Bin::Sub,
+                        Bin::Mul,
+                        Bin::Div,
+                        Bin::Rem,
+                        Bin::And,
+                        Bin::Or,
+                        Bin::Xor,
+                        Bin::Shl,
+                        Bin::Shr,
+                        Bin::Min,
+                        Bin::Max,
+                    ]);
+                    Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
+                }
+                5 => {
+                    let mut ops = vec![Un::Not, Un::Brev];
+                    if ty.is_signed() {
+                        ops.push(Un::Neg);
+                    }
+                    let op = self.pick(&ops);
+                    Node::Un(op, b(self.tree(ty, d)))
+                }
+                6 if ty == Ty::U32 => {
+                    let t = self.pick(&[Ty::I32, Ty::U32, Ty::I64, Ty::U64]);
+                    let op = self.pick(&[Un::Popc, Un::Clz, Un::Ffs]);
+                    Node::Un(op, b(self.tree(t, d)))
+                }
+                6 | 7 => {
+                    let t = self.any_ty();
+                    Node::Cast(ty, b(self.tree(t, d)))
+                }
+                8 => {
+                    let t = match (ty.bits(), self.rng.below(3)) {
+                        (32, 0) => Ty::F32,
+                        (32, 1) => Ty::I32,
+                        (32, _) => Ty::U32,
+                        (_, 0) => Ty::F64,
+                        (_, 1) => Ty::I64,
+                        _ => Ty::U64,
+                    };
+                    Node::Bitcast(ty, b(self.tree(t, d)))
+                }
+                9 => self.select(ty, d),
+                _ => self.leaf(ty),
+            },
+            Ty::F32 | Ty::F64 => match self.rng.below(14) {
+                0..=3 => {
+                    let op = self.pick(&[
+                        Bin::Add,
+                        Bin::Sub,
+                        Bin::Mul,
+                        Bin::Div,
+                        Bin::Rem,
+                        Bin::Min,
+                        Bin::Max,
+                        Bin::Copysign,
+                        Bin::Powf,
+                        Bin::Atan2,
+                    ]);
+                    Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
+                }
+                4..=5 => {
+                    let op = self.pick(&[
+                        Un::Neg,
+                        Un::Abs,
+                        Un::Floor,
+                        Un::Ceil,
+                        Un::Trunc,
+                        Un::Round,
+                        Un::Sqrt,
+                    ]);
+                    Node::Un(op, b(self.tree(ty, d)))
+                }
+                6 => {
+                    let m = self.pick(&MATHS);
+                    Node::Un(Un::Math(m), b(self.tree(ty, d)))
+                }
+                7 => Node::MulAdd(
+                    b(self.tree(ty, d)),
+                    b(self.tree(ty, d)),
+                    b(self.tree(ty, d)),
+                ),
+                8 => {
+                    let t = loop {
+                        let t = self.any_ty();
+                        if t != Ty::Bool {
+                            break t;
+                        }
+                    };
+                    Node::Cast(ty, b(self.tree(t, d)))
+                }
+                9 => {
+                    let t = if ty == Ty::F32 {
+                        self.pick(&[Ty::I32, Ty::U32])
+                    } else {
+                        self.pick(&[Ty::I64, Ty::U64])
+                    };
+                    Node::Bitcast(ty, b(self.tree(t, d)))
+                }
+                10 | 11 => self.select(ty, d),
+                _ => self.leaf(ty),
+            },
+        }
+    }
+
+    fn select(&mut self, ty: Ty, d: u32) -> Node {
+        Node::Select(
+            Box::new(self.tree(Ty::Bool, d)),
+            Box::new(self.tree(ty, d)),
+            Box::new(self.tree(ty, d)),
+        )
+    }
+}

@@ -1,0 +1,36 @@
+//! CI's slice of the differential fuzzer (`examples/fuzz`): fixed seeds, run on the CPU
+//! simulator, every result compared with the host model. The GPU machine runs the example
+//! itself with 10^5+ trees (docs/RELIABILITY.md).
+
+#[path = "../examples/fuzz/engine/mod.rs"]
+#[allow(dead_code)]
+mod engine;
+
+use engine::check::{run, Config};
+
+#[test]
+fn fixed_seed_slice_matches_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = Config {
+        trees: 20_000,
+        seed: 20261123,
+        per_kernel: 32,
+        threads: 64,
+        depth: 5,
+        max_seconds: None,
+        minimise: 10,
+    };
+    let mut lines = Vec::new();
+    let r = run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    println!(
+        "fuzz: {} trees, {} results compared, {} math results checked, {} mismatches",
+        r.trees,
+        r.compared,
+        r.math_checked,
+        r.mismatches.len()
+    );
+    assert_eq!(r.trees, cfg.trees);
+    assert!(r.compared > r.trees * 50, "too few comparisons: {r:?}");
+    assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+}
