@@ -124,7 +124,9 @@ pub(crate) fn ptx(f: &FunctionIr, role: Role, opts: &PtxOptions) -> Result<Strin
         .write_to_memory_buffer(&module, FileType::Assembly)
         .map_err(|e| llvm_err(&f.name, e))?;
     let text = String::from_utf8_lossy(buf.as_slice());
-    Ok(text.trim_end_matches('\0').to_string())
+    Ok(super::ptx_fix::work_around_ptxas(
+        text.trim_end_matches('\0'),
+    ))
 }
 
 fn build_module<'c>(

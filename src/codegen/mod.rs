@@ -27,6 +27,7 @@ mod kernel;
 mod lower;
 pub(crate) mod math;
 mod options;
+mod ptx_fix;
 mod scalar;
 mod signature;
 pub(crate) mod warp;

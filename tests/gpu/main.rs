@@ -11,6 +11,7 @@ mod kernels;
 mod math;
 mod memory;
 mod modules;
+mod nan_compares;
 mod ops;
 mod pinned;
 mod profiler;

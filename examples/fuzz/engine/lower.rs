@@ -293,10 +293,7 @@ pub fn probes(n: &Node) -> usize {
 pub type BatchKernel = Kernel<(&'static [u64], &'static mut [u64])>;
 
 /// The batch kernel of `trees`: its output row width is `trees.len() + total probes`.
-pub fn kernel(
-    name: &str,
-    trees: &[Node],
-) -> cudajit::Result<(BatchKernel, usize)> {
+pub fn kernel(name: &str, trees: &[Node]) -> cudajit::Result<(BatchKernel, usize)> {
     let width = trees.len() + trees.iter().map(probes).sum::<usize>();
     let k = Kernel::<(&[u64], &mut [u64])>::build(name, |k, (inp, out)| {
         let i = k.grid1();

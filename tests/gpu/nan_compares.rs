@@ -1,0 +1,298 @@
+//! Comparisons of NaN-carrying results against constants (issue 10's fuzzer finding: the
+//! driver's PTX compiler folded `abs(y) > -1.5` to true, as if `abs` could not give NaN).
+//! Every operation x comparison x constant, f32 and f64, on inputs rich in NaN, against Rust
+//! (the inputs keep the math functions' results away from the constants, so that their
+//! rounding cannot change a comparison). Also the fuzzer's integer finding: a negated operand
+//! of a min/max chain dropped by the PTX compiler.
+
+use cudajit::codegen::{select, Expr, Float, Kernel, Signed};
+use cudajit::prelude::*;
+
+use crate::common::ctx;
+
+/// Operations whose result is NaN exactly when Rust says so (NaN in, or sqrt of a negative).
+const OPS: [&str; 12] = [
+    "id",
+    "abs",
+    "neg_abs",
+    "sqrt",
+    "max_self",
+    "min_self",
+    "mul_self",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "abs_plus_1",
+];
+const CONSTS: [f64; 7] = [-1.5, -0.0, 0.0, 0.5, 1.5, f64::INFINITY, f64::NEG_INFINITY];
+const CMPS: usize = 6;
+
+fn op_dev<T: Float + Signed>(name: &str, x: Expr<T>, one: T) -> Expr<T> {
+    match name {
+        "id" => x,
+        "abs" => x.abs(),
+        "neg_abs" => -x.abs(),
+        "sqrt" => x.sqrt(),
+        "max_self" => x.max(x),
+        "min_self" => x.min(x),
+        "mul_self" => x * x,
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "trunc" => x.trunc(),
+        "round" => x.round(),
+        "exp" => x.exp(),
+        "exp2" => x.exp2(),
+        "ln" => x.ln(),
+        "tanh" => x.tanh(),
+        _ => x.abs() + one,
+    }
+}
+
+fn op_host(name: &str, x: f64) -> f64 {
+    match name {
+        "id" => x,
+        "abs" => x.abs(),
+        "neg_abs" => -x.abs(),
+        "sqrt" => x.sqrt(),
+        "max_self" => x.max(x),
+        "min_self" => x.min(x),
+        "mul_self" => x * x,
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "trunc" => x.trunc(),
+        "round" => x.round(),
+        "exp" => x.exp(),
+        "exp2" => x.exp2(),
+        "ln" => x.ln(),
+        "tanh" => x.tanh(),
+        _ => x.abs() + 1.0,
+    }
+}
+
+fn cmp_dev<T: Float>(c: usize, a: Expr<T>, b: T) -> Expr<bool> {
+    match c {
+        0 => a.lt(b),
+        1 => a.le(b),
+        2 => a.gt(b),
+        3 => a.ge(b),
+        4 => a.eq(b),
+        _ => a.ne(b),
+    }
+}
+
+fn cmp_host(c: usize, a: f64, b: f64) -> bool {
+    match c {
+        0 => a < b,
+        1 => a <= b,
+        2 => a > b,
+        3 => a >= b,
+        4 => a == b,
+        _ => a != b,
+    }
+}
+
+macro_rules! nan_case {
+    ($t:ty, $name:literal) => {{
+        let per = OPS.len() * CONSTS.len() * CMPS;
+        let k = Kernel::<(&[$t], &mut [u32])>::build($name, |k, (xs, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(xs.len()), |_| {
+                let x = xs.at(i);
+                let mut j = 0u64;
+                for op in OPS {
+                    let v = op_dev::<$t>(op, x, 1.0);
+                    for c in CONSTS {
+                        for cmp in 0..CMPS {
+                            // the issue's shape: the comparison feeds a select
+                            let r = select(cmp_dev(cmp, v, c as $t), Expr::lit(1u32), 0u32);
+                            out.set(i * per as u64 + j, r);
+                            j += 1;
+                        }
+                    }
+                }
+            });
+        })
+        .unwrap();
+        let xs: Vec<$t> = vec![
+            <$t>::NAN,
+            -<$t>::NAN,
+            <$t>::from_bits(<$t>::NAN.to_bits() | 1),
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            -2.0,
+            0.25,
+            -0.5,
+            1.5,
+            -1.5,
+            <$t>::INFINITY,
+            <$t>::NEG_INFINITY,
+            <$t>::MIN_POSITIVE,
+            -<$t>::from_bits(1),
+            <$t>::MAX,
+            <$t>::MIN,
+        ];
+        let c = ctx();
+        let s = c.new_stream().unwrap();
+        let dx = s.to_device(&xs).unwrap();
+        let mut out = c.alloc::<u32, _>(xs.len() * per).unwrap();
+        out.fill_async(7, &s).unwrap();
+        k.launch(
+            &s,
+            LaunchConfig::for_num_elems(xs.len(), 32).unwrap(),
+            (&dx, &mut out),
+        )
+        .unwrap();
+        let got = out.to_vec_async(&s).unwrap();
+        let mut wrong = Vec::new();
+        for (i, &x) in xs.iter().enumerate() {
+            let mut j = 0;
+            for op in OPS {
+                let v = op_host(op, x as f64) as $t as f64;
+                for cst in CONSTS {
+                    for cmp in 0..CMPS {
+                        let want = cmp_host(cmp, v, cst as $t as f64) as u32;
+                        let g = got[i * per + j];
+                        if g != want {
+                            wrong.push(format!(
+                                "{}: {op}({x:?}) {} {cst:?}: got {g}, want {want}",
+                                $name,
+                                ["<", "<=", ">", ">=", "==", "!="][cmp]
+                            ));
+                        }
+                        j += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} wrong:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }};
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn comparisons_of_nan_results_against_constants_f32() {
+    nan_case!(f32, "nan_cmp_f32");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn comparisons_of_nan_results_against_constants_f64() {
+    nan_case!(f64, "nan_cmp_f64");
+}
+
+/// The issue's exact kernel: `select(-1.5 < |y|, -7.25, y.max(x))` with y = NaN gives x.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn issue_abs_nan_select() {
+    let k = Kernel::<(&[f32], &[f32], &mut [f32])>::build("abs_nan_select", |k, (xs, ys, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len()), |_| {
+            let (x, y) = (xs.at(i), ys.at(i));
+            out.set(
+                i,
+                select(
+                    Expr::lit(-1.5f32).lt(y.abs()),
+                    Expr::lit(-7.25f32),
+                    y.max(x),
+                ),
+            );
+        });
+    })
+    .unwrap();
+    let ys = [f32::NAN, -f32::NAN, 1.0, -3.0];
+    let xs = [2.5f32, -4.0, 0.5, 0.5];
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let (dx, dy) = (s.to_device(&xs).unwrap(), s.to_device(&ys).unwrap());
+    let mut out = c.alloc::<f32, _>(4).unwrap();
+    out.fill_async(f32::NAN, &s).unwrap();
+    k.launch(&s, LaunchConfig::new(1, 32), (&dx, &dy, &mut out))
+        .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    let want: Vec<f32> = (0..4)
+        .map(|i| {
+            if -1.5 < ys[i].abs() {
+                -7.25
+            } else {
+                ys[i].max(xs[i])
+            }
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// `min(a, min(b, -c))` and friends: the PTX compiler fused the chain into one three-input
+/// min/max and dropped the negation (fuzzer seed 84; src/codegen/ptx_fix.rs).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn min_max_chains_with_a_negated_operand() {
+    let k = Kernel::<(&[i32], &[i32], &[i32], &mut [i32])>::build(
+        "min_max_neg_chains",
+        |k, (a, b, c, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(a.len()), |_| {
+                let (x, y, z) = (a.at(i), b.at(i), c.at(i));
+                let j = i * 6u64;
+                out.set(j, x.min(y.min(-z)));
+                out.set(j + 1u64, x.max(y.max(-z)));
+                out.set(j + 2u64, (-x).min(y).min(z));
+                out.set(j + 3u64, x.min((-y).min(-z)));
+                out.set(j + 4u64, (x * (Expr::lit(54i32) / z)).min((-y).min(y ^ x)));
+                out.set(j + 5u64, (Expr::lit(0i32) - z).max(x).max(y));
+            });
+        },
+    )
+    .unwrap();
+    let mut rng = crate::common::Rng::new();
+    let special = [0, 1, -1, 2, 54, i32::MIN, i32::MAX, -50062249];
+    let n = 4096;
+    let mut pick = |r: &mut crate::common::Rng| -> i32 {
+        if r.next_u64() % 3 == 0 {
+            special[(r.next_u64() % special.len() as u64) as usize]
+        } else {
+            r.next_u64() as i32
+        }
+    };
+    let (a, b, c): (Vec<i32>, Vec<i32>, Vec<i32>) = (
+        rng.vec(n, &mut pick),
+        rng.vec(n, &mut pick),
+        rng.vec(n, &mut pick),
+    );
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let (da, db, dc) = (
+        s.to_device(&a).unwrap(),
+        s.to_device(&b).unwrap(),
+        s.to_device(&c).unwrap(),
+    );
+    let mut out = ctx.alloc::<i32, _>(n * 6).unwrap();
+    out.fill_async(0x5a5a_5a5a, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&da, &db, &dc, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for i in 0..n {
+        let (x, y, z) = (a[i], b[i], c[i]);
+        let q = if z == 0 { -1 } else { 54i32.wrapping_div(z) };
+        let want = [
+            x.min(y.min(z.wrapping_neg())),
+            x.max(y.max(z.wrapping_neg())),
+            x.wrapping_neg().min(y).min(z),
+            x.min(y.wrapping_neg().min(z.wrapping_neg())),
+            x.wrapping_mul(q).min(y.wrapping_neg().min(y ^ x)),
+            0i32.wrapping_sub(z).max(x).max(y),
+        ];
+        assert_eq!(&got[i * 6..i * 6 + 6], &want, "a={x} b={y} c={z}");
+    }
+}
