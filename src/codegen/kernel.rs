@@ -275,5 +275,6 @@ impl<P: KernelParams> Kernel<P> {
                 )
             }
         })
+        .map_err(|e| crate::module::explain_launch_error(f, &config, e))
     }
 }

@@ -6,13 +6,15 @@ use cudajit_sys as sys;
 
 use crate::backend::backend;
 use crate::context::Context;
-use crate::error::{check_in_drop, Result};
+use crate::error::{check_in_drop, Error, Result};
 use crate::stream::Stream;
 
 /// A CUDA event. Destroyed on drop.
 pub struct Event {
     ctx: Context,
     raw: sys::CUevent,
+    /// Created with timing (so `elapsed_ms` may use it).
+    timing: bool,
 }
 
 // SAFETY: a CUevent may be used from any thread; the driver synchronises internally.
@@ -41,6 +43,7 @@ impl Context {
         Ok(Event {
             ctx: self.clone(),
             raw,
+            timing,
         })
     }
 }
@@ -93,9 +96,30 @@ impl Event {
 /// Milliseconds between two completed events with timing enabled (numba's `event_elapsed_time`).
 pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
     start.ctx.check_same(&end.ctx, "the end event")?;
+    for (which, e) in [("start", start), ("end", end)] {
+        if !e.timing {
+            return Err(Error::usage(format!(
+                "cannot time events: the {which} event was created without timing \
+                 (`new_event_with(false, ..)`); create both with `ctx.new_event()` or \
+                 `new_event_with(true, ..)`"
+            )));
+        }
+    }
     start.ctx.bind()?;
     // SAFETY: both events are live in the bound context.
-    unsafe { backend().event_elapsed_ms(start.raw, end.raw) }
+    unsafe { backend().event_elapsed_ms(start.raw, end.raw) }.map_err(|e| {
+        match e.driver_code().map(|c| c.0) {
+            Some(sys::CUresult::CUDA_ERROR_NOT_READY) => Error::usage(
+                "cannot time events: the work recorded by one of them has not completed yet; \
+                 call `end.synchronize()` first",
+            ),
+            Some(sys::CUresult::CUDA_ERROR_INVALID_HANDLE) => Error::usage(
+                "cannot time events: one of them was never recorded; call `event.record(&stream)` \
+                 on both, start first",
+            ),
+            _ => e,
+        }
+    })
 }
 
 impl Drop for Event {

@@ -111,6 +111,51 @@ impl LaunchConfig {
     }
 }
 
+/// A clearer error for a failed launch: an `invalid value` from a launch with dynamic shared
+/// memory is nearly always that memory over the kernel's or the device's limit, which the driver
+/// does not say. Other errors pass through unchanged.
+pub(crate) fn explain_launch_error(f: &Function, config: &LaunchConfig, err: Error) -> Error {
+    let asked = config.shared_mem_bytes;
+    let invalid = err
+        .driver_code()
+        .is_some_and(|c| c.0 == crate::sys::CUresult::CUDA_ERROR_INVALID_VALUE);
+    if !invalid || asked == 0 {
+        return err;
+    }
+    use crate::sys::CUfunction_attribute as A;
+    let (Ok(max_dyn), Ok(static_bytes)) = (
+        f.attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
+        f.attribute(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+    ) else {
+        return err;
+    };
+    let optin = f
+        .module
+        .context()
+        .device()
+        .max_shared_memory_per_block_optin()
+        .unwrap_or(0);
+    let device_room = optin.saturating_sub(static_bytes.max(0) as u32);
+    if asked > device_room && optin > 0 {
+        return Error::usage(format!(
+            "launch of `{}`: {asked} bytes of dynamic shared memory per block exceed what the device allows: \
+             {optin} bytes per block with opt-in, of which the kernel's static shared memory takes {static_bytes}, \
+             leaving {device_room}; use less shared memory per block (smaller tiles, or more blocks)",
+            f.name
+        ));
+    }
+    if asked > max_dyn.max(0) as u32 {
+        return Error::usage(format!(
+            "launch of `{}`: {asked} bytes of dynamic shared memory per block exceed the kernel's limit of {max_dyn} \
+             bytes (48 KiB unless raised); opt in first with `function.set_max_dynamic_shared_memory({asked})` \
+             (for a builder kernel: `kernel.function(&ctx)?.set_max_dynamic_shared_memory({asked})`); \
+             the device allows up to {device_room} bytes for this kernel",
+            f.name
+        ));
+    }
+    err
+}
+
 impl Function {
     /// A 1-D configuration covering `n` elements with the block size that maximises occupancy.
     pub fn config_for_num_elems(&self, n: usize) -> Result<LaunchConfig> {
@@ -155,6 +200,7 @@ impl Function {
                 )
             }
         })
+        .map_err(|e| explain_launch_error(self, &config, e))
     }
 }
 

@@ -6,6 +6,7 @@ mod cache;
 mod common;
 mod context;
 mod enquiry;
+mod errors;
 mod events;
 mod kernels;
 mod math;
