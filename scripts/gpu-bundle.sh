@@ -208,13 +208,18 @@ cat > "$outdir/run.sh" << 'RUNNER'
 # out/ next to run.sh) and prints a summary. Exits non-zero if anything failed.
 #
 #   bash run.sh [--filter SUBSTR] [--only tests|examples|benches] [--tests a,b]
-#               [--examples a,b] [--timeout SECONDS] [-- EXTRA TEST ARGS]
+#               [--examples a,b] [--timeout SECONDS] [--sanitize TOOL] [-- EXTRA TEST ARGS]
 #
 #   --filter SUBSTR   run only the tests whose name contains SUBSTR (passed to test binaries)
 #   --only KIND       run only the test binaries, only the examples, or only the benches
 #   --tests a,b       run only these test binaries (names without "test-", e.g. gpu,cudajit)
 #   --examples a,b    run only these examples, in this order (names without "example-")
 #   --timeout N       kill a binary after N seconds (default $RUN_TIMEOUT or 900; 0: never)
+#   --sanitize TOOL   run every binary under compute-sanitizer --tool TOOL (memcheck, racecheck,
+#                     synccheck, initcheck; memcheck with --leak-check full); a binary with a
+#                     finding fails. CUDA API errors are not reported (the tests provoke many on
+#                     purpose and check each one); SANITIZE_API_ERRORS=explicit shows them.
+#                     The benches are left out.
 #   -- ARGS           more arguments for the test binaries (e.g. -- --nocapture)
 set -uo pipefail
 
@@ -224,6 +229,7 @@ only="all"
 tests_list=""
 examples_list=""
 timeout_s="${RUN_TIMEOUT:-900}"
+sanitize=""
 extra=()
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while (($#)); do
@@ -233,6 +239,7 @@ while (($#)); do
         --tests) tests_list="${2?--tests needs a list}"; shift ;;
         --examples) examples_list="${2?--examples needs a list}"; shift ;;
         --timeout) timeout_s="${2?--timeout needs seconds}"; shift ;;
+        --sanitize) sanitize="${2?--sanitize needs memcheck, racecheck, synccheck or initcheck}"; shift ;;
         -h | --help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -240,6 +247,19 @@ while (($#)); do
     shift
 done
 case "$only" in all | tests | examples | benches) ;; *) echo "run.sh: --only takes tests, examples or benches" >&2; exit 2 ;; esac
+sanitizer=()
+if [[ -n "$sanitize" ]]; then
+    case "$sanitize" in memcheck | racecheck | synccheck | initcheck) ;; *) echo "run.sh: --sanitize takes memcheck, racecheck, synccheck or initcheck" >&2; exit 2 ;; esac
+    cs="$(command -v compute-sanitizer || true)"
+    for c in /usr/local/cuda/bin/compute-sanitizer /opt/nvidia/compute-sanitizer/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+        [[ -z "$cs" && -x "$c" ]] && cs="$c"
+    done
+    [[ -n "$cs" ]] || { echo "run.sh: --sanitize needs compute-sanitizer (part of the CUDA toolkit), not found" >&2; exit 2; }
+    sanitizer=("$cs" --tool "$sanitize" --error-exitcode 86 --target-processes all
+        --report-api-errors "${SANITIZE_API_ERRORS:-no}" --print-limit 50)
+    [[ "$sanitize" == memcheck ]] && sanitizer+=(--leak-check full)
+    [[ "$only" == all ]] && only=tests+examples
+fi
 
 log_dir="${OUT:-$here/out}"
 mkdir -p "$log_dir" || exit 2
@@ -308,8 +328,8 @@ names=() rcs=() passed=() failed=() ignored=() secs=()
 run_one() { # $1: display name; rest: command
     local name="$1" log="$log_dir/$1.log" start=$SECONDS rc
     shift
-    printf '\n==== %s\n==== $ %s\n' "$name" "$*"
-    "${timeout_cmd[@]}" "$@" < /dev/null 2>&1 | tee "$log"
+    printf '\n==== %s\n==== $ %s\n' "$name" "${sanitizer[*]} $*"
+    "${timeout_cmd[@]}" "${sanitizer[@]}" "$@" < /dev/null 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     local p f i
     # The last "test result:" line is the binary's own; earlier ones come from child processes
@@ -330,7 +350,7 @@ run_one() { # $1: display name; rest: command
 
 in_list() { [[ -z "$2" || ",$2," == *",$1,"* ]]; }
 
-if [[ "$only" == all || "$only" == tests ]]; then
+if [[ "$only" == all || "$only" == tests || "$only" == tests+examples ]]; then
     for b in "$bin_dir"/test-*; do
         [[ -e "$b" ]] || continue
         n="${b##*/}"
@@ -338,7 +358,7 @@ if [[ "$only" == all || "$only" == tests ]]; then
         run_one "$n" "$b" --include-ignored --test-threads=1 ${filter:+"$filter"} "${extra[@]}"
     done
 fi
-if [[ "$only" == all || "$only" == examples ]]; then
+if [[ "$only" == all || "$only" == examples || "$only" == tests+examples ]]; then
     order=()
     if [[ -n "$examples_list" ]]; then
         IFS=',' read -r -a order <<< "$examples_list"
@@ -415,6 +435,8 @@ Options: bash run.sh --help
   --only tests|examples|benches
   --tests gpu,cudajit / --examples device_query,...   pick binaries
   --timeout N         per-binary time limit in seconds (default 900)
+  --sanitize TOOL     under compute-sanitizer: memcheck (with --leak-check full), racecheck,
+                      synccheck or initcheck
   -- ARGS             more libtest arguments, e.g. -- --nocapture
 
 Test binaries run with the bundle folder as working directory and CUDAJIT_TEST_DATA pointing

@@ -11,6 +11,7 @@ pub use enquiry::{
     detect, detect_report, device_count, devices, driver_version, is_available, DriverVersion,
     MIN_COMPUTE_CAPABILITY,
 };
+pub(crate) use primary::release_at_exit;
 pub use primary::Context;
 
 pub(crate) use device::init;

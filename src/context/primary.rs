@@ -76,6 +76,18 @@ impl Device {
     }
 }
 
+/// Frees the idle per-context resources of every live context (the pinned staging buffers); a
+/// context in use by a staged copy right now is skipped. Called at process exit.
+pub(crate) fn release_at_exit() {
+    let live: Vec<Arc<ContextInner>> = match PRIMARY.try_lock() {
+        Some(table) => table.iter().filter_map(Weak::upgrade).collect(),
+        None => return,
+    };
+    for inner in live {
+        inner.staging.release_idle(inner.raw);
+    }
+}
+
 /// Finds the live `Context` whose handle is `raw`, if cudajit holds it.
 pub(crate) fn lookup(raw: sys::CUcontext) -> Option<Context> {
     PRIMARY

@@ -164,38 +164,53 @@ impl StagingPool {
     /// `ctx` is the context's handle. Errors are recorded as drop errors.
     pub(crate) fn release(&mut self, ctx: sys::CUcontext) {
         let bufs = std::mem::take(self.bufs.get_mut());
-        if bufs.is_empty() {
+        free_bufs(bufs, ctx);
+    }
+
+    /// Frees the buffers if no copy is using them now (at process exit, while the context may
+    /// still be held by statics); a later staged copy allocates new ones.
+    pub(crate) fn release_idle(&self, ctx: sys::CUcontext) {
+        if let Some(mut guard) = self.bufs.try_lock() {
+            let bufs = std::mem::take(&mut *guard);
+            drop(guard);
+            free_bufs(bufs, ctx);
+        }
+    }
+}
+
+/// Frees staging buffers of the context `ctx` (binding it for the calls if it is not current).
+fn free_bufs(bufs: Vec<StagingBuf>, ctx: sys::CUcontext) {
+    if bufs.is_empty() {
+        return;
+    }
+    let b = backend();
+    let previous = match b.ctx_get_current() {
+        Ok(p) => p,
+        Err(e) => {
+            // Without a context the memory cannot be freed safely; it is leaked.
+            record_drop_error(e);
             return;
         }
-        let b = backend();
-        let previous = match b.ctx_get_current() {
-            Ok(p) => p,
-            Err(e) => {
-                // Without a context the memory cannot be freed safely; it is leaked.
-                record_drop_error(e);
-                return;
-            }
-        };
-        if previous != ctx {
-            // SAFETY: `ctx` is the live primary context that owns the buffers (it is released
-            // after this returns).
-            if let Err(e) = unsafe { b.ctx_set_current(ctx) } {
-                record_drop_error(e);
-                return;
-            }
+    };
+    if previous != ctx {
+        // SAFETY: `ctx` is the live primary context that owns the buffers (it is released
+        // after this returns).
+        if let Err(e) = unsafe { b.ctx_set_current(ctx) } {
+            record_drop_error(e);
+            return;
         }
-        for buf in bufs {
-            // SAFETY: every copy waited for its DMAs before it returned, so no work uses the
-            // buffer or its event; each is freed once, here.
-            unsafe {
-                check_in_drop(b.event_destroy(buf.event));
-                check_in_drop(b.host_free(buf.ptr.as_ptr().cast()));
-            }
+    }
+    for buf in bufs {
+        // SAFETY: every copy waited for its DMAs before it returned, so no work uses the
+        // buffer or its event; each is freed once, here.
+        unsafe {
+            check_in_drop(b.event_destroy(buf.event));
+            check_in_drop(b.host_free(buf.ptr.as_ptr().cast()));
         }
-        if previous != ctx {
-            // SAFETY: restores what was current before (null unbinds).
-            check_in_drop(unsafe { b.ctx_set_current(previous) });
-        }
+    }
+    if previous != ctx {
+        // SAFETY: restores what was current before (null unbinds).
+        check_in_drop(unsafe { b.ctx_set_current(previous) });
     }
 }
 
