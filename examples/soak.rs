@@ -1,0 +1,232 @@
+//! Soak test: many host threads share one device for a while, each mixing allocation, pageable
+//! and pinned copies (small and staged-large), builder kernels, `Elementwise`, reductions,
+//! events with timing, host callbacks, stream futures, and stream creation and destruction;
+//! every result is checked. Device memory in use and the process's resident memory are read
+//! after a warm-up round and at the end and printed; the run fails on any error, wrong result,
+//! or growth beyond a small allowance.
+//!
+//! ```sh
+//! cargo run --release --example soak -- [THREADS] [SECONDS]     # default 16 threads, 60 s
+//! ```
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cudajit::codegen::Kernel;
+use cudajit::ops::{Elem, Elementwise, ReduceOps, Scalar};
+use cudajit::prelude::*;
+
+type Axpy = Elementwise<(Scalar<f32>, Elem<f32>, Elem<f32>), cudajit::codegen::Expr<f32>>;
+
+fn main() {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let threads = args.first().copied().unwrap_or(16).max(1) as usize;
+    let seconds = args.get(1).copied().unwrap_or(60);
+    if let Err(e) = run(threads, seconds) {
+        eprintln!("soak: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Resident memory of this process, bytes (Linux; 0 elsewhere).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// Device memory in use, bytes.
+fn device_used(ctx: &Context) -> Result<u64> {
+    let (free, total) = ctx.memory_info()?;
+    Ok((total - free) as u64)
+}
+
+struct Shared {
+    ctx: Context,
+    scale: Kernel<(&'static [f32], &'static mut [f32], f32)>,
+    axpy: Axpy,
+    ops: AtomicU64,
+    stop: AtomicBool,
+}
+
+fn run(threads: usize, seconds: u64) -> Result<()> {
+    let ctx = Context::new(0)?;
+    println!(
+        "soak: {threads} threads for {seconds} s on {}",
+        ctx.device().name()?
+    );
+    let scale = Kernel::<(&[f32], &mut [f32], f32)>::build("soak_scale", |k, (x, out, a)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len()), |_| out.set(i, x.at(i) * a));
+    })?;
+    let axpy: Axpy = Elementwise::new("soak_axpy", |(a, x, y)| a * x + y)?;
+    let shared = Arc::new(Shared {
+        ctx: ctx.clone(),
+        scale,
+        axpy,
+        ops: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+    });
+
+    // Warm-up: one round per thread, so caches, staging buffers and pools exist before the
+    // first reading.
+    std::thread::scope(|s| -> Result<()> {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let sh = &shared;
+                s.spawn(move || round(sh, t as u64, 0))
+            })
+            .collect();
+        for h in hs {
+            h.join().map_err(|_| Error::Usage("a soak thread panicked".into()))??;
+        }
+        Ok(())
+    })?;
+    ctx.synchronize()?;
+    let (dev0, rss0) = (device_used(&ctx)?, rss_bytes());
+    println!(
+        "after warm-up: device memory in use {:.1} MiB, host RSS {:.1} MiB",
+        dev0 as f64 / 1048576.0,
+        rss0 as f64 / 1048576.0
+    );
+
+    let t0 = Instant::now();
+    let result = std::thread::scope(|s| -> Result<()> {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let sh = &shared;
+                s.spawn(move || -> Result<()> {
+                    let mut r = 1u64;
+                    while !sh.stop.load(Ordering::Relaxed) {
+                        round(sh, t as u64, r)?;
+                        r += 1;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        while t0.elapsed() < Duration::from_secs(seconds) {
+            std::thread::sleep(Duration::from_millis(200));
+            if hs.iter().any(|h| h.is_finished()) {
+                break; // a thread stopped early: an error
+            }
+        }
+        shared.stop.store(true, Ordering::Relaxed);
+        let mut first = Ok(());
+        for h in hs {
+            let r = h
+                .join()
+                .map_err(|_| Error::Usage("a soak thread panicked".into()))
+                .and_then(|r| r);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    });
+    ctx.synchronize()?;
+    let (dev1, rss1) = (device_used(&ctx)?, rss_bytes());
+    let ops = shared.ops.load(Ordering::Relaxed);
+    println!(
+        "after {:.0} s: {ops} rounds; device memory in use {:.1} MiB ({:+.1} MiB), host RSS {:.1} MiB ({:+.1} MiB)",
+        t0.elapsed().as_secs_f64(),
+        dev1 as f64 / 1048576.0,
+        (dev1 as f64 - dev0 as f64) / 1048576.0,
+        rss1 as f64 / 1048576.0,
+        (rss1 as f64 - rss0 as f64) / 1048576.0
+    );
+    result?;
+    // Allowances: the driver's own pools may round up by a few MiB; the allocator may keep some
+    // freed host memory.
+    if dev1 > dev0 + (64 << 20) {
+        return Err(Error::Usage(format!(
+            "device memory grew by {} MiB",
+            (dev1 - dev0) >> 20
+        )));
+    }
+    if rss1 > rss0 + (256 << 20) {
+        return Err(Error::Usage(format!(
+            "host memory grew by {} MiB",
+            (rss1 - rss0) >> 20
+        )));
+    }
+    println!("soak: ok");
+    Ok(())
+}
+
+/// Waits for a future by polling it (a stream's `done()` future needs no executor).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+/// One round of mixed work on a new stream, every result checked.
+fn round(sh: &Shared, t: u64, r: u64) -> Result<()> {
+    let ctx = &sh.ctx;
+    let s = ctx.new_stream()?;
+    // Sizes cycle through small, medium, and (rarely) staged-large pageable copies.
+    let n = match (t + r) % 16 {
+        0 => (5 << 20) + 3, // 20 MiB of f32: staged through pinned buffers
+        k => 1000 + (k as usize * 7919 + r as usize * 131) % 200_000,
+    };
+    let x: Vec<f32> = (0..n).map(|i| ((i as u64 + t + r) % 1000) as f32).collect();
+    let dx = s.to_device(&x)?;
+    let mut out = ctx.alloc::<f32, _>(n)?;
+    let (start, end) = (ctx.new_event()?, ctx.new_event()?);
+    start.record(&s)?;
+    sh.scale
+        .launch(&s, LaunchConfig::for_num_elems(n, 256)?, (&dx, &mut out, 2.0f32))?;
+    end.record(&s)?;
+    let y = sh.axpy.call(&s, (0.5f32, &out, &dx))?; // 0.5 * 2x + x = 2x
+    let flag = Arc::new(AtomicBool::new(false));
+    let f2 = flag.clone();
+    s.launch_host_func(move || f2.store(true, Ordering::SeqCst))?;
+    let total = y.sum_f64(&s)?;
+    let want: f64 = x.iter().map(|&v| 2.0 * v as f64).sum();
+    if (total - want).abs() > want.abs() * 1e-5 + 1.0 {
+        return Err(Error::Usage(format!(
+            "thread {t} round {r}: sum {total}, want {want}"
+        )));
+    }
+    // The result into pinned memory, then wait for the stream through its future.
+    let mut pinned = ctx.alloc_pinned::<f32>(n)?;
+    pinned.copy_from_device_async(&y, &s)?;
+    block_on(s.done()?)?;
+    if !flag.load(Ordering::SeqCst) {
+        return Err(Error::Usage(format!(
+            "thread {t} round {r}: the host callback did not run before the stream finished"
+        )));
+    }
+    pinned.wait()?;
+    let got = pinned.as_slice()?;
+    if let Some(i) = (0..n).find(|&i| got[i] != 2.0 * x[i]) {
+        return Err(Error::Usage(format!(
+            "thread {t} round {r}: element {i} is {}, want {}",
+            got[i],
+            2.0 * x[i]
+        )));
+    }
+    let ms = cudajit::elapsed_ms(&start, &end)?;
+    if !(ms >= 0.0) {
+        return Err(Error::Usage(format!("thread {t} round {r}: elapsed {ms} ms")));
+    }
+    if n > (4 << 20) {
+        let back = y.to_vec_async(&s)?; // a staged-large pageable copy back
+        if back[n - 1] != 2.0 * x[n - 1] {
+            return Err(Error::Usage(format!("thread {t} round {r}: last element wrong")));
+        }
+    }
+    sh.ops.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
