@@ -8,19 +8,24 @@ mod engine;
 
 use engine::check::{run, Config};
 
-#[test]
-fn fixed_seed_slice_matches_the_host_model_on_the_simulator() {
-    cudajit::use_simulator().unwrap();
-    let ctx = cudajit::Context::new(0).unwrap();
-    let cfg = Config {
-        trees: 20_000,
+fn config(trees: usize, programs: usize) -> Config {
+    Config {
+        trees,
+        programs,
         seed: 20261123,
         per_kernel: 32,
         threads: 64,
         depth: 5,
         max_seconds: None,
         minimise: 10,
-    };
+    }
+}
+
+#[test]
+fn fixed_seed_slice_matches_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = config(20_000, 0);
     let mut lines = Vec::new();
     let r = run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
     println!(
@@ -33,4 +38,29 @@ fn fixed_seed_slice_matches_the_host_model_on_the_simulator() {
     assert_eq!(r.trees, cfg.trees);
     assert!(r.compared > r.trees * 50, "too few comparisons: {r:?}");
     assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+}
+
+#[test]
+fn fixed_seed_programs_match_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = config(0, 4_000);
+    let mut lines = Vec::new();
+    let r = run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    println!(
+        "fuzz: {} programs ({} statements), {} output words compared, {} runs left open, {} mismatches",
+        r.programs,
+        r.statements,
+        r.prog_compared,
+        r.prog_open_runs,
+        r.prog_mismatches.len()
+    );
+    assert_eq!(r.programs, cfg.programs);
+    assert!(
+        r.prog_compared > r.programs * 64,
+        "too few comparisons: {} words for {} programs",
+        r.prog_compared,
+        r.programs
+    );
+    assert!(r.prog_mismatches.is_empty(), "{}", lines.join("\n"));
 }

@@ -4,17 +4,24 @@
 //! MIN/MAX, run as kernels and compared element by element with a host model in plain Rust
 //! (bit for bit for exact operations, the ulp bounds of docs/MATH.md for math functions).
 //! Each mismatch is minimised to its smallest differing sub-expression and printed with its
-//! seed, inputs and a Rust snippet that rebuilds it. Exits 1 if anything differed.
+//! seed, inputs and a Rust snippet that rebuilds it.
+//!
+//! Also random statement programs with control flow (engine/prog.rs): mutable variables of
+//! every type, if/else, `for_range`/`for_step` and `while_` loops with `break_`/`continue_`,
+//! early `ret()`, output stores at several points, and device functions (inlined or real
+//! calls) built from generated bodies; each thread's output words are compared bit for bit
+//! with an interpreter in plain Rust, and a mismatching program is shrunk statement by
+//! statement. Exits 1 if anything differed.
 //!
 //! ```sh
-//! cargo run --release --example fuzz -- [--trees N] [--seed S] [--per-kernel K] [--threads T]
-//!                                        [--depth D] [--seconds S]
+//! cargo run --release --example fuzz -- [--trees N] [--programs P] [--seed S] [--per-kernel K]
+//!                                        [--threads T] [--depth D] [--seconds S]
 //! CUDAJIT_SIMULATOR=1 cargo run --release --example fuzz     # on the CPU simulator
 //! ```
 //!
-//! Defaults: 2,000 trees, seed 1, 32 trees per kernel, 128 input vectors, depth 5, no time
-//! limit (`--seconds` stops early and reports how many trees ran); the first 50 mismatches
-//! are minimised.
+//! Defaults: 2,000 trees, 1,000 programs, seed 1, 32 trees (or programs) per kernel, 128 input
+//! vectors, depth 5, no time limit (`--seconds` stops early and reports how many ran); the
+//! first 50 mismatches of each kind are minimised.
 
 mod engine;
 
@@ -35,6 +42,7 @@ fn main() {
 fn parse_args() -> std::result::Result<Config, String> {
     let mut cfg = Config {
         trees: 2000,
+        programs: 1000,
         seed: 1,
         per_kernel: 32,
         threads: 128,
@@ -52,13 +60,14 @@ fn parse_args() -> std::result::Result<Config, String> {
         };
         match a.as_str() {
             "--trees" => cfg.trees = num("--trees")? as usize,
+            "--programs" => cfg.programs = num("--programs")? as usize,
             "--seed" => cfg.seed = num("--seed")?,
             "--per-kernel" => cfg.per_kernel = num("--per-kernel")?.max(1) as usize,
             "--threads" => cfg.threads = num("--threads")?.max(1) as usize,
             "--depth" => cfg.depth = num("--depth")?.clamp(1, 12) as u32,
             "--seconds" => cfg.max_seconds = Some(num("--seconds")? as f64),
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }
@@ -75,8 +84,9 @@ fn main_() -> Result<usize> {
         "the GPU"
     };
     println!(
-        "fuzz: {} trees (seed {}, {} per kernel, {} input vectors, depth <= {}) on {on}: {}",
+        "fuzz: {} trees and {} programs (seed {}, {} per kernel, {} input vectors, depth <= {}) on {on}: {}",
         cfg.trees,
+        cfg.programs,
         cfg.seed,
         cfg.per_kernel,
         cfg.threads,
@@ -96,6 +106,20 @@ fn main_() -> Result<usize> {
         r.mismatches.len(),
         t0.elapsed().as_secs_f64()
     );
+    println!(
+        "fuzz: {} programs ({} statements), {} output words compared bit for bit, {} runs and {} words left open (NaN bits), {} mismatches",
+        r.programs,
+        r.statements,
+        r.prog_compared,
+        r.prog_open_runs,
+        r.prog_open_words,
+        r.prog_mismatches.len()
+    );
+    let c = &r.coverage;
+    println!(
+        "fuzz: the programs ran {} ifs ({} then), {} loop iterations, {} breaks, {} continues, {} early returns, {} device function calls",
+        c.ifs, c.thens, c.iterations, c.breaks, c.continues, c.returns, c.calls
+    );
     for m in &r.mismatches {
         println!(
             "  seed {} tree {} thread {}: {}",
@@ -105,5 +129,15 @@ fn main_() -> Result<usize> {
             engine::lower::rust(&m.node)
         );
     }
-    Ok(r.mismatches.len())
+    for m in &r.prog_mismatches {
+        println!(
+            "  seed {} program {} thread {}: {} of {} statements left (snippet above)",
+            m.seed,
+            m.prog,
+            m.thread,
+            m.program.size(),
+            m.original_size
+        );
+    }
+    Ok(r.total_mismatches())
 }

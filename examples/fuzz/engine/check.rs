@@ -1,22 +1,34 @@
-//! Runs batches of random trees on the current backend (GPU or simulator), compares every
-//! result with the host model, and minimises each mismatch to its smallest differing
-//! sub-expression.
+//! Runs batches of random trees and statement programs on the current backend (GPU or
+//! simulator), compares every result with the host model, and minimises each mismatch: a tree
+//! to its smallest differing sub-expression, a program by dropping statements (and replacing
+//! an `if` by one of its branches) one at a time while it still differs, up to 200 tries.
 
 use cudajit::prelude::*;
 
 use super::lower::{self, INPUTS};
 use super::model::Model;
+use super::prog::{self, Coverage, Prog, Slot};
+use super::prog_lower;
 use super::rng::Rng;
 use super::tree::{random_val, Gen, Node, Ty, Val, SLOTS, TYS};
+
+/// The output buffers' fill value: an output word never stored keeps it.
+pub const FILL: u64 = 0xdead_beef_dead_beef;
+
+/// Statements per generated program (its device functions' not counted).
+pub const PROG_STMTS: usize = 10;
 
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Trees in all.
     pub trees: usize,
+    /// Statement programs in all (batch `b` of programs runs after tree batch `b`, with the
+    /// same seed and input vectors).
+    pub programs: usize,
     /// Seed of the first batch; batch `b` uses `seed + b`.
     pub seed: u64,
-    /// Trees per kernel.
+    /// Trees (and programs) per kernel.
     pub per_kernel: usize,
     /// Input vectors (threads) per kernel.
     pub threads: usize,
@@ -24,7 +36,8 @@ pub struct Config {
     pub depth: u32,
     /// Stop after this many seconds (the report says how many trees ran).
     pub max_seconds: Option<f64>,
-    /// Minimise only the first this many mismatches (each costs up to 200 small kernels).
+    /// Minimise only the first this many mismatches, of trees and of programs each (each
+    /// costs up to 200 small kernels).
     pub minimise: usize,
 }
 
@@ -106,6 +119,59 @@ impl Mismatch {
     }
 }
 
+/// One program mismatch, minimised.
+#[derive(Clone, Debug)]
+pub struct ProgMismatch {
+    /// Seed of the batch it was found in.
+    pub seed: u64,
+    /// Program index in the batch and thread (input vector).
+    pub prog: usize,
+    pub thread: usize,
+    /// The thread's inputs, `[type index * SLOTS + slot]`.
+    pub inputs: Vec<Val>,
+    /// The program, minimised (the whole program if it was not).
+    pub program: Prog,
+    /// Statements before minimising.
+    pub original_size: usize,
+    /// The model's output words and the device's, of `program`.
+    pub want: Vec<Slot>,
+    pub got: Vec<u64>,
+}
+
+impl ProgMismatch {
+    /// A Rust snippet that rebuilds the program, its inputs and both outputs.
+    pub fn snippet(&self) -> String {
+        let mut s = prog_lower::rust(&self.program);
+        let vals: Vec<String> = prog_lower::used_inputs(&self.program)
+            .iter()
+            .map(|(t, slot)| {
+                let v = self.inputs[t.index() * SLOTS + *slot as usize];
+                format!("{:#x} /* {} */", v.to_bits(), v.rust())
+            })
+            .collect();
+        s.push_str(&format!("// inp = [{}]\n", vals.join(", ")));
+        for (j, (w, g)) in self.want.iter().zip(&self.got).enumerate() {
+            let ty = out_ty(&self.program, j);
+            let want = match w {
+                Slot::Unwritten => format!("not stored ({FILL:#x})"),
+                Slot::Written(None) => "(any NaN bits)".into(),
+                Slot::Written(Some(v)) => v.rust(),
+            };
+            let got = if *g == FILL {
+                format!("not stored ({FILL:#x})")
+            } else {
+                Val::from_bits(ty, *g).rust()
+            };
+            let bad = slot_ok(*w, ty, *g) == Some(false);
+            s.push_str(&format!(
+                "// out[{j}]: Rust {want}; device {got}{}\n",
+                if bad { "   <- differs" } else { "" }
+            ));
+        }
+        s
+    }
+}
+
 /// What a run found.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
@@ -119,6 +185,27 @@ pub struct Report {
     /// Results Rust leaves open (NaN bits), not compared.
     pub indeterminate: usize,
     pub mismatches: Vec<Mismatch>,
+    /// Statement programs run, and their statements (device functions' included).
+    pub programs: usize,
+    pub statements: usize,
+    /// Program output words compared bit for bit (output x program x input vector), stores
+    /// that must not have happened included.
+    pub prog_compared: usize,
+    /// Program runs (program x input vector) not compared: they branched on a value whose
+    /// bits depend on a NaN's.
+    pub prog_open_runs: usize,
+    /// Program output words whose value depends on a NaN's bits, not compared.
+    pub prog_open_words: usize,
+    /// What the programs did, per the model (all threads).
+    pub coverage: Coverage,
+    pub prog_mismatches: Vec<ProgMismatch>,
+}
+
+impl Report {
+    /// Mismatches of trees and programs.
+    pub fn total_mismatches(&self) -> usize {
+        self.mismatches.len() + self.prog_mismatches.len()
+    }
 }
 
 /// The trees of batch `seed`.
@@ -128,7 +215,7 @@ pub fn batch_trees(seed: u64, cfg: &Config) -> Vec<Node> {
         .map(|_| {
             let ty = TYS[rng.below(TYS.len() as u64) as usize];
             let depth = 1 + rng.below(cfg.depth as u64) as u32;
-            Gen { rng: &mut rng }.tree(ty, depth)
+            Gen::new(&mut rng).tree(ty, depth)
         })
         .collect()
 }
@@ -151,7 +238,7 @@ fn launch(stream: &Stream, trees: &[Node], inputs: &[Vec<Val>]) -> Result<(Vec<u
     let flat: Vec<u64> = inputs.iter().flatten().map(|v| v.to_bits()).collect();
     let dinp = stream.to_device(&flat)?;
     let mut out = stream.context().alloc::<u64, _>(inputs.len() * width)?;
-    out.fill_async(0xdead_beef_dead_beef, stream)?;
+    out.fill_async(FILL, stream)?;
     k.launch(
         stream,
         LaunchConfig::for_num_elems(inputs.len(), 128)?,
@@ -216,69 +303,262 @@ fn minimise(
     Ok(None)
 }
 
-/// Runs the configured number of trees; `log` receives a line per mismatch and progress.
+/// The programs of batch `seed`.
+pub fn batch_progs(seed: u64, cfg: &Config) -> Vec<Prog> {
+    let mut rng = Rng::new(seed ^ 0x7072_6f67_7261_6d73);
+    (0..cfg.per_kernel)
+        .map(|_| prog::generate(&mut rng, PROG_STMTS))
+        .collect()
+}
+
+/// Runs `progs` on every input vector; returns the output rows (program-major) and the width.
+fn launch_progs(stream: &Stream, progs: &[Prog], inputs: &[Vec<Val>]) -> Result<(Vec<u64>, usize)> {
+    let (k, width) = prog_lower::kernel("fuzzp", progs, inputs.len())?;
+    let flat: Vec<u64> = inputs.iter().flatten().map(|v| v.to_bits()).collect();
+    let dinp = stream.to_device(&flat)?;
+    let n = progs.len() * inputs.len();
+    let mut out = stream.context().alloc::<u64, _>(n * width)?;
+    out.fill_async(FILL, stream)?;
+    k.launch(
+        stream,
+        LaunchConfig::for_num_elems(n, 128)?,
+        (&dinp, &mut out),
+    )?;
+    Ok((out.to_vec_async(stream)?, width))
+}
+
+/// The type of a program's output word `j` (words past its width: none stored, any type).
+fn out_ty(p: &Prog, j: usize) -> Ty {
+    if j < p.width() {
+        p.out_ty(j)
+    } else {
+        Ty::U64
+    }
+}
+
+/// Whether the device's word `got` is what the model says (`None`: left open). A stored
+/// value must also have zero bits above its type's width.
+fn slot_ok(want: Slot, ty: Ty, got: u64) -> Option<bool> {
+    match want {
+        Slot::Unwritten => Some(got == FILL),
+        Slot::Written(None) => None,
+        Slot::Written(Some(w)) => {
+            let g = Val::from_bits(ty, got);
+            Some(g.to_bits() == got && w.same(g))
+        }
+    }
+}
+
+/// Compares one thread's output row of program `p` with the model: `Some(model's row)` if it
+/// differs.
+fn check_prog(p: &Prog, inputs: &[Val], row: &[u64], report: &mut Report) -> Option<Vec<Slot>> {
+    let Ok(mut want) = prog::model(p, inputs, &mut report.coverage) else {
+        report.prog_open_runs += 1;
+        return None;
+    };
+    want.resize(row.len(), Slot::Unwritten);
+    let mut differs = false;
+    for (j, (w, g)) in want.iter().zip(row).enumerate() {
+        match slot_ok(*w, out_ty(p, j), *g) {
+            None => report.prog_open_words += 1,
+            Some(ok) => {
+                report.prog_compared += 1;
+                differs |= !ok;
+            }
+        }
+    }
+    differs.then_some(want)
+}
+
+/// `Some((model, device))` rows if `p` alone, on `inputs`, differs from the model (a program
+/// that fails to build or launch counts as not differing).
+fn prog_differs(stream: &Stream, p: &Prog, inputs: &[Val]) -> Option<(Vec<Slot>, Vec<u64>)> {
+    let (out, width) = launch_progs(stream, std::slice::from_ref(p), &[inputs.to_vec()]).ok()?;
+    let row = &out[..width];
+    let mut scratch = Report::default();
+    check_prog(p, inputs, row, &mut scratch).map(|want| (want, row.to_vec()))
+}
+
+/// `p` made as small as it goes while it still differs on `inputs` (up to 300 tries of
+/// [`prog::smaller`]'s candidates, greedily: the first that still differs is kept and the
+/// search goes on from the same candidate position), with the model's and the device's rows.
+fn minimise_prog(stream: &Stream, p: &Prog, inputs: &[Val]) -> Option<(Prog, Vec<Slot>, Vec<u64>)> {
+    let mut best: Option<(Prog, Vec<Slot>, Vec<u64>)> = None;
+    let (mut tries, mut from, mut progress) = (0, 0, false);
+    while tries < 300 {
+        let cur = best.as_ref().map_or(p, |b| &b.0);
+        let cands = prog::smaller(cur);
+        let found = cands.into_iter().enumerate().skip(from).find_map(|(i, c)| {
+            if tries >= 300 {
+                return None;
+            }
+            tries += 1;
+            prog_differs(stream, &c, inputs).map(|(want, got)| (i, c, want, got))
+        });
+        match found {
+            Some((i, c, want, got)) => {
+                best = Some((c, want, got));
+                (from, progress) = (i, true);
+            }
+            // A full pass without progress: done; else one more pass from the start.
+            None if from == 0 || !progress => break,
+            None => (from, progress) = (0, false),
+        }
+    }
+    best
+}
+
+/// Runs one batch of programs: counts into `report`, logs and records each mismatch.
+fn run_progs(
+    stream: &Stream,
+    cfg: &Config,
+    seed: u64,
+    count: usize,
+    report: &mut Report,
+    log: &mut impl FnMut(&str),
+) -> Result<()> {
+    let mut progs = batch_progs(seed, cfg);
+    progs.truncate(count);
+    let inputs = batch_inputs(seed, cfg.threads);
+    let (out, width) = launch_progs(stream, &progs, &inputs)?;
+    report.kernels += 1;
+    report.programs += progs.len();
+    report.statements += progs.iter().map(Prog::size).sum::<usize>();
+    for (j, p) in progs.iter().enumerate() {
+        for (i, inp) in inputs.iter().enumerate() {
+            let t = j * inputs.len() + i;
+            let row = &out[t * width..(t + 1) * width];
+            let Some(want) = check_prog(p, inp, row, report) else {
+                continue;
+            };
+            let mut mm = ProgMismatch {
+                seed,
+                prog: j,
+                thread: i,
+                inputs: inp.clone(),
+                program: p.clone(),
+                original_size: p.size(),
+                want,
+                got: row.to_vec(),
+            };
+            if report.prog_mismatches.len() < cfg.minimise {
+                if let Some((program, want, got)) = minimise_prog(stream, p, inp) {
+                    (mm.program, mm.want, mm.got) = (program, want, got);
+                }
+            }
+            log(&format!(
+                "MISMATCH seed {seed} program {j} thread {i} ({} of {} statements left)\n{}",
+                mm.program.size(),
+                mm.original_size,
+                mm.snippet()
+            ));
+            report.prog_mismatches.push(mm);
+            break; // one input vector per program is enough
+        }
+    }
+    Ok(())
+}
+
+/// Runs one batch of trees: counts into `report`, logs and records each mismatch.
+fn run_trees(
+    stream: &Stream,
+    cfg: &Config,
+    seed: u64,
+    count: usize,
+    report: &mut Report,
+    log: &mut impl FnMut(&str),
+) -> Result<()> {
+    let mut trees = batch_trees(seed, cfg);
+    trees.truncate(count);
+    let inputs = batch_inputs(seed, cfg.threads);
+    let (out, width) = launch(stream, &trees, &inputs)?;
+    report.kernels += 1;
+    report.trees += trees.len();
+    report.nodes += trees.iter().map(Node::size).sum::<usize>();
+    let mut probe_at = trees.len();
+    for (j, tree) in trees.iter().enumerate() {
+        let np = lower::probes(tree);
+        for (i, inp) in inputs.iter().enumerate() {
+            let row = &out[i * width..(i + 1) * width];
+            let probes = &row[probe_at..probe_at + np];
+            let Some((want, got, math)) = check_one(tree, inp, row[j], probes, report) else {
+                continue;
+            };
+            let mut mm = Mismatch {
+                seed,
+                tree: j,
+                thread: i,
+                inputs: inp.clone(),
+                node: tree.clone(),
+                want,
+                got,
+                math,
+            };
+            if mm.math.is_none() && report.mismatches.len() < cfg.minimise {
+                if let Some((node, want, got)) = minimise(stream, tree, inp)? {
+                    (mm.node, mm.want, mm.got) = (node, want, got);
+                }
+            }
+            log(&format!(
+                "MISMATCH seed {seed} tree {j} thread {i}{}\n{}",
+                mm.math.as_ref().map_or(String::new(), |m| format!(": {m}")),
+                mm.snippet()
+            ));
+            report.mismatches.push(mm);
+            break; // one input vector per tree is enough
+        }
+        probe_at += np;
+    }
+    Ok(())
+}
+
+/// Runs the configured numbers of trees and programs (tree batch `b`, then program batch `b`,
+/// and so on); `log` receives a line per mismatch and progress.
 pub fn run(ctx: &Context, cfg: &Config, mut log: impl FnMut(&str)) -> Result<Report> {
     let stream = ctx.new_stream()?;
     let mut report = Report::default();
-    let batches = cfg.trees.div_ceil(cfg.per_kernel.max(1));
+    let per = cfg.per_kernel.max(1);
+    let batches = cfg.trees.div_ceil(per);
+    let prog_batches = cfg.programs.div_ceil(per);
     let t0 = std::time::Instant::now();
-    for b in 0..batches {
+    for b in 0..batches.max(prog_batches) {
         if cfg
             .max_seconds
             .is_some_and(|s| t0.elapsed().as_secs_f64() > s)
         {
-            log(&format!("time limit reached after {} trees", report.trees));
+            log(&format!(
+                "time limit reached after {} trees and {} programs",
+                report.trees, report.programs
+            ));
             break;
         }
         let seed = cfg.seed.wrapping_add(b as u64);
-        let mut trees = batch_trees(seed, cfg);
-        trees.truncate(cfg.trees - b * cfg.per_kernel);
-        let inputs = batch_inputs(seed, cfg.threads);
-        let (out, width) = launch(&stream, &trees, &inputs)?;
-        report.kernels += 1;
-        report.trees += trees.len();
-        report.nodes += trees.iter().map(Node::size).sum::<usize>();
-        let mut probe_at = trees.len();
-        for (j, tree) in trees.iter().enumerate() {
-            let np = lower::probes(tree);
-            for (i, inp) in inputs.iter().enumerate() {
-                let row = &out[i * width..(i + 1) * width];
-                let probes = &row[probe_at..probe_at + np];
-                let Some((want, got, math)) = check_one(tree, inp, row[j], probes, &mut report)
-                else {
-                    continue;
-                };
-                let mut mm = Mismatch {
-                    seed,
-                    tree: j,
-                    thread: i,
-                    inputs: inp.clone(),
-                    node: tree.clone(),
-                    want,
-                    got,
-                    math,
-                };
-                if mm.math.is_none() && report.mismatches.len() < cfg.minimise {
-                    if let Some((node, want, got)) = minimise(&stream, tree, inp)? {
-                        (mm.node, mm.want, mm.got) = (node, want, got);
-                    }
-                }
-                log(&format!(
-                    "MISMATCH seed {seed} tree {j} thread {i}{}\n{}",
-                    mm.math.as_ref().map_or(String::new(), |m| format!(": {m}")),
-                    mm.snippet()
-                ));
-                report.mismatches.push(mm);
-                break; // one input vector per tree is enough
-            }
-            probe_at += np;
+        if b < batches {
+            run_trees(
+                &stream,
+                cfg,
+                seed,
+                cfg.trees - b * per,
+                &mut report,
+                &mut log,
+            )?;
+        }
+        if b < prog_batches {
+            run_progs(
+                &stream,
+                cfg,
+                seed,
+                cfg.programs - b * per,
+                &mut report,
+                &mut log,
+            )?;
         }
         if (b + 1) % 100 == 0 {
             log(&format!(
-                "progress: {} trees, {} compared, {} mismatches",
+                "progress: {} trees, {} programs, {} mismatches",
                 report.trees,
-                report.compared,
-                report.mismatches.len()
+                report.programs,
+                report.total_mismatches()
             ));
         }
     }

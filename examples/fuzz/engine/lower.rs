@@ -6,7 +6,7 @@
 //! bits) and writes tree `j`'s result to `out[i * width + j]`, then each inexact node's value
 //! (the probes, tree by tree, post-order) after the trees.
 
-use cudajit::codegen::{select, Expr, Float, Int, Kernel, Scalar};
+use cudajit::codegen::{select, Expr, Float, Int, Kernel, KernelBuilder, Scalar, Var};
 
 use super::tree::{Bin, Cmp, Math, Node, Ty, Un, Val, SLOTS, TYS};
 
@@ -71,7 +71,60 @@ macro_rules! pair {
     };
 }
 
-fn lit(v: Val) -> D {
+/// A builder variable of any of the types.
+#[derive(Clone, Copy)]
+pub enum V {
+    B(Var<bool>),
+    I32(Var<i32>),
+    U32(Var<u32>),
+    I64(Var<i64>),
+    U64(Var<u64>),
+    F32(Var<f32>),
+    F64(Var<f64>),
+}
+
+impl V {
+    /// `k.var(init)`: a new variable of `init`'s type.
+    pub fn new(k: &KernelBuilder, init: D) -> V {
+        match init {
+            D::B(x) => V::B(k.var(x)),
+            D::I32(x) => V::I32(k.var(x)),
+            D::U32(x) => V::U32(k.var(x)),
+            D::I64(x) => V::I64(k.var(x)),
+            D::U64(x) => V::U64(k.var(x)),
+            D::F32(x) => V::F32(k.var(x)),
+            D::F64(x) => V::F64(k.var(x)),
+        }
+    }
+    /// `v.get()`.
+    pub fn get(self) -> D {
+        match self {
+            V::B(v) => D::B(v.get()),
+            V::I32(v) => D::I32(v.get()),
+            V::U32(v) => D::U32(v.get()),
+            V::I64(v) => D::I64(v.get()),
+            V::U64(v) => D::U64(v.get()),
+            V::F32(v) => D::F32(v.get()),
+            V::F64(v) => D::F64(v.get()),
+        }
+    }
+    /// `v.set(d)` (`d` of the variable's type).
+    pub fn set(self, d: D) {
+        match (self, d) {
+            (V::B(v), D::B(x)) => v.set(x),
+            (V::I32(v), D::I32(x)) => v.set(x),
+            (V::U32(v), D::U32(x)) => v.set(x),
+            (V::I64(v), D::I64(x)) => v.set(x),
+            (V::U64(v), D::U64(x)) => v.set(x),
+            (V::F32(v), D::F32(x)) => v.set(x),
+            (V::F64(v), D::F64(x)) => v.set(x),
+            _ => unreachable!("assignment of another type"),
+        }
+    }
+}
+
+/// The literal `v`.
+pub fn lit(v: Val) -> D {
     match v {
         Val::Bool(x) => D::B(Expr::lit(x)),
         Val::I32(x) => D::I32(Expr::lit(x)),
@@ -178,10 +231,12 @@ fn compare<T: Scalar>(op: Cmp, a: Expr<T>, b: Expr<T>) -> Expr<bool> {
 }
 
 /// Lowers trees inside a kernel body: `inputs` are the thread's loaded inputs; every inexact
-/// node's value is passed to `probe` as it is made (post-order).
+/// node's value is passed to `probe` as it is made (post-order); `vars` are a program's
+/// variables by number (`None`: not declared here), read with `get()` where a tree reads one.
 pub struct Lower<'a> {
     pub inputs: &'a [D],
     pub probe: &'a mut dyn FnMut(D),
+    pub vars: &'a [Option<V>],
 }
 
 impl Lower<'_> {
@@ -189,6 +244,9 @@ impl Lower<'_> {
         let k: Vec<D> = n.children().into_iter().map(|c| self.node(c)).collect();
         let d = match n {
             Node::Input(t, s) => self.inputs[t.index() * SLOTS + *s as usize],
+            Node::Var(_, v) => self.vars[*v as usize]
+                .expect("a variable is read outside its scope")
+                .get(),
             Node::Lit(v) => lit(*v),
             Node::Un(op, _) => match op {
                 Un::Neg => match k[0] {
@@ -311,6 +369,7 @@ pub fn kernel(name: &str, trees: &[Node]) -> cudajit::Result<(BatchKernel, usize
             let mut lower = Lower {
                 inputs: &inputs,
                 probe: &mut store_probe,
+                vars: &[],
             };
             let results: Vec<D> = trees.iter().map(|t| lower.node(t)).collect();
             for (j, r) in results.into_iter().enumerate() {
@@ -326,6 +385,7 @@ pub fn rust(n: &Node) -> String {
     let k: Vec<String> = n.children().into_iter().map(rust).collect();
     match n {
         Node::Input(t, s) => format!("x_{}_{s}", t.name()),
+        Node::Var(_, v) => format!("v{v}.get()"),
         Node::Lit(v) => format!("Expr::lit({})", v.rust()),
         Node::Un(op, _) => match op {
             Un::Neg => format!("(-{})", k[0]),

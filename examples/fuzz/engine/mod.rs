@@ -1,10 +1,14 @@
 //! cudajit's differential fuzzer: random well-typed expression trees over every scalar type,
-//! operator, cast, bitcast, select and math function, run as kernels (on the GPU or the
-//! simulator) and compared with a host model in plain Rust. Shared by `examples/fuzz`
-//! (the command) and `tests/fuzz.rs` (CI's fixed-seed slice on the simulator).
+//! operator, cast, bitcast, select and math function, and random statement programs with
+//! control flow (variables, if/else, loops with break/continue, early return, device
+//! functions), run as kernels (on the GPU or the simulator) and compared with a host model in
+//! plain Rust. Shared by `examples/fuzz` (the command) and `tests/fuzz.rs` (CI's fixed-seed
+//! slice on the simulator).
 
 pub mod check;
 pub mod lower;
 pub mod model;
+pub mod prog;
+pub mod prog_lower;
 pub mod rng;
 pub mod tree;

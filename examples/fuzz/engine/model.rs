@@ -14,6 +14,8 @@ pub struct Model<'a> {
     pub inputs: &'a [Val],
     /// The device's values of the tree's inexact nodes, in post-order.
     pub probes: &'a [Val],
+    /// Values of a program's variables, by number (`None`: unset or NaN-bit-dependent).
+    pub vars: &'a [Option<Val>],
     next_probe: usize,
     /// Math results outside their bounds.
     pub errors: Vec<String>,
@@ -24,8 +26,17 @@ impl<'a> Model<'a> {
         Model {
             inputs,
             probes,
+            vars: &[],
             next_probe: 0,
             errors: Vec::new(),
+        }
+    }
+
+    /// A model of an exact tree that may read a program's variables (no probes).
+    pub fn with_vars(inputs: &'a [Val], vars: &'a [Option<Val>]) -> Model<'a> {
+        Model {
+            vars,
+            ..Model::new(inputs, &[])
         }
     }
 
@@ -43,6 +54,9 @@ impl<'a> Model<'a> {
                 }
             }
             return Some(got);
+        }
+        if let Node::Var(_, v) = n {
+            return self.vars.get(*v as usize).copied().flatten();
         }
         if let Node::Select(..) = n {
             return match kids[0]? {
@@ -73,7 +87,7 @@ impl<'a> Model<'a> {
                     Some(Val::from_bits(*t, k[0].to_bits()))
                 }
             }
-            Node::Select(..) => unreachable!(),
+            Node::Select(..) | Node::Var(..) => unreachable!(),
         }
     }
 }

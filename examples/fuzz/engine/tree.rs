@@ -324,13 +324,16 @@ pub enum Node {
     MulAdd(Box<Node>, Box<Node>, Box<Node>),
     Cast(Ty, Box<Node>),
     Bitcast(Ty, Box<Node>),
+    /// The current value of a program's variable `v<n>` of type `ty` (only in statement
+    /// programs, `prog.rs`; never in the plain trees).
+    Var(Ty, u8),
 }
 
 impl Node {
     /// The result type.
     pub fn ty(&self) -> Ty {
         match self {
-            Node::Input(t, _) => *t,
+            Node::Input(t, _) | Node::Var(t, _) => *t,
             Node::Lit(v) => v.ty(),
             Node::Un(Un::IsNan | Un::IsInf, _) | Node::Cmp(..) => Ty::Bool,
             Node::Un(Un::Popc | Un::Clz | Un::Ffs, _) => Ty::U32,
@@ -342,7 +345,7 @@ impl Node {
     /// The operands.
     pub fn children(&self) -> Vec<&Node> {
         match self {
-            Node::Input(..) | Node::Lit(_) => vec![],
+            Node::Input(..) | Node::Lit(_) | Node::Var(..) => vec![],
             Node::Un(_, a) | Node::Cast(_, a) | Node::Bitcast(_, a) => vec![a],
             Node::Bin(_, a, b) | Node::Cmp(_, a, b) => vec![a, b],
             Node::Select(a, b, c) | Node::MulAdd(a, b, c) => vec![a, b, c],
@@ -494,8 +497,31 @@ pub fn random_val(rng: &mut Rng, ty: Ty) -> Val {
 }
 
 /// Random tree generation: well-typed by construction.
+///
+/// [`Gen::new`] gives the plain trees of the tree fuzzer; the statement programs (`prog.rs`)
+/// set `vars` (variables readable as leaves), `exact` (no inexact math) and `slots` (device
+/// function bodies read only slot 0, their parameters). With the defaults the random stream is
+/// the one the tree fuzzer always had, so old seeds still reproduce.
 pub struct Gen<'a> {
     pub rng: &'a mut Rng,
+    /// Variables a leaf may read: `(type, number)`.
+    pub vars: Vec<(Ty, u8)>,
+    /// Leave out the inexact math functions (`Un::Math`, `powf`, `atan2`).
+    pub exact: bool,
+    /// Input slots a leaf may read (`1..=SLOTS`).
+    pub slots: u8,
+}
+
+impl<'a> Gen<'a> {
+    /// The tree fuzzer's generator: inputs and literals as leaves, every operation.
+    pub fn new(rng: &'a mut Rng) -> Gen<'a> {
+        Gen {
+            rng,
+            vars: Vec::new(),
+            exact: false,
+            slots: SLOTS as u8,
+        }
+    }
 }
 
 impl Gen<'_> {
@@ -504,10 +530,19 @@ impl Gen<'_> {
     }
 
     fn leaf(&mut self, ty: Ty) -> Node {
+        let vars: Vec<u8> = self
+            .vars
+            .iter()
+            .filter(|(t, _)| *t == ty)
+            .map(|(_, v)| *v)
+            .collect();
+        if !vars.is_empty() && self.rng.below(2) == 0 {
+            return Node::Var(ty, self.pick(&vars));
+        }
         if self.rng.below(4) == 0 {
             Node::Lit(random_val(self.rng, ty))
         } else {
-            Node::Input(ty, self.rng.below(SLOTS as u64) as u8)
+            Node::Input(ty, self.rng.below(self.slots as u64) as u8)
         }
     }
 
@@ -605,6 +640,11 @@ impl Gen<'_> {
                         Bin::Powf,
                         Bin::Atan2,
                     ]);
+                    let op = match op {
+                        Bin::Powf if self.exact => Bin::Mul,
+                        Bin::Atan2 if self.exact => Bin::Sub,
+                        op => op,
+                    };
                     Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
                 }
                 4..=5 => {
@@ -619,6 +659,7 @@ impl Gen<'_> {
                     ]);
                     Node::Un(op, b(self.tree(ty, d)))
                 }
+                6 if self.exact => Node::Un(Un::Neg, b(self.tree(ty, d))),
                 6 => {
                     let m = self.pick(&MATHS);
                     Node::Un(Un::Math(m), b(self.tree(ty, d)))
