@@ -83,7 +83,8 @@ fn run(threads: usize, seconds: u64) -> Result<()> {
             })
             .collect();
         for h in hs {
-            h.join().map_err(|_| Error::Usage("a soak thread panicked".into()))??;
+            h.join()
+                .map_err(|_| Error::Usage("a soak thread panicked".into()))??;
         }
         Ok(())
     })?;
@@ -162,7 +163,12 @@ fn run(threads: usize, seconds: u64) -> Result<()> {
 /// Waits for a future by polling it (a stream's `done()` future needs no executor).
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     let mut f = std::pin::pin!(f);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    let waker = std::task::Waker::from(Arc::new(Noop));
+    let mut cx = std::task::Context::from_waker(&waker);
     loop {
         if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
             return v;
@@ -185,8 +191,11 @@ fn round(sh: &Shared, t: u64, r: u64) -> Result<()> {
     let mut out = ctx.alloc::<f32, _>(n)?;
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
     start.record(&s)?;
-    sh.scale
-        .launch(&s, LaunchConfig::for_num_elems(n, 256)?, (&dx, &mut out, 2.0f32))?;
+    sh.scale.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 256)?,
+        (&dx, &mut out, 2.0f32),
+    )?;
     end.record(&s)?;
     let y = sh.axpy.call(&s, (0.5f32, &out, &dx))?; // 0.5 * 2x + x = 2x
     let flag = Arc::new(AtomicBool::new(false));
@@ -218,13 +227,17 @@ fn round(sh: &Shared, t: u64, r: u64) -> Result<()> {
         )));
     }
     let ms = cudajit::elapsed_ms(&start, &end)?;
-    if !(ms >= 0.0) {
-        return Err(Error::Usage(format!("thread {t} round {r}: elapsed {ms} ms")));
+    if ms.is_nan() || ms < 0.0 {
+        return Err(Error::Usage(format!(
+            "thread {t} round {r}: elapsed {ms} ms"
+        )));
     }
     if n > (4 << 20) {
         let back = y.to_vec_async(&s)?; // a staged-large pageable copy back
         if back[n - 1] != 2.0 * x[n - 1] {
-            return Err(Error::Usage(format!("thread {t} round {r}: last element wrong")));
+            return Err(Error::Usage(format!(
+                "thread {t} round {r}: last element wrong"
+            )));
         }
     }
     sh.ops.fetch_add(1, Ordering::Relaxed);

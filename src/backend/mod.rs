@@ -14,6 +14,7 @@
 //! added to the choice in [`backend`].
 
 pub(crate) mod cuda;
+pub(crate) mod faults;
 pub(crate) mod sim;
 
 use std::ffi::c_void;
@@ -223,21 +224,22 @@ pub(crate) trait Backend: Send + Sync {
     fn profiler_stop(&self) -> Result<()>;
 }
 
-static BACKEND: OnceLock<Box<dyn Backend>> = OnceLock::new();
+static BACKEND: OnceLock<&'static dyn Backend> = OnceLock::new();
+
+/// The fault-injecting backend, when a test chose it (see [`crate::fault_injection`]).
+static FAULTS: OnceLock<faults::FaultInjector> = OnceLock::new();
 
 /// The process's backend: the simulator when `CUDAJIT_SIMULATOR` is set (`1`, `true`, `yes`,
 /// `on`) or [`use_simulator`] was called first, else the CUDA driver.
 #[inline]
 pub(crate) fn backend() -> &'static dyn Backend {
-    BACKEND
-        .get_or_init(|| {
-            if simulator_requested() {
-                Box::new(sim::Simulator::new())
-            } else {
-                Box::new(cuda::CudaDriver)
-            }
-        })
-        .as_ref()
+    *BACKEND.get_or_init(|| {
+        if simulator_requested() {
+            Box::leak(Box::new(sim::Simulator::new()))
+        } else {
+            Box::leak(Box::new(cuda::CudaDriver))
+        }
+    })
 }
 
 /// Whether `CUDAJIT_SIMULATOR` asks for the simulator.
@@ -259,7 +261,7 @@ fn simulator_requested() -> bool {
 /// assert!(cudajit::on_simulator());
 /// ```
 pub fn use_simulator() -> Result<()> {
-    let chosen = BACKEND.get_or_init(|| Box::new(sim::Simulator::new()));
+    let chosen = BACKEND.get_or_init(|| Box::leak(Box::new(sim::Simulator::new())));
     if chosen.is_simulator() {
         Ok(())
     } else {
@@ -274,4 +276,16 @@ pub fn use_simulator() -> Result<()> {
 /// Chooses the backend if nothing has yet.
 pub fn on_simulator() -> bool {
     backend().is_simulator()
+}
+
+/// Chooses the fault-injecting backend (the simulator underneath) for this process; `None` if
+/// another backend was chosen first.
+pub(crate) fn install_fault_injector() -> Option<&'static faults::FaultInjector> {
+    let f: &'static faults::FaultInjector = FAULTS.get_or_init(faults::FaultInjector::new);
+    let chosen = *BACKEND.get_or_init(|| f as &'static dyn Backend);
+    std::ptr::addr_eq(
+        chosen as *const dyn Backend,
+        f as *const faults::FaultInjector,
+    )
+    .then_some(f)
 }

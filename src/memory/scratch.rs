@@ -91,7 +91,13 @@ impl Workspace {
         let (ptr, pooled) = alloc_ordered(stream, bytes)?;
         let ws = Workspace { ptr, bytes, pooled };
         // SAFETY: the counter bytes lie inside the allocation above.
-        unsafe { backend().memset(ptr, 0, 4, COUNTER_BYTES / 4, 4, Some(stream.raw())) }?;
+        if let Err(e) =
+            unsafe { backend().memset(ptr, 0, 4, COUNTER_BYTES / 4, 4, Some(stream.raw())) }
+        {
+            // Not handed out: give the memory back (a second error is recorded, not lost).
+            crate::error::check_in_drop(ws.release(stream.raw()));
+            return Err(e);
+        }
         Ok(ws)
     }
 

@@ -432,9 +432,11 @@ unsafe fn copy(
             }
         }
     }
-    if wait_failed {
-        // A device that cannot be waited for may still read or write the buffers: forget them
-        // (dropping a `StagingBuf` frees nothing), leaking their pinned memory.
+    // A device that cannot be waited for may still read or write the buffers. If the whole
+    // context can be waited for, nothing uses them any more and they stay in the pool; if not
+    // (a lost device), forget them (dropping a `StagingBuf` frees nothing), leaking their
+    // pinned memory rather than freeing memory a DMA may still write.
+    if wait_failed && backend().ctx_synchronize().is_err() {
         bufs.clear();
     }
     match first_error {

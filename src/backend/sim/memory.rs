@@ -26,6 +26,12 @@ pub(super) struct Memory {
 }
 
 impl Memory {
+    /// Live allocations: (device and managed, pinned host).
+    pub(super) fn counts(&self) -> (usize, usize) {
+        let host = self.live.values().filter(|(_, k)| *k == Kind::Host).count();
+        (self.live.len() - host, host)
+    }
+
     /// Allocates `bytes` (at least 1) zeroed bytes; `None` when the host has no memory.
     pub(super) fn alloc(&mut self, bytes: usize, kind: Kind) -> Option<u64> {
         let layout = Layout::from_size_align(bytes.max(1), ALIGN).ok()?;

@@ -124,6 +124,14 @@ impl Simulator {
         }
     }
 
+    /// What is alive now: (device and managed allocations, pinned host allocations, streams,
+    /// events, modules), for the fault-injection tests' leak checks.
+    pub(crate) fn live(&self) -> [usize; 5] {
+        let (dev, host) = self.mem.lock().counts();
+        let h = self.handles.lock();
+        [dev, host, h.streams.len(), h.events.len(), h.modules.len()]
+    }
+
     fn check_device(&self, dev: sys::CUdevice, call: &'static str) -> Result<()> {
         if dev == 0 {
             Ok(())
