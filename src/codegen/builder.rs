@@ -34,6 +34,9 @@ pub(crate) struct FnState {
     /// A `return` under divergent control has been recorded: later barriers are divergent.
     returned_divergent: bool,
     loop_depth: u32,
+    /// The loop depth at each enclosing `while_` condition being recorded (a `break` or
+    /// `continue` there, outside any loop of the condition's own, is refused as in Rust).
+    pub while_cond_depths: Vec<u32>,
     pub errors: Vec<String>,
 }
 
@@ -65,6 +68,7 @@ impl FnState {
             divergent: 0,
             returned_divergent: false,
             loop_depth: 0,
+            while_cond_depths: Vec::new(),
             errors: Vec::new(),
         }
     }
@@ -142,6 +146,13 @@ impl FnState {
         }
         if let Op::ReadVar(v) = op {
             varying |= self.var_varying[v.0 as usize];
+            if !self.within(self.current_scope(), self.var_scope[v.0 as usize]) {
+                self.error(format!(
+                    "in `{}`: a variable is read outside the block that declared it (after the if \
+                     or loop body it was made in); declare it before that block",
+                    self.f.name
+                ));
+            }
         }
         let id = self.f.values.len() as u32;
         self.f.values.push(ValueDef { ty, op });
@@ -212,6 +223,16 @@ impl FnState {
         self.loop_depth > 0
     }
 
+    /// How many loops enclose the code being recorded.
+    pub fn loop_depth_now(&self) -> u32 {
+        self.loop_depth
+    }
+
+    /// Whether a `break`/`continue` here would leave a `while_` condition.
+    pub fn in_while_cond(&self) -> bool {
+        self.while_cond_depths.last() == Some(&self.loop_depth)
+    }
+
     /// Whether code here may be reached by only some threads of a block.
     pub fn is_divergent(&self) -> bool {
         self.divergent > 0 || self.returned_divergent
@@ -244,6 +265,21 @@ impl FnState {
             return Err(self.errors);
         }
         self.f.body = self.blocks.pop().unwrap_or_default();
+        let late = super::divergence::divergent_barriers(&self.f, &self.varying, &self.var_varying);
+        if !late.is_empty() {
+            return Err(late
+                .into_iter()
+                .map(|what| {
+                    format!(
+                        "in `{}`: `{what}` is in a loop where only some threads of a block may reach it \
+                         on a later iteration (a variable it depends on, or a `break`/`continue`/`return` \
+                         before it, depends on the thread index); every thread of the block must reach \
+                         each barrier, or the kernel hangs",
+                        self.f.name
+                    )
+                })
+                .collect());
+        }
         Ok(self.f)
     }
 }

@@ -166,7 +166,10 @@ impl KernelBuilder {
     }
 
     /// `for i in (start..end).step_by(step) { body(i) }`; `step` must be positive (a grid-stride
-    /// loop is `k.for_step(k.grid1(), n, k.gridsize1(), |k, i| ..)`).
+    /// loop is `k.for_step(k.grid1(), n, k.gridsize1(), |k, i| ..)`). As in Rust, the loop
+    /// stops before `i + step` would pass `end`, even where that sum would wrap around; a
+    /// literal step of zero or less is a build error, and one that turns out non-positive at
+    /// run time runs the body once.
     pub fn for_step<T: Int>(
         &self,
         start: impl Into<Expr<T>>,
@@ -175,6 +178,24 @@ impl KernelBuilder {
         body: impl FnOnce(&KernelBuilder, Expr<T>),
     ) {
         let (start, end, step) = (start.into(), end.into(), step.into());
+        with_state(|s| {
+            if let Some(super::ir::Op::Const(bits)) =
+                s.f.values.get(step.id as usize).map(|d| d.op.clone())
+            {
+                let (positive, shown) = match (T::TY.size(), T::TY.is_signed_int()) {
+                    (4, true) => (bits as u32 as i32 > 0, (bits as u32 as i32).to_string()),
+                    (_, true) => (bits as i64 > 0, (bits as i64).to_string()),
+                    _ => (bits != 0, bits.to_string()),
+                };
+                if !positive {
+                    s.error(format!(
+                        "in `{}`: for_step with a step of {shown} (it must be positive, as Rust's \
+                         step_by; count down with a positive step and `end - 1 - i`)",
+                        s.f.name
+                    ));
+                }
+            }
+        });
         let Some((div, var)) = with_state(|s| {
             let div = s.check_use(&[start.raw(), end.raw(), step.raw()]);
             (div, s.declare_loop_var(T::TY, div))
@@ -204,7 +225,12 @@ impl KernelBuilder {
         body: impl FnOnce(&KernelBuilder),
     ) {
         let mut c = None;
+        with_state(|s| {
+            let d = s.loop_depth_now();
+            s.while_cond_depths.push(d)
+        });
         let cond_stmts = self.block(false, false, |k| c = Some(cond(k)));
+        with_state(|s| s.while_cond_depths.pop());
         let Some(c) = c else { return };
         let div =
             with_state(|s| s.varying.get(c.id as usize).copied().unwrap_or(false)).unwrap_or(false);
@@ -220,7 +246,13 @@ impl KernelBuilder {
 
     fn loop_control(&self, stmt: Stmt, what: &str) {
         with_state(|s| {
-            if s.in_loop() {
+            if s.in_while_cond() {
+                s.error(format!(
+                    "in `{}`: `{what}` inside a `while_` condition (Rust does not allow it either); \
+                     move it into the loop's body",
+                    s.f.name
+                ));
+            } else if s.in_loop() {
                 s.push_stmt(stmt);
             } else {
                 s.error(format!("in `{}`: `{what}` outside a loop", s.f.name));

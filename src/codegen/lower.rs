@@ -554,8 +554,21 @@ impl<'c> Lowerer<'c, '_> {
                     ll!(self, self.b.build_unconditional_branch(lb));
                 }
                 self.b.position_at_end(lb);
+                // As Rust's step_by: stop once `i + step` would reach `end` (`end - i <= step`,
+                // unsigned: i < end here), so the sum never wraps around; written as
+                // `step - 1 >= end - i - 1` so that a step of 0 stops too.
                 let i = ll!(self, self.b.build_load(it, ptr, "i")).into_int_value();
+                let one = it.const_int(1, false);
+                let left = ll!(self, self.b.build_int_sub(end, i, ""));
+                let left1 = ll!(self, self.b.build_int_sub(left, one, ""));
+                let step1 = ll!(self, self.b.build_int_sub(step, one, ""));
+                let last = ll!(
+                    self,
+                    self.b
+                        .build_int_compare(IntPredicate::UGE, step1, left1, "")
+                );
                 let n = ll!(self, self.b.build_int_add(i, step, ""));
+                let n = ll!(self, self.b.build_select(last, end, n, "")).into_int_value();
                 ll!(self, self.b.build_store(ptr, n));
                 ll!(self, self.b.build_unconditional_branch(hb));
                 self.b.position_at_end(xb);

@@ -21,6 +21,7 @@ mod builder;
 pub(crate) mod cache;
 mod control;
 mod device_fn;
+mod divergence;
 mod expr;
 pub(crate) mod ir;
 mod kernel;

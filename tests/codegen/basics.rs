@@ -1,7 +1,7 @@
 //! The builder's core: arithmetic per type, control flow, shared memory, launch geometry, and
 //! the errors for misuse the types cannot catch.
 
-use cudajit::codegen::{select, Kernel, NdMut, NdRef, PtxOptions};
+use cudajit::codegen::{select, Expr, Kernel, NdMut, NdRef, PtxOptions};
 use cudajit::Error;
 
 use crate::common::{check_ptx, compile_all};
@@ -344,6 +344,116 @@ fn misuse_is_a_build_error_not_invalid_ptx() {
         Kernel::<(&mut [f32],)>::build("9lives", |_, _| {}),
         Err(Error::Usage(_))
     ));
+}
+
+/// Control-flow misuse the fuzzer's statement programs ran into (issue 10): each is a build
+/// error naming what to do, as Rust would refuse the same code.
+#[test]
+fn control_flow_misuse_found_by_the_fuzzer_is_a_build_error() {
+    // `break` inside a while_ condition (E0590 in Rust).
+    let e = kernel_error(Kernel::<(&mut [u32],)>::build("brk_cond", |k, (out,)| {
+        k.for_range(0u32, 3u32, |k, _| {
+            k.while_(
+                |k| {
+                    k.break_();
+                    Expr::lit(true)
+                },
+                |_| {},
+            );
+        });
+        out.set(0u32, 1u32);
+    }));
+    assert!(e.contains("while_` condition"), "{e}");
+    // ... but a loop of the condition's own may break.
+    Kernel::<(&mut [u32],)>::build("brk_in_cond_loop", |k, (out,)| {
+        let n = k.var(0u32);
+        k.while_(
+            |k| {
+                k.for_range(0u32, 5u32, |k, i| k.if_(i.eq(2u32), |k| k.break_()));
+                n.get().lt(3u32)
+            },
+            |_| n.set(n.get() + 1u32),
+        );
+        out.set(0u32, n.get());
+    })
+    .unwrap();
+
+    // A variable read after the block that declared it.
+    let e = kernel_error(Kernel::<(&[u32], &mut [u64])>::build(
+        "var_scope",
+        |k, (x, out)| {
+            let mut v = None;
+            k.if_(x.at(0u32).gt(0u32), |k| v = Some(k.var(5u64)));
+            if let Some(v) = v {
+                out.set(0u32, v.get());
+            }
+        },
+    ));
+    assert!(e.contains("read outside the block"), "{e}");
+
+    // A barrier that becomes divergent on a later iteration: the variable its condition reads
+    // is made thread-dependent after it, in the same loop.
+    let e = kernel_error(Kernel::<(&mut [u32],)>::build(
+        "late_div_for",
+        |k, (out,)| {
+            let x = k.var(0u32);
+            k.for_range(0u32, 2u32, |k, _| {
+                k.if_(x.get().eq(1u32), |k| k.syncthreads());
+                x.set(k.thread_idx().x & 1u32);
+            });
+            out.set(0u32, x.get());
+        },
+    ));
+    assert!(e.contains("later iteration"), "{e}");
+    let e = kernel_error(Kernel::<(&mut [u32],)>::build(
+        "late_div_while",
+        |k, (out,)| {
+            let x = k.var(0u32);
+            k.while_(
+                |_| x.get().lt(1u32),
+                |k| {
+                    k.syncthreads();
+                    x.set(k.thread_idx().x & 1u32);
+                },
+            );
+            out.set(0u32, x.get());
+        },
+    ));
+    assert!(e.contains("later iteration"), "{e}");
+    // ... and after a `break` only some threads take.
+    let e = kernel_error(Kernel::<(&mut [u32],)>::build(
+        "late_div_break",
+        |k, (out,)| {
+            k.for_range(0u32, 4u32, |k, i| {
+                k.syncthreads();
+                k.if_(k.thread_idx().x.lt(i), |k| k.break_());
+            });
+            out.set(0u32, 1u32);
+        },
+    ));
+    assert!(e.contains("later iteration"), "{e}");
+    // A uniform loop with a barrier and thread-dependent work stays accepted.
+    Kernel::<(&mut [f32],)>::build("uniform_loop_barrier", |k, (out,)| {
+        let sh = k.shared_array::<f32>(64);
+        let t = k.thread_idx().x;
+        let acc = k.var(0.0f32);
+        k.for_range(0u32, 4u32, |k, i| {
+            sh.set(t, t.cast::<f32>() + i.cast::<f32>());
+            k.syncthreads();
+            k.if_(t.lt(32u32), |_| acc.set(acc.get() + sh.at(t + 32u32)));
+            k.syncthreads();
+        });
+        out.set(t, acc.get());
+    })
+    .unwrap();
+
+    // A literal step of zero or less.
+    for step in [0i32, -1] {
+        let e = kernel_error(Kernel::<(&mut [i32],)>::build("bad_step", |k, (out,)| {
+            k.for_step(0i32, 5i32, step, |_, i| out.set(0u32, i));
+        }));
+        assert!(e.contains(&format!("step of {step}")), "{e}");
+    }
 }
 
 #[test]

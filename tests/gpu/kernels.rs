@@ -700,3 +700,51 @@ fn launch_bounds_limit_the_block() {
         .unwrap_err();
     assert!(e.to_string().contains("limit of 128 threads"), "{e}");
 }
+
+/// `for_step` stops as Rust's `step_by` does, also where `i + step` would wrap around
+/// (it used to wrap and run ~2^31 more iterations); a run-time step of 0 runs the body once.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn for_step_near_the_top_of_the_range_stops_like_rust() {
+    let k = Kernel::<(&mut [u64], u32)>::build("for_step_top", |k, (out, zero)| {
+        let (a, b, c, d, e) = (
+            k.var(0u64),
+            k.var(0u64),
+            k.var(0u64),
+            k.var(0u64),
+            k.var(0u64),
+        );
+        k.for_step(u32::MAX - 5, u32::MAX, 2u32, |_, i| {
+            a.set(a.get() * 16u64 + (u32::MAX - i).cast::<u64>())
+        });
+        k.for_step(i32::MAX - 6, i32::MAX, 3i32, |_, _| b.set(b.get() + 1u64));
+        k.for_step(u64::MAX - 8, u64::MAX, 4u64, |_, _| c.set(c.get() + 1u64));
+        k.for_step(i64::MIN, i64::MIN + 10, i64::MAX, |_, _| {
+            d.set(d.get() + 1u64)
+        });
+        k.for_step(3u32, 9u32, zero, |_, _| e.set(e.get() + 1u64));
+        out.set(0u32, a.get());
+        out.set(1u32, b.get());
+        out.set(2u32, c.get());
+        out.set(3u32, d.get());
+        out.set(4u32, e.get());
+    })
+    .unwrap();
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut out = c.alloc::<u64, _>(5).unwrap();
+    k.launch(&s, LaunchConfig::new(1, 1), (&mut out, 0u32))
+        .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    let a = ((u32::MAX - 5)..u32::MAX)
+        .step_by(2)
+        .fold(0u64, |acc, i| acc * 16 + (u32::MAX - i) as u64);
+    let want = [
+        a,
+        ((i32::MAX - 6)..i32::MAX).step_by(3).count() as u64,
+        ((u64::MAX - 8)..u64::MAX).step_by(4).count() as u64,
+        (i64::MIN..i64::MIN + 10).step_by(i64::MAX as usize).count() as u64,
+        1,
+    ];
+    assert_eq!(got, want);
+}

@@ -425,11 +425,24 @@ impl<'l> Block<'l> {
             let (brk, _) = fr.loops[depth];
             fr.loops[depth].1 = NONE;
             let next = and_not(&and_not(&m, &brk, nw), &fr.ret, nw);
+            // As Rust's step_by (and the lowering): once `i + step` would reach `end`
+            // (`step - 1 >= end - i - 1`, unsigned, so a step of 0 stops too), the counter
+            // becomes `end` and the loop ends, so the sum never wraps around.
             for_lanes(&next, nw, |t| {
-                let (i, s) = (fr.vars[vb + t], fr.regs[sb + t]);
+                let (i, s, e) = (fr.vars[vb + t], fr.regs[sb + t], fr.regs[eb + t]);
                 fr.vars[vb + t] = match ty {
-                    ScalarTy::I32 | ScalarTy::U32 => (i as u32).wrapping_add(s as u32) as u64,
-                    _ => i.wrapping_add(s),
+                    ScalarTy::I32 | ScalarTy::U32 => {
+                        let (i, s, e) = (i as u32, s as u32, e as u32);
+                        let last = s.wrapping_sub(1) >= e.wrapping_sub(i).wrapping_sub(1);
+                        (if last { e } else { i.wrapping_add(s) }) as u64
+                    }
+                    _ => {
+                        if s.wrapping_sub(1) >= e.wrapping_sub(i).wrapping_sub(1) {
+                            e
+                        } else {
+                            i.wrapping_add(s)
+                        }
+                    }
                 };
             });
         }
