@@ -139,7 +139,8 @@ impl Pass<'_> {
                     cond,
                     body,
                 } => {
-                    if self.looped(cond_stmts, Some(*cond), body, div, st) != 0 {
+                    let e = self.looped(cond_stmts, Some(*cond), body, div, st);
+                    if e != 0 {
                         exits |= RETURN;
                         div = true;
                     }
