@@ -219,7 +219,8 @@ cat > "$outdir/run.sh" << 'RUNNER'
 #                     synccheck, initcheck; memcheck with --leak-check full); a binary with a
 #                     finding fails. CUDA API errors are not reported (the tests provoke many on
 #                     purpose and check each one); SANITIZE_API_ERRORS=explicit shows them.
-#                     The benches are left out.
+#                     The benches, and the test that faults a kernel on purpose
+#                     (modules::kernel_fault_is_a_clear_error), are left out.
 #   -- ARGS           more arguments for the test binaries (e.g. -- --nocapture)
 set -uo pipefail
 
@@ -248,6 +249,7 @@ while (($#)); do
 done
 case "$only" in all | tests | examples | benches) ;; *) echo "run.sh: --only takes tests, examples or benches" >&2; exit 2 ;; esac
 sanitizer=()
+sanitize_skips=()
 if [[ -n "$sanitize" ]]; then
     case "$sanitize" in memcheck | racecheck | synccheck | initcheck) ;; *) echo "run.sh: --sanitize takes memcheck, racecheck, synccheck or initcheck" >&2; exit 2 ;; esac
     cs="$(command -v compute-sanitizer || true)"
@@ -258,6 +260,7 @@ if [[ -n "$sanitize" ]]; then
     sanitizer=("$cs" --tool "$sanitize" --error-exitcode 86 --target-processes all
         --report-api-errors "${SANITIZE_API_ERRORS:-no}" --print-limit 50)
     [[ "$sanitize" == memcheck ]] && sanitizer+=(--leak-check full)
+    sanitize_skips=(--skip modules::kernel_fault_is_a_clear_error)
     [[ "$only" == all ]] && only=tests+examples
 fi
 
@@ -355,7 +358,7 @@ if [[ "$only" == all || "$only" == tests || "$only" == tests+examples ]]; then
         [[ -e "$b" ]] || continue
         n="${b##*/}"
         in_list "${n#test-}" "$tests_list" || continue
-        run_one "$n" "$b" --include-ignored --test-threads=1 ${filter:+"$filter"} "${extra[@]}"
+        run_one "$n" "$b" --include-ignored --test-threads=1 ${filter:+"$filter"} "${sanitize_skips[@]}" "${extra[@]}"
     done
 fi
 if [[ "$only" == all || "$only" == examples || "$only" == tests+examples ]]; then

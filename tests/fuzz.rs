@@ -64,3 +64,20 @@ fn fixed_seed_programs_match_the_host_model_on_the_simulator() {
     );
     assert!(r.prog_mismatches.is_empty(), "{}", lines.join("\n"));
 }
+
+/// The same generator through LLVM to PTX (no device): every kernel must compile. Includes the
+/// batch that crashed LLVM 19 before float min/max were emitted as PTX directly (seed 1100120).
+#[test]
+fn fixed_seed_slice_compiles_to_ptx() {
+    let mut cfg = config(32 * 40, 32 * 40);
+    let n = engine::check::compile_only(&cfg, (9, 0), |_| {}).unwrap();
+    assert_eq!(n, 80);
+    cfg.seed = 1100120;
+    cfg.trees = 0;
+    cfg.programs = 32;
+    cfg.threads = 128;
+    assert_eq!(
+        engine::check::compile_only(&cfg, (9, 0), |_| {}).unwrap(),
+        1
+    );
+}

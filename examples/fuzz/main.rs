@@ -39,6 +39,14 @@ fn main() {
     }
 }
 
+/// `--ptx-only MAJOR.MINOR`: compile every kernel for that compute capability, run nothing.
+fn ptx_only() -> Option<(u32, u32)> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == "--ptx-only")?;
+    let (a, b) = args.get(i + 1)?.split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
 fn parse_args() -> std::result::Result<Config, String> {
     let mut cfg = Config {
         trees: 2000,
@@ -66,8 +74,11 @@ fn parse_args() -> std::result::Result<Config, String> {
             "--threads" => cfg.threads = num("--threads")?.max(1) as usize,
             "--depth" => cfg.depth = num("--depth")?.clamp(1, 12) as u32,
             "--seconds" => cfg.max_seconds = Some(num("--seconds")? as f64),
+            "--ptx-only" => {
+                args.next();
+            }
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--ptx-only 9.0]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }
@@ -77,6 +88,19 @@ fn parse_args() -> std::result::Result<Config, String> {
 
 fn main_() -> Result<usize> {
     let cfg = parse_args().map_err(Error::Usage)?;
+    if let Some(cc) = ptx_only() {
+        let t0 = std::time::Instant::now();
+        let n = engine::check::compile_only(&cfg, cc, |l| eprintln!("{l}"))?;
+        println!(
+            "fuzz: {n} kernels ({} trees, {} programs) compiled to PTX for sm_{}{} in {:.1} s",
+            cfg.trees,
+            cfg.programs,
+            cc.0,
+            cc.1,
+            t0.elapsed().as_secs_f64()
+        );
+        return Ok(0);
+    }
     let ctx = Context::new(0)?;
     let on = if cudajit::on_simulator() {
         "the simulator"

@@ -949,14 +949,39 @@ impl<'c> Lowerer<'c, '_> {
                 BinOp::Div => ll!(self, self.b.build_float_div(x, y, "")).into(),
                 BinOp::Rem => self.float_rem(x, y, ty)?,
                 BinOp::Min | BinOp::Max => {
-                    let name = format!(
-                        "llvm.{}.{}",
-                        if o == BinOp::Min { "minnum" } else { "maxnum" },
-                        if ty == ScalarTy::F32 { "f32" } else { "f64" }
+                    // PTX min/max.f32/f64 (what llvm.minnum/maxnum lower to) as inline assembly:
+                    // LLVM 19's InstSimplify crashes on min/max next to another intrinsic over
+                    // the same operands, e.g. `maxnum(maxnum(a, b), fma(b, a, a))`
+                    // (llvm-project#173705; found by the fuzzer), and NVVM's own fmin/fmax
+                    // intrinsics are turned back into minnum/maxnum by InstCombine.
+                    let f32 = ty == ScalarTy::F32;
+                    let op = if o == BinOp::Min { "min" } else { "max" };
+                    let ftz = if f32 && self.opts.fastmath {
+                        ".ftz"
+                    } else {
+                        ""
+                    };
+                    let (t, c) = if f32 { ("f32", "f") } else { ("f64", "d") };
+                    let ft = x.get_type();
+                    let fty = ft.fn_type(&[ft.into(), ft.into()], false);
+                    let asm = self.ctx.create_inline_asm(
+                        fty,
+                        format!("{op}{ftz}.{t} $0, $1, $2;"),
+                        format!("={c},{c},{c}"),
+                        false,
+                        false,
+                        None,
+                        false,
                     );
-                    return self
-                        .call(&name, Some(x.get_type().into()), &[x.into(), y.into()])?
-                        .ok_or_else(|| self.err("minnum returned nothing"));
+                    let call = ll!(
+                        self,
+                        self.b
+                            .build_indirect_call(fty, asm, &[x.into(), y.into()], "")
+                    );
+                    return call
+                        .try_as_basic_value()
+                        .basic()
+                        .ok_or_else(|| self.err("min/max returned nothing"));
                 }
                 _ => return Err(self.err(format!("{o:?} on floats"))),
             };

@@ -456,6 +456,23 @@ fn control_flow_misuse_found_by_the_fuzzer_is_a_build_error() {
     }
 }
 
+/// LLVM 19 crashed (a segfault in InstSimplify) on a float min/max beside another intrinsic
+/// over the same operands (llvm-project#173705); float min/max are now emitted as PTX
+/// `min`/`max` directly. Found by the fuzzer's programs (seed 1100120).
+#[test]
+fn float_min_max_beside_fma_compiles() {
+    let k = Kernel::<(&[f64], &mut [f64])>::build("minmax_fma", |k, (x, out)| {
+        let i = k.grid1();
+        let (v, w) = (x.at(i), x.at(i + 1u64));
+        out.set(i, v.max(w).max(w.mul_add(v, v)));
+        out.set(i + 1u64, v.min(w).min(w.mul_add(v, v)));
+        out.set(i + 2u64, v.max(w).min(v.copysign(w)));
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(ptx.contains("max.f64") && ptx.contains("min.f64"), "{ptx}");
+}
+
 #[test]
 fn every_scalar_parameter_type() {
     let k = Kernel::<(&mut [f64], f32, f64, i32, u32, i64, u64, bool)>::build(

@@ -564,3 +564,37 @@ pub fn run(ctx: &Context, cfg: &Config, mut log: impl FnMut(&str)) -> Result<Rep
     }
     Ok(report)
 }
+
+/// Compiles every batch kernel of `cfg` to PTX for compute capability `cc` without running
+/// anything (no GPU or simulator needed): the lowering and LLVM's NVPTX backend must accept
+/// every generated tree and program. `log` gets a line before each kernel (so that a crash
+/// names its batch). Returns the number of kernels compiled.
+pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> Result<usize> {
+    let opts = cudajit::codegen::PtxOptions::for_cc(cc.0, cc.1);
+    let per = cfg.per_kernel.max(1);
+    let (batches, prog_batches) = (cfg.trees.div_ceil(per), cfg.programs.div_ceil(per));
+    let mut n = 0;
+    for b in 0..batches.max(prog_batches) {
+        let seed = cfg.seed.wrapping_add(b as u64);
+        if b < batches {
+            let mut trees = batch_trees(seed, cfg);
+            trees.truncate(cfg.trees - b * per);
+            log(&format!("batch {b} (seed {seed}): {} trees", trees.len()));
+            lower::kernel("fuzz", &trees)?.0.compile_ptx(&opts)?;
+            n += 1;
+        }
+        if b < prog_batches {
+            let mut progs = batch_progs(seed, cfg);
+            progs.truncate(cfg.programs - b * per);
+            log(&format!(
+                "batch {b} (seed {seed}): {} programs",
+                progs.len()
+            ));
+            prog_lower::kernel("fuzzp", &progs, cfg.threads)?
+                .0
+                .compile_ptx(&opts)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
