@@ -36,7 +36,7 @@ pub(crate) struct FnState {
     loop_depth: u32,
     /// The loop depth at each enclosing `while_` condition being recorded (a `break` or
     /// `continue` there, outside any loop of the condition's own, is refused as in Rust).
-    pub while_cond_depths: Vec<u32>,
+    while_cond_depths: Vec<u32>,
     pub errors: Vec<String>,
 }
 
@@ -223,9 +223,14 @@ impl FnState {
         self.loop_depth > 0
     }
 
-    /// How many loops enclose the code being recorded.
-    pub fn loop_depth_now(&self) -> u32 {
-        self.loop_depth
+    /// Starts recording a `while_` condition.
+    pub fn enter_while_cond(&mut self) {
+        self.while_cond_depths.push(self.loop_depth);
+    }
+
+    /// Ends recording a `while_` condition.
+    pub fn leave_while_cond(&mut self) {
+        self.while_cond_depths.pop();
     }
 
     /// Whether a `break`/`continue` here would leave a `while_` condition.
@@ -265,7 +270,7 @@ impl FnState {
             return Err(self.errors);
         }
         self.f.body = self.blocks.pop().unwrap_or_default();
-        let late = super::divergence::divergent_barriers(&self.f, &self.varying, &self.var_varying);
+        let late = super::divergence::divergent_barriers(&self.f, &self.varying);
         if !late.is_empty() {
             return Err(late
                 .into_iter()

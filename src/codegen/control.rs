@@ -225,12 +225,9 @@ impl KernelBuilder {
         body: impl FnOnce(&KernelBuilder),
     ) {
         let mut c = None;
-        with_state(|s| {
-            let d = s.loop_depth_now();
-            s.while_cond_depths.push(d)
-        });
+        with_state(|s| s.enter_while_cond());
         let cond_stmts = self.block(false, false, |k| c = Some(cond(k)));
-        with_state(|s| s.while_cond_depths.pop());
+        with_state(|s| s.leave_while_cond());
         let Some(c) = c else { return };
         let div =
             with_state(|s| s.varying.get(c.id as usize).copied().unwrap_or(false)).unwrap_or(false);

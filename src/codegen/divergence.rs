@@ -161,13 +161,8 @@ const LOOP_EXIT: u8 = 1;
 const RETURN: u8 = 2;
 
 /// The barriers that only some threads of a block may reach, by name (empty when none).
-/// `varying` is what the recording found per value, `var_varying` per variable (used only for
-/// variables the body reads before assigning, such as a device function's).
-pub(crate) fn divergent_barriers(
-    f: &FunctionIr,
-    varying: &[bool],
-    var_varying: &[bool],
-) -> Vec<&'static str> {
+/// `varying` is what the recording found per value.
+pub(crate) fn divergent_barriers(f: &FunctionIr, varying: &[bool]) -> Vec<&'static str> {
     let mut p = Pass {
         f,
         vary: varying.to_vec(),
@@ -178,7 +173,7 @@ pub(crate) fn divergent_barriers(
     while p.changed && rounds < 64 {
         p.changed = false;
         p.bad.clear();
-        let mut st: VarState = vec![false; var_varying.len()];
+        let mut st: VarState = vec![false; f.vars.len()];
         p.walk(&f.body, false, &mut st);
         rounds += 1;
     }
