@@ -14,21 +14,150 @@
 //!    `mul c, -1`, which the compiler turns into the same negation). Written as `not` + `add 1`
 //!    the negation is kept (`LOP3` + `VIADDMNMX`), so every `neg.s32` becomes
 //!    `not.b32 d, a; add.s32 d, d, 1;` (the same two's-complement result).
+//! 3. **A 32-bit select of the bits 1 and 0 is taken for the numbers 1.0 and 0.0.**
+//!    `selp.f32 f, 0f00000001, 0f00000000, p` (`select(b, f32::from_bits(1), 0.0)`, also from
+//!    `selp.b32 r, 1, 0, p` moved into an f32 register) is treated as a boolean by the
+//!    optimiser, and a float conversion of it is folded as if it held 1.0: `floor`/`ceil`/
+//!    `trunc`/`round` give the subnormal itself (or 1.0), `as i32` gives 1, `as f64` gives
+//!    1.0, where each should see the smallest subnormal (seen with ptxas 12.9 to 13.5, `-O1`
+//!    and up; the driver's JIT at its default level; fuzzer seed 1100238). Adding `-0.0`
+//!    (exact for both values, no flush without `.ftz`) hides the pattern, so such a select
+//!    whose register is a float, or an integer register later moved into a float one, is
+//!    followed by `add.f32 d, d, 0f80000000;`. f64 is not affected.
+//! 4. **A register set to -1 on one path and to the bits of 1.0f on another keeps -1.**
+//!    `mov.b32 r, -1; @p bra L; mov.b32 r, 1065353216; L:` is compiled as if `r` were always
+//!    -1 (ptxas 12.9 and the CUDA 13.0 driver's JIT; fixed by 13.5; fuzzer seed 2400519: a
+//!    `u32` variable holding `u32::MAX`, then `1.0f32.to_bits()` inside a loop). Perhaps both
+//!    are taken for "true" (as `set.u32` and `set.f32` write it). Constant folding happens
+//!    first, so the 1.0f must be a run-time value: in a function that sets a register to both,
+//!    each 1.0f is written `(tid.x >> 16) | 1065353216` (tid.x < 1024, so the same bits; two
+//!    instructions, on that path only).
 
 /// Applies the rewrites above to a whole PTX module's text.
 pub(crate) fn work_around_ptxas(ptx: &str) -> String {
+    let to_float = moved_to_float(ptx);
     let mut out = String::with_capacity(ptx.len() + 256);
-    for line in ptx.split_inclusive('\n') {
-        match rewrite(line) {
-            Some(new) => out.push_str(&new),
-            None => out.push_str(line),
+    for func in functions(ptx) {
+        let both = minus_one_and_one_f32(func);
+        for line in func.split_inclusive('\n') {
+            if let Some(new) = opaque_one_f32(line, &both) {
+                out.push_str(&new);
+                continue;
+            }
+            match rewrite(line, &to_float) {
+                Some(new) => out.push_str(&new),
+                None => out.push_str(line),
+            }
         }
     }
     out
 }
 
+/// The module's text cut after each line that closes a function (`}` alone at the start of a
+/// line), so that per-function facts stay in their function; the pieces cover all of it.
+fn functions(ptx: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    for line in ptx.split_inclusive('\n') {
+        at += line.len();
+        if line.trim_end() == "}" {
+            pieces.push(&ptx[start..at]);
+            start = at;
+        }
+    }
+    pieces.push(&ptx[start..]);
+    pieces
+}
+
+/// `(register, immediate)` of a 32-bit `mov` of an immediate (predicated or not).
+fn mov_imm(line: &str) -> Option<(&str, &str)> {
+    let body = line.trim();
+    let body = match body.strip_prefix('@') {
+        Some(r) => r.split_once(char::is_whitespace)?.1.trim_start(),
+        None => body,
+    };
+    let (op, args) = body.split_once(char::is_whitespace)?;
+    if !matches!(op, "mov.b32" | "mov.u32" | "mov.s32" | "mov.f32") {
+        return None;
+    }
+    let (d, v) = args.trim().strip_suffix(';')?.split_once(',')?;
+    Some((d.trim(), v.trim()))
+}
+
+/// Whether an immediate is the bits of -1 (`true` as `set.u32` writes it) or of 1.0f.
+fn is_minus_one(v: &str) -> bool {
+    matches!(
+        v,
+        "-1" | "4294967295" | "0fFFFFFFFF" | "0xFFFFFFFF" | "0xffffffff"
+    )
+}
+fn is_one_f32(v: &str) -> bool {
+    matches!(v, "1065353216" | "0f3F800000" | "0x3F800000" | "0x3f800000")
+}
+
+/// The registers that `func` sets to -1 somewhere and to the bits of 1.0f elsewhere (rewrite 4).
+fn minus_one_and_one_f32(func: &str) -> Vec<&str> {
+    let movs: Vec<(&str, &str)> = func.lines().filter_map(mov_imm).collect();
+    let mut both: Vec<&str> = movs
+        .iter()
+        .filter(|(d, v)| is_one_f32(v) && movs.iter().any(|(d2, v2)| d2 == d && is_minus_one(v2)))
+        .map(|(d, _)| *d)
+        .collect();
+    both.dedup();
+    both
+}
+
+/// Rewrite 4 of one line: a `mov` of 1.0f's bits into a register of `both`.
+fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
+    let (d, v) = mov_imm(line)?;
+    if !is_one_f32(v) || !both.contains(&d) {
+        return None;
+    }
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    let pred = match body.strip_prefix('@') {
+        Some(_) => format!("{} ", body.split_once(char::is_whitespace)?.0),
+        None => String::new(),
+    };
+    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    Some(format!(
+        "{indent}{{ .reg .b32 %cj_tid; {pred}mov.u32 %cj_tid, %tid.x; {pred}shr.u32 %cj_tid, \
+         %cj_tid, 16; {pred}or.b32 {d}, %cj_tid, 1065353216; }}{nl}"
+    ))
+}
+
+/// The integer registers that some `mov.b32 %fN, %rM` moves into a float register (a
+/// bitcast), over the whole module (register names are per function, so this may include a
+/// few too many: harmless, the added instruction is exact).
+fn moved_to_float(ptx: &str) -> std::collections::HashSet<&str> {
+    ptx.lines()
+        .filter_map(|l| {
+            let (d, a) = l
+                .trim()
+                .strip_prefix("mov.b32")?
+                .trim()
+                .strip_suffix(';')?
+                .split_once(',')?;
+            (d.trim().starts_with("%f") && a.trim().starts_with("%r")).then_some(a.trim())
+        })
+        .collect()
+}
+
+/// Whether `selp` operands `args` (`d, a, b, p`) select the bits 1 and 0 (rewrite 3).
+fn selects_one_and_zero(args: &str) -> Option<&str> {
+    let mut it = args.split(',').map(str::trim);
+    let (d, a, b, _p) = (it.next()?, it.next()?, it.next()?, it.next()?);
+    let bit = |v: &str| match v {
+        "1" | "0f00000001" => Some(1),
+        "0" | "0f00000000" => Some(0),
+        _ => None,
+    };
+    (it.next().is_none() && bit(a)? + bit(b)? == 1).then_some(d)
+}
+
 /// The replacement of one instruction line, if it needs one.
-fn rewrite(line: &str) -> Option<String> {
+fn rewrite(line: &str, to_float: &std::collections::HashSet<&str>) -> Option<String> {
     let body = line.trim_start();
     let indent = &line[..line.len() - body.len()];
     let (pred, rest) = match body.strip_prefix('@') {
@@ -41,12 +170,22 @@ fn rewrite(line: &str) -> Option<String> {
     let (op, operands) = rest.split_once(char::is_whitespace)?;
     let operands = operands.trim();
     let args = operands.strip_suffix(';')?;
+    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    if matches!(op, "selp.f32" | "selp.b32" | "selp.u32" | "selp.s32") {
+        let d = selects_one_and_zero(args)?;
+        if !(d.starts_with("%f") || to_float.contains(d)) {
+            return None;
+        }
+        let line = line.trim_end_matches('\n');
+        return Some(format!(
+            "{line}\n{indent}{pred}add.f32 \t{d}, {d}, 0f80000000;{nl}"
+        ));
+    }
     let (d, a) = args.split_once(',')?;
     let (d, a) = (d.trim(), a.trim());
     if a.contains(',') || d.is_empty() || a.is_empty() {
         return None;
     }
-    let nl = if line.ends_with('\n') { "\n" } else { "" };
     match op {
         "abs.f32" | "abs.ftz.f32" => {
             Some(format!("{indent}{pred}and.b32 \t{d}, {a}, 2147483647;{nl}"))
@@ -71,6 +210,40 @@ mod tests {
                     \tabs.f64 \t%fd2, %fd1;\n\tnot.b32 \t%r9, %r2;\n\tadd.s32 \t%r9, %r9, 1;\n\
                     \t@%p1 not.b32 \t%r3, %r3;\n\t@%p1 add.s32 \t%r3, %r3, 1;\n\
                     \tneg.s64 \t%rd2, %rd1;\n\tneg.f32 \t%f5, %f4;\n\tmin.s32 \t%r4, %r9, %r1;\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn hides_float_selects_of_one_and_zero() {
+        let ptx = "\tselp.f32 \t%f6, 0f00000001, 0f00000000, %p11;\n\
+                   \t@%p2 selp.f32 \t%f7, 0f00000000, 0f00000001, %p1;\n\
+                   \tselp.u32 \t%r3, 1, 0, %p1;\n\tmov.b32 \t%f8, %r3;\n\
+                   \tselp.u32 \t%r4, 1, 0, %p1;\n\tselp.f32 \t%f9, 0f00000002, 0f00000000, %p1;\n\
+                   \tselp.f32 \t%f10, 0f3F800000, 0f00000000, %p1;\n";
+        let want = "\tselp.f32 \t%f6, 0f00000001, 0f00000000, %p11;\n\
+                    \tadd.f32 \t%f6, %f6, 0f80000000;\n\
+                    \t@%p2 selp.f32 \t%f7, 0f00000000, 0f00000001, %p1;\n\
+                    \t@%p2 add.f32 \t%f7, %f7, 0f80000000;\n\
+                    \tselp.u32 \t%r3, 1, 0, %p1;\n\tadd.f32 \t%r3, %r3, 0f80000000;\n\
+                    \tmov.b32 \t%f8, %r3;\n\
+                    \tselp.u32 \t%r4, 1, 0, %p1;\n\tselp.f32 \t%f9, 0f00000002, 0f00000000, %p1;\n\
+                    \tselp.f32 \t%f10, 0f3F800000, 0f00000000, %p1;\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn makes_one_f32_opaque_beside_minus_one() {
+        let ptx = ".func a()\n{\n\tmov.b32 \t%r12, -1;\n\t@%p3 bra \t$L__BB0_4;\n\
+                   \tmov.b32 \t%r12, 1065353216;\n\t@%p1 mov.b32 \t%r12, 1065353216;\n\
+                   \tmov.b32 \t%r13, 1065353216;\n}\n\
+                   .func b()\n{\n\tmov.b32 \t%r12, 1065353216;\n}\n";
+        let want = ".func a()\n{\n\tmov.b32 \t%r12, -1;\n\t@%p3 bra \t$L__BB0_4;\n\
+                    \t{ .reg .b32 %cj_tid; mov.u32 %cj_tid, %tid.x; shr.u32 %cj_tid, %cj_tid, 16; \
+                    or.b32 %r12, %cj_tid, 1065353216; }\n\
+                    \t{ .reg .b32 %cj_tid; @%p1 mov.u32 %cj_tid, %tid.x; @%p1 shr.u32 %cj_tid, \
+                    %cj_tid, 16; @%p1 or.b32 %r12, %cj_tid, 1065353216; }\n\
+                    \tmov.b32 \t%r13, 1065353216;\n}\n\
+                    .func b()\n{\n\tmov.b32 \t%r12, 1065353216;\n}\n";
         assert_eq!(work_around_ptxas(ptx), want);
     }
 

@@ -3,7 +3,8 @@
 //! Every operation x comparison x constant, f32 and f64, on inputs rich in NaN, against Rust
 //! (the inputs keep the math functions' results away from the constants, so that their
 //! rounding cannot change a comparison). Also the fuzzer's integer finding: a negated operand
-//! of a min/max chain dropped by the PTX compiler.
+//! of a min/max chain dropped by the PTX compiler, and a select of the bits 1 and 0 that it took
+//! for the numbers 1.0 and 0.0.
 
 use cudajit::codegen::{select, Expr, Float, Kernel, Signed};
 use cudajit::prelude::*;
@@ -294,5 +295,163 @@ fn min_max_chains_with_a_negated_operand() {
             0i32.wrapping_sub(z).max(x).max(y),
         ];
         assert_eq!(&got[i * 6..i * 6 + 6], &want, "a={x} b={y} c={z}");
+    }
+}
+
+/// The kernel of [`float_conversions_of_a_select_of_one_and_zero_bits`]: the shape the fuzzer
+/// found (seed 1100238), a select of the smallest subnormal and zero feeding conversions, the
+/// select's condition computed in an outer block and also ending a loop (without the
+/// workaround, ptxas 12.9 and 13.x fold `floor` and `ceil` of it here).
+fn one_and_zero_bits_kernel() -> Kernel<(&'static [u64], &'static mut [u64])> {
+    Kernel::<(&[u64], &mut [u64])>::build("select_one_zero_bits", |k, (flags, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(flags.len()), |k| {
+            let f = flags.at(i);
+            let b = (f & 1u64).ne(0u64);
+            k.if_(f.ne(3u64), |k| {
+                let tiny = select(b, Expr::lit(f32::from_bits(1)), 0.0f32);
+                let bits = select(b, Expr::lit(1u32), 0u32).bitcast::<f32>();
+                let j = i * 9u64;
+                let f32_bits = |x: Expr<f32>| x.bitcast::<u32>().cast::<u64>();
+                out.set(j, f32_bits(tiny.floor()));
+                out.set(j + 1u64, f32_bits(tiny.ceil()));
+                out.set(j + 2u64, f32_bits(tiny.trunc()));
+                out.set(j + 3u64, f32_bits(tiny.round()));
+                out.set(j + 4u64, tiny.cast::<i32>().bitcast::<u32>().cast::<u64>());
+                out.set(j + 5u64, tiny.cast::<f64>().bitcast::<u64>());
+                out.set(j + 6u64, f32_bits(bits.ceil()));
+                out.set(j + 7u64, bits.cast::<u32>().cast::<u64>());
+                let v = k.var::<u32>(f.cast::<u32>());
+                k.for_range(Expr::lit(1i64), (f >> 1u64).cast::<i64>() & 7i64, |k, _| {
+                    v.set(v.get() ^ 31u32);
+                    k.if_(b, |k| k.break_());
+                });
+                out.set(j + 8u64, v.get().cast::<u64>());
+            });
+        });
+    })
+    .unwrap()
+}
+
+/// Float conversions of `select(b, f32::from_bits(1), 0.0)`: the PTX compiler took the select
+/// of the bits 1 and 0 for the numbers 1.0 and 0.0 (`floor` gave the subnormal, `ceil`,
+/// `as i32` and `as f64` likewise wrong; fuzzer seed 1100238; src/codegen/ptx_fix.rs).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn float_conversions_of_a_select_of_one_and_zero_bits() {
+    const FILL: u64 = 0x5a5a_5a5a_5a5a_5a5a;
+    let k = one_and_zero_bits_kernel();
+    let mut rng = crate::common::Rng::new();
+    let n = 4096;
+    let flags: Vec<u64> = rng.vec(n, |r| match r.next_u64() % 8 {
+        0 => 3,
+        _ => r.next_u64() % 64,
+    });
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let df = s.to_device(&flags).unwrap();
+    let mut out = ctx.alloc::<u64, _>(n * 9).unwrap();
+    out.fill_async(FILL, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&df, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for (i, &f) in flags.iter().enumerate() {
+        let tiny = if f & 1 != 0 { f32::from_bits(1) } else { 0.0 };
+        let bits = f32::from_bits((f & 1) as u32);
+        let mut v = f as u32;
+        for _ in 1..(f >> 1) as i64 & 7 {
+            v ^= 31;
+            if f & 1 != 0 {
+                break;
+            }
+        }
+        let want = if f == 3 {
+            [FILL; 9]
+        } else {
+            [
+                tiny.floor().to_bits() as u64,
+                tiny.ceil().to_bits() as u64,
+                tiny.trunc().to_bits() as u64,
+                tiny.round().to_bits() as u64,
+                tiny as i32 as u32 as u64,
+                (tiny as f64).to_bits(),
+                bits.ceil().to_bits() as u64,
+                bits as u32 as u64,
+                v as u64,
+            ]
+        };
+        assert_eq!(&got[i * 9..i * 9 + 9], &want, "flags[{i}] = {f:#x}");
+    }
+}
+
+/// A variable set to `u32::MAX`, then to `1.0f32.to_bits()` on another path: the PTX
+/// compiler (ptxas 12.9, the CUDA 13.0 driver's JIT) kept `u32::MAX` on both (fuzzer seed
+/// 2400519; src/codegen/ptx_fix.rs).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_variable_set_to_minus_one_then_to_the_bits_of_one() {
+    let k = Kernel::<(&[u64], &mut [u32])>::build("minus_one_then_one_f32", |k, (inp, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len()), |k| {
+            let (a, b) = (inp.at(i * 2u64), inp.at(i * 2u64 + 1u64));
+            let v = k.var::<u32>(u32::MAX);
+            let n = k.var(0u32);
+            k.while_(
+                |_| n.get().lt(1u32).and(a.ne(7u64)),
+                |k| {
+                    n.set(n.get() + 1u32);
+                    k.for_step(
+                        Expr::lit(1i64),
+                        b.cast::<i64>() & 7i64,
+                        Expr::lit(2i64),
+                        |_, _| {
+                            v.set(n.get().cast::<f32>().bitcast::<u32>());
+                        },
+                    );
+                    k.if_((a & 1u64).ne(0u64), |_| {
+                        v.set((a >> 32u64).cast::<u32>().popc())
+                    });
+                },
+            );
+            out.set(i, v.get());
+        });
+    })
+    .unwrap();
+    let mut rng = crate::common::Rng::new();
+    let n = 4096;
+    let inp: Vec<u64> = rng.vec(2 * n, |r| match r.next_u64() % 4 {
+        0 => 7,
+        1 => r.next_u64() % 16,
+        _ => r.next_u64(),
+    });
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let di = s.to_device(&inp).unwrap();
+    let mut out = ctx.alloc::<u32, _>(n).unwrap();
+    out.fill_async(0x5a5a_5a5a, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&di, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for i in 0..n {
+        let (a, b) = (inp[2 * i], inp[2 * i + 1]);
+        let (mut v, mut m) = (u32::MAX, 0u32);
+        while m < 1 && a != 7 {
+            m += 1;
+            for _ in (1..b as i64 & 7).step_by(2) {
+                v = (m as f32).to_bits();
+            }
+            if a & 1 != 0 {
+                v = ((a >> 32) as u32).count_ones();
+            }
+        }
+        assert_eq!(got[i], v, "a={a:#x} b={b:#x}");
     }
 }

@@ -1,7 +1,9 @@
 //! Runs batches of random trees and statement programs on the current backend (GPU or
 //! simulator), compares every result with the host model, and minimises each mismatch: a tree
 //! to its smallest differing sub-expression, a program by dropping statements (and replacing
-//! an `if` by one of its branches) one at a time while it still differs, up to 200 tries.
+//! an `if` by one of its branches) one at a time while it still differs, up to 300 tries, in
+//! the smallest company it still differs in (alone on one thread, alone on all the batch's
+//! input vectors, or beside as few of its batch's other programs as it needs).
 
 use cudajit::prelude::*;
 
@@ -136,6 +138,9 @@ pub struct ProgMismatch {
     /// The model's output words and the device's, of `program`.
     pub want: Vec<Slot>,
     pub got: Vec<u64>,
+    /// Where it differs when re-run: alone, with its warp's other input vectors, or only
+    /// beside other programs of its batch.
+    pub context: String,
 }
 
 impl ProgMismatch {
@@ -150,6 +155,7 @@ impl ProgMismatch {
             })
             .collect();
         s.push_str(&format!("// inp = [{}]\n", vals.join(", ")));
+        s.push_str(&format!("// differs {}\n", self.context));
         for (j, (w, g)) in self.want.iter().zip(&self.got).enumerate() {
             let ty = out_ty(&self.program, j);
             let want = match w {
@@ -370,20 +376,110 @@ fn check_prog(p: &Prog, inputs: &[Val], row: &[u64], report: &mut Report) -> Opt
     differs.then_some(want)
 }
 
-/// `Some((model, device))` rows if `p` alone, on `inputs`, differs from the model (a program
-/// that fails to build or launch counts as not differing).
-fn prog_differs(stream: &Stream, p: &Prog, inputs: &[Val]) -> Option<(Vec<Slot>, Vec<u64>)> {
-    let (out, width) = launch_progs(stream, std::slice::from_ref(p), &[inputs.to_vec()]).ok()?;
-    let row = &out[..width];
-    let mut scratch = Report::default();
-    check_prog(p, inputs, row, &mut scratch).map(|want| (want, row.to_vec()))
+/// Where a differing program is re-run while it is minimised: beside `others` (the rest of
+/// its batch that is kept, `p` going in at `pos`), on `inputs`, watching input vector `thread`.
+/// A program can differ only in company: the other threads of its warp (other input vectors)
+/// take other paths, or the other programs change what the PTX compiler does with the kernel.
+#[derive(Clone)]
+struct ProgCtx {
+    others: Vec<Prog>,
+    pos: usize,
+    inputs: Vec<Vec<Val>>,
+    thread: usize,
 }
 
-/// `p` made as small as it goes while it still differs on `inputs` (up to 300 tries of
+impl ProgCtx {
+    /// `Some((model, device))` rows of the watched thread if `p` differs there (a kernel that
+    /// fails to build or launch counts as not differing).
+    fn differs(&self, stream: &Stream, p: &Prog) -> Option<(Vec<Slot>, Vec<u64>)> {
+        let mut progs = self.others.clone();
+        progs.insert(self.pos, p.clone());
+        let (out, width) = launch_progs(stream, &progs, &self.inputs).ok()?;
+        let t = self.pos * self.inputs.len() + self.thread;
+        let row = &out[t * width..(t + 1) * width];
+        let mut scratch = Report::default();
+        check_prog(p, &self.inputs[self.thread], row, &mut scratch).map(|want| (want, row.to_vec()))
+    }
+
+    /// What a reproducer needs besides the program and the watched thread's inputs.
+    fn describe(&self, seed: u64) -> String {
+        match (self.others.len(), self.inputs.len()) {
+            (0, 1) => "alone, on one thread".into(),
+            (0, n) => format!(
+                "alone, on all {n} input vectors of batch seed {seed} (thread {} watched): \
+                 it needs its warp's other threads",
+                self.thread
+            ),
+            (k, n) => format!(
+                "beside {k} other programs of batch seed {seed} (as program {}), on {n} input \
+                 vectors: it does not differ alone",
+                self.pos
+            ),
+        }
+    }
+}
+
+/// The smallest context in which program `j` of `batch` still differs on input vector `i`:
+/// alone on that one vector, else alone on all vectors, else in the batch with as many other
+/// programs dropped as can be (one at a time). `None` if it does not differ again at all.
+fn minimise_ctx(
+    stream: &Stream,
+    batch: &[Prog],
+    j: usize,
+    inputs: &[Vec<Val>],
+    i: usize,
+) -> Option<ProgCtx> {
+    let p = &batch[j];
+    let alone = ProgCtx {
+        others: vec![],
+        pos: 0,
+        inputs: vec![inputs[i].clone()],
+        thread: 0,
+    };
+    if alone.differs(stream, p).is_some() {
+        return Some(alone);
+    }
+    let all = ProgCtx {
+        inputs: inputs.to_vec(),
+        thread: i,
+        ..alone
+    };
+    if all.differs(stream, p).is_some() {
+        return Some(all);
+    }
+    let mut ctx = ProgCtx {
+        others: batch
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| k != j)
+            .map(|(_, q)| q.clone())
+            .collect(),
+        pos: j,
+        ..all
+    };
+    ctx.differs(stream, p)?;
+    let mut k = 0;
+    while k < ctx.others.len() {
+        let mut c = ctx.clone();
+        c.others.remove(k);
+        if k < c.pos {
+            c.pos -= 1;
+        }
+        if c.differs(stream, p).is_some() {
+            ctx = c;
+        } else {
+            k += 1;
+        }
+    }
+    Some(ctx)
+}
+
+/// `p` made as small as it goes while it still differs in `ctx` (up to 300 tries of
 /// [`prog::smaller`]'s candidates, greedily: the first that still differs is kept and the
 /// search goes on from the same candidate position), with the model's and the device's rows.
-fn minimise_prog(stream: &Stream, p: &Prog, inputs: &[Val]) -> Option<(Prog, Vec<Slot>, Vec<u64>)> {
-    let mut best: Option<(Prog, Vec<Slot>, Vec<u64>)> = None;
+fn minimise_prog(stream: &Stream, p: &Prog, ctx: &ProgCtx) -> Option<(Prog, Vec<Slot>, Vec<u64>)> {
+    let mut best: Option<(Prog, Vec<Slot>, Vec<u64>)> =
+        ctx.differs(stream, p).map(|(w, g)| (p.clone(), w, g));
     let (mut tries, mut from, mut progress) = (0, 0, false);
     while tries < 300 {
         let cur = best.as_ref().map_or(p, |b| &b.0);
@@ -393,7 +489,7 @@ fn minimise_prog(stream: &Stream, p: &Prog, inputs: &[Val]) -> Option<(Prog, Vec
                 return None;
             }
             tries += 1;
-            prog_differs(stream, &c, inputs).map(|(want, got)| (i, c, want, got))
+            ctx.differs(stream, &c).map(|(want, got)| (i, c, want, got))
         });
         match found {
             Some((i, c, want, got)) => {
@@ -406,6 +502,39 @@ fn minimise_prog(stream: &Stream, p: &Prog, inputs: &[Val]) -> Option<(Prog, Vec
         }
     }
     best
+}
+
+/// With `FUZZ_DUMP=DIR`: writes the minimised mismatch's kernel as it ran (PTX for the current
+/// device, `prog-SEED-J.ptx`), its input words (`.inputs`, one hex `u64` per line, input vector
+/// after input vector), and the reproducer (`.rs`), so that it can be run without the fuzzer
+/// (the kernel takes `(const u64 *inp, u64 inp_len, u64 *out, u64 out_len)`).
+fn dump(ctx: &ProgCtx, mm: &ProgMismatch, log: &mut impl FnMut(&str)) {
+    let Ok(dir) = std::env::var("FUZZ_DUMP") else {
+        return;
+    };
+    let stem = format!("{dir}/prog-{}-{}", mm.seed, mm.prog);
+    let mut progs = ctx.others.clone();
+    progs.insert(ctx.pos, mm.program.clone());
+    let words: Vec<String> = ctx
+        .inputs
+        .iter()
+        .flatten()
+        .map(|v| format!("{:#018x}", v.to_bits()))
+        .collect();
+    let written = prog_lower::kernel("fuzzp", &progs, ctx.inputs.len())
+        .and_then(|(k, _)| k.compile_ptx_for_current_device())
+        .map_err(|e| e.to_string())
+        .and_then(|ptx| {
+            std::fs::create_dir_all(&dir)
+                .and_then(|_| std::fs::write(format!("{stem}.ptx"), ptx))
+                .and_then(|_| std::fs::write(format!("{stem}.inputs"), words.join("\n")))
+                .and_then(|_| std::fs::write(format!("{stem}.rs"), mm.snippet()))
+                .map_err(|e| e.to_string())
+        });
+    match written {
+        Ok(()) => log(&format!("wrote {stem}.{{ptx,inputs,rs}}")),
+        Err(e) => log(&format!("could not write {stem}.*: {e}")),
+    }
 }
 
 /// Runs one batch of programs: counts into `report`, logs and records each mismatch.
@@ -440,10 +569,18 @@ fn run_progs(
                 original_size: p.size(),
                 want,
                 got: row.to_vec(),
+                context: "not minimised".into(),
             };
             if report.prog_mismatches.len() < cfg.minimise {
-                if let Some((program, want, got)) = minimise_prog(stream, p, inp) {
-                    (mm.program, mm.want, mm.got) = (program, want, got);
+                match minimise_ctx(stream, &progs, j, &inputs, i) {
+                    Some(ctx) => {
+                        mm.context = ctx.describe(seed);
+                        if let Some((program, want, got)) = minimise_prog(stream, p, &ctx) {
+                            (mm.program, mm.want, mm.got) = (program, want, got);
+                        }
+                        dump(&ctx, &mm, log);
+                    }
+                    None => mm.context = "not again: it did not differ when re-run".into(),
                 }
             }
             log(&format!(
