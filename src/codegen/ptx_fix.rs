@@ -13,7 +13,10 @@
 //!    `min(a, b, c)` instead of `min(a, b, -c)` (also for `max`, and for `sub 0, c` or
 //!    `mul c, -1`, which the compiler turns into the same negation). Written as `not` + `add 1`
 //!    the negation is kept (`LOP3` + `VIADDMNMX`), so every `neg.s32` becomes
-//!    `not.b32 d, a; add.s32 d, d, 1;` (the same two's-complement result).
+//!    `not.b32 d, a; add.s32 d, d, 1;` (the same two's-complement result). In 64 bits the
+//!    negation of an `abs` is taken to be below every negative constant: `min(-|x|, c)` gives
+//!    `-|x|` and `max(-|x|, c)` gives `c` for any c < 0 (ptxas 12.9 to 13.5; fuzzer seed
+//!    5200015), so every `neg.s64` likewise becomes `not.b64` + `add.s64 d, d, 1`.
 //! 3. **A 32-bit select of the bits 1 and 0 is taken for the numbers 1.0 and 0.0.**
 //!    `selp.f32 f, 0f00000001, 0f00000000, p` (`select(b, f32::from_bits(1), 0.0)`, also from
 //!    `selp.b32 r, 1, 0, p` moved into an f32 register) is treated as a boolean by the
@@ -193,6 +196,9 @@ fn rewrite(line: &str, to_float: &std::collections::HashSet<&str>) -> Option<Str
         "neg.s32" => Some(format!(
             "{indent}{pred}not.b32 \t{d}, {a};\n{indent}{pred}add.s32 \t{d}, {d}, 1;{nl}"
         )),
+        "neg.s64" => Some(format!(
+            "{indent}{pred}not.b64 \t{d}, {a};\n{indent}{pred}add.s64 \t{d}, {d}, 1;{nl}"
+        )),
         _ => None,
     }
 }
@@ -202,14 +208,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rewrites_f32_abs_and_s32_neg_only() {
+    fn rewrites_f32_abs_and_integer_neg_only() {
         let ptx = "\tabs.f32 \t%f3, %f2;\n\tabs.ftz.f32 \t%f4, %f3;\n\tabs.f64 \t%fd2, %fd1;\n\
                    \tneg.s32 \t%r9, %r2;\n\t@%p1 neg.s32 \t%r3, %r3;\n\tneg.s64 \t%rd2, %rd1;\n\
                    \tneg.f32 \t%f5, %f4;\n\tmin.s32 \t%r4, %r9, %r1;\n";
         let want = "\tand.b32 \t%f3, %f2, 2147483647;\n\tand.b32 \t%f4, %f3, 2147483647;\n\
                     \tabs.f64 \t%fd2, %fd1;\n\tnot.b32 \t%r9, %r2;\n\tadd.s32 \t%r9, %r9, 1;\n\
                     \t@%p1 not.b32 \t%r3, %r3;\n\t@%p1 add.s32 \t%r3, %r3, 1;\n\
-                    \tneg.s64 \t%rd2, %rd1;\n\tneg.f32 \t%f5, %f4;\n\tmin.s32 \t%r4, %r9, %r1;\n";
+                    \tnot.b64 \t%rd2, %rd1;\n\tadd.s64 \t%rd2, %rd2, 1;\n\
+                    \tneg.f32 \t%f5, %f4;\n\tmin.s32 \t%r4, %r9, %r1;\n";
         assert_eq!(work_around_ptxas(ptx), want);
     }
 

@@ -298,6 +298,51 @@ fn min_max_chains_with_a_negated_operand() {
     }
 }
 
+/// `min(-|x|, c)` and `max(-|x|, c)` in 64 bits (`x.min(-x)` is `-|x|`): the PTX compiler
+/// took `-|x|` to be below every negative constant (fuzzer seed 5200015; src/codegen/ptx_fix.rs).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn min_max_of_a_negated_i64_abs_against_constants() {
+    const CS: [i64; 7] = [-5, -1_851_758_333_030_046_028, -1, 0, 5, i64::MIN, i64::MAX];
+    let k = Kernel::<(&[i64], &mut [i64])>::build("min_max_neg_abs_i64", |k, (xs, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(xs.len()), |_| {
+            let x = xs.at(i);
+            let m = x.min(-x);
+            for (j, c) in CS.iter().enumerate() {
+                out.set(i * 14u64 + 2 * j as u64, m.min(*c));
+                out.set(i * 14u64 + 2 * j as u64 + 1, m.max(*c));
+            }
+        });
+    })
+    .unwrap();
+    let mut rng = crate::common::Rng::new();
+    let special = [0, 1, -1, 5, -5, -64, 64, i64::MIN, i64::MAX, i64::MIN + 1];
+    let n = 4096;
+    let xs: Vec<i64> = rng.vec(n, |r| match r.next_u64() % 3 {
+        0 => special[(r.next_u64() % special.len() as u64) as usize],
+        1 => (r.next_u64() % 200) as i64 - 100,
+        _ => r.next_u64() as i64,
+    });
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let dx = s.to_device(&xs).unwrap();
+    let mut out = ctx.alloc::<i64, _>(n * 14).unwrap();
+    out.fill_async(0x5a5a_5a5a_5a5a_5a5a, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for (i, &x) in xs.iter().enumerate() {
+        let m = x.min(x.wrapping_neg());
+        let want: Vec<i64> = CS.iter().flat_map(|&c| [m.min(c), m.max(c)]).collect();
+        assert_eq!(&got[i * 14..i * 14 + 14], &want[..], "x = {x}");
+    }
+}
+
 /// The kernel of [`float_conversions_of_a_select_of_one_and_zero_bits`]: the shape the fuzzer
 /// found (seed 1100238), a select of the smallest subnormal and zero feeding conversions, the
 /// select's condition computed in an outer block and also ending a loop (without the
