@@ -17,6 +17,10 @@
 //!    negation of an `abs` is taken to be below every negative constant: `min(-|x|, c)` gives
 //!    `-|x|` and `max(-|x|, c)` gives `c` for any c < 0 (ptxas 12.9 to 13.5; fuzzer seed
 //!    5200015), so every `neg.s64` likewise becomes `not.b64` + `add.s64 d, d, 1`.
+//!    And `abs.s64` is taken to be never negative (ptxas 12.9 and the CUDA 13.0 JIT fold
+//!    `min(|x|, 0)` to 0, wrong for `i64::MIN`, whose wrapping `abs` is itself; fuzzer seed
+//!    7100254; 32 bits and ptxas 13.5 are right), so `abs.s64` is written as
+//!    `s = a >> 63; d = (a ^ s) - s` (the same bits; three instructions for two).
 //! 3. **A 32-bit select of the bits 1 and 0 is taken for the numbers 1.0 and 0.0.**
 //!    `selp.f32 f, 0f00000001, 0f00000000, p` (`select(b, f32::from_bits(1), 0.0)`, also from
 //!    `selp.b32 r, 1, 0, p` moved into an f32 register) is treated as a boolean by the
@@ -28,6 +32,7 @@
 //!    whose register is a float, or an integer register later moved into a float one, is
 //!    followed by `add.f32 d, d, 0f80000000;`. f64 is not affected.
 //! 4. **A register set to -1 on one path and to the bits of 1.0f on another keeps -1.**
+//!    (Also a 64-bit register whose low half is all ones, beside 1.0f's bits zero-extended.)
 //!    `mov.b32 r, -1; @p bra L; mov.b32 r, 1065353216; L:` is compiled as if `r` were always
 //!    -1 (ptxas 12.9 and the CUDA 13.0 driver's JIT; fixed by 13.5; fuzzer seed 2400519: a
 //!    `u32` variable holding `u32::MAX`, then `1.0f32.to_bits()` inside a loop). Perhaps both
@@ -73,39 +78,50 @@ fn functions(ptx: &str) -> Vec<&str> {
     pieces
 }
 
-/// `(register, immediate)` of a 32-bit `mov` of an immediate (predicated or not).
-fn mov_imm(line: &str) -> Option<(&str, &str)> {
+/// `(register, 64-bit?, value)` of a 32- or 64-bit `mov` of an immediate (predicated or not).
+fn mov_imm(line: &str) -> Option<(&str, bool, u64)> {
     let body = line.trim();
     let body = match body.strip_prefix('@') {
         Some(r) => r.split_once(char::is_whitespace)?.1.trim_start(),
         None => body,
     };
     let (op, args) = body.split_once(char::is_whitespace)?;
-    if !matches!(op, "mov.b32" | "mov.u32" | "mov.s32" | "mov.f32") {
-        return None;
-    }
+    let wide = match op {
+        "mov.b32" | "mov.u32" | "mov.s32" | "mov.f32" => false,
+        "mov.b64" | "mov.u64" | "mov.s64" => true,
+        _ => return None,
+    };
     let (d, v) = args.trim().strip_suffix(';')?.split_once(',')?;
-    Some((d.trim(), v.trim()))
+    let v = v.trim();
+    let value = if let Some(h) = v.strip_prefix("0f").or_else(|| v.strip_prefix("0x")) {
+        u64::from_str_radix(h, 16).ok()?
+    } else if let Some(n) = v.strip_prefix('-') {
+        n.parse::<u64>().ok()?.wrapping_neg()
+    } else {
+        v.parse().ok()?
+    };
+    Some((d.trim(), wide, value))
 }
 
-/// Whether an immediate is the bits of -1 (`true` as `set.u32` writes it) or of 1.0f.
-fn is_minus_one(v: &str) -> bool {
-    matches!(
-        v,
-        "-1" | "4294967295" | "0fFFFFFFFF" | "0xFFFFFFFF" | "0xffffffff"
-    )
+/// Whether a `mov`'s value has the low 32 bits of -1 (`true` as `set.u32` writes it).
+fn is_minus_one(v: u64) -> bool {
+    v as u32 == u32::MAX
 }
-fn is_one_f32(v: &str) -> bool {
-    matches!(v, "1065353216" | "0f3F800000" | "0x3F800000" | "0x3f800000")
+
+/// Whether a `mov`'s value is the bits of 1.0f (zero-extended in a 64-bit register).
+fn is_one_f32(v: u64) -> bool {
+    v == 0x3F80_0000
 }
 
 /// The registers that `func` sets to -1 somewhere and to the bits of 1.0f elsewhere (rewrite 4).
 fn minus_one_and_one_f32(func: &str) -> Vec<&str> {
-    let movs: Vec<(&str, &str)> = func.lines().filter_map(mov_imm).collect();
+    let movs: Vec<(&str, bool, u64)> = func.lines().filter_map(mov_imm).collect();
     let mut both: Vec<&str> = movs
         .iter()
-        .filter(|(d, v)| is_one_f32(v) && movs.iter().any(|(d2, v2)| d2 == d && is_minus_one(v2)))
-        .map(|(d, _)| *d)
+        .filter(|(d, _, v)| {
+            is_one_f32(*v) && movs.iter().any(|(d2, _, v2)| d2 == d && is_minus_one(*v2))
+        })
+        .map(|(d, ..)| *d)
         .collect();
     both.dedup();
     both
@@ -113,7 +129,7 @@ fn minus_one_and_one_f32(func: &str) -> Vec<&str> {
 
 /// Rewrite 4 of one line: a `mov` of 1.0f's bits into a register of `both`.
 fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
-    let (d, v) = mov_imm(line)?;
+    let (d, wide, v) = mov_imm(line)?;
     if !is_one_f32(v) || !both.contains(&d) {
         return None;
     }
@@ -124,9 +140,14 @@ fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
         None => String::new(),
     };
     let nl = if line.ends_with('\n') { "\n" } else { "" };
+    let set = if wide {
+        format!("{pred}or.b32 %cj_tid, %cj_tid, 1065353216; {pred}cvt.u64.u32 {d}, %cj_tid;")
+    } else {
+        format!("{pred}or.b32 {d}, %cj_tid, 1065353216;")
+    };
     Some(format!(
         "{indent}{{ .reg .b32 %cj_tid; {pred}mov.u32 %cj_tid, %tid.x; {pred}shr.u32 %cj_tid, \
-         %cj_tid, 16; {pred}or.b32 {d}, %cj_tid, 1065353216; }}{nl}"
+         %cj_tid, 16; {set} }}{nl}"
     ))
 }
 
@@ -196,6 +217,10 @@ fn rewrite(line: &str, to_float: &std::collections::HashSet<&str>) -> Option<Str
         "neg.s32" => Some(format!(
             "{indent}{pred}not.b32 \t{d}, {a};\n{indent}{pred}add.s32 \t{d}, {d}, 1;{nl}"
         )),
+        "abs.s64" => Some(format!(
+            "{indent}{{ .reg .b64 %cj_s; {pred}shr.s64 %cj_s, {a}, 63; {pred}xor.b64 {d}, {a}, \
+             %cj_s; {pred}sub.s64 {d}, {d}, %cj_s; }}{nl}"
+        )),
         "neg.s64" => Some(format!(
             "{indent}{pred}not.b64 \t{d}, {a};\n{indent}{pred}add.s64 \t{d}, {d}, 1;{nl}"
         )),
@@ -211,11 +236,14 @@ mod tests {
     fn rewrites_f32_abs_and_integer_neg_only() {
         let ptx = "\tabs.f32 \t%f3, %f2;\n\tabs.ftz.f32 \t%f4, %f3;\n\tabs.f64 \t%fd2, %fd1;\n\
                    \tneg.s32 \t%r9, %r2;\n\t@%p1 neg.s32 \t%r3, %r3;\n\tneg.s64 \t%rd2, %rd1;\n\
+                   \t@%p2 abs.s64 \t%rd3, %rd3;\n\
                    \tneg.f32 \t%f5, %f4;\n\tmin.s32 \t%r4, %r9, %r1;\n";
         let want = "\tand.b32 \t%f3, %f2, 2147483647;\n\tand.b32 \t%f4, %f3, 2147483647;\n\
                     \tabs.f64 \t%fd2, %fd1;\n\tnot.b32 \t%r9, %r2;\n\tadd.s32 \t%r9, %r9, 1;\n\
                     \t@%p1 not.b32 \t%r3, %r3;\n\t@%p1 add.s32 \t%r3, %r3, 1;\n\
                     \tnot.b64 \t%rd2, %rd1;\n\tadd.s64 \t%rd2, %rd2, 1;\n\
+                    \t{ .reg .b64 %cj_s; @%p2 shr.s64 %cj_s, %rd3, 63; @%p2 xor.b64 %rd3, %rd3, \
+                    %cj_s; @%p2 sub.s64 %rd3, %rd3, %cj_s; }\n\
                     \tneg.f32 \t%f5, %f4;\n\tmin.s32 \t%r4, %r9, %r1;\n";
         assert_eq!(work_around_ptxas(ptx), want);
     }
@@ -243,14 +271,17 @@ mod tests {
         let ptx = ".func a()\n{\n\tmov.b32 \t%r12, -1;\n\t@%p3 bra \t$L__BB0_4;\n\
                    \tmov.b32 \t%r12, 1065353216;\n\t@%p1 mov.b32 \t%r12, 1065353216;\n\
                    \tmov.b32 \t%r13, 1065353216;\n}\n\
-                   .func b()\n{\n\tmov.b32 \t%r12, 1065353216;\n}\n";
+                   .func b()\n{\n\tmov.b32 \t%r12, 1065353216;\n\tmov.u64 \t%rd4, 4294967295;\n\
+                   \tmov.u64 \t%rd4, 1065353216;\n}\n";
         let want = ".func a()\n{\n\tmov.b32 \t%r12, -1;\n\t@%p3 bra \t$L__BB0_4;\n\
                     \t{ .reg .b32 %cj_tid; mov.u32 %cj_tid, %tid.x; shr.u32 %cj_tid, %cj_tid, 16; \
                     or.b32 %r12, %cj_tid, 1065353216; }\n\
                     \t{ .reg .b32 %cj_tid; @%p1 mov.u32 %cj_tid, %tid.x; @%p1 shr.u32 %cj_tid, \
                     %cj_tid, 16; @%p1 or.b32 %r12, %cj_tid, 1065353216; }\n\
                     \tmov.b32 \t%r13, 1065353216;\n}\n\
-                    .func b()\n{\n\tmov.b32 \t%r12, 1065353216;\n}\n";
+                    .func b()\n{\n\tmov.b32 \t%r12, 1065353216;\n\tmov.u64 \t%rd4, 4294967295;\n\
+                    \t{ .reg .b32 %cj_tid; mov.u32 %cj_tid, %tid.x; shr.u32 %cj_tid, %cj_tid, 16; \
+                    or.b32 %cj_tid, %cj_tid, 1065353216; cvt.u64.u32 %rd4, %cj_tid; }\n}\n";
         assert_eq!(work_around_ptxas(ptx), want);
     }
 

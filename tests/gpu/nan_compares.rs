@@ -1,10 +1,12 @@
-//! Comparisons of NaN-carrying results against constants (issue 10's fuzzer finding: the
-//! driver's PTX compiler folded `abs(y) > -1.5` to true, as if `abs` could not give NaN).
-//! Every operation x comparison x constant, f32 and f64, on inputs rich in NaN, against Rust
-//! (the inputs keep the math functions' results away from the constants, so that their
-//! rounding cannot change a comparison). Also the fuzzer's integer finding: a negated operand
-//! of a min/max chain dropped by the PTX compiler, and a select of the bits 1 and 0 that it took
-//! for the numbers 1.0 and 0.0.
+//! Regression tests for the PTX compiler's miscompilations that the fuzzer found (each worked
+//! around in src/codegen/ptx_fix.rs). First the issue's: comparisons of NaN-carrying results
+//! against constants (the driver's PTX compiler folded `abs(y) > -1.5` to true, as if `abs`
+//! could not give NaN); every operation x comparison x constant, f32 and f64, on inputs rich
+//! in NaN, against Rust (the inputs keep the math functions' results away from the constants,
+//! so that their rounding cannot change a comparison). Then the integer ones (a negated operand
+//! of a min/max chain dropped; a 64-bit `abs` and its negation mis-ranged), a select of the bits
+//! 1 and 0 taken for the numbers 1.0 and 0.0, and a register set to -1 and to 1.0f's bits on two
+//! paths merged to -1.
 
 use cudajit::codegen::{select, Expr, Float, Kernel, Signed};
 use cudajit::prelude::*;
@@ -298,20 +300,25 @@ fn min_max_chains_with_a_negated_operand() {
     }
 }
 
-/// `min(-|x|, c)` and `max(-|x|, c)` in 64 bits (`x.min(-x)` is `-|x|`): the PTX compiler
-/// took `-|x|` to be below every negative constant (fuzzer seed 5200015; src/codegen/ptx_fix.rs).
+/// `min(±|x|, c)` and `max(±|x|, c)` in 64 bits (`x.min(-x)` is `-|x|`, `(-x).max(x)` is
+/// `|x|`, `i64::MIN` for `i64::MIN`): the PTX compiler took `-|x|` to be below every negative
+/// constant (fuzzer seed 5200015) and `|x|` never to be negative (seed 7100254);
+/// src/codegen/ptx_fix.rs.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn min_max_of_a_negated_i64_abs_against_constants() {
+fn min_max_of_an_i64_abs_and_its_negation_against_constants() {
     const CS: [i64; 7] = [-5, -1_851_758_333_030_046_028, -1, 0, 5, i64::MIN, i64::MAX];
     let k = Kernel::<(&[i64], &mut [i64])>::build("min_max_neg_abs_i64", |k, (xs, out)| {
         let i = k.grid1();
         k.if_(i.lt(xs.len()), |_| {
             let x = xs.at(i);
-            let m = x.min(-x);
+            let (m, a) = (x.min(-x), (-x).max(x));
             for (j, c) in CS.iter().enumerate() {
-                out.set(i * 14u64 + 2 * j as u64, m.min(*c));
-                out.set(i * 14u64 + 2 * j as u64 + 1, m.max(*c));
+                let o = i * 28u64 + 4 * j as u64;
+                out.set(o, m.min(*c));
+                out.set(o + 1u64, m.max(*c));
+                out.set(o + 2u64, a.min(*c));
+                out.set(o + 3u64, a.max(*c));
             }
         });
     })
@@ -327,7 +334,7 @@ fn min_max_of_a_negated_i64_abs_against_constants() {
     let ctx = ctx();
     let s = ctx.new_stream().unwrap();
     let dx = s.to_device(&xs).unwrap();
-    let mut out = ctx.alloc::<i64, _>(n * 14).unwrap();
+    let mut out = ctx.alloc::<i64, _>(n * 28).unwrap();
     out.fill_async(0x5a5a_5a5a_5a5a_5a5a, &s).unwrap();
     k.launch(
         &s,
@@ -337,9 +344,12 @@ fn min_max_of_a_negated_i64_abs_against_constants() {
     .unwrap();
     let got = out.to_vec_async(&s).unwrap();
     for (i, &x) in xs.iter().enumerate() {
-        let m = x.min(x.wrapping_neg());
-        let want: Vec<i64> = CS.iter().flat_map(|&c| [m.min(c), m.max(c)]).collect();
-        assert_eq!(&got[i * 14..i * 14 + 14], &want[..], "x = {x}");
+        let (m, a) = (x.min(x.wrapping_neg()), x.wrapping_abs());
+        let want: Vec<i64> = CS
+            .iter()
+            .flat_map(|&c| [m.min(c), m.max(c), a.min(c), a.max(c)])
+            .collect();
+        assert_eq!(&got[i * 28..i * 28 + 28], &want[..], "x = {x}");
     }
 }
 
@@ -498,5 +508,113 @@ fn a_variable_set_to_minus_one_then_to_the_bits_of_one() {
             }
         }
         assert_eq!(got[i], v, "a={a:#x} b={b:#x}");
+    }
+}
+
+/// The fuzzer's program that found the -1/1.0f merge in 64-bit registers (seed 2400519, as
+/// minimised): `u32::MAX`, then `1.0f32.to_bits()` in a loop, both widened to `u64` for the
+/// stores on two paths.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_fuzzers_minus_one_then_one_f32_program() {
+    use cudajit::codegen::DeviceFn;
+    type P = (bool, i32, u32, i64, u64, f32, f64);
+    let f0 = DeviceFn::<P, u32>::build("f0", |_, (_, _, x, _, _, _, _)| x)
+        .unwrap()
+        .no_inline();
+    let k = Kernel::<(&[u64], &mut [u64])>::build("fuzz_2400519", |k, (inp, out)| {
+        let t = k.grid1();
+        k.if_(t.lt(out.len() / 2), |k| {
+            let at = |j: u64| inp.at(t * 10u64 + j);
+            let b = (at(0) & 1u64).ne(0u64);
+            let (i32_0, i32_1) = (at(1).cast::<u32>().bitcast::<i32>(), at(2).cast::<u32>());
+            let (i64_0, i64_1, i64_2) = (
+                at(3).bitcast::<i64>(),
+                at(4).bitcast::<i64>(),
+                at(5).bitcast::<i64>(),
+            );
+            let u64_2 = at(6);
+            let f32_0 = at(7).cast::<u32>().bitcast::<f32>();
+            let f32_1 = at(8).cast::<u32>().bitcast::<f32>();
+            let f64_1 = at(9).bitcast::<f64>();
+            let v0 = k.var::<u32>(u32::MAX);
+            let v1 = k.var::<u64>(u64_2);
+            let v3 = k.var(0u32);
+            let cond = |_: &_| {
+                v3.get()
+                    .lt(1u32)
+                    .and(f32_1.copysign(f32_0).le(i64_2.cast::<f32>()))
+            };
+            k.while_(cond, |k| {
+                v3.set(v3.get() + 1u32);
+                let end = (i64_0 << i64_1) & 7i64;
+                k.for_step(Expr::lit(1i64), end, Expr::lit(2i64), |_, _| {
+                    v0.set(v3.get().cast::<f32>().bitcast::<u32>());
+                });
+                k.if_else(
+                    b,
+                    |_| v0.set(f0.call((b, i32_0, i32_1.popc(), i64_0, v1.get(), f32_1, f64_1))),
+                    |k| {
+                        out.set(t * 2u64, v0.get().cast::<u64>());
+                        out.set(t * 2u64 + 1u64, v1.get());
+                        k.ret();
+                    },
+                );
+            });
+            out.set(t * 2u64, v0.get().cast::<u64>());
+            out.set(t * 2u64 + 1u64, v1.get());
+        });
+    })
+    .unwrap();
+    let mut rng = crate::common::Rng::new();
+    let n = 4096;
+    // The fuzzer's failing input vector, then random ones rich in small values.
+    let mut inp: Vec<u64> = vec![
+        0,
+        29,
+        31,
+        63,
+        2,
+        i64::MAX as u64,
+        47,
+        3.0f32.to_bits() as u64,
+        (-8.670_103e-10f32).to_bits() as u64,
+        (-0.0f64).to_bits(),
+    ];
+    inp.extend(rng.vec(10 * (n - 1), |r| match r.next_u64() % 3 {
+        0 => r.next_u64() % 8,
+        1 => (r.next_u64() as f32 * 1e-30).to_bits() as u64,
+        _ => r.next_u64(),
+    }));
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let di = s.to_device(&inp).unwrap();
+    let mut out = ctx.alloc::<u64, _>(2 * n).unwrap();
+    out.fill_async(0x5a5a_5a5a_5a5a_5a5a, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&di, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for t in 0..n {
+        let w = &inp[t * 10..t * 10 + 10];
+        let b = w[0] & 1 != 0;
+        let (i64_0, i64_1, i64_2) = (w[3] as i64, w[4] as i64, w[5] as i64);
+        let (f32_0, f32_1) = (f32::from_bits(w[7] as u32), f32::from_bits(w[8] as u32));
+        let (mut v0, v1, mut v3) = (u32::MAX, w[6], 0u32);
+        while v3 < 1 && f32_1.copysign(f32_0) <= i64_2 as f32 {
+            v3 += 1;
+            for _ in (1..i64_0.wrapping_shl(i64_1 as u32) & 7).step_by(2) {
+                v0 = (v3 as f32).to_bits();
+            }
+            if b {
+                v0 = (w[2] as u32).count_ones();
+            } else {
+                break;
+            }
+        }
+        assert_eq!(&got[2 * t..2 * t + 2], &[v0 as u64, v1], "inputs {w:x?}");
     }
 }

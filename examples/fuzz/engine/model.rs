@@ -328,6 +328,9 @@ fn erf(x: f64) -> f64 {
 fn reference(n: &Node, a: &[f64]) -> f64 {
     let x = a[0];
     match n {
+        // C's Annex F (and IEEE 754): pow(x, ±0) and pow(1, y) are 1 even for a NaN; glibc
+        // gives NaN for a signaling one, which Rust leaves open (it calls the platform's pow).
+        Node::Bin(Bin::Powf, ..) if a[1] == 0.0 || x == 1.0 => 1.0,
         Node::Bin(Bin::Powf, ..) => x.powf(a[1]),
         Node::Bin(Bin::Atan2, ..) => x.atan2(a[1]),
         Node::Un(Un::Math(m), _) => match m {
