@@ -1269,6 +1269,34 @@ impl<'c> Lowerer<'c, '_> {
                 )
                 .into()
             }
+            (true, false) if to.size() >= 4 => {
+                // Rust's `as` (toward zero, saturating, NaN gives 0) is PTX's `cvt.rzi` (which
+                // saturates and turns NaN into 0 itself), emitted as inline assembly: LLVM's
+                // expansion of `fpto*i.sat` clamps with max/min first, and the PTX compiler
+                // reorders that clamp with a `min`/`max` before it, wrong for NaN
+                // (`(1.0f64.min(NaN)) as u32` gave 0; found by the fuzzer, seed 8300275).
+                let (src, c) = if from == ScalarTy::F32 {
+                    ("f32", "f")
+                } else {
+                    ("f64", "d")
+                };
+                let sign = if to.is_signed_int() { "s" } else { "u" };
+                let (bits, rc) = if to.size() == 8 { (64, "l") } else { (32, "r") };
+                let fty = rt.fn_type(&[v.get_type().into()], false);
+                let asm = self.ctx.create_inline_asm(
+                    fty,
+                    format!("cvt.rzi.{sign}{bits}.{src} $0, $1;"),
+                    format!("={rc},{c}"),
+                    false,
+                    false,
+                    None,
+                    false,
+                );
+                let call = ll!(self, self.b.build_indirect_call(fty, asm, &[v.into()], ""));
+                call.try_as_basic_value()
+                    .basic()
+                    .ok_or_else(|| self.err("cvt.rzi returned nothing"))?
+            }
             (true, false) => {
                 // Saturating conversion (NaN gives 0), as Rust's `as`.
                 let name = format!(

@@ -31,6 +31,11 @@
 //!    (exact for both values, no flush without `.ftz`) hides the pattern, so such a select
 //!    whose register is a float, or an integer register later moved into a float one, is
 //!    followed by `add.f32 d, d, 0f80000000;`. f64 is not affected.
+//!    The other direction is wrong too: `selp.u32 r, 1, 0, p; cvt.rn.f32.u32 f, r` gave the
+//!    bits 1 instead of 1.0f (`bool as u32 as f32`; ptxas 12.9 to 13.5; fuzzer seed
+//!    8300081). A conversion to float of a register defined once, by such a select on a
+//!    predicate defined once, is therefore written as the select of the converted constants,
+//!    `selp.f32 f, 0f3F800000, 0f00000000, p` (exact, and one instruction fewer).
 //! 4. **A register set to -1 on one path and to the bits of 1.0f on another keeps -1.**
 //!    (Also a 64-bit register whose low half is all ones, beside 1.0f's bits zero-extended.)
 //!    `mov.b32 r, -1; @p bra L; mov.b32 r, 1065353216; L:` is compiled as if `r` were always
@@ -47,8 +52,9 @@ pub(crate) fn work_around_ptxas(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len() + 256);
     for func in functions(ptx) {
         let both = minus_one_and_one_f32(func);
+        let bools = bool_selects(func);
         for line in func.split_inclusive('\n') {
-            if let Some(new) = opaque_one_f32(line, &both) {
+            if let Some(new) = opaque_one_f32(line, &both).or_else(|| float_of_bool(line, &bools)) {
                 out.push_str(&new);
                 continue;
             }
@@ -76,6 +82,112 @@ fn functions(ptx: &str) -> Vec<&str> {
     }
     pieces.push(&ptx[start..]);
     pieces
+}
+
+/// An instruction line's opcode and operands (without the predicate and the `;`).
+fn instruction(line: &str) -> Option<(&str, &str, &str)> {
+    let body = line.trim();
+    let (pred, body) = match body.strip_prefix('@') {
+        Some(r) => {
+            let (p, rest) = r.split_once(char::is_whitespace)?;
+            (p, rest.trim_start())
+        }
+        None => ("", body),
+    };
+    let (op, args) = body.split_once(char::is_whitespace)?;
+    Some((pred, op, args.trim().strip_suffix(';')?))
+}
+
+/// How many times each register is written in `func` (an instruction's first operand, `|`
+/// pairs and `{..}` vectors included; stores, branches and calls write none).
+fn definitions(func: &str) -> std::collections::HashMap<&str, usize> {
+    let mut defs = std::collections::HashMap::new();
+    for line in func.lines() {
+        let Some((_, op, args)) = instruction(line) else {
+            continue;
+        };
+        if op.starts_with("st.") || op.starts_with("bra") || op.starts_with("call") || op == "ret" {
+            continue;
+        }
+        let first = match args.strip_prefix('{') {
+            Some(v) => v.split('}').next().unwrap_or(""),
+            None => args.split(',').next().unwrap_or(""),
+        };
+        for r in first
+            .split([',', '|'])
+            .map(str::trim)
+            .filter(|r| r.starts_with('%'))
+        {
+            *defs.entry(r).or_insert(0) += 1;
+        }
+    }
+    defs
+}
+
+/// Integer registers defined once, by a select of 1 and 0 on a predicate defined once:
+/// `register -> (predicate, whether 1 is picked when it holds)` (rewrite 3, second part).
+fn bool_selects(func: &str) -> std::collections::HashMap<&str, (&str, bool)> {
+    let defs = definitions(func);
+    let once = |r: &str| defs.get(r) == Some(&1);
+    func.lines()
+        .filter_map(|line| {
+            let (pred, op, args) = instruction(line)?;
+            if !pred.is_empty()
+                || !op.starts_with("selp.")
+                || op.ends_with("f32")
+                || op.ends_with("f64")
+            {
+                return None;
+            }
+            let v: Vec<&str> = args.split(',').map(str::trim).collect();
+            let [d, a, b, p] = v[..] else {
+                return None;
+            };
+            let one_first = match (a, b) {
+                ("1", "0") => true,
+                ("0", "1") => false,
+                _ => return None,
+            };
+            (once(d) && once(p)).then_some((d, (p, one_first)))
+        })
+        .collect()
+}
+
+/// Rewrite 3, second part: `cvt.*.f32/f64.{u,s}{32,64} f, r` of a register of `bools`.
+fn float_of_bool(
+    line: &str,
+    bools: &std::collections::HashMap<&str, (&str, bool)>,
+) -> Option<String> {
+    let (pred, op, args) = instruction(line)?;
+    let mut parts = op.split('.');
+    if parts.next() != Some("cvt") {
+        return None;
+    }
+    let rest: Vec<&str> = parts.collect();
+    let (to, from) = (rest.get(rest.len().checked_sub(2)?)?, rest.last()?);
+    if !matches!(*from, "u32" | "s32" | "u64" | "s64") {
+        return None;
+    }
+    let (one, zero) = match *to {
+        "f32" => ("0f3F800000", "0f00000000"),
+        "f64" => ("0d3FF0000000000000", "0d0000000000000000"),
+        _ => return None,
+    };
+    let (d, r) = args.split_once(',')?;
+    let &(p, one_first) = bools.get(r.trim())?;
+    let (a, b) = if one_first { (one, zero) } else { (zero, one) };
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    let pred = if pred.is_empty() {
+        String::new()
+    } else {
+        format!("@{pred} ")
+    };
+    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    Some(format!(
+        "{indent}{pred}selp.{to} \t{}, {a}, {b}, {p};{nl}",
+        d.trim()
+    ))
 }
 
 /// `(register, 64-bit?, value)` of a 32- or 64-bit `mov` of an immediate (predicated or not).
@@ -282,6 +394,21 @@ mod tests {
                     .func b()\n{\n\tmov.b32 \t%r12, 1065353216;\n\tmov.u64 \t%rd4, 4294967295;\n\
                     \t{ .reg .b32 %cj_tid; mov.u32 %cj_tid, %tid.x; shr.u32 %cj_tid, %cj_tid, 16; \
                     or.b32 %cj_tid, %cj_tid, 1065353216; cvt.u64.u32 %rd4, %cj_tid; }\n}\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn converts_a_select_of_one_and_zero_to_float_by_selecting() {
+        let ptx = ".func a()\n{\n\tsetp.ne.s64 \t%p10, %rd3, 0;\n\tselp.u32 \t%r4, 1, 0, %p10;\n\
+                   \tcvt.rn.f32.u32 \t%f1, %r4;\n\tselp.u64 \t%rd5, 0, 1, %p10;\n\
+                   \tcvt.rn.f64.u64 \t%fd1, %rd5;\n\tselp.u32 \t%r6, 1, 0, %p11;\n\
+                   \tsetp.eq.s32 \t%p11, %r1, 0;\n\tsetp.eq.s32 \t%p11, %r2, 0;\n\
+                   \tcvt.rn.f32.u32 \t%f2, %r6;\n}\n";
+        let want = ".func a()\n{\n\tsetp.ne.s64 \t%p10, %rd3, 0;\n\tselp.u32 \t%r4, 1, 0, %p10;\n\
+                    \tselp.f32 \t%f1, 0f3F800000, 0f00000000, %p10;\n\tselp.u64 \t%rd5, 0, 1, %p10;\n\
+                    \tselp.f64 \t%fd1, 0d0000000000000000, 0d3FF0000000000000, %p10;\n\
+                    \tselp.u32 \t%r6, 1, 0, %p11;\n\tsetp.eq.s32 \t%p11, %r1, 0;\n\
+                    \tsetp.eq.s32 \t%p11, %r2, 0;\n\tcvt.rn.f32.u32 \t%f2, %r6;\n}\n";
         assert_eq!(work_around_ptxas(ptx), want);
     }
 
