@@ -1269,12 +1269,15 @@ impl<'c> Lowerer<'c, '_> {
                 )
                 .into()
             }
-            (true, false) if to.size() >= 4 => {
+            // (A constant is left to LLVM, which folds it: kept as a `cvt`, the PTX compiler's
+            // folding of it exposed another of its bugs, seed 11300214.)
+            (true, false) if to.size() >= 4 && !v.into_float_value().is_const() => {
                 // Rust's `as` (toward zero, saturating, NaN gives 0) is PTX's `cvt.rzi` (which
-                // saturates and turns NaN into 0 itself), emitted as inline assembly: LLVM's
-                // expansion of `fpto*i.sat` clamps with max/min first, and the PTX compiler
-                // reorders that clamp with a `min`/`max` before it, wrong for NaN
-                // (`(1.0f64.min(NaN)) as u32` gave 0; found by the fuzzer, seed 8300275).
+                // saturates; a NaN gives the type's MIN or 2^31/2^63 on the H200, so a select
+                // makes it 0), emitted as inline assembly: LLVM's expansion of `fpto*i.sat`
+                // clamps with max/min first, and the PTX compiler reorders that clamp with a
+                // `min`/`max` before it, wrong for NaN (`(1.0f64.min(NaN)) as u32` gave 0;
+                // found by the fuzzer, seed 8300275).
                 let (src, c) = if from == ScalarTy::F32 {
                     ("f32", "f")
                 } else {
@@ -1285,7 +1288,10 @@ impl<'c> Lowerer<'c, '_> {
                 let fty = rt.fn_type(&[v.get_type().into()], false);
                 let asm = self.ctx.create_inline_asm(
                     fty,
-                    format!("cvt.rzi.{sign}{bits}.{src} $0, $1;"),
+                    format!(
+                        "{{ .reg .pred %cj_nan; cvt.rzi.{sign}{bits}.{src} $0, $1; \
+                         setp.nan.{src} %cj_nan, $1, $1; selp.b{bits} $0, 0, $0, %cj_nan; }}"
+                    ),
                     format!("={rc},{c}"),
                     false,
                     false,
