@@ -625,6 +625,7 @@ fn the_fuzzers_minus_one_then_one_f32_program() {
 /// (`1.0f64.min(NaN) as u32` gave 0; seed 8300275). Both in src/codegen/ptx_fix.rs and lower.rs.
 #[test]
 #[ignore = "needs a CUDA GPU"]
+#[allow(clippy::manual_clamp)] // min then max on purpose: NaN goes through both, unlike clamp
 fn bool_to_float_and_min_max_to_int_conversions() {
     let k = Kernel::<(&[u64], &[f64], &mut [u64])>::build(
         "bool_float_minmax_int",
