@@ -1221,6 +1221,24 @@ impl<'c> Lowerer<'c, '_> {
         .into())
     }
 
+    /// A one-operand conversion written as inline PTX (`text` with `$0` = result, `$1` = `v`).
+    fn cvt_asm(
+        &mut self,
+        v: BasicValueEnum<'c>,
+        rt: BasicTypeEnum<'c>,
+        text: String,
+        constraints: String,
+    ) -> Result<BasicValueEnum<'c>> {
+        let fty = rt.fn_type(&[v.get_type().into()], false);
+        let asm = self
+            .ctx
+            .create_inline_asm(fty, text, constraints, false, false, None, false);
+        let call = ll!(self, self.b.build_indirect_call(fty, asm, &[v.into()], ""));
+        call.try_as_basic_value()
+            .basic()
+            .ok_or_else(|| self.err("conversion returned nothing"))
+    }
+
     /// Rust `as` semantics between any two scalar types.
     fn cast(&mut self, a: ValueId, to: ScalarTy) -> Result<BasicValueEnum<'c>> {
         let from = self.ty(a);
@@ -1236,6 +1254,29 @@ impl<'c> Lowerer<'c, '_> {
                     .build_float_cast(v.into_float_value(), rt.into_float_type(), "")
             )
             .into(),
+            // Ints to floats as PTX `cvt.rn` (inline assembly), constants left to LLVM: LLVM 19
+            // folds `sitofp (sext i1 b)` into `sitofp i1 b` and the NVPTX back end lowers that
+            // as if unsigned, giving 1.0 where -1.0 is right (found by the fuzzer, seed
+            // 11500273: a division by zero's all-ones result cast to f32).
+            (false, true) if from.size() >= 4 && !v.into_int_value().is_const() => {
+                let (ft, fc) = if to == ScalarTy::F32 {
+                    ("f32", "f")
+                } else {
+                    ("f64", "d")
+                };
+                let sign = if from.is_signed_int() { "s" } else { "u" };
+                let (bits, ic) = if from.size() == 8 {
+                    (64, "l")
+                } else {
+                    (32, "r")
+                };
+                self.cvt_asm(
+                    v,
+                    rt,
+                    format!("cvt.rn.{ft}.{sign}{bits} $0, $1;"),
+                    format!("={fc},{ic}"),
+                )?
+            }
             (false, true) => {
                 let signed = from.is_signed_int();
                 if signed {
@@ -1285,23 +1326,15 @@ impl<'c> Lowerer<'c, '_> {
                 };
                 let sign = if to.is_signed_int() { "s" } else { "u" };
                 let (bits, rc) = if to.size() == 8 { (64, "l") } else { (32, "r") };
-                let fty = rt.fn_type(&[v.get_type().into()], false);
-                let asm = self.ctx.create_inline_asm(
-                    fty,
+                self.cvt_asm(
+                    v,
+                    rt,
                     format!(
                         "{{ .reg .pred %cj_nan; cvt.rzi.{sign}{bits}.{src} $0, $1; \
                          setp.nan.{src} %cj_nan, $1, $1; selp.b{bits} $0, 0, $0, %cj_nan; }}"
                     ),
                     format!("={rc},{c}"),
-                    false,
-                    false,
-                    None,
-                    false,
-                );
-                let call = ll!(self, self.b.build_indirect_call(fty, asm, &[v.into()], ""));
-                call.try_as_basic_value()
-                    .basic()
-                    .ok_or_else(|| self.err("cvt.rzi returned nothing"))?
+                )?
             }
             (true, false) => {
                 // Saturating conversion (NaN gives 0), as Rust's `as`.

@@ -622,7 +622,8 @@ fn the_fuzzers_minus_one_then_one_f32_program() {
 /// `bool as u32 as f32` (and `as f64`): the PTX compiler converted a select of 1 and 0 to the
 /// float bits 1 instead of 1.0 (fuzzer seed 8300081); and float-to-int casts after a min/max:
 /// it reordered LLVM's clamp for `as` with the min before it, wrong for NaN
-/// (`1.0f64.min(NaN) as u32` gave 0; seed 8300275). Both in src/codegen/ptx_fix.rs and lower.rs.
+/// (`1.0f64.min(NaN) as u32` gave 0; seed 8300275); and LLVM 19 turning a `-1`/`0` select cast
+/// to float into 1.0 (seed 11500273). In src/codegen/ptx_fix.rs and lower.rs.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 #[allow(clippy::manual_clamp)] // min then max on purpose: NaN goes through both, unlike clamp
@@ -637,7 +638,7 @@ fn bool_to_float_and_min_max_to_int_conversions() {
                 let u = select(b0, Expr::lit(false), b1).cast::<u32>();
                 let x = xs.at(i);
                 let xf = x.cast::<f32>();
-                let o = i * 8u64;
+                let o = i * 10u64;
                 out.set(o, u.cast::<f32>().bitcast::<u32>().cast::<u64>());
                 out.set(o + 1u64, u.cast::<f64>().bitcast::<u64>());
                 out.set(
@@ -658,6 +659,12 @@ fn bool_to_float_and_min_max_to_int_conversions() {
                     x.min(3e9f64).max(-1.0f64).cast::<u32>().cast::<u64>(),
                 );
                 out.set(o + 7u64, x.cast::<i64>().bitcast::<u64>());
+                // `sitofp (sext i1)`, which LLVM 19 folds and then lowers as unsigned (seed
+                // 11500273)
+                let m1 = select(b1, Expr::lit(-1i64), 0i64);
+                out.set(o + 8u64, m1.cast::<f32>().bitcast::<u32>().cast::<u64>());
+                let q = Expr::lit(0i64) / (w & 2u64).cast::<i64>();
+                out.set(o + 9u64, q.cast::<f64>().bitcast::<u64>());
             });
         },
     )
@@ -695,7 +702,7 @@ fn bool_to_float_and_min_max_to_int_conversions() {
     let ctx = ctx();
     let s = ctx.new_stream().unwrap();
     let (db, dx) = (s.to_device(&bs).unwrap(), s.to_device(&xs).unwrap());
-    let mut out = ctx.alloc::<u64, _>(n * 8).unwrap();
+    let mut out = ctx.alloc::<u64, _>(n * 10).unwrap();
     out.fill_async(0x5a5a_5a5a_5a5a_5a5a, &s).unwrap();
     k.launch(
         &s,
@@ -717,9 +724,11 @@ fn bool_to_float_and_min_max_to_int_conversions() {
             xf.max(-7.0) as i32 as u32 as u64,
             x.min(3e9).max(-1.0) as u32 as u64,
             x as i64 as u64,
+            (if w & 2 != 0 { -1.0f32 } else { 0.0 }).to_bits() as u64,
+            (if w & 2 == 0 { -1.0f64 } else { 0.0 }).to_bits(),
         ];
         assert_eq!(
-            &got[i * 8..i * 8 + 8],
+            &got[i * 10..i * 10 + 10],
             &want,
             "b = {w}, x = {x:e} ({:#x})",
             x.to_bits()
