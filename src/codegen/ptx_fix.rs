@@ -45,6 +45,29 @@
 //!    first, so the 1.0f must be a run-time value: in a function that sets a register to both,
 //!    each 1.0f is written `(tid.x >> 16) | 1065353216` (tid.x < 1024, so the same bits; two
 //!    instructions, on that path only).
+//!    The same merge happens when the 1.0f is not a literal in the PTX but a value ptxas folds
+//!    to one (`cvt.rn.f32.u32` of a register holding 1, once LLVM has propagated the constant
+//!    into an int-to-float cast; the regression test above failed that way on the H200). So
+//!    the -1 is made opaque too: a `mov` of -1 (or of a 64-bit value whose low half is all
+//!    ones) into a register that something other than immediate `mov`s also writes becomes
+//!    `~(tid.x >> 16)` (the high half or-ed in, in 64 bits).
+//!    A merge of -1 and 0 alone (a boolean) is left as it is.
+//! 5. **`neg.f32`, `neg.f64` and `abs.f64` do not keep a NaN's bits.** ptxas compiles them as
+//!    an add of -0 (`FADD R, -a, -RZ`, `DADD R, -RZ, |a|`), which returns the canonical NaN
+//!    (0x7FFFFFFF): the negation of a negative NaN comes out positive. LLVM's `fneg`/`fabs`
+//!    are bit operations, and libdevice relies on that: `log1pf(-|x|)` reads the bits of its
+//!    argument to route a NaN, and gave 89.416 (129 ln 2) for a NaN (fuzzer seeds 11600256,
+//!    12300372). Rust's `-x` and `abs` are sign-bit operations too. So `neg.f32` becomes
+//!    `xor.b32 d, a, 0x80000000`, `neg.f64` `xor.b64` with the sign bit, and `abs.f64`
+//!    `and.b64 d, a, 0x7FFFFFFFFFFFFFFF` (`abs.f32` already is an `and`, rewrite 1); ptxas still
+//!    folds them into its operand modifiers where a float instruction consumes them.
+//! 6. **An f64 `min`/`max` whose bits are read as an integer loses its comparison.** When only
+//!    the low word of `mov.b64 %rd, %fd` of a `min.f64`/`max.f64` result is used (`& 7`),
+//!    ptxas (12.9 to 13.5) picks that word from the first operand unless the other is NaN,
+//!    without comparing (fuzzer seeds 11300120, 12500197; only beside other code). Adding -0
+//!    after such a min/max (exact: -0 + -0 = -0, +0 + -0 = +0) keeps the comparison, so every
+//!    `min.f64`/`max.f64` whose register is moved into an integer register is followed by
+//!    `add.f64 d, d, 0d8000000000000000`. f32 is not affected.
 
 /// Applies the rewrites above to a whole PTX module's text.
 pub(crate) fn work_around_ptxas(ptx: &str) -> String {
@@ -52,9 +75,15 @@ pub(crate) fn work_around_ptxas(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len() + 256);
     for func in functions(ptx) {
         let both = minus_one_and_one_f32(func);
+        let merged = merged_minus_ones(func);
         let bools = bool_selects(func);
+        let read_as_int = f64_read_as_int(func);
         for line in func.split_inclusive('\n') {
-            if let Some(new) = opaque_one_f32(line, &both).or_else(|| float_of_bool(line, &bools)) {
+            if let Some(new) = opaque_one_f32(line, &both)
+                .or_else(|| opaque_minus_one(line, &merged))
+                .or_else(|| float_of_bool(line, &bools))
+                .or_else(|| keep_min_max_f64(line, &read_as_int))
+            {
                 out.push_str(&new);
                 continue;
             }
@@ -239,6 +268,99 @@ fn minus_one_and_one_f32(func: &str) -> Vec<&str> {
     both
 }
 
+/// Registers that a `mov` sets to -1 (low half all ones) and that something other than an
+/// immediate `mov` also writes (rewrite 4, second part).
+fn merged_minus_ones(func: &str) -> Vec<&str> {
+    let defs = definitions(func);
+    let movs: Vec<(&str, bool, u64)> = func.lines().filter_map(mov_imm).collect();
+    let mut regs: Vec<&str> = movs
+        .iter()
+        .filter(|(d, _, v)| {
+            let imms = movs.iter().filter(|(d2, ..)| d2 == d).count();
+            is_minus_one(*v) && defs.get(d).copied().unwrap_or(0) > imms
+        })
+        .map(|(d, ..)| *d)
+        .collect();
+    regs.sort_unstable();
+    regs.dedup();
+    regs
+}
+
+/// Rewrite 4, second part: a `mov` of -1 into a register of `merged`, as `~(tid.x >> 16)`
+/// (tid.x < 1024, so all ones), masked to the `mov`'s value in 64 bits.
+fn opaque_minus_one(line: &str, merged: &[&str]) -> Option<String> {
+    let (d, wide, v) = mov_imm(line)?;
+    if !is_minus_one(v) || !merged.contains(&d) {
+        return None;
+    }
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    let pred = match body.strip_prefix('@') {
+        Some(_) => format!("{} ", body.split_once(char::is_whitespace)?.0),
+        None => String::new(),
+    };
+    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    let high = v & !0xFFFF_FFFF;
+    let set = if wide {
+        let or = if high == 0 {
+            String::new()
+        } else {
+            format!(" {pred}or.b64 {d}, {d}, {high:#x};")
+        };
+        format!("{pred}not.b32 %cj_tid, %cj_tid; {pred}cvt.u64.u32 {d}, %cj_tid;{or}")
+    } else {
+        format!("{pred}not.b32 {d}, %cj_tid;")
+    };
+    Some(format!(
+        "{indent}{{ .reg .b32 %cj_tid; {pred}mov.u32 %cj_tid, %tid.x; {pred}shr.u32 %cj_tid, \
+         %cj_tid, 16; {set} }}{nl}"
+    ))
+}
+
+/// The f64 registers that a `mov.b64` moves into integer registers (rewrite 6).
+fn f64_read_as_int(func: &str) -> Vec<&str> {
+    let mut regs: Vec<&str> = func
+        .lines()
+        .filter_map(|line| {
+            let (_, op, args) = instruction(line)?;
+            if op != "mov.b64" {
+                return None;
+            }
+            let (d, a) = args.rsplit_once(',')?;
+            let (d, a) = (d.trim(), a.trim());
+            (a.starts_with("%fd") && !d.starts_with("%fd")).then_some(a)
+        })
+        .collect();
+    regs.sort_unstable();
+    regs.dedup();
+    regs
+}
+
+/// Rewrite 6 of one line: a `min.f64`/`max.f64` into a register of `read_as_int`, followed by
+/// an add of -0.
+fn keep_min_max_f64(line: &str, read_as_int: &[&str]) -> Option<String> {
+    let (pred, op, args) = instruction(line)?;
+    if !matches!(op, "min.f64" | "max.f64") {
+        return None;
+    }
+    let d = args.split(',').next()?.trim();
+    if !read_as_int.contains(&d) {
+        return None;
+    }
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    let pred = if pred.is_empty() {
+        String::new()
+    } else {
+        format!("@{pred} ")
+    };
+    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    Some(format!(
+        "{}\n{indent}{pred}add.f64 \t{d}, {d}, 0d8000000000000000;{nl}",
+        line.trim_end_matches('\n')
+    ))
+}
+
 /// Rewrite 4 of one line: a `mov` of 1.0f's bits into a register of `both`.
 fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
     let (d, wide, v) = mov_imm(line)?;
@@ -326,6 +448,15 @@ fn rewrite(line: &str, to_float: &std::collections::HashSet<&str>) -> Option<Str
         "abs.f32" | "abs.ftz.f32" => {
             Some(format!("{indent}{pred}and.b32 \t{d}, {a}, 2147483647;{nl}"))
         }
+        "neg.f32" | "neg.ftz.f32" => {
+            Some(format!("{indent}{pred}xor.b32 \t{d}, {a}, 0x80000000;{nl}"))
+        }
+        "abs.f64" => Some(format!(
+            "{indent}{pred}and.b64 \t{d}, {a}, 0x7FFFFFFFFFFFFFFF;{nl}"
+        )),
+        "neg.f64" => Some(format!(
+            "{indent}{pred}xor.b64 \t{d}, {a}, 0x8000000000000000;{nl}"
+        )),
         "neg.s32" => Some(format!(
             "{indent}{pred}not.b32 \t{d}, {a};\n{indent}{pred}add.s32 \t{d}, {d}, 1;{nl}"
         )),
@@ -351,12 +482,46 @@ mod tests {
                    \t@%p2 abs.s64 \t%rd3, %rd3;\n\
                    \tneg.f32 \t%f5, %f4;\n\tmin.s32 \t%r4, %r9, %r1;\n";
         let want = "\tand.b32 \t%f3, %f2, 2147483647;\n\tand.b32 \t%f4, %f3, 2147483647;\n\
-                    \tabs.f64 \t%fd2, %fd1;\n\tnot.b32 \t%r9, %r2;\n\tadd.s32 \t%r9, %r9, 1;\n\
+                    \tand.b64 \t%fd2, %fd1, 0x7FFFFFFFFFFFFFFF;\n\tnot.b32 \t%r9, %r2;\n\tadd.s32 \t%r9, %r9, 1;\n\
                     \t@%p1 not.b32 \t%r3, %r3;\n\t@%p1 add.s32 \t%r3, %r3, 1;\n\
                     \tnot.b64 \t%rd2, %rd1;\n\tadd.s64 \t%rd2, %rd2, 1;\n\
                     \t{ .reg .b64 %cj_s; @%p2 shr.s64 %cj_s, %rd3, 63; @%p2 xor.b64 %rd3, %rd3, \
                     %cj_s; @%p2 sub.s64 %rd3, %rd3, %cj_s; }\n\
-                    \tneg.f32 \t%f5, %f4;\n\tmin.s32 \t%r4, %r9, %r1;\n";
+                    \txor.b32 \t%f5, %f4, 0x80000000;\n\tmin.s32 \t%r4, %r9, %r1;\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn float_negation_keeps_nan_bits() {
+        let ptx =
+            "\tneg.f64 \t%fd3, %fd2;\n\t@%p1 neg.ftz.f32 \t%f2, %f1;\n\tneg.s16 \t%rs2, %rs1;\n";
+        let want = "\txor.b64 \t%fd3, %fd2, 0x8000000000000000;\n\
+                    \t@%p1 xor.b32 \t%f2, %f1, 0x80000000;\n\tneg.s16 \t%rs2, %rs1;\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn f64_min_max_read_as_an_integer_get_an_add_of_minus_zero() {
+        let ptx = ".func a()\n{\n\tmin.f64 %fd28, %fd2, %fd1;\n\tmax.f64 %fd29, %fd2, %fd1;\n\
+                   \tmov.b64 \t%rd49, %fd28;\n\tmov.b64 \t%fd30, %fd29;\n}\n";
+        let want = ".func a()\n{\n\tmin.f64 %fd28, %fd2, %fd1;\n\
+                    \tadd.f64 \t%fd28, %fd28, 0d8000000000000000;\n\tmax.f64 %fd29, %fd2, %fd1;\n\
+                    \tmov.b64 \t%rd49, %fd28;\n\tmov.b64 \t%fd30, %fd29;\n}\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn makes_minus_one_opaque_where_it_merges_with_a_computed_value() {
+        let ptx = ".func a()\n{\n\tmov.b32 \t%r14, -1;\n\tmov.b32 \t%r13, -1;\n\
+                   \t@%p3 bra \t$L__BB0_6;\n\tmov.b32 \t%r14, %f2;\n\tmov.b32 \t%r13, 0;\n\
+                   \tmov.u64 \t%rd4, 4294967295;\n\tcvt.u64.u32 \t%rd4, %r14;\n}\n";
+        let want =
+            ".func a()\n{\n\t{ .reg .b32 %cj_tid; mov.u32 %cj_tid, %tid.x; shr.u32 %cj_tid, \
+                    %cj_tid, 16; not.b32 %r14, %cj_tid; }\n\tmov.b32 \t%r13, -1;\n\
+                    \t@%p3 bra \t$L__BB0_6;\n\tmov.b32 \t%r14, %f2;\n\tmov.b32 \t%r13, 0;\n\
+                    \t{ .reg .b32 %cj_tid; mov.u32 %cj_tid, %tid.x; shr.u32 %cj_tid, %cj_tid, 16; \
+                    not.b32 %cj_tid, %cj_tid; cvt.u64.u32 %rd4, %cj_tid; }\n\
+                    \tcvt.u64.u32 \t%rd4, %r14;\n}\n";
         assert_eq!(work_around_ptxas(ptx), want);
     }
 

@@ -12,6 +12,7 @@ mod kernels;
 mod math;
 mod memory;
 mod modules;
+mod nan_bits;
 mod nan_compares;
 mod ops;
 mod pinned;

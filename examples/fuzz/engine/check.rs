@@ -117,6 +117,11 @@ impl Mismatch {
             self.want.map_or("(any NaN bits)".into(), |v| v.rust()),
             self.got.rust()
         ));
+        if let Some(m) = &self.math {
+            s.push_str(&format!(
+                "// out of bounds: {m} (the results above continue from the device's value)\n"
+            ));
+        }
         s
     }
 }
@@ -289,12 +294,13 @@ fn check_one(
     }
 }
 
-/// The smallest sub-tree of `tree` that differs on `inputs` (each tried alone in a kernel).
-fn minimise(
-    stream: &Stream,
-    tree: &Node,
-    inputs: &[Val],
-) -> Result<Option<(Node, Option<Val>, Val)>> {
+/// What `check_one` reports for a differing tree: the model's result, the device's, and for a
+/// math function out of its bounds, why.
+type Differs = (Option<Val>, Val, Option<String>);
+
+/// The smallest sub-tree of `tree` that differs on `inputs` (each tried alone in a kernel; a
+/// math function out of its bounds counts as differing).
+fn minimise(stream: &Stream, tree: &Node, inputs: &[Val]) -> Result<Option<(Node, Differs)>> {
     let mut subs: Vec<&Node> = tree.subtrees();
     subs.sort_by_key(|n| n.size());
     subs.dedup();
@@ -302,11 +308,48 @@ fn minimise(
     for s in subs.into_iter().filter(|n| n.size() > 1).take(200) {
         let (out, width) = launch(stream, std::slice::from_ref(s), &rows)?;
         let mut scratch = Report::default();
-        if let Some((want, got, _)) = check_one(s, inputs, out[0], &out[1..width], &mut scratch) {
-            return Ok(Some((s.clone(), want, got)));
+        if let Some(d) = check_one(s, inputs, out[0], &out[1..width], &mut scratch) {
+            return Ok(Some((s.clone(), d)));
         }
     }
     Ok(None)
+}
+
+/// With `FUZZ_DUMP=DIR`: writes the kernel that `trees` make as it ran (PTX for the current
+/// device, `tree-SEED-J[-alone].ptx`), its input words (`.inputs`, one hex `u64` per line,
+/// input vector after input vector) and the mismatch's reproducer (`.rs`). The kernel takes
+/// `(const u64 *inp, u64 inp_len, u64 *out, u64 out_len)`; thread i's results are tree j's
+/// value at `out[i * width + j]`, then the math probes.
+fn dump_trees(
+    stem: &str,
+    trees: &[Node],
+    inputs: &[Vec<Val>],
+    mm: &Mismatch,
+    log: &mut impl FnMut(&str),
+) {
+    let Ok(dir) = std::env::var("FUZZ_DUMP") else {
+        return;
+    };
+    let stem = format!("{dir}/{stem}");
+    let words: Vec<String> = inputs
+        .iter()
+        .flatten()
+        .map(|v| format!("{:#018x}", v.to_bits()))
+        .collect();
+    let written = lower::kernel("fuzz", trees)
+        .and_then(|(k, _)| k.compile_ptx_for_current_device())
+        .map_err(|e| e.to_string())
+        .and_then(|ptx| {
+            std::fs::create_dir_all(&dir)
+                .and_then(|_| std::fs::write(format!("{stem}.ptx"), ptx))
+                .and_then(|_| std::fs::write(format!("{stem}.inputs"), words.join("\n")))
+                .and_then(|_| std::fs::write(format!("{stem}.rs"), mm.snippet()))
+                .map_err(|e| e.to_string())
+        });
+    match written {
+        Ok(()) => log(&format!("wrote {stem}.{{ptx,inputs,rs}}")),
+        Err(e) => log(&format!("could not write {stem}.*: {e}")),
+    }
 }
 
 /// The programs of batch `seed`.
@@ -631,9 +674,21 @@ fn run_trees(
                 got,
                 math,
             };
-            if mm.math.is_none() && report.mismatches.len() < cfg.minimise {
-                if let Some((node, want, got)) = minimise(stream, tree, inp)? {
-                    (mm.node, mm.want, mm.got) = (node, want, got);
+            if report.mismatches.len() < cfg.minimise {
+                match minimise(stream, tree, inp)? {
+                    Some((node, (want, got, math))) => {
+                        (mm.node, mm.want, mm.got, mm.math) = (node, want, got, math);
+                        let alone = [mm.node.clone()];
+                        let stem = format!("tree-{seed}-{j}-alone");
+                        dump_trees(&stem, &alone, std::slice::from_ref(inp), &mm, log);
+                    }
+                    None => {
+                        log(&format!(
+                            "seed {seed} tree {j}: no sub-tree differs alone (the whole tree \
+                             is printed; it differs only beside the other trees of its batch)"
+                        ));
+                        dump_trees(&format!("tree-{seed}-{j}"), &trees, &inputs, &mm, log);
+                    }
                 }
             }
             log(&format!(

@@ -1,0 +1,253 @@
+//! Regression tests for the fuzzer's findings of 2026-11-25 (worked around in
+//! src/codegen/ptx_fix.rs, rewrites 5 and 6): the PTX compiler compiles `neg.f32`, `neg.f64`
+//! and `abs.f64` as an add of -0, which turns every NaN into the canonical positive NaN, so a
+//! negated negative NaN came out positive and libdevice's `log1pf(-|x|)`, which reads its
+//! argument's bits, gave 89.416 for a NaN; and an f64 `min`/`max` whose bits were read as an
+//! integer lost its comparison (that one only shows beside other code: the fuzzer's own
+//! batches replay it, `tests/fuzz.rs`). Checked against Rust bit for bit on inputs rich in
+//! NaN payloads of both signs.
+
+use cudajit::codegen::{Expr, Kernel};
+use cudajit::prelude::*;
+
+use crate::common::ctx;
+
+/// Sign operations whose bits Rust defines for every input, NaN included.
+const SIGN_OPS: usize = 6;
+/// Math functions that must give NaN for every NaN argument.
+const FUNCS: [&str; 10] = [
+    "ln_1p", "ln", "log2", "exp", "exp_m1", "sqrt", "cbrt", "sin", "tanh", "atan",
+];
+/// Arguments passed to them: `-|x|`, `-x`, `x.copysign(-c)`, `-(x.copysign(c))`.
+const ARGS: usize = 4;
+
+macro_rules! nan_bits_test {
+    ($name:ident, $t:ty, $bits:ty) => {
+        #[test]
+        #[ignore = "needs a CUDA GPU"]
+        fn $name() {
+            let per = SIGN_OPS + FUNCS.len() * ARGS;
+            let k = Kernel::<(&[$t], &mut [$bits])>::build(stringify!($name), |k, (xs, out)| {
+                let i = k.grid1();
+                k.if_(i.lt(xs.len()), |_| {
+                    let x = xs.at(i);
+                    let base = i * per as u64;
+                    let signs = [
+                        -x,
+                        x.abs(),
+                        -x.abs(),
+                        x.copysign(Expr::lit(-1.5 as $t)),
+                        x.copysign(Expr::lit(8.5e-17 as $t)),
+                        -(x.copysign(Expr::lit(-2.0 as $t))),
+                    ];
+                    for (j, v) in signs.into_iter().enumerate() {
+                        out.set(base + j as u64, v.bitcast::<$bits>());
+                    }
+                    let args = [
+                        -x.abs(),
+                        -x,
+                        x.copysign(Expr::lit(-8.553457e-17 as $t)),
+                        -(x.copysign(Expr::lit(3.0 as $t))),
+                    ];
+                    let mut j = SIGN_OPS as u64;
+                    for f in FUNCS {
+                        for a in args {
+                            let r = match f {
+                                "ln_1p" => a.ln_1p(),
+                                "ln" => a.ln(),
+                                "log2" => a.log2(),
+                                "exp" => a.exp(),
+                                "exp_m1" => a.exp_m1(),
+                                "sqrt" => a.sqrt(),
+                                "cbrt" => a.cbrt(),
+                                "sin" => a.sin(),
+                                "tanh" => a.tanh(),
+                                _ => a.atan(),
+                            };
+                            out.set(base + j, r.is_nan().cast::<$bits>());
+                            j += 1;
+                        }
+                    }
+                });
+            })
+            .unwrap();
+            let nan = <$t>::NAN.to_bits();
+            let sign = <$t>::NAN.to_bits() ^ (-<$t>::NAN).to_bits();
+            let mut xs: Vec<$t> = [
+                nan,
+                nan | sign,
+                nan | 1,
+                nan | sign | 1,
+                (nan >> 1) | (nan & sign.wrapping_neg()) | 1, // a signalling NaN
+                !0,
+                !sign,
+            ]
+            .into_iter()
+            .map(<$t>::from_bits)
+            .collect();
+            xs.extend([
+                0.0,
+                -0.0,
+                1.0,
+                -1.0,
+                0.5,
+                -0.75,
+                3.0,
+                <$t>::INFINITY,
+                <$t>::NEG_INFINITY,
+            ]);
+            xs.extend([
+                <$t>::MIN_POSITIVE,
+                -<$t>::from_bits(1),
+                <$t>::MAX,
+                <$t>::MIN,
+            ]);
+            let mut rng = crate::common::Rng::new();
+            for _ in 0..64 {
+                let r = rng.next_u64() as $bits;
+                // random payloads: half NaNs of either sign, half any bits
+                let v = if rng.next_u64() % 2 == 0 { r | nan } else { r };
+                xs.push(<$t>::from_bits(v));
+            }
+            let c = ctx();
+            let s = c.new_stream().unwrap();
+            let dx = s.to_device(&xs).unwrap();
+            let mut out = c.alloc::<$bits, _>(xs.len() * per).unwrap();
+            out.fill_async(0x5a as $bits, &s).unwrap();
+            k.launch(
+                &s,
+                LaunchConfig::for_num_elems(xs.len(), 32).unwrap(),
+                (&dx, &mut out),
+            )
+            .unwrap();
+            let got = out.to_vec_async(&s).unwrap();
+            let mut wrong = Vec::new();
+            for (i, &x) in xs.iter().enumerate() {
+                let row = &got[i * per..(i + 1) * per];
+                let signs = [
+                    -x,
+                    x.abs(),
+                    -x.abs(),
+                    x.copysign(-1.5),
+                    x.copysign(8.5e-17),
+                    -(x.copysign(-2.0)),
+                ];
+                for (j, w) in signs.iter().enumerate() {
+                    if row[j] != w.to_bits() {
+                        wrong.push(format!(
+                            "sign op {j} of {:#x}: got {:#x}, want {:#x}",
+                            x.to_bits(),
+                            row[j],
+                            w.to_bits()
+                        ));
+                    }
+                }
+                if !x.is_nan() {
+                    continue; // the functions' values are the math tests' business
+                }
+                for (fi, f) in FUNCS.iter().enumerate() {
+                    for a in 0..ARGS {
+                        let g = row[SIGN_OPS + fi * ARGS + a];
+                        if g != 1 {
+                            wrong.push(format!(
+                                "{f}(argument form {a}) of the NaN {:#x}: is_nan gave {g}",
+                                x.to_bits()
+                            ));
+                        }
+                    }
+                }
+            }
+            assert!(
+                wrong.is_empty(),
+                "{} wrong:\n{}",
+                wrong.len(),
+                wrong.join("\n")
+            );
+        }
+    };
+}
+
+nan_bits_test!(negation_abs_and_copysign_keep_nan_bits_f32, f32, u32);
+nan_bits_test!(negation_abs_and_copysign_keep_nan_bits_f64, f64, u64);
+
+/// The bits of an f64 min/max read as an integer (the fuzzer's programs read the low bits).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn low_bits_of_f64_min_max() {
+    let k = Kernel::<(&[f64], &mut [u64])>::build("min_max_low_bits", |k, (xs, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len() / 4u64), |_| {
+            let (a, b) = (xs.at(i * 2u64), xs.at(i * 2u64 + 1u64));
+            out.set(i * 4u64, a.min(b).bitcast::<u64>() & 7u64);
+            out.set(i * 4u64 + 1u64, b.max(a).bitcast::<u64>() & 7u64);
+            out.set(i * 4u64 + 2u64, a.min(b).bitcast::<u64>());
+            out.set(
+                i * 4u64 + 3u64,
+                (Expr::lit(64u64) - a.max(b).bitcast::<u64>()) & 3u64,
+            );
+        });
+    })
+    .unwrap();
+    let mut rng = crate::common::Rng::new();
+    let n = 1024;
+    let special = [
+        0.0,
+        -0.0,
+        1.0,
+        -68.625,
+        f64::INFINITY,
+        f64::NAN,
+        f64::MIN,
+        f64::MAX,
+    ];
+    let xs: Vec<f64> = rng.vec(2 * n, |r| match r.next_u64() % 3 {
+        0 => special[(r.next_u64() % special.len() as u64) as usize],
+        _ => f64::from_bits(r.next_u64() & !(0x7ffu64 << 52) | (r.next_u64() % 2047) << 52),
+    });
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let dx = s.to_device(&xs).unwrap();
+    let mut out = c.alloc::<u64, _>(4 * n).unwrap();
+    out.fill_async(0xdead, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    // cudajit's min/max: the other operand for a NaN, -0 below +0 (docs/MATH.md)
+    let min = |a: f64, b: f64| {
+        if a == b {
+            f64::from_bits(a.to_bits() | b.to_bits())
+        } else {
+            a.min(b)
+        }
+    };
+    let max = |a: f64, b: f64| {
+        if a == b {
+            f64::from_bits(a.to_bits() & b.to_bits())
+        } else {
+            a.max(b)
+        }
+    };
+    for i in 0..n {
+        let (a, b) = (xs[2 * i], xs[2 * i + 1]);
+        if a.is_nan() && b.is_nan() {
+            continue; // NaN bits are Rust's to leave open
+        }
+        let want = [
+            min(a, b).to_bits() & 7,
+            max(b, a).to_bits() & 7,
+            min(a, b).to_bits(),
+            64u64.wrapping_sub(max(a, b).to_bits()) & 3,
+        ];
+        assert_eq!(
+            &got[4 * i..4 * i + 4],
+            &want,
+            "a={a:?} ({:#x}) b={b:?} ({:#x})",
+            a.to_bits(),
+            b.to_bits()
+        );
+    }
+}
