@@ -69,11 +69,23 @@
 //!    `min.f64`/`max.f64` whose register is moved into an integer register is followed by
 //!    `add.f64 d, d, 0d8000000000000000`. f32 is not affected.
 
+//! 7. **`ex2.approx.f32` is assumed never NaN.** ptxas folds `ex2(x) >= c` and `ex2(x) > c`
+//!    for c <= 0 to true (ptxas 12.9 to 13.5), wrong for a NaN `x`; `exp2`, `exp` and `powf`
+//!    (libdevice's and the fast ones) are built on it (`0.0 <= (-x).sqrt().exp2()` was true
+//!    for x = 118.75, fuzzer seed 14400471). Each `ex2.approx` becomes `isnan(a) ? a : ex2(a)`
+//!    (`setp.nan` + `selp`; the same value, and ptxas no longer knows its range).
+//! 8. **A clamp written min-then-max is turned into a saturation.** `max(min(x, 1.0), 0.0)`
+//!    (also when the 0.0 is folded from `max(NaN, 0.0)`) becomes `FADD.SAT`, which gives 0 for
+//!    a NaN `x` where minNum/maxNum give 1 (fuzzer seed 14300702; the max-then-min order is
+//!    right either way). An f32 `min` whose result an f32 `max` reads is followed by
+//!    `or.b32 d, d, tid.x >> 16` (zero, but not to ptxas), which keeps the two instructions.
+
 /// Applies the rewrites above to a whole PTX module's text.
 pub(crate) fn work_around_ptxas(ptx: &str) -> String {
-    let to_float = moved_to_float(ptx);
     let mut out = String::with_capacity(ptx.len() + 256);
     for func in functions(ptx) {
+        let to_float = moved_to_float(func);
+        let clamped = mins_under_a_max(func);
         let both = minus_one_and_one_f32(func);
         let merged = merged_minus_ones(func);
         let bools = bool_selects(func);
@@ -83,6 +95,8 @@ pub(crate) fn work_around_ptxas(ptx: &str) -> String {
                 .or_else(|| opaque_minus_one(line, &merged))
                 .or_else(|| float_of_bool(line, &bools))
                 .or_else(|| keep_min_max_f64(line, &read_as_int))
+                .or_else(|| nan_guarded_ex2(line))
+                .or_else(|| opaque_min_under_a_max(line, &clamped))
             {
                 out.push_str(&new);
                 continue;
@@ -361,6 +375,81 @@ fn keep_min_max_f64(line: &str, read_as_int: &[&str]) -> Option<String> {
     ))
 }
 
+/// Rewrite 7: `ex2.approx[.ftz].f32 d, a` as `isnan(a) ? a : ex2(a)`.
+fn nan_guarded_ex2(line: &str) -> Option<String> {
+    let (pred, op, args) = instruction(line)?;
+    let ftz = match op {
+        "ex2.approx.f32" => "",
+        "ex2.approx.ftz.f32" => ".ftz",
+        _ => return None,
+    };
+    let (d, a) = args.split_once(',')?;
+    let (d, a) = (d.trim(), a.trim());
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    let p = if pred.is_empty() {
+        String::new()
+    } else {
+        format!("@{pred} ")
+    };
+    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    Some(format!(
+        "{indent}{{ .reg .pred %cj_q; .reg .f32 %cj_x; {p}mov.f32 %cj_x, {a}; {p}setp.nan.f32 \
+         %cj_q, %cj_x, %cj_x; {p}ex2.approx{ftz}.f32 {d}, %cj_x; {p}selp.f32 {d}, %cj_x, {d}, \
+         %cj_q; }}{nl}"
+    ))
+}
+
+/// The registers of `func` that an f32 `min` writes and an f32 `max` reads (rewrite 8).
+fn mins_under_a_max(func: &str) -> Vec<&str> {
+    let is = |op: &str, what: &str| op == format!("{what}.f32") || op == format!("{what}.ftz.f32");
+    let mins: Vec<&str> = func
+        .lines()
+        .filter_map(|line| {
+            let (_, op, args) = instruction(line)?;
+            is(op, "min").then(|| args.split(',').next().map(str::trim))?
+        })
+        .collect();
+    let mut regs: Vec<&str> = func
+        .lines()
+        .filter_map(|line| {
+            let (_, op, args) = instruction(line)?;
+            is(op, "max").then_some(args)
+        })
+        .flat_map(|args| args.split(',').skip(1).map(str::trim))
+        .filter(|r| mins.contains(r))
+        .collect();
+    regs.sort_unstable();
+    regs.dedup();
+    regs
+}
+
+/// Rewrite 8 of one line: an f32 `min` into a register of `clamped`, followed by an `or` with
+/// `tid.x >> 16` (zero, unknown to ptxas).
+fn opaque_min_under_a_max(line: &str, clamped: &[&str]) -> Option<String> {
+    let (pred, op, args) = instruction(line)?;
+    if op != "min.f32" && op != "min.ftz.f32" {
+        return None;
+    }
+    let d = args.split(',').next()?.trim();
+    if !clamped.contains(&d) {
+        return None;
+    }
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    let p = if pred.is_empty() {
+        String::new()
+    } else {
+        format!("@{pred} ")
+    };
+    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    Some(format!(
+        "{}\n{indent}{{ .reg .b32 %cj_tid; {p}mov.u32 %cj_tid, %tid.x; {p}shr.u32 %cj_tid, \
+         %cj_tid, 16; {p}or.b32 {d}, {d}, %cj_tid; }}{nl}",
+        line.trim_end_matches('\n')
+    ))
+}
+
 /// Rewrite 4 of one line: a `mov` of 1.0f's bits into a register of `both`.
 fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
     let (d, wide, v) = mov_imm(line)?;
@@ -386,10 +475,12 @@ fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
 }
 
 /// The integer registers that some `mov.b32 %fN, %rM` moves into a float register (a
-/// bitcast), over the whole module (register names are per function, so this may include a
-/// few too many: harmless, the added instruction is exact).
-fn moved_to_float(ptx: &str) -> std::collections::HashSet<&str> {
-    ptx.lines()
+/// bitcast) in function `func`. (Per function: register names repeat between functions, and
+/// an integer register that is not a float must not get rewrite 3's float add - ptxas took
+/// `selp.u32 r, 1, 0, p; add.f32 r, r, -0.0` used as a shift amount for 0, fuzzer seeds
+/// 14100530 and 14500984, when the set was taken over the whole module.)
+fn moved_to_float(func: &str) -> std::collections::HashSet<&str> {
+    func.lines()
         .filter_map(|l| {
             let (d, a) = l
                 .trim()
@@ -574,6 +665,38 @@ mod tests {
                     \tselp.f64 \t%fd1, 0d0000000000000000, 0d3FF0000000000000, %p10;\n\
                     \tselp.u32 \t%r6, 1, 0, %p11;\n\tsetp.eq.s32 \t%p11, %r1, 0;\n\
                     \tsetp.eq.s32 \t%p11, %r2, 0;\n\tcvt.rn.f32.u32 \t%f2, %r6;\n}\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn guards_ex2_against_nan() {
+        let ptx = "\tex2.approx.f32 \t%f3, %f2;\n\t@%p1 ex2.approx.ftz.f32 \t%f4, %f3;\n";
+        let want = "\t{ .reg .pred %cj_q; .reg .f32 %cj_x; mov.f32 %cj_x, %f2; setp.nan.f32 \
+                    %cj_q, %cj_x, %cj_x; ex2.approx.f32 %f3, %cj_x; selp.f32 %f3, %cj_x, %f3, \
+                    %cj_q; }\n\t{ .reg .pred %cj_q; .reg .f32 %cj_x; @%p1 mov.f32 %cj_x, %f3; \
+                    @%p1 setp.nan.f32 %cj_q, %cj_x, %cj_x; @%p1 ex2.approx.ftz.f32 %f4, %cj_x; \
+                    @%p1 selp.f32 %f4, %cj_x, %f4, %cj_q; }\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn keeps_a_min_under_a_max_from_becoming_a_saturation() {
+        let ptx = ".func a()\n{\n\tmin.f32 %f8, %f2, %f3;\n\tmin.f32 %f10, %f2, %f3;\n\
+                   \tmax.f32 %f7, %f9, %f8;\n\tmin.f32 %f11, %f10, %f3;\n}\n";
+        let want = ".func a()\n{\n\tmin.f32 %f8, %f2, %f3;\n\t{ .reg .b32 %cj_tid; mov.u32 \
+                    %cj_tid, %tid.x; shr.u32 %cj_tid, %cj_tid, 16; or.b32 %f8, %f8, %cj_tid; }\n\
+                    \tmin.f32 %f10, %f2, %f3;\n\tmax.f32 %f7, %f9, %f8;\n\
+                    \tmin.f32 %f11, %f10, %f3;\n}\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn float_add_after_a_bool_select_only_where_that_function_moves_it_to_float() {
+        let ptx = ".func f()\n{\n\tselp.u32 \t%r1, 1, 0, %p1;\n\tshr.s64 \t%rd2, %rd1, %r1;\n}\n\
+                   .entry k()\n{\n\tselp.u32 \t%r1, 1, 0, %p1;\n\tmov.b32 \t%f1, %r1;\n}\n";
+        let want = ".func f()\n{\n\tselp.u32 \t%r1, 1, 0, %p1;\n\tshr.s64 \t%rd2, %rd1, %r1;\n}\n\
+                    .entry k()\n{\n\tselp.u32 \t%r1, 1, 0, %p1;\n\
+                    \tadd.f32 \t%r1, %r1, 0f80000000;\n\tmov.b32 \t%f1, %r1;\n}\n";
         assert_eq!(work_around_ptxas(ptx), want);
     }
 

@@ -251,3 +251,101 @@ fn low_bits_of_f64_min_max() {
         );
     }
 }
+
+/// `ex2.approx` was taken never to be NaN (`ex2(x) >= 0` folded to true), and a clamp written
+/// min-then-max became a saturation (NaN to 0 where minNum/maxNum give 1): fuzzer seeds
+/// 14400471 and 14300702 (rewrites 7 and 8). Each result against Rust on inputs with NaNs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exp2_comparisons_and_min_then_max_clamps_with_nan() {
+    const N: usize = 9;
+    let k = Kernel::<(&[f32], &mut [u32])>::build("exp2_and_clamps", |k, (xs, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(xs.len()), |_| {
+            let x = xs.at(i);
+            let nan = Expr::lit(f32::from_bits(0x7fc0_0001));
+            let r: [Expr<u32>; N] = [
+                x.exp2().ge(0.0f32).cast::<u32>(),
+                x.exp2().gt(-1.0f32).cast::<u32>(),
+                Expr::lit(0.0f32).le((-x).sqrt().exp2()).cast::<u32>(),
+                x.exp().ge(-0.0f32).cast::<u32>(),
+                Expr::lit(2.0f32).powf(x).ge(0.0f32).cast::<u32>(),
+                x.min(1.0f32).max(0.0f32).bitcast::<u32>(),
+                x.min(Expr::lit(1.0f32))
+                    .max(nan.max(Expr::lit(0.0f32)))
+                    .bitcast::<u32>(),
+                x.max(0.0f32).min(1.0f32).bitcast::<u32>(),
+                x.min(0.5f32).max(-0.5f32).bitcast::<u32>(),
+            ];
+            for (j, v) in r.into_iter().enumerate() {
+                out.set(i * N as u64 + j as u64, v);
+            }
+        });
+    })
+    .unwrap();
+    let mut xs: Vec<f32> = vec![
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0xffc0_0000),
+        118.75,
+        -118.75,
+        0.0,
+        -0.0,
+        2.0,
+        -2.0,
+        0.25,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+    ];
+    let mut rng = crate::common::Rng::new();
+    xs.extend(rng.vec(64, |r| r.f32() * 300.0));
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let dx = s.to_device(&xs).unwrap();
+    let mut out = c.alloc::<u32, _>(xs.len() * N).unwrap();
+    out.fill_async(0x5a5a_5a5a, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(xs.len(), 32).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    // f32 min/max as cudajit defines them (minNum/maxNum; -0 below +0)
+    let min = |a: f32, b: f32| {
+        if a == b {
+            f32::from_bits(a.to_bits() | b.to_bits())
+        } else {
+            a.min(b)
+        }
+    };
+    let max = |a: f32, b: f32| {
+        if a == b {
+            f32::from_bits(a.to_bits() & b.to_bits())
+        } else {
+            a.max(b)
+        }
+    };
+    for (i, &x) in xs.iter().enumerate() {
+        let want: [u32; N] = [
+            (x.exp2() >= 0.0) as u32,
+            (x.exp2() > -1.0) as u32,
+            (0.0 <= (-x).sqrt().exp2()) as u32,
+            (x.exp() >= -0.0) as u32,
+            (2.0f32.powf(x) >= 0.0) as u32,
+            max(min(x, 1.0), 0.0).to_bits(),
+            max(min(x, 1.0), max(f32::from_bits(0x7fc0_0001), 0.0)).to_bits(),
+            min(max(x, 0.0), 1.0).to_bits(),
+            max(min(x, 0.5), -0.5).to_bits(),
+        ];
+        assert_eq!(
+            &got[i * N..(i + 1) * N],
+            &want,
+            "x = {x:?} ({:#x})",
+            x.to_bits()
+        );
+    }
+}
