@@ -79,6 +79,16 @@
 //!    a NaN `x` where minNum/maxNum give 1 (fuzzer seed 14300702; the max-then-min order is
 //!    right either way). An f32 `min` whose result an f32 `max` reads is followed by
 //!    `or.b32 d, d, tid.x >> 16` (zero, but not to ptxas), which keeps the two instructions.
+//! 9. **A select of -0.0 and another constant lost the sign of zero.** ptxas turns
+//!    `selp.f32 f, 0f80000000, 0fBF800000, p` (-0.0 or -1.0) into a conversion of a select of
+//!    0 and -1 (`I2FP`), which gives +0.0 (fuzzer seeds 16100220, 16400609). An immediate -0.0
+//!    in a float `selp` becomes a register holding `(tid.x >> 16) | sign bit`.
+//! 10. **Integer bits moved into a float register in a loop were evaluated as numbers.** ptxas
+//!    evaluated a loop with `v2 = f32::from_bits(counter)` and `while 1.75 >= v2` at compile
+//!    time, comparing the counter's value (2) rather than its bits (a subnormal) with 1.75, and
+//!    stored the wrong result (fuzzer seed 16501093; ptxas 12.9 to 13.5). A `mov.b32 %f, %r`
+//!    (or `mov.b64 %fd, %rd`) in a loop becomes an `or` with `tid.x >> 16`, which keeps the
+//!    loop a loop.
 
 /// Applies the rewrites above to a whole PTX module's text.
 pub(crate) fn work_around_ptxas(ptx: &str) -> String {
@@ -90,13 +100,16 @@ pub(crate) fn work_around_ptxas(ptx: &str) -> String {
         let merged = merged_minus_ones(func);
         let bools = bool_selects(func);
         let read_as_int = f64_read_as_int(func);
-        for line in func.split_inclusive('\n') {
+        let loops = loop_lines(func);
+        for (n, line) in func.split_inclusive('\n').enumerate() {
             if let Some(new) = opaque_one_f32(line, &both)
                 .or_else(|| opaque_minus_one(line, &merged))
                 .or_else(|| float_of_bool(line, &bools))
                 .or_else(|| keep_min_max_f64(line, &read_as_int))
                 .or_else(|| nan_guarded_ex2(line))
                 .or_else(|| opaque_min_under_a_max(line, &clamped))
+                .or_else(|| opaque_minus_zero_select(line))
+                .or_else(|| loops[n].then(|| opaque_bits_to_float(line)).flatten())
             {
                 out.push_str(&new);
                 continue;
@@ -450,6 +463,106 @@ fn opaque_min_under_a_max(line: &str, clamped: &[&str]) -> Option<String> {
     ))
 }
 
+/// `(indent, "@p " or "", newline or "")` of an instruction line.
+fn line_parts(line: &str) -> Option<(&str, String, &str)> {
+    let (pred, _, _) = instruction(line)?;
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    let p = if pred.is_empty() {
+        String::new()
+    } else {
+        format!("@{pred} ")
+    };
+    Some((indent, p, if line.ends_with('\n') { "\n" } else { "" }))
+}
+
+/// Rewrite 9: a float `selp` with an immediate -0.0 operand, that operand made opaque
+/// (`(tid.x >> 16) | sign bit`).
+fn opaque_minus_zero_select(line: &str) -> Option<String> {
+    let (_, op, args) = instruction(line)?;
+    let (zero, reg) = match op {
+        "selp.f32" => ("0f80000000", "{ .reg .b32 %cj_z; "),
+        "selp.f64" => (
+            "0d8000000000000000",
+            "{ .reg .b32 %cj_tid; .reg .b64 %cj_z; ",
+        ),
+        _ => return None,
+    };
+    let v: Vec<&str> = args.split(',').map(str::trim).collect();
+    let [d, a, b, q] = v[..] else {
+        return None;
+    };
+    if a != zero && b != zero {
+        return None;
+    }
+    let (indent, p, nl) = line_parts(line)?;
+    let make = if op == "selp.f32" {
+        format!(
+            "{p}mov.u32 %cj_z, %tid.x; {p}shr.u32 %cj_z, %cj_z, 16; {p}or.b32 %cj_z, %cj_z, \
+             0x80000000;"
+        )
+    } else {
+        format!(
+            "{p}mov.u32 %cj_tid, %tid.x; {p}shr.u32 %cj_tid, %cj_tid, 16; {p}cvt.u64.u32 %cj_z, \
+             %cj_tid; {p}or.b64 %cj_z, %cj_z, 0x8000000000000000;"
+        )
+    };
+    let (a, b) = (
+        if a == zero { "%cj_z" } else { a },
+        if b == zero { "%cj_z" } else { b },
+    );
+    Some(format!(
+        "{indent}{reg}{make} {p}{op} {d}, {a}, {b}, {q}; }}{nl}"
+    ))
+}
+
+/// For each line of `func`, whether it lies in a loop: between a label and a later branch
+/// back to it (rewrite 10).
+fn loop_lines(func: &str) -> Vec<bool> {
+    let lines: Vec<&str> = func.split_inclusive('\n').collect();
+    let mut in_loop = vec![false; lines.len()];
+    let mut labels = std::collections::HashMap::new();
+    for (j, line) in lines.iter().enumerate() {
+        let t = line.trim();
+        if let Some(l) = t.strip_suffix(':') {
+            labels.insert(l, j);
+            continue;
+        }
+        let Some((_, op, args)) = instruction(line) else {
+            continue;
+        };
+        if op == "bra" || op == "bra.uni" {
+            if let Some(&i) = labels.get(args.trim()) {
+                in_loop[i..=j].iter_mut().for_each(|b| *b = true);
+            }
+        }
+    }
+    in_loop
+}
+
+/// Rewrite 10 of one line (in a loop): `mov.b32 %f, %r` / `mov.b64 %fd, %rd` as an `or` with
+/// `tid.x >> 16` (zero, unknown to ptxas).
+fn opaque_bits_to_float(line: &str) -> Option<String> {
+    let (_, op, args) = instruction(line)?;
+    let (d, a) = args.split_once(',')?;
+    let (d, a) = (d.trim(), a.trim());
+    let wide = match op {
+        "mov.b32" if d.starts_with("%f") && a.starts_with("%r") => false,
+        "mov.b64" if d.starts_with("%fd") && a.starts_with("%rd") => true,
+        _ => return None,
+    };
+    let (indent, p, nl) = line_parts(line)?;
+    let get = format!("{p}mov.u32 %cj_tid, %tid.x; {p}shr.u32 %cj_tid, %cj_tid, 16;");
+    Some(if wide {
+        format!(
+            "{indent}{{ .reg .b32 %cj_tid; .reg .b64 %cj_t; {get} {p}cvt.u64.u32 %cj_t, %cj_tid; \
+             {p}or.b64 {d}, {a}, %cj_t; }}{nl}"
+        )
+    } else {
+        format!("{indent}{{ .reg .b32 %cj_tid; {get} {p}or.b32 {d}, {a}, %cj_tid; }}{nl}")
+    })
+}
+
 /// Rewrite 4 of one line: a `mov` of 1.0f's bits into a register of `both`.
 fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
     let (d, wide, v) = mov_imm(line)?;
@@ -697,6 +810,34 @@ mod tests {
         let want = ".func f()\n{\n\tselp.u32 \t%r1, 1, 0, %p1;\n\tshr.s64 \t%rd2, %rd1, %r1;\n}\n\
                     .entry k()\n{\n\tselp.u32 \t%r1, 1, 0, %p1;\n\
                     \tadd.f32 \t%r1, %r1, 0f80000000;\n\tmov.b32 \t%f1, %r1;\n}\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn makes_minus_zero_in_selects_opaque() {
+        let ptx = "\tselp.f32 \t%f1, 0f80000000, 0fBF800000, %p3;\n\
+                   \tselp.f64 \t%fd2, %fd1, 0d8000000000000000, %p2;\n\
+                   \tselp.f32 \t%f3, 0f00000000, 0fBF800000, %p3;\n";
+        let want = "\t{ .reg .b32 %cj_z; mov.u32 %cj_z, %tid.x; shr.u32 %cj_z, %cj_z, 16; \
+                    or.b32 %cj_z, %cj_z, 0x80000000; selp.f32 %f1, %cj_z, 0fBF800000, %p3; }\n\
+                    \t{ .reg .b32 %cj_tid; .reg .b64 %cj_z; mov.u32 %cj_tid, %tid.x; shr.u32 \
+                    %cj_tid, %cj_tid, 16; cvt.u64.u32 %cj_z, %cj_tid; or.b64 %cj_z, %cj_z, \
+                    0x8000000000000000; selp.f64 %fd2, %fd1, %cj_z, %p2; }\n\
+                    \tselp.f32 \t%f3, 0f00000000, 0fBF800000, %p3;\n";
+        assert_eq!(work_around_ptxas(ptx), want);
+    }
+
+    #[test]
+    fn makes_bits_moved_to_float_in_loops_opaque() {
+        let ptx = ".func a()\n{\n\tmov.b32 \t%f1, %r1;\n$L__BB0_11:\n\tmov.b32 \t%f23, %r2;\n\
+                   \tmov.b64 \t%fd2, %rd3;\n\tmov.b32 \t%r4, %f23;\n\t@%p11 bra \t$L__BB0_11;\n\
+                   \tmov.b32 \t%f5, %r2;\n}\n";
+        let want = ".func a()\n{\n\tmov.b32 \t%f1, %r1;\n$L__BB0_11:\n\
+                    \t{ .reg .b32 %cj_tid; mov.u32 %cj_tid, %tid.x; shr.u32 %cj_tid, %cj_tid, 16; \
+                    or.b32 %f23, %r2, %cj_tid; }\n\
+                    \t{ .reg .b32 %cj_tid; .reg .b64 %cj_t; mov.u32 %cj_tid, %tid.x; shr.u32 \
+                    %cj_tid, %cj_tid, 16; cvt.u64.u32 %cj_t, %cj_tid; or.b64 %fd2, %rd3, %cj_t; }\n\
+                    \tmov.b32 \t%r4, %f23;\n\t@%p11 bra \t$L__BB0_11;\n\tmov.b32 \t%f5, %r2;\n}\n";
         assert_eq!(work_around_ptxas(ptx), want);
     }
 

@@ -7,7 +7,7 @@
 //! batches replay it, `tests/fuzz.rs`). Checked against Rust bit for bit on inputs rich in
 //! NaN payloads of both signs.
 
-use cudajit::codegen::{Expr, Kernel};
+use cudajit::codegen::{select, Expr, Kernel};
 use cudajit::prelude::*;
 
 use crate::common::ctx;
@@ -347,5 +347,63 @@ fn exp2_comparisons_and_min_then_max_clamps_with_nan() {
             "x = {x:?} ({:#x})",
             x.to_bits()
         );
+    }
+}
+
+/// A select of -0.0 and -1.0 became a conversion that lost the sign of zero (seeds 16100220,
+/// 16400609), and a loop over `f32::from_bits(counter)` was evaluated at compile time with the
+/// counter's value instead of its bits (seed 16501093): rewrites 9 and 10.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn minus_zero_selects_and_bits_to_float_in_loops() {
+    let k = Kernel::<(&[i32], &mut [u32])>::build("minus_zero_and_loop_bits", |k, (xs, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(xs.len()), |k| {
+            let (a, b) = (xs.at(i * 2u64), xs.at(i * 2u64 + 1u64));
+            let v = select(
+                a.le(b),
+                Expr::lit(-1i64).cast::<f32>(),
+                Expr::lit(-0.0f32).sqrt(),
+            );
+            out.set(i * 4u64, v.bitcast::<u32>());
+            let w = select(a.gt(b), v, Expr::lit(-0.0f64).cast::<f32>());
+            out.set(i * 4u64 + 1u64, w.bitcast::<u32>());
+            let d = select(a.lt(b), Expr::lit(-0.0f64), Expr::lit(-1.0f64));
+            out.set(i * 4u64 + 2u64, (d.bitcast::<u64>() >> 32u64).cast::<u32>());
+            let n = k.var(0u32);
+            let bits = k.var(Expr::lit(0.0f32));
+            k.while_(
+                |_| n.get().lt(5u32).and(Expr::lit(1.75f32).ge(bits.get())),
+                |_| {
+                    n.set(n.get() + 1u32);
+                    bits.set(n.get().bitcast::<f32>());
+                },
+            );
+            out.set(i * 4u64 + 3u64, bits.get().bitcast::<u32>());
+        });
+    })
+    .unwrap();
+    let mut rng = crate::common::Rng::new();
+    let n = 256;
+    let xs: Vec<i32> = rng.vec(2 * n, |r| (r.next_u64() % 5) as i32 - 2);
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let dx = s.to_device(&xs).unwrap();
+    let mut out = c.alloc::<u32, _>(4 * n).unwrap();
+    out.fill_async(0x5a5a_5a5a, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 64).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for i in 0..n {
+        let (a, b) = (xs[2 * i], xs[2 * i + 1]);
+        let v = if a <= b { -1.0f32 } else { (-0.0f32).sqrt() };
+        let w = if a > b { v } else { -0.0f64 as f32 };
+        let d = if a < b { -0.0f64 } else { -1.0 };
+        let want = [v.to_bits(), w.to_bits(), (d.to_bits() >> 32) as u32, 5];
+        assert_eq!(&got[4 * i..4 * i + 4], &want, "a={a} b={b}");
     }
 }
