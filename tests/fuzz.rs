@@ -85,10 +85,10 @@ fn fixed_seed_slice_compiles_to_ptx() {
 /// The batches in which the GPU differed from the model (docs/RELIABILITY.md's findings, each
 /// fixed since), replayed as they ran: several findings only showed beside the rest of their
 /// batch, so the batch, not the minimised reproducer, is the regression test.
-const GPU_FINDING_SEEDS: [u64; 21] = [
+const GPU_FINDING_SEEDS: [u64; 23] = [
     84, 1100238, 2400519, 5200015, 7100254, 7500065, 8300081, 8300275, 11300120, 11300214,
     11500273, 11600256, 12300372, 12500197, 14100530, 14300702, 14400471, 14500984, 16100220,
-    16400609, 16501093,
+    16400609, 16501093, 18500719, 20200051,
 ];
 
 #[test]

@@ -84,11 +84,18 @@
 //!    0 and -1 (`I2FP`), which gives +0.0 (fuzzer seeds 16100220, 16400609). An immediate -0.0
 //!    in a float `selp` becomes a register holding `(tid.x >> 16) | sign bit`.
 //! 10. **Integer bits moved into a float register in a loop were evaluated as numbers.** ptxas
-//!    evaluated a loop with `v2 = f32::from_bits(counter)` and `while 1.75 >= v2` at compile
-//!    time, comparing the counter's value (2) rather than its bits (a subnormal) with 1.75, and
-//!    stored the wrong result (fuzzer seed 16501093; ptxas 12.9 to 13.5). A `mov.b32 %f, %r`
-//!    (or `mov.b64 %fd, %rd`) in a loop becomes an `or` with `tid.x >> 16`, which keeps the
-//!    loop a loop.
+//!     evaluated a loop with `v2 = f32::from_bits(counter)` and `while 1.75 >= v2` at compile
+//!     time, comparing the counter's value (2) rather than its bits (a subnormal) with 1.75, and
+//!     stored the wrong result (fuzzer seed 16501093; ptxas 12.9 to 13.5). A `mov.b32 %f, %r`
+//!     (or `mov.b64 %fd, %rd`) in a loop becomes an `or` with `tid.x >> 16`, which keeps the
+//!     loop a loop.
+//! 11. **A register undefined on one path was taken to be defined on all.** See
+//!     `ptx_undef.rs` (fuzzer seed 18500719): every register that some path may read before
+//!     writing gets a zero at the function's entry.
+//! 12. **`abs.s32` is taken to be never negative** (like `abs.s64` in rewrite 2):
+//!     `abs(i32::MIN) % 194670849` (Rust: -6104309) was computed as an unsigned remainder,
+//!     +6104309 (fuzzer seed 20200051: `v.max(-v)` for `v = i32::MIN`, which LLVM turns into
+//!     `abs`). `abs.s32` is written as `s = a >> 31; d = (a ^ s) - s` too.
 
 /// Applies the rewrites above to a whole PTX module's text.
 pub(crate) fn work_around_ptxas(ptx: &str) -> String {
@@ -101,7 +108,13 @@ pub(crate) fn work_around_ptxas(ptx: &str) -> String {
         let bools = bool_selects(func);
         let read_as_int = f64_read_as_int(func);
         let loops = loop_lines(func);
+        let zeros = super::ptx_undef::zero_maybe_undefined(func);
         for (n, line) in func.split_inclusive('\n').enumerate() {
+            if let Some((at, init)) = &zeros {
+                if n == at + 1 {
+                    out.push_str(init);
+                }
+            }
             if let Some(new) = opaque_one_f32(line, &both)
                 .or_else(|| opaque_minus_one(line, &merged))
                 .or_else(|| float_of_bool(line, &bools))
@@ -664,6 +677,10 @@ fn rewrite(line: &str, to_float: &std::collections::HashSet<&str>) -> Option<Str
         "neg.s32" => Some(format!(
             "{indent}{pred}not.b32 \t{d}, {a};\n{indent}{pred}add.s32 \t{d}, {d}, 1;{nl}"
         )),
+        "abs.s32" => Some(format!(
+            "{indent}{{ .reg .b32 %cj_s; {pred}shr.s32 %cj_s, {a}, 31; {pred}xor.b32 {d}, {a}, \
+             %cj_s; {pred}sub.s32 {d}, {d}, %cj_s; }}{nl}"
+        )),
         "abs.s64" => Some(format!(
             "{indent}{{ .reg .b64 %cj_s; {pred}shr.s64 %cj_s, {a}, 63; {pred}xor.b64 {d}, {a}, \
              %cj_s; {pred}sub.s64 {d}, {d}, %cj_s; }}{nl}"
@@ -844,7 +861,7 @@ mod tests {
     #[test]
     fn leaves_everything_else_alone() {
         let ptx = ".version 7.8\n// abs.f32 in a comment\n\tld.param.u64 \t%rd1, [k_param_0];\n\
-                   \tabs.s32 \t%r2, %r1;\n$L__BB0_2:\n\tret;\n}";
+                   \tpopc.b32 \t%r2, %r1;\n$L__BB0_2:\n\tret;\n}";
         assert_eq!(work_around_ptxas(ptx), ptx);
     }
 }

@@ -407,3 +407,47 @@ fn minus_zero_selects_and_bits_to_float_in_loops() {
         assert_eq!(&got[4 * i..4 * i + 4], &want, "a={a} b={b}");
     }
 }
+
+/// `abs.s32` was taken to be never negative: `i32::MIN.max(-i32::MIN) % d` became an unsigned
+/// remainder (seed 20200051; rewrite 12). The wrapping `abs` of `MIN` is `MIN`.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn remainder_of_an_i32_abs_of_min() {
+    let k = Kernel::<(&[i32], &mut [i32])>::build("abs_min_rem", |k, (xs, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(out.len() / 3u64), |_| {
+            let (x, d) = (xs.at(i * 2u64), xs.at(i * 2u64 + 1u64));
+            let a = (-x).max(x);
+            out.set(i * 3u64, a % d);
+            out.set(i * 3u64 + 1u64, a / d);
+            out.set(i * 3u64 + 2u64, a.min(0i32));
+        });
+    })
+    .unwrap();
+    let mut rng = crate::common::Rng::new();
+    let n = 512;
+    let xs: Vec<i32> = rng.vec(2 * n, |r| match r.next_u64() % 4 {
+        0 => i32::MIN,
+        1 => [1, -1, 7, -7, 194670849, i32::MAX][(r.next_u64() % 6) as usize],
+        _ => r.next_u64() as i32 | 1,
+    });
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let dx = s.to_device(&xs).unwrap();
+    let mut out = c.alloc::<i32, _>(3 * n).unwrap();
+    out.fill_async(0x5a5a_5a5a, &s).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 64).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for i in 0..n {
+        let (x, d) = (xs[2 * i], xs[2 * i + 1]);
+        let a = x.wrapping_neg().max(x);
+        // cudajit's integer division: wrapping (MIN / -1 = MIN, MIN % -1 = 0), Rust's signs
+        let want = [a.wrapping_rem(d), a.wrapping_div(d), a.min(0)];
+        assert_eq!(&got[3 * i..3 * i + 3], &want, "x={x} d={d}");
+    }
+}
