@@ -379,7 +379,7 @@ fn f64_read_as_int(func: &str) -> Vec<&str> {
 /// Rewrite 6 of one line: a `min.f64`/`max.f64` into a register of `read_as_int`, followed by
 /// an add of -0.
 fn keep_min_max_f64(line: &str, read_as_int: &[&str]) -> Option<String> {
-    let (pred, op, args) = instruction(line)?;
+    let (_, op, args) = instruction(line)?;
     if !matches!(op, "min.f64" | "max.f64") {
         return None;
     }
@@ -387,14 +387,7 @@ fn keep_min_max_f64(line: &str, read_as_int: &[&str]) -> Option<String> {
     if !read_as_int.contains(&d) {
         return None;
     }
-    let body = line.trim_start();
-    let indent = &line[..line.len() - body.len()];
-    let pred = if pred.is_empty() {
-        String::new()
-    } else {
-        format!("@{pred} ")
-    };
-    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    let (indent, pred, nl) = line_parts(line)?;
     Some(format!(
         "{}\n{indent}{pred}add.f64 \t{d}, {d}, 0d8000000000000000;{nl}",
         line.trim_end_matches('\n')
@@ -403,7 +396,7 @@ fn keep_min_max_f64(line: &str, read_as_int: &[&str]) -> Option<String> {
 
 /// Rewrite 7: `ex2.approx[.ftz].f32 d, a` as `isnan(a) ? a : ex2(a)`.
 fn nan_guarded_ex2(line: &str) -> Option<String> {
-    let (pred, op, args) = instruction(line)?;
+    let (_, op, args) = instruction(line)?;
     let ftz = match op {
         "ex2.approx.f32" => "",
         "ex2.approx.ftz.f32" => ".ftz",
@@ -411,14 +404,7 @@ fn nan_guarded_ex2(line: &str) -> Option<String> {
     };
     let (d, a) = args.split_once(',')?;
     let (d, a) = (d.trim(), a.trim());
-    let body = line.trim_start();
-    let indent = &line[..line.len() - body.len()];
-    let p = if pred.is_empty() {
-        String::new()
-    } else {
-        format!("@{pred} ")
-    };
-    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    let (indent, p, nl) = line_parts(line)?;
     Some(format!(
         "{indent}{{ .reg .pred %cj_q; .reg .f32 %cj_x; {p}mov.f32 %cj_x, {a}; {p}setp.nan.f32 \
          %cj_q, %cj_x, %cj_x; {p}ex2.approx{ftz}.f32 {d}, %cj_x; {p}selp.f32 {d}, %cj_x, {d}, \
@@ -453,7 +439,7 @@ fn mins_under_a_max(func: &str) -> Vec<&str> {
 /// Rewrite 8 of one line: an f32 `min` into a register of `clamped`, followed by an `or` with
 /// `tid.x >> 16` (zero, unknown to ptxas).
 fn opaque_min_under_a_max(line: &str, clamped: &[&str]) -> Option<String> {
-    let (pred, op, args) = instruction(line)?;
+    let (_, op, args) = instruction(line)?;
     if op != "min.f32" && op != "min.ftz.f32" {
         return None;
     }
@@ -461,14 +447,7 @@ fn opaque_min_under_a_max(line: &str, clamped: &[&str]) -> Option<String> {
     if !clamped.contains(&d) {
         return None;
     }
-    let body = line.trim_start();
-    let indent = &line[..line.len() - body.len()];
-    let p = if pred.is_empty() {
-        String::new()
-    } else {
-        format!("@{pred} ")
-    };
-    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    let (indent, p, nl) = line_parts(line)?;
     Some(format!(
         "{}\n{indent}{{ .reg .b32 %cj_tid; {p}mov.u32 %cj_tid, %tid.x; {p}shr.u32 %cj_tid, \
          %cj_tid, 16; {p}or.b32 {d}, {d}, %cj_tid; }}{nl}",

@@ -336,16 +336,26 @@ fn dump_trees(
         .flatten()
         .map(|v| format!("{:#018x}", v.to_bits()))
         .collect();
-    let written = lower::kernel("fuzz", trees)
-        .and_then(|(k, _)| k.compile_ptx_for_current_device())
-        .map_err(|e| e.to_string())
-        .and_then(|ptx| {
-            std::fs::create_dir_all(&dir)
-                .and_then(|_| std::fs::write(format!("{stem}.ptx"), ptx))
-                .and_then(|_| std::fs::write(format!("{stem}.inputs"), words.join("\n")))
-                .and_then(|_| std::fs::write(format!("{stem}.rs"), mm.snippet()))
-                .map_err(|e| e.to_string())
-        });
+    let ptx = lower::kernel("fuzz", trees).and_then(|(k, _)| k.compile_ptx_for_current_device());
+    write_dump(&dir, &stem, ptx, &words, &mm.snippet(), log);
+}
+
+/// Writes `stem.ptx`, `stem.inputs` and `stem.rs` under `dir`, and says so in `log`.
+fn write_dump(
+    dir: &str,
+    stem: &str,
+    ptx: Result<String>,
+    words: &[String],
+    snippet: &str,
+    log: &mut impl FnMut(&str),
+) {
+    let written = ptx.map_err(|e| e.to_string()).and_then(|ptx| {
+        std::fs::create_dir_all(dir)
+            .and_then(|_| std::fs::write(format!("{stem}.ptx"), ptx))
+            .and_then(|_| std::fs::write(format!("{stem}.inputs"), words.join("\n")))
+            .and_then(|_| std::fs::write(format!("{stem}.rs"), snippet))
+            .map_err(|e| e.to_string())
+    });
     match written {
         Ok(()) => log(&format!("wrote {stem}.{{ptx,inputs,rs}}")),
         Err(e) => log(&format!("could not write {stem}.*: {e}")),
@@ -564,20 +574,9 @@ fn dump(ctx: &ProgCtx, mm: &ProgMismatch, log: &mut impl FnMut(&str)) {
         .flatten()
         .map(|v| format!("{:#018x}", v.to_bits()))
         .collect();
-    let written = prog_lower::kernel("fuzzp", &progs, ctx.inputs.len())
-        .and_then(|(k, _)| k.compile_ptx_for_current_device())
-        .map_err(|e| e.to_string())
-        .and_then(|ptx| {
-            std::fs::create_dir_all(&dir)
-                .and_then(|_| std::fs::write(format!("{stem}.ptx"), ptx))
-                .and_then(|_| std::fs::write(format!("{stem}.inputs"), words.join("\n")))
-                .and_then(|_| std::fs::write(format!("{stem}.rs"), mm.snippet()))
-                .map_err(|e| e.to_string())
-        });
-    match written {
-        Ok(()) => log(&format!("wrote {stem}.{{ptx,inputs,rs}}")),
-        Err(e) => log(&format!("could not write {stem}.*: {e}")),
-    }
+    let ptx = prog_lower::kernel("fuzzp", &progs, ctx.inputs.len())
+        .and_then(|(k, _)| k.compile_ptx_for_current_device());
+    write_dump(&dir, &stem, ptx, &words, &mm.snippet(), log);
 }
 
 /// Runs one batch of programs: counts into `report`, logs and records each mismatch.
