@@ -29,7 +29,6 @@ mod lower;
 pub(crate) mod math;
 mod options;
 mod ptx_fix;
-mod ptx_undef;
 mod scalar;
 mod signature;
 pub(crate) mod warp;

@@ -1,5 +1,5 @@
 //! Regression tests for the fuzzer's findings of 2026-11-25 (worked around in
-//! src/codegen/ptx_fix.rs, rewrites 5 and 6): the PTX compiler compiles `neg.f32`, `neg.f64`
+//! src/codegen/ptx_fix/, rewrites 5 and 6): the PTX compiler compiles `neg.f32`, `neg.f64`
 //! and `abs.f64` as an add of -0, which turns every NaN into the canonical positive NaN, so a
 //! negated negative NaN came out positive and libdevice's `log1pf(-|x|)`, which reads its
 //! argument's bits, gave 89.416 for a NaN; and an f64 `min`/`max` whose bits were read as an

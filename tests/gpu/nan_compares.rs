@@ -1,5 +1,5 @@
 //! Regression tests for the PTX compiler's miscompilations that the fuzzer found (each worked
-//! around in src/codegen/ptx_fix.rs). First the issue's: comparisons of NaN-carrying results
+//! around in src/codegen/ptx_fix/). First the issue's: comparisons of NaN-carrying results
 //! against constants (the driver's PTX compiler folded `abs(y) > -1.5` to true, as if `abs`
 //! could not give NaN); every operation x comparison x constant, f32 and f64, on inputs rich
 //! in NaN, against Rust (the inputs keep the math functions' results away from the constants,
@@ -233,7 +233,7 @@ fn issue_abs_nan_select() {
 }
 
 /// `min(a, min(b, -c))` and friends: the PTX compiler fused the chain into one three-input
-/// min/max and dropped the negation (fuzzer seed 84; src/codegen/ptx_fix.rs).
+/// min/max and dropped the negation (fuzzer seed 84; src/codegen/ptx_fix/).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn min_max_chains_with_a_negated_operand() {
@@ -303,7 +303,7 @@ fn min_max_chains_with_a_negated_operand() {
 /// `min(±|x|, c)` and `max(±|x|, c)` in 64 bits (`x.min(-x)` is `-|x|`, `(-x).max(x)` is
 /// `|x|`, `i64::MIN` for `i64::MIN`): the PTX compiler took `-|x|` to be below every negative
 /// constant (fuzzer seed 5200015) and `|x|` never to be negative (seed 7100254);
-/// src/codegen/ptx_fix.rs.
+/// src/codegen/ptx_fix/.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn min_max_of_an_i64_abs_and_its_negation_against_constants() {
@@ -390,7 +390,7 @@ fn one_and_zero_bits_kernel() -> Kernel<(&'static [u64], &'static mut [u64])> {
 
 /// Float conversions of `select(b, f32::from_bits(1), 0.0)`: the PTX compiler took the select
 /// of the bits 1 and 0 for the numbers 1.0 and 0.0 (`floor` gave the subnormal, `ceil`,
-/// `as i32` and `as f64` likewise wrong; fuzzer seed 1100238; src/codegen/ptx_fix.rs).
+/// `as i32` and `as f64` likewise wrong; fuzzer seed 1100238; src/codegen/ptx_fix/).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn float_conversions_of_a_select_of_one_and_zero_bits() {
@@ -445,7 +445,7 @@ fn float_conversions_of_a_select_of_one_and_zero_bits() {
 
 /// A variable set to `u32::MAX`, then to `1.0f32.to_bits()` on another path: the PTX
 /// compiler (ptxas 12.9, the CUDA 13.0 driver's JIT) kept `u32::MAX` on both (fuzzer seed
-/// 2400519; src/codegen/ptx_fix.rs).
+/// 2400519; src/codegen/ptx_fix/).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_variable_set_to_minus_one_then_to_the_bits_of_one() {
@@ -623,7 +623,7 @@ fn the_fuzzers_minus_one_then_one_f32_program() {
 /// float bits 1 instead of 1.0 (fuzzer seed 8300081); and float-to-int casts after a min/max:
 /// it reordered LLVM's clamp for `as` with the min before it, wrong for NaN
 /// (`1.0f64.min(NaN) as u32` gave 0; seed 8300275); and LLVM 19 turning a `-1`/`0` select cast
-/// to float into 1.0 (seed 11500273). In src/codegen/ptx_fix.rs and lower.rs.
+/// to float into 1.0 (seed 11500273). In src/codegen/ptx_fix/ and lower.rs.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 #[allow(clippy::manual_clamp)] // min then max on purpose: NaN goes through both, unlike clamp
