@@ -1,7 +1,7 @@
 //! Rewrite 4: registers set to -1 on one path and to (something ptxas folds to) 1.0f's bits on
 //! another, made opaque so that ptxas does not merge them.
 
-use super::definitions;
+use super::{definitions, line_parts};
 
 /// `(register, 64-bit?, value)` of a 32- or 64-bit `mov` of an immediate (predicated or not).
 pub(super) fn mov_imm(line: &str) -> Option<(&str, bool, u64)> {
@@ -58,13 +58,7 @@ pub(super) fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
     if !is_one_f32(v) || !both.contains(&d) {
         return None;
     }
-    let body = line.trim_start();
-    let indent = &line[..line.len() - body.len()];
-    let pred = match body.strip_prefix('@') {
-        Some(_) => format!("{} ", body.split_once(char::is_whitespace)?.0),
-        None => String::new(),
-    };
-    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    let (indent, pred, nl) = line_parts(line)?;
     let set = if wide {
         format!("{pred}or.b32 %cj_tid, %cj_tid, 1065353216; {pred}cvt.u64.u32 {d}, %cj_tid;")
     } else {
@@ -101,13 +95,7 @@ pub(super) fn opaque_minus_one(line: &str, merged: &[&str]) -> Option<String> {
     if !is_minus_one(v) || !merged.contains(&d) {
         return None;
     }
-    let body = line.trim_start();
-    let indent = &line[..line.len() - body.len()];
-    let pred = match body.strip_prefix('@') {
-        Some(_) => format!("{} ", body.split_once(char::is_whitespace)?.0),
-        None => String::new(),
-    };
-    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    let (indent, pred, nl) = line_parts(line)?;
     let high = v & !0xFFFF_FFFF;
     let set = if wide {
         let or = if high == 0 {

@@ -37,7 +37,7 @@ pub(super) fn float_of_bool(
     line: &str,
     bools: &std::collections::HashMap<&str, (&str, bool)>,
 ) -> Option<String> {
-    let (pred, op, args) = instruction(line)?;
+    let (_, op, args) = instruction(line)?;
     let mut parts = op.split('.');
     if parts.next() != Some("cvt") {
         return None;
@@ -55,14 +55,7 @@ pub(super) fn float_of_bool(
     let (d, r) = args.split_once(',')?;
     let &(p, one_first) = bools.get(r.trim())?;
     let (a, b) = if one_first { (one, zero) } else { (zero, one) };
-    let body = line.trim_start();
-    let indent = &line[..line.len() - body.len()];
-    let pred = if pred.is_empty() {
-        String::new()
-    } else {
-        format!("@{pred} ")
-    };
-    let nl = if line.ends_with('\n') { "\n" } else { "" };
+    let (indent, pred, nl) = line_parts(line)?;
     Some(format!(
         "{indent}{pred}selp.{to} \t{}, {a}, {b}, {p};{nl}",
         d.trim()
