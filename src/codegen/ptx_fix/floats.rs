@@ -1,7 +1,13 @@
 //! Rewrites 6, 7, 8 and 10: float min/max, `ex2`, and integer bits moved into float registers
 //! in loops.
 
-use super::{instruction, line_parts};
+use super::{instruction, line_parts, tid_zero};
+
+/// Whether `op` is the f32 form of `what` (`min`/`max`), with or without `.ftz`.
+fn is_f32(op: &str, what: &str) -> bool {
+    op.strip_prefix(what)
+        .is_some_and(|rest| rest == ".f32" || rest == ".ftz.f32")
+}
 
 /// The f64 registers that a `mov.b64` moves into integer registers (rewrite 6).
 pub(super) fn f64_read_as_int(func: &str) -> Vec<&str> {
@@ -60,19 +66,18 @@ pub(super) fn nan_guarded_ex2(line: &str) -> Option<String> {
 
 /// The registers of `func` that an f32 `min` writes and an f32 `max` reads (rewrite 8).
 pub(super) fn mins_under_a_max(func: &str) -> Vec<&str> {
-    let is = |op: &str, what: &str| op == format!("{what}.f32") || op == format!("{what}.ftz.f32");
     let mins: Vec<&str> = func
         .lines()
         .filter_map(|line| {
             let (_, op, args) = instruction(line)?;
-            is(op, "min").then(|| args.split(',').next().map(str::trim))?
+            is_f32(op, "min").then(|| args.split(',').next().map(str::trim))?
         })
         .collect();
     let mut regs: Vec<&str> = func
         .lines()
         .filter_map(|line| {
             let (_, op, args) = instruction(line)?;
-            is(op, "max").then_some(args)
+            is_f32(op, "max").then_some(args)
         })
         .flat_map(|args| args.split(',').skip(1).map(str::trim))
         .filter(|r| mins.contains(r))
@@ -86,7 +91,7 @@ pub(super) fn mins_under_a_max(func: &str) -> Vec<&str> {
 /// `tid.x >> 16` (zero, unknown to ptxas).
 pub(super) fn opaque_min_under_a_max(line: &str, clamped: &[&str]) -> Option<String> {
     let (_, op, args) = instruction(line)?;
-    if op != "min.f32" && op != "min.ftz.f32" {
+    if !is_f32(op, "min") {
         return None;
     }
     let d = args.split(',').next()?.trim();
@@ -94,9 +99,9 @@ pub(super) fn opaque_min_under_a_max(line: &str, clamped: &[&str]) -> Option<Str
         return None;
     }
     let (indent, p, nl) = line_parts(line)?;
+    let zero = tid_zero(&p, "%cj_tid");
     Some(format!(
-        "{}\n{indent}{{ .reg .b32 %cj_tid; {p}mov.u32 %cj_tid, %tid.x; {p}shr.u32 %cj_tid, \
-         %cj_tid, 16; {p}or.b32 {d}, {d}, %cj_tid; }}{nl}",
+        "{}\n{indent}{{ .reg .b32 %cj_tid; {zero} {p}or.b32 {d}, {d}, %cj_tid; }}{nl}",
         line.trim_end_matches('\n')
     ))
 }
@@ -137,7 +142,7 @@ pub(super) fn opaque_bits_to_float(line: &str) -> Option<String> {
         _ => return None,
     };
     let (indent, p, nl) = line_parts(line)?;
-    let get = format!("{p}mov.u32 %cj_tid, %tid.x; {p}shr.u32 %cj_tid, %cj_tid, 16;");
+    let get = tid_zero(&p, "%cj_tid");
     Some(if wide {
         format!(
             "{indent}{{ .reg .b32 %cj_tid; .reg .b64 %cj_t; {get} {p}cvt.u64.u32 %cj_t, %cj_tid; \

@@ -1,7 +1,7 @@
 //! Rewrite 4: registers set to -1 on one path and to (something ptxas folds to) 1.0f's bits on
 //! another, made opaque so that ptxas does not merge them.
 
-use super::{definitions, line_parts};
+use super::{definitions, line_parts, tid_zero};
 
 /// `(register, 64-bit?, value)` of a 32- or 64-bit `mov` of an immediate (predicated or not).
 pub(super) fn mov_imm(line: &str) -> Option<(&str, bool, u64)> {
@@ -64,10 +64,8 @@ pub(super) fn opaque_one_f32(line: &str, both: &[&str]) -> Option<String> {
     } else {
         format!("{pred}or.b32 {d}, %cj_tid, 1065353216;")
     };
-    Some(format!(
-        "{indent}{{ .reg .b32 %cj_tid; {pred}mov.u32 %cj_tid, %tid.x; {pred}shr.u32 %cj_tid, \
-         %cj_tid, 16; {set} }}{nl}"
-    ))
+    let zero = tid_zero(&pred, "%cj_tid");
+    Some(format!("{indent}{{ .reg .b32 %cj_tid; {zero} {set} }}{nl}"))
 }
 
 /// Registers that a `mov` sets to -1 (low half all ones) and that something other than an
@@ -107,8 +105,6 @@ pub(super) fn opaque_minus_one(line: &str, merged: &[&str]) -> Option<String> {
     } else {
         format!("{pred}not.b32 {d}, %cj_tid;")
     };
-    Some(format!(
-        "{indent}{{ .reg .b32 %cj_tid; {pred}mov.u32 %cj_tid, %tid.x; {pred}shr.u32 %cj_tid, \
-         %cj_tid, 16; {set} }}{nl}"
-    ))
+    let zero = tid_zero(&pred, "%cj_tid");
+    Some(format!("{indent}{{ .reg .b32 %cj_tid; {zero} {set} }}{nl}"))
 }

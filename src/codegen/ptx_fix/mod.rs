@@ -1,5 +1,5 @@
 //! Rewrites of the PTX that LLVM emits, around miscompilations in NVIDIA's PTX compiler (the
-//! driver's JIT and `ptxas`, CUDA 12.9 and 13.0, seen on an H200 with driver 580). Both were
+//! driver's JIT and `ptxas`, CUDA 12.9 and 13.0, seen on an H200 with driver 580). All were
 //! found by the differential fuzzer (`examples/fuzz`); `docs/RELIABILITY.md` has the details.
 //!
 //! 1. **`abs.f32` is assumed never NaN.** `abs.f32 %f2, %f1; setp.gt.f32 %p1, %f2, -1.5` is
@@ -68,7 +68,6 @@
 //!    after such a min/max (exact: -0 + -0 = -0, +0 + -0 = +0) keeps the comparison, so every
 //!    `min.f64`/`max.f64` whose register is moved into an integer register is followed by
 //!    `add.f64 d, d, 0d8000000000000000`. f32 is not affected.
-
 //! 7. **`ex2.approx.f32` is assumed never NaN.** ptxas folds `ex2(x) >= c` and `ex2(x) > c`
 //!    for c <= 0 to true (ptxas 12.9 to 13.5), wrong for a NaN `x`; `exp2`, `exp` and `powf`
 //!    (libdevice's and the fast ones) are built on it (`0.0 <= (-x).sqrt().exp2()` was true
@@ -191,7 +190,7 @@ pub(super) fn definitions(func: &str) -> std::collections::HashMap<&str, usize> 
         let Some((_, op, args)) = instruction(line) else {
             continue;
         };
-        if op.starts_with("st.") || op.starts_with("bra") || op.starts_with("call") || op == "ret" {
+        if writes_nothing(op) {
             continue;
         }
         let first = match args.strip_prefix('{') {
@@ -207,6 +206,21 @@ pub(super) fn definitions(func: &str) -> std::collections::HashMap<&str, usize> 
         }
     }
     defs
+}
+
+/// Whether an opcode writes no register (its first operand, if any, is read).
+pub(super) fn writes_nothing(op: &str) -> bool {
+    [
+        "st.", "bra", "call", "ret", "exit", "bar", "membar", "fence", "red.", "prefetch", "trap",
+    ]
+    .iter()
+    .any(|p| op.starts_with(p))
+}
+
+/// `{p}mov.u32 r, %tid.x; {p}shr.u32 r, r, 16;`: a zero that ptxas cannot see as one
+/// (tid.x < 1024), the run-time value behind rewrites 4, 8, 9 and 10.
+pub(super) fn tid_zero(p: &str, r: &str) -> String {
+    format!("{p}mov.u32 {r}, %tid.x; {p}shr.u32 {r}, {r}, 16;")
 }
 
 /// `(indent, "@p " or "", newline or "")` of an instruction line.

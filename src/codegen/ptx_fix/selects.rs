@@ -1,7 +1,7 @@
 //! Rewrites 3 and 9: selects of the bits 1 and 0, their conversions to float, and selects of
 //! an immediate -0.0.
 
-use super::{definitions, instruction, line_parts};
+use super::{definitions, instruction, line_parts, tid_zero};
 
 /// Integer registers defined once, by a select of 1 and 0 on a predicate defined once:
 /// `register -> (predicate, whether 1 is picked when it holds)` (rewrite 3, second part).
@@ -114,15 +114,11 @@ pub(super) fn opaque_minus_zero_select(line: &str) -> Option<String> {
     }
     let (indent, p, nl) = line_parts(line)?;
     let make = if op == "selp.f32" {
-        format!(
-            "{p}mov.u32 %cj_z, %tid.x; {p}shr.u32 %cj_z, %cj_z, 16; {p}or.b32 %cj_z, %cj_z, \
-             0x80000000;"
-        )
+        let zero = tid_zero(&p, "%cj_z");
+        format!("{zero} {p}or.b32 %cj_z, %cj_z, 0x80000000;")
     } else {
-        format!(
-            "{p}mov.u32 %cj_tid, %tid.x; {p}shr.u32 %cj_tid, %cj_tid, 16; {p}cvt.u64.u32 %cj_z, \
-             %cj_tid; {p}or.b64 %cj_z, %cj_z, 0x8000000000000000;"
-        )
+        let zero = tid_zero(&p, "%cj_tid");
+        format!("{zero} {p}cvt.u64.u32 %cj_z, %cj_tid; {p}or.b64 %cj_z, %cj_z, 0x8000000000000000;")
     };
     let (a, b) = (
         if a == zero { "%cj_z" } else { a },

@@ -14,6 +14,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::writes_nothing;
+
 /// One instruction's registers: those it writes on every execution and those it reads.
 struct Inst<'a> {
     defs: Vec<&'a str>,
@@ -48,15 +50,6 @@ fn regs(s: &str) -> Vec<&str> {
         }
     }
     out
-}
-
-/// Whether an opcode writes no register (its first operand is read).
-fn writes_nothing(op: &str) -> bool {
-    [
-        "st.", "bra", "call", "ret", "exit", "bar", "membar", "fence", "red.", "prefetch", "trap",
-    ]
-    .iter()
-    .any(|p| op.starts_with(p))
 }
 
 /// Parses one instruction's text (no `;`).
@@ -161,6 +154,24 @@ fn blocks<'a>(body: &[&'a str]) -> (Vec<Block<'a>>, HashMap<String, usize>) {
     (out, labels)
 }
 
+/// IN[i] of the dataflow: the registers written on every path to block `i`'s start, the
+/// meet of its predecessors' OUT (the entry starts from nothing); `None` while no
+/// predecessor has been reached.
+fn written_on_entry<'a>(
+    i: usize,
+    preds: &[usize],
+    out: &[Option<HashSet<&'a str>>],
+) -> Option<HashSet<&'a str>> {
+    let mut inn: Option<HashSet<&str>> = (i == 0).then(HashSet::new);
+    for o in preds.iter().filter_map(|&p| out[p].as_ref()) {
+        inn = Some(match inn {
+            None => o.clone(),
+            Some(s) => s.intersection(o).copied().collect(),
+        });
+    }
+    inn
+}
+
 /// The registers of `body` that some path from the entry reads before writing.
 fn maybe_undefined<'a>(body: &[&'a str]) -> Vec<&'a str> {
     let (blocks, labels) = blocks(body);
@@ -182,16 +193,9 @@ fn maybe_undefined<'a>(body: &[&'a str]) -> Vec<&'a str> {
     while changed {
         changed = false;
         for i in 0..n {
-            let mut inn: Option<HashSet<&str>> = if i == 0 { Some(HashSet::new()) } else { None };
-            for &p in &preds[i] {
-                if let Some(o) = &out[p] {
-                    inn = Some(match inn {
-                        None => o.clone(),
-                        Some(s) => s.intersection(o).copied().collect(),
-                    });
-                }
-            }
-            let Some(mut set) = inn else { continue };
+            let Some(mut set) = written_on_entry(i, &preds[i], &out) else {
+                continue;
+            };
             for inst in &blocks[i].insts {
                 set.extend(inst.defs.iter().copied());
             }
@@ -203,22 +207,8 @@ fn maybe_undefined<'a>(body: &[&'a str]) -> Vec<&'a str> {
     }
     let mut undefined = Vec::new();
     for (i, b) in blocks.iter().enumerate() {
-        let mut set: HashSet<&str> = if i == 0 {
-            HashSet::new()
-        } else {
-            let mut inn: Option<HashSet<&str>> = None;
-            for &p in &preds[i] {
-                if let Some(o) = &out[p] {
-                    inn = Some(match inn {
-                        None => o.clone(),
-                        Some(s) => s.intersection(o).copied().collect(),
-                    });
-                }
-            }
-            match inn {
-                Some(s) => s,
-                None => continue, // unreachable
-            }
+        let Some(mut set) = written_on_entry(i, &preds[i], &out) else {
+            continue; // unreachable
         };
         for inst in &b.insts {
             undefined.extend(inst.uses.iter().filter(|u| !set.contains(*u)));
