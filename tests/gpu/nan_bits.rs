@@ -7,10 +7,75 @@
 //! batches replay it, `tests/fuzz.rs`). Checked against Rust bit for bit on inputs rich in
 //! NaN payloads of both signs.
 
-use cudajit::codegen::{select, Expr, Kernel};
+use cudajit::codegen::{select, Expr, Kernel, KernelParams, LaunchArgs};
 use cudajit::prelude::*;
+use cudajit::{AnyBitPattern, DeviceArray, DeviceCopy};
 
 use crate::common::ctx;
+
+/// Runs `k` on `xs` over `threads` threads in blocks of `block`, into `len` outputs filled
+/// with `poison` first, and returns the outputs.
+fn run<P, I, O>(
+    k: &Kernel<P>,
+    xs: &[I],
+    len: usize,
+    poison: O,
+    threads: usize,
+    block: u32,
+) -> Vec<O>
+where
+    P: KernelParams,
+    I: DeviceCopy,
+    O: DeviceCopy + AnyBitPattern,
+    for<'a> (&'a DeviceArray<I>, &'a mut DeviceArray<O>): LaunchArgs<P>,
+{
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let dx = s.to_device(xs).unwrap();
+    let mut out = c.alloc::<O, _>(len).unwrap();
+    out.fill_async(poison, &s).unwrap();
+    let config = LaunchConfig::for_num_elems(threads, block).unwrap();
+    k.launch(&s, config, (&dx, &mut out)).unwrap();
+    out.to_vec_async(&s).unwrap()
+}
+
+/// Float min/max as cudajit defines them (IEEE minNum/maxNum: the other operand for a NaN;
+/// -0 below +0, docs/MATH.md), for the host side of the tests.
+trait HostMinMax: Copy {
+    fn host_min(self, b: Self) -> Self;
+    fn host_max(self, b: Self) -> Self;
+}
+
+macro_rules! host_min_max {
+    ($t:ty) => {
+        impl HostMinMax for $t {
+            fn host_min(self, b: $t) -> $t {
+                if self == b {
+                    <$t>::from_bits(self.to_bits() | b.to_bits())
+                } else {
+                    self.min(b)
+                }
+            }
+            fn host_max(self, b: $t) -> $t {
+                if self == b {
+                    <$t>::from_bits(self.to_bits() & b.to_bits())
+                } else {
+                    self.max(b)
+                }
+            }
+        }
+    };
+}
+host_min_max!(f32);
+host_min_max!(f64);
+
+fn host_min<F: HostMinMax>(a: F, b: F) -> F {
+    a.host_min(b)
+}
+
+fn host_max<F: HostMinMax>(a: F, b: F) -> F {
+    a.host_max(b)
+}
 
 /// Sign operations whose bits Rust defines for every input, NaN included.
 const SIGN_OPS: usize = 6;
@@ -109,18 +174,7 @@ macro_rules! nan_bits_test {
                 let v = if rng.next_u64() % 2 == 0 { r | nan } else { r };
                 xs.push(<$t>::from_bits(v));
             }
-            let c = ctx();
-            let s = c.new_stream().unwrap();
-            let dx = s.to_device(&xs).unwrap();
-            let mut out = c.alloc::<$bits, _>(xs.len() * per).unwrap();
-            out.fill_async(0x5a as $bits, &s).unwrap();
-            k.launch(
-                &s,
-                LaunchConfig::for_num_elems(xs.len(), 32).unwrap(),
-                (&dx, &mut out),
-            )
-            .unwrap();
-            let got = out.to_vec_async(&s).unwrap();
+            let got = run(&k, &xs, xs.len() * per, 0x5a as $bits, xs.len(), 32);
             let mut wrong = Vec::new();
             for (i, &x) in xs.iter().enumerate() {
                 let row = &got[i * per..(i + 1) * per];
@@ -204,43 +258,17 @@ fn low_bits_of_f64_min_max() {
         0 => special[(r.next_u64() % special.len() as u64) as usize],
         _ => f64::from_bits(r.next_u64() & !(0x7ffu64 << 52) | (r.next_u64() % 2047) << 52),
     });
-    let c = ctx();
-    let s = c.new_stream().unwrap();
-    let dx = s.to_device(&xs).unwrap();
-    let mut out = c.alloc::<u64, _>(4 * n).unwrap();
-    out.fill_async(0xdead, &s).unwrap();
-    k.launch(
-        &s,
-        LaunchConfig::for_num_elems(n, 128).unwrap(),
-        (&dx, &mut out),
-    )
-    .unwrap();
-    let got = out.to_vec_async(&s).unwrap();
-    // cudajit's min/max: the other operand for a NaN, -0 below +0 (docs/MATH.md)
-    let min = |a: f64, b: f64| {
-        if a == b {
-            f64::from_bits(a.to_bits() | b.to_bits())
-        } else {
-            a.min(b)
-        }
-    };
-    let max = |a: f64, b: f64| {
-        if a == b {
-            f64::from_bits(a.to_bits() & b.to_bits())
-        } else {
-            a.max(b)
-        }
-    };
+    let got = run(&k, &xs, 4 * n, 0xdead, n, 128);
     for i in 0..n {
         let (a, b) = (xs[2 * i], xs[2 * i + 1]);
         if a.is_nan() && b.is_nan() {
             continue; // NaN bits are Rust's to leave open
         }
         let want = [
-            min(a, b).to_bits() & 7,
-            max(b, a).to_bits() & 7,
-            min(a, b).to_bits(),
-            64u64.wrapping_sub(max(a, b).to_bits()) & 3,
+            host_min(a, b).to_bits() & 7,
+            host_max(b, a).to_bits() & 7,
+            host_min(a, b).to_bits(),
+            64u64.wrapping_sub(host_max(a, b).to_bits()) & 3,
         ];
         assert_eq!(
             &got[4 * i..4 * i + 4],
@@ -302,33 +330,7 @@ fn exp2_comparisons_and_min_then_max_clamps_with_nan() {
     ];
     let mut rng = crate::common::Rng::new();
     xs.extend(rng.vec(64, |r| r.f32() * 300.0));
-    let c = ctx();
-    let s = c.new_stream().unwrap();
-    let dx = s.to_device(&xs).unwrap();
-    let mut out = c.alloc::<u32, _>(xs.len() * N).unwrap();
-    out.fill_async(0x5a5a_5a5a, &s).unwrap();
-    k.launch(
-        &s,
-        LaunchConfig::for_num_elems(xs.len(), 32).unwrap(),
-        (&dx, &mut out),
-    )
-    .unwrap();
-    let got = out.to_vec_async(&s).unwrap();
-    // f32 min/max as cudajit defines them (minNum/maxNum; -0 below +0)
-    let min = |a: f32, b: f32| {
-        if a == b {
-            f32::from_bits(a.to_bits() | b.to_bits())
-        } else {
-            a.min(b)
-        }
-    };
-    let max = |a: f32, b: f32| {
-        if a == b {
-            f32::from_bits(a.to_bits() & b.to_bits())
-        } else {
-            a.max(b)
-        }
-    };
+    let got = run(&k, &xs, xs.len() * N, 0x5a5a_5a5a, xs.len(), 32);
     for (i, &x) in xs.iter().enumerate() {
         let want: [u32; N] = [
             (x.exp2() >= 0.0) as u32,
@@ -336,10 +338,10 @@ fn exp2_comparisons_and_min_then_max_clamps_with_nan() {
             (0.0 <= (-x).sqrt().exp2()) as u32,
             (x.exp() >= -0.0) as u32,
             (2.0f32.powf(x) >= 0.0) as u32,
-            max(min(x, 1.0), 0.0).to_bits(),
-            max(min(x, 1.0), max(f32::from_bits(0x7fc0_0001), 0.0)).to_bits(),
-            min(max(x, 0.0), 1.0).to_bits(),
-            max(min(x, 0.5), -0.5).to_bits(),
+            host_max(host_min(x, 1.0), 0.0).to_bits(),
+            host_max(host_min(x, 1.0), host_max(f32::from_bits(0x7fc0_0001), 0.0)).to_bits(),
+            host_min(host_max(x, 0.0), 1.0).to_bits(),
+            host_max(host_min(x, 0.5), -0.5).to_bits(),
         ];
         assert_eq!(
             &got[i * N..(i + 1) * N],
@@ -386,18 +388,7 @@ fn minus_zero_selects_and_bits_to_float_in_loops() {
     let mut rng = crate::common::Rng::new();
     let n = 256;
     let xs: Vec<i32> = rng.vec(2 * n, |r| (r.next_u64() % 5) as i32 - 2);
-    let c = ctx();
-    let s = c.new_stream().unwrap();
-    let dx = s.to_device(&xs).unwrap();
-    let mut out = c.alloc::<u32, _>(4 * n).unwrap();
-    out.fill_async(0x5a5a_5a5a, &s).unwrap();
-    k.launch(
-        &s,
-        LaunchConfig::for_num_elems(n, 64).unwrap(),
-        (&dx, &mut out),
-    )
-    .unwrap();
-    let got = out.to_vec_async(&s).unwrap();
+    let got = run(&k, &xs, 4 * n, 0x5a5a_5a5a, n, 64);
     for i in 0..n {
         let (a, b) = (xs[2 * i], xs[2 * i + 1]);
         let v = if a <= b { -1.0f32 } else { (-0.0f32).sqrt() };
@@ -431,18 +422,7 @@ fn remainder_of_an_i32_abs_of_min() {
         1 => [1, -1, 7, -7, 194670849, i32::MAX][(r.next_u64() % 6) as usize],
         _ => r.next_u64() as i32 | 1,
     });
-    let c = ctx();
-    let s = c.new_stream().unwrap();
-    let dx = s.to_device(&xs).unwrap();
-    let mut out = c.alloc::<i32, _>(3 * n).unwrap();
-    out.fill_async(0x5a5a_5a5a, &s).unwrap();
-    k.launch(
-        &s,
-        LaunchConfig::for_num_elems(n, 64).unwrap(),
-        (&dx, &mut out),
-    )
-    .unwrap();
-    let got = out.to_vec_async(&s).unwrap();
+    let got = run(&k, &xs, 3 * n, 0x5a5a_5a5a, n, 64);
     for i in 0..n {
         let (x, d) = (xs[2 * i], xs[2 * i + 1]);
         let a = x.wrapping_neg().max(x);
