@@ -482,27 +482,10 @@ impl Backend for CudaDriver {
         image: *const c_void,
         kind: &str,
     ) -> Result<(sys::CUmodule, String)> {
-        let mut error_log = vec![0u8; JIT_LOG_BYTES];
-        let mut info_log = vec![0u8; JIT_LOG_BYTES];
-        let level = jit_opt_level();
-        let mut options = [
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-            sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
-        ];
-        let mut values = [
-            error_log.as_mut_ptr().cast::<c_void>(),
-            JIT_LOG_BYTES as *mut c_void,
-            info_log.as_mut_ptr().cast::<c_void>(),
-            JIT_LOG_BYTES as *mut c_void,
-            level.unwrap_or(4) as usize as *mut c_void,
-        ];
+        let mut logs = JitLogs::new();
+        let (mut options, mut values, n) = logs.options();
         let mut m = std::ptr::null_mut();
-        // The optimisation level only when asked for (the driver's default is 4).
-        let n = options.len() as u32 - u32::from(level.is_none());
-        // SAFETY: the caller passes a valid image; the option arrays have equal lengths and
+        // SAFETY: the caller passes a valid image; the option arrays have `n` valid entries and
         // the log buffers outlive the call.
         let res = unsafe {
             drv!(cuModuleLoadDataEx(
@@ -514,16 +497,52 @@ impl Backend for CudaDriver {
             ))
         };
         match res {
-            Ok(()) => Ok((m, log_text(&info_log))),
-            Err(Error::Driver { code, .. }) => {
-                let mut log = log_text(&error_log);
-                if log.trim().is_empty() {
-                    log = format!("(no log; loading a {kind} image)");
-                }
-                Err(Error::Jit { code, log })
-            }
-            Err(e) => Err(e),
+            Ok(()) => Ok((m, log_text(&logs.info))),
+            Err(e) => Err(logs.jit_error(e, &format!("loading a {kind} image"))),
         }
+    }
+
+    fn link(&self, inputs: &[super::LinkInput<'_>]) -> Result<(Vec<u8>, String)> {
+        let mut logs = JitLogs::new();
+        let (mut options, mut values, n) = logs.options();
+        let mut state: sys::CUlinkState = std::ptr::null_mut();
+        // SAFETY: the option arrays have `n` valid entries; the log buffers outlive the link
+        // state (destroyed below before `logs` is dropped).
+        unsafe {
+            drv!(cuLinkCreate_v2(
+                n,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+                &mut state
+            ))
+        }?;
+        let linked = (|| {
+            for input in inputs {
+                // SAFETY: a live link state; the data outlives the call (the driver copies it).
+                unsafe {
+                    drv!(cuLinkAddData_v2(
+                        state,
+                        input.kind,
+                        input.data.as_ptr().cast_mut().cast(),
+                        input.data.len(),
+                        input.name.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut()
+                    ))
+                }?;
+            }
+            let (mut cubin, mut size) = (std::ptr::null_mut(), 0usize);
+            // SAFETY: a live link state; valid out-pointers.
+            unsafe { drv!(cuLinkComplete(state, &mut cubin, &mut size)) }?;
+            // SAFETY: the driver's cubin is `size` bytes, valid until the state is destroyed.
+            Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
+        })();
+        // SAFETY: created above, destroyed once.
+        let destroyed = unsafe { drv!(cuLinkDestroy(state)) };
+        let cubin = linked.map_err(|e| logs.jit_error(e, "linking"))?;
+        destroyed?;
+        Ok((cubin, log_text(&logs.info)))
     }
 
     unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()> {
@@ -649,6 +668,58 @@ impl Backend for CudaDriver {
     fn profiler_stop(&self) -> Result<()> {
         // SAFETY: no arguments.
         unsafe { drv!(cuProfilerStop()) }
+    }
+}
+
+/// The JIT compiler's error and info log buffers, and the options that pass them (with the
+/// optimisation level when `CUDAJIT_JIT_OPT_LEVEL` sets one).
+struct JitLogs {
+    error: Vec<u8>,
+    info: Vec<u8>,
+}
+
+impl JitLogs {
+    fn new() -> JitLogs {
+        JitLogs {
+            error: vec![0u8; JIT_LOG_BYTES],
+            info: vec![0u8; JIT_LOG_BYTES],
+        }
+    }
+
+    /// The option names, values and count (the values point into `self`'s buffers).
+    fn options(&mut self) -> ([sys::CUjit_option; 5], [*mut c_void; 5], u32) {
+        let level = jit_opt_level();
+        let options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
+        ];
+        let values = [
+            self.error.as_mut_ptr().cast::<c_void>(),
+            JIT_LOG_BYTES as *mut c_void,
+            self.info.as_mut_ptr().cast::<c_void>(),
+            JIT_LOG_BYTES as *mut c_void,
+            level.unwrap_or(4) as usize as *mut c_void,
+        ];
+        // The optimisation level only when asked for (the driver's default is 4).
+        let n = options.len() as u32 - u32::from(level.is_none());
+        (options, values, n)
+    }
+
+    /// A driver error as `Error::Jit` with the error log (or a note that there is none).
+    fn jit_error(&self, e: Error, doing: &str) -> Error {
+        match e {
+            Error::Driver { code, .. } => {
+                let mut log = log_text(&self.error);
+                if log.trim().is_empty() {
+                    log = format!("(no log; {doing})");
+                }
+                Error::Jit { code, log }
+            }
+            e => e,
+        }
     }
 }
 

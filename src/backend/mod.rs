@@ -30,6 +30,16 @@ pub(crate) type HostFnPtr = unsafe extern "C" fn(*mut c_void);
 /// A callback run in stream order with the stream's status: `(stream, status, data)`.
 pub(crate) type StreamCallbackPtr = unsafe extern "C" fn(sys::CUstream, sys::CUresult, *mut c_void);
 
+/// One input of [`Backend::link`].
+pub(crate) struct LinkInput<'a> {
+    /// `CU_JIT_INPUT_PTX`, `CU_JIT_INPUT_CUBIN`, ...
+    pub(crate) kind: sys::CUjitInputType,
+    /// The input's bytes (PTX ends with a NUL).
+    pub(crate) data: &'a [u8],
+    /// A name for the linker's log.
+    pub(crate) name: &'a std::ffi::CStr,
+}
+
 /// Everything the safe API asks of a device. `stream: None` means the synchronous form.
 ///
 /// Methods that take raw pointers or handles are `unsafe`: callers guarantee the handles are
@@ -173,6 +183,17 @@ pub(crate) trait Backend: Send + Sync {
         kind: &str,
     ) -> Result<(sys::CUmodule, String)>;
     unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()>;
+    /// Links device code with the driver's linker (`cuLinkCreate`/`cuLinkAddData`/
+    /// `cuLinkComplete`) for the current context's device: each input is its type, its bytes
+    /// (PTX with its NUL) and a name for the log. Returns the linked cubin and the info log; a
+    /// failure is `Error::Jit` with the linker's log.
+    fn link(&self, inputs: &[LinkInput<'_>]) -> Result<(Vec<u8>, String)> {
+        let _ = inputs;
+        Err(Error::usage(
+            "linking device code needs the CUDA driver; the simulator executes kernels' IR and \
+             cannot link PTX or cubin",
+        ))
+    }
     /// `Ok(None)` when the module has no such kernel.
     unsafe fn module_function(
         &self,

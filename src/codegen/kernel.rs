@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 
 use super::builder::record;
+use super::cache::loaded;
 use super::control::KernelBuilder;
 use super::ir::FunctionIr;
 use super::lower;
@@ -198,12 +199,22 @@ impl<P: KernelParams> Kernel<P> {
     #[cold]
     fn load_slow(&self, ctx: &Context) -> Result<&Function> {
         let load = || -> Result<Function> {
-            if backend().is_simulator() {
-                // The simulator executes the IR itself: no PTX to compile.
-                return ctx.load_ir(&self.inner.ir)?.function(self.name());
+            let options = self.options_for(&ctx.device())?;
+            let ir = &self.inner.ir;
+            let hash = loaded::hash(ir, &options);
+            if let Some(f) = loaded::find(hash, ir, &options, ctx) {
+                super::cache::count_loaded_hit(self.name());
+                return Ok(f);
             }
-            let ptx = self.ptx_arc(&self.options_for(&ctx.device())?)?;
-            ctx.load_ptx(&ptx)?.function(self.name())
+            let f = if backend().is_simulator() {
+                // The simulator executes the IR itself: no PTX to compile.
+                ctx.load_ir(ir)?.function(self.name())?
+            } else {
+                super::cache::load_module(ctx, ir, &options, || self.ptx_arc(&options))?
+                    .function(self.name())?
+            };
+            loaded::insert(hash, ir.clone(), options, f.clone());
+            Ok(f)
         };
         if let Some(slot) = self.inner.loaded.get(ctx.device().ordinal()) {
             if slot.get().is_none() {

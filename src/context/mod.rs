@@ -11,7 +11,7 @@ pub use enquiry::{
     detect, detect_report, device_count, devices, driver_version, is_available, DriverVersion,
     MIN_COMPUTE_CAPABILITY,
 };
-pub(crate) use primary::release_at_exit;
 pub use primary::Context;
+pub(crate) use primary::{on_reset, release_at_exit};
 
 pub(crate) use device::init;

@@ -43,6 +43,16 @@ impl Drop for ContextInner {
     }
 }
 
+/// What higher layers run before a context reset, to let go of the resources of the context
+/// that they cache (e.g. the loaded-kernel table of the compile cache).
+static RESET_HOOKS: Mutex<Vec<fn(&Context)>> = Mutex::new(Vec::new());
+
+/// Registers `hook` to run before every [`Context::reset`] (a cache letting go of what it holds
+/// of that context, so that the reset is not refused on its account).
+pub(crate) fn on_reset(hook: fn(&Context)) {
+    RESET_HOOKS.lock().push(hook);
+}
+
 /// Live primary contexts, by device ordinal, so each device has one shared `Context`.
 static PRIMARY: Mutex<Vec<Weak<ContextInner>>> = Mutex::new(Vec::new());
 
@@ -156,12 +166,17 @@ impl Context {
     /// allocation in it (numba's `cuda.close()` / `device.reset()`).
     ///
     /// Fails, changing nothing, while other clones of this context or resources made from it
-    /// are alive: drop those first. Other libraries in the process that use the same primary
+    /// are alive: drop those first (the kernels that cudajit itself keeps loaded for the next
+    /// build of the same kernel are let go first). Other libraries in the process that use the same primary
     /// context (torch, CuPy) lose their allocations too.
     ///
     /// A reset does not recover from a kernel fault (`CUDA_ERROR_ILLEGAL_ADDRESS` and the like):
     /// the driver keeps failing every call in the process, so such a process must restart.
     pub fn reset(self) -> Result<()> {
+        let hooks = RESET_HOOKS.lock().clone();
+        for hook in hooks {
+            hook(&self);
+        }
         let others = Arc::strong_count(&self.inner) - 1;
         if others > 0 {
             return Err(Error::usage(format!(

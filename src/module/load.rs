@@ -52,6 +52,20 @@ impl Context {
         self.load_image(text.as_ptr().cast(), "PTX")
     }
 
+    /// Compiles PTX text to a cubin for this device with the driver's linker (the JIT that
+    /// [`Context::load_ptx`] runs, with its result returned instead of loaded).
+    pub(crate) fn ptx_to_cubin(&self, ptx: &str) -> Result<Vec<u8>> {
+        let text =
+            CString::new(ptx).map_err(|_| Error::usage("PTX text must not contain NUL bytes"))?;
+        self.bind()?;
+        let input = crate::backend::LinkInput {
+            kind: sys::CUjitInputType::CU_JIT_INPUT_PTX,
+            data: text.as_bytes_with_nul(),
+            name: c"kernel.ptx",
+        };
+        Ok(backend().link(&[input])?.0)
+    }
+
     /// Loads a cubin (an ELF file of device code for this device's architecture).
     pub fn load_cubin(&self, cubin: &[u8]) -> Result<Module> {
         if !cubin.starts_with(&ELF_MAGIC) {

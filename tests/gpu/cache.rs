@@ -1,5 +1,6 @@
-//! PTX from the compile cache loads and runs: kernels whose PTX came from the memory cache, or
-//! from the disk cache in a new process, compute the same results as freshly compiled ones.
+//! Kernels from the compile cache load and run: kernels whose PTX came from the memory cache,
+//! kernels found already loaded, and kernels whose cubin came from the disk cache in a new
+//! process compute the same results as freshly compiled ones.
 //! The cross-process test runs this binary again with a temporary `CUDAJIT_CACHE_DIR`, so the
 //! user's cache is never touched.
 
@@ -61,6 +62,35 @@ fn kernel_from_the_memory_cache_runs() {
     check_saxpy(&second);
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_same_kernel_built_again_reuses_the_loaded_function() {
+    let c = ctx();
+    let first = saxpy();
+    check_saxpy(&first);
+    let hits = cudajit::codegen::cache_stats().loaded_hits;
+    let second = saxpy();
+    check_saxpy(&second);
+    assert_eq!(
+        first.function(&c).unwrap().raw(),
+        second.function(&c).unwrap().raw(),
+        "the second build should reuse the first one's loaded function"
+    );
+    assert!(cudajit::codegen::cache_stats().loaded_hits > hits);
+    // A kernel that differs only in a constant is another kernel.
+    let other = Saxpy::build("cache_saxpy", |k, (x, y, a)| {
+        let i = k.grid1();
+        k.if_(i.lt(y.len()), |_| {
+            y.set(i, x.at(i).mul_add(a, y.at(i)) + 0.0)
+        })
+    })
+    .unwrap();
+    assert_ne!(
+        first.function(&c).unwrap().raw(),
+        other.function(&c).unwrap().raw()
+    );
+}
+
 /// Runs in a child only.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -105,11 +135,14 @@ fn kernel_from_the_disk_cache_runs_in_a_new_process() {
                 .filter(|l| l.starts_with(&format!("cudajit cache: {e}")))
                 .count()
         };
-        (count("compiled"), count("disk hit"), stderr)
+        (count("compiled"), count("cubin hit"), stderr)
     };
+    // The first process compiles the PTX and stores it with the driver's cubin; the second
+    // loads the cubin (no LLVM, no PTX, no driver JIT).
     let (compiled, _, log) = run("fill");
     assert_eq!(compiled, 1, "{log}");
-    let (compiled, disk_hits, log) = run("read");
-    assert_eq!((compiled, disk_hits), (0, 1), "{log}");
+    let (compiled, cubin_hits, log) = run("read");
+    assert_eq!((compiled, cubin_hits), (0, 1), "{log}");
+    assert!(!log.contains("disk hit"), "{log}");
     let _ = std::fs::remove_dir_all(dir);
 }

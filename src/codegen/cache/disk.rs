@@ -1,8 +1,10 @@
-//! The disk cache: one file per key, `<hex key>.ptx`, holding a header line and the PTX.
+//! The disk cache: one file per key and kind, `<hex key>.ptx` (the PTX) and
+//! `<hex key>.<tag>.cubin` (what the driver's JIT made of that PTX; the tag names the driver),
+//! each holding a header line and the body.
 //!
 //! ```text
 //! cudajit-ptx-cache 1 <crate version> <hex key> <body length> <FNV-1a 64 of the body, hex>\n
-//! <PTX>
+//! <PTX, or the cubin's bytes>
 //! ```
 //!
 //! Files are written to a temporary name in the same directory and renamed into place, so a
@@ -39,9 +41,9 @@ const CACHEDIR_TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
 
 /// What a lookup found.
 #[derive(Debug)]
-pub(crate) enum Lookup {
-    /// A valid file: its PTX.
-    Hit(String),
+pub(crate) enum Lookup<T = String> {
+    /// A valid file: its body (PTX text, or a binary's bytes).
+    Hit(T),
     /// No file for the key.
     Missing,
     /// A file that failed a check (why).
@@ -93,22 +95,40 @@ impl DiskCache {
         self.writable.load(Ordering::Relaxed)
     }
 
-    /// The file for `key`.
+    /// The PTX file for `key`.
     pub(crate) fn path_for(&self, key: &Key) -> PathBuf {
-        self.dir.join(format!("{}.ptx", key.hex()))
+        self.path_with(key, "ptx")
     }
 
-    /// Reads and checks the file for `key`. A hit marks the file as recently used (its
+    /// The file for `key` with this suffix (`ptx`, or `<tag>.cubin`).
+    pub(crate) fn path_with(&self, key: &Key, suffix: &str) -> PathBuf {
+        self.dir.join(format!("{}.{suffix}", key.hex()))
+    }
+
+    /// Reads and checks the PTX file for `key`. A hit marks the file as recently used (its
     /// modification time, where the directory allows).
     pub(crate) fn load(&self, key: &Key) -> Lookup {
-        let path = self.path_for(key);
+        match self.load_bytes(key, "ptx") {
+            Lookup::Hit(bytes) => match ptx_text(bytes) {
+                Ok(ptx) => Lookup::Hit(ptx),
+                Err(why) => Lookup::Rejected(why),
+            },
+            Lookup::Missing => Lookup::Missing,
+            Lookup::Rejected(why) => Lookup::Rejected(why),
+            Lookup::Failed(e) => Lookup::Failed(e),
+        }
+    }
+
+    /// Reads and checks the file for `key` with this suffix; its body's bytes.
+    pub(crate) fn load_bytes(&self, key: &Key, suffix: &str) -> Lookup<Vec<u8>> {
+        let path = self.path_with(key, suffix);
         match fs::read(&path) {
-            Ok(bytes) => match decode(key, bytes) {
-                Ok(ptx) => {
+            Ok(bytes) => match decode_bytes(key, bytes) {
+                Ok(body) => {
                     if let Ok(f) = fs::OpenOptions::new().append(true).open(&path) {
                         let _ = f.set_modified(SystemTime::now());
                     }
-                    Lookup::Hit(ptx)
+                    Lookup::Hit(body)
                 }
                 Err(why) => Lookup::Rejected(why),
             },
@@ -120,10 +140,15 @@ impl DiskCache {
     /// Writes `ptx` for `key`, atomically replacing any file there. After a failure, writes
     /// are off for this cache (reads go on: a read-only cache directory still serves hits).
     pub(crate) fn store(&self, key: &Key, ptx: &str) -> Stored {
+        self.store_bytes(key, "ptx", ptx.as_bytes())
+    }
+
+    /// As [`DiskCache::store`], for any body under any suffix.
+    pub(crate) fn store_bytes(&self, key: &Key, suffix: &str, body: &[u8]) -> Stored {
         if !self.is_writable() {
             return Stored::Disabled;
         }
-        match self.write(key, ptx) {
+        match self.write(key, suffix, body) {
             Ok(path) => {
                 if !self.trimmed.swap(true, Ordering::Relaxed) {
                     let _ = self.trim(MAX_FILES, MAX_FILES / 4 * 3);
@@ -137,9 +162,9 @@ impl DiskCache {
         }
     }
 
-    fn write(&self, key: &Key, ptx: &str) -> io::Result<PathBuf> {
+    fn write(&self, key: &Key, suffix: &str, body: &[u8]) -> io::Result<PathBuf> {
         self.ensure_dir()?;
-        let path = self.path_for(key);
+        let path = self.path_with(key, suffix);
         let tmp = self.dir.join(format!(
             ".{}.{}.{}.tmp",
             key.hex(),
@@ -151,7 +176,7 @@ impl DiskCache {
                 .write(true)
                 .create_new(true)
                 .open(&tmp)?;
-            f.write_all(&encode(key, ptx))?;
+            f.write_all(&encode_bytes(key, body))?;
             drop(f);
             fs::rename(&tmp, &path)
         })();
@@ -161,7 +186,7 @@ impl DiskCache {
                 let _ = fs::remove_file(&tmp);
                 // Renaming over a file another process holds open fails on some systems; a
                 // valid file in place is as good as ours.
-                match self.load(key) {
+                match self.load_bytes(key, suffix) {
                     Lookup::Hit(_) => Ok(path),
                     _ => Err(e),
                 }
@@ -241,14 +266,23 @@ impl DiskCache {
     }
 }
 
-/// Whether `name` is a cache file's name: 64 lower-case hex digits and `.ptx`.
+/// Whether `name` is a cache file's name: 64 lower-case hex digits, then `.ptx` or
+/// `.<tag>.cubin` (the tag letters and digits).
 pub(crate) fn is_cache_file_name(name: &str) -> bool {
-    name.strip_suffix(".ptx").is_some_and(|stem| {
+    let hex_key = |stem: &str| {
         stem.len() == 64
             && stem
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    };
+    if let Some(stem) = name.strip_suffix(".ptx") {
+        return hex_key(stem);
+    }
+    name.strip_suffix(".cubin")
+        .and_then(|s| s.split_once('.'))
+        .is_some_and(|(stem, tag)| {
+            hex_key(stem) && !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
 }
 
 fn is_temp_name(name: &str) -> bool {
@@ -256,24 +290,50 @@ fn is_temp_name(name: &str) -> bool {
 }
 
 /// The header line for `ptx` stored under `key` (with its newline).
+#[cfg(test)]
 pub(crate) fn header(key: &Key, ptx: &str) -> String {
+    header_for(key, ptx.as_bytes())
+}
+
+/// The header line for a body stored under `key` (with its newline).
+fn header_for(key: &Key, body: &[u8]) -> String {
     format!(
         "{MAGIC} {FORMAT} {VERSION} {} {} {:016x}\n",
         key.hex(),
-        ptx.len(),
-        fnv1a64(ptx.as_bytes())
+        body.len(),
+        fnv1a64(body)
     )
 }
 
-/// A cache file's bytes.
+/// A PTX cache file's bytes.
+#[cfg(test)]
 pub(crate) fn encode(key: &Key, ptx: &str) -> Vec<u8> {
-    let mut out = header(key, ptx).into_bytes();
-    out.extend_from_slice(ptx.as_bytes());
+    encode_bytes(key, ptx.as_bytes())
+}
+
+/// A cache file's bytes.
+fn encode_bytes(key: &Key, body: &[u8]) -> Vec<u8> {
+    let mut out = header_for(key, body).into_bytes();
+    out.extend_from_slice(body);
     out
 }
 
-/// Checks a cache file's bytes and returns its PTX, or why it is rejected.
-pub(crate) fn decode(key: &Key, mut bytes: Vec<u8>) -> Result<String, String> {
+/// Checks a PTX cache file's bytes and returns its PTX, or why it is rejected.
+#[cfg(test)]
+pub(crate) fn decode(key: &Key, bytes: Vec<u8>) -> Result<String, String> {
+    ptx_text(decode_bytes(key, bytes)?)
+}
+
+/// A PTX body as text: UTF-8 without NUL bytes.
+fn ptx_text(body: Vec<u8>) -> Result<String, String> {
+    if body.contains(&0) {
+        return Err("the PTX contains a NUL byte".into());
+    }
+    String::from_utf8(body).map_err(|_| "the PTX is not UTF-8".to_string())
+}
+
+/// Checks a cache file's bytes and returns its body, or why it is rejected.
+fn decode_bytes(key: &Key, mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
     let nl = bytes
         .iter()
         .take(MAX_HEADER)
@@ -301,18 +361,15 @@ pub(crate) fn decode(key: &Key, mut bytes: Vec<u8>) -> Result<String, String> {
     let body_len = bytes.len() - nl - 1;
     if len.parse::<usize>().ok() != Some(body_len) {
         return Err(format!(
-            "the header says {len} bytes of PTX, the file has {body_len}"
+            "the header says {len} bytes, the file has {body_len}"
         ));
     }
     let body = &bytes[nl + 1..];
     if u64::from_str_radix(sum, 16).ok() != Some(fnv1a64(body)) {
         return Err("checksum mismatch".into());
     }
-    if body.contains(&0) {
-        return Err("the PTX contains a NUL byte".into());
-    }
     bytes.drain(..=nl);
-    String::from_utf8(bytes).map_err(|_| "the PTX is not UTF-8".to_string())
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -343,7 +400,19 @@ mod tests {
         assert_eq!(path, cache.path_for(&key));
         assert!(matches!(cache.load(&key), Lookup::Hit(p) if p == PTX));
         assert!(dir.join("nested/CACHEDIR.TAG").exists());
-        assert_eq!(cache.clear().unwrap(), 1);
+        // A binary body beside it (a cubin), under its own suffix.
+        let cubin = [0x7f, b'E', b'L', b'F', 0, 1, 0xff];
+        assert!(matches!(
+            cache.load_bytes(&key, "d1.cubin"),
+            Lookup::Missing
+        ));
+        assert!(matches!(
+            cache.store_bytes(&key, "d1.cubin", &cubin),
+            Stored::Written(_)
+        ));
+        assert!(matches!(cache.load_bytes(&key, "d1.cubin"), Lookup::Hit(b) if b == cubin));
+        assert!(matches!(cache.load(&key), Lookup::Hit(p) if p == PTX));
+        assert_eq!(cache.clear().unwrap(), 2);
         assert!(matches!(cache.load(&key), Lookup::Missing));
         assert_eq!(cache.clear().unwrap(), 0);
         assert_eq!(DiskCache::new(dir.join("absent")).clear().unwrap(), 0);
@@ -486,6 +555,11 @@ mod tests {
         assert!(!is_cache_file_name(&format!("{}.ptx", "AB".repeat(32))));
         assert!(!is_cache_file_name("CACHEDIR.TAG"));
         assert!(!is_cache_file_name("kernel.ptx"));
+        let key = "0f".repeat(32);
+        assert!(is_cache_file_name(&format!("{key}.d13000.cubin")));
+        assert!(!is_cache_file_name(&format!("{key}.cubin")));
+        assert!(!is_cache_file_name(&format!("{key}.d1-3.cubin")));
+        assert!(!is_cache_file_name(&format!("{key}..cubin")));
         assert!(is_temp_name(".abc.12.0.tmp"));
     }
 }

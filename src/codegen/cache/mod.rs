@@ -16,6 +16,7 @@
 
 mod disk;
 mod hash;
+pub(crate) mod loaded;
 mod memory;
 
 use std::ffi::OsString;
@@ -113,13 +114,19 @@ fn key_with(ir: &FunctionIr, opts: &PtxOptions, libdevice: &str) -> Key {
 /// Counters of what the compile cache did in this process, from [`cache_stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Kernels built again and found already loaded in their context (no PTX, no module
+    /// load: the loaded function is reused).
+    pub loaded_hits: u64,
     /// PTX found in the memory cache.
     pub memory_hits: u64,
     /// PTX read from the disk cache.
     pub disk_hits: u64,
+    /// Kernels loaded from the driver's compiled code (cubin) in the disk cache: no LLVM, no
+    /// driver JIT.
+    pub cubin_hits: u64,
     /// PTX compiled by LLVM (both caches missed, or the disk cache was off).
     pub compiles: u64,
-    /// Files written to the disk cache.
+    /// Files written to the disk cache (PTX and cubins).
     pub disk_writes: u64,
     /// Disk cache files ignored as corrupt, truncated or from another version (each is
     /// replaced by the next write).
@@ -131,11 +138,15 @@ pub struct CacheStats {
     pub memory_entries: usize,
     /// Bytes of PTX in the memory cache now.
     pub memory_bytes: usize,
+    /// Loaded kernels kept for reuse now.
+    pub loaded_entries: usize,
 }
 
 struct Counters {
+    loaded_hits: AtomicU64,
     memory_hits: AtomicU64,
     disk_hits: AtomicU64,
+    cubin_hits: AtomicU64,
     compiles: AtomicU64,
     disk_writes: AtomicU64,
     disk_rejected: AtomicU64,
@@ -143,8 +154,10 @@ struct Counters {
 }
 
 static COUNTERS: Counters = Counters {
+    loaded_hits: AtomicU64::new(0),
     memory_hits: AtomicU64::new(0),
     disk_hits: AtomicU64::new(0),
+    cubin_hits: AtomicU64::new(0),
     compiles: AtomicU64::new(0),
     disk_writes: AtomicU64::new(0),
     disk_rejected: AtomicU64::new(0),
@@ -161,19 +174,22 @@ pub fn cache_stats() -> CacheStats {
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let mem = MEMORY.lock();
     CacheStats {
+        loaded_hits: load(&c.loaded_hits),
         memory_hits: load(&c.memory_hits),
         disk_hits: load(&c.disk_hits),
+        cubin_hits: load(&c.cubin_hits),
         compiles: load(&c.compiles),
         disk_writes: load(&c.disk_writes),
         disk_rejected: load(&c.disk_rejected),
         disk_errors: load(&c.disk_errors),
         memory_entries: mem.len(),
         memory_bytes: mem.bytes(),
+        loaded_entries: loaded::len(),
     }
 }
 
 /// Whether `CUDAJIT_LOG_CACHE` asks for log lines.
-fn logging() -> bool {
+pub(crate) fn logging() -> bool {
     static LOG: OnceLock<bool> = OnceLock::new();
     *LOG.get_or_init(|| {
         std::env::var_os("CUDAJIT_LOG_CACHE").is_some_and(|v| {
@@ -187,7 +203,7 @@ fn logging() -> bool {
 
 macro_rules! log {
     ($($t:tt)*) => {
-        if logging() {
+        if $crate::codegen::cache::logging() {
             eprintln!("cudajit cache: {}", format_args!($($t)*));
         }
     };
@@ -237,11 +253,23 @@ pub fn cache_dir() -> Option<PathBuf> {
     disk_cache().map(|d| d.dir().to_path_buf())
 }
 
-/// Empties this process's memory cache; returns how many entries it held. Kernels already
-/// compiled keep their PTX; the next [`Kernel::build`](super::Kernel::build) of a kernel
-/// reads the disk cache (or compiles) again.
+/// Empties this process's memory caches (PTX, and the loaded kernels kept for reuse); returns
+/// how many PTX entries it held. Kernels already built keep their PTX and loaded functions;
+/// the next [`Kernel::build`](super::Kernel::build) of a kernel reads the disk cache (or
+/// compiles) and loads its module again.
 pub fn clear_memory_cache() -> usize {
+    loaded::clear();
     MEMORY.lock().clear()
+}
+
+// After `log!`, which it uses.
+mod cubin;
+pub(crate) use cubin::load_module;
+
+/// Counts a kernel found already loaded (see [`loaded`]).
+pub(crate) fn count_loaded_hit(name: &str) {
+    bump(&COUNTERS.loaded_hits);
+    log!("loaded hit `{name}`");
 }
 
 /// Empties the memory cache and deletes every file of the disk cache (see [`cache_dir`]);
