@@ -42,6 +42,7 @@ pub mod context;
 pub mod error;
 pub mod event;
 pub mod fault_injection;
+pub mod graph;
 pub mod memory;
 pub mod module;
 pub mod ops;
@@ -55,6 +56,7 @@ pub use context::{
 };
 pub use error::{take_drop_errors, DriverCode, Error, FaultKind, LoadError, Result};
 pub use event::{elapsed_ms, Event};
+pub use graph::{Graph, GraphExec};
 pub use memory::{
     AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
     HostSource, ManagedBuffer, MappedHostBuffer, PinnedHostBuffer, PrefetchTarget,

@@ -660,6 +660,75 @@ impl Backend for CudaDriver {
         }
     }
 
+    unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        // SAFETY: the caller passes a live stream.
+        unsafe { drv!(cuStreamBeginCapture_v2(s, mode)) }
+    }
+
+    unsafe fn stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
+        let mut g = std::ptr::null_mut();
+        // SAFETY: a live stream; a valid out-pointer.
+        unsafe { drv!(cuStreamEndCapture(s, &mut g)) }?;
+        Ok(g)
+    }
+
+    unsafe fn stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: a live stream; a valid out-pointer.
+        unsafe { drv!(cuStreamIsCapturing(s, &mut status)) }?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
+    unsafe fn graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
+        let mut n = 0usize;
+        // SAFETY: a live graph; a null node array asks for the count only.
+        unsafe { drv!(cuGraphGetNodes(g, std::ptr::null_mut(), &mut n)) }?;
+        Ok(n)
+    }
+
+    unsafe fn graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
+        let mut e = std::ptr::null_mut();
+        // SAFETY: a live graph; a valid out-pointer.
+        unsafe { drv!(cuGraphInstantiateWithFlags(&mut e, g, 0)) }?;
+        Ok(e)
+    }
+
+    unsafe fn graph_launch(&self, e: sys::CUgraphExec, s: sys::CUstream) -> Result<()> {
+        // SAFETY: live handles (the caller's).
+        unsafe { drv!(cuGraphLaunch(e, s)) }
+    }
+
+    unsafe fn graph_exec_update(
+        &self,
+        e: sys::CUgraphExec,
+        g: sys::CUgraph,
+    ) -> Result<Option<String>> {
+        let mut info = sys::CUgraphExecUpdateResultInfo::default();
+        // SAFETY: live handles; a valid out-pointer.
+        match unsafe { drv!(cuGraphExecUpdate_v2(e, g, &mut info)) } {
+            Ok(()) => Ok(None),
+            Err(err)
+                if err.driver_code().is_some_and(|c| {
+                    c.0 == sys::CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+                }) =>
+            {
+                Ok(Some(update_failure(info.result)))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
+        // SAFETY: the caller destroys its own graph once.
+        unsafe { drv!(cuGraphDestroy(g)) }
+    }
+
+    unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
+        // SAFETY: the caller destroys its own instantiated graph once.
+        unsafe { drv!(cuGraphExecDestroy(e)) }
+    }
+
     fn profiler_start(&self) -> Result<()> {
         // SAFETY: no arguments.
         unsafe { drv!(cuProfilerStart()) }
@@ -669,6 +738,28 @@ impl Backend for CudaDriver {
         // SAFETY: no arguments.
         unsafe { drv!(cuProfilerStop()) }
     }
+}
+
+/// Why `cuGraphExecUpdate` refused, in words.
+fn update_failure(r: sys::CUgraphExecUpdateResult) -> String {
+    use sys::CUgraphExecUpdateResult as R;
+    let why = match r {
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => "the graphs' nodes or edges differ",
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED => "a node's type changed",
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED => {
+            "a kernel node runs another kernel (of another module)"
+        }
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => {
+            "a node's parameters changed in a way that cannot be updated"
+        }
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED => "a changed node cannot be updated",
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE => {
+            "a kernel node's function changed in an unsupported way"
+        }
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => "a node's attributes changed",
+        _ => "the driver refused the update",
+    };
+    format!("{why} ({r:?})")
 }
 
 /// The JIT compiler's error and info log buffers, and the options that pass them (with the

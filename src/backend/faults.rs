@@ -514,6 +514,64 @@ impl Backend for FaultInjector {
         }
     }
 
+    unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
+        self.tick("stream_begin_capture")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.stream_begin_capture(s) }
+    }
+
+    unsafe fn stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
+        self.tick("stream_end_capture")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.stream_end_capture(s) }
+    }
+
+    unsafe fn stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
+        self.tick("stream_is_capturing")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.stream_is_capturing(s) }
+    }
+
+    unsafe fn graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
+        self.tick("graph_node_count")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_node_count(g) }
+    }
+
+    unsafe fn graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
+        self.tick("graph_instantiate")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_instantiate(g) }
+    }
+
+    unsafe fn graph_launch(&self, e: sys::CUgraphExec, s: sys::CUstream) -> Result<()> {
+        self.tick("graph_launch")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_launch(e, s) }
+    }
+
+    unsafe fn graph_exec_update(
+        &self,
+        e: sys::CUgraphExec,
+        g: sys::CUgraph,
+    ) -> Result<Option<String>> {
+        self.tick("graph_exec_update")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_exec_update(e, g) }
+    }
+
+    unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
+        self.tick("graph_destroy")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_destroy(g) }
+    }
+
+    unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
+        self.tick("graph_exec_destroy")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_exec_destroy(e) }
+    }
+
     fn profiler_start(&self) -> Result<()> {
         self.tick("profiler_start")?;
         self.inner.profiler_start()

@@ -240,6 +240,28 @@ pub(crate) trait Backend: Send + Sync {
         params: *mut *mut c_void,
     ) -> Result<()>;
 
+    // Graphs.
+    /// Starts capturing `s`'s work into a graph (thread-local mode: calls from this thread that
+    /// cannot be captured fail instead of being recorded).
+    unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()>;
+    /// Ends the capture; the graph of what was captured.
+    unsafe fn stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph>;
+    /// Whether `s` is capturing now.
+    unsafe fn stream_is_capturing(&self, s: sys::CUstream) -> Result<bool>;
+    /// The graph's node count.
+    unsafe fn graph_node_count(&self, g: sys::CUgraph) -> Result<usize>;
+    unsafe fn graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec>;
+    unsafe fn graph_launch(&self, e: sys::CUgraphExec, s: sys::CUstream) -> Result<()>;
+    /// Updates an instantiated graph in place from a graph of the same shape (`Ok(None)`), or
+    /// says why it cannot (`Ok(Some(reason))`).
+    unsafe fn graph_exec_update(
+        &self,
+        e: sys::CUgraphExec,
+        g: sys::CUgraph,
+    ) -> Result<Option<String>>;
+    unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()>;
+    unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()>;
+
     // Profiler.
     fn profiler_start(&self) -> Result<()>;
     fn profiler_stop(&self) -> Result<()>;

@@ -152,6 +152,7 @@ impl Context {
 
     /// Waits until all work on the device in this context is done.
     pub fn synchronize(&self) -> Result<()> {
+        crate::graph::refuse("Context::synchronize")?;
         self.bind()?;
         backend().ctx_synchronize()
     }

@@ -76,6 +76,7 @@ impl Event {
 
     /// Waits until the recorded work has completed.
     pub fn synchronize(&self) -> Result<()> {
+        crate::graph::refuse("Event::synchronize")?;
         self.ctx.bind()?;
         // SAFETY: the handle is live.
         unsafe { backend().event_synchronize(self.raw) }

@@ -35,7 +35,7 @@ unsafe impl<T: DeviceCopy, D: Dimension> Sync for DeviceArray<T, D> {}
 
 impl<T: DeviceCopy, D: Dimension> Drop for DeviceArray<T, D> {
     fn drop(&mut self) {
-        if self.ptr == 0 {
+        if self.ptr == 0 || crate::graph::defer_free(&self.ctx, self.ptr) {
             return;
         }
         self.ctx.bind_in_drop();
@@ -75,6 +75,7 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
             })?;
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
+            crate::graph::refuse("allocating a device array (cuMemAlloc)")?;
             ctx.bind()?;
             ptr = backend().mem_alloc(bytes).map_err(|e| {
                 if e.is_out_of_memory() {

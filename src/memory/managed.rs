@@ -43,6 +43,7 @@ impl Context {
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
             self.bind()?;
+            crate::graph::refuse("allocating managed memory (cuMemAllocManaged)")?;
             ptr = backend().mem_alloc_managed(bytes)?;
             // SAFETY: managed memory is host-accessible at the same address; no device work
             // touches the new allocation yet.

@@ -43,6 +43,7 @@ fn host_alloc<T>(ctx: &Context, len: usize, flags: u32) -> Result<NonNull<T>> {
         return Ok(NonNull::dangling());
     }
     ctx.bind()?;
+    crate::graph::refuse("allocating pinned host memory (cuMemHostAlloc)")?;
     let p = backend().host_alloc(bytes, flags)?;
     NonNull::new(p.cast::<T>())
         .ok_or_else(|| Error::usage("cuMemHostAlloc returned a null pointer"))

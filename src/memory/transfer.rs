@@ -13,6 +13,14 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
+/// During a graph capture, an error for work given no stream (synchronous).
+fn refuse_unordered(stream: Option<&Stream>, what: &str) -> Result<()> {
+    match stream {
+        Some(_) => Ok(()),
+        None => crate::graph::refuse(what),
+    }
+}
+
 /// Host → device: `bytes` bytes from `src` to `dst`.
 pub(crate) fn htod(
     ctx: &Context,
@@ -24,6 +32,7 @@ pub(crate) fn htod(
     if bytes == 0 {
         return Ok(());
     }
+    refuse_unordered(stream, "a synchronous host-to-device copy")?;
     ctx.bind()?;
     // SAFETY: callers pass a host range of `bytes` readable bytes, a device range as long, and
     // a stream of `ctx`.
@@ -41,6 +50,7 @@ pub(crate) fn dtoh(
     if bytes == 0 {
         return Ok(());
     }
+    refuse_unordered(stream, "a synchronous device-to-host copy")?;
     ctx.bind()?;
     // SAFETY: callers pass a host range of `bytes` writable bytes, a device range as long, and
     // a stream of `ctx`.
@@ -58,6 +68,7 @@ pub(crate) fn htod_pageable(
     bytes: usize,
     stream: Option<&Stream>,
 ) -> Result<()> {
+    crate::graph::refuse("a copy from pageable host memory (copy from pinned memory instead)")?;
     if staging::wanted(bytes) {
         let opts = staging::Options::from_env();
         // SAFETY: the callers' contract, as for `htod`.
@@ -76,6 +87,7 @@ pub(crate) fn dtoh_pageable(
     bytes: usize,
     stream: Option<&Stream>,
 ) -> Result<()> {
+    crate::graph::refuse("a copy to pageable host memory (copy to pinned memory instead)")?;
     if staging::wanted(bytes) {
         let opts = staging::Options::from_env();
         // SAFETY: the callers' contract, as for `dtoh`.
@@ -97,6 +109,7 @@ pub(crate) fn dtod(
     if bytes == 0 {
         return Ok(());
     }
+    refuse_unordered(stream, "a synchronous device-to-device copy")?;
     ctx.bind()?;
     // SAFETY: callers pass two device ranges of `bytes` bytes and a stream of `ctx`.
     unsafe { backend().memcpy_dtod(dst, src, bytes, stream.map(Stream::raw)) }
@@ -115,6 +128,7 @@ pub(crate) fn fill(
     if count == 0 {
         return Ok(());
     }
+    refuse_unordered(stream, "a synchronous fill")?;
     ctx.bind()?;
     let (b, raw) = (backend(), stream.map(Stream::raw));
     let (lo, hi) = (bits as u32, (bits >> 32) as u32);

@@ -114,6 +114,11 @@ impl Stream {
         self.raw
     }
 
+    /// Whether cudajit created this stream (and destroys it), as opposed to a default stream.
+    pub(crate) fn is_owned(&self) -> bool {
+        self.owned
+    }
+
     /// The context the stream belongs to.
     #[inline]
     pub fn context(&self) -> &Context {
@@ -141,6 +146,7 @@ impl Stream {
 
     /// Waits until all work queued on the stream is done.
     pub fn synchronize(&self) -> Result<()> {
+        crate::graph::refuse("Stream::synchronize")?;
         self.ctx.bind()?;
         // SAFETY: the handle is a live stream of the bound context.
         unsafe { backend().stream_synchronize(self.raw) }
@@ -148,6 +154,7 @@ impl Stream {
 
     /// Whether all work queued on the stream is done, without waiting.
     pub fn query(&self) -> Result<bool> {
+        crate::graph::refuse("Stream::query")?;
         self.ctx.bind()?;
         // SAFETY: the handle is a live stream of the bound context.
         unsafe { backend().stream_query(self.raw) }

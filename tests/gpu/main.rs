@@ -8,6 +8,7 @@ mod context;
 mod enquiry;
 mod errors;
 mod events;
+mod graphs;
 mod kernels;
 mod math;
 mod memory;

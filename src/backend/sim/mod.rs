@@ -19,6 +19,7 @@ mod block;
 mod eval;
 mod fault;
 mod global;
+mod graph;
 mod launch;
 mod memory;
 mod warp;
@@ -98,6 +99,7 @@ impl Handles {
 pub(crate) struct Simulator {
     mem: Mutex<Memory>,
     handles: Mutex<Handles>,
+    graphs: Mutex<graph::Graphs>,
     retained: Mutex<u32>,
     /// Host threads running a launch's blocks (the simulated multiprocessors).
     workers: usize,
@@ -118,6 +120,7 @@ impl Simulator {
         Simulator {
             mem: Mutex::new(Memory::default()),
             handles: Mutex::new(Handles::default()),
+            graphs: Mutex::new(graph::Graphs::default()),
             retained: Mutex::new(0),
             workers,
             total_mem: memory::host_memory(),
@@ -161,6 +164,20 @@ impl Simulator {
     }
 
     /// Checks that `[ptr, ptr + bytes)` is simulator memory.
+    /// When `stream` is capturing, records `node` (made only then) and returns `true`: the
+    /// work becomes part of the graph instead of running.
+    fn recorded(&self, stream: Option<sys::CUstream>, node: impl FnOnce() -> graph::Node) -> bool {
+        let Some(s) = stream else { return false };
+        let mut g = self.graphs.lock();
+        match g.capturing.get_mut(&(s as usize)) {
+            Some((nodes, _)) => {
+                nodes.push(node());
+                true
+            }
+            None => false,
+        }
+    }
+
     fn check_range(&self, ptr: u64, bytes: usize, call: &'static str) -> Result<()> {
         if bytes == 0 || self.mem.lock().find(ptr, bytes as u64).is_some() {
             Ok(())
@@ -407,7 +424,12 @@ impl Backend for Simulator {
         self.alloc(bytes, Kind::Device, "cuMemAllocAsync")
     }
 
-    unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, _stream: sys::CUstream) -> Result<()> {
+    unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<()> {
+        if let Some((_, memory)) = self.graphs.lock().capturing.get_mut(&(stream as usize)) {
+            // Freed with the graph (its launches use the memory).
+            memory.push(ptr);
+            return Ok(());
+        }
         self.free(ptr, Some(Kind::Device), "cuMemFreeAsync")
     }
 
@@ -449,9 +471,16 @@ impl Backend for Simulator {
         dst: sys::CUdeviceptr,
         src: *const c_void,
         bytes: usize,
-        _stream: Option<sys::CUstream>,
+        stream: Option<sys::CUstream>,
     ) -> Result<()> {
         self.check_range(dst, bytes, "cuMemcpyHtoD_v2")?;
+        if self.recorded(stream, || graph::Node::HtoD {
+            dst,
+            src: src as usize,
+            bytes,
+        }) {
+            return Ok(());
+        }
         // SAFETY: the caller passes `bytes` readable bytes at `src`; `dst` is simulator memory
         // of at least `bytes` bytes (checked); `copy` allows overlap.
         unsafe { std::ptr::copy(src.cast::<u8>(), dst as *mut u8, bytes) };
@@ -463,9 +492,16 @@ impl Backend for Simulator {
         dst: *mut c_void,
         src: sys::CUdeviceptr,
         bytes: usize,
-        _stream: Option<sys::CUstream>,
+        stream: Option<sys::CUstream>,
     ) -> Result<()> {
         self.check_range(src, bytes, "cuMemcpyDtoH_v2")?;
+        if self.recorded(stream, || graph::Node::DtoH {
+            dst: dst as usize,
+            src,
+            bytes,
+        }) {
+            return Ok(());
+        }
         // SAFETY: as for memcpy_htod, the other way.
         unsafe { std::ptr::copy(src as *const u8, dst.cast::<u8>(), bytes) };
         Ok(())
@@ -476,10 +512,13 @@ impl Backend for Simulator {
         dst: sys::CUdeviceptr,
         src: sys::CUdeviceptr,
         bytes: usize,
-        _stream: Option<sys::CUstream>,
+        stream: Option<sys::CUstream>,
     ) -> Result<()> {
         self.check_range(src, bytes, "cuMemcpyDtoD_v2")?;
         self.check_range(dst, bytes, "cuMemcpyDtoD_v2")?;
+        if self.recorded(stream, || graph::Node::DtoD { dst, src, bytes }) {
+            return Ok(());
+        }
         // SAFETY: both ranges are simulator memory of at least `bytes` bytes (checked).
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
         Ok(())
@@ -492,7 +531,7 @@ impl Backend for Simulator {
         size: usize,
         count: usize,
         pitch: usize,
-        _stream: Option<sys::CUstream>,
+        stream: Option<sys::CUstream>,
     ) -> Result<()> {
         if !matches!(size, 1 | 2 | 4) || (count > 0 && pitch < size) {
             return Err(Error::usage(format!(
@@ -504,6 +543,15 @@ impl Backend for Simulator {
         }
         let span = (count - 1) * pitch + size;
         self.check_range(dst, span, "cuMemsetD32_v2")?;
+        if self.recorded(stream, || graph::Node::Memset {
+            dst,
+            bits,
+            size,
+            count,
+            pitch,
+        }) {
+            return Ok(());
+        }
         let bytes = &bits.to_le_bytes()[..size];
         for i in 0..count {
             // SAFETY: element `i` lies within the checked range of simulator memory.
@@ -568,10 +616,16 @@ impl Backend for Simulator {
 
     unsafe fn launch_host_func(
         &self,
-        _s: sys::CUstream,
+        s: sys::CUstream,
         f: HostFnPtr,
         data: *mut c_void,
     ) -> Result<()> {
+        if self.recorded(Some(s), || graph::Node::HostFn {
+            f,
+            data: data as usize,
+        }) {
+            return Ok(());
+        }
         // SAFETY: the caller hands over `data`, which `f` consumes once; everything queued
         // before has already run.
         unsafe { f(data) };
@@ -584,6 +638,12 @@ impl Backend for Simulator {
         f: StreamCallbackPtr,
         data: *mut c_void,
     ) -> Result<()> {
+        if self.graphs.lock().capturing.contains_key(&(s as usize)) {
+            return Err(err(
+                "cuStreamAddCallback",
+                sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            ));
+        }
         // SAFETY: as for launch_host_func.
         unsafe { f(s, sys::CUresult::CUDA_SUCCESS, data) };
         Ok(())
@@ -604,7 +664,10 @@ impl Backend for Simulator {
         }
     }
 
-    unsafe fn event_record(&self, e: sys::CUevent, _s: sys::CUstream) -> Result<()> {
+    unsafe fn event_record(&self, e: sys::CUevent, s: sys::CUstream) -> Result<()> {
+        if self.recorded(Some(s), || graph::Node::EventRecord { e: e as usize }) {
+            return Ok(());
+        }
         let mut h = self.handles.lock();
         let ev = h
             .events
@@ -811,11 +874,30 @@ impl Backend for Simulator {
         grid: [u32; 3],
         block: [u32; 3],
         shared_mem_bytes: u32,
-        _stream: sys::CUstream,
+        stream: sys::CUstream,
         params: *mut *mut c_void,
     ) -> Result<()> {
         let call = "cuLaunchKernel";
         let (ir, max_dynamic) = self.func(f, call, |st| (st.ir.clone(), st.max_dynamic))?;
+        if self
+            .graphs
+            .lock()
+            .capturing
+            .contains_key(&(stream as usize))
+        {
+            // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
+            let slots = unsafe { graph::read_slots(&graph::slot_sizes(&ir), params) };
+            let node = graph::Node::Kernel {
+                f: f as usize,
+                grid,
+                block,
+                shared: shared_mem_bytes,
+                slots,
+            };
+            if self.recorded(Some(stream), || node) {
+                return Ok(());
+            }
+        }
         let threads = block.iter().map(|&b| b as u64).product::<u64>();
         if threads == 0 || threads > max_threads(&ir) as u64 || grid.contains(&0) {
             return Err(invalid(call));
@@ -848,6 +930,167 @@ impl Backend for Simulator {
             kind: fault.kind,
             message: fault.message,
         })
+    }
+
+    unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
+        let call = "cuStreamBeginCapture_v2";
+        if !self.handles.lock().streams.contains_key(&(s as usize)) {
+            return Err(err(
+                call,
+                sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            ));
+        }
+        let mut g = self.graphs.lock();
+        if g.capturing.contains_key(&(s as usize)) {
+            return Err(err(call, sys::CUresult::CUDA_ERROR_ILLEGAL_STATE));
+        }
+        g.capturing.insert(s as usize, Default::default());
+        Ok(())
+    }
+
+    unsafe fn stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
+        let (nodes, memory) = self
+            .graphs
+            .lock()
+            .capturing
+            .remove(&(s as usize))
+            .ok_or_else(|| {
+                err(
+                    "cuStreamEndCapture",
+                    sys::CUresult::CUDA_ERROR_ILLEGAL_STATE,
+                )
+            })?;
+        let h = self.handles.lock().make();
+        let graph = graph::SimGraph {
+            nodes,
+            _memory: Arc::new(graph::GraphMemory(memory)),
+        };
+        self.graphs.lock().graphs.insert(h, graph);
+        Ok(graph::graph_handle(h))
+    }
+
+    unsafe fn stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
+        Ok(self.graphs.lock().capturing.contains_key(&(s as usize)))
+    }
+
+    unsafe fn graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
+        let graphs = self.graphs.lock();
+        let graph = graphs
+            .graphs
+            .get(&(g as usize))
+            .ok_or_else(|| bad_handle("cuGraphGetNodes"))?;
+        Ok(graph.nodes.len())
+    }
+
+    unsafe fn graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
+        let graph = self
+            .graphs
+            .lock()
+            .graphs
+            .get(&(g as usize))
+            .cloned()
+            .ok_or_else(|| bad_handle("cuGraphInstantiateWithFlags"))?;
+        let h = self.handles.lock().make();
+        self.graphs.lock().execs.insert(h, graph);
+        Ok(h as sys::CUgraphExec)
+    }
+
+    unsafe fn graph_launch(&self, e: sys::CUgraphExec, s: sys::CUstream) -> Result<()> {
+        let exec = self
+            .graphs
+            .lock()
+            .execs
+            .get(&(e as usize))
+            .cloned()
+            .ok_or_else(|| bad_handle("cuGraphLaunch"))?;
+        for node in exec.nodes {
+            // SAFETY (all): the nodes were recorded from valid calls; the graph's user keeps
+            // the memory they name alive (GraphExec::launch's contract).
+            match node {
+                graph::Node::Kernel {
+                    f,
+                    grid,
+                    block,
+                    shared,
+                    mut slots,
+                } => {
+                    let mut params: Vec<*mut c_void> = slots
+                        .iter_mut()
+                        .map(|v| (v as *mut u64).cast::<c_void>())
+                        .collect();
+                    unsafe {
+                        self.launch_kernel(
+                            f as sys::CUfunction,
+                            grid,
+                            block,
+                            shared,
+                            s,
+                            params.as_mut_ptr(),
+                        )
+                    }?
+                }
+                graph::Node::HtoD { dst, src, bytes } => {
+                    unsafe { self.memcpy_htod(dst, src as *const c_void, bytes, Some(s)) }?
+                }
+                graph::Node::DtoH { dst, src, bytes } => {
+                    unsafe { self.memcpy_dtoh(dst as *mut c_void, src, bytes, Some(s)) }?
+                }
+                graph::Node::DtoD { dst, src, bytes } => {
+                    unsafe { self.memcpy_dtod(dst, src, bytes, Some(s)) }?
+                }
+                graph::Node::Memset {
+                    dst,
+                    bits,
+                    size,
+                    count,
+                    pitch,
+                } => unsafe { self.memset(dst, bits, size, count, pitch, Some(s)) }?,
+                graph::Node::HostFn { f, data } => {
+                    unsafe { self.launch_host_func(s, f, data as *mut c_void) }?
+                }
+                graph::Node::EventRecord { e } => {
+                    unsafe { self.event_record(e as sys::CUevent, s) }?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    unsafe fn graph_exec_update(
+        &self,
+        e: sys::CUgraphExec,
+        g: sys::CUgraph,
+    ) -> Result<Option<String>> {
+        let mut graphs = self.graphs.lock();
+        let new = graphs
+            .graphs
+            .get(&(g as usize))
+            .cloned()
+            .ok_or_else(|| bad_handle("cuGraphExecUpdate_v2"))?;
+        let exec = graphs
+            .execs
+            .get_mut(&(e as usize))
+            .ok_or_else(|| bad_handle("cuGraphExecUpdate_v2"))?;
+        if let Some(why) = graph::update_refusal(&exec.nodes, &new.nodes) {
+            return Ok(Some(why));
+        }
+        exec.nodes = new.nodes;
+        Ok(None)
+    }
+
+    unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
+        let removed = self.graphs.lock().graphs.remove(&(g as usize));
+        // Dropped outside the lock (its memory is freed through the backend).
+        removed
+            .map(drop)
+            .ok_or_else(|| bad_handle("cuGraphDestroy"))
+    }
+
+    unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
+        let removed = self.graphs.lock().execs.remove(&(e as usize));
+        removed
+            .map(drop)
+            .ok_or_else(|| bad_handle("cuGraphExecDestroy"))
     }
 
     fn profiler_start(&self) -> Result<()> {

@@ -1,0 +1,293 @@
+//! CUDA graphs: a captured chain of kernels, copies, fills and host functions replays with the
+//! results of running the work directly; an instantiated graph is updated in place; calls
+//! that cannot be captured are errors naming the call, and the capture goes on.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use cudajit::codegen::Kernel;
+use cudajit::prelude::*;
+
+use crate::common::{ctx, Rng};
+
+type AddScaled = Kernel<(&'static mut [f32], &'static [f32], f32)>;
+
+/// y[i] = y[i] + a * x[i] (a multiply, then an add: no contraction for `a` = 1.0 or 2.0 or 0.5
+/// changes the result, since the product is exact).
+fn add_scaled() -> AddScaled {
+    AddScaled::build("graph_add_scaled", |k, (y, x, a)| {
+        let i = k.grid1();
+        k.if_(i.lt(y.len()), |_| y.set(i, y.at(i) + x.at(i) * a));
+    })
+    .unwrap()
+}
+
+/// Random f32 values with the special ones mixed in.
+fn special_f32(rng: &mut Rng, n: usize) -> Vec<f32> {
+    let specials = [
+        f32::NAN,
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e-40,
+        -1e-40,
+        f32::MIN,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        1.0,
+        -1.0,
+    ];
+    rng.vec(n, |r| {
+        let u = r.next_u64();
+        if u % 4 == 0 {
+            specials[(u >> 8) as usize % specials.len()]
+        } else {
+            r.f32() * 1e3
+        }
+    })
+}
+
+fn same(got: f32, want: f32) -> bool {
+    (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits()
+}
+
+fn check(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len());
+    for i in 0..got.len() {
+        assert!(
+            same(got[i], want[i]),
+            "{what}: element {i}: got {} ({:#010x}), want {} ({:#010x})",
+            got[i],
+            got[i].to_bits(),
+            want[i],
+            want[i].to_bits()
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_chain_replays_like_the_direct_launches() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = add_scaled();
+    let mut rng = Rng::new();
+    let n = 10_007;
+    let x = special_f32(&mut rng, n);
+    let y0 = special_f32(&mut rng, n);
+    let dx = s.to_device(&x).unwrap();
+    let mut dy = s.to_device(&y0).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n, 128).unwrap();
+    let kernels = 100;
+    let graph = s
+        .capture(|s| {
+            for j in 0..kernels {
+                let a = [1.0f32, 0.5, 2.0][j % 3];
+                k.launch(s, cfg, (&mut dy, &dx, a))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    // Nothing ran during the capture.
+    check(&dy.to_vec_async(&s).unwrap(), &y0, "after the capture");
+    assert_eq!(graph.node_count().unwrap(), kernels);
+    let exec = graph.instantiate().unwrap();
+    drop(graph); // the instantiated graph does not need it
+    let mut want = y0.clone();
+    for launch in 0..3 {
+        // SAFETY: dx and dy outlive the launch.
+        unsafe { exec.launch(&s) }.unwrap();
+        for j in 0..kernels {
+            let a = [1.0f32, 0.5, 2.0][j % 3];
+            for i in 0..n {
+                want[i] += x[i] * a;
+            }
+        }
+        check(
+            &dy.to_vec_async(&s).unwrap(),
+            &want,
+            &format!("launch {launch}"),
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_instantiated_graph_takes_new_arguments_in_place() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = add_scaled();
+    let n = 4096;
+    let mut rng = Rng::new();
+    let x = special_f32(&mut rng, n);
+    let dx = s.to_device(&x).unwrap();
+    let mut dy = s.zeros::<f32, _>(n).unwrap();
+    let mut other = s.zeros::<f32, _>(n).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n, 256).unwrap();
+    let capture = |y: &mut DeviceArray<f32>, a: f32, times: usize| {
+        s.capture(|s| {
+            for _ in 0..times {
+                k.launch(s, cfg, (&mut *y, &dx, a))?;
+            }
+            Ok(())
+        })
+        .unwrap()
+    };
+    let mut exec = capture(&mut dy, 1.0, 2).instantiate().unwrap();
+    // Same shape, another scalar and another output array: updated in place.
+    exec.update(&capture(&mut other, 2.0, 2)).unwrap();
+    // SAFETY: the arrays outlive the launch.
+    unsafe { exec.launch(&s) }.unwrap();
+    let want: Vec<f32> = x.iter().map(|&v| 0.0f32 + v * 2.0 + v * 2.0).collect();
+    check(&other.to_vec_async(&s).unwrap(), &want, "updated graph");
+    check(&dy.to_vec_async(&s).unwrap(), &vec![0.0; n], "old output");
+    // Another shape: refused, and the instantiated graph is unchanged.
+    let e = exec.update(&capture(&mut dy, 1.0, 3)).unwrap_err();
+    assert!(e.to_string().contains("instantiate the new graph"), "{e}");
+    // SAFETY: as above.
+    unsafe { exec.launch(&s) }.unwrap();
+    let want2: Vec<f32> = want
+        .iter()
+        .zip(&x)
+        .map(|(&w, &v)| w + v * 2.0 + v * 2.0)
+        .collect();
+    check(
+        &other.to_vec_async(&s).unwrap(),
+        &want2,
+        "after a refused update",
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn copies_fills_and_host_functions_are_captured() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let n = 1000;
+    let mut rng = Rng::new();
+    let src = special_f32(&mut rng, n);
+    let pinned = c.pinned_from_slice(&src).unwrap();
+    let mut a = s.zeros::<f32, _>(n).unwrap();
+    let mut b = s.zeros::<f32, _>(n).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let graph = s
+        .capture(|s| {
+            b.fill_async(7.5, s)?;
+            pinned.copy_to_device_async(&mut a, s)?;
+            b.slice_mut(..n / 2)?
+                .copy_from_device_async(&a.slice(n / 2..)?, s)?;
+            s.launch_host_fn(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "nothing runs during a capture"
+    );
+    let exec = graph.instantiate().unwrap();
+    for round in 1..=3 {
+        // SAFETY: the arrays and the pinned buffer outlive the launches.
+        unsafe { exec.launch(&s) }.unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), round);
+    }
+    check(
+        &a.to_vec_async(&s).unwrap(),
+        &src,
+        "copied from pinned memory",
+    );
+    let mut want = vec![7.5f32; n];
+    want[..n / 2].copy_from_slice(&src[n / 2..]);
+    check(
+        &b.to_vec_async(&s).unwrap(),
+        &want,
+        "filled, then half copied",
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn calls_that_cannot_be_captured_are_errors_and_the_capture_goes_on() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = add_scaled();
+    let n = 256;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let dx = s.to_device(&x).unwrap();
+    let mut dy = s.zeros::<f32, _>(n).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n, 128).unwrap();
+    s.begin_capture().unwrap();
+    assert!(s.is_capturing().unwrap());
+    k.launch(&s, cfg, (&mut dy, &dx, 1.0)).unwrap();
+    let refused = [
+        s.synchronize().unwrap_err(),
+        c.synchronize().unwrap_err(),
+        c.alloc::<f32, _>(16).map(drop).unwrap_err(),
+        s.to_device(&x).map(drop).unwrap_err(),
+        dy.to_vec_async(&s).map(drop).unwrap_err(),
+        s.launch_host_func(|| ()).unwrap_err(),
+        s.begin_capture().unwrap_err(),
+    ];
+    for e in &refused {
+        let text = e.to_string();
+        assert!(
+            text.contains("cannot be captured") || text.contains("already capturing"),
+            "{text}"
+        );
+    }
+    k.launch(&s, cfg, (&mut dy, &dx, 2.0)).unwrap();
+    let graph = s.end_capture().unwrap();
+    assert!(!s.is_capturing().unwrap());
+    assert_eq!(graph.node_count().unwrap(), 2);
+    // SAFETY: dx and dy outlive the launch.
+    unsafe { graph.instantiate().unwrap().launch(&s) }.unwrap();
+    let want: Vec<f32> = x.iter().map(|&v| 0.0f32 + v * 1.0 + v * 2.0).collect();
+    check(
+        &dy.to_vec_async(&s).unwrap(),
+        &want,
+        "the two captured kernels",
+    );
+    // Misuse outside a capture.
+    assert!(s.end_capture().is_err());
+    assert!(c.default_stream().begin_capture().is_err());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn arrays_dropped_during_the_capture_live_as_long_as_the_graph() {
+    let _errors = crate::common::drop_errors_lock();
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = add_scaled();
+    let n = 2048;
+    let x: Vec<f32> = (0..n).map(|i| (i % 97) as f32 - 48.0).collect();
+    let tmp = s.to_device(&x).unwrap();
+    let mut dy = s.zeros::<f32, _>(n).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n, 256).unwrap();
+    let graph = s
+        .capture(|s| {
+            k.launch(s, cfg, (&mut dy, &tmp, 0.5))?;
+            drop(tmp); // kept by the graph
+            Ok(())
+        })
+        .unwrap();
+    let exec = graph.instantiate().unwrap();
+    drop(graph);
+    for _ in 0..2 {
+        // SAFETY: dy outlives the launch; the temporary is kept by the graph.
+        unsafe { exec.launch(&s) }.unwrap();
+    }
+    let want: Vec<f32> = x.iter().map(|&v| 0.0f32 + v * 0.5 + v * 0.5).collect();
+    check(
+        &dy.to_vec_async(&s).unwrap(),
+        &want,
+        "through the kept array",
+    );
+    drop(exec);
+    s.synchronize().unwrap();
+    assert!(cudajit::take_drop_errors().is_empty());
+}
