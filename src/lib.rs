@@ -59,7 +59,8 @@ pub use event::{elapsed_ms, Event};
 pub use graph::{Graph, GraphExec};
 pub use memory::{
     AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
-    HostSource, ManagedBuffer, MappedHostBuffer, PinnedHostBuffer, PrefetchTarget,
+    HostSource, ManagedBuffer, MappedHostBuffer, MemPool, PinnedHostBuffer, PoolStats,
+    PrefetchTarget,
 };
 pub use module::{Dim3, Function, FunctionAttributes, KernelArg, KernelArgs, LaunchConfig, Module};
 pub use profiler::{profile_start, profile_stop, profiling, Profiling};

@@ -231,6 +231,52 @@ impl Backend for CudaDriver {
         unsafe { drv!(cuMemFreeAsync(ptr, stream)) }
     }
 
+    fn device_default_mem_pool(&self, dev: sys::CUdevice) -> Result<sys::CUmemoryPool> {
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        unsafe { drv!(cuDeviceGetDefaultMemPool(&mut pool, dev)) }?;
+        Ok(pool)
+    }
+
+    unsafe fn mem_pool_attribute(
+        &self,
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+    ) -> Result<u64> {
+        let mut v = 0u64;
+        // SAFETY: a live pool; the attributes asked for are 64-bit.
+        unsafe {
+            drv!(cuMemPoolGetAttribute(
+                pool,
+                attr,
+                (&mut v as *mut u64).cast()
+            ))
+        }?;
+        Ok(v)
+    }
+
+    unsafe fn set_mem_pool_attribute(
+        &self,
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+        value: u64,
+    ) -> Result<()> {
+        let mut v = value;
+        // SAFETY: a live pool; the attributes set are 64-bit.
+        unsafe {
+            drv!(cuMemPoolSetAttribute(
+                pool,
+                attr,
+                (&mut v as *mut u64).cast()
+            ))
+        }
+    }
+
+    unsafe fn mem_pool_trim_to(&self, pool: sys::CUmemoryPool, keep: usize) -> Result<()> {
+        // SAFETY: a live pool.
+        unsafe { drv!(cuMemPoolTrimTo(pool, keep)) }
+    }
+
     unsafe fn mem_prefetch(
         &self,
         ptr: sys::CUdeviceptr,

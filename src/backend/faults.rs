@@ -572,6 +572,38 @@ impl Backend for FaultInjector {
         unsafe { self.inner.graph_exec_destroy(e) }
     }
 
+    fn device_default_mem_pool(&self, dev: sys::CUdevice) -> Result<sys::CUmemoryPool> {
+        self.tick("device_default_mem_pool")?;
+        self.inner.device_default_mem_pool(dev)
+    }
+
+    unsafe fn mem_pool_attribute(
+        &self,
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+    ) -> Result<u64> {
+        self.tick("mem_pool_attribute")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.mem_pool_attribute(pool, attr) }
+    }
+
+    unsafe fn set_mem_pool_attribute(
+        &self,
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+        value: u64,
+    ) -> Result<()> {
+        self.tick("set_mem_pool_attribute")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.set_mem_pool_attribute(pool, attr, value) }
+    }
+
+    unsafe fn mem_pool_trim_to(&self, pool: sys::CUmemoryPool, keep: usize) -> Result<()> {
+        self.tick("mem_pool_trim_to")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.mem_pool_trim_to(pool, keep) }
+    }
+
     fn profiler_start(&self) -> Result<()> {
         self.tick("profiler_start")?;
         self.inner.profiler_start()

@@ -95,6 +95,24 @@ pub(crate) trait Backend: Send + Sync {
     ) -> Result<sys::CUdeviceptr>;
     /// Stream-ordered free of memory from [`Backend::mem_alloc_async`].
     unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<()>;
+    /// The device's default memory pool (the one `mem_alloc_async` draws from).
+    fn device_default_mem_pool(&self, dev: sys::CUdevice) -> Result<sys::CUmemoryPool>;
+    /// A 64-bit attribute of a memory pool (release threshold, used/reserved bytes and their
+    /// high watermarks).
+    unsafe fn mem_pool_attribute(
+        &self,
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+    ) -> Result<u64>;
+    /// Sets a 64-bit attribute of a memory pool (a high watermark is reset by setting 0).
+    unsafe fn set_mem_pool_attribute(
+        &self,
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+        value: u64,
+    ) -> Result<()>;
+    /// Releases the pool's unused memory down to `keep` bytes.
+    unsafe fn mem_pool_trim_to(&self, pool: sys::CUmemoryPool, keep: usize) -> Result<()>;
     unsafe fn mem_prefetch(
         &self,
         ptr: sys::CUdeviceptr,

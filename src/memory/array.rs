@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use cudajit_sys as sys;
 use ndarray::{Dimension, IntoDimension, Ix1};
@@ -12,7 +13,7 @@ use super::slice::{check_stream, DeviceSlice, DeviceSliceMut, Sealed};
 use crate::backend::backend;
 use crate::context::Context;
 use crate::error::{check_in_drop, Error, Result};
-use crate::stream::Stream;
+use crate::stream::{OwnedStream, Stream};
 
 /// An n-D array of `T` in device memory: contiguous, C order, shape `D` (ndarray's
 /// `Ix1`, `Ix2`, ..., `IxDyn`). Frees its memory on drop; keeps its context alive.
@@ -24,7 +25,15 @@ pub struct DeviceArray<T: DeviceCopy, D: Dimension = Ix1> {
     ctx: Context,
     ptr: sys::CUdeviceptr,
     dim: D,
+    /// For memory from the stream's pool ([`Stream::alloc_async`]): the stream it is freed on.
+    ordered: Option<Ordered>,
     _t: PhantomData<T>,
+}
+
+/// The stream an array from a memory pool is freed on, kept valid while the array lives.
+struct Ordered {
+    stream: sys::CUstream,
+    _keep: Option<Arc<OwnedStream>>,
 }
 
 // SAFETY: the array owns device memory, reachable from any thread through its context;
@@ -35,7 +44,17 @@ unsafe impl<T: DeviceCopy, D: Dimension> Sync for DeviceArray<T, D> {}
 
 impl<T: DeviceCopy, D: Dimension> Drop for DeviceArray<T, D> {
     fn drop(&mut self) {
-        if self.ptr == 0 || crate::graph::defer_free(&self.ctx, self.ptr) {
+        if self.ptr == 0 {
+            return;
+        }
+        if let Some(o) = &self.ordered {
+            self.ctx.bind_in_drop();
+            // SAFETY: the pointer came from mem_alloc_async on this stream (kept alive by
+            // `_keep`) in this context, and is freed once, after the stream's queued work.
+            check_in_drop(unsafe { backend().mem_free_async(self.ptr, o.stream) });
+            return;
+        }
+        if crate::graph::defer_free(&self.ctx, self.ptr) {
             return;
         }
         self.ctx.bind_in_drop();
@@ -62,17 +81,53 @@ impl<T: DeviceCopy, D: Dimension> DeviceSlice<T> for DeviceArray<T, D> {
 impl<T: DeviceCopy, D: Dimension> DeviceSliceMut<T> for DeviceArray<T, D> {}
 
 impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
-    /// Allocates uninitialised memory for `dim`.
-    pub(crate) fn alloc_raw(ctx: &Context, dim: D) -> Result<Self> {
-        let bytes = dim
-            .size_checked()
+    /// The bytes an array of `dim` takes.
+    fn bytes_for(dim: &D) -> Result<usize> {
+        dim.size_checked()
             .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
             .ok_or_else(|| {
                 Error::usage(format!(
                     "array shape {:?} is too large to allocate",
                     dim.slice()
                 ))
+            })
+    }
+
+    /// Allocates uninitialised memory for `dim` from the device's memory pool, in `stream`'s
+    /// order (`cuMemAllocAsync`); freed in its order on drop (`cuMemFreeAsync`).
+    pub(crate) fn alloc_ordered(stream: &Stream, dim: D) -> Result<Self> {
+        let bytes = Self::bytes_for(&dim)?;
+        let ctx = stream.context();
+        let mut ptr: sys::CUdeviceptr = 0;
+        if bytes > 0 {
+            ctx.bind()?;
+            // SAFETY: the stream is live and of the bound context; the array frees the memory.
+            ptr = unsafe { backend().mem_alloc_async(bytes, stream.raw()) }.map_err(|e| {
+                if e.is_out_of_memory() {
+                    Error::OutOfMemory {
+                        requested: bytes,
+                        device: ctx.device().ordinal(),
+                    }
+                } else {
+                    e
+                }
             })?;
+        }
+        Ok(DeviceArray {
+            ctx: ctx.clone(),
+            ptr,
+            dim,
+            ordered: Some(Ordered {
+                stream: stream.raw(),
+                _keep: stream.keep_handle(),
+            }),
+            _t: PhantomData,
+        })
+    }
+
+    /// Allocates uninitialised memory for `dim`.
+    pub(crate) fn alloc_raw(ctx: &Context, dim: D) -> Result<Self> {
+        let bytes = Self::bytes_for(&dim)?;
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
             crate::graph::refuse("allocating a device array (cuMemAlloc)")?;
@@ -92,6 +147,7 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
             ctx: ctx.clone(),
             ptr,
             dim,
+            ordered: None,
             _t: PhantomData,
         })
     }
@@ -110,10 +166,13 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         // SAFETY: `this` is never dropped, so its context is moved out exactly once and the
         // allocation changes owner without being freed.
         let ctx = unsafe { std::ptr::read(&this.ctx) };
+        // SAFETY: as above, for the stream the memory is freed on.
+        let ordered = unsafe { std::ptr::read(&this.ordered) };
         Ok(DeviceArray {
             ctx,
             ptr: this.ptr,
             dim,
+            ordered,
             _t: PhantomData,
         })
     }

@@ -6,6 +6,7 @@ mod element;
 mod host;
 mod managed;
 mod pinned;
+mod pool;
 pub(crate) mod scratch;
 mod slice;
 pub(crate) mod staging;
@@ -16,6 +17,7 @@ pub use element::{AnyBitPattern, DeviceCopy};
 pub use host::HostSource;
 pub use managed::{ManagedBuffer, PrefetchTarget};
 pub use pinned::{MappedHostBuffer, PinnedHostBuffer};
+pub use pool::{MemPool, PoolStats};
 pub use slice::{DeviceSlice, DeviceSliceMut};
 #[doc(hidden)]
 pub use staging::testing as staging_testing;

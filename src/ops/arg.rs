@@ -171,7 +171,7 @@ impl<T: Scalar + Num> ArgExtreme<T> {
         } = AxisSplit::new(self.op(), x.shape(), axis, keepdims)?;
         let m = outer * inner;
         let ctx = stream.context();
-        let out = DeviceArray::<u64, IxDyn>::alloc_raw(ctx, IxDyn(&out_shape))?;
+        let out = DeviceArray::<u64, _>::alloc_ordered(stream, IxDyn(&out_shape))?;
         if m == 0 {
             return Ok(out);
         }

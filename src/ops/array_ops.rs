@@ -518,7 +518,7 @@ impl Context {
         step: T,
         n: usize,
     ) -> Result<DeviceArray<T>> {
-        let mut out = DeviceArray::<T, ndarray::Ix1>::alloc_raw(self, ndarray::Ix1(n))?;
+        let mut out = DeviceArray::<T, _>::alloc_ordered(stream, ndarray::Ix1(n))?;
         let k = Kernel::<(&mut [T], T, T)>::build(
             &format!("arange_{}", T::TY.name()),
             |k, (out, a, s)| {
@@ -544,7 +544,7 @@ impl Context {
         stop: T,
         n: usize,
     ) -> Result<DeviceArray<T>> {
-        let mut out = DeviceArray::<T, ndarray::Ix1>::alloc_raw(self, ndarray::Ix1(n))?;
+        let mut out = DeviceArray::<T, _>::alloc_ordered(stream, ndarray::Ix1(n))?;
         let k = Kernel::<(&mut [T], T, T)>::build(
             &format!("linspace_{}", T::TY.name()),
             |k, (out, a, b)| {

@@ -110,8 +110,8 @@ pub trait EwOutputs: Copy + 'static {
     fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]);
     /// Stores one element at `idx`.
     fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self);
-    /// Allocates outputs of `shape`.
-    fn alloc(ctx: &Context, shape: &[usize]) -> Result<Self::Owned>;
+    /// Allocates outputs of `shape` from the device's memory pool, in `stream`'s order.
+    fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned>;
     /// The outputs as launch arguments.
     fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>>;
 }
@@ -131,8 +131,8 @@ impl<T: ScalarType> EwOutputs for Expr<T> {
     fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
         h.set(idx, vals)
     }
-    fn alloc(ctx: &Context, shape: &[usize]) -> Result<Self::Owned> {
-        DeviceArray::alloc_raw(ctx, IxDyn(shape))
+    fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
+        DeviceArray::alloc_ordered(stream, IxDyn(shape))
     }
     fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>> {
         vec![ArgInfo::array(&*owned)]
@@ -156,8 +156,8 @@ macro_rules! output_tuples {
             fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
                 $(h.$i.set(idx, vals.$i);)*
             }
-            fn alloc(ctx: &Context, shape: &[usize]) -> Result<Self::Owned> {
-                Ok(($(DeviceArray::<$t, IxDyn>::alloc_raw(ctx, IxDyn(shape))?,)*))
+            fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
+                Ok(($(DeviceArray::<$t, IxDyn>::alloc_ordered(stream, IxDyn(shape))?,)*))
             }
             fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>> {
                 vec![$(ArgInfo::array(&owned.$i)),*]
@@ -459,7 +459,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
     pub fn call(&self, stream: &Stream, inputs: impl EwArgs<I>) -> Result<O::Owned> {
         let ins = inputs.infos();
         let shape = self.broadcast(&ins, None)?;
-        let mut owned = O::alloc(stream.context(), &shape)?;
+        let mut owned = O::alloc(stream, &shape)?;
         let outs = O::infos(&mut owned);
         self.launch(stream, &ins, &outs)?;
         drop(outs);

@@ -249,7 +249,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         stream: &Stream,
         x: &X,
     ) -> Result<DeviceArray<R>> {
-        let out = DeviceArray::<R, ndarray::Ix1>::alloc_raw(stream.context(), ndarray::Ix1(1))?;
+        let out = DeviceArray::<R, _>::alloc_ordered(stream, ndarray::Ix1(1))?;
         self.run_full(stream, x, out.device_ptr())?;
         Ok(out)
     }
@@ -292,7 +292,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         keepdims: bool,
     ) -> Result<DeviceArray<R, IxDyn>> {
         let split = AxisSplit::new(&self.name, x.shape(), axis, keepdims)?;
-        let out = DeviceArray::<R, IxDyn>::alloc_raw(stream.context(), IxDyn(&split.out_shape))?;
+        let out = DeviceArray::<R, _>::alloc_ordered(stream, IxDyn(&split.out_shape))?;
         self.run_axis(stream, x, &split, out.device_ptr())?;
         Ok(out)
     }

@@ -7,4 +7,5 @@ mod queue;
 
 pub use future::StreamDone;
 pub use guard::AutoSynchronize;
+pub(crate) use queue::OwnedStream;
 pub use queue::{Stream, StreamOptions};

@@ -1,7 +1,7 @@
 //! The `Stream` type (a queue of device work) and its creation.
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use cudajit_sys as sys;
 
@@ -27,11 +27,13 @@ pub struct StreamOptions {
     pub priority: i32,
 }
 
-/// An ordered queue of device work in one context. Destroyed on drop if cudajit created it.
+/// An ordered queue of device work in one context. Destroyed on drop if cudajit created it
+/// (once arrays allocated in its order, which free themselves on it, are gone too).
 pub struct Stream {
     ctx: Context,
     raw: sys::CUstream,
-    owned: bool,
+    /// The handle's owner, for a stream cudajit created (`None`: a default stream).
+    owned: Option<Arc<OwnedStream>>,
     /// Device memory for single-pass reductions, allocated on first use.
     workspace: OnceLock<Workspace>,
 }
@@ -40,6 +42,27 @@ pub struct Stream {
 unsafe impl Send for Stream {}
 // SAFETY: as above.
 unsafe impl Sync for Stream {}
+
+/// A stream cudajit created, destroyed when the last holder goes: its [`Stream`], or arrays
+/// allocated in its order ([`Stream::alloc_async`]), which free themselves on it.
+pub(crate) struct OwnedStream {
+    ctx: Context,
+    raw: sys::CUstream,
+}
+
+// SAFETY: a CUstream may be used from any thread; the driver synchronises internally.
+unsafe impl Send for OwnedStream {}
+// SAFETY: as above.
+unsafe impl Sync for OwnedStream {}
+
+impl Drop for OwnedStream {
+    fn drop(&mut self) {
+        self.ctx.bind_in_drop();
+        // SAFETY: the stream was created by cudajit and is destroyed once; queued work still
+        // completes (the driver defers the release).
+        check_in_drop(unsafe { backend().stream_destroy(self.raw) });
+    }
+}
 
 impl Context {
     /// A new stream that synchronises with the legacy default stream (numba's `cuda.stream()`).
@@ -103,7 +126,12 @@ impl Stream {
         Stream {
             ctx: ctx.clone(),
             raw,
-            owned,
+            owned: owned.then(|| {
+                Arc::new(OwnedStream {
+                    ctx: ctx.clone(),
+                    raw,
+                })
+            }),
             workspace: OnceLock::new(),
         }
     }
@@ -116,7 +144,12 @@ impl Stream {
 
     /// Whether cudajit created this stream (and destroys it), as opposed to a default stream.
     pub(crate) fn is_owned(&self) -> bool {
-        self.owned
+        self.owned.is_some()
+    }
+
+    /// What keeps this stream's handle valid (`None` for a default stream, always valid).
+    pub(crate) fn keep_handle(&self) -> Option<Arc<OwnedStream>> {
+        self.owned.clone()
     }
 
     /// The context the stream belongs to.
@@ -190,13 +223,7 @@ impl Drop for Stream {
             self.ctx.bind_in_drop();
             check_in_drop(ws.release(self.raw));
         }
-        if !self.owned {
-            return;
-        }
-        self.ctx.bind_in_drop();
-        // SAFETY: the stream was created by cudajit and is destroyed once; queued work still
-        // completes (the driver defers the release).
-        check_in_drop(unsafe { backend().stream_destroy(self.raw) });
+        // An owned handle is destroyed with its last holder (`OwnedStream`).
     }
 }
 

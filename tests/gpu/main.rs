@@ -17,6 +17,7 @@ mod nan_bits;
 mod nan_compares;
 mod ops;
 mod pinned;
+mod pool;
 mod profiler;
 mod streams;
 mod warp;

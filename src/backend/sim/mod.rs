@@ -77,6 +77,19 @@ struct FuncState {
     max_dynamic: i32,
 }
 
+/// The simulated device's memory pool: what stream-ordered allocations hold (the simulator
+/// keeps nothing cached, so reserved equals used).
+#[derive(Default)]
+struct PoolState {
+    live: HashMap<u64, u64>,
+    used: u64,
+    high: u64,
+    threshold: u64,
+}
+
+/// The default memory pool's handle (an opaque value nothing dereferences).
+const POOL: usize = 0x5157_9001;
+
 /// Streams, events, modules and functions, by the handle values made up for them.
 #[derive(Default)]
 struct Handles {
@@ -100,6 +113,7 @@ pub(crate) struct Simulator {
     mem: Mutex<Memory>,
     handles: Mutex<Handles>,
     graphs: Mutex<graph::Graphs>,
+    pool: Mutex<PoolState>,
     retained: Mutex<u32>,
     /// Host threads running a launch's blocks (the simulated multiprocessors).
     workers: usize,
@@ -121,6 +135,7 @@ impl Simulator {
             mem: Mutex::new(Memory::default()),
             handles: Mutex::new(Handles::default()),
             graphs: Mutex::new(graph::Graphs::default()),
+            pool: Mutex::new(PoolState::default()),
             retained: Mutex::new(0),
             workers,
             total_mem: memory::host_memory(),
@@ -421,7 +436,67 @@ impl Backend for Simulator {
         bytes: usize,
         _stream: sys::CUstream,
     ) -> Result<sys::CUdeviceptr> {
-        self.alloc(bytes, Kind::Device, "cuMemAllocAsync")
+        let p = self.alloc(bytes, Kind::Device, "cuMemAllocAsync")?;
+        let mut pool = self.pool.lock();
+        pool.live.insert(p, bytes as u64);
+        pool.used += bytes as u64;
+        pool.high = pool.high.max(pool.used);
+        Ok(p)
+    }
+
+    fn device_default_mem_pool(&self, dev: sys::CUdevice) -> Result<sys::CUmemoryPool> {
+        self.check_device(dev, "cuDeviceGetDefaultMemPool")?;
+        Ok(POOL as sys::CUmemoryPool)
+    }
+
+    unsafe fn mem_pool_attribute(
+        &self,
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+    ) -> Result<u64> {
+        use sys::CUmemPool_attribute as A;
+        if pool as usize != POOL {
+            return Err(bad_handle("cuMemPoolGetAttribute"));
+        }
+        let p = self.pool.lock();
+        match attr {
+            A::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD => Ok(p.threshold),
+            A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT | A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT => {
+                Ok(p.used)
+            }
+            A::CU_MEMPOOL_ATTR_USED_MEM_HIGH | A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH => Ok(p.high),
+            _ => Err(invalid("cuMemPoolGetAttribute")),
+        }
+    }
+
+    unsafe fn set_mem_pool_attribute(
+        &self,
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+        value: u64,
+    ) -> Result<()> {
+        use sys::CUmemPool_attribute as A;
+        if pool as usize != POOL {
+            return Err(bad_handle("cuMemPoolSetAttribute"));
+        }
+        let mut p = self.pool.lock();
+        match attr {
+            A::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD => p.threshold = value,
+            A::CU_MEMPOOL_ATTR_USED_MEM_HIGH | A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH
+                if value == 0 =>
+            {
+                p.high = p.used
+            }
+            _ => return Err(invalid("cuMemPoolSetAttribute")),
+        }
+        Ok(())
+    }
+
+    unsafe fn mem_pool_trim_to(&self, pool: sys::CUmemoryPool, _keep: usize) -> Result<()> {
+        if pool as usize != POOL {
+            return Err(bad_handle("cuMemPoolTrimTo"));
+        }
+        Ok(())
     }
 
     unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<()> {
@@ -430,7 +505,12 @@ impl Backend for Simulator {
             memory.push(ptr);
             return Ok(());
         }
-        self.free(ptr, Some(Kind::Device), "cuMemFreeAsync")
+        self.free(ptr, Some(Kind::Device), "cuMemFreeAsync")?;
+        let mut pool = self.pool.lock();
+        if let Some(bytes) = pool.live.remove(&ptr) {
+            pool.used -= bytes;
+        }
+        Ok(())
     }
 
     unsafe fn mem_prefetch(
