@@ -151,6 +151,7 @@ impl<P: KernelParams> Kernel<P> {
         if let Some((_, p)) = self.inner.ptx.lock().iter().find(|(o, _)| o == options) {
             return Ok(p.clone());
         }
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: compile {}", self.name()));
         let ptx = super::cache::cached_ptx_arc(&self.inner.ir, options, || {
             lower::ptx(&self.inner.ir, lower::Role::Kernel, options)
         })?;
@@ -198,6 +199,7 @@ impl<P: KernelParams> Kernel<P> {
     #[cold]
     fn load_slow(&self, ctx: &Context) -> Result<&Function> {
         let load = || -> Result<Function> {
+            let _nvtx = crate::nvtx::op_range(|| format!("cudajit: load module {}", self.name()));
             if backend().is_simulator() {
                 // The simulator executes the IR itself: no PTX to compile.
                 return ctx.load_ir(&self.inner.ir)?.function(self.name());

@@ -24,6 +24,7 @@ pub(crate) fn htod(
     if bytes == 0 {
         return Ok(());
     }
+    let _nvtx = crate::nvtx::op_range(|| format!("cudajit: htod copy {bytes} B"));
     ctx.bind()?;
     // SAFETY: callers pass a host range of `bytes` readable bytes, a device range as long, and
     // a stream of `ctx`.
@@ -41,6 +42,7 @@ pub(crate) fn dtoh(
     if bytes == 0 {
         return Ok(());
     }
+    let _nvtx = crate::nvtx::op_range(|| format!("cudajit: dtoh copy {bytes} B"));
     ctx.bind()?;
     // SAFETY: callers pass a host range of `bytes` writable bytes, a device range as long, and
     // a stream of `ctx`.
@@ -60,6 +62,7 @@ pub(crate) fn htod_pageable(
 ) -> Result<()> {
     if staging::wanted(bytes) {
         let opts = staging::Options::from_env();
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: staged htod copy {bytes} B"));
         // SAFETY: the callers' contract, as for `htod`.
         if unsafe { staging::htod(ctx, dst, src.cast(), bytes, stream, opts) }? {
             return Ok(());
@@ -78,6 +81,7 @@ pub(crate) fn dtoh_pageable(
 ) -> Result<()> {
     if staging::wanted(bytes) {
         let opts = staging::Options::from_env();
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: staged dtoh copy {bytes} B"));
         // SAFETY: the callers' contract, as for `dtoh`.
         if unsafe { staging::dtoh(ctx, dst.cast(), src, bytes, stream, opts) }? {
             return Ok(());
@@ -97,6 +101,7 @@ pub(crate) fn dtod(
     if bytes == 0 {
         return Ok(());
     }
+    let _nvtx = crate::nvtx::op_range(|| format!("cudajit: dtod copy {bytes} B"));
     ctx.bind()?;
     // SAFETY: callers pass two device ranges of `bytes` bytes and a stream of `ctx`.
     unsafe { backend().memcpy_dtod(dst, src, bytes, stream.map(Stream::raw)) }

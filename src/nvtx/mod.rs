@@ -34,6 +34,15 @@
 //! # Text
 //!
 //! Messages are passed as C strings: text after a NUL byte (`'\0'`) inside one is dropped.
+//!
+//! # cudajit's own ranges: `CUDAJIT_NVTX=1`
+//!
+//! With `CUDAJIT_NVTX=1` (or `true`, `yes`, `on`) and a tool attached, cudajit's operations
+//! emit ranges of their own, named `cudajit: ...`: `Elementwise` calls, reductions, kernel
+//! compilation (`cudajit: compile <kernel>`), module loads and host/device copies. Kernel
+//! launches emit none (their path stays free of allocation and formatting). Without the
+//! variable, or without a tool, these cost one load of a cached flag and format nothing. With
+//! the variable set, a tool that cannot be loaded is reported in one line on stderr.
 
 mod inject;
 #[cfg(test)]
@@ -41,6 +50,7 @@ mod tests;
 
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use inject::EventAttributes;
 
@@ -302,4 +312,23 @@ fn note(message: &str) {
     if ops_requested() {
         eprintln!("cudajit: NVTX ranges are off: {message}");
     }
+}
+
+/// Whether cudajit's operations emit ranges: 0 not yet decided, 1 no, 2 yes.
+static OPS: AtomicU8 = AtomicU8::new(0);
+
+/// A range for one of cudajit's own operations when `CUDAJIT_NVTX` is set and a tool is
+/// attached; `name` is only called then.
+#[inline]
+pub(crate) fn op_range(name: impl FnOnce() -> String) -> Option<Range> {
+    let on = match OPS.load(Ordering::Relaxed) {
+        2 => true,
+        1 => false,
+        _ => {
+            let on = ops_requested() && is_attached();
+            OPS.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+            on
+        }
+    };
+    on.then(|| range(&name()))
 }
