@@ -12,7 +12,8 @@
 //!   [`Event`] (timing with [`elapsed_ms`]).
 //! - Modules: [`Module`] from PTX, cubin or fatbin; [`Function`] attributes, occupancy and
 //!   [`Function::launch`].
-//! - Profiler: [`profile_start`], [`profile_stop`], [`profiling`].
+//! - Profiler: [`profile_start`], [`profile_stop`], [`profiling`]; NVTX ranges and marks for
+//!   Nsight Systems in [`nvtx`] (loaded at run time; `CUDAJIT_NVTX=1` adds cudajit's own).
 //! - Without a GPU: [`use_simulator`] (or `CUDAJIT_SIMULATOR=1`) runs everything on cudajit's
 //!   CPU simulator, which also reports out-of-bounds accesses, divergent barriers and
 //!   shared-memory races as [`Error::Fault`]; [`on_simulator`] says which backend runs.
@@ -45,6 +46,7 @@ pub mod fault_injection;
 pub mod graph;
 pub mod memory;
 pub mod module;
+pub mod nvtx;
 pub mod ops;
 pub mod profiler;
 pub mod stream;

@@ -152,6 +152,7 @@ impl<P: KernelParams> Kernel<P> {
         if let Some((_, p)) = self.inner.ptx.lock().iter().find(|(o, _)| o == options) {
             return Ok(p.clone());
         }
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: compile {}", self.name()));
         let ptx = super::cache::cached_ptx_arc(&self.inner.ir, options, || {
             lower::ptx(&self.inner.ir, lower::Role::Kernel, options)
         })?;
@@ -206,6 +207,7 @@ impl<P: KernelParams> Kernel<P> {
                 super::cache::count_loaded_hit(self.name());
                 return Ok(f);
             }
+            let _nvtx = crate::nvtx::op_range(|| format!("cudajit: load module {}", self.name()));
             let f = if backend().is_simulator() {
                 // The simulator executes the IR itself: no PTX to compile.
                 ctx.load_ir(ir)?.function(self.name())?

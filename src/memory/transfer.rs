@@ -33,6 +33,7 @@ pub(crate) fn htod(
         return Ok(());
     }
     refuse_unordered(stream, "a synchronous host-to-device copy")?;
+    let _nvtx = crate::nvtx::op_range(|| format!("cudajit: htod copy {bytes} B"));
     ctx.bind()?;
     // SAFETY: callers pass a host range of `bytes` readable bytes, a device range as long, and
     // a stream of `ctx`.
@@ -51,6 +52,7 @@ pub(crate) fn dtoh(
         return Ok(());
     }
     refuse_unordered(stream, "a synchronous device-to-host copy")?;
+    let _nvtx = crate::nvtx::op_range(|| format!("cudajit: dtoh copy {bytes} B"));
     ctx.bind()?;
     // SAFETY: callers pass a host range of `bytes` writable bytes, a device range as long, and
     // a stream of `ctx`.
@@ -71,6 +73,7 @@ pub(crate) fn htod_pageable(
     crate::graph::refuse("a copy from pageable host memory (copy from pinned memory instead)")?;
     if staging::wanted(bytes) {
         let opts = staging::Options::from_env();
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: staged htod copy {bytes} B"));
         // SAFETY: the callers' contract, as for `htod`.
         if unsafe { staging::htod(ctx, dst, src.cast(), bytes, stream, opts) }? {
             return Ok(());
@@ -90,6 +93,7 @@ pub(crate) fn dtoh_pageable(
     crate::graph::refuse("a copy to pageable host memory (copy to pinned memory instead)")?;
     if staging::wanted(bytes) {
         let opts = staging::Options::from_env();
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: staged dtoh copy {bytes} B"));
         // SAFETY: the callers' contract, as for `dtoh`.
         if unsafe { staging::dtoh(ctx, dst.cast(), src, bytes, stream, opts) }? {
             return Ok(());
@@ -110,6 +114,7 @@ pub(crate) fn dtod(
         return Ok(());
     }
     refuse_unordered(stream, "a synchronous device-to-device copy")?;
+    let _nvtx = crate::nvtx::op_range(|| format!("cudajit: dtod copy {bytes} B"));
     ctx.bind()?;
     // SAFETY: callers pass two device ranges of `bytes` bytes and a stream of `ctx`.
     unsafe { backend().memcpy_dtod(dst, src, bytes, stream.map(Stream::raw)) }

@@ -450,6 +450,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
         inputs: impl EwArgs<I>,
         outputs: impl EwOutArgs<O>,
     ) -> Result<()> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: Elementwise {}", self.name()));
         let ins = inputs.infos();
         let outs = outputs.infos();
         self.launch(stream, &ins, &outs)
@@ -457,6 +458,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
 
     /// Computes into new output arrays of the inputs' broadcast shape.
     pub fn call(&self, stream: &Stream, inputs: impl EwArgs<I>) -> Result<O::Owned> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: Elementwise {}", self.name()));
         let ins = inputs.infos();
         let shape = self.broadcast(&ins, None)?;
         let mut owned = O::alloc(stream, &shape)?;

@@ -249,6 +249,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         stream: &Stream,
         x: &X,
     ) -> Result<DeviceArray<R>> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {}", self.name));
         let out = DeviceArray::<R, _>::alloc_ordered(stream, ndarray::Ix1(1))?;
         self.run_full(stream, x, out.device_ptr())?;
         Ok(out)
@@ -262,6 +263,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         x: &X,
         out: &mut O,
     ) -> Result<()> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {}", self.name));
         if out.len() != 1 {
             return Err(Error::Shape {
                 op: "reduce_into (a one-element output)",
@@ -277,6 +279,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
 
     /// Reduces the whole array and returns the value to the host.
     pub fn reduce<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X) -> Result<R> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {}", self.name));
         let out = Scratch::<R>::new(stream, 1)?;
         self.run_full(stream, x, out.ptr())?;
         read_one(stream, &out)
@@ -291,6 +294,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         axis: usize,
         keepdims: bool,
     ) -> Result<DeviceArray<R, IxDyn>> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {} axis {axis}", self.name));
         let split = AxisSplit::new(&self.name, x.shape(), axis, keepdims)?;
         let out = DeviceArray::<R, _>::alloc_ordered(stream, IxDyn(&split.out_shape))?;
         self.run_axis(stream, x, &split, out.device_ptr())?;
@@ -308,6 +312,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         keepdims: bool,
         out: &mut O,
     ) -> Result<()> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {} axis {axis}", self.name));
         let split = AxisSplit::new(&self.name, x.shape(), axis, keepdims)?;
         if out.shape() != split.out_shape.as_slice() {
             return Err(Error::Shape {
