@@ -21,6 +21,9 @@
 //! carries it as `bin/bench-bench`; `bash run.sh --only benches` passes `--bench`, ignored here.
 #![cfg_attr(test, allow(dead_code))]
 
+#[path = "bench/runtime.rs"]
+mod runtime;
+
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -55,6 +58,9 @@ const WORKS: &[&str] = &[
     "launch",
     "compile_cold",
     "compile_cached",
+    "compile_new_process",
+    "graph",
+    "pool",
     "h2d_pinned",
     "d2h_pinned",
     "h2d_pageable",
@@ -85,6 +91,15 @@ pub fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Ok(spec) = std::env::var(runtime::CHILD_ENV) {
+        return match runtime::new_process_child(&spec) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench (new process): {e}");
                 ExitCode::FAILURE
             }
         };
@@ -288,6 +303,16 @@ fn size_bytes(b: usize) -> String {
     } else {
         format!("{} MiB", b >> 20)
     }
+}
+
+/// The constant of the `compile` rows' kernel `i`.
+fn compile_constant(i: usize) -> f32 {
+    1.0 + i as f32 * 1e-3
+}
+
+/// The name of the `compile` rows' kernel `i` of the run tagged `tag`.
+fn compile_name(tag: u64, i: usize) -> String {
+    format!("compile_{tag:x}_{i}")
 }
 
 fn nonce() -> u64 {
@@ -655,7 +680,12 @@ impl Bench {
                 Bench::library,
             ),
             (&["launch"], Bench::launch),
-            (&["compile_cold", "compile_cached"], Bench::compile),
+            (
+                &["compile_cold", "compile_cached", "compile_new_process"],
+                Bench::compile,
+            ),
+            (&["graph"], Bench::graph),
+            (&["pool"], Bench::pool),
             (
                 &["h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"],
                 Bench::transfers,
@@ -687,6 +717,9 @@ impl Bench {
             "bcast_add" | "row_sum" | "col_sum" => format!("{}x{} f32", s.mat, s.mat),
             "launch" => "1 elem, 3 arrays".into(),
             "compile_cold" | "compile_cached" => "new kernel".into(),
+            "compile_new_process" => "cached kernel".into(),
+            "graph" => format!("{} kernels, 32 elem", runtime::GRAPH_KERNELS),
+            "pool" => size_bytes(runtime::POOL_BYTES),
             w if w.starts_with("h2d") || w.starts_with("d2h") => size_bytes(s.xfer * 4),
             _ => size_1d(s.n, "f32"),
         }
@@ -1642,10 +1675,10 @@ impl Bench {
         let mut out = self.poisoned_f32(n)?;
         let tag = nonce();
         let mut build = |i: usize| -> Res<f64> {
-            let c = 1.0 + i as f32 * 1e-3;
+            let c = compile_constant(i);
             let t0 = Instant::now();
             let ew = self.c(Elementwise::<(Elem<f32>,), Expr<f32>>::new(
-                &format!("compile_{tag:x}_{i}"),
+                &compile_name(tag, i),
                 move |(x,)| x * c + 0.5,
             ))?;
             self.c(ew.apply(&self.stream, (&x,), &mut out))?;
@@ -1657,7 +1690,7 @@ impl Bench {
         let cold = (0..runs).map(&mut build).collect::<Res<Vec<f64>>>()?;
         let cached = (0..runs).map(&mut build).collect::<Res<Vec<f64>>>()?;
         let got = self.c(out.to_vec_async(&self.stream))?;
-        let c = 1.0 + (runs - 1) as f32 * 1e-3;
+        let c = compile_constant(runs - 1);
         check(
             "compile",
             n,
@@ -1670,9 +1703,12 @@ impl Bench {
             .times(&cold)
             .emit();
         Rec::new("compile_cached", &self.size_of("compile_cached"))
-            .variant("the same kernels again: PTX from the memory cache, module load")
+            .variant("the same kernels again: the loaded function found by the IR's hash")
             .times(&cached)
             .emit();
+        if self.opts.selected("compile_new_process") {
+            self.new_process(tag, runs)?;
+        }
         Ok(())
     }
 

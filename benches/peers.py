@@ -43,12 +43,19 @@ WORKS = [
     "launch",
     "compile_cold",
     "compile_cached",
+    "compile_new_process",
+    "graph",
+    "pool",
     "h2d_pinned",
     "d2h_pinned",
     "h2d_pageable",
     "d2h_pageable",
 ]
 IMPLS = ["torch", "cupy", "numba"]
+# The graph row: kernels per graph and graph launches per repetition (bench.rs uses the same).
+GRAPH_KERNELS, GRAPH_LAUNCHES = 100, 100
+# The pool row: bytes per allocation and allocations per repetition.
+POOL_BYTES, POOL_ITERS = 1 << 20, 10_000
 
 # numba.cuda once loaded: the numba kernels below name it as a module global, the form numba
 # (and its simulator) resolve for sure.
@@ -102,6 +109,12 @@ class Sizes:
             return "1 elem, 3 arrays"
         if work in ("compile_cold", "compile_cached"):
             return "new kernel"
+        if work == "compile_new_process":
+            return "cached kernel"
+        if work == "graph":
+            return "%d kernels, 32 elem" % GRAPH_KERNELS
+        if work == "pool":
+            return size_bytes(POOL_BYTES)
         if work.startswith("h2d") or work.startswith("d2h"):
             return size_bytes(self.xfer * 4)
         return size_1d(self.n, "f32")
@@ -1114,6 +1127,109 @@ def w_transfers(r):
         r.free_all()
 
 
+def w_graph(r):
+    """A chain of GRAPH_KERNELS tiny kernels (out += x on 32 elements) captured into a CUDA
+    graph, the graph launched GRAPH_LAUNCHES times then one synchronize: time per kernel."""
+    reps = max(r.reps, 20)
+
+    def timed(launch, sync, check):
+        for _ in range(10):
+            launch()
+        sync()
+        out = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            for _ in range(GRAPH_LAUNCHES):
+                launch()
+            sync()
+            out.append((time.perf_counter() - t) * 1e3 / (GRAPH_LAUNCHES * GRAPH_KERNELS))
+        check((10 + reps * GRAPH_LAUNCHES) * GRAPH_KERNELS)
+        return out
+
+    def torch_():
+        lib = r.lib_for("torch")
+        t = lib.t
+        x = t.ones(32, device="cuda")
+        out = t.zeros(32, device="cuda")
+        side = t.cuda.Stream()
+        side.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(side):  # warm-up on a side stream, as torch's docs ask
+            for _ in range(3):
+                out.add_(x)
+        t.cuda.current_stream().wait_stream(side)
+        g = t.cuda.CUDAGraph()
+        with t.cuda.graph(g):
+            for _ in range(GRAPH_KERNELS):
+                out.add_(x)
+        out.zero_()
+
+        def check(n):
+            got = out.cpu()
+            if not bool((got == n).all()):
+                raise AssertionError("graph: got %r, want %d" % (got[0].item(), n))
+
+        return timed(g.replay, lib.sync, check), "torch.cuda.CUDAGraph of out.add_(x), replay()"
+
+    r.peer("graph", "torch", "torch.cuda.graph capture, CUDAGraph.replay", torch_, unit="us")
+
+    def cupy_():
+        lib = r.lib_for("cupy")
+        cp = lib.cp
+        x = cp.ones(32, dtype=cp.float32)
+        out = cp.zeros(32, dtype=cp.float32)
+        k = cp.ElementwiseKernel("float32 x", "float32 y", "y += x", "bench_graph_inc_peer")
+        k(x, out)
+        s = cp.cuda.Stream(non_blocking=True)
+        with s:
+            s.begin_capture()
+            for _ in range(GRAPH_KERNELS):
+                k(x, out)
+            g = s.end_capture()
+        lib.sync()
+        out.fill(0)
+        lib.sync()
+
+        def check(n):
+            got = cp.asnumpy(out)
+            if not (got == n).all():
+                raise AssertionError("graph: got %r, want %d" % (got[0], n))
+
+        return timed(lambda: g.launch(s), s.synchronize, check), "cupy Stream.begin_capture/end_capture, Graph.launch"
+
+    r.peer("graph", "cupy", "Stream.begin_capture of an ElementwiseKernel, Graph.launch", cupy_, unit="us")
+
+
+def w_pool(r):
+    """Allocation and free of POOL_BYTES, POOL_ITERS times then one synchronize: time per
+    pair, through each library's caching allocator / memory pool."""
+    reps = max(r.reps, 5)
+
+    def timed(alloc, sync):
+        def run():
+            t = time.perf_counter()
+            for _ in range(POOL_ITERS):
+                a = alloc()
+                del a
+            sync()
+            return (time.perf_counter() - t) * 1e3 / POOL_ITERS
+        run()
+        return [run() for _ in range(reps)]
+
+    def torch_():
+        lib = r.lib_for("torch")
+        t = lib.t
+        return timed(lambda: t.empty(POOL_BYTES, dtype=t.uint8, device="cuda"), lib.sync), "caching allocator"
+
+    r.peer("pool", "torch", "torch.empty(1 MiB, uint8) + del", torch_, unit="us")
+
+    def cupy_():
+        lib = r.lib_for("cupy")
+        cp = lib.cp
+        return timed(lambda: cp.empty(POOL_BYTES, dtype=cp.uint8), lib.sync), "default memory pool"
+
+    r.peer("pool", "cupy", "cupy.empty(1 MiB, uint8) + del", cupy_, unit="us")
+
+
 RUNNERS = [
     (("copy",), w_copy),
     (("add",), w_add),
@@ -1125,6 +1241,8 @@ RUNNERS = [
     (("row_sum", "col_sum"), w_axis_sums),
     (("launch",), w_launch),
     (("compile_cold", "compile_cached"), w_compile),
+    (("graph",), w_graph),
+    (("pool",), w_pool),
     (("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"), w_transfers),
 ]
 

@@ -104,7 +104,9 @@ pub(super) fn slot_sizes(ir: &FunctionIr) -> Vec<usize> {
     for p in &ir.params {
         match p {
             Param::Scalar(t) => sizes.push(t.size()),
-            Param::Array { ndim, .. } => sizes.extend(std::iter::repeat_n(8, 1 + *ndim as usize)),
+            Param::Array { ndim, .. } => {
+                sizes.extend(std::iter::repeat(8).take(1 + *ndim as usize))
+            }
         }
     }
     sizes
