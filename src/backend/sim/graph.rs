@@ -84,8 +84,9 @@ impl Drop for GraphMemory {
 #[derive(Clone)]
 pub(super) struct SimGraph {
     pub nodes: Vec<Node>,
-    /// Kept for the graph's launches; freed when the last holder goes.
-    pub _memory: Arc<GraphMemory>,
+    /// Kept for the graph's launches (an updated instantiated graph holds every graph's it
+    /// took nodes from); freed when the last holder goes.
+    pub memory: Vec<Arc<GraphMemory>>,
 }
 
 /// Captures in progress, graphs and instantiated graphs.

@@ -1043,7 +1043,7 @@ impl Backend for Simulator {
         let h = self.handles.lock().make();
         let graph = graph::SimGraph {
             nodes,
-            _memory: Arc::new(graph::GraphMemory(memory)),
+            memory: vec![Arc::new(graph::GraphMemory(memory))],
         };
         self.graphs.lock().graphs.insert(h, graph);
         Ok(graph::graph_handle(h))
@@ -1155,6 +1155,7 @@ impl Backend for Simulator {
             return Ok(Some(why));
         }
         exec.nodes = new.nodes;
+        exec.memory.extend(new.memory);
         Ok(None)
     }
 
