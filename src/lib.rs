@@ -58,7 +58,7 @@ pub use context::{
 };
 pub use error::{take_drop_errors, DriverCode, Error, FaultKind, LoadError, Result};
 pub use event::{elapsed_ms, Event};
-pub use graph::{Graph, GraphExec};
+pub use graph::{Graph, GraphExec, GraphNode};
 pub use memory::{
     AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
     HostSource, ManagedBuffer, MappedHostBuffer, MemPool, PinnedHostBuffer, PoolStats,

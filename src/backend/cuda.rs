@@ -770,6 +770,127 @@ impl Backend for CudaDriver {
         unsafe { drv!(cuGraphDestroy(g)) }
     }
 
+    fn graph_create(&self) -> Result<sys::CUgraph> {
+        let mut g = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; flags must be 0.
+        unsafe { drv!(cuGraphCreate(&mut g, 0)) }?;
+        Ok(g)
+    }
+
+    unsafe fn graph_add_kernel(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        params: *mut *mut c_void,
+    ) -> Result<sys::CUgraphNode> {
+        let p = sys::CUDA_KERNEL_NODE_PARAMS {
+            func: f,
+            gridDimX: grid[0],
+            gridDimY: grid[1],
+            gridDimZ: grid[2],
+            blockDimX: block[0],
+            blockDimY: block[1],
+            blockDimZ: block[2],
+            sharedMemBytes: shared_mem_bytes,
+            kernelParams: params,
+            ..Default::default()
+        };
+        let mut node = std::ptr::null_mut();
+        // SAFETY: live handles; `params` holds the kernel's parameter slots (the driver copies
+        // them); `deps` are nodes of `g`.
+        unsafe {
+            drv!(cuGraphAddKernelNode_v2(
+                &mut node,
+                g,
+                deps.as_ptr(),
+                deps.len(),
+                &p
+            ))
+        }?;
+        Ok(node)
+    }
+
+    unsafe fn graph_add_copy(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<sys::CUgraphNode> {
+        // SAFETY: CUDA_MEMCPY3D is plain data; all zero is its documented starting point.
+        let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+        p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        p.srcDevice = src;
+        p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        p.dstDevice = dst;
+        p.WidthInBytes = bytes;
+        p.Height = 1;
+        p.Depth = 1;
+        let ctx = self.ctx_get_current()?;
+        let mut node = std::ptr::null_mut();
+        // SAFETY: live handles; the ranges are the caller's; `deps` are nodes of `g`.
+        unsafe {
+            drv!(cuGraphAddMemcpyNode(
+                &mut node,
+                g,
+                deps.as_ptr(),
+                deps.len(),
+                &p,
+                ctx
+            ))
+        }?;
+        Ok(node)
+    }
+
+    unsafe fn graph_add_memset(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        bits: u32,
+        size: usize,
+        count: usize,
+    ) -> Result<sys::CUgraphNode> {
+        let p = sys::CUDA_MEMSET_NODE_PARAMS {
+            dst,
+            pitch: 0,
+            value: bits,
+            elementSize: size as u32,
+            width: count,
+            height: 1,
+        };
+        let ctx = self.ctx_get_current()?;
+        let mut node = std::ptr::null_mut();
+        // SAFETY: live handles; the range is the caller's; `deps` are nodes of `g`.
+        unsafe {
+            drv!(cuGraphAddMemsetNode(
+                &mut node,
+                g,
+                deps.as_ptr(),
+                deps.len(),
+                &p,
+                ctx
+            ))
+        }?;
+        Ok(node)
+    }
+
+    unsafe fn graph_add_empty(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+    ) -> Result<sys::CUgraphNode> {
+        let mut node = std::ptr::null_mut();
+        // SAFETY: a live graph; `deps` are nodes of it.
+        unsafe { drv!(cuGraphAddEmptyNode(&mut node, g, deps.as_ptr(), deps.len())) }?;
+        Ok(node)
+    }
+
     unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
         // SAFETY: the caller destroys its own instantiated graph once.
         unsafe { drv!(cuGraphExecDestroy(e)) }

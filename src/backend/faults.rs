@@ -566,6 +566,66 @@ impl Backend for FaultInjector {
         unsafe { self.inner.graph_destroy(g) }
     }
 
+    fn graph_create(&self) -> Result<sys::CUgraph> {
+        self.tick("graph_create")?;
+        self.inner.graph_create()
+    }
+
+    unsafe fn graph_add_kernel(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        params: *mut *mut c_void,
+    ) -> Result<sys::CUgraphNode> {
+        self.tick("graph_add_kernel")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe {
+            self.inner
+                .graph_add_kernel(g, deps, f, grid, block, shared_mem_bytes, params)
+        }
+    }
+
+    unsafe fn graph_add_copy(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<sys::CUgraphNode> {
+        self.tick("graph_add_copy")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_add_copy(g, deps, dst, src, bytes) }
+    }
+
+    unsafe fn graph_add_memset(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        bits: u32,
+        size: usize,
+        count: usize,
+    ) -> Result<sys::CUgraphNode> {
+        self.tick("graph_add_memset")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_add_memset(g, deps, dst, bits, size, count) }
+    }
+
+    unsafe fn graph_add_empty(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+    ) -> Result<sys::CUgraphNode> {
+        self.tick("graph_add_empty")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.graph_add_empty(g, deps) }
+    }
+
     unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
         self.tick("graph_exec_destroy")?;
         // SAFETY: the caller's contract, passed on.

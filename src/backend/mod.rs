@@ -278,6 +278,45 @@ pub(crate) trait Backend: Send + Sync {
         g: sys::CUgraph,
     ) -> Result<Option<String>>;
     unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()>;
+    /// An empty graph, for building by hand.
+    fn graph_create(&self) -> Result<sys::CUgraph>;
+    /// Adds a kernel node after `deps`; the parameters are copied.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn graph_add_kernel(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        params: *mut *mut c_void,
+    ) -> Result<sys::CUgraphNode>;
+    /// Adds a device-to-device copy of `bytes` bytes after `deps`.
+    unsafe fn graph_add_copy(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<sys::CUgraphNode>;
+    /// Adds a fill of `count` elements of `size` (1, 2 or 4) bytes with `bits` after `deps`.
+    unsafe fn graph_add_memset(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        bits: u32,
+        size: usize,
+        count: usize,
+    ) -> Result<sys::CUgraphNode>;
+    /// Adds a node that does nothing (a join point) after `deps`.
+    unsafe fn graph_add_empty(
+        &self,
+        g: sys::CUgraph,
+        deps: &[sys::CUgraphNode],
+    ) -> Result<sys::CUgraphNode>;
     unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()>;
 
     // Profiler.

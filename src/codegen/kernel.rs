@@ -16,6 +16,7 @@ use super::signature::{ArgBuffer, KernelParams, LaunchArgs};
 use crate::backend::backend;
 use crate::context::{Context, Device};
 use crate::error::{Error, Result};
+use crate::graph::{Graph, GraphNode};
 use crate::module::{Function, LaunchConfig};
 use crate::stream::Stream;
 
@@ -255,6 +256,43 @@ impl<P: KernelParams> Kernel<P> {
         args: A,
     ) -> Result<()> {
         self.launch_with(stream, config, |buf| args.push_all(buf))
+    }
+
+    /// Adds a launch of the kernel to a graph built by hand ([`Graph::new`]), run after `deps`:
+    /// the arguments' values are copied into the node now (their arrays must outlive the
+    /// graph's launches). Checked as [`Kernel::launch`] is.
+    pub fn add_to_graph<A: LaunchArgs<P>>(
+        &self,
+        graph: &mut Graph,
+        config: LaunchConfig,
+        args: A,
+        deps: &[GraphNode],
+    ) -> Result<GraphNode> {
+        let ctx = graph.context().clone();
+        let f = self.loaded_function(&ctx)?;
+        config.validate(f)?;
+        let mut buf = ArgBuffer::new(&ctx, &self.inner.align);
+        args.push_all(&mut buf)?;
+        ctx.bind()?;
+        let (g, b) = (config.grid, config.block);
+        let deps = crate::graph::raw_deps(deps);
+        let node = buf.with_params(|params| {
+            // SAFETY: the parameter slots were pushed in the order and with the types of the
+            // kernel's IR parameters (fixed by `P`), each array belongs to the graph's
+            // context; the driver copies them.
+            unsafe {
+                backend().graph_add_kernel(
+                    graph.raw(),
+                    &deps,
+                    f.raw(),
+                    [g.x, g.y, g.z],
+                    [b.x, b.y, b.z],
+                    config.shared_mem_bytes,
+                    params,
+                )
+            }
+        })?;
+        Ok(GraphNode(node))
     }
 
     /// Launches with arguments pushed by `push` (for kernels whose parameters were declared by

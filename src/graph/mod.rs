@@ -38,8 +38,11 @@
 //! the `unsafe` on [`GraphExec::launch`]). Arrays dropped during the capture are kept for the
 //! graph and freed with it.
 
+mod build;
 mod capture;
 
+pub(crate) use build::raw_deps;
+pub use build::GraphNode;
 pub(crate) use capture::{capturing, defer_free, keep_alive, refuse};
 
 use std::fmt;

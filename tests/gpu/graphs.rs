@@ -291,3 +291,50 @@ fn arrays_dropped_during_the_capture_live_as_long_as_the_graph() {
     s.synchronize().unwrap();
     assert!(cudajit::take_drop_errors().is_empty());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_built_by_hand_runs_its_nodes_in_dependency_order() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = add_scaled();
+    let n = 3001;
+    let mut rng = Rng::new();
+    let x = special_f32(&mut rng, n);
+    let dx = s.to_device(&x).unwrap();
+    let mut y = s.to_device(&special_f32(&mut rng, n)).unwrap();
+    let mut z = s.to_device(&special_f32(&mut rng, n)).unwrap();
+    let mut w = s.zeros::<u16, _>(n).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n, 128).unwrap();
+    let mut g = cudajit::Graph::new(&c).unwrap();
+    let fill = g.add_fill(&mut y, -0.0f32, &[]).unwrap();
+    let fill16 = g.add_fill(&mut w, 0xbeefu16, &[]).unwrap();
+    let k1 = k
+        .add_to_graph(&mut g, cfg, (&mut y, &dx, 2.0), &[fill])
+        .unwrap();
+    let k2 = k
+        .add_to_graph(&mut g, cfg, (&mut y, &dx, 0.5), &[k1])
+        .unwrap();
+    let join = g.add_empty(&[k2, fill16]).unwrap();
+    g.add_copy(&y, &mut z, &[join]).unwrap();
+    assert_eq!(g.node_count().unwrap(), 6);
+    let exec = g.instantiate().unwrap();
+    for _ in 0..2 {
+        // SAFETY: every array outlives the launches.
+        unsafe { exec.launch(&s) }.unwrap();
+    }
+    let want: Vec<f32> = x.iter().map(|&v| -0.0f32 + v * 2.0 + v * 0.5).collect();
+    check(&y.to_vec_async(&s).unwrap(), &want, "y");
+    check(
+        &z.to_vec_async(&s).unwrap(),
+        &want,
+        "z (copied after the join)",
+    );
+    assert_eq!(w.to_vec_async(&s).unwrap(), vec![0xbeefu16; n]);
+    // Misuse: lengths that differ, an 8-byte value with unequal halves.
+    let short = s.zeros::<f32, _>(3).unwrap();
+    assert!(g.add_copy(&short, &mut z, &[]).is_err());
+    let mut d = s.zeros::<f64, _>(4).unwrap();
+    assert!(g.add_fill(&mut d, 1.5f64, &[]).is_err());
+    assert!(g.add_fill(&mut d, 0.0f64, &[]).is_ok());
+}

@@ -51,6 +51,8 @@ pub(super) enum Node {
     EventRecord {
         e: usize,
     },
+    /// A node that does nothing (a join point of a graph built by hand).
+    Empty,
 }
 
 impl Node {
@@ -62,6 +64,7 @@ impl Node {
             Node::Memset { .. } => "memset",
             Node::HostFn { .. } => "host function",
             Node::EventRecord { .. } => "event record",
+            Node::Empty => "empty",
         }
     }
 }

@@ -193,6 +193,19 @@ impl Simulator {
         }
     }
 
+    /// Appends `node` to graph `g` (nodes run in the order added, which respects every
+    /// dependency, since a node's dependencies exist before it); its handle.
+    fn add_node(&self, g: sys::CUgraph, node: graph::Node) -> Result<sys::CUgraphNode> {
+        let h = self.handles.lock().make();
+        let mut graphs = self.graphs.lock();
+        let graph = graphs
+            .graphs
+            .get_mut(&(g as usize))
+            .ok_or_else(|| bad_handle("cuGraphAdd*Node"))?;
+        graph.nodes.push(node);
+        Ok(h as sys::CUgraphNode)
+    }
+
     fn check_range(&self, ptr: u64, bytes: usize, call: &'static str) -> Result<()> {
         if bytes == 0 || self.mem.lock().find(ptr, bytes as u64).is_some() {
             Ok(())
@@ -1131,6 +1144,7 @@ impl Backend for Simulator {
                 graph::Node::EventRecord { e } => {
                     unsafe { self.event_record(e as sys::CUevent, s) }?
                 }
+                graph::Node::Empty => {}
             }
         }
         Ok(())
@@ -1165,6 +1179,84 @@ impl Backend for Simulator {
         removed
             .map(drop)
             .ok_or_else(|| bad_handle("cuGraphDestroy"))
+    }
+
+    fn graph_create(&self) -> Result<sys::CUgraph> {
+        let h = self.handles.lock().make();
+        let graph = graph::SimGraph {
+            nodes: Vec::new(),
+            memory: Vec::new(),
+        };
+        self.graphs.lock().graphs.insert(h, graph);
+        Ok(graph::graph_handle(h))
+    }
+
+    unsafe fn graph_add_kernel(
+        &self,
+        g: sys::CUgraph,
+        _deps: &[sys::CUgraphNode],
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        params: *mut *mut c_void,
+    ) -> Result<sys::CUgraphNode> {
+        let ir = self.func(f, "cuGraphAddKernelNode_v2", |st| st.ir.clone())?;
+        // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
+        let slots = unsafe { graph::read_slots(&graph::slot_sizes(&ir), params) };
+        self.add_node(
+            g,
+            graph::Node::Kernel {
+                f: f as usize,
+                grid,
+                block,
+                shared: shared_mem_bytes,
+                slots,
+            },
+        )
+    }
+
+    unsafe fn graph_add_copy(
+        &self,
+        g: sys::CUgraph,
+        _deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<sys::CUgraphNode> {
+        self.check_range(src, bytes, "cuGraphAddMemcpyNode")?;
+        self.check_range(dst, bytes, "cuGraphAddMemcpyNode")?;
+        self.add_node(g, graph::Node::DtoD { dst, src, bytes })
+    }
+
+    unsafe fn graph_add_memset(
+        &self,
+        g: sys::CUgraph,
+        _deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        bits: u32,
+        size: usize,
+        count: usize,
+    ) -> Result<sys::CUgraphNode> {
+        self.check_range(dst, size * count, "cuGraphAddMemsetNode")?;
+        self.add_node(
+            g,
+            graph::Node::Memset {
+                dst,
+                bits,
+                size,
+                count,
+                pitch: size,
+            },
+        )
+    }
+
+    unsafe fn graph_add_empty(
+        &self,
+        g: sys::CUgraph,
+        _deps: &[sys::CUgraphNode],
+    ) -> Result<sys::CUgraphNode> {
+        self.add_node(g, graph::Node::Empty)
     }
 
     unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
