@@ -71,12 +71,23 @@ impl Device {
     }
 
     /// Compute capability as (major, minor), e.g. (9, 0).
+    /// Read from the driver once per device and process (it cannot change).
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
+        /// Devices whose compute capability is remembered.
+        const KEPT: usize = 64;
+        static CC: [std::sync::OnceLock<(u32, u32)>; KEPT] = [const { std::sync::OnceLock::new() }; KEPT];
+        if let Some(cc) = CC.get(self.ordinal()).and_then(std::sync::OnceLock::get) {
+            return Ok(*cc);
+        }
         let major =
             self.attribute(DeviceAttribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let minor =
             self.attribute(DeviceAttribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-        Ok((major as u32, minor as u32))
+        let cc = (major as u32, minor as u32);
+        if let Some(slot) = CC.get(self.ordinal()) {
+            let _ = slot.set(cc);
+        }
+        Ok(cc)
     }
 
     /// The device's UUID as the 16 raw bytes.

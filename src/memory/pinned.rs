@@ -171,6 +171,11 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     }
 
     fn mark_pending(&self, stream: &Stream) -> Result<()> {
+        if crate::graph::capturing() {
+            // A copy captured into a graph runs at the graph's launches, which the host
+            // orders itself (an event recorded in a capture cannot be waited for).
+            return Ok(());
+        }
         let ev = self.ctx.new_event_with(false, false)?;
         ev.record(stream)?;
         *self.pending.lock() = Some(ev);

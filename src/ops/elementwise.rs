@@ -368,8 +368,24 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             f: Arc::new(f),
             variants: Default::default(),
         };
-        ew.variant(0)?;
+        // Any variant finds a misuse of the builder in `f`; the widest contiguous one is what
+        // aligned arrays launch, so it is not recorded twice.
+        ew.variant(Self::widest_contiguous())?;
         Ok(ew)
+    }
+
+    /// The contiguous variant with the most lanes the element types allow.
+    fn widest_contiguous() -> usize {
+        let sizes = I::elem_sizes()
+            .into_iter()
+            .flatten()
+            .chain(O::elem_sizes())
+            .map(|s| (s, 0u64));
+        match vector_width(sizes) {
+            4 => 2,
+            2 => 1,
+            _ => 0,
+        }
     }
 
     /// The kernel for variant `v` (built on first use).
