@@ -75,7 +75,8 @@ impl Device {
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
         /// Devices whose compute capability is remembered.
         const KEPT: usize = 64;
-        static CC: [std::sync::OnceLock<(u32, u32)>; KEPT] = [const { std::sync::OnceLock::new() }; KEPT];
+        static CC: [std::sync::OnceLock<(u32, u32)>; KEPT] =
+            [const { std::sync::OnceLock::new() }; KEPT];
         if let Some(cc) = CC.get(self.ordinal()).and_then(std::sync::OnceLock::get) {
             return Ok(*cc);
         }

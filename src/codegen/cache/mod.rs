@@ -1,8 +1,8 @@
 //! The compile cache: PTX by a hash of everything that determines it, in memory (per process)
 //! and on disk (shared between processes and runs). See `docs/CACHE.md`.
 //!
-//! The key is the SHA-256 of: the kernel IR's `Debug` text (a canonical form for a given
-//! crate version: the IR is plain data in `Vec`s), the [`PtxOptions`], the crate version, the
+//! The key is the SHA-256 of: the kernel IR and the [`PtxOptions`] as their `Hash` byte stream
+//! (a canonical form for a given build: the IR is plain data in `Vec`s), the crate version, the
 //! LLVM version (built against and linked), a fingerprint of this build of the code generator
 //! (so a changed lowering never reuses stale PTX, even without a version bump), and the
 //! libdevice settings.
@@ -33,8 +33,9 @@ use disk::{DiskCache, Lookup, Stored};
 use hash::{hex, Sha256};
 use memory::MEMORY;
 
-/// Bumped whenever what goes into the key changes meaning.
-const KEY_FORMAT: u32 = 1;
+/// Bumped whenever what goes into the key changes meaning (2: the IR's `Hash` bytes, not its
+/// `Debug` text).
+const KEY_FORMAT: u32 = 2;
 
 /// What identifies this build of the code generator, beyond the crate version (which does
 /// not change while cudajit itself is being developed): a hash of the code generator's sources
@@ -82,18 +83,34 @@ impl Key {
 
 /// The key for compiling `ir` with `opts` in this build of cudajit and this environment.
 pub(crate) fn key_for(ir: &FunctionIr, opts: &PtxOptions) -> Key {
-    key_with(ir, opts, &libdevice_fingerprint())
+    key_with(ir, opts, libdevice_fingerprint())
 }
 
 /// What decides how math functions compile here (which libdevice file, or cudajit's own
-/// implementations), plus the libdevice environment variables.
-fn libdevice_fingerprint() -> String {
-    format!(
-        "{} no_libdevice={:?} libdevice={:?}",
-        super::math::cache_key(),
-        std::env::var_os("CUDAJIT_NO_LIBDEVICE"),
-        std::env::var_os("CUDAJIT_LIBDEVICE")
-    )
+/// implementations), plus the libdevice environment variables; read once per process.
+fn libdevice_fingerprint() -> &'static str {
+    static FP: OnceLock<String> = OnceLock::new();
+    FP.get_or_init(|| {
+        format!(
+            "{} no_libdevice={:?} libdevice={:?}",
+            super::math::cache_key(),
+            std::env::var_os("CUDAJIT_NO_LIBDEVICE"),
+            std::env::var_os("CUDAJIT_LIBDEVICE")
+        )
+    })
+}
+
+/// Collects a value's `Hash` byte stream (what `derive(Hash)` writes: the same bytes for equal
+/// values in one build), for the key's SHA-256.
+struct HashBytes(Vec<u8>);
+
+impl std::hash::Hasher for HashBytes {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+    fn finish(&self) -> u64 {
+        0
+    }
 }
 
 fn key_with(ir: &FunctionIr, opts: &PtxOptions, libdevice: &str) -> Key {
@@ -103,11 +120,15 @@ fn key_with(ir: &FunctionIr, opts: &PtxOptions, libdevice: &str) -> Key {
     let _ = write!(
         h,
         "cudajit-ptx-key {KEY_FORMAT}\ncrate {}\nllvm {} {ma}.{mi}.{pa}\nbuild {}\n\
-         libdevice {libdevice}\noptions {opts:?}\nir {ir:?}",
+         libdevice {libdevice}\n",
         disk::VERSION,
         option_env!("CUDAJIT_LLVM_VERSION").unwrap_or("unknown"),
         build_fingerprint(),
     );
+    let mut bytes = HashBytes(Vec::with_capacity(2048));
+    std::hash::Hash::hash(opts, &mut bytes);
+    std::hash::Hash::hash(ir, &mut bytes);
+    h.update(&bytes.0);
     Key(h.finish())
 }
 
