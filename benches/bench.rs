@@ -55,6 +55,8 @@ const WORKS: &[&str] = &[
     "argmax",
     "row_sum",
     "col_sum",
+    "scan",
+    "scan_i32",
     "launch",
     "compile_cold",
     "compile_cached",
@@ -679,6 +681,7 @@ impl Bench {
                 ],
                 Bench::library,
             ),
+            (&["scan", "scan_i32"], Bench::scans),
             (&["launch"], Bench::launch),
             (
                 &["compile_cold", "compile_cached", "compile_new_process"],
@@ -714,6 +717,7 @@ impl Bench {
         let s = &self.sizes;
         match work {
             "add_f64" => size_1d(s.n64, "f64"),
+            "scan_i32" => size_1d(s.n, "i32"),
             "bcast_add" | "row_sum" | "col_sum" => format!("{}x{} f32", s.mat, s.mat),
             "launch" => "1 elem, 3 arrays".into(),
             "compile_cold" | "compile_cached" => "new kernel".into(),
@@ -1194,6 +1198,75 @@ impl Bench {
             .times(&t)
             .bytes(bytes)
             .emit();
+        Ok(())
+    }
+
+    /// Inclusive prefix sums through `cudajit::ops::ScanOps::cumsum_into` (one kernel:
+    /// single pass, decoupled look-back): f32 in [0, 1) checked against a float64 prefix sum,
+    /// i32 in [-100, 100] checked exactly (wrapping; no wrap at these values).
+    fn scans(&self) -> Res<()> {
+        use cudajit::ops::ScanOps;
+        let s = &self.stream;
+        let n = self.sizes.n;
+        let variant = format!(
+            "cudajit::ops::ScanOps::cumsum_into, single pass, decoupled look-back, {} rows of 16-byte vectors per thread",
+            std::env::var("CUDAJIT_SCAN_TUNE").unwrap_or_else(|_| "4".into())
+        );
+        if self.opts.selected("scan") {
+            let hx = rand_f32(n, self.seed("scan/x"), 0.0, 1.0);
+            let x = self.upload(&hx)?;
+            let mut out = self.poisoned_f32(n)?;
+            self.c(x.cumsum_into(s, &mut out))?;
+            let got = self.c(out.to_vec_async(s))?;
+            let mut acc = 0f64;
+            let want: Vec<f64> = hx
+                .iter()
+                .map(|&v| {
+                    acc += v as f64;
+                    acc
+                })
+                .collect();
+            let rel = check("scan", n, |i| got[i] as f64, |i| want[i], 1e-4)?;
+            drop((got, want));
+            let t = self.time_gpu(|| x.cumsum_into(s, &mut out))?;
+            Rec::new("scan", &self.size_of("scan"))
+                .imp(LIB_IMPL)
+                .variant(variant.clone())
+                .times(&t)
+                .bytes(2 * n * 4)
+                .note(format!("relative error vs float64 {rel:.1e}"))
+                .emit();
+        }
+        if self.opts.selected("scan_i32") {
+            let hx: Vec<i32> = rand_f32(n, self.seed("scan_i32/x"), -100.0, 101.0)
+                .iter()
+                .map(|v| v.floor() as i32)
+                .collect();
+            let x = self.upload(&hx)?;
+            let mut out = self.c(self.ctx.alloc::<i32, _>(n))?;
+            self.c(out.fill_async(i32::MIN, s))?;
+            self.c(x.cumsum_into(s, &mut out))?;
+            let got = self.c(out.to_vec_async(s))?;
+            let mut acc = 0i32;
+            let bad = hx.iter().zip(&got).position(|(&v, &g)| {
+                acc = acc.wrapping_add(v);
+                g != acc
+            });
+            if let Some(i) = bad {
+                return Err(format!(
+                    "scan_i32: element {i} differs from the host's prefix sum"
+                ));
+            }
+            drop(got);
+            let t = self.time_gpu(|| x.cumsum_into(s, &mut out))?;
+            Rec::new("scan_i32", &self.size_of("scan_i32"))
+                .imp(LIB_IMPL)
+                .variant(variant)
+                .times(&t)
+                .bytes(2 * n * 4)
+                .note("exact")
+                .emit();
+        }
         Ok(())
     }
 

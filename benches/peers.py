@@ -40,6 +40,8 @@ WORKS = [
     "argmax",
     "row_sum",
     "col_sum",
+    "scan",
+    "scan_i32",
     "launch",
     "compile_cold",
     "compile_cached",
@@ -105,6 +107,8 @@ class Sizes:
             return size_1d(self.n64, "f64")
         if work in ("bcast_add", "row_sum", "col_sum"):
             return "%dx%d f32" % (self.mat, self.mat)
+        if work == "scan_i32":
+            return size_1d(self.n, "i32")
         if work == "launch":
             return "1 elem, 3 arrays"
         if work in ("compile_cold", "compile_cached"):
@@ -865,6 +869,57 @@ def w_axis_sums(r):
         r.free_all()
 
 
+def w_scans(r):
+    """Inclusive prefix sums of 2^28 f32 (uniform in [0, 1)) and i32 (in [-100, 100]), the
+    output of the input's type (torch and CuPy widen i32 to i64 unless told the dtype).
+    Checked: f32 against a float64 cumsum (relative error), i32 exactly against an int64
+    cumsum wrapped to 32 bits (no wrap happens for these values). numba has no scan."""
+    n = r.sizes.n
+    for work, dtype in (("scan", "float32"), ("scan_i32", "int32")):
+        if not r.selected(work):
+            continue
+        for impl, variant in (
+            ("torch", "torch.cumsum(x, 0, dtype=x.dtype, out=out)"),
+            ("cupy", "cupy.cumsum(x, dtype=x.dtype, out=out) (%s)" % _cupy_accel(r)),
+        ):
+
+            def body(impl=impl, dtype=dtype, work=work):
+                lib = r.lib_for(impl)
+                if dtype == "float32":
+                    x = lib.rand(n, 0.0, 1.0, r.next_seed())
+                else:
+                    x = lib.rand(n, -100.0, 101.0, r.next_seed()).floor()
+                    x = x.to(lib.t.int32) if impl == "torch" else x.astype(lib.cp.int32)
+                out = lib.nan(n) if dtype == "float32" else None
+                if impl == "torch":
+                    t = lib.t
+                    out = t.empty_like(x) if out is None else out
+                    fn = lambda: t.cumsum(x, 0, dtype=x.dtype, out=out)  # noqa: E731
+                    wide = lambda: t.cumsum(x.double() if dtype == "float32" else x.long(), 0)  # noqa: E731
+                else:
+                    cp = lib.cp
+                    out = cp.empty_like(x) if out is None else out
+                    fn = lambda: cp.cumsum(x, dtype=x.dtype, out=out)  # noqa: E731
+                    wide = lambda: cp.cumsum(  # noqa: E731
+                        x, dtype=cp.float64 if dtype == "float32" else cp.int64
+                    )
+                fn()
+                lib.sync()
+                if dtype == "float32":
+                    rel = check_close(lib, work, out, wide(), 1e-4)
+                    note = "relative error vs float64 %.1e" % rel
+                else:
+                    want = wide()
+                    bad = (out.long() != want) if impl == "torch" else (out.astype(lib.cp.int64) != want)
+                    if int(lib.item(bad.sum())) != 0:
+                        raise AssertionError("%s: %d elements differ from int64" % (work, int(lib.item(bad.sum()))))
+                    note = "exact"
+                return r.time(impl, fn), note
+
+            r.peer(work, impl, variant, body, 2 * n * 4)
+        r.free_all()
+
+
 def host_per_launch(fn, sync, n, reps=5):
     """Host time per launch: `n` launches then one synchronize, per repetition (ms)."""
     for _ in range(100):
@@ -1239,6 +1294,7 @@ RUNNERS = [
     (("bcast_add",), w_bcast_add),
     (("sum", "max", "argmax"), w_reductions),
     (("row_sum", "col_sum"), w_axis_sums),
+    (("scan", "scan_i32"), w_scans),
     (("launch",), w_launch),
     (("compile_cold", "compile_cached"), w_compile),
     (("graph",), w_graph),

@@ -222,3 +222,50 @@ fn warp_reduction_with_syncwarp_is_clean_and_exact() {
         .collect();
     assert_eq!(out.to_vec_async(&s).unwrap(), want);
 }
+
+/// Block `b` waits for block `b - 1`'s flag (read with `atomic_load`), then raises its own:
+/// blocks run in parallel on the host's threads and see each other's stores. With `fail`,
+/// block 0 writes out of bounds before it raises its flag.
+fn chained_flags(fail: bool) -> Kernel<(&'static mut [u32], &'static mut [u32])> {
+    let name = if fail { "chain_fail" } else { "chain_ok" };
+    Kernel::<(&mut [u32], &mut [u32])>::build(name, move |k, (flags, out)| {
+        let b = k.block_idx().x;
+        k.if_(k.thread_idx().x.eq(0u32), |k| {
+            k.if_(b.gt(0u32), |k| {
+                let waiting = k.var(true);
+                k.while_(
+                    |_| waiting.get(),
+                    |_| waiting.set(flags.atomic_load(b - 1u32).eq(0u32)),
+                );
+            });
+            k.if_(b.eq(0u32).and(fail), |_| out.set(out.len(), 1u32));
+            out.set(b, b + 1u32);
+            flags.atomic_exch(b, 1u32);
+        });
+    })
+    .unwrap()
+}
+
+#[test]
+fn blocks_waiting_for_each_other_see_stores_and_stop_when_one_faults() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let blocks = 64u32;
+    let mut flags = c.zeros::<u32, _>(blocks as usize).unwrap();
+    let mut out = c.zeros::<u32, _>(blocks as usize).unwrap();
+    chained_flags(false)
+        .launch(&s, LaunchConfig::new(blocks, 32), (&mut flags, &mut out))
+        .unwrap();
+    let want: Vec<u32> = (1..=blocks).collect();
+    assert_eq!(out.to_vec_async(&s).unwrap(), want);
+    // Block 0 faults before raising its flag: the blocks waiting for it stop, and the fault
+    // reported is block 0's, not a waiting block's.
+    flags.fill_async(0, &s).unwrap();
+    let r = chained_flags(true).launch(&s, LaunchConfig::new(blocks, 32), (&mut flags, &mut out));
+    let (kernel, kind, msg) = fault(r);
+    assert_eq!(
+        (kernel.as_str(), kind),
+        ("chain_fail", FaultKind::OutOfBounds)
+    );
+    assert!(msg.contains("block (0, 0, 0)"), "{msg}");
+}

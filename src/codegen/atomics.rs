@@ -40,6 +40,8 @@ pub(crate) enum AtomicKind {
     Dec,
     /// Compare-and-swap (bitwise for floats); `compare` holds the expected value.
     Cas,
+    /// A relaxed atomic load (no write; `value` is unused).
+    Load,
 }
 
 impl AtomicKind {
@@ -58,6 +60,7 @@ impl AtomicKind {
             AtomicKind::Inc => "atomic_inc",
             AtomicKind::Dec => "atomic_dec",
             AtomicKind::Cas => "atomic_cas",
+            AtomicKind::Load => "atomic_load",
         }
     }
 }
@@ -200,6 +203,18 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
         let (expected, new) = (expected.into(), new.into());
         record_atomic(self, AtomicKind::Cas, i, new, Some(expected))
     }
+
+    /// `a[i]`, read as one relaxed atomic access (an LLVM `load atomic monotonic`: PTX
+    /// `ld.volatile` or `ld.relaxed`), device-wide for global memory. Unlike [`at`](DArray::at)
+    /// it is never served from the multiprocessor's L1 cache, never merged with another read
+    /// and never hoisted out of a loop, so a loop that waits for another block's store (a flag
+    /// published with [`atomic_exch`](Self::atomic_exch) after a
+    /// [`threadfence`](super::KernelBuilder::threadfence)) sees it arrive. 64-bit elements are
+    /// read whole (no torn halves).
+    pub fn atomic_load(&self, i: impl Index) -> Expr<T> {
+        let i = i.to_index();
+        record_atomic(self, AtomicKind::Load, i, Expr::lit(T::from_bits(0)), None)
+    }
 }
 
 /// Bitwise atomics on integers.
@@ -267,6 +282,9 @@ pub(crate) fn lower_atomic<'c>(
         }
     };
     let ptr = lw.element_ptr(a.array, a.index)?;
+    if a.kind == AtomicKind::Load {
+        return atomic_load(lw, ptr, ty);
+    }
     let v = lw.v(a.value)?;
     let signed = ty.is_signed_int();
     if ty.is_float() {
@@ -296,7 +314,8 @@ pub(crate) fn lower_atomic<'c>(
             | AtomicKind::Or
             | AtomicKind::Xor
             | AtomicKind::Inc
-            | AtomicKind::Dec => Err(Error::Kernel {
+            | AtomicKind::Dec
+            | AtomicKind::Load => Err(Error::Kernel {
                 kernel: lw.f.name.clone(),
                 message: format!("`{}` needs an integer element type", a.kind.name()),
             }),
@@ -360,7 +379,28 @@ pub(crate) fn lower_atomic<'c>(
         // u64: LLVM expands these into a compare-and-swap loop with exactly CUDA's semantics.
         AtomicKind::Inc => rmw(lw, AtomicRMWBinOp::UIncWrap, x),
         AtomicKind::Dec => rmw(lw, AtomicRMWBinOp::UDecWrap, x),
+        AtomicKind::Load => atomic_load(lw, ptr, ty),
     }
+}
+
+/// A relaxed (`monotonic`) atomic load of a `ty` element, naturally aligned.
+fn atomic_load<'c>(
+    lw: &Lowerer<'c, '_>,
+    ptr: PointerValue<'c>,
+    ty: ScalarTy,
+) -> Result<BasicValueEnum<'c>> {
+    let v =
+        lw.b.build_load(reg_type(lw.ctx, ty), ptr, "")
+            .map_err(|e| gen_err(lw, e))?;
+    if let Some(inst) = v.as_instruction_value() {
+        let bad = |m: inkwell::values::InstructionValueError| Error::Kernel {
+            kernel: lw.f.name.clone(),
+            message: format!("internal code generation error (atomic load): {m}"),
+        };
+        inst.set_alignment(ty.size() as u32).map_err(bad)?;
+        inst.set_atomic_ordering(RELAXED).map_err(bad)?;
+    }
+    Ok(v)
 }
 
 fn int_type_for<'c>(lw: &Lowerer<'c, '_>, ty: ScalarTy) -> inkwell::types::IntType<'c> {

@@ -8,8 +8,10 @@ mod array_ops;
 mod broadcast;
 mod elementwise;
 mod reduce;
+mod scan;
 
 pub use array_ops::{arg_variants_ptx, ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
 pub use broadcast::broadcast_shapes;
 pub use elementwise::{Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Scalar};
 pub use reduce::Reduction;
+pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};

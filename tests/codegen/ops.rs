@@ -123,3 +123,48 @@ fn reduction_kernels_compile_and_vectorise() {
         }
     }
 }
+
+#[test]
+fn scan_kernels_compile_and_vectorise() {
+    use cudajit::codegen::select;
+    use cudajit::ops::Scan;
+    let sum = Scan::<f32>::new("cumsum_t", |a, b| a + b, -0.0).unwrap();
+    let sum64 = Scan::<i64>::new("cumsum64_t", |a, b| a + b, 0).unwrap();
+    let max =
+        Scan::<f64>::new("cummax_t", |a, b| select(a.gt(b), a, b), f64::NEG_INFINITY).unwrap();
+    for cc in TARGETS {
+        let opts = PtxOptions::for_cc(cc.0, cc.1);
+        for (name, ptx) in sum.variants_ptx(&opts).unwrap() {
+            let report = check_ptx(&ptx, cc, &name);
+            if name.ends_with("tiles_vec") {
+                assert!(ptx.contains("ld.global.nc.v4.f32"), "{ptx}");
+                assert!(ptx.contains("st.global.v4.f32"), "{ptx}");
+                // The ticket, the descriptors (one 64-bit word: value and flag), the look-back.
+                assert!(ptx.contains("atom.global.inc.u32"), "{ptx}");
+                assert!(ptx.contains("atom.global.exch.b64"), "{ptx}");
+                assert!(
+                    ptx.contains("ld.volatile.global.u64")
+                        || ptx.contains("ld.relaxed.sys.global.u64"),
+                    "{ptx}"
+                );
+                assert_eq!(report.spill_bytes, 0, "{name}: {}", report.log);
+            }
+        }
+        for (name, ptx) in sum64
+            .variants_ptx(&opts)
+            .unwrap()
+            .into_iter()
+            .chain(max.variants_ptx(&opts).unwrap())
+        {
+            check_ptx(&ptx, cc, &name);
+            if name.ends_with("tiles_vec") {
+                assert!(ptx.contains("ld.global.nc.v2"), "{ptx}");
+                // 8-byte values beside the flags, behind fences.
+                assert!(
+                    ptx.contains("membar.gl") || ptx.contains("fence.sc.gpu"),
+                    "{ptx}"
+                );
+            }
+        }
+    }
+}

@@ -19,5 +19,6 @@ mod ops;
 mod pinned;
 mod pool;
 mod profiler;
+mod scan;
 mod streams;
 mod warp;

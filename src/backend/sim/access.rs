@@ -451,9 +451,15 @@ impl Block<'_> {
             let idx = index_of(f, a.index, fr.regs[ib + t]);
             let v = fr.regs[vb + t];
             let c = cb.map_or(0, |cb| fr.regs[cb + t]);
-            let old = self.access(fr, a.array, tg, ty, t, idx, Access::Atomic, |old| {
-                Some(rmw(kind, ty, old, v, c))
-            })?;
+            // A relaxed load is one access whatever the size: a read (global memory is read
+            // through Rust atomics anyway).
+            let old = if kind == AtomicKind::Load {
+                self.access(fr, a.array, tg, ty, t, idx, Access::Read, |_| None)?
+            } else {
+                self.access(fr, a.array, tg, ty, t, idx, Access::Atomic, |old| {
+                    Some(rmw(kind, ty, old, v, c))
+                })?
+            };
             fr.regs[db + t] = old;
             Ok(())
         })
@@ -489,6 +495,7 @@ fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) -> u64 {
                         old
                     }
                 }
+                AtomicKind::Load => old,
             }
         }};
     }
@@ -511,7 +518,7 @@ fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) -> u64 {
                     }
                 }
                 AtomicKind::And | AtomicKind::Or | AtomicKind::Xor => old,
-                AtomicKind::Inc | AtomicKind::Dec => old,
+                AtomicKind::Inc | AtomicKind::Dec | AtomicKind::Load => old,
             }
         }};
     }

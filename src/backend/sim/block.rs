@@ -467,6 +467,12 @@ impl<'l> Block<'l> {
             if is_empty(&m, nw) {
                 break;
             }
+            // A loop may wait for a store by another block (a decoupled look-back waits for
+            // its predecessors' flags): when a block of the launch has faulted, that store
+            // may never come, so stop.
+            if self.l.abort.load(Ordering::Relaxed) {
+                return Err(Fault::stopped());
+            }
             self.run_stmts(fr, cond_stmts, m)?;
             let mut m = fr.live(&m, nw);
             let mut left = fr.loops[depth].0;

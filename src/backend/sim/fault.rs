@@ -9,6 +9,9 @@ use crate::error::FaultKind;
 pub(crate) struct Fault {
     pub kind: FaultKind,
     pub message: String,
+    /// The block stopped because another block of the launch faulted (it was waiting in a
+    /// loop, e.g. for a flag that block would have set): not a fault of its own.
+    pub stopped: bool,
 }
 
 impl Fault {
@@ -16,6 +19,18 @@ impl Fault {
         Fault {
             kind,
             message: message.into(),
+            stopped: false,
+        }
+    }
+
+    /// A block stopped in a loop because another block of its launch faulted.
+    pub(crate) fn stopped() -> Fault {
+        Fault {
+            stopped: true,
+            ..Fault::new(
+                FaultKind::Unsupported,
+                "stopped because another block of the launch faulted",
+            )
         }
     }
 

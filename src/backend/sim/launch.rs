@@ -137,7 +137,10 @@ impl<'a> Launch<'a> {
                 if let Err(f) = b.run(i) {
                     self.abort.store(true, Ordering::Relaxed);
                     let mut slot = first.lock();
-                    if slot.as_ref().map_or(true, |(j, _)| i < *j) {
+                    // A block that only stopped because another faulted never hides that
+                    // fault; among real faults the first block's is reported.
+                    let better = |(j, g): &(u64, Fault)| !f.stopped && (g.stopped || i < *j);
+                    if slot.as_ref().map_or(true, better) {
                         *slot = Some((i, f));
                     }
                     break;

@@ -1,0 +1,747 @@
+//! Scans (prefix sums): inclusive and exclusive scans with any associative operator, over a
+//! whole array or along one axis.
+//!
+//! A whole array is scanned in a single pass with a decoupled look-back (Merrill & Garland,
+//! "Single-pass Parallel Prefix Scan with Decoupled Look-back", 2016; CUB's `DeviceScan`):
+//! every block takes a ticket (an atomic counter, so that every tile before its own belongs
+//! to a block that has already started), loads its tile (a block-wide row of 16-byte vectors
+//! at a time, [`tuning`]'s rows per thread, all loads in flight at once), scans it (each
+//! thread its vectors, then warp shuffles over the threads' totals, then one warp over the
+//! warps' totals), publishes the tile's aggregate, looks back over its predecessors'
+//! descriptors a warp (32 tiles) at a time until it meets an inclusive prefix, publishes its
+//! own inclusive prefix, and writes its items. Every element is read once and written once.
+//!
+//! A descriptor is one `u64` status word per tile: for 4-byte types the value's bits in the
+//! low half and a flag in the high half (one atomic access carries both); for 8-byte types the
+//! flag alone, the values in two arrays beside it, published before the flag behind a fence.
+//! The flag holds the kind (aggregate or inclusive prefix) and the scan's epoch: the stream's
+//! scan space keeps an epoch counter that each scan advances (its last tile stores it after
+//! its look-back, by which time every tile has read it), so descriptors of earlier scans are
+//! stale without any clearing (see [`ScanSpace`]).
+//!
+//! Integers wrap (as Rust's `wrapping_add`), so integer scans, and any operator that is
+//! exactly associative, give the same bits every run. Floating-point addition is not
+//! associative and the look-back combines a tile's prefix from whichever predecessors have
+//! published theirs at that moment, so f32/f64 sums can differ in the last bits from run to
+//! run, as CUB's, CuPy's and torch's do. Sums of f32 accumulate in f32 (as CuPy and torch).
+
+use std::sync::{Arc, OnceLock};
+
+use ndarray::{Dimension, Ix1};
+
+use super::array_ops::OpsScalar;
+use super::reduce::{input, output, row_grid, scalar, AxisSplit};
+use crate::codegen::{select, Expr, Kernel, KernelBuilder, Num, FULL_MASK};
+use crate::error::{Error, Result};
+use crate::memory::scratch::ScanSpace;
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
+use crate::module::LaunchConfig;
+use crate::stream::Stream;
+
+type CombineFn<T> = dyn Fn(Expr<T>, Expr<T>) -> Expr<T> + Send + Sync;
+
+/// Threads per block of the scan kernels.
+const BLOCK: u32 = 256;
+/// Warps per block.
+const WARPS: usize = BLOCK as usize / 32;
+/// Epochs run from 1 to this, then start again at 1 (a zeroed word is never current).
+const EPOCH_MAX: u32 = (1 << 30) - 1;
+/// Descriptor kinds (the low two bits of a flag).
+const AGGREGATE: u32 = 1;
+const PREFIX: u32 = 2;
+
+/// Whether a scan includes each element in its own result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScanKind {
+    /// Element `i` of the result combines elements `0..=i` (NumPy's `cumsum`).
+    Inclusive,
+    /// Element `i` combines elements `0..i`; element 0 is the identity.
+    Exclusive,
+}
+
+/// Rows of 16-byte vectors each thread of a whole-array scan loads (4 by default: 16 f32 per
+/// thread, tiles of 4096 f32), or `CUDAJIT_SCAN_TUNE=R` (1 to 8; read once; for measuring).
+pub(super) fn tuning() -> usize {
+    static R: OnceLock<usize> = OnceLock::new();
+    *R.get_or_init(|| {
+        std::env::var("CUDAJIT_SCAN_TUNE")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|r| (1..=8).contains(r))
+            .unwrap_or(4)
+    })
+}
+
+/// The kernels of a scan, by index, and their name suffixes.
+const KERNELS: [&str; 4] = ["tiles", "tiles_vec", "rows", "cols"];
+const TILES: usize = 0;
+const TILES_VEC: usize = 1;
+const ROWS: usize = 2;
+const COLS: usize = 3;
+
+/// A scan (prefix combination) of elements of `T` with an associative `combine` and its
+/// `identity` (`combine(identity, x) == x == combine(x, identity)` for every `x`, bit for
+/// bit: it pads partial tiles and starts every prefix).
+///
+/// The operator needs to be associative, not commutative: results combine elements left to
+/// right (`combine(earlier, later)`), whatever the grouping. Inputs and outputs are
+/// contiguous; a whole array whose input and output are 16-byte aligned is read and written
+/// with vector accesses, others element by element.
+///
+/// ```no_run
+/// use cudajit::codegen::select;
+/// use cudajit::ops::{Scan, ScanKind};
+/// use cudajit::prelude::*;
+/// # fn main() -> cudajit::Result<()> {
+/// let ctx = Context::new(0)?;
+/// let s = ctx.new_stream()?;
+/// // A running maximum (NaN propagates).
+/// let cummax = Scan::<f32>::new("cummax", |a, b| select(a.gt(b).or(a.ne(a)), a, b), f32::NEG_INFINITY)?;
+/// let x = s.to_device(&[3.0f32, 1.0, 4.0, 1.0, 5.0])?;
+/// let y = cummax.scan(&s, &x, ScanKind::Inclusive)?;
+/// assert_eq!(y.to_vec_async(&s)?, [3.0, 3.0, 4.0, 4.0, 5.0]);
+/// # Ok(()) }
+/// ```
+pub struct Scan<T: Num> {
+    name: String,
+    combine: Arc<CombineFn<T>>,
+    identity: T,
+    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; KERNELS.len()],
+}
+
+impl<T: Num> Scan<T> {
+    /// A scan combining elements with `combine`, starting from `identity` (which the
+    /// exclusive scan gives first). `name` names the kernels.
+    pub fn new(
+        name: &str,
+        combine: impl Fn(Expr<T>, Expr<T>) -> Expr<T> + Send + Sync + 'static,
+        identity: T,
+    ) -> Result<Self> {
+        crate::codegen::check_kernel_name(name)?;
+        Ok(Scan {
+            name: name.to_string(),
+            combine: Arc::new(combine),
+            identity,
+            kernels: Default::default(),
+        })
+    }
+
+    fn kernel(&self, v: usize) -> Result<&Kernel<()>> {
+        let slot = &self.kernels[v];
+        if slot.get().is_none() {
+            let _ = slot.set(self.build(v));
+        }
+        match slot.get() {
+            Some(Ok(k)) => Ok(k),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(Error::usage("internal: scan kernel missing")),
+        }
+    }
+
+    fn build(&self, v: usize) -> Result<Kernel<()>> {
+        let (combine, id) = (self.combine.clone(), self.identity);
+        let name = format!("{}_{}", self.name, KERNELS[v]);
+        let rows = tuning();
+        Kernel::<()>::build(&name, move |k, ()| match v {
+            TILES => tiles::<T, 1>(k, &*combine, id, rows),
+            TILES_VEC if T::TY.size() == 8 => tiles::<T, 2>(k, &*combine, id, rows),
+            TILES_VEC => tiles::<T, 4>(k, &*combine, id, rows),
+            ROWS => scan_rows::<T>(k, &*combine, id),
+            _ => scan_cols::<T>(k, &*combine, id),
+        })
+    }
+
+    /// The PTX of every kernel of this scan (for tests and inspection).
+    pub fn variants_ptx(
+        &self,
+        options: &crate::codegen::PtxOptions,
+    ) -> Result<Vec<(String, String)>> {
+        (0..KERNELS.len())
+            .map(|v| {
+                let k = self.kernel(v)?;
+                Ok((k.name().to_string(), k.compile_ptx(options)?))
+            })
+            .collect()
+    }
+
+    /// Scans the whole array (flattened in C order) into a new 1-D array, ordered on
+    /// `stream` (the host does not wait).
+    pub fn scan<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        kind: ScanKind,
+    ) -> Result<DeviceArray<T>> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {}", self.name));
+        let out = DeviceArray::<T, _>::alloc_ordered(stream, Ix1(x.len()))?;
+        self.run_flat(stream, x, out.device_ptr(), kind)?;
+        Ok(out)
+    }
+
+    /// Scans the whole array (flattened in C order) into `out`, which has as many elements
+    /// (any shape), ordered on `stream`.
+    pub fn scan_into<X: DeviceSlice<T> + ?Sized, O: DeviceSliceMut<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        kind: ScanKind,
+        out: &mut O,
+    ) -> Result<()> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {}", self.name));
+        if out.len() != x.len() {
+            return Err(Error::Shape {
+                op: "scan_into (an output of as many elements as the input)",
+                expected: vec![x.len()],
+                actual: out.shape().to_vec(),
+            });
+        }
+        stream
+            .context()
+            .check_same(out.context(), "the output array")?;
+        self.run_flat(stream, x, out.device_ptr(), kind)
+    }
+
+    /// Scans along `axis` into a new array of `x`'s shape (NumPy's `cumsum(axis=...)` for a
+    /// sum).
+    pub fn scan_axis<D: Dimension, X: DeviceSlice<T, Dim = D> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        axis: usize,
+        kind: ScanKind,
+    ) -> Result<DeviceArray<T, D>> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {} axis {axis}", self.name));
+        let split = AxisSplit::new(&self.name, x.shape(), axis, true)?;
+        let out = DeviceArray::<T, D>::alloc_ordered(stream, x.dim().clone())?;
+        self.run_axis(stream, x, &split, out.device_ptr(), kind)?;
+        Ok(out)
+    }
+
+    /// Scans along `axis` into `out`, which has `x`'s shape.
+    pub fn scan_axis_into<X: DeviceSlice<T> + ?Sized, O: DeviceSliceMut<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        axis: usize,
+        kind: ScanKind,
+        out: &mut O,
+    ) -> Result<()> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {} axis {axis}", self.name));
+        let split = AxisSplit::new(&self.name, x.shape(), axis, true)?;
+        if out.shape() != x.shape() {
+            return Err(Error::Shape {
+                op: "scan_axis_into (an output of the input's shape)",
+                expected: x.shape().to_vec(),
+                actual: out.shape().to_vec(),
+            });
+        }
+        stream
+            .context()
+            .check_same(out.context(), "the output array")?;
+        self.run_axis(stream, x, &split, out.device_ptr(), kind)
+    }
+
+    /// Launches the scan along an axis of `x` (split as `split`), writing at `out`.
+    fn run_axis<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        split: &AxisSplit,
+        out: u64,
+        kind: ScanKind,
+    ) -> Result<()> {
+        let AxisSplit {
+            outer, r, inner, ..
+        } = *split;
+        if outer * r * inner == 0 {
+            return Ok(());
+        }
+        if outer == 1 && inner == 1 {
+            return self.run_flat(stream, x, out, kind);
+        }
+        let ctx = stream.context();
+        let excl = (kind == ScanKind::Exclusive) as u64;
+        let size = T::TY.size();
+        if inner == 1 {
+            // One block per row.
+            let k = self.kernel(ROWS)?;
+            for (first, rows, grid) in row_grid(outer) {
+                let at = (first * r * size) as u64;
+                k.launch_with(stream, LaunchConfig::new(grid, BLOCK), |buf| {
+                    buf.push_flat(x.context(), x.device_ptr() + at, rows * r)?;
+                    buf.push_flat(ctx, out + at, rows * r)?;
+                    buf.push_scalar(rows as u64)?;
+                    buf.push_scalar(r as u64)?;
+                    buf.push_scalar(excl)
+                })?;
+            }
+            return Ok(());
+        }
+        // One thread per lane through the axis, in coalesced steps.
+        let m = outer * inner;
+        let k = self.kernel(COLS)?;
+        k.launch_with(stream, LaunchConfig::for_num_elems(m, BLOCK)?, |buf| {
+            buf.push_flat(x.context(), x.device_ptr(), x.len())?;
+            buf.push_flat(ctx, out, x.len())?;
+            buf.push_scalar(outer as u64)?;
+            buf.push_scalar(r as u64)?;
+            buf.push_scalar(inner as u64)?;
+            buf.push_scalar(excl)
+        })
+    }
+
+    /// Launches the single-pass scan of all of `x`, writing at `out` (as many elements).
+    fn run_flat<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: u64,
+        kind: ScanKind,
+    ) -> Result<()> {
+        let n = x.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let ctx = stream.context();
+        let size = T::TY.size();
+        let vec_ok = x.device_ptr() % 16 == 0 && out % 16 == 0;
+        let width = if vec_ok { 16 / size } else { 1 };
+        let tile = BLOCK as usize * tuning() * width;
+        let tiles = n.div_ceil(tile);
+        let grid = u32::try_from(tiles)
+            .ok()
+            .filter(|&g| g < i32::MAX as u32)
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "{}: an array of {n} elements is too large to scan",
+                    self.name
+                ))
+            })?;
+        let k = self.kernel(if vec_ok { TILES_VEC } else { TILES })?;
+        let space = ScanSpace::new(stream, tiles)?;
+        let cap = space.tiles();
+        let r = k.launch_with(stream, LaunchConfig::new(grid, BLOCK), |buf| {
+            buf.push_flat(x.context(), x.device_ptr(), n)?;
+            buf.push_flat(ctx, out, n)?;
+            buf.push_flat(ctx, space.ctl(), 2)?;
+            buf.push_flat(ctx, space.status(), cap)?;
+            buf.push_flat(ctx, space.values(), 2 * cap * 8 / size)?;
+            buf.push_scalar(n as u64)?;
+            buf.push_scalar(cap as u64)?;
+            buf.push_scalar((kind == ScanKind::Exclusive) as u64)
+        });
+        if r.is_err() {
+            space.discard();
+        }
+        r
+    }
+}
+
+/// `v` scanned inclusively across the lanes of a (full) warp, in lane order.
+fn warp_scan<T: Num>(k: &KernelBuilder, v: Expr<T>, combine: &CombineFn<T>) -> Expr<T> {
+    let lane = k.lane_id();
+    let mut v = v;
+    for s in [1u32, 2, 4, 8, 16] {
+        let y = k.shfl_up_sync(FULL_MASK, v, s);
+        v = select(lane.ge(s), combine(y, v), v);
+    }
+    v
+}
+
+/// The exclusive form of a warp's inclusive scan `incl`: the previous lane's value, the
+/// identity in lane 0.
+fn warp_exclusive<T: Num>(k: &KernelBuilder, incl: Expr<T>, id: T) -> Expr<T> {
+    let prev = k.shfl_up_sync(FULL_MASK, incl, 1u32);
+    select(k.lane_id().eq(0u32), Expr::lit(id), prev)
+}
+
+/// The whole-array scan: one tile of `BLOCK * rows * W` elements per block, `W` elements per
+/// vector access (1: scalar accesses, for unaligned arrays).
+fn tiles<T: Num, const W: usize>(k: &KernelBuilder, combine: &CombineFn<T>, id: T, rows: usize) {
+    let (x, out, ctl, status, vals) = (
+        input::<T>(),
+        output::<T>(),
+        output::<u32>(),
+        output::<u64>(),
+        output::<T>(),
+    );
+    let (n, cap, excl) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
+    k.launch_bounds(BLOCK, 0);
+    let t = k.thread_idx().x;
+    let (lane, warp) = (k.lane_id(), t / 32u32);
+    let last = k.grid_dim().x - 1u32;
+    // The tile: a ticket, taken in the order blocks start (so every earlier tile's block is
+    // running or done: waiting for it cannot deadlock), and the scan's epoch.
+    let info = k.shared_array::<u32>(2);
+    k.if_(t.eq(0u32), |_| {
+        info.set(0u32, ctl.atomic_inc(0u32, last));
+        info.set(1u32, ctl.atomic_load(1u32));
+    });
+    k.syncthreads();
+    let tile = info.at(0u32);
+    let epoch = info.at(1u32);
+    let epoch = select(epoch.ge(EPOCH_MAX), 1u32, epoch + 1u32);
+    let per_tile = (BLOCK as usize * rows * W) as u64;
+    let start = tile.cast::<u64>() * per_tile;
+    let full = (start + per_tile).le(n);
+    // Element `i` of row `u` of this thread is element `first(u) + i` of the array.
+    let first = |u: usize| start + ((u as u64 * BLOCK as u64) + t.cast::<u64>()) * W as u64;
+    let items: Vec<[_; W]> = (0..rows)
+        .map(|_| std::array::from_fn(|_| k.var(id)))
+        .collect();
+    k.if_else(
+        full,
+        |_| {
+            for (u, row) in items.iter().enumerate() {
+                let lanes: [Expr<T>; W] = x.load_lanes::<W>(first(u) / W as u64);
+                row.iter().zip(lanes).for_each(|(v, l)| v.set(l));
+            }
+        },
+        |_| {
+            for (u, row) in items.iter().enumerate() {
+                for (i, v) in row.iter().enumerate() {
+                    let j = first(u) + i as u64;
+                    v.set(select(j.lt(n), x.at(j.min(n - 1u64)), Expr::lit(id)));
+                }
+            }
+        },
+    );
+    // Each thread's rows scanned, then the threads' row totals across each warp.
+    let local: Vec<Vec<Expr<T>>> = items
+        .iter()
+        .map(|row| {
+            let mut acc = row[0].get();
+            let mut out = vec![acc];
+            for v in &row[1..] {
+                acc = combine(acc, v.get());
+                out.push(acc);
+            }
+            out
+        })
+        .collect();
+    let slots = rows * WARPS;
+    let sums = k.shared_array::<T>(slots);
+    let pref = k.shared_array::<T>(slots);
+    let warp_excl: Vec<Expr<T>> = local
+        .iter()
+        .enumerate()
+        .map(|(u, row)| {
+            let incl = warp_scan(k, row[W - 1], combine);
+            let slot = warp + (u * WARPS) as u32;
+            k.if_(lane.eq(31u32), |_| sums.set(slot, incl));
+            warp_exclusive(k, incl, id)
+        })
+        .collect();
+    k.syncthreads();
+    // The first warp scans the (row, warp) slots in order, publishes the tile's aggregate,
+    // looks back for the tile's prefix, and gives every slot its prefix.
+    k.if_(warp.eq(0u32), |k| {
+        let per_lane = slots.div_ceil(32);
+        let mut parts = Vec::with_capacity(per_lane);
+        let mut acc = Expr::lit(id);
+        for j in 0..per_lane {
+            let slot = lane * per_lane as u32 + j as u32;
+            let v = select(
+                slot.lt(slots as u32),
+                sums.at(slot.min(slots as u32 - 1)),
+                Expr::lit(id),
+            );
+            acc = if j == 0 { v } else { combine(acc, v) };
+            parts.push(acc);
+        }
+        let incl = warp_scan(k, acc, combine);
+        let lane_excl = warp_exclusive(k, incl, id);
+        let aggregate = k.shfl_sync(FULL_MASK, incl, 31u32);
+        let publish = Publish {
+            status,
+            vals,
+            cap,
+            tile,
+            epoch,
+        };
+        k.if_(lane.eq(0u32), |k| {
+            let kind = select(tile.eq(0u32), PREFIX, AGGREGATE);
+            publish.store(k, kind, aggregate);
+        });
+        let prefix = k.var(id);
+        k.if_(tile.gt(0u32), |k| {
+            prefix.set(look_back(k, &publish, combine, id));
+            k.if_(lane.eq(0u32), |k| {
+                publish.store(k, Expr::lit(PREFIX), combine(prefix.get(), aggregate))
+            });
+        });
+        // The last tile's look-back has seen every tile publish, after each read the epoch.
+        k.if_(lane.eq(0u32).and(tile.eq(last)), |k| {
+            k.threadfence();
+            ctl.atomic_exch(1u32, epoch);
+        });
+        let base = combine(prefix.get(), lane_excl);
+        for j in 0..per_lane {
+            let slot = lane * per_lane as u32 + j as u32;
+            let before = if j == 0 {
+                base
+            } else {
+                combine(base, parts[j - 1])
+            };
+            k.if_(slot.lt(slots as u32), |_| pref.set(slot, before));
+        }
+    });
+    k.syncthreads();
+    // Every element: the tile's prefix up to this thread's row, then the row so far.
+    let exclusive = excl.ne(0u64);
+    let results: Vec<[Expr<T>; W]> = local
+        .iter()
+        .enumerate()
+        .map(|(u, row)| {
+            let p = combine(pref.at(warp + (u * WARPS) as u32), warp_excl[u]);
+            std::array::from_fn(|i| {
+                let prev = if i == 0 { Expr::lit(id) } else { row[i - 1] };
+                combine(p, select(exclusive, prev, row[i]))
+            })
+        })
+        .collect();
+    k.if_else(
+        full,
+        |_| {
+            for (u, r) in results.iter().enumerate() {
+                out.store_lanes::<W>(first(u) / W as u64, *r);
+            }
+        },
+        |k| {
+            for (u, r) in results.iter().enumerate() {
+                for (i, v) in r.iter().enumerate() {
+                    let j = first(u) + i as u64;
+                    k.if_(j.lt(n), |_| out.set(j, *v));
+                }
+            }
+        },
+    );
+}
+
+/// Where a tile publishes its descriptor.
+struct Publish<T: Num> {
+    status: crate::codegen::SliceMut<u64>,
+    vals: crate::codegen::SliceMut<T>,
+    cap: Expr<u64>,
+    tile: Expr<u32>,
+    epoch: Expr<u32>,
+}
+
+impl<T: Num> Publish<T> {
+    /// Publishes `value` as this tile's descriptor of `kind` (one thread).
+    fn store(&self, k: &KernelBuilder, kind: Expr<u32>, value: Expr<T>) {
+        let flag = ((self.epoch << 2u32) | kind).cast::<u64>() << 32u64;
+        if T::TY.size() == 4 {
+            let bits = value.bitcast::<u32>().cast::<u64>();
+            self.status.atomic_exch(self.tile, flag | bits);
+        } else {
+            let at = self.tile.cast::<u64>() + select(kind.eq(PREFIX), self.cap, 0u64);
+            self.vals.set(at, value);
+            k.threadfence();
+            self.status.atomic_exch(self.tile, flag);
+        }
+    }
+}
+
+/// The combination of every tile before this one (`tile > 0`), read by the whole first warp
+/// from its predecessors' descriptors, 32 tiles at a time (lane `l` reads tile `base - l`),
+/// waiting until each has published, up to the nearest inclusive prefix.
+fn look_back<T: Num>(k: &KernelBuilder, p: &Publish<T>, combine: &CombineFn<T>, id: T) -> Expr<T> {
+    let lane = k.lane_id();
+    let prefix = k.var(id);
+    let base = k.var(p.tile.cast::<i64>() - 1i64);
+    let more = k.var(true);
+    k.while_(
+        |_| more.get(),
+        |k| {
+            let j = base.get() - lane.cast::<i64>();
+            let at = j.max(0i64);
+            let word = k.var(0u64);
+            let waiting = k.var(true);
+            k.while_(
+                |_| waiting.get(),
+                |k| {
+                    let w = p.status.atomic_load(at);
+                    word.set(w);
+                    let flag = (w >> 32u64).cast::<u32>();
+                    let ready = (flag >> 2u32).eq(p.epoch).or(j.lt(0i64));
+                    waiting.set(k.any_sync(FULL_MASK, !ready));
+                },
+            );
+            let flag = (word.get() >> 32u64).cast::<u32>();
+            let is_prefix = (flag & 3u32).eq(PREFIX).or(j.lt(0i64));
+            let v = if T::TY.size() == 4 {
+                word.get().cast::<u32>().bitcast::<T>()
+            } else {
+                // The value was stored before the flag, behind a fence.
+                k.threadfence();
+                let i = at.cast::<u64>() + select(is_prefix, p.cap, 0u64);
+                p.vals.atomic_load(i)
+            };
+            // Lanes up to the nearest inclusive prefix (the lowest lane that has one) count.
+            let prefixes = k.ballot_sync(FULL_MASK, is_prefix);
+            let nearest = select(prefixes.ne(0u32), prefixes.ffs() - 1u32, 31u32);
+            let v = select(lane.le(nearest).and(j.ge(0i64)), v, Expr::lit(id));
+            // Combined in tile order: higher lanes hold earlier tiles.
+            let mut r = v;
+            for s in [1u32, 2, 4, 8, 16] {
+                r = combine(k.shfl_down_sync(FULL_MASK, r, s), r);
+            }
+            let window = k.shfl_sync(FULL_MASK, r, 0u32);
+            prefix.set(combine(window, prefix.get()));
+            more.set(prefixes.eq(0u32));
+            base.set(base.get() - 32i64);
+        },
+    );
+    prefix.get()
+}
+
+/// Scans along the last axis: one block per row, a block-wide chunk at a time.
+fn scan_rows<T: Num>(k: &KernelBuilder, combine: &CombineFn<T>, id: T) {
+    let (x, out) = (input::<T>(), output::<T>());
+    let (rows, r, excl) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
+    let row = k.block_idx().y.cast::<u64>() * 65535u64 + k.block_idx().x.cast::<u64>();
+    let t = k.thread_idx().x;
+    let (lane, warp) = (k.lane_id(), t / 32u32);
+    let valid = row.lt(rows);
+    let totals = k.shared_array::<T>(WARPS);
+    let carry = k.var(id);
+    let exclusive = excl.ne(0u64);
+    k.for_step(0u64, r, BLOCK as u64, |k, c| {
+        let j = c + t.cast::<u64>();
+        let inside = valid.and(j.lt(r));
+        let at = row.min(rows - 1u64) * r + j.min(r - 1u64);
+        let v = select(inside, x.at(at), Expr::lit(id));
+        let incl = warp_scan(k, v, combine);
+        let lane_excl = warp_exclusive(k, incl, id);
+        k.if_(lane.eq(31u32), |_| totals.set(warp, incl));
+        k.syncthreads();
+        let mut before = Expr::lit(id);
+        let mut all = Expr::lit(id);
+        for w in 0..WARPS {
+            let tw = totals.at(w as u32);
+            before = select(warp.gt(w as u32), combine(before, tw), before);
+            all = combine(all, tw);
+        }
+        let p = combine(carry.get(), before);
+        let value = combine(p, select(exclusive, lane_excl, incl));
+        k.if_(inside, |_| out.set(at, value));
+        carry.set(combine(carry.get(), all));
+        k.syncthreads();
+    });
+}
+
+/// Scans along an axis that is not the last: one thread per lane through the axis.
+fn scan_cols<T: Num>(k: &KernelBuilder, combine: &CombineFn<T>, id: T) {
+    let (x, out) = (input::<T>(), output::<T>());
+    let (outer, r, inner, excl) = (
+        scalar::<u64>(),
+        scalar::<u64>(),
+        scalar::<u64>(),
+        scalar::<u64>(),
+    );
+    let c = k.grid1();
+    let exclusive = excl.ne(0u64);
+    k.if_(c.lt(outer * inner), |k| {
+        let (o, col) = (c / inner, c % inner);
+        let acc = k.var(id);
+        k.for_range(0u64, r, |_, j| {
+            let at = (o * r + j) * inner + col;
+            let next = combine(acc.get(), x.at(at));
+            out.set(at, select(exclusive, acc.get(), next));
+            acc.set(next);
+        });
+    });
+}
+
+/// The built-in scans for one element type (built on first use, then cached).
+#[doc(hidden)]
+pub struct ScanKernels<T: Num> {
+    sum: OnceLock<Result<Scan<T>>>,
+}
+
+/// Element types with cached scan kernels: `f32`, `f64`, `i32`, `u32`, `i64`, `u64`.
+pub trait ScanScalar: OpsScalar {
+    /// The identity of addition: `-0.0` for floats (`-0.0 + x` is `x` for every `x`, while
+    /// `0.0 + -0.0` is `0.0`), 0 for integers.
+    #[doc(hidden)]
+    const ZERO: Self;
+    /// This type's scan kernels.
+    #[doc(hidden)]
+    fn scans() -> &'static ScanKernels<Self>;
+}
+
+macro_rules! scan_scalar {
+    ($($t:ty: $zero:expr),*) => {$(
+        impl ScanScalar for $t {
+            const ZERO: $t = $zero;
+            fn scans() -> &'static ScanKernels<$t> {
+                static K: ScanKernels<$t> = ScanKernels { sum: OnceLock::new() };
+                &K
+            }
+        }
+    )*};
+}
+scan_scalar!(f32: -0.0, f64: -0.0, i32: 0, u32: 0, i64: 0, u64: 0);
+
+impl<T: ScanScalar> ScanKernels<T> {
+    fn sum(&self) -> Result<&Scan<T>> {
+        self.sum
+            .get_or_init(|| Scan::new(&format!("cumsum_{}", T::TY.name()), |a, b| a + b, T::ZERO))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+/// Cumulative sums (NumPy's `cumsum`), single pass at the copy rate for whole arrays.
+/// Integers wrap (as Rust's `wrapping_add`) and give the same bits every run; `f32` sums
+/// accumulate in `f32` (as CuPy and torch), and may differ in the last bits between runs (see
+/// [`Scan`]; module notes). Other operators: [`Scan`].
+pub trait ScanOps<T: ScanScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Sized {
+    /// The inclusive cumulative sum of all elements in C order, as a new 1-D array
+    /// (`np.cumsum(x)`).
+    fn cumsum(&self, stream: &Stream) -> Result<DeviceArray<T>> {
+        T::scans().sum()?.scan(stream, self, ScanKind::Inclusive)
+    }
+    /// The inclusive cumulative sum into `out` (as many elements, any shape).
+    fn cumsum_into(&self, stream: &Stream, out: &mut impl DeviceSliceMut<T>) -> Result<()> {
+        T::scans()
+            .sum()?
+            .scan_into(stream, self, ScanKind::Inclusive, out)
+    }
+    /// The exclusive cumulative sum (element `i` sums elements `0..i`; element 0 is zero:
+    /// `-0.0` for floats), as a new 1-D array.
+    fn cumsum_exclusive(&self, stream: &Stream) -> Result<DeviceArray<T>> {
+        T::scans().sum()?.scan(stream, self, ScanKind::Exclusive)
+    }
+    /// The exclusive cumulative sum into `out` (as many elements, any shape).
+    fn cumsum_exclusive_into(
+        &self,
+        stream: &Stream,
+        out: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        T::scans()
+            .sum()?
+            .scan_into(stream, self, ScanKind::Exclusive, out)
+    }
+    /// The inclusive cumulative sum along `axis`, in a new array of this shape
+    /// (`np.cumsum(x, axis=...)`).
+    fn cumsum_axis(&self, stream: &Stream, axis: usize) -> Result<DeviceArray<T, D>> {
+        T::scans()
+            .sum()?
+            .scan_axis(stream, self, axis, ScanKind::Inclusive)
+    }
+    /// The inclusive cumulative sum along `axis` into `out` (of this shape).
+    fn cumsum_axis_into(
+        &self,
+        stream: &Stream,
+        axis: usize,
+        out: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        T::scans()
+            .sum()?
+            .scan_axis_into(stream, self, axis, ScanKind::Inclusive, out)
+    }
+}
+
+impl<T: ScanScalar, D: Dimension, X: DeviceSlice<T, Dim = D>> ScanOps<T, D> for X {}
