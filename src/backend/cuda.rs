@@ -528,9 +528,16 @@ impl Backend for CudaDriver {
         image: *const c_void,
         kind: &str,
     ) -> Result<(sys::CUmodule, String)> {
+        let mut m = std::ptr::null_mut();
+        if kind == "cubin" {
+            // Machine code: no JIT, so no logs to collect (and no 128 KiB of log buffers to
+            // clear on the cached-kernel path).
+            // SAFETY: the caller passes a valid, aligned cubin image.
+            unsafe { drv!(cuModuleLoadData(&mut m, image)) }?;
+            return Ok((m, String::new()));
+        }
         let mut logs = JitLogs::new();
         let (mut options, mut values, n) = logs.options();
-        let mut m = std::ptr::null_mut();
         // SAFETY: the caller passes a valid image; the option arrays have `n` valid entries and
         // the log buffers outlive the call.
         let res = unsafe {

@@ -29,6 +29,9 @@ pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Most cache files kept: past this, the least recently used are removed (down to 3/4) by the
 /// first store of a process.
 pub(crate) const MAX_FILES: usize = 2048;
+/// A hit refreshes a file's modification time (its last use, for the trim) only when it is
+/// older than this.
+const TOUCH_AFTER: Duration = Duration::from_secs(3600);
 /// Longest header accepted.
 const MAX_HEADER: usize = 512;
 /// Temporary files older than this are removed by [`DiskCache::clear`] (younger ones may
@@ -122,11 +125,25 @@ impl DiskCache {
     /// Reads and checks the file for `key` with this suffix; its body's bytes.
     pub(crate) fn load_bytes(&self, key: &Key, suffix: &str) -> Lookup<Vec<u8>> {
         let path = self.path_with(key, suffix);
-        match fs::read(&path) {
-            Ok(bytes) => match decode_bytes(key, bytes) {
+        let read = || -> io::Result<(Vec<u8>, Option<SystemTime>)> {
+            let mut f = fs::File::open(&path)?;
+            let modified = f.metadata().and_then(|m| m.modified()).ok();
+            let mut bytes = Vec::new();
+            io::Read::read_to_end(&mut f, &mut bytes)?;
+            Ok((bytes, modified))
+        };
+        match read() {
+            Ok((bytes, modified)) => match decode_bytes(key, bytes) {
                 Ok(body) => {
-                    if let Ok(f) = fs::OpenOptions::new().append(true).open(&path) {
-                        let _ = f.set_modified(SystemTime::now());
+                    // Marked as recently used (for the trim), unless it was within the hour:
+                    // one open and one metadata write saved on most hits.
+                    let recent = modified
+                        .and_then(|t| SystemTime::now().duration_since(t).ok())
+                        .is_some_and(|age| age < TOUCH_AFTER);
+                    if !recent {
+                        if let Ok(f) = fs::OpenOptions::new().append(true).open(&path) {
+                            let _ = f.set_modified(SystemTime::now());
+                        }
                     }
                     Lookup::Hit(body)
                 }
@@ -528,7 +545,7 @@ mod tests {
     fn trim_removes_the_least_recently_used() {
         let dir = temp_dir("trim");
         let cache = DiskCache::new(dir.clone());
-        let t0 = SystemTime::now() - Duration::from_secs(1000);
+        let t0 = SystemTime::now() - Duration::from_secs(10_000);
         for i in 0..6u8 {
             let key = Key([i; 32]);
             assert!(matches!(cache.store(&key, PTX), Stored::Written(_)));
