@@ -888,8 +888,11 @@ def w_scans(r):
                 if dtype == "float32":
                     x = lib.rand(n, 0.0, 1.0, r.next_seed())
                 else:
-                    x = lib.rand(n, -100.0, 101.0, r.next_seed()).floor()
-                    x = x.to(lib.t.int32) if impl == "torch" else x.astype(lib.cp.int32)
+                    x = lib.rand(n, -100.0, 101.0, r.next_seed())
+                    if impl == "torch":
+                        x = x.floor().to(lib.t.int32)
+                    else:
+                        x = lib.cp.floor(x).astype(lib.cp.int32)
                 out = lib.nan(n) if dtype == "float32" else None
                 if impl == "torch":
                     t = lib.t

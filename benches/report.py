@@ -25,6 +25,8 @@ WORKS = [
     "argmax",
     "row_sum",
     "col_sum",
+    "scan",
+    "scan_i32",
     "launch",
     "compile_cold",
     "compile_cached",
@@ -144,6 +146,16 @@ def bar(row, copy_gbs):
         if pct is None:
             return "- (no copy rate)"
         if pct < 90:
+            misses.append("%.0f%% of copy < 90%%" % pct)
+    elif w in ("scan", "scan_i32"):
+        b = row.ratio()
+        if b is None:
+            return "- (no peer)"
+        if b < 1:
+            misses.append("%.2fx the best peer" % b)
+        if pct is None:
+            misses.append("no copy rate")
+        elif pct < 90:
             misses.append("%.0f%% of copy < 90%%" % pct)
     elif w == "launch":
         us = ours["ms"] * 1e3

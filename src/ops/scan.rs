@@ -3,8 +3,9 @@
 //!
 //! A whole array is scanned in a single pass with a decoupled look-back (Merrill & Garland,
 //! "Single-pass Parallel Prefix Scan with Decoupled Look-back", 2016; CUB's `DeviceScan`):
-//! every block takes a ticket (an atomic counter, so that every tile before its own belongs
-//! to a block that has already started), loads its tile (a block-wide row of 16-byte vectors
+//! every block's tile is its block index (blocks start in index order, so every tile before
+//! its own belongs to a block that has already started; [`ticket_order`] takes an atomic ticket
+//! instead), loads its tile (a block-wide row of 16-byte vectors
 //! at a time, [`tuning`]'s rows per thread, all loads in flight at once), scans it (each
 //! thread its vectors, then warp shuffles over the threads' totals, then one warp over the
 //! warps' totals), publishes the tile's aggregate, looks back over its predecessors'
@@ -69,6 +70,18 @@ pub(super) fn tuning() -> usize {
             .and_then(|v| v.trim().parse::<usize>().ok())
             .filter(|r| (1..=8).contains(r))
             .unwrap_or(4)
+    })
+}
+
+/// How a whole-array scan's blocks find their tile: by an atomic ticket taken as they start
+/// (`CUDAJIT_SCAN_ORDER=ticket`: every earlier tile's block has provably started), or by their
+/// block index (the default, as CUB's `DeviceScan`: the loads start at once, without an atomic
+/// round trip and a barrier first; it relies on the hardware starting blocks in index order, as
+/// NVIDIA's GPUs do and the simulator does). Read once.
+pub(super) fn ticket_order() -> bool {
+    static T: OnceLock<bool> = OnceLock::new();
+    *T.get_or_init(|| {
+        std::env::var("CUDAJIT_SCAN_ORDER").is_ok_and(|v| v.trim().eq_ignore_ascii_case("ticket"))
     })
 }
 
@@ -141,11 +154,11 @@ impl<T: Num> Scan<T> {
     fn build(&self, v: usize) -> Result<Kernel<()>> {
         let (combine, id) = (self.combine.clone(), self.identity);
         let name = format!("{}_{}", self.name, KERNELS[v]);
-        let rows = tuning();
+        let (rows, ticket) = (tuning(), ticket_order());
         Kernel::<()>::build(&name, move |k, ()| match v {
-            TILES => tiles::<T, 1>(k, &*combine, id, rows),
-            TILES_VEC if T::TY.size() == 8 => tiles::<T, 2>(k, &*combine, id, rows),
-            TILES_VEC => tiles::<T, 4>(k, &*combine, id, rows),
+            TILES => tiles::<T, 1>(k, &*combine, id, rows, ticket),
+            TILES_VEC if T::TY.size() == 8 => tiles::<T, 2>(k, &*combine, id, rows, ticket),
+            TILES_VEC => tiles::<T, 4>(k, &*combine, id, rows, ticket),
             ROWS => scan_rows::<T>(k, &*combine, id),
             _ => scan_cols::<T>(k, &*combine, id),
         })
@@ -357,7 +370,13 @@ fn warp_exclusive<T: Num>(k: &KernelBuilder, incl: Expr<T>, id: T) -> Expr<T> {
 
 /// The whole-array scan: one tile of `BLOCK * rows * W` elements per block, `W` elements per
 /// vector access (1: scalar accesses, for unaligned arrays).
-fn tiles<T: Num, const W: usize>(k: &KernelBuilder, combine: &CombineFn<T>, id: T, rows: usize) {
+fn tiles<T: Num, const W: usize>(
+    k: &KernelBuilder,
+    combine: &CombineFn<T>,
+    id: T,
+    rows: usize,
+    ticket: bool,
+) {
     let (x, out, ctl, status, vals) = (
         input::<T>(),
         output::<T>(),
@@ -370,17 +389,21 @@ fn tiles<T: Num, const W: usize>(k: &KernelBuilder, combine: &CombineFn<T>, id: 
     let t = k.thread_idx().x;
     let (lane, warp) = (k.lane_id(), t / 32u32);
     let last = k.grid_dim().x - 1u32;
-    // The tile: a ticket, taken in the order blocks start (so every earlier tile's block is
-    // running or done: waiting for it cannot deadlock), and the scan's epoch.
+    // The tile: its block index (blocks start in index order, so every earlier tile's block
+    // is running or done), or a ticket taken in the order blocks start; and the scan's epoch,
+    // read now and first used after the barrier that follows the loads and local scans.
     let info = k.shared_array::<u32>(2);
-    k.if_(t.eq(0u32), |_| {
-        info.set(0u32, ctl.atomic_inc(0u32, last));
-        info.set(1u32, ctl.atomic_load(1u32));
-    });
-    k.syncthreads();
-    let tile = info.at(0u32);
-    let epoch = info.at(1u32);
-    let epoch = select(epoch.ge(EPOCH_MAX), 1u32, epoch + 1u32);
+    let tile = if ticket {
+        k.if_(t.eq(0u32), |_| {
+            info.set(0u32, ctl.atomic_inc(0u32, last));
+            info.set(1u32, ctl.atomic_load(1u32));
+        });
+        k.syncthreads();
+        info.at(0u32)
+    } else {
+        k.if_(t.eq(0u32), |_| info.set(1u32, ctl.atomic_load(1u32)));
+        k.block_idx().x
+    };
     let per_tile = (BLOCK as usize * rows * W) as u64;
     let start = tile.cast::<u64>() * per_tile;
     let full = (start + per_tile).le(n);
@@ -433,6 +456,9 @@ fn tiles<T: Num, const W: usize>(k: &KernelBuilder, combine: &CombineFn<T>, id: 
         })
         .collect();
     k.syncthreads();
+    // Read after a barrier: thread 0 stored it at the start.
+    let epoch = info.at(1u32);
+    let epoch = select(epoch.ge(EPOCH_MAX), 1u32, epoch + 1u32);
     // The first warp scans the (row, warp) slots in order, publishes the tile's aggregate,
     // looks back for the tile's prefix, and gives every slot its prefix.
     k.if_(warp.eq(0u32), |k| {

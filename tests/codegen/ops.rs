@@ -139,8 +139,9 @@ fn scan_kernels_compile_and_vectorise() {
             if name.ends_with("tiles_vec") {
                 assert!(ptx.contains("ld.global.nc.v4.f32"), "{ptx}");
                 assert!(ptx.contains("st.global.v4.f32"), "{ptx}");
-                // The ticket, the descriptors (one 64-bit word: value and flag), the look-back.
-                assert!(ptx.contains("atom.global.inc.u32"), "{ptx}");
+                // The tile from the block index (no ticket unless CUDAJIT_SCAN_ORDER=ticket),
+                // the descriptors (one 64-bit word: value and flag), the look-back.
+                assert!(ptx.contains("%ctaid.x"), "{ptx}");
                 assert!(ptx.contains("atom.global.exch.b64"), "{ptx}");
                 assert!(
                     ptx.contains("ld.volatile.global.u64")
