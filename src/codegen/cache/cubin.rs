@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::disk::{Lookup, Stored};
+use super::disk::Lookup;
 use super::{bump, disk_cache, key_for, COUNTERS};
 use crate::backend::backend;
 use crate::codegen::ir::FunctionIr;
@@ -70,21 +70,6 @@ pub(crate) fn load_module(
     }
     let cubin = ctx.ptx_to_cubin(&ptx)?;
     let module = ctx.load_cubin(&cubin)?;
-    match disk.store_bytes(&key, suffix, &cubin) {
-        Stored::Written(p) => {
-            bump(&c.disk_writes);
-            log!("stored {}", p.display());
-        }
-        Stored::Disabled => {}
-        Stored::Failed { error, first } => {
-            bump(&c.disk_errors);
-            if first {
-                log!(
-                    "disk error writing to {}: {error}; the disk cache is off for this process",
-                    disk.dir().display()
-                );
-            }
-        }
-    }
+    super::count_store(disk, disk.store_bytes(&key, suffix, &cubin));
     Ok(module)
 }

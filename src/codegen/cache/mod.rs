@@ -283,6 +283,27 @@ pub fn clear_memory_cache() -> usize {
     MEMORY.lock().clear()
 }
 
+/// Counts (and logs) what a store into the disk cache did.
+fn count_store(d: &DiskCache, stored: Stored) {
+    let c = &COUNTERS;
+    match stored {
+        Stored::Written(path) => {
+            bump(&c.disk_writes);
+            log!("stored {}", path.display());
+        }
+        Stored::Disabled => {}
+        Stored::Failed { error, first } => {
+            bump(&c.disk_errors);
+            if first {
+                log!(
+                    "disk error writing to {}: {error}; the disk cache is off for this process",
+                    d.dir().display()
+                );
+            }
+        }
+    }
+}
+
 // After `log!`, which it uses.
 mod cubin;
 pub(crate) use cubin::load_module;
@@ -355,22 +376,7 @@ fn lookup_or_compile(
     bump(&c.compiles);
     log!("compiled {} `{name}`", key.short());
     if let Some(d) = disk {
-        match d.store(&key, &ptx) {
-            Stored::Written(path) => {
-                bump(&c.disk_writes);
-                log!("stored {}", path.display());
-            }
-            Stored::Disabled => {}
-            Stored::Failed { error, first } => {
-                bump(&c.disk_errors);
-                if first {
-                    log!(
-                        "disk error writing to {}: {error}; the disk cache is off for this process",
-                        d.dir().display()
-                    );
-                }
-            }
-        }
+        count_store(d, d.store(&key, &ptx));
     }
     MEMORY.lock().insert(key, ptx.clone());
     Ok(ptx)
