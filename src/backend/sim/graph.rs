@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use cudajit_sys as sys;
 
-use super::HostFnPtr;
+use super::{bad_handle, err, Backend, HostFnPtr};
 use crate::codegen::ir::{FunctionIr, Param};
+use crate::error::Result;
 
 /// One recorded operation.
 #[derive(Clone)]
@@ -165,4 +166,251 @@ pub(super) fn update_refusal(old: &[Node], new: &[Node]) -> Option<String> {
 /// A graph's handle value as the driver's type.
 pub(super) fn graph_handle(h: usize) -> sys::CUgraph {
     h as sys::CUgraph
+}
+
+/// The simulator's side of the graph calls (the `Backend` methods delegate here).
+impl super::Simulator {
+    pub(super) unsafe fn sim_stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
+        let call = "cuStreamBeginCapture_v2";
+        if !self.handles.lock().streams.contains_key(&(s as usize)) {
+            return Err(err(
+                call,
+                sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            ));
+        }
+        let mut g = self.graphs.lock();
+        if g.capturing.contains_key(&(s as usize)) {
+            return Err(err(call, sys::CUresult::CUDA_ERROR_ILLEGAL_STATE));
+        }
+        g.capturing.insert(s as usize, Default::default());
+        Ok(())
+    }
+
+    pub(super) unsafe fn sim_stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
+        let (nodes, memory) = self
+            .graphs
+            .lock()
+            .capturing
+            .remove(&(s as usize))
+            .ok_or_else(|| {
+                err(
+                    "cuStreamEndCapture",
+                    sys::CUresult::CUDA_ERROR_ILLEGAL_STATE,
+                )
+            })?;
+        let h = self.handles.lock().make();
+        let graph = SimGraph {
+            nodes,
+            memory: vec![Arc::new(GraphMemory(memory))],
+        };
+        self.graphs.lock().graphs.insert(h, graph);
+        Ok(graph_handle(h))
+    }
+
+    pub(super) unsafe fn sim_stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
+        Ok(self.graphs.lock().capturing.contains_key(&(s as usize)))
+    }
+
+    pub(super) unsafe fn sim_graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
+        let graphs = self.graphs.lock();
+        let graph = graphs
+            .graphs
+            .get(&(g as usize))
+            .ok_or_else(|| bad_handle("cuGraphGetNodes"))?;
+        Ok(graph.nodes.len())
+    }
+
+    pub(super) unsafe fn sim_graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
+        let graph = self
+            .graphs
+            .lock()
+            .graphs
+            .get(&(g as usize))
+            .cloned()
+            .ok_or_else(|| bad_handle("cuGraphInstantiateWithFlags"))?;
+        let h = self.handles.lock().make();
+        self.graphs.lock().execs.insert(h, graph);
+        Ok(h as sys::CUgraphExec)
+    }
+
+    pub(super) unsafe fn sim_graph_launch(
+        &self,
+        e: sys::CUgraphExec,
+        s: sys::CUstream,
+    ) -> Result<()> {
+        let exec = self
+            .graphs
+            .lock()
+            .execs
+            .get(&(e as usize))
+            .cloned()
+            .ok_or_else(|| bad_handle("cuGraphLaunch"))?;
+        for node in exec.nodes {
+            // SAFETY (all): the nodes were recorded from valid calls; the graph's user keeps
+            // the memory they name alive (GraphExec::launch's contract).
+            match node {
+                Node::Kernel {
+                    f,
+                    grid,
+                    block,
+                    shared,
+                    mut slots,
+                } => {
+                    let mut params: Vec<*mut c_void> = slots
+                        .iter_mut()
+                        .map(|v| (v as *mut u64).cast::<c_void>())
+                        .collect();
+                    unsafe {
+                        self.launch_kernel(
+                            f as sys::CUfunction,
+                            grid,
+                            block,
+                            shared,
+                            s,
+                            params.as_mut_ptr(),
+                        )
+                    }?
+                }
+                Node::HtoD { dst, src, bytes } => {
+                    unsafe { self.memcpy_htod(dst, src as *const c_void, bytes, Some(s)) }?
+                }
+                Node::DtoH { dst, src, bytes } => {
+                    unsafe { self.memcpy_dtoh(dst as *mut c_void, src, bytes, Some(s)) }?
+                }
+                Node::DtoD { dst, src, bytes } => {
+                    unsafe { self.memcpy_dtod(dst, src, bytes, Some(s)) }?
+                }
+                Node::Memset {
+                    dst,
+                    bits,
+                    size,
+                    count,
+                    pitch,
+                } => unsafe { self.memset(dst, bits, size, count, pitch, Some(s)) }?,
+                Node::HostFn { f, data } => {
+                    unsafe { self.launch_host_func(s, f, data as *mut c_void) }?
+                }
+                Node::EventRecord { e } => unsafe { self.event_record(e as sys::CUevent, s) }?,
+                Node::Empty => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) unsafe fn sim_graph_exec_update(
+        &self,
+        e: sys::CUgraphExec,
+        g: sys::CUgraph,
+    ) -> Result<Option<String>> {
+        let mut graphs = self.graphs.lock();
+        let new = graphs
+            .graphs
+            .get(&(g as usize))
+            .cloned()
+            .ok_or_else(|| bad_handle("cuGraphExecUpdate_v2"))?;
+        let exec = graphs
+            .execs
+            .get_mut(&(e as usize))
+            .ok_or_else(|| bad_handle("cuGraphExecUpdate_v2"))?;
+        if let Some(why) = update_refusal(&exec.nodes, &new.nodes) {
+            return Ok(Some(why));
+        }
+        exec.nodes = new.nodes;
+        exec.memory.extend(new.memory);
+        Ok(None)
+    }
+
+    pub(super) unsafe fn sim_graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
+        let removed = self.graphs.lock().graphs.remove(&(g as usize));
+        // Dropped outside the lock (its memory is freed through the backend).
+        removed
+            .map(drop)
+            .ok_or_else(|| bad_handle("cuGraphDestroy"))
+    }
+
+    pub(super) fn sim_graph_create(&self) -> Result<sys::CUgraph> {
+        let h = self.handles.lock().make();
+        let graph = SimGraph {
+            nodes: Vec::new(),
+            memory: Vec::new(),
+        };
+        self.graphs.lock().graphs.insert(h, graph);
+        Ok(graph_handle(h))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn sim_graph_add_kernel(
+        &self,
+        g: sys::CUgraph,
+        _deps: &[sys::CUgraphNode],
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        params: *mut *mut c_void,
+    ) -> Result<sys::CUgraphNode> {
+        let ir = self.func(f, "cuGraphAddKernelNode_v2", |st| st.ir.clone())?;
+        // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
+        let slots = unsafe { read_slots(&slot_sizes(&ir), params) };
+        self.add_node(
+            g,
+            Node::Kernel {
+                f: f as usize,
+                grid,
+                block,
+                shared: shared_mem_bytes,
+                slots,
+            },
+        )
+    }
+
+    pub(super) unsafe fn sim_graph_add_copy(
+        &self,
+        g: sys::CUgraph,
+        _deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<sys::CUgraphNode> {
+        self.check_range(src, bytes, "cuGraphAddMemcpyNode")?;
+        self.check_range(dst, bytes, "cuGraphAddMemcpyNode")?;
+        self.add_node(g, Node::DtoD { dst, src, bytes })
+    }
+
+    pub(super) unsafe fn sim_graph_add_memset(
+        &self,
+        g: sys::CUgraph,
+        _deps: &[sys::CUgraphNode],
+        dst: sys::CUdeviceptr,
+        bits: u32,
+        size: usize,
+        count: usize,
+    ) -> Result<sys::CUgraphNode> {
+        self.check_range(dst, size * count, "cuGraphAddMemsetNode")?;
+        self.add_node(
+            g,
+            Node::Memset {
+                dst,
+                bits,
+                size,
+                count,
+                pitch: size,
+            },
+        )
+    }
+
+    pub(super) unsafe fn sim_graph_add_empty(
+        &self,
+        g: sys::CUgraph,
+        _deps: &[sys::CUgraphNode],
+    ) -> Result<sys::CUgraphNode> {
+        self.add_node(g, Node::Empty)
+    }
+
+    pub(super) unsafe fn sim_graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
+        let removed = self.graphs.lock().execs.remove(&(e as usize));
+        removed
+            .map(drop)
+            .ok_or_else(|| bad_handle("cuGraphExecDestroy"))
+    }
 }

@@ -1026,128 +1026,33 @@ impl Backend for Simulator {
     }
 
     unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
-        let call = "cuStreamBeginCapture_v2";
-        if !self.handles.lock().streams.contains_key(&(s as usize)) {
-            return Err(err(
-                call,
-                sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-            ));
-        }
-        let mut g = self.graphs.lock();
-        if g.capturing.contains_key(&(s as usize)) {
-            return Err(err(call, sys::CUresult::CUDA_ERROR_ILLEGAL_STATE));
-        }
-        g.capturing.insert(s as usize, Default::default());
-        Ok(())
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_stream_begin_capture(s) }
     }
 
     unsafe fn stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
-        let (nodes, memory) = self
-            .graphs
-            .lock()
-            .capturing
-            .remove(&(s as usize))
-            .ok_or_else(|| {
-                err(
-                    "cuStreamEndCapture",
-                    sys::CUresult::CUDA_ERROR_ILLEGAL_STATE,
-                )
-            })?;
-        let h = self.handles.lock().make();
-        let graph = graph::SimGraph {
-            nodes,
-            memory: vec![Arc::new(graph::GraphMemory(memory))],
-        };
-        self.graphs.lock().graphs.insert(h, graph);
-        Ok(graph::graph_handle(h))
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_stream_end_capture(s) }
     }
 
     unsafe fn stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
-        Ok(self.graphs.lock().capturing.contains_key(&(s as usize)))
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_stream_is_capturing(s) }
     }
 
     unsafe fn graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
-        let graphs = self.graphs.lock();
-        let graph = graphs
-            .graphs
-            .get(&(g as usize))
-            .ok_or_else(|| bad_handle("cuGraphGetNodes"))?;
-        Ok(graph.nodes.len())
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_node_count(g) }
     }
 
     unsafe fn graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
-        let graph = self
-            .graphs
-            .lock()
-            .graphs
-            .get(&(g as usize))
-            .cloned()
-            .ok_or_else(|| bad_handle("cuGraphInstantiateWithFlags"))?;
-        let h = self.handles.lock().make();
-        self.graphs.lock().execs.insert(h, graph);
-        Ok(h as sys::CUgraphExec)
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_instantiate(g) }
     }
 
     unsafe fn graph_launch(&self, e: sys::CUgraphExec, s: sys::CUstream) -> Result<()> {
-        let exec = self
-            .graphs
-            .lock()
-            .execs
-            .get(&(e as usize))
-            .cloned()
-            .ok_or_else(|| bad_handle("cuGraphLaunch"))?;
-        for node in exec.nodes {
-            // SAFETY (all): the nodes were recorded from valid calls; the graph's user keeps
-            // the memory they name alive (GraphExec::launch's contract).
-            match node {
-                graph::Node::Kernel {
-                    f,
-                    grid,
-                    block,
-                    shared,
-                    mut slots,
-                } => {
-                    let mut params: Vec<*mut c_void> = slots
-                        .iter_mut()
-                        .map(|v| (v as *mut u64).cast::<c_void>())
-                        .collect();
-                    unsafe {
-                        self.launch_kernel(
-                            f as sys::CUfunction,
-                            grid,
-                            block,
-                            shared,
-                            s,
-                            params.as_mut_ptr(),
-                        )
-                    }?
-                }
-                graph::Node::HtoD { dst, src, bytes } => {
-                    unsafe { self.memcpy_htod(dst, src as *const c_void, bytes, Some(s)) }?
-                }
-                graph::Node::DtoH { dst, src, bytes } => {
-                    unsafe { self.memcpy_dtoh(dst as *mut c_void, src, bytes, Some(s)) }?
-                }
-                graph::Node::DtoD { dst, src, bytes } => {
-                    unsafe { self.memcpy_dtod(dst, src, bytes, Some(s)) }?
-                }
-                graph::Node::Memset {
-                    dst,
-                    bits,
-                    size,
-                    count,
-                    pitch,
-                } => unsafe { self.memset(dst, bits, size, count, pitch, Some(s)) }?,
-                graph::Node::HostFn { f, data } => {
-                    unsafe { self.launch_host_func(s, f, data as *mut c_void) }?
-                }
-                graph::Node::EventRecord { e } => {
-                    unsafe { self.event_record(e as sys::CUevent, s) }?
-                }
-                graph::Node::Empty => {}
-            }
-        }
-        Ok(())
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_launch(e, s) }
     }
 
     unsafe fn graph_exec_update(
@@ -1155,40 +1060,17 @@ impl Backend for Simulator {
         e: sys::CUgraphExec,
         g: sys::CUgraph,
     ) -> Result<Option<String>> {
-        let mut graphs = self.graphs.lock();
-        let new = graphs
-            .graphs
-            .get(&(g as usize))
-            .cloned()
-            .ok_or_else(|| bad_handle("cuGraphExecUpdate_v2"))?;
-        let exec = graphs
-            .execs
-            .get_mut(&(e as usize))
-            .ok_or_else(|| bad_handle("cuGraphExecUpdate_v2"))?;
-        if let Some(why) = graph::update_refusal(&exec.nodes, &new.nodes) {
-            return Ok(Some(why));
-        }
-        exec.nodes = new.nodes;
-        exec.memory.extend(new.memory);
-        Ok(None)
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_exec_update(e, g) }
     }
 
     unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
-        let removed = self.graphs.lock().graphs.remove(&(g as usize));
-        // Dropped outside the lock (its memory is freed through the backend).
-        removed
-            .map(drop)
-            .ok_or_else(|| bad_handle("cuGraphDestroy"))
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_destroy(g) }
     }
 
     fn graph_create(&self) -> Result<sys::CUgraph> {
-        let h = self.handles.lock().make();
-        let graph = graph::SimGraph {
-            nodes: Vec::new(),
-            memory: Vec::new(),
-        };
-        self.graphs.lock().graphs.insert(h, graph);
-        Ok(graph::graph_handle(h))
+        self.sim_graph_create()
     }
 
     unsafe fn graph_add_kernel(
@@ -1201,19 +1083,8 @@ impl Backend for Simulator {
         shared_mem_bytes: u32,
         params: *mut *mut c_void,
     ) -> Result<sys::CUgraphNode> {
-        let ir = self.func(f, "cuGraphAddKernelNode_v2", |st| st.ir.clone())?;
-        // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
-        let slots = unsafe { graph::read_slots(&graph::slot_sizes(&ir), params) };
-        self.add_node(
-            g,
-            graph::Node::Kernel {
-                f: f as usize,
-                grid,
-                block,
-                shared: shared_mem_bytes,
-                slots,
-            },
-        )
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_add_kernel(g, _deps, f, grid, block, shared_mem_bytes, params) }
     }
 
     unsafe fn graph_add_copy(
@@ -1224,9 +1095,8 @@ impl Backend for Simulator {
         src: sys::CUdeviceptr,
         bytes: usize,
     ) -> Result<sys::CUgraphNode> {
-        self.check_range(src, bytes, "cuGraphAddMemcpyNode")?;
-        self.check_range(dst, bytes, "cuGraphAddMemcpyNode")?;
-        self.add_node(g, graph::Node::DtoD { dst, src, bytes })
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_add_copy(g, _deps, dst, src, bytes) }
     }
 
     unsafe fn graph_add_memset(
@@ -1238,17 +1108,8 @@ impl Backend for Simulator {
         size: usize,
         count: usize,
     ) -> Result<sys::CUgraphNode> {
-        self.check_range(dst, size * count, "cuGraphAddMemsetNode")?;
-        self.add_node(
-            g,
-            graph::Node::Memset {
-                dst,
-                bits,
-                size,
-                count,
-                pitch: size,
-            },
-        )
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_add_memset(g, _deps, dst, bits, size, count) }
     }
 
     unsafe fn graph_add_empty(
@@ -1256,14 +1117,13 @@ impl Backend for Simulator {
         g: sys::CUgraph,
         _deps: &[sys::CUgraphNode],
     ) -> Result<sys::CUgraphNode> {
-        self.add_node(g, graph::Node::Empty)
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_add_empty(g, _deps) }
     }
 
     unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
-        let removed = self.graphs.lock().execs.remove(&(e as usize));
-        removed
-            .map(drop)
-            .ok_or_else(|| bad_handle("cuGraphExecDestroy"))
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_graph_exec_destroy(e) }
     }
 
     fn profiler_start(&self) -> Result<()> {
