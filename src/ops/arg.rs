@@ -41,7 +41,7 @@ const COLS_FINAL: usize = 4;
 /// `argmin` (`largest == false`) or `argmax` for elements of `T`, kernels built on first use.
 pub(crate) struct ArgExtreme<T> {
     largest: bool,
-    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; KERNELS.len()],
+    kernels: [super::KernelSlot; KERNELS.len()],
     _t: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -72,25 +72,19 @@ impl<T: Scalar + Num> ArgExtreme<T> {
     }
 
     fn kernel(&self, which: usize) -> Result<&Kernel<()>> {
-        let slot = &self.kernels[which];
-        if slot.get().is_none() {
+        super::built(&self.kernels[which], || {
             let largest = self.largest;
             let name = format!("{}_{}_{}", self.op(), T::TY.name(), KERNELS[which]);
             let w = Self::width();
-            let _ = slot.set(Kernel::<()>::build(&name, move |k, ()| match which {
+            Kernel::<()>::build(&name, move |k, ()| match which {
                 FULL_VEC if w == 4 => full_vec::<T, 4>(k, largest),
                 FULL_VEC if w == 2 => full_vec::<T, 2>(k, largest),
                 FULL | FULL_VEC => full::<T>(k, largest),
                 ROWS => rows::<T>(k, largest),
                 COLS => cols_partial::<T>(k, largest),
                 _ => cols_final::<T>(k, largest),
-            }));
-        }
-        match slot.get() {
-            Some(Ok(k)) => Ok(k),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(Error::usage("internal: argmin/argmax kernel missing")),
-        }
+            })
+        })
     }
 
     /// The PTX of every kernel (for tests and inspection).

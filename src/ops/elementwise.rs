@@ -7,7 +7,7 @@
 //! each path and cached in the `Elementwise`.
 
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use ndarray::IxDyn;
 
@@ -346,7 +346,7 @@ pub struct Elementwise<I: EwInputs, O: EwOutputs> {
     name: String,
     options: PtxOptions,
     f: Arc<Body<I, O>>,
-    variants: [OnceLock<std::result::Result<Kernel<()>, Error>>; VARIANTS],
+    variants: [super::KernelSlot; VARIANTS],
 }
 
 impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
@@ -390,16 +390,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
 
     /// The kernel for variant `v` (built on first use).
     fn variant(&self, v: usize) -> Result<&Kernel<()>> {
-        let slot = &self.variants[v];
-        if slot.get().is_none() {
-            let k = self.build_variant(v);
-            let _ = slot.set(k);
-        }
-        match slot.get() {
-            Some(Ok(k)) => Ok(k),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(Error::usage("internal: elementwise kernel missing")),
-        }
+        super::built(&self.variants[v], || self.build_variant(v))
     }
 
     fn build_variant(&self, v: usize) -> Result<Kernel<()>> {

@@ -15,3 +15,17 @@ pub use broadcast::broadcast_shapes;
 pub use elementwise::{Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Scalar};
 pub use reduce::Reduction;
 pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};
+
+use std::sync::OnceLock;
+
+use crate::codegen::Kernel;
+use crate::error::Result;
+
+/// One of an operation's kernels: built on first use and kept, with the build's error (which
+/// every later use returns) when it fails.
+type KernelSlot = OnceLock<Result<Kernel<()>>>;
+
+/// The kernel in `slot`, built by `build` on first use.
+fn built(slot: &KernelSlot, build: impl FnOnce() -> Result<Kernel<()>>) -> Result<&Kernel<()>> {
+    slot.get_or_init(build).as_ref().map_err(Clone::clone)
+}

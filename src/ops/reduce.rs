@@ -109,7 +109,7 @@ pub struct Reduction<T, A, R> {
     post: Arc<PostFn<A, R>>,
     identity: A,
     empty_is_error: bool,
-    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; KERNELS.len()],
+    kernels: [super::KernelSlot; KERNELS.len()],
 }
 
 impl<T: ScalarType, A: ScalarType> Reduction<T, A, A> {
@@ -159,15 +159,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
     }
 
     fn kernel(&self, v: usize) -> Result<&Kernel<()>> {
-        let slot = &self.kernels[v];
-        if slot.get().is_none() {
-            let _ = slot.set(self.build(v));
-        }
-        match slot.get() {
-            Some(Ok(k)) => Ok(k),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(Error::usage("internal: reduction kernel missing")),
-        }
+        super::built(&self.kernels[v], || self.build(v))
     }
 
     fn build(&self, v: usize) -> Result<Kernel<()>> {

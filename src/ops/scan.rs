@@ -119,7 +119,7 @@ pub struct Scan<T: Num> {
     name: String,
     combine: Arc<CombineFn<T>>,
     identity: T,
-    kernels: [OnceLock<std::result::Result<Kernel<()>, Error>>; KERNELS.len()],
+    kernels: [super::KernelSlot; KERNELS.len()],
 }
 
 impl<T: Num> Scan<T> {
@@ -140,15 +140,7 @@ impl<T: Num> Scan<T> {
     }
 
     fn kernel(&self, v: usize) -> Result<&Kernel<()>> {
-        let slot = &self.kernels[v];
-        if slot.get().is_none() {
-            let _ = slot.set(self.build(v));
-        }
-        match slot.get() {
-            Some(Ok(k)) => Ok(k),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(Error::usage("internal: scan kernel missing")),
-        }
+        super::built(&self.kernels[v], || self.build(v))
     }
 
     fn build(&self, v: usize) -> Result<Kernel<()>> {
