@@ -6,8 +6,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::disk::Lookup;
-use super::{bump, disk_cache, key_for, COUNTERS};
+use super::{bump, disk_cache, key_for, usable, COUNTERS};
 use crate::backend::backend;
 use crate::codegen::ir::FunctionIr;
 use crate::codegen::options::PtxOptions;
@@ -42,8 +41,8 @@ pub(crate) fn load_module(
     let suffix = suffix()?;
     let c = &COUNTERS;
     let path = || disk.path_with(&key, suffix);
-    match disk.load_bytes(&key, suffix) {
-        Lookup::Hit(cubin) => match ctx.load_cubin(&cubin) {
+    if let Some(cubin) = usable(disk.load_bytes(&key, suffix), path) {
+        match ctx.load_cubin(&cubin) {
             Ok(m) => {
                 bump(&c.cubin_hits);
                 log!("cubin hit {} `{}`", key.short(), ir.name);
@@ -53,15 +52,6 @@ pub(crate) fn load_module(
                 bump(&c.disk_rejected);
                 log!("rejected {}: the driver refused it: {e}", path().display());
             }
-        },
-        Lookup::Missing => {}
-        Lookup::Rejected(why) => {
-            bump(&c.disk_rejected);
-            log!("rejected {}: {why}", path().display());
-        }
-        Lookup::Failed(e) => {
-            bump(&c.disk_errors);
-            log!("disk error reading {}: {e}", path().display());
         }
     }
     let ptx = ptx()?;

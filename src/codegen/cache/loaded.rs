@@ -48,6 +48,21 @@ pub(crate) fn hash(ir: &FunctionIr, options: &PtxOptions) -> u64 {
     h.finish()
 }
 
+impl Table {
+    /// The entry for this IR and these options in `ctx`.
+    fn get(
+        &self,
+        hash: u64,
+        ir: &FunctionIr,
+        options: &PtxOptions,
+        ctx: &Context,
+    ) -> Option<&Entry> {
+        self.map.get(&hash)?.iter().find(|e| {
+            e.function.module().context().same_as(ctx) && e.options == *options && *e.ir == *ir
+        })
+    }
+}
+
 /// The function loaded in `ctx` for a kernel with this IR and these options, if any.
 pub(crate) fn find(
     hash: u64,
@@ -56,22 +71,14 @@ pub(crate) fn find(
     ctx: &Context,
 ) -> Option<Function> {
     let t = LOADED.lock();
-    t.map.get(&hash)?.iter().find_map(|e| {
-        (e.function.module().context().same_as(ctx) && e.options == *options && *e.ir == *ir)
-            .then(|| e.function.clone())
-    })
+    t.get(hash, ir, options, ctx).map(|e| e.function.clone())
 }
 
 /// Records `function` as the kernel with this IR and these options in its context.
 pub(crate) fn insert(hash: u64, ir: Arc<FunctionIr>, options: PtxOptions, function: Function) {
     let mut t = LOADED.lock();
     let ctx = function.module().context().clone();
-    let present = t.map.get(&hash).is_some_and(|v| {
-        v.iter().any(|e| {
-            e.function.module().context().same_as(&ctx) && e.options == options && e.ir == ir
-        })
-    });
-    if present {
+    if t.get(hash, &ir, &options, &ctx).is_some() {
         return;
     }
     if t.len >= MAX_ENTRIES {

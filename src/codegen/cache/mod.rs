@@ -283,6 +283,26 @@ pub fn clear_memory_cache() -> usize {
     MEMORY.lock().clear()
 }
 
+/// A disk lookup's body when it found a valid file; counts (and logs) a rejected file or a read
+/// error (`path`: the file's).
+fn usable<T>(found: Lookup<T>, path: impl FnOnce() -> PathBuf) -> Option<T> {
+    let c = &COUNTERS;
+    match found {
+        Lookup::Hit(body) => Some(body),
+        Lookup::Missing => None,
+        Lookup::Rejected(why) => {
+            bump(&c.disk_rejected);
+            log!("rejected {}: {why}", path().display());
+            None
+        }
+        Lookup::Failed(e) => {
+            bump(&c.disk_errors);
+            log!("disk error reading {}: {e}", path().display());
+            None
+        }
+    }
+}
+
 /// Counts (and logs) what a store into the disk cache did.
 fn count_store(d: &DiskCache, stored: Stored) {
     let c = &COUNTERS;
@@ -353,23 +373,12 @@ fn lookup_or_compile(
         return Ok(p);
     }
     if let Some(d) = disk {
-        match d.load(&key) {
-            Lookup::Hit(ptx) => {
-                bump(&c.disk_hits);
-                log!("disk hit {} `{name}`", key.short());
-                let ptx: Arc<str> = ptx.into();
-                MEMORY.lock().insert(key, ptx.clone());
-                return Ok(ptx);
-            }
-            Lookup::Missing => {}
-            Lookup::Rejected(why) => {
-                bump(&c.disk_rejected);
-                log!("rejected {}: {why}", d.path_for(&key).display());
-            }
-            Lookup::Failed(e) => {
-                bump(&c.disk_errors);
-                log!("disk error reading {}: {e}", d.path_for(&key).display());
-            }
+        if let Some(ptx) = usable(d.load(&key), || d.path_for(&key)) {
+            bump(&c.disk_hits);
+            log!("disk hit {} `{name}`", key.short());
+            let ptx: Arc<str> = ptx.into();
+            MEMORY.lock().insert(key, ptx.clone());
+            return Ok(ptx);
         }
     }
     let ptx: Arc<str> = compile()?.into();
