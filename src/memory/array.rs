@@ -81,28 +81,48 @@ impl<T: DeviceCopy, D: Dimension> DeviceSlice<T> for DeviceArray<T, D> {
 impl<T: DeviceCopy, D: Dimension> DeviceSliceMut<T> for DeviceArray<T, D> {}
 
 impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
-    /// The bytes an array of `dim` takes.
-    fn bytes_for(dim: &D) -> Result<usize> {
-        dim.size_checked()
+    /// Allocates uninitialised memory for `dim` from the device's memory pool, in `stream`'s
+    /// order (`cuMemAllocAsync`); freed in its order on drop (`cuMemFreeAsync`).
+    pub(crate) fn alloc_ordered(stream: &Stream, dim: D) -> Result<Self> {
+        let ordered = Ordered {
+            stream: stream.raw(),
+            _keep: stream.keep_handle(),
+        };
+        Self::alloc_with(stream.context(), dim, Some(ordered), |bytes| {
+            // SAFETY: the stream is live and of the bound context; the array frees the memory.
+            unsafe { backend().mem_alloc_async(bytes, stream.raw()) }
+        })
+    }
+
+    /// Allocates uninitialised memory for `dim`.
+    pub(crate) fn alloc_raw(ctx: &Context, dim: D) -> Result<Self> {
+        Self::alloc_with(ctx, dim, None, |bytes| {
+            crate::graph::refuse("allocating a device array (cuMemAlloc)")?;
+            backend().mem_alloc(bytes)
+        })
+    }
+
+    /// An array of `dim` in memory from `alloc` (given the byte count, called with `ctx` bound
+    /// and only for a non-empty array), freed as `ordered` says.
+    fn alloc_with(
+        ctx: &Context,
+        dim: D,
+        ordered: Option<Ordered>,
+        alloc: impl FnOnce(usize) -> Result<sys::CUdeviceptr>,
+    ) -> Result<Self> {
+        let bytes = dim
+            .size_checked()
             .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
             .ok_or_else(|| {
                 Error::usage(format!(
                     "array shape {:?} is too large to allocate",
                     dim.slice()
                 ))
-            })
-    }
-
-    /// Allocates uninitialised memory for `dim` from the device's memory pool, in `stream`'s
-    /// order (`cuMemAllocAsync`); freed in its order on drop (`cuMemFreeAsync`).
-    pub(crate) fn alloc_ordered(stream: &Stream, dim: D) -> Result<Self> {
-        let bytes = Self::bytes_for(&dim)?;
-        let ctx = stream.context();
+            })?;
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
             ctx.bind()?;
-            // SAFETY: the stream is live and of the bound context; the array frees the memory.
-            ptr = unsafe { backend().mem_alloc_async(bytes, stream.raw()) }.map_err(|e| {
+            ptr = alloc(bytes).map_err(|e| {
                 if e.is_out_of_memory() {
                     Error::OutOfMemory {
                         requested: bytes,
@@ -117,37 +137,7 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
             ctx: ctx.clone(),
             ptr,
             dim,
-            ordered: Some(Ordered {
-                stream: stream.raw(),
-                _keep: stream.keep_handle(),
-            }),
-            _t: PhantomData,
-        })
-    }
-
-    /// Allocates uninitialised memory for `dim`.
-    pub(crate) fn alloc_raw(ctx: &Context, dim: D) -> Result<Self> {
-        let bytes = Self::bytes_for(&dim)?;
-        let mut ptr: sys::CUdeviceptr = 0;
-        if bytes > 0 {
-            crate::graph::refuse("allocating a device array (cuMemAlloc)")?;
-            ctx.bind()?;
-            ptr = backend().mem_alloc(bytes).map_err(|e| {
-                if e.is_out_of_memory() {
-                    Error::OutOfMemory {
-                        requested: bytes,
-                        device: ctx.device().ordinal(),
-                    }
-                } else {
-                    e
-                }
-            })?;
-        }
-        Ok(DeviceArray {
-            ctx: ctx.clone(),
-            ptr,
-            dim,
-            ordered: None,
+            ordered,
             _t: PhantomData,
         })
     }
