@@ -104,7 +104,7 @@ pub(super) struct Graphs {
 
 /// The byte size of each parameter slot of a launch of `ir` (an array: its address, then one
 /// 8-byte slot per extent; a scalar: its size).
-pub(super) fn slot_sizes(ir: &FunctionIr) -> Vec<usize> {
+fn slot_sizes(ir: &FunctionIr) -> Vec<usize> {
     let mut sizes = Vec::new();
     for p in &ir.params {
         match p {
@@ -117,11 +117,33 @@ pub(super) fn slot_sizes(ir: &FunctionIr) -> Vec<usize> {
     sizes
 }
 
+/// A launch of `f` (whose IR is `ir`) as a node, its parameter slots copied.
+///
+/// # Safety
+/// `params` holds one pointer per parameter slot of `ir`, each to a live value.
+pub(super) unsafe fn kernel_node(
+    ir: &FunctionIr,
+    f: sys::CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    params: *mut *mut c_void,
+) -> Node {
+    Node::Kernel {
+        f: f as usize,
+        grid,
+        block,
+        shared,
+        // SAFETY: the caller's contract.
+        slots: unsafe { read_slots(&slot_sizes(ir), params) },
+    }
+}
+
 /// Reads each slot's bytes.
 ///
 /// # Safety
 /// `params` holds one pointer per entry of `sizes`, each to at least that many readable bytes.
-pub(super) unsafe fn read_slots(sizes: &[usize], params: *mut *mut c_void) -> Vec<u64> {
+unsafe fn read_slots(sizes: &[usize], params: *mut *mut c_void) -> Vec<u64> {
     sizes
         .iter()
         .enumerate()
@@ -351,17 +373,8 @@ impl super::Simulator {
     ) -> Result<sys::CUgraphNode> {
         let ir = self.func(f, "cuGraphAddKernelNode_v2", |st| st.ir.clone())?;
         // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
-        let slots = unsafe { read_slots(&slot_sizes(&ir), params) };
-        self.add_node(
-            g,
-            Node::Kernel {
-                f: f as usize,
-                grid,
-                block,
-                shared: shared_mem_bytes,
-                slots,
-            },
-        )
+        let node = unsafe { kernel_node(&ir, f, grid, block, shared_mem_bytes, params) };
+        self.add_node(g, node)
     }
 
     pub(super) unsafe fn sim_graph_add_copy(

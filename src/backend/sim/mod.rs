@@ -972,24 +972,12 @@ impl Backend for Simulator {
     ) -> Result<()> {
         let call = "cuLaunchKernel";
         let (ir, max_dynamic) = self.func(f, call, |st| (st.ir.clone(), st.max_dynamic))?;
-        if self
-            .graphs
-            .lock()
-            .capturing
-            .contains_key(&(stream as usize))
-        {
+        let node = || {
             // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
-            let slots = unsafe { graph::read_slots(&graph::slot_sizes(&ir), params) };
-            let node = graph::Node::Kernel {
-                f: f as usize,
-                grid,
-                block,
-                shared: shared_mem_bytes,
-                slots,
-            };
-            if self.recorded(Some(stream), || node) {
-                return Ok(());
-            }
+            unsafe { graph::kernel_node(&ir, f, grid, block, shared_mem_bytes, params) }
+        };
+        if self.recorded(Some(stream), node) {
+            return Ok(());
         }
         let threads = block.iter().map(|&b| b as u64).product::<u64>();
         if threads == 0 || threads > max_threads(&ir) as u64 || grid.contains(&0) {
