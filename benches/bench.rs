@@ -1209,7 +1209,7 @@ impl Bench {
         let s = &self.stream;
         let n = self.sizes.n;
         let variant = format!(
-            "cudajit::ops::ScanOps::cumsum_into, single pass, decoupled look-back, {} rows of 16-byte vectors per thread",
+            "cudajit::ops::ScanOps::cumsum_into, single pass, decoupled look-back, CUDAJIT_SCAN_TUNE={}",
             std::env::var("CUDAJIT_SCAN_TUNE").unwrap_or_else(|_| "4".into())
         );
         if self.opts.selected("scan") {

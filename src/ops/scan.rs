@@ -60,16 +60,51 @@ pub enum ScanKind {
     Exclusive,
 }
 
-/// Rows of 16-byte vectors each thread of a whole-array scan loads (4 by default: 16 f32 per
-/// thread, tiles of 4096 f32), or `CUDAJIT_SCAN_TUNE=R` (1 to 8; read once; for measuring).
-pub(super) fn tuning() -> usize {
-    static R: OnceLock<usize> = OnceLock::new();
-    *R.get_or_init(|| {
+/// The shape of a whole-array scan's tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ScanTuning {
+    /// Rows of 16-byte vectors each thread loads (4: 16 f32 per thread, tiles of 4096 f32).
+    pub rows: usize,
+    /// The launch bound's minimum blocks per multiprocessor (0: no bound).
+    pub min_blocks: u32,
+    /// Threads per block (a multiple of 32 up to 1024).
+    pub block: u32,
+}
+
+/// The whole-array scan's tuning: 4 rows, no launch bound and blocks of 256 threads by
+/// default, or `CUDAJIT_SCAN_TUNE=R`, `R,M` or `R,M,B` (rows 1 to 8, minimum blocks per
+/// multiprocessor 0 to 32, threads per block a multiple of 32 up to 1024; read once; for
+/// measuring).
+pub(super) fn tuning() -> ScanTuning {
+    static T: OnceLock<ScanTuning> = OnceLock::new();
+    *T.get_or_init(|| {
+        let default = ScanTuning {
+            rows: 4,
+            min_blocks: 0,
+            block: BLOCK,
+        };
         std::env::var("CUDAJIT_SCAN_TUNE")
             .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|r| (1..=8).contains(r))
-            .unwrap_or(4)
+            .and_then(|v| parse_tuning(&v, default))
+            .unwrap_or(default)
+    })
+}
+
+/// `R`, `R,M` or `R,M,B` (see [`tuning`]); `None` when out of range or not numbers.
+fn parse_tuning(v: &str, default: ScanTuning) -> Option<ScanTuning> {
+    let mut parts = v.split(',').map(|p| p.trim().parse::<u32>().ok());
+    let rows = parts.next()??;
+    let min_blocks = parts.next().unwrap_or(Some(default.min_blocks))?;
+    let block = parts.next().unwrap_or(Some(default.block))?;
+    let ok = parts.next().is_none()
+        && (1..=8).contains(&rows)
+        && min_blocks <= 32
+        && block % 32 == 0
+        && (32..=1024).contains(&block);
+    ok.then_some(ScanTuning {
+        rows: rows as usize,
+        min_blocks,
+        block,
     })
 }
 
@@ -146,11 +181,11 @@ impl<T: Num> Scan<T> {
     fn build(&self, v: usize) -> Result<Kernel<()>> {
         let (combine, id) = (self.combine.clone(), self.identity);
         let name = format!("{}_{}", self.name, KERNELS[v]);
-        let (rows, ticket) = (tuning(), ticket_order());
+        let (tune, ticket) = (tuning(), ticket_order());
         Kernel::<()>::build(&name, move |k, ()| match v {
-            TILES => tiles::<T, 1>(k, &*combine, id, rows, ticket),
-            TILES_VEC if T::TY.size() == 8 => tiles::<T, 2>(k, &*combine, id, rows, ticket),
-            TILES_VEC => tiles::<T, 4>(k, &*combine, id, rows, ticket),
+            TILES => tiles::<T, 1>(k, &*combine, id, tune, ticket),
+            TILES_VEC if T::TY.size() == 8 => tiles::<T, 2>(k, &*combine, id, tune, ticket),
+            TILES_VEC => tiles::<T, 4>(k, &*combine, id, tune, ticket),
             ROWS => scan_rows::<T>(k, &*combine, id),
             _ => scan_cols::<T>(k, &*combine, id),
         })
@@ -311,7 +346,8 @@ impl<T: Num> Scan<T> {
         let size = T::TY.size();
         let vec_ok = x.device_ptr() % 16 == 0 && out % 16 == 0;
         let width = if vec_ok { 16 / size } else { 1 };
-        let tile = BLOCK as usize * tuning() * width;
+        let tune = tuning();
+        let tile = (tune.block as usize) * tune.rows * width;
         let tiles = n.div_ceil(tile);
         let grid = u32::try_from(tiles)
             .ok()
@@ -325,7 +361,7 @@ impl<T: Num> Scan<T> {
         let k = self.kernel(if vec_ok { TILES_VEC } else { TILES })?;
         let space = ScanSpace::new(stream, tiles)?;
         let cap = space.tiles();
-        let r = k.launch_with(stream, LaunchConfig::new(grid, BLOCK), |buf| {
+        let r = k.launch_with(stream, LaunchConfig::new(grid, tune.block), |buf| {
             buf.push_flat(x.context(), x.device_ptr(), n)?;
             buf.push_flat(ctx, out, n)?;
             buf.push_flat(ctx, space.ctl(), 2)?;
@@ -360,15 +396,16 @@ fn warp_exclusive<T: Num>(k: &KernelBuilder, incl: Expr<T>, id: T) -> Expr<T> {
     select(k.lane_id().eq(0u32), Expr::lit(id), prev)
 }
 
-/// The whole-array scan: one tile of `BLOCK * rows * W` elements per block, `W` elements per
+/// The whole-array scan: one tile of `block * rows * W` elements per block, `W` elements per
 /// vector access (1: scalar accesses, for unaligned arrays).
 fn tiles<T: Num, const W: usize>(
     k: &KernelBuilder,
     combine: &CombineFn<T>,
     id: T,
-    rows: usize,
+    tune: ScanTuning,
     ticket: bool,
 ) {
+    let rows = tune.rows;
     let (x, out, ctl, status, vals) = (
         input::<T>(),
         output::<T>(),
@@ -377,7 +414,8 @@ fn tiles<T: Num, const W: usize>(
         output::<T>(),
     );
     let (n, cap, excl) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
-    k.launch_bounds(BLOCK, 0);
+    let (block, warps) = (tune.block, tune.block as usize / 32);
+    k.launch_bounds(block, tune.min_blocks);
     let t = k.thread_idx().x;
     let (lane, warp) = (k.lane_id(), t / 32u32);
     let last = k.grid_dim().x - 1u32;
@@ -396,11 +434,11 @@ fn tiles<T: Num, const W: usize>(
         k.if_(t.eq(0u32), |_| info.set(1u32, ctl.atomic_load(1u32)));
         k.block_idx().x
     };
-    let per_tile = (BLOCK as usize * rows * W) as u64;
+    let per_tile = (block as usize * rows * W) as u64;
     let start = tile.cast::<u64>() * per_tile;
     let full = (start + per_tile).le(n);
     // Element `i` of row `u` of this thread is element `first(u) + i` of the array.
-    let first = |u: usize| start + ((u as u64 * BLOCK as u64) + t.cast::<u64>()) * W as u64;
+    let first = |u: usize| start + ((u as u64 * block as u64) + t.cast::<u64>()) * W as u64;
     let items: Vec<[_; W]> = (0..rows)
         .map(|_| std::array::from_fn(|_| k.var(id)))
         .collect();
@@ -434,7 +472,7 @@ fn tiles<T: Num, const W: usize>(
             out
         })
         .collect();
-    let slots = rows * WARPS;
+    let slots = rows * warps;
     let sums = k.shared_array::<T>(slots);
     let pref = k.shared_array::<T>(slots);
     let warp_excl: Vec<Expr<T>> = local
@@ -442,7 +480,7 @@ fn tiles<T: Num, const W: usize>(
         .enumerate()
         .map(|(u, row)| {
             let incl = warp_scan(k, row[W - 1], combine);
-            let slot = warp + (u * WARPS) as u32;
+            let slot = warp + (u * warps) as u32;
             k.if_(lane.eq(31u32), |_| sums.set(slot, incl));
             warp_exclusive(k, incl, id)
         })
@@ -511,7 +549,7 @@ fn tiles<T: Num, const W: usize>(
         .iter()
         .enumerate()
         .map(|(u, row)| {
-            let p = combine(pref.at(warp + (u * WARPS) as u32), warp_excl[u]);
+            let p = combine(pref.at(warp + (u * warps) as u32), warp_excl[u]);
             std::array::from_fn(|i| {
                 let prev = if i == 0 { Expr::lit(id) } else { row[i - 1] };
                 combine(p, select(exclusive, prev, row[i]))
@@ -763,3 +801,40 @@ pub trait ScanOps<T: ScanScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Sized 
 }
 
 impl<T: ScanScalar, D: Dimension, X: DeviceSlice<T, Dim = D>> ScanOps<T, D> for X {}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_tuning, ScanTuning};
+
+    #[test]
+    fn tuning_reads_rows_and_min_blocks() {
+        let d = ScanTuning {
+            rows: 4,
+            min_blocks: 0,
+            block: 256,
+        };
+        let t = |rows, min_blocks, block| {
+            Some(ScanTuning {
+                rows,
+                min_blocks,
+                block,
+            })
+        };
+        assert_eq!(parse_tuning("3", d), t(3, 0, 256));
+        assert_eq!(parse_tuning(" 2 , 6 ", d), t(2, 6, 256));
+        assert_eq!(parse_tuning("8,16,128", d), t(8, 16, 128));
+        for bad in [
+            "0",
+            "9",
+            "4,33",
+            "4,",
+            "x",
+            "4,6,100",
+            "4,6,2048",
+            "4,6,128,1",
+            "",
+        ] {
+            assert_eq!(parse_tuning(bad, d), None, "{bad:?}");
+        }
+    }
+}
