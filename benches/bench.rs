@@ -1210,7 +1210,7 @@ impl Bench {
         let n = self.sizes.n;
         let variant = format!(
             "cudajit::ops::ScanOps::cumsum_into, single pass, decoupled look-back, CUDAJIT_SCAN_TUNE={}",
-            std::env::var("CUDAJIT_SCAN_TUNE").unwrap_or_else(|_| "4".into())
+            std::env::var("CUDAJIT_SCAN_TUNE").unwrap_or_else(|_| "default (8 rows, 4 blocks/SM x 256)".into())
         );
         if self.opts.selected("scan") {
             let hx = rand_f32(n, self.seed("scan/x"), 0.0, 1.0);
