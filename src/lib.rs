@@ -49,6 +49,7 @@ pub mod module;
 pub mod nvtx;
 pub mod ops;
 pub mod profiler;
+pub mod random;
 pub mod stream;
 
 pub use backend::{on_simulator, use_simulator};
