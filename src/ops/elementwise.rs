@@ -26,6 +26,11 @@ use crate::stream::Stream;
 pub struct Elem<T>(PhantomData<fn() -> T>);
 /// A scalar input: the same value for every element.
 pub struct Scalar<T>(PhantomData<fn() -> T>);
+/// The output element's flat index (C order) as an input: the closure sees an `Expr<u64>`
+/// (CuPy's `i` in an `ElementwiseKernel`); pass `Index` for it at launch. No memory is read.
+/// With it, counter-based random numbers need no state: `Philox::new(seed).uniform_f32(i)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Index;
 
 /// One input of an elementwise kernel: [`Elem<T>`] or [`Scalar<T>`].
 pub trait EwInput: 'static {
@@ -39,7 +44,8 @@ pub trait EwInput: 'static {
     fn declare() -> Self::Handle;
     /// The values of `W` consecutive elements starting at `v * W`.
     fn lanes<const W: usize>(h: &Self::Handle, v: Expr<i64>) -> [Self::Expr; W];
-    /// The value at element offset `off` (scalars ignore it).
+    /// The value at element offset `off` (an array's own offset; for other inputs the
+    /// output's flat index, which scalars ignore).
     fn at_offset(h: &Self::Handle, off: Option<Expr<i64>>) -> Self::Expr;
 }
 
@@ -73,6 +79,20 @@ impl<T: ScalarType> EwInput for Scalar<T> {
     }
 }
 
+impl EwInput for Index {
+    type Expr = Expr<u64>;
+    type Handle = ();
+    const ELEM_SIZE: Option<usize> = None;
+    fn declare() {}
+    fn lanes<const W: usize>(_h: &(), v: Expr<i64>) -> [Expr<u64>; W] {
+        let first = v.cast::<u64>() * W as u64;
+        std::array::from_fn(|l| first + l as u64)
+    }
+    fn at_offset(_h: &(), off: Option<Expr<i64>>) -> Expr<u64> {
+        off.unwrap_or_else(|| Expr::lit(0i64)).cast()
+    }
+}
+
 fn declare_scalar<T: ScalarType>() -> Expr<T> {
     // Every scalar type is a KernelParam whose handle is Expr<T>; go through the IR directly.
     crate::codegen::declare_scalar_param::<T>()
@@ -90,10 +110,16 @@ pub trait EwInputs: 'static {
     fn declare() -> Self::Handles;
     /// `W` lanes of every input.
     fn lanes<const W: usize>(h: &Self::Handles, v: Expr<i64>) -> [Self::Exprs; W];
-    /// Every input at its own element offset (`offs` has one entry per array input).
-    fn at_offsets(h: &Self::Handles, offs: &[Expr<i64>]) -> Self::Exprs;
-    /// `W` lanes of every input, each array at its own vector index (`vs`: one per array input).
-    fn lanes_each<const W: usize>(h: &Self::Handles, vs: &[Expr<i64>]) -> [Self::Exprs; W];
+    /// Every input at its own element offset (`offs` has one entry per array input) of the
+    /// output's element `flat`.
+    fn at_offsets(h: &Self::Handles, offs: &[Expr<i64>], flat: Expr<i64>) -> Self::Exprs;
+    /// `W` lanes of every input, each array at its own vector index (`vs`: one per array
+    /// input), of the output's vector `out_v`.
+    fn lanes_each<const W: usize>(
+        h: &Self::Handles,
+        vs: &[Expr<i64>],
+        out_v: Expr<i64>,
+    ) -> [Self::Exprs; W];
 }
 
 /// The outputs of an elementwise kernel: `Expr<T>` or a tuple of them (what the closure returns).
@@ -175,6 +201,7 @@ pub struct ArgInfo<'a> {
     shape: Option<&'a [usize]>,
     ptr: u64,
     bits: u64,
+    /// Element size in bytes; 0 for an input with no kernel parameter ([`Index`]).
     size: usize,
     ctx: Option<&'a Context>,
 }
@@ -216,6 +243,18 @@ impl<T: ScalarType, X: DeviceSlice<T> + ?Sized> EwArg<Elem<T>> for &X {
 impl<T: ScalarType> EwArg<Scalar<T>> for T {
     fn info(&self) -> ArgInfo<'_> {
         ArgInfo::scalar(*self)
+    }
+}
+
+impl EwArg<Index> for Index {
+    fn info(&self) -> ArgInfo<'_> {
+        ArgInfo {
+            shape: None,
+            ptr: 0,
+            bits: 0,
+            size: 0,
+            ctx: None,
+        }
     }
 }
 
@@ -265,28 +304,32 @@ macro_rules! input_tuples {
                 std::array::from_fn(|k| ($(l.$i[k],)*))
             }
             #[allow(unused_assignments)]
-            fn lanes_each<const W: usize>(h: &Self::Handles, vs: &[Expr<i64>]) -> [Self::Exprs; W] {
+            fn lanes_each<const W: usize>(
+                h: &Self::Handles,
+                vs: &[Expr<i64>],
+                out_v: Expr<i64>,
+            ) -> [Self::Exprs; W] {
                 let mut j = 0usize;
                 let l = ($({
                     let v = if $t::ELEM_SIZE.is_some() {
                         j += 1;
                         vs.get(j - 1).copied().unwrap_or_else(|| Expr::lit(0i64))
                     } else {
-                        Expr::lit(0i64)
+                        out_v
                     };
                     $t::lanes::<W>(&h.$i, v)
                 },)*);
                 std::array::from_fn(|k| ($(l.$i[k],)*))
             }
             #[allow(unused_assignments)]
-            fn at_offsets(h: &Self::Handles, offs: &[Expr<i64>]) -> Self::Exprs {
+            fn at_offsets(h: &Self::Handles, offs: &[Expr<i64>], flat: Expr<i64>) -> Self::Exprs {
                 let mut j = 0usize;
                 ($({
                     let off = if $t::ELEM_SIZE.is_some() {
                         j += 1;
                         offs.get(j - 1).copied()
                     } else {
-                        None
+                        Some(flat)
                     };
                     $t::at_offset(&h.$i, off)
                 },)*)
@@ -528,6 +571,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 for a in ins.iter().chain(outs) {
                     match a.shape {
                         Some(_) => buf.push_flat(ctx, a.ptr, n)?,
+                        None if a.size == 0 => {}
                         None => buf.push_scalar(a.bits)?,
                     }
                 }
@@ -548,6 +592,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 for a in ins.iter().chain(outs) {
                     match a.shape {
                         Some(s) => buf.push_flat(ctx, a.ptr, s.iter().product())?,
+                        None if a.size == 0 => {}
                         None => buf.push_scalar(a.bits)?,
                     }
                 }
@@ -571,6 +616,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 for a in ins.iter().chain(outs) {
                     match a.shape {
                         Some(s) => buf.push_flat(ctx, a.ptr, s.iter().product())?,
+                        None if a.size == 0 => {}
                         None => buf.push_scalar(a.bits)?,
                     }
                 }
@@ -663,7 +709,7 @@ fn suffix<I: EwInputs, O: EwOutputs, const W: usize>(k: &KernelBuilder, f: &Body
     let i = k.grid1();
     k.if_(i.lt(nv), |_| {
         let vs: Vec<Expr<i64>> = moduli.iter().map(|&m| (i % m).cast::<i64>()).collect();
-        let lanes = I::lanes_each::<W>(&ins, &vs);
+        let lanes = I::lanes_each::<W>(&ins, &vs, i.cast());
         O::store::<W>(&outs, i.cast(), lanes.map(f));
     });
 }
@@ -691,6 +737,6 @@ fn strided<I: EwInputs, O: EwOutputs>(k: &KernelBuilder, f: &Body<I, O>, rank: u
                 *o = *o + idx * s[d];
             }
         }
-        O::store_at(&outs, i.cast(), f(I::at_offsets(&ins, &offs)));
+        O::store_at(&outs, i.cast(), f(I::at_offsets(&ins, &offs, i.cast())));
     });
 }

@@ -12,7 +12,9 @@ mod scan;
 
 pub use array_ops::{arg_variants_ptx, ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
 pub use broadcast::broadcast_shapes;
-pub use elementwise::{Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Scalar};
+pub use elementwise::{
+    Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Index, Scalar,
+};
 pub use reduce::Reduction;
 pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};
 

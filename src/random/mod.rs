@@ -18,6 +18,8 @@ pub use philox::{
     philox4x32_10, philox4x32_10_host, philox_uniform2_f64_host, philox_uniform4_f32_host,
     philox_words_host, Philox,
 };
+#[doc(hidden)]
+pub use xoroshiro::numba_reference::{parse as numba_reference_parse, Case as NumbaReferenceCase};
 pub use xoroshiro::{
     create_xoroshiro128p_states, xoroshiro128p_states_host, Xoroshiro128p, Xoroshiro128pHost,
     Xoroshiro128pStates,

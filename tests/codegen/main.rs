@@ -7,4 +7,5 @@ mod cache;
 mod common;
 mod math;
 mod ops;
+mod random;
 mod warp;

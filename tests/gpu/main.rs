@@ -19,6 +19,7 @@ mod ops;
 mod pinned;
 mod pool;
 mod profiler;
+mod random;
 mod scan;
 mod streams;
 mod warp;
