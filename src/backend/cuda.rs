@@ -713,6 +713,32 @@ impl Backend for CudaDriver {
         }
     }
 
+    unsafe fn launch_cooperative_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: the caller passes one pointer per kernel parameter, each to a live value.
+        unsafe {
+            drv!(cuLaunchCooperativeKernel(
+                f,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared_mem_bytes,
+                stream,
+                params,
+            ))
+        }
+    }
+
     unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
         let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
         // SAFETY: the caller passes a live stream.

@@ -514,6 +514,23 @@ impl Backend for FaultInjector {
         }
     }
 
+    unsafe fn launch_cooperative_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        self.tick("launch_cooperative_kernel")?;
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        unsafe {
+            self.inner
+                .launch_cooperative_kernel(f, grid, block, shared_mem_bytes, stream, params)
+        }
+    }
+
     unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
         self.tick("stream_begin_capture")?;
         // SAFETY: the caller's contract, passed on.

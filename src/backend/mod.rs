@@ -257,6 +257,18 @@ pub(crate) trait Backend: Send + Sync {
         stream: sys::CUstream,
         params: *mut *mut c_void,
     ) -> Result<()>;
+    /// A cooperative launch (`cuLaunchCooperativeKernel`): every block resident at once, or
+    /// the driver refuses the launch.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_cooperative_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()>;
 
     // Graphs.
     /// Starts capturing `s`'s work into a graph (thread-local mode: calls from this thread that

@@ -38,6 +38,8 @@ pub(crate) struct FnState {
     /// `continue` there, outside any loop of the condition's own, is refused as in Rust).
     while_cond_depths: Vec<u32>,
     pub errors: Vec<String>,
+    /// Whether this is a kernel (not a device function).
+    pub kernel: bool,
 }
 
 impl FnState {
@@ -57,6 +59,7 @@ impl FnState {
                 callees: Vec::new(),
                 inline: true,
                 launch_bounds: None,
+                grid_barrier: None,
             },
             blocks: vec![Vec::new()],
             scopes: vec![0],
@@ -70,6 +73,7 @@ impl FnState {
             loop_depth: 0,
             while_cond_depths: Vec::new(),
             errors: Vec::new(),
+            kernel: false,
         }
     }
 

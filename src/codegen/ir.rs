@@ -246,6 +246,9 @@ pub(crate) struct FunctionIr {
     /// Kernels: (most threads per block, fewest blocks per multiprocessor), CUDA's
     /// `__launch_bounds__`.
     pub launch_bounds: Option<(u32, u32)>,
+    /// Kernels that call `grid_sync()`: the index of the hidden barrier parameter (two `u32`,
+    /// zeroed before each launch); such kernels are launched cooperatively.
+    pub grid_barrier: Option<u32>,
 }
 
 impl FunctionIr {

@@ -107,6 +107,7 @@ impl<P: KernelParams> Kernel<P> {
     ) -> Result<Kernel<P>> {
         check_name(name)?;
         let ((), ir) = record(name, None, || {
+            super::builder::with_state(|s| s.kernel = true);
             let tag = super::builder::current_tag();
             let handles = P::declare_all();
             body(&KernelBuilder { tag }, handles);
@@ -268,6 +269,14 @@ impl<P: KernelParams> Kernel<P> {
         args: A,
         deps: &[GraphNode],
     ) -> Result<GraphNode> {
+        if self.inner.ir.grid_barrier.is_some() {
+            return Err(Error::usage(format!(
+                "kernel `{}` calls grid_sync() and needs a cooperative launch with its barrier \
+                 words, which a hand-built graph node does not give: capture its launch instead \
+                 (`Stream::capture`)",
+                self.name()
+            )));
+        }
         let ctx = graph.context().clone();
         let f = self.loaded_function(&ctx)?;
         config.validate(f)?;
@@ -309,23 +318,76 @@ impl<P: KernelParams> Kernel<P> {
         config.validate(f)?;
         let mut buf = ArgBuffer::new(ctx, &self.inner.align);
         push(&mut buf)?;
+        // A kernel that synchronises its grid: the barrier's two words, zeroed in stream order
+        // (freed in stream order after the launch), and a cooperative launch of a grid that
+        // fits on the device at once.
+        let barrier = match self.inner.ir.grid_barrier {
+            Some(_) => {
+                self.check_cooperative(ctx, f, &config)?;
+                let bar = stream.zeros_async::<u32, _>(2)?;
+                buf.push_array(&bar)?;
+                Some(bar)
+            }
+            None => None,
+        };
         ctx.bind()?;
         let (g, b) = (config.grid, config.block);
         buf.with_params(|params| {
+            let (grid, block, smem, s) = (
+                [g.x, g.y, g.z],
+                [b.x, b.y, b.z],
+                config.shared_mem_bytes,
+                stream.raw(),
+            );
             // SAFETY: the parameter slots were pushed in the order and with the types of the
-            // kernel's IR parameters (fixed by `P`), each array belongs to this context, and the
-            // function is live.
+            // kernel's IR parameters (fixed by `P`; the grid barrier last), each array belongs
+            // to this context, and the function is live.
             unsafe {
-                backend().launch_kernel(
-                    f.raw(),
-                    [g.x, g.y, g.z],
-                    [b.x, b.y, b.z],
-                    config.shared_mem_bytes,
-                    stream.raw(),
-                    params,
-                )
+                if barrier.is_some() {
+                    backend().launch_cooperative_kernel(f.raw(), grid, block, smem, s, params)
+                } else {
+                    backend().launch_kernel(f.raw(), grid, block, smem, s, params)
+                }
             }
         })
         .map_err(|e| crate::module::explain_launch_error(f, &config, e))
+    }
+
+    /// How many blocks of `block_threads` threads (with `dynamic_shared_bytes` of dynamic
+    /// shared memory each) can be resident on `ctx`'s device at once: the largest grid a
+    /// kernel that calls `grid_sync()` can be launched with (the occupancy API's blocks per
+    /// multiprocessor times the multiprocessors).
+    pub fn max_cooperative_blocks(
+        &self,
+        ctx: &Context,
+        block_threads: u32,
+        dynamic_shared_bytes: usize,
+    ) -> Result<u32> {
+        let f = self.loaded_function(ctx)?;
+        let per_sm = f.max_active_blocks_per_multiprocessor(block_threads, dynamic_shared_bytes)?;
+        Ok(per_sm.saturating_mul(ctx.device().multiprocessor_count()?))
+    }
+
+    /// Refuses a cooperative launch whose blocks cannot all be resident at once.
+    fn check_cooperative(&self, ctx: &Context, f: &Function, config: &LaunchConfig) -> Result<()> {
+        let (g, b) = (config.grid, config.block);
+        let blocks = g.x as u64 * g.y as u64 * g.z as u64;
+        let threads = b.x * b.y * b.z;
+        let smem = config.shared_mem_bytes as usize;
+        let per_sm = f.max_active_blocks_per_multiprocessor(threads, smem)?;
+        let sms = ctx.device().multiprocessor_count()?;
+        let max = per_sm as u64 * sms as u64;
+        if blocks > max {
+            return Err(Error::usage(format!(
+                "kernel `{}` calls grid_sync(), so all of its blocks must be resident on the \
+                 device at once, but its grid has {blocks} blocks and at most {max} fit \
+                 ({per_sm} blocks of {threads} threads with {smem} bytes of dynamic shared \
+                 memory per multiprocessor, {sms} multiprocessors): launch at most {max} \
+                 blocks (`Kernel::max_cooperative_blocks`) and cover the work with a \
+                 grid-stride loop",
+                self.name()
+            )));
+        }
+        Ok(())
     }
 }

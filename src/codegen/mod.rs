@@ -23,6 +23,7 @@ mod control;
 mod device_fn;
 mod divergence;
 mod expr;
+mod grid_sync;
 pub(crate) mod ir;
 mod kernel;
 mod lower;

@@ -5,6 +5,7 @@ mod atomics;
 mod basics;
 mod cache;
 mod common;
+mod grid;
 mod math;
 mod ops;
 mod random;

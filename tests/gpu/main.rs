@@ -9,6 +9,7 @@ mod enquiry;
 mod errors;
 mod events;
 mod graphs;
+mod grid;
 mod kernels;
 mod math;
 mod memory;

@@ -473,6 +473,11 @@ impl<'l> Block<'l> {
             if self.l.abort.load(Ordering::Relaxed) {
                 return Err(Fault::stopped());
             }
+            // Every block of a grid-synchronising kernel has a host thread, more than the
+            // cores: a block waiting at the grid barrier lets the others run.
+            if self.l.ir.grid_barrier.is_some() {
+                std::thread::yield_now();
+            }
             self.run_stmts(fr, cond_stmts, m)?;
             let mut m = fr.live(&m, nw);
             let mut left = fr.loops[depth].0;

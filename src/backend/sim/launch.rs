@@ -147,7 +147,13 @@ impl<'a> Launch<'a> {
                 }
             }
         };
-        let workers = workers.clamp(1, blocks.min(256) as usize);
+        // A kernel that synchronises its whole grid needs every block running at once (the
+        // launch checked the grid against the simulated occupancy): a thread per block.
+        let workers = if self.ir.grid_barrier.is_some() {
+            blocks as usize
+        } else {
+            workers.clamp(1, blocks.min(256) as usize)
+        };
         if workers == 1 {
             work();
         } else {

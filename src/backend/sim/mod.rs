@@ -961,6 +961,20 @@ impl Backend for Simulator {
         Ok(by_threads.min(by_shared).clamp(0, 32))
     }
 
+    unsafe fn launch_cooperative_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        // Blocks of a kernel that synchronises its grid run all at once (`Launch::run`).
+        // SAFETY: as `launch_kernel`'s; the caller's contract is the same.
+        unsafe { self.launch_kernel(f, grid, block, shared_mem_bytes, stream, params) }
+    }
+
     unsafe fn launch_kernel(
         &self,
         f: sys::CUfunction,

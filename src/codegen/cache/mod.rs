@@ -462,6 +462,7 @@ mod tests {
             callees: vec![],
             inline: false,
             launch_bounds: None,
+            grid_barrier: None,
         }
     }
 
