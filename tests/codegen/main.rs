@@ -6,5 +6,6 @@ mod basics;
 mod cache;
 mod common;
 mod math;
+mod narrow;
 mod ops;
 mod warp;
