@@ -15,6 +15,7 @@ mod memory;
 mod modules;
 mod nan_bits;
 mod nan_compares;
+mod narrow;
 mod ops;
 mod pinned;
 mod pool;
