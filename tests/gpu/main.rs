@@ -16,6 +16,7 @@ mod modules;
 mod nan_bits;
 mod nan_compares;
 mod narrow;
+mod narrow_atomics;
 mod ops;
 mod pinned;
 mod pool;
