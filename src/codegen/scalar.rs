@@ -106,6 +106,33 @@ mod sealed {
 
 /// A type kernels compute with: `f32`, `f64`, `i8`, `u8`, `i16`, `u16`, `i32`, `u32`, `i64`,
 /// `u64`, `bool`.
+///
+/// The narrow integers `i8`, `u8`, `i16`, `u16` are array elements, scalar parameters and
+/// values like the others: loads and stores of their own size, arithmetic in their own width
+/// with the semantics of the other integers (wrapping `+ - *`, division by zero giving all-ones
+/// bits and a remainder of the dividend, `MIN / -1 == MIN`, shift amounts modulo the width),
+/// comparisons, `cast` to and from every scalar type (Rust's `as`: a float saturates to the
+/// narrow range, NaN gives 0), `bitcast` to the other type of the same size, shuffles (through
+/// 32 bits), bit operations, and every atomic of [`Int`] types (each a compare-and-swap loop on
+/// the aligned 32-bit word that holds the element; neighbouring elements are left intact).
+/// What a type does not have is a compile error: negating an unsigned value, and the wrapping
+/// counters, which are `u32`/`u64` only:
+///
+/// ```compile_fail
+/// # use cudajit::codegen::Expr;
+/// fn neg(x: Expr<u8>) -> Expr<u8> {
+///     -x // u8 is not `Signed`
+/// }
+/// ```
+///
+/// ```compile_fail
+/// # use cudajit::codegen::{Expr, SliceMut};
+/// fn count(a: SliceMut<u16>) -> Expr<u16> {
+///     a.atomic_inc(0u32, 10u16) // atomic_inc needs `AtomicCounter`: u32 or u64
+/// }
+/// ```
+///
+/// and a `bitcast` between sizes is an error when the kernel is built.
 pub trait Scalar: DeviceCopy + KernelArg + sealed::Sealed + PartialEq + std::fmt::Debug {
     /// The type's tag in the kernel IR.
     const TY: ScalarTy;

@@ -555,6 +555,38 @@ mod tests {
     }
 
     #[test]
+    fn narrow_integers_wrap_in_their_width() {
+        let b = |v: i8| v as u8 as u64;
+        assert_eq!(run_bin(BinOp::Add, ScalarTy::I8, b(127), 1), b(-128));
+        assert_eq!(run_bin(BinOp::Mul, ScalarTy::U8, 16, 17), 16);
+        assert_eq!(run_bin(BinOp::Div, ScalarTy::I8, b(-128), b(-1)), b(-128));
+        assert_eq!(run_bin(BinOp::Div, ScalarTy::U16, 9, 0), 0xffff);
+        assert_eq!(run_bin(BinOp::Rem, ScalarTy::I16, 9, 0), 9);
+        assert_eq!(run_bin(BinOp::Shl, ScalarTy::U8, 1, 9), 2);
+        assert_eq!(run_bin(BinOp::Shr, ScalarTy::I8, b(-128), 7), b(-1));
+        assert_eq!(run_bin(BinOp::Min, ScalarTy::I16, 0xffff, 1), 0xffff);
+        assert_eq!(run_bin(BinOp::Min, ScalarTy::U16, 0xffff, 1), 1);
+        let mut d = [0u64; 1];
+        cast(
+            ScalarTy::F32,
+            ScalarTy::I8,
+            &mut d,
+            &[(-300.5f32).to_bits() as u64],
+            &[0..1],
+        );
+        assert_eq!(d[0], b(-128));
+        cast(ScalarTy::I8, ScalarTy::U32, &mut d, &[b(-2)], &[0..1]);
+        assert_eq!(d[0], 0xffff_fffe);
+        cast(ScalarTy::U64, ScalarTy::U16, &mut d, &[0x1_2345], &[0..1]);
+        assert_eq!(d[0], 0x2345);
+        let mut r = [0u64; 1];
+        bit(BitFn::Clz, ScalarTy::U8, &mut r, &[1], &[0..1]);
+        assert_eq!(r[0], 7);
+        bit(BitFn::Brev, ScalarTy::U16, &mut r, &[1], &[0..1]);
+        assert_eq!(r[0], 0x8000);
+    }
+
+    #[test]
     fn float_min_max_ignore_nan_and_order_zeros() {
         let f = |v: f32| v.to_bits() as u64;
         let g = |b: u64| f32::from_bits(b as u32);
