@@ -336,3 +336,24 @@ fn ops_kernels_for_narrow_types() {
     one::<i16>(3);
     one::<u16>(3);
 }
+
+#[test]
+fn vector_accesses_of_narrow_types() {
+    // 4 x u16 is an 8-byte vector; 8-bit elements make no 8- or 16-byte vector of 2 or 4.
+    let k = Kernel::<(&[u16], &mut [u16])>::build("vec_u16", |k, (x, out)| {
+        let i = k.grid1();
+        let v = x.load_vec::<4>(i);
+        out.store_vec::<4>(i, [v[3], v[2], v[1], v[0]]);
+    })
+    .unwrap();
+    let ptx = compile_all(&k).0;
+    assert!(ptx.contains("ld.global.nc.v4.u16"), "{ptx}");
+    assert!(ptx.contains("st.global.v4.u16"), "{ptx}");
+    let e = Kernel::<(&[i8], &mut [i8])>::build("vec_i8", |k, (x, out)| {
+        let i = k.grid1();
+        out.set(i, x.load_vec::<4>(i)[0]);
+    })
+    .err()
+    .expect("a 4-byte vector is a build error");
+    assert!(e.to_string().contains("vector accesses move 8 or 16 bytes"), "{e}");
+}

@@ -598,6 +598,24 @@ fn ops_and_reductions<T: Narrow>(rng: &mut Rng) {
             }
         }
     }
+    // Along each axis of a matrix (the rows and the columns kernels), wrapping as well.
+    let (rows, cols) = (37usize, 301usize);
+    let host: Vec<T> = rng.vec(rows * cols, T::random);
+    let m = ndarray::Array2::from_shape_vec((rows, cols), host.clone()).unwrap();
+    let dm = s.to_device(&m).unwrap();
+    let along_rows = dm.sum_axis(&s, 1, false).unwrap().to_vec_async(&s).unwrap();
+    let along_cols = dm.sum_axis(&s, 0, false).unwrap().to_vec_async(&s).unwrap();
+    let max_cols = dm.max_axis(&s, 0, false).unwrap().to_vec_async(&s).unwrap();
+    for r in 0..rows {
+        let want = (0..cols).fold(T::from_u64(0), |a, c| T::wadd(a, host[r * cols + c]));
+        assert_eq!(along_rows[r], want, "{name} sum_axis(1) row {r}");
+    }
+    for c in 0..cols {
+        let want = (0..rows).fold(T::from_u64(0), |a, r| T::wadd(a, host[r * cols + c]));
+        assert_eq!(along_cols[c], want, "{name} sum_axis(0) column {c}");
+        let want = (0..rows).map(|r| host[r * cols + c]).max().unwrap();
+        assert_eq!(max_cols[c], want, "{name} max_axis(0) column {c}");
+    }
     // Division by zero in the cached op: all ones, as in kernels.
     let dx = s.to_device(&vec![T::from_u64(5), T::from_u64(0)]).unwrap();
     let dz = s.to_device(&vec![T::from_u64(0); 2]).unwrap();
@@ -613,4 +631,32 @@ fn narrow_elementwise_ops_reductions_and_scans_wrap_in_the_element_type() {
     ops_and_reductions::<u8>(&mut rng);
     ops_and_reductions::<i16>(&mut rng);
     ops_and_reductions::<u16>(&mut rng);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn narrow_vector_loads_and_stores() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&[u16], &mut [u16])>::build("narrow_vec_u16", |k, (x, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(x.len() / 4u64), |_| {
+            let v = x.load_vec::<4>(i);
+            out.store_vec::<4>(i, [v[3], v[2], v[1], v[0] + 1u16]);
+        });
+    })
+    .unwrap();
+    let mut rng = Rng::new();
+    let n = 4 * 1025;
+    let x: Vec<u16> = rng.vec(n, u16::random);
+    let dx = s.to_device(&x).unwrap();
+    let mut out = s.to_device(&vec![0x5a5au16; n]).unwrap();
+    k.launch(&s, LaunchConfig::for_num_elems(n / 4, 128).unwrap(), (&dx, &mut out))
+        .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for v in 0..n / 4 {
+        let w = &x[4 * v..4 * v + 4];
+        let want = [w[3], w[2], w[1], w[0].wrapping_add(1)];
+        assert_eq!(&got[4 * v..4 * v + 4], &want, "vector {v}");
+    }
 }
