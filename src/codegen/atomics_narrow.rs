@@ -39,7 +39,9 @@ fn apply<'c>(
     let b = &lw.b;
     let pick = |pred: IntPredicate| -> Result<IntValue<'c>> {
         let keep = b.build_int_compare(pred, old, v, "").map_err(e)?;
-        Ok(b.build_select(keep, old, v, "").map_err(e)?.into_int_value())
+        Ok(b.build_select(keep, old, v, "")
+            .map_err(e)?
+            .into_int_value())
     };
     Ok(match kind {
         AtomicKind::Add => b.build_int_add(old, v, "").map_err(e)?,
@@ -85,9 +87,7 @@ pub(crate) fn lower_narrow_rmw<'c>(
     let width = nt.get_bit_width() as u64;
     // The word: the element's address rounded down to a multiple of 4.
     let addr = b.build_ptr_to_int(ptr, i64t, "").map_err(e)?;
-    let off = b
-        .build_and(addr, i64t.const_int(3, false), "")
-        .map_err(e)?;
+    let off = b.build_and(addr, i64t.const_int(3, false), "").map_err(e)?;
     let back = b.build_int_neg(off, "").map_err(e)?;
     // SAFETY (LLVM): a GEP of at most 3 bytes back from a valid element address, to the start
     // of the aligned word that contains it (allocations are at least 4-byte aligned, so the
@@ -125,8 +125,7 @@ pub(crate) fn lower_narrow_rmw<'c>(
     let same = b
         .build_int_compare(IntPredicate::EQ, new, old, "")
         .map_err(e)?;
-    b.build_conditional_branch(same, done, attempt)
-        .map_err(e)?;
+    b.build_conditional_branch(same, done, attempt).map_err(e)?;
 
     b.position_at_end(attempt);
     let new32 = b.build_int_z_extend(new, i32t, "").map_err(e)?;

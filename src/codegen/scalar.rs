@@ -171,7 +171,13 @@ macro_rules! scalar {
     };
 }
 scalar!(bool, Bool, |v| v as u64, |b| b & 1 != 0, []);
-scalar!(i8, I8, |v| v as u8 as u64, |b| b as u8 as i8, [Num, Int, Signed]);
+scalar!(
+    i8,
+    I8,
+    |v| v as u8 as u64,
+    |b| b as u8 as i8,
+    [Num, Int, Signed]
+);
 scalar!(u8, U8, |v| v as u64, |b| b as u8, [Num, Int]);
 scalar!(
     i16,

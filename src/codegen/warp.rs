@@ -480,7 +480,11 @@ fn lower_shfl<'c>(
             lw.b.build_int_z_extend(x, i32t, "").map_err(e)?
         };
         let r = one(wide.into())?.into_int_value();
-        return Ok(lw.b.build_int_truncate(r, x.get_type(), "").map_err(e)?.into());
+        return Ok(lw
+            .b
+            .build_int_truncate(r, x.get_type(), "")
+            .map_err(e)?
+            .into());
     }
     // 64 bits: shuffle the low and high halves separately, as CUDA's headers do.
     let i64t = lw.ctx.i64_type();

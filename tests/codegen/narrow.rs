@@ -46,7 +46,12 @@ fn arithmetic<T: Int>(x: Expr<T>, y: Expr<T>) -> ([Expr<T>; 13], [Expr<bool>; 6]
     )
 }
 
-type ArithKernel<T> = Kernel<(&'static [T], &'static [T], &'static mut [T], &'static mut [bool])>;
+type ArithKernel<T> = Kernel<(
+    &'static [T],
+    &'static [T],
+    &'static mut [T],
+    &'static mut [bool],
+)>;
 
 fn arithmetic_kernel<T: Int>(name: &str) -> ArithKernel<T> {
     Kernel::<(&[T], &[T], &mut [T], &mut [bool])>::build(name, |k, (a, b, out, flags)| {
@@ -163,7 +168,13 @@ fn bitcasts_between_narrow_types_of_one_size() {
 }
 
 /// Every atomic a narrow integer has, on `a[j]`; results go to `old[base..base + 11]`.
-fn narrow_atomics<T: Int>(a: SliceMut<T>, j: Expr<u64>, x: Expr<T>, old: SliceMut<T>, base: Expr<u64>) {
+fn narrow_atomics<T: Int>(
+    a: SliceMut<T>,
+    j: Expr<u64>,
+    x: Expr<T>,
+    old: SliceMut<T>,
+    base: Expr<u64>,
+) {
     let ops = [
         a.atomic_add(j, x),
         a.atomic_sub(j, x),
@@ -246,7 +257,11 @@ fn narrow_shuffles_go_through_32_bits() {
         .unwrap();
         let ptx = compile_all(&k).0;
         for kind in ["idx", "up", "down", "bfly"] {
-            assert_eq!(count(&ptx, &format!("shfl.sync.{kind}.b32")), 1, "{kind}:\n{ptx}");
+            assert_eq!(
+                count(&ptx, &format!("shfl.sync.{kind}.b32")),
+                1,
+                "{kind}:\n{ptx}"
+            );
         }
         assert!(ptx.contains("match.any.sync.b32"), "{ptx}");
         assert!(ptx.contains("match.all.sync.b32"), "{ptx}");
@@ -294,8 +309,14 @@ fn narrow_scalar_parameters_loops_and_variables() {
     )
     .unwrap();
     let ptx = compile_all(&k).0;
-    assert!(ptx.contains(".param .u8") || ptx.contains(".param .b8"), "{ptx}");
-    assert!(ptx.contains(".param .u16") || ptx.contains(".param .b16"), "{ptx}");
+    assert!(
+        ptx.contains(".param .u8") || ptx.contains(".param .b8"),
+        "{ptx}"
+    );
+    assert!(
+        ptx.contains(".param .u16") || ptx.contains(".param .b16"),
+        "{ptx}"
+    );
     // A non-positive literal step is a build error, also for narrow signed types.
     let e = Kernel::<(&mut [i8],)>::build("narrow_step", |k, (o,)| {
         k.for_step(0i8, 10i8, -1i8, |_, j| o.set(0u64, j));
@@ -310,13 +331,20 @@ fn ops_kernels_for_narrow_types() {
     use cudajit::ops::{Elem, Elementwise, Reduction, Scan};
     fn one<T: Int + cudajit::ops::ReduceScalar>(lit: T) {
         let name = T::TY.name();
-        let ew = Elementwise::<(Elem<T>, Elem<T>), Expr<T>>::new(&format!("ew_{name}"), move |(a, b)| {
-            a * lit + b
-        })
+        let ew = Elementwise::<(Elem<T>, Elem<T>), Expr<T>>::new(
+            &format!("ew_{name}"),
+            move |(a, b)| a * lit + b,
+        )
         .unwrap();
-        let sum = Reduction::<T, T, T>::new(&format!("sum_{name}_t"), |x| x, |a, b| a + b, T::from_bits(0))
-            .unwrap();
-        let scan = Scan::<T>::new(&format!("cumsum_{name}_t"), |a, b| a + b, T::from_bits(0)).unwrap();
+        let sum = Reduction::<T, T, T>::new(
+            &format!("sum_{name}_t"),
+            |x| x,
+            |a, b| a + b,
+            T::from_bits(0),
+        )
+        .unwrap();
+        let scan =
+            Scan::<T>::new(&format!("cumsum_{name}_t"), |a, b| a + b, T::from_bits(0)).unwrap();
         for cc in TARGETS {
             let opts = PtxOptions::for_cc(cc.0, cc.1);
             let mut all = ew.variants_ptx(&opts, 2).unwrap();
@@ -355,5 +383,8 @@ fn vector_accesses_of_narrow_types() {
     })
     .err()
     .expect("a 4-byte vector is a build error");
-    assert!(e.to_string().contains("vector accesses move 8 or 16 bytes"), "{e}");
+    assert!(
+        e.to_string().contains("vector accesses move 8 or 16 bytes"),
+        "{e}"
+    );
 }

@@ -239,10 +239,23 @@ fn arithmetic<T: Narrow>(rng: &mut Rng) {
         want.push(T::reverse(a));
         want.push(T::wadd(a, p));
         for (j, w) in want.iter().enumerate() {
-            assert_eq!(out[17 * i + j], *w, "{name} {a:?} {} {b:?}, element {i}", names[j]);
+            assert_eq!(
+                out[17 * i + j],
+                *w,
+                "{name} {a:?} {} {b:?}, element {i}",
+                names[j]
+            );
         }
-        assert_eq!(&flags[6 * i..6 * i + 6], &T::cmps(a, b), "{name} {a:?} vs {b:?}");
-        assert_eq!(&bits[5 * i..5 * i + 3], &T::bits3(a), "{name} bits of {a:?}");
+        assert_eq!(
+            &flags[6 * i..6 * i + 6],
+            &T::cmps(a, b),
+            "{name} {a:?} vs {b:?}"
+        );
+        assert_eq!(
+            &bits[5 * i..5 * i + 3],
+            &T::bits3(a),
+            "{name} bits of {a:?}"
+        );
         let end = T::wadd(a, T::from_u64(b.to_bits() & 31));
         let (count, sum) = T::steps(a, end, step);
         assert_eq!(
@@ -250,7 +263,11 @@ fn arithmetic<T: Narrow>(rng: &mut Rng) {
             (count, sum, step),
             "{name} for_step({a:?}, {end:?}, {step:?})"
         );
-        assert_eq!(bits[5 * i + 4], 0xdead_beef, "{name} element {i} was written");
+        assert_eq!(
+            bits[5 * i + 4],
+            0xdead_beef,
+            "{name} element {i} was written"
+        );
     }
 }
 
@@ -462,17 +479,18 @@ fn shuffles<T: Narrow>(rng: &mut Rng) {
     let name = format!("narrow_shfl_{}", T::TY.name());
     let c = ctx();
     let s = c.new_stream().unwrap();
-    let k = Kernel::<(&[T], &[u32], &mut [T], &mut [u32])>::build(&name, |k, (x, lanes, out, m)| {
-        let i = k.grid1();
-        let (v, l) = (x.at(i), lanes.at(i));
-        let d = l % 32u32;
-        out.set(i * 4u64, k.shfl_sync(FULL_MASK, v, l));
-        out.set(i * 4u64 + 1u64, k.shfl_up_sync(FULL_MASK, v, d));
-        out.set(i * 4u64 + 2u64, k.shfl_down_sync(FULL_MASK, v, d));
-        out.set(i * 4u64 + 3u64, k.shfl_xor_sync(FULL_MASK, v, d));
-        m.set(i, k.match_any_sync(FULL_MASK, v));
-    })
-    .unwrap();
+    let k =
+        Kernel::<(&[T], &[u32], &mut [T], &mut [u32])>::build(&name, |k, (x, lanes, out, m)| {
+            let i = k.grid1();
+            let (v, l) = (x.at(i), lanes.at(i));
+            let d = l % 32u32;
+            out.set(i * 4u64, k.shfl_sync(FULL_MASK, v, l));
+            out.set(i * 4u64 + 1u64, k.shfl_up_sync(FULL_MASK, v, d));
+            out.set(i * 4u64 + 2u64, k.shfl_down_sync(FULL_MASK, v, d));
+            out.set(i * 4u64 + 3u64, k.shfl_xor_sync(FULL_MASK, v, d));
+            m.set(i, k.match_any_sync(FULL_MASK, v));
+        })
+        .unwrap();
     let n = 256 * 65;
     // Half the warps hold few distinct values (so that match finds groups).
     let x: Vec<T> = (0..n)
@@ -480,8 +498,12 @@ fn shuffles<T: Narrow>(rng: &mut Rng) {
             if (i / WARP) % 2 == 0 {
                 T::random(rng)
             } else {
-                [T::LIMITS.0, T::LIMITS.1, T::from_u64(0), T::from_u64(u64::MAX)]
-                    [(rng.next_u64() % 4) as usize]
+                [
+                    T::LIMITS.0,
+                    T::LIMITS.1,
+                    T::from_u64(0),
+                    T::from_u64(u64::MAX),
+                ][(rng.next_u64() % 4) as usize]
             }
         })
         .collect();
@@ -509,7 +531,12 @@ fn shuffles<T: Narrow>(rng: &mut Rng) {
             },
             x[base + (lane ^ d)],
         ];
-        assert_eq!(&got[4 * i..4 * i + 4], &want, "{name} thread {i}, operand {}", lanes[i]);
+        assert_eq!(
+            &got[4 * i..4 * i + 4],
+            &want,
+            "{name} thread {i}, operand {}",
+            lanes[i]
+        );
         let same = (0..WARP)
             .filter(|&l| x[base + l] == x[i])
             .fold(0u32, |acc, l| acc | 1 << l);
@@ -570,7 +597,11 @@ fn ops_and_reductions<T: Narrow>(rng: &mut Rng) {
                 assert_eq!(sum[i], m[0], "{name} add n={n} off={off} i={i}");
                 assert_eq!(prod[i], m[2], "{name} mul n={n} off={off} i={i}");
                 assert_eq!(quot[i], m[3], "{name} div n={n} off={off} i={i}");
-                assert_eq!(ax[i], T::wadd(T::wmul(a, hx[i]), hy[i]), "{name} axpy i={i}");
+                assert_eq!(
+                    ax[i],
+                    T::wadd(T::wmul(a, hx[i]), hy[i]),
+                    "{name} axpy i={i}"
+                );
             }
             let hsum = hx.iter().fold(T::from_u64(0), |s, &v| T::wadd(s, v));
             let hprod = hx.iter().fold(T::from_u64(1), |s, &v| T::wmul(s, v));
@@ -586,7 +617,10 @@ fn ops_and_reductions<T: Narrow>(rng: &mut Rng) {
             assert_eq!(vx.max(&s).unwrap(), max, "{what} max");
             assert_eq!(vx.sum_f64(&s).unwrap(), exact, "{what} sum_f64");
             let mean = vx.mean(&s).unwrap();
-            assert!((mean - exact / n as f64).abs() <= 1e-12 * exact.abs().max(1.0), "{what} mean");
+            assert!(
+                (mean - exact / n as f64).abs() <= 1e-12 * exact.abs().max(1.0),
+                "{what} mean"
+            );
             let first = |m: T| hx.iter().position(|&v| v == m).unwrap() as u64;
             assert_eq!(vx.argmin(&s).unwrap(), first(min), "{what} argmin");
             assert_eq!(vx.argmax(&s).unwrap(), first(max), "{what} argmax");
@@ -651,8 +685,12 @@ fn narrow_vector_loads_and_stores() {
     let x: Vec<u16> = rng.vec(n, u16::random);
     let dx = s.to_device(&x).unwrap();
     let mut out = s.to_device(&vec![0x5a5au16; n]).unwrap();
-    k.launch(&s, LaunchConfig::for_num_elems(n / 4, 128).unwrap(), (&dx, &mut out))
-        .unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n / 4, 128).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
     let got = out.to_vec_async(&s).unwrap();
     for v in 0..n / 4 {
         let w = &x[4 * v..4 * v + 4];

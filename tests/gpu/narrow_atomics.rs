@@ -231,11 +231,18 @@ fn atomics_next_to_plain_stores<T: Narrow>(rng: &mut Rng) {
     let adders = threads / per / WORDS;
     for w in 0..WORDS {
         let adds = T::from_u64((adders as u64) * ROUNDS as u64);
-        assert_eq!(got[w * per], T::wadd(init[w * per], adds), "{name} word {w}: adds");
+        assert_eq!(
+            got[w * per],
+            T::wadd(init[w * per], adds),
+            "{name} word {w}: adds"
+        );
         for r in 1..per {
             let i = w * per + r;
             let want = T::wadd(v[i], T::from_u64(ROUNDS as u64 - 1));
-            assert_eq!(got[i], want, "{name} word {w} element {r}: the last plain store");
+            assert_eq!(
+                got[i], want,
+                "{name} word {w} element {r}: the last plain store"
+            );
         }
     }
 }
@@ -295,7 +302,7 @@ fn shared_atomics<T: Narrow>(rng: &mut Rng) {
     .unwrap();
     let got = out.to_vec_async(&s).unwrap();
     for blk in 0..blocks {
-        let mut want = vec![T::from_u64(0); 48];
+        let mut want = [T::from_u64(0); 48];
         for bin in 0..16 {
             want[16 + bin] = T::LIMITS.0;
         }
@@ -305,7 +312,11 @@ fn shared_atomics<T: Narrow>(rng: &mut Rng) {
             want[16 + b] = T::atomic(A::Max, want[16 + b], x, x);
             want[32 + b] = T::atomic(A::Xor, want[32 + b], x, x);
         }
-        assert_eq!(&got[blk * 48..blk * 48 + 48], &want[..], "{name} block {blk}");
+        assert_eq!(
+            &got[blk * 48..blk * 48 + 48],
+            &want[..],
+            "{name} block {blk}"
+        );
     }
 }
 
