@@ -388,3 +388,20 @@ fn vector_accesses_of_narrow_types() {
         "{e}"
     );
 }
+
+#[test]
+fn narrow_device_function_calls() {
+    use cudajit::codegen::DeviceFn;
+    let f = DeviceFn::<(i8, u16), i16>::build("narrow_fn", |_, (a, b)| {
+        a.cast::<i16>() * 3i16 - b.cast::<i16>()
+    })
+    .unwrap()
+    .no_inline();
+    let k = Kernel::<(&[i8], &[u16], &mut [i16])>::build("narrow_call", |k, (a, b, out)| {
+        let i = k.grid1();
+        out.set(i, f.call((a.at(i), b.at(i))));
+    })
+    .unwrap();
+    let ptx = compile_all(&k).0;
+    assert!(ptx.contains("call.uni"), "{ptx}");
+}

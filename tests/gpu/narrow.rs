@@ -698,3 +698,63 @@ fn narrow_vector_loads_and_stores() {
         assert_eq!(&got[4 * v..4 * v + 4], &want, "vector {v}");
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn narrow_device_functions_local_and_shared_arrays() {
+    use cudajit::codegen::DeviceFn;
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    // A real call (not inlined): narrow arguments and result through the call ABI.
+    let f = DeviceFn::<(i8, u16), i16>::build("narrow_fn", |_, (a, b)| {
+        a.cast::<i16>() * 3i16 - b.cast::<i16>()
+    })
+    .unwrap()
+    .no_inline();
+    let k = Kernel::<(&[i8], &[u16], &mut [i16], &mut [u8])>::build(
+        "narrow_fns",
+        |k, (a, b, out, bytes)| {
+            let i = k.grid1();
+            let t = k.thread_idx().x;
+            let local = k.local_array::<u8>(4);
+            let shared = k.shared_array::<i16>(128);
+            let (x, y) = (a.at(i), b.at(i));
+            k.for_range(0u32, 4u32, |_, j| {
+                local.set(j, x.cast::<u8>() + j.cast::<u8>());
+            });
+            shared.set(t, f.call((x, y)));
+            k.syncthreads();
+            out.set(i, shared.at(127u32 - t));
+            bytes.set(i, local.at(3u32) ^ local.at(1u32));
+        },
+    )
+    .unwrap();
+    let mut rng = Rng::new();
+    let n = 128 * 40;
+    let a: Vec<i8> = rng.vec(n, i8::random);
+    let b: Vec<u16> = rng.vec(n, u16::random);
+    let (da, db) = (s.to_device(&a).unwrap(), s.to_device(&b).unwrap());
+    let mut out = s.to_device(&vec![0x5a5ai16; n]).unwrap();
+    let mut bytes = s.to_device(&vec![0x5au8; n]).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::new((n / 128) as u32, 128),
+        (&da, &db, &mut out, &mut bytes),
+    )
+    .unwrap();
+    let (out, bytes) = (
+        out.to_vec_async(&s).unwrap(),
+        bytes.to_vec_async(&s).unwrap(),
+    );
+    let f = |a: i8, b: u16| (a as i16).wrapping_mul(3).wrapping_sub(b as i16);
+    for i in 0..n {
+        let j = i - i % 128 + 127 - i % 128;
+        assert_eq!(out[i], f(a[j], b[j]), "thread {i}");
+        let x = a[i] as u8;
+        assert_eq!(
+            bytes[i],
+            x.wrapping_add(3) ^ x.wrapping_add(1),
+            "thread {i}"
+        );
+    }
+}
