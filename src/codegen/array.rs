@@ -63,6 +63,17 @@ macro_rules! index_impls {
     )*};
 }
 index_impls!(i32, u32, u64);
+// Narrow integer expressions index too (extended by their signedness, as `i32`'s).
+macro_rules! narrow_index_impls {
+    ($($t:ty),*) => {$(
+        impl Index for Expr<$t> {
+            fn to_index(self) -> Expr<i64> {
+                self.cast()
+            }
+        }
+    )*};
+}
+narrow_index_impls!(i8, u8, i16, u16);
 impl Index for i64 {
     fn to_index(self) -> Expr<i64> {
         Expr::lit(self)

@@ -131,7 +131,10 @@ fn record_atomic<T: Scalar, const N: usize>(
     )
 }
 
-/// Atomics on every numeric element type.
+/// Atomics on every numeric element type. On 8- and 16-bit integers, which PTX has no atomics
+/// for, each one is a compare-and-swap loop on the aligned 32-bit word holding the element
+/// (neighbouring elements in that word are left as they are, even while other threads update
+/// them).
 impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// `old = a[i]; a[i] = old + v; old`, atomically (numba's `cuda.atomic.add`). Integers wrap;
     /// f32 and f64 use the hardware's `atom.add.f32`/`.f64` (f64 needs sm_60, else a
@@ -322,6 +325,19 @@ pub(crate) fn lower_atomic<'c>(
         };
     }
     let x = v.into_int_value();
+    if ty.is_narrow_int() {
+        let cmp = match a.compare {
+            Some(c) => Some(lw.v(c)?.into_int_value()),
+            None => None,
+        };
+        if matches!(a.kind, AtomicKind::Inc | AtomicKind::Dec) {
+            return Err(Error::Kernel {
+                kernel: lw.f.name.clone(),
+                message: format!("`{}` needs a u32 or u64 element type", a.kind.name()),
+            });
+        }
+        return super::atomics_narrow::lower_narrow_rmw(lw, a.kind, ptr, x, cmp, signed);
+    }
     let rmw = |lw: &Lowerer<'c, '_>, op: AtomicRMWBinOp, x: IntValue<'c>| {
         lw.b.build_atomicrmw(op, ptr, x, RELAXED)
             .map(BasicValueEnum::from)

@@ -182,10 +182,11 @@ impl KernelBuilder {
             if let Some(super::ir::Op::Const(bits)) =
                 s.f.values.get(step.id as usize).map(|d| d.op.clone())
             {
-                let (positive, shown) = match (T::TY.size(), T::TY.is_signed_int()) {
-                    (4, true) => (bits as u32 as i32 > 0, (bits as u32 as i32).to_string()),
-                    (_, true) => (bits as i64 > 0, (bits as i64).to_string()),
-                    _ => (bits != 0, bits.to_string()),
+                let n = T::TY.bits_as_i64(bits);
+                let (positive, shown) = if T::TY.is_signed_int() {
+                    (n > 0, n.to_string())
+                } else {
+                    (bits != 0, bits.to_string())
                 };
                 if !positive {
                     s.error(format!(

@@ -250,14 +250,14 @@ macro_rules! lhs_scalar_ops {
         }
     )*};
 }
-lhs_scalar_ops!(f32, f64, i32, u32, i64, u64);
+lhs_scalar_ops!(f32, f64, i8, u8, i16, u16, i32, u32, i64, u64);
 
 macro_rules! lhs_int_ops {
     ($($t:ty),*) => {$(
         lhs_scalar_ops!(@one $t: BitAnd bitand And, BitOr bitor Or, BitXor bitxor Xor);
     )*};
 }
-lhs_int_ops!(i32, u32, i64, u64);
+lhs_int_ops!(i8, u8, i16, u16, i32, u32, i64, u64);
 
 /// A mutable local variable of a kernel (`let mut`): read with [`get`](Var::get), write with
 /// [`set`](Var::set).

@@ -200,6 +200,8 @@ pub(crate) struct Lowerer<'c, 'm> {
 pub(crate) fn reg_type<'c>(ctx: &'c LlContext, ty: ScalarTy) -> BasicTypeEnum<'c> {
     match ty {
         ScalarTy::Bool => ctx.bool_type().into(),
+        ScalarTy::I8 | ScalarTy::U8 => ctx.i8_type().into(),
+        ScalarTy::I16 | ScalarTy::U16 => ctx.i16_type().into(),
         ScalarTy::I32 | ScalarTy::U32 => ctx.i32_type().into(),
         ScalarTy::I64 | ScalarTy::U64 => ctx.i64_type().into(),
         ScalarTy::F32 => ctx.f32_type().into(),
@@ -1258,7 +1260,11 @@ impl<'c> Lowerer<'c, '_> {
             // folds `sitofp (sext i1 b)` into `sitofp i1 b` and the NVPTX back end lowers that
             // as if unsigned, giving 1.0 where -1.0 is right (found by the fuzzer, seed
             // 11500273: a division by zero's all-ones result cast to f32).
-            (false, true) if from.size() >= 4 && !v.into_int_value().is_const() => {
+            // Narrow integers are extended to 32 bits first (by their signedness), which is
+            // exact.
+            (false, true)
+                if (from.size() >= 4 || from.is_narrow_int()) && !v.into_int_value().is_const() =>
+            {
                 let (ft, fc) = if to == ScalarTy::F32 {
                     ("f32", "f")
                 } else {
@@ -1269,6 +1275,16 @@ impl<'c> Lowerer<'c, '_> {
                     (64, "l")
                 } else {
                     (32, "r")
+                };
+                let v: BasicValueEnum<'c> = if from.is_narrow_int() {
+                    let (x, i32t) = (v.into_int_value(), self.ctx.i32_type());
+                    if from.is_signed_int() {
+                        ll!(self, self.b.build_int_s_extend(x, i32t, "")).into()
+                    } else {
+                        ll!(self, self.b.build_int_z_extend(x, i32t, "")).into()
+                    }
+                } else {
+                    v
                 };
                 self.cvt_asm(
                     v,
@@ -1335,6 +1351,39 @@ impl<'c> Lowerer<'c, '_> {
                     ),
                     format!("={rc},{c}"),
                 )?
+            }
+            // Narrow integers: the saturating 32-bit conversion, clamped to the narrow type's
+            // range (saturation is monotonic, so this is Rust's `as`), then truncated; all in
+            // one piece of inline assembly for the reason above.
+            (true, false) if to.is_narrow_int() && !v.into_float_value().is_const() => {
+                let (src, c) = if from == ScalarTy::F32 {
+                    ("f32", "f")
+                } else {
+                    ("f64", "d")
+                };
+                let w = to.size() as u32 * 8;
+                let (sign, lo, hi) = if to.is_signed_int() {
+                    ("s", -(1i64 << (w - 1)), (1i64 << (w - 1)) - 1)
+                } else {
+                    ("u", 0, (1i64 << w) - 1)
+                };
+                let i32t = self.ctx.i32_type();
+                let r = self.cvt_asm(
+                    v,
+                    i32t.into(),
+                    format!(
+                        "{{ .reg .pred %cj_nan; cvt.rzi.{sign}32.{src} $0, $1; \
+                         setp.nan.{src} %cj_nan, $1, $1; selp.b32 $0, 0, $0, %cj_nan; \
+                         max.{sign}32 $0, $0, {lo}; min.{sign}32 $0, $0, {hi}; }}"
+                    ),
+                    format!("=r,{c}"),
+                )?;
+                ll!(
+                    self,
+                    self.b
+                        .build_int_truncate(r.into_int_value(), rt.into_int_type(), "")
+                )
+                .into()
             }
             (true, false) => {
                 // Saturating conversion (NaN gives 0), as Rust's `as`.

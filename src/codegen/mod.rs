@@ -17,6 +17,7 @@
 
 mod array;
 pub(crate) mod atomics;
+mod atomics_narrow;
 mod builder;
 pub(crate) mod cache;
 mod control;

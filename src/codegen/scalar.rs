@@ -8,6 +8,14 @@ use crate::module::KernelArg;
 pub enum ScalarTy {
     /// `bool` (an `i1` in registers, a byte in memory).
     Bool,
+    /// `i8`.
+    I8,
+    /// `u8`.
+    U8,
+    /// `i16`.
+    I16,
+    /// `u16`.
+    U16,
     /// `i32`.
     I32,
     /// `u32`.
@@ -29,19 +37,47 @@ impl ScalarTy {
     }
     /// Whether this is a signed integer type.
     pub fn is_signed_int(self) -> bool {
-        matches!(self, ScalarTy::I32 | ScalarTy::I64)
+        matches!(
+            self,
+            ScalarTy::I8 | ScalarTy::I16 | ScalarTy::I32 | ScalarTy::I64
+        )
     }
     /// Whether this is an integer type (not bool).
     pub fn is_int(self) -> bool {
         matches!(
             self,
-            ScalarTy::I32 | ScalarTy::U32 | ScalarTy::I64 | ScalarTy::U64
+            ScalarTy::I8
+                | ScalarTy::U8
+                | ScalarTy::I16
+                | ScalarTy::U16
+                | ScalarTy::I32
+                | ScalarTy::U32
+                | ScalarTy::I64
+                | ScalarTy::U64
         )
+    }
+    /// Whether this is an integer type narrower than 32 bits (`i8`, `u8`, `i16`, `u16`).
+    pub fn is_narrow_int(self) -> bool {
+        matches!(
+            self,
+            ScalarTy::I8 | ScalarTy::U8 | ScalarTy::I16 | ScalarTy::U16
+        )
+    }
+    /// A value's bits (as [`Scalar::to_bits`] encodes them: zero-extended) as a number: sign
+    /// extended from the type's width for signed integers, unchanged otherwise.
+    pub(crate) fn bits_as_i64(self, bits: u64) -> i64 {
+        if self.is_signed_int() {
+            let shift = 64 - 8 * self.size() as u32;
+            ((bits << shift) as i64) >> shift
+        } else {
+            bits as i64
+        }
     }
     /// Size in memory, bytes.
     pub const fn size(self) -> usize {
         match self {
-            ScalarTy::Bool => 1,
+            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 => 1,
+            ScalarTy::I16 | ScalarTy::U16 => 2,
             ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 4,
             ScalarTy::I64 | ScalarTy::U64 | ScalarTy::F64 => 8,
         }
@@ -50,6 +86,10 @@ impl ScalarTy {
     pub fn name(self) -> &'static str {
         match self {
             ScalarTy::Bool => "bool",
+            ScalarTy::I8 => "i8",
+            ScalarTy::U8 => "u8",
+            ScalarTy::I16 => "i16",
+            ScalarTy::U16 => "u16",
             ScalarTy::I32 => "i32",
             ScalarTy::U32 => "u32",
             ScalarTy::I64 => "i64",
@@ -64,7 +104,35 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A type kernels compute with: `f32`, `f64`, `i32`, `u32`, `i64`, `u64`, `bool`.
+/// A type kernels compute with: `f32`, `f64`, `i8`, `u8`, `i16`, `u16`, `i32`, `u32`, `i64`,
+/// `u64`, `bool`.
+///
+/// The narrow integers `i8`, `u8`, `i16`, `u16` are array elements, scalar parameters and
+/// values like the others: loads and stores of their own size, arithmetic in their own width
+/// with the semantics of the other integers (wrapping `+ - *`, division by zero giving all-ones
+/// bits and a remainder of the dividend, `MIN / -1 == MIN`, shift amounts modulo the width),
+/// comparisons, `cast` to and from every scalar type (Rust's `as`: a float saturates to the
+/// narrow range, NaN gives 0), `bitcast` to the other type of the same size, shuffles (through
+/// 32 bits), bit operations, and every atomic of [`Int`] types (each a compare-and-swap loop on
+/// the aligned 32-bit word that holds the element; neighbouring elements are left intact).
+/// What a type does not have is a compile error: negating an unsigned value, and the wrapping
+/// counters, which are `u32`/`u64` only:
+///
+/// ```compile_fail
+/// # use cudajit::codegen::Expr;
+/// fn neg(x: Expr<u8>) -> Expr<u8> {
+///     -x // u8 is not `Signed`
+/// }
+/// ```
+///
+/// ```compile_fail
+/// # use cudajit::codegen::{Expr, SliceMut};
+/// fn count(a: SliceMut<u16>) -> Expr<u16> {
+///     a.atomic_inc(0u32, 10u16) // atomic_inc needs `AtomicCounter`: u32 or u64
+/// }
+/// ```
+///
+/// and a `bitcast` between sizes is an error when the kernel is built.
 pub trait Scalar: DeviceCopy + KernelArg + sealed::Sealed + PartialEq + std::fmt::Debug {
     /// The type's tag in the kernel IR.
     const TY: ScalarTy;
@@ -103,6 +171,22 @@ macro_rules! scalar {
     };
 }
 scalar!(bool, Bool, |v| v as u64, |b| b & 1 != 0, []);
+scalar!(
+    i8,
+    I8,
+    |v| v as u8 as u64,
+    |b| b as u8 as i8,
+    [Num, Int, Signed]
+);
+scalar!(u8, U8, |v| v as u64, |b| b as u8, [Num, Int]);
+scalar!(
+    i16,
+    I16,
+    |v| v as u16 as u64,
+    |b| b as u16 as i16,
+    [Num, Int, Signed]
+);
+scalar!(u16, U16, |v| v as u64, |b| b as u16, [Num, Int]);
 scalar!(
     i32,
     I32,

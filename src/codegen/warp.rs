@@ -121,7 +121,8 @@ fn vote<R: Scalar>(kind: VoteKind, mask: Expr<u32>, pred: Expr<bool>) -> Expr<R>
 /// Warp intrinsics.
 impl KernelBuilder {
     /// `__shfl_sync(mask, value, src_lane)` (numba's `cuda.shfl_sync`): `value` as lane
-    /// `src_lane % 32` holds it. 64-bit values move as two 32-bit shuffles.
+    /// `src_lane % 32` holds it. 64-bit values move as two 32-bit shuffles; 8- and 16-bit ones
+    /// are extended to 32 bits and back.
     pub fn shfl_sync<T: Num>(
         &self,
         mask: impl Into<Expr<u32>>,
@@ -413,6 +414,12 @@ pub(crate) fn lower_warp<'c>(
             };
             if vty.is_float() {
                 v = lw.b.build_bit_cast(v, it, "").map_err(|e| gen_err(lw, e))?;
+            } else if vty.is_narrow_int() {
+                // Equal narrow values have equal zero-extensions.
+                v =
+                    lw.b.build_int_z_extend(v.into_int_value(), it, "")
+                        .map_err(|e| gen_err(lw, e))?
+                        .into();
             }
             let bits = it.get_bit_width();
             if all {
@@ -463,8 +470,23 @@ fn lower_shfl<'c>(
     if ty.size() == 4 {
         return one(v);
     }
-    // 64 bits: shuffle the low and high halves separately, as CUDA's headers do.
     let e = |err: BuilderError| gen_err(lw, err);
+    if ty.is_narrow_int() {
+        // 8 and 16 bits: extend to 32 (by the type's signedness), shuffle, truncate.
+        let x = v.into_int_value();
+        let wide = if ty.is_signed_int() {
+            lw.b.build_int_s_extend(x, i32t, "").map_err(e)?
+        } else {
+            lw.b.build_int_z_extend(x, i32t, "").map_err(e)?
+        };
+        let r = one(wide.into())?.into_int_value();
+        return Ok(lw
+            .b
+            .build_int_truncate(r, x.get_type(), "")
+            .map_err(e)?
+            .into());
+    }
+    // 64 bits: shuffle the low and high halves separately, as CUDA's headers do.
     let i64t = lw.ctx.i64_type();
     let bits =
         lw.b.build_bit_cast(v, i64t, "")
@@ -519,12 +541,10 @@ fn lower_bit<'c>(lw: &Lowerer<'c, '_>, f: BitFn, x: IntValue<'c>) -> Result<Basi
         }
     };
     let r = r.into_int_value();
-    if w == 32 {
-        return Ok(r.into());
-    }
-    Ok(lw
-        .b
-        .build_int_truncate(r, lw.ctx.i32_type(), "")
-        .map_err(e)?
-        .into())
+    let i32t = lw.ctx.i32_type();
+    Ok(match w {
+        32 => r.into(),
+        w if w < 32 => lw.b.build_int_z_extend(r, i32t, "").map_err(e)?.into(),
+        _ => lw.b.build_int_truncate(r, i32t, "").map_err(e)?.into(),
+    })
 }

@@ -54,7 +54,7 @@ macro_rules! ops_scalar {
         }
     )*};
 }
-ops_scalar!(f32, f64, i32, u32, i64, u64);
+ops_scalar!(f32, f64, i8, u8, i16, u16, i32, u32, i64, u64);
 
 fn cached<E>(slot: &OnceLock<Result<E>>, make: impl FnOnce() -> Result<E>) -> Result<&E> {
     slot.get_or_init(make).as_ref().map_err(Clone::clone)
@@ -209,6 +209,10 @@ macro_rules! reduce_scalar {
 reduce_scalar!(
     f32: f32::NEG_INFINITY, f32::INFINITY, 1.0, 0.0;
     f64: f64::NEG_INFINITY, f64::INFINITY, 1.0, 0.0;
+    i8: i8::MIN, i8::MAX, 1, 0;
+    u8: u8::MIN, u8::MAX, 1, 0;
+    i16: i16::MIN, i16::MAX, 1, 0;
+    u16: u16::MIN, u16::MAX, 1, 0;
     i32: i32::MIN, i32::MAX, 1, 0;
     u32: u32::MIN, u32::MAX, 1, 0;
     i64: i64::MIN, i64::MAX, 1, 0;
@@ -292,8 +296,10 @@ impl<T: ReduceScalar> ReduceKernels<T> {
 }
 
 /// Reductions over a whole array or along one axis. Results are the same every run (no
-/// floating-point atomics); `f32` sums accumulate in `f32` (see [`Reduction`]), and
-/// [`sum_f64`](ReduceOps::sum_f64) accumulates in `f64`.
+/// floating-point atomics); `f32` sums accumulate in `f32` (see [`Reduction`]), integer sums and
+/// products wrap in the element type (a `u8` sum is the sum modulo 256, as Rust's
+/// `wrapping_add`), and [`sum_f64`](ReduceOps::sum_f64) and [`mean`](ReduceOps::mean) accumulate
+/// in `f64`.
 pub trait ReduceOps<T: ReduceScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Sized {
     /// The sum of all elements (0 for an empty array).
     fn sum(&self, stream: &Stream) -> Result<T> {

@@ -207,6 +207,7 @@ impl<T: Num> Scan<T> {
         options: &crate::codegen::PtxOptions,
     ) -> Result<Vec<(String, String)>> {
         (0..KERNELS.len())
+            .filter(|&v| v != TILES_VEC || matches!(T::TY.size(), 4 | 8))
             .map(|v| {
                 let k = self.kernel(v)?;
                 Ok((k.name().to_string(), k.compile_ptx(options)?))
@@ -354,7 +355,8 @@ impl<T: Num> Scan<T> {
         }
         let ctx = stream.context();
         let size = T::TY.size();
-        let vec_ok = x.device_ptr() % 16 == 0 && out % 16 == 0;
+        // 16-byte vectors of 4- and 8-byte elements only (the tiles kernels have 4 or 2 lanes).
+        let vec_ok = matches!(size, 4 | 8) && x.device_ptr() % 16 == 0 && out % 16 == 0;
         let width = if vec_ok { 16 / size } else { 1 };
         let tune = tuning(size);
         let tile = (tune.block as usize) * tune.rows * width;
@@ -726,7 +728,8 @@ pub struct ScanKernels<T: Num> {
     sum: OnceLock<Result<Scan<T>>>,
 }
 
-/// Element types with cached scan kernels: `f32`, `f64`, `i32`, `u32`, `i64`, `u64`.
+/// Element types with cached scan kernels: `f32`, `f64` and the integers (whose sums wrap in
+/// the element type).
 pub trait ScanScalar: OpsScalar {
     /// The identity of addition: `-0.0` for floats (`-0.0 + x` is `x` for every `x`, while
     /// `0.0 + -0.0` is `0.0`), 0 for integers.
@@ -748,7 +751,9 @@ macro_rules! scan_scalar {
         }
     )*};
 }
-scan_scalar!(f32: -0.0, f64: -0.0, i32: 0, u32: 0, i64: 0, u64: 0);
+scan_scalar!(
+    f32: -0.0, f64: -0.0, i8: 0, u8: 0, i16: 0, u16: 0, i32: 0, u32: 0, i64: 0, u64: 0
+);
 
 impl<T: ScanScalar> ScanKernels<T> {
     fn sum(&self) -> Result<&Scan<T>> {

@@ -7,6 +7,7 @@ mod cache;
 mod common;
 mod grid;
 mod math;
+mod narrow;
 mod ops;
 mod random;
 mod warp;

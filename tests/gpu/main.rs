@@ -16,6 +16,8 @@ mod memory;
 mod modules;
 mod nan_bits;
 mod nan_compares;
+mod narrow;
+mod narrow_atomics;
 mod ops;
 mod pinned;
 mod pool;

@@ -64,10 +64,7 @@ impl Access {
 
 /// An index value as a signed 64-bit number (indices are i64 values; narrower ones extend).
 fn index_of(f: &FunctionIr, id: ValueId, bits: u64) -> i64 {
-    match f.values[id.0 as usize].ty {
-        ScalarTy::I32 => bits as u32 as i32 as i64,
-        _ => bits as i64,
-    }
+    f.values[id.0 as usize].ty.bits_as_i64(bits)
 }
 
 impl Block<'_> {
@@ -523,6 +520,10 @@ fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) -> u64 {
         }};
     }
     match ty {
+        ScalarTy::I8 => int!(i8),
+        ScalarTy::U8 => int!(u8),
+        ScalarTy::I16 => int!(i16),
+        ScalarTy::U16 => int!(u16),
         ScalarTy::I32 => int!(i32),
         ScalarTy::U32 => int!(u32),
         ScalarTy::I64 => int!(i64),
@@ -539,7 +540,9 @@ fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) -> u64 {
 /// A value's bits from memory (little-endian; a bool is a byte, non-zero is true).
 pub(super) fn read_bits(b: &[u8], ty: ScalarTy) -> u64 {
     match ty.size() {
-        1 => (b[0] != 0) as u64,
+        _ if ty == ScalarTy::Bool => (b[0] != 0) as u64,
+        1 => b[0] as u64,
+        2 => u16::from_le_bytes([b[0], b[1]]) as u64,
         4 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64,
         _ => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
     }

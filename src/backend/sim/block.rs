@@ -17,7 +17,6 @@ use super::eval;
 use super::fault::{xyz, Fault};
 use super::launch::Launch;
 use crate::codegen::ir::{Barrier, FunctionIr, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
-use crate::codegen::ScalarTy;
 use crate::error::FaultKind;
 
 /// Most warps in a block (1024 threads).
@@ -407,10 +406,11 @@ impl<'l> Block<'l> {
             let mut left = brk;
             for_lanes(&m.clone(), nw, |t| {
                 let (i, e) = (fr.vars[vb + t], fr.regs[eb + t]);
-                let go = match ty {
-                    ScalarTy::I32 => (i as u32 as i32) < (e as u32 as i32),
-                    ScalarTy::I64 => (i as i64) < (e as i64),
-                    _ => i < e,
+                // Signed types compare sign-extended, unsigned ones as stored (zero-extended).
+                let go = if ty.is_signed_int() {
+                    ty.bits_as_i64(i) < ty.bits_as_i64(e)
+                } else {
+                    i < e
                 };
                 if !go {
                     m[t / 32] &= !(1 << (t % 32));
@@ -430,20 +430,10 @@ impl<'l> Block<'l> {
             // becomes `end` and the loop ends, so the sum never wraps around.
             for_lanes(&next, nw, |t| {
                 let (i, s, e) = (fr.vars[vb + t], fr.regs[sb + t], fr.regs[eb + t]);
-                fr.vars[vb + t] = match ty {
-                    ScalarTy::I32 | ScalarTy::U32 => {
-                        let (i, s, e) = (i as u32, s as u32, e as u32);
-                        let last = s.wrapping_sub(1) >= e.wrapping_sub(i).wrapping_sub(1);
-                        (if last { e } else { i.wrapping_add(s) }) as u64
-                    }
-                    _ => {
-                        if s.wrapping_sub(1) >= e.wrapping_sub(i).wrapping_sub(1) {
-                            e
-                        } else {
-                            i.wrapping_add(s)
-                        }
-                    }
-                };
+                // In the type's width: `mask` keeps its low bits.
+                let mask = u64::MAX >> (64 - 8 * ty.size() as u32);
+                let last = (s.wrapping_sub(1) & mask) >= (e.wrapping_sub(i).wrapping_sub(1) & mask);
+                fr.vars[vb + t] = if last { e } else { i.wrapping_add(s) & mask };
             });
         }
         fr.loops.pop();

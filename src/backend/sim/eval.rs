@@ -36,7 +36,7 @@ macro_rules! lane_int {
         }
     )*};
 }
-lane_int!(i32 => u32, u32 => u32, i64 => u64, u64 => u64);
+lane_int!(i8 => u8, u8 => u8, i16 => u16, u16 => u16, i32 => u32, u32 => u32, i64 => u64, u64 => u64);
 
 impl Lane for f32 {
     #[inline(always)]
@@ -100,6 +100,22 @@ fn bin<A: Lane, B: Lane, R: Lane>(
 macro_rules! by_kind {
     ($ty:expr, $T:ident => int $int:expr, float $flt:expr, bool $b:expr) => {
         match $ty {
+            ScalarTy::I8 => {
+                type $T = i8;
+                $int
+            }
+            ScalarTy::U8 => {
+                type $T = u8;
+                $int
+            }
+            ScalarTy::I16 => {
+                type $T = i16;
+                $int
+            }
+            ScalarTy::U16 => {
+                type $T = u16;
+                $int
+            }
             ScalarTy::I32 => {
                 type $T = i32;
                 $int
@@ -261,6 +277,10 @@ pub(super) fn binary(op: BinOp, ty: ScalarTy, d: &mut [u64], a: &[u64], b: &[u64
         };
     }
     match ty {
+        ScalarTy::I8 => int_ops!(i8),
+        ScalarTy::U8 => int_ops!(u8),
+        ScalarTy::I16 => int_ops!(i16),
+        ScalarTy::U16 => int_ops!(u16),
         ScalarTy::I32 => int_ops!(i32),
         ScalarTy::U32 => int_ops!(u32),
         ScalarTy::I64 => int_ops!(i64),
@@ -306,6 +326,10 @@ pub(super) fn select(d: &mut [u64], c: &[u64], a: &[u64], b: &[u64], sp: Spans) 
 trait Conv: Lane {
     fn f32_(self) -> f32;
     fn f64_(self) -> f64;
+    fn i8_(self) -> i8;
+    fn u8_(self) -> u8;
+    fn i16_(self) -> i16;
+    fn u16_(self) -> u16;
     fn i32_(self) -> i32;
     fn u32_(self) -> u32;
     fn i64_(self) -> i64;
@@ -318,6 +342,10 @@ macro_rules! conv {
         impl Conv for $t {
             #[inline(always)] fn f32_(self) -> f32 { self as f32 }
             #[inline(always)] fn f64_(self) -> f64 { self as f64 }
+            #[inline(always)] fn i8_(self) -> i8 { self as i8 }
+            #[inline(always)] fn u8_(self) -> u8 { self as u8 }
+            #[inline(always)] fn i16_(self) -> i16 { self as i16 }
+            #[inline(always)] fn u16_(self) -> u16 { self as u16 }
             #[inline(always)] fn i32_(self) -> i32 { self as i32 }
             #[inline(always)] fn u32_(self) -> u32 { self as u32 }
             #[inline(always)] fn i64_(self) -> i64 { self as i64 }
@@ -327,7 +355,10 @@ macro_rules! conv {
         }
     )*};
 }
-conv!(i32 => 0, u32 => 0, i64 => 0, u64 => 0, f32 => 0.0, f64 => 0.0);
+conv!(
+    i8 => 0, u8 => 0, i16 => 0, u16 => 0, i32 => 0, u32 => 0, i64 => 0, u64 => 0,
+    f32 => 0.0, f64 => 0.0
+);
 
 impl Conv for bool {
     fn f32_(self) -> f32 {
@@ -335,6 +366,18 @@ impl Conv for bool {
     }
     fn f64_(self) -> f64 {
         self as u8 as f64
+    }
+    fn i8_(self) -> i8 {
+        self as i8
+    }
+    fn u8_(self) -> u8 {
+        self as u8
+    }
+    fn i16_(self) -> i16 {
+        self as i16
+    }
+    fn u16_(self) -> u16 {
+        self as u16
     }
     fn i32_(self) -> i32 {
         self as i32
@@ -357,6 +400,10 @@ fn cast_from<A: Conv>(to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
     match to {
         ScalarTy::F32 => un::<A, f32>(d, a, sp, A::f32_),
         ScalarTy::F64 => un::<A, f64>(d, a, sp, A::f64_),
+        ScalarTy::I8 => un::<A, i8>(d, a, sp, A::i8_),
+        ScalarTy::U8 => un::<A, u8>(d, a, sp, A::u8_),
+        ScalarTy::I16 => un::<A, i16>(d, a, sp, A::i16_),
+        ScalarTy::U16 => un::<A, u16>(d, a, sp, A::u16_),
         ScalarTy::I32 => un::<A, i32>(d, a, sp, A::i32_),
         ScalarTy::U32 => un::<A, u32>(d, a, sp, A::u32_),
         ScalarTy::I64 => un::<A, i64>(d, a, sp, A::i64_),
@@ -471,6 +518,10 @@ pub(super) fn bit(f: BitFn, ty: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
         };
     }
     match ty {
+        ScalarTy::I8 => go!(i8),
+        ScalarTy::U8 => go!(u8),
+        ScalarTy::I16 => go!(i16),
+        ScalarTy::U16 => go!(u16),
         ScalarTy::I32 => go!(i32),
         ScalarTy::I64 => go!(i64),
         ScalarTy::U64 => go!(u64),
@@ -501,6 +552,38 @@ mod tests {
         assert_eq!(run_bin(BinOp::Rem, ScalarTy::I32, i(i32::MIN), i(-1)), 0);
         assert_eq!(run_bin(BinOp::Shl, ScalarTy::U32, 1, 33), 2);
         assert_eq!(run_bin(BinOp::Shr, ScalarTy::I32, i(-8), 1), i(-4));
+    }
+
+    #[test]
+    fn narrow_integers_wrap_in_their_width() {
+        let b = |v: i8| v as u8 as u64;
+        assert_eq!(run_bin(BinOp::Add, ScalarTy::I8, b(127), 1), b(-128));
+        assert_eq!(run_bin(BinOp::Mul, ScalarTy::U8, 16, 17), 16);
+        assert_eq!(run_bin(BinOp::Div, ScalarTy::I8, b(-128), b(-1)), b(-128));
+        assert_eq!(run_bin(BinOp::Div, ScalarTy::U16, 9, 0), 0xffff);
+        assert_eq!(run_bin(BinOp::Rem, ScalarTy::I16, 9, 0), 9);
+        assert_eq!(run_bin(BinOp::Shl, ScalarTy::U8, 1, 9), 2);
+        assert_eq!(run_bin(BinOp::Shr, ScalarTy::I8, b(-128), 7), b(-1));
+        assert_eq!(run_bin(BinOp::Min, ScalarTy::I16, 0xffff, 1), 0xffff);
+        assert_eq!(run_bin(BinOp::Min, ScalarTy::U16, 0xffff, 1), 1);
+        let mut d = [0u64; 1];
+        cast(
+            ScalarTy::F32,
+            ScalarTy::I8,
+            &mut d,
+            &[(-300.5f32).to_bits() as u64],
+            &[0..1],
+        );
+        assert_eq!(d[0], b(-128));
+        cast(ScalarTy::I8, ScalarTy::U32, &mut d, &[b(-2)], &[0..1]);
+        assert_eq!(d[0], 0xffff_fffe);
+        cast(ScalarTy::U64, ScalarTy::U16, &mut d, &[0x1_2345], &[0..1]);
+        assert_eq!(d[0], 0x2345);
+        let mut r = [0u64; 1];
+        bit(BitFn::Clz, ScalarTy::U8, &mut r, &[1], &[0..1]);
+        assert_eq!(r[0], 7);
+        bit(BitFn::Brev, ScalarTy::U16, &mut r, &[1], &[0..1]);
+        assert_eq!(r[0], 0x8000);
     }
 
     #[test]

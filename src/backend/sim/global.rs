@@ -3,7 +3,7 @@
 //! Rust's sense (relaxed loads and stores compile to plain moves), and read-modify-writes are
 //! real atomic operations across blocks.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use crate::codegen::ScalarTy;
 
@@ -16,7 +16,11 @@ pub(super) unsafe fn load(addr: u64, ty: ScalarTy) -> u64 {
     // SAFETY: see above.
     unsafe {
         match ty.size() {
-            1 => ((*(addr as *const AtomicU8)).load(Ordering::Relaxed) != 0) as u64,
+            1 if ty == ScalarTy::Bool => {
+                ((*(addr as *const AtomicU8)).load(Ordering::Relaxed) != 0) as u64
+            }
+            1 => (*(addr as *const AtomicU8)).load(Ordering::Relaxed) as u64,
+            2 => (*(addr as *const AtomicU16)).load(Ordering::Relaxed) as u64,
             4 => (*(addr as *const AtomicU32)).load(Ordering::Relaxed) as u64,
             _ => (*(addr as *const AtomicU64)).load(Ordering::Relaxed),
         }
@@ -28,15 +32,20 @@ pub(super) unsafe fn store(addr: u64, ty: ScalarTy, bits: u64) {
     // SAFETY: see above.
     unsafe {
         match ty.size() {
-            1 => (*(addr as *const AtomicU8)).store((bits & 1) as u8, Ordering::Relaxed),
+            1 if ty == ScalarTy::Bool => {
+                (*(addr as *const AtomicU8)).store((bits & 1) as u8, Ordering::Relaxed)
+            }
+            1 => (*(addr as *const AtomicU8)).store(bits as u8, Ordering::Relaxed),
+            2 => (*(addr as *const AtomicU16)).store(bits as u16, Ordering::Relaxed),
             4 => (*(addr as *const AtomicU32)).store(bits as u32, Ordering::Relaxed),
             _ => (*(addr as *const AtomicU64)).store(bits, Ordering::Relaxed),
         }
     }
 }
 
-/// Atomically replaces the value with `op(old)` and returns the old bits (`None` for 1-byte
-/// values, which have no atomics).
+/// Atomically replaces the value with `op(old)` and returns the old bits (`None` for `bool`,
+/// which has no atomics). 8- and 16-bit values are updated with 8- and 16-bit host atomics:
+/// the same results as the GPU's compare-and-swap loop on the containing 32-bit word.
 pub(super) unsafe fn update(
     addr: u64,
     ty: ScalarTy,
@@ -46,6 +55,17 @@ pub(super) unsafe fn update(
     // SAFETY: see above.
     unsafe {
         match ty.size() {
+            _ if ty == ScalarTy::Bool => None,
+            1 => {
+                let a = &*(addr as *const AtomicU8);
+                let r = a.fetch_update(seq, seq, |o| op(o as u64).map(|v| v as u8));
+                Some(r.unwrap_or_else(|o| o) as u64)
+            }
+            2 => {
+                let a = &*(addr as *const AtomicU16);
+                let r = a.fetch_update(seq, seq, |o| op(o as u64).map(|v| v as u16));
+                Some(r.unwrap_or_else(|o| o) as u64)
+            }
             4 => {
                 let a = &*(addr as *const AtomicU32);
                 let r = a.fetch_update(seq, seq, |o| op(o as u64).map(|v| v as u32));
