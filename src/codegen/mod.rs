@@ -19,15 +19,18 @@ mod array;
 pub(crate) mod atomics;
 mod builder;
 pub(crate) mod cache;
+mod const_mem;
 mod control;
 mod device_fn;
 mod divergence;
 mod expr;
+pub(crate) mod extern_fn;
 pub(crate) mod ir;
 mod kernel;
 mod lower;
 pub(crate) mod math;
 mod options;
+pub(crate) mod printf;
 mod ptx_fix;
 mod scalar;
 mod signature;
@@ -37,6 +40,9 @@ pub use atomics::*;
 
 pub use warp::*;
 
+pub use const_mem::MAX_CONST_BYTES;
+pub use extern_fn::ExternDeviceFn;
+pub use printf::PrintfArg;
 pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};
 pub use cache::{cache_dir, cache_stats, clear_cache, clear_memory_cache, CacheStats};
 pub use control::{KernelBuilder, Xyz};
