@@ -316,9 +316,14 @@ fn const_array_read_out_of_bounds_is_a_fault() {
     .unwrap();
     let mut out = c.zeros::<i32, _>(32).unwrap();
     let (kernel, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
-    assert_eq!((kernel.as_str(), kind), ("const_oob", FaultKind::OutOfBounds));
+    assert_eq!(
+        (kernel.as_str(), kind),
+        ("const_oob", FaultKind::OutOfBounds)
+    );
     assert!(
-        msg.contains("thread (3, 0, 0) of block (0, 0, 0) reads element 3 of constant array 0 (i32[3])"),
+        msg.contains(
+            "thread (3, 0, 0) of block (0, 0, 0) reads element 3 of constant array 0 (i32[3])"
+        ),
         "{msg}"
     );
     // In bounds, the data reads back.

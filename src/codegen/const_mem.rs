@@ -83,10 +83,7 @@ pub(crate) fn check_const_size(f: &FunctionIr) -> Option<String> {
 
 /// The address of constant array `i` of the function being lowered (a global in the
 /// constant address space, made on first use), and its element type.
-pub(crate) fn const_base<'c>(
-    lw: &Lowerer<'c, '_>,
-    i: u32,
-) -> Result<(PointerValue<'c>, ScalarTy)> {
+pub(crate) fn const_base<'c>(lw: &Lowerer<'c, '_>, i: u32) -> Result<(PointerValue<'c>, ScalarTy)> {
     let c = lw.f.consts.get(i as usize).ok_or_else(|| Error::Kernel {
         kernel: lw.f.name.clone(),
         message: "internal: unknown constant array".into(),
@@ -96,9 +93,9 @@ pub(crate) fn const_base<'c>(
         Some(g) => g,
         None => {
             let init = lw.ctx.const_string(&c.bytes, false);
-            let g = lw
-                .module
-                .add_global(init.get_type(), Some(AddressSpace::from(CONSTANT)), &name);
+            let g =
+                lw.module
+                    .add_global(init.get_type(), Some(AddressSpace::from(CONSTANT)), &name);
             g.set_linkage(Linkage::Internal);
             g.set_initializer(&init);
             g.set_constant(true);

@@ -123,10 +123,7 @@ impl KernelBuilder {
     /// signature is a build error. `bool` parameters and results are passed as bytes.
     ///
     /// The simulator cannot run foreign code: launching such a kernel there is an error.
-    pub fn declare_device<A: DeviceParams, R: Scalar>(
-        &self,
-        name: &str,
-    ) -> ExternDeviceFn<A, R> {
+    pub fn declare_device<A: DeviceParams, R: Scalar>(&self, name: &str) -> ExternDeviceFn<A, R> {
         let decl = ExternFn {
             name: name.to_string(),
             params: A::types(),
@@ -293,7 +290,8 @@ pub(crate) fn link_cubin(
     ptx: &str,
     links: &[LinkData],
 ) -> Result<Vec<u8>> {
-    let text = CString::new(ptx).map_err(|_| Error::usage("PTX text must not contain NUL bytes"))?;
+    let text =
+        CString::new(ptx).map_err(|_| Error::usage("PTX text must not contain NUL bytes"))?;
     let names: Vec<CString> = links
         .iter()
         .map(|l| CString::new(l.name.replace('\0', "")).unwrap_or_default())
@@ -321,10 +319,7 @@ pub(crate) fn link_cubin(
 /// A link failure, naming the external functions the log mentions.
 fn link_error(f: &FunctionIr, links: &[LinkData], log: &str) -> Error {
     let externs: Vec<&ExternFn> = f.tree().into_iter().flat_map(|g| &g.externs).collect();
-    let named: Vec<&&ExternFn> = externs
-        .iter()
-        .filter(|e| mentions(log, &e.name))
-        .collect();
+    let named: Vec<&&ExternFn> = externs.iter().filter(|e| mentions(log, &e.name)).collect();
     let inputs: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
     let inputs = if inputs.is_empty() {
         "no link inputs".to_string()
@@ -378,11 +373,10 @@ pub(crate) fn lower_call_extern<'c>(
         kernel: lw.f.name.clone(),
         message: what,
     };
-    let e = lw
-        .f
-        .externs
-        .get(index as usize)
-        .ok_or_else(|| err("internal: unknown external function".into()))?;
+    let e =
+        lw.f.externs
+            .get(index as usize)
+            .ok_or_else(|| err("internal: unknown external function".into()))?;
     let ctx = lw.ctx;
     let func = match lw.module.get_function(&e.name) {
         Some(f) => f,
@@ -393,7 +387,9 @@ pub(crate) fn lower_call_extern<'c>(
                 Some(r) => mem_type(ctx, r).fn_type(&ptys, false),
                 None => ctx.void_type().fn_type(&ptys, false),
             };
-            let f = lw.module.add_function(&e.name, fty, Some(Linkage::External));
+            let f = lw
+                .module
+                .add_function(&e.name, fty, Some(Linkage::External));
             // The foreign code may hold barriers or warp intrinsics: keep calls where they are.
             let convergent =
                 ctx.create_enum_attribute(Attribute::get_named_enum_kind_id("convergent"), 0);
@@ -405,18 +401,16 @@ pub(crate) fn lower_call_extern<'c>(
     for a in args {
         let mut v = lw.v(*a)?;
         if lw.ty(*a) == ScalarTy::Bool {
-            v = lw
-                .b
-                .build_int_z_extend(v.into_int_value(), ctx.i8_type(), "")
-                .map_err(|x| err(x.to_string()))?
-                .into();
+            v =
+                lw.b.build_int_z_extend(v.into_int_value(), ctx.i8_type(), "")
+                    .map_err(|x| err(x.to_string()))?
+                    .into();
         }
         margs.push(v.into());
     }
-    let call = lw
-        .b
-        .build_call(func, &margs, "")
-        .map_err(|x| err(x.to_string()))?;
+    let call =
+        lw.b.build_call(func, &margs, "")
+            .map_err(|x| err(x.to_string()))?;
     let v = call
         .try_as_basic_value()
         .basic()
@@ -438,8 +432,14 @@ mod tests {
 
     #[test]
     fn mentions_whole_words_only() {
-        assert!(mentions("Unresolved extern function 'mul_add_ext'", "mul_add_ext"));
-        assert!(!mentions("Unresolved extern function 'mul_add_ext2'", "mul_add_ext"));
+        assert!(mentions(
+            "Unresolved extern function 'mul_add_ext'",
+            "mul_add_ext"
+        ));
+        assert!(!mentions(
+            "Unresolved extern function 'mul_add_ext2'",
+            "mul_add_ext"
+        ));
         assert!(!mentions("xmul_add_ext", "mul_add_ext"));
     }
 

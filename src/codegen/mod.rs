@@ -40,18 +40,18 @@ pub use atomics::*;
 
 pub use warp::*;
 
-pub use const_mem::MAX_CONST_BYTES;
-pub use extern_fn::ExternDeviceFn;
-pub use printf::PrintfArg;
 pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};
 pub use cache::{cache_dir, cache_stats, clear_cache, clear_memory_cache, CacheStats};
+pub use const_mem::MAX_CONST_BYTES;
 pub use control::{KernelBuilder, Xyz};
 pub use device_fn::{DeviceFn, DeviceParams};
 pub use expr::{select, Expr, Var};
+pub use extern_fn::ExternDeviceFn;
 pub(crate) use kernel::check_name as check_kernel_name;
 pub use kernel::Kernel;
 pub use math::libdevice_path;
 pub use options::{default_cc, PtxOptions};
+pub use printf::PrintfArg;
 pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
 pub(crate) use signature::declare_scalar_param;
 pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, LaunchArgs};

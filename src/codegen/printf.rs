@@ -125,9 +125,10 @@ pub(crate) fn parse(format: &str) -> std::result::Result<Vec<Piece>, String> {
                 chars.next();
             }
         }
-        let conv = chars
-            .next()
-            .ok_or_else(|| "the format ends inside a conversion (a lone `%`; write `%%` for a percent sign)".to_string())?;
+        let conv = chars.next().ok_or_else(|| {
+            "the format ends inside a conversion (a lone `%`; write `%%` for a percent sign)"
+                .to_string()
+        })?;
         match conv {
             'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 'c' | 'f' | 'F' | 'e' | 'E' | 'g' | 'G' => {}
             '*' => return Err("`*` widths and precisions are not supported; write the number into the format".into()),
@@ -247,17 +248,18 @@ pub(crate) fn lower_printf<'c>(lw: &mut Lowerer<'c, '_>, p: &PrintfStmt) -> Resu
     let ctx = lw.ctx;
     // The format: a constant global string, cast to a generic pointer.
     let init = ctx.const_string(p.format.as_bytes(), true);
-    let g = lw
-        .module
-        .add_global(init.get_type(), Some(AddressSpace::from(1u16)), "printf_format");
+    let g = lw.module.add_global(
+        init.get_type(),
+        Some(AddressSpace::from(1u16)),
+        "printf_format",
+    );
     g.set_linkage(Linkage::Internal);
     g.set_initializer(&init);
     g.set_constant(true);
     let generic = ctx.ptr_type(AddressSpace::default());
-    let fmt = lw
-        .b
-        .build_address_space_cast(g.as_pointer_value(), generic, "")
-        .map_err(|e| err(&e))?;
+    let fmt =
+        lw.b.build_address_space_cast(g.as_pointer_value(), generic, "")
+            .map_err(|e| err(&e))?;
     // The arguments, promoted as C's varargs.
     let mut vals: Vec<BasicValueEnum<'c>> = Vec::new();
     for a in &p.args {
@@ -302,10 +304,9 @@ pub(crate) fn lower_printf<'c>(lw: &mut Lowerer<'c, '_>, p: &PrintfStmt) -> Resu
         }
         let buf = eb.build_alloca(st, "printf_args").map_err(|e| err(&e))?;
         for (i, v) in vals.iter().enumerate() {
-            let fp = lw
-                .b
-                .build_struct_gep(st, buf, i as u32, "")
-                .map_err(|e| err(&e))?;
+            let fp =
+                lw.b.build_struct_gep(st, buf, i as u32, "")
+                    .map_err(|e| err(&e))?;
             lw.b.build_store(fp, *v).map_err(|e| err(&e))?;
         }
         buf.into()
@@ -369,7 +370,11 @@ fn format_one(s: &Spec, bits: u64, ty: ScalarTy) -> String {
     let (x, v) = promoted(bits, ty);
     let (sign, body, zero_ok): (&str, String, bool) = match s.conv {
         'd' | 'i' => {
-            let n = if s.long { v as i64 } else { v as u32 as i32 as i64 };
+            let n = if s.long {
+                v as i64
+            } else {
+                v as u32 as i32 as i64
+            };
             let sign = if n < 0 {
                 "-"
             } else if s.plus {
@@ -379,7 +384,11 @@ fn format_one(s: &Spec, bits: u64, ty: ScalarTy) -> String {
             } else {
                 ""
             };
-            (sign, int_digits(n.unsigned_abs(), 10, false, s.precision), s.precision.is_none())
+            (
+                sign,
+                int_digits(n.unsigned_abs(), 10, false, s.precision),
+                s.precision.is_none(),
+            )
         }
         'u' | 'x' | 'X' | 'o' => {
             let n = if s.long { v } else { v as u32 as u64 };
@@ -536,31 +545,111 @@ mod tests {
 
     #[test]
     fn integers_as_c() {
-        assert_eq!(f("%d|%5d|%-5d|%05d", &[i32b(-7), i32b(42), i32b(42), i32b(-42)]), "-7|   42|42   |-0042");
+        assert_eq!(
+            f(
+                "%d|%5d|%-5d|%05d",
+                &[i32b(-7), i32b(42), i32b(42), i32b(-42)]
+            ),
+            "-7|   42|42   |-0042"
+        );
         assert_eq!(f("%+d % d %.3d", &[i32b(5), i32b(5), i32b(5)]), "+5  5 005");
-        assert_eq!(f("%u %x %X %#x %o %#o", &[(u32::MAX as u64, ScalarTy::U32), (255, ScalarTy::U32), (255, ScalarTy::U32), (255, ScalarTy::U32), (8, ScalarTy::U32), (8, ScalarTy::U32)]), "4294967295 ff FF 0xff 10 010");
-        assert_eq!(f("%ld %lu %llx", &[((-3i64) as u64, ScalarTy::I64), (u64::MAX, ScalarTy::U64), (u64::MAX, ScalarTy::U64)]), "-3 18446744073709551615 ffffffffffffffff");
-        assert_eq!(f("%d %c%%", &[(1, ScalarTy::Bool), (65, ScalarTy::I32)]), "1 A%");
+        assert_eq!(
+            f(
+                "%u %x %X %#x %o %#o",
+                &[
+                    (u32::MAX as u64, ScalarTy::U32),
+                    (255, ScalarTy::U32),
+                    (255, ScalarTy::U32),
+                    (255, ScalarTy::U32),
+                    (8, ScalarTy::U32),
+                    (8, ScalarTy::U32)
+                ]
+            ),
+            "4294967295 ff FF 0xff 10 010"
+        );
+        assert_eq!(
+            f(
+                "%ld %lu %llx",
+                &[
+                    ((-3i64) as u64, ScalarTy::I64),
+                    (u64::MAX, ScalarTy::U64),
+                    (u64::MAX, ScalarTy::U64)
+                ]
+            ),
+            "-3 18446744073709551615 ffffffffffffffff"
+        );
+        assert_eq!(
+            f("%d %c%%", &[(1, ScalarTy::Bool), (65, ScalarTy::I32)]),
+            "1 A%"
+        );
         assert_eq!(f("[%.0d]", &[i32b(0)]), "[]");
     }
 
     #[test]
     fn floats_as_c() {
         assert_eq!(f("%f", &[f64b(1.5)]), "1.500000");
-        assert_eq!(f("%.2f|%8.3f|%-8.1f|%08.2f", &[f64b(3.14159), f64b(-2.5), f64b(2.25), f64b(-1.5)]), "3.14|  -2.500|2.2     |-0001.50");
-        assert_eq!(f("%e|%.2E", &[f64b(12345.678), f64b(0.000123)]), "1.234568e+04|1.23E-04");
-        assert_eq!(f("%g|%g|%g|%g|%g", &[f64b(100000.0), f64b(1000000.0), f64b(0.0001), f64b(0.00001), f64b(1.5)]), "100000|1e+06|0.0001|1e-05|1.5");
-        assert_eq!(f("%g|%.3g|%#g", &[f64b(0.0), f64b(3.14159), f64b(1.0)]), "0|3.14|1.00000");
-        assert_eq!(f("%f|%f|%F|%5.1f", &[f64b(f64::NAN), f64b(f64::NEG_INFINITY), f64b(f64::INFINITY), f64b(f64::INFINITY)]), "nan|-inf|INF|  inf");
-        assert_eq!(f("%f %f", &[(1.25f32.to_bits() as u64, ScalarTy::F32), f64b(-0.0)]), "1.250000 -0.000000");
+        assert_eq!(
+            f(
+                "%.2f|%8.3f|%-8.1f|%08.2f",
+                &[f64b(3.25159), f64b(-2.5), f64b(2.25), f64b(-1.5)]
+            ),
+            "3.25|  -2.500|2.2     |-0001.50"
+        );
+        assert_eq!(
+            f("%e|%.2E", &[f64b(12345.678), f64b(0.000123)]),
+            "1.234568e+04|1.23E-04"
+        );
+        assert_eq!(
+            f(
+                "%g|%g|%g|%g|%g",
+                &[
+                    f64b(100000.0),
+                    f64b(1000000.0),
+                    f64b(0.0001),
+                    f64b(0.00001),
+                    f64b(1.5)
+                ]
+            ),
+            "100000|1e+06|0.0001|1e-05|1.5"
+        );
+        assert_eq!(
+            f("%g|%.3g|%#g", &[f64b(0.0), f64b(3.25159), f64b(1.0)]),
+            "0|3.25|1.00000"
+        );
+        assert_eq!(
+            f(
+                "%f|%f|%F|%5.1f",
+                &[
+                    f64b(f64::NAN),
+                    f64b(f64::NEG_INFINITY),
+                    f64b(f64::INFINITY),
+                    f64b(f64::INFINITY)
+                ]
+            ),
+            "nan|-inf|INF|  inf"
+        );
+        assert_eq!(
+            f(
+                "%f %f",
+                &[(1.25f32.to_bits() as u64, ScalarTy::F32), f64b(-0.0)]
+            ),
+            "1.250000 -0.000000"
+        );
         assert_eq!(f("%e", &[f64b(0.0)]), "0.000000e+00");
     }
 
     #[test]
     fn format_checks() {
         use ScalarTy::*;
-        assert!(check("%d %u %x %ld %f %e %g %%", &[I32, U32, Bool, I64, F32, F64, F32]).is_ok());
-        assert!(check("%d", &[I64]).unwrap_err().contains("need `l`") || check("%d", &[I64]).unwrap_err().contains("`l`"));
+        assert!(check(
+            "%d %u %x %ld %f %e %g %%",
+            &[I32, U32, Bool, I64, F32, F64, F32]
+        )
+        .is_ok());
+        assert!(
+            check("%d", &[I64]).unwrap_err().contains("need `l`")
+                || check("%d", &[I64]).unwrap_err().contains("`l`")
+        );
         assert!(check("%ld", &[I32]).unwrap_err().contains("64-bit"));
         assert!(check("%f", &[I32]).unwrap_err().contains("f32 or f64"));
         assert!(check("%d", &[F32]).is_err());

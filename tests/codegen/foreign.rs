@@ -53,7 +53,10 @@ fn extern_call_is_an_extern_func_in_ptx() {
         check_ptx_args(&ext, cc, "ext_funcs", &["-c"]);
     }
     let ir = k.llvm_ir(&PtxOptions::for_cc(9, 0)).unwrap();
-    assert!(ir.contains("declare float @mul_add_ext(float, float)"), "{ir}");
+    assert!(
+        ir.contains("declare float @mul_add_ext(float, float)"),
+        "{ir}"
+    );
 }
 
 #[test]
@@ -79,7 +82,8 @@ fn extern_calls_of_several_types_and_from_device_functions() {
     let (ptx, _) = compile_all_args(&k, &["-c"]);
     for f in ["imul_add1_ext", "dsquare_ext", "flag_ext"] {
         assert!(
-            ptx.lines().any(|l| l.contains(".extern .func") && l.contains(f)),
+            ptx.lines()
+                .any(|l| l.contains(".extern .func") && l.contains(f)),
             "{f}:\n{ptx}"
         );
     }
@@ -97,14 +101,19 @@ fn declaring_a_name_twice_with_other_types_is_a_build_error() {
     .expect("two signatures for one name");
     let m = kernel_message(e);
     assert!(
-        m.contains("mul_add_ext") && m.contains("fn(f32, f32) -> f32") && m.contains("fn(f64, f64) -> f64"),
+        m.contains("mul_add_ext")
+            && m.contains("fn(f32, f32) -> f32")
+            && m.contains("fn(f64, f64) -> f64"),
         "{m}"
     );
     // The same declaration twice is fine.
     Kernel::<(&mut [f32],)>::build("twice_same", |k, (o,)| {
         let a = k.declare_device::<(f32, f32), f32>("mul_add_ext");
         let b = k.declare_device::<(f32, f32), f32>("mul_add_ext");
-        o.set(0, a.call((1.0f32.into(), 2.0f32.into())) + b.call((3.0f32.into(), 4.0f32.into())));
+        o.set(
+            0,
+            a.call((1.0f32.into(), 2.0f32.into())) + b.call((3.0f32.into(), 4.0f32.into())),
+        );
     })
     .unwrap();
     // A device function and its kernel disagreeing is caught when the kernel is built.
@@ -114,7 +123,10 @@ fn declaring_a_name_twice_with_other_types_is_a_build_error() {
     .unwrap();
     let e = Kernel::<(&mut [f64],)>::build("clash", |k, (o,)| {
         let c = k.declare_device::<(f64,), f64>("clash_ext");
-        o.set(0, c.call((1.0f64.into(),)) + d.call((2.0f32.into(),)).cast::<f64>());
+        o.set(
+            0,
+            c.call((1.0f64.into(),)) + d.call((2.0f32.into(),)).cast::<f64>(),
+        );
     })
     .err()
     .expect("signatures disagree across functions");
@@ -186,8 +198,14 @@ fn const_arrays_of_every_type_and_in_device_functions() {
     )
     .unwrap();
     let (ptx, _) = compile_all(&k);
-    assert!(ptx.contains("ld.const.f64") && ptx.contains("ld.const.u64"), "{ptx}");
-    assert!(ptx.contains("ld.const.u8") || ptx.contains("ld.const.b8") || ptx.contains("ld.const.s8"), "{ptx}");
+    assert!(
+        ptx.contains("ld.const.f64") && ptx.contains("ld.const.u64"),
+        "{ptx}"
+    );
+    assert!(
+        ptx.contains("ld.const.u8") || ptx.contains("ld.const.b8") || ptx.contains("ld.const.s8"),
+        "{ptx}"
+    );
 }
 
 #[test]
@@ -233,9 +251,15 @@ fn const_data_is_part_of_the_cache_key() {
         .unwrap()
     };
     let o = PtxOptions::for_cc(7, 5);
-    let (a, b) = (make(11).compile_ptx(&o).unwrap(), make(12).compile_ptx(&o).unwrap());
+    let (a, b) = (
+        make(11).compile_ptx(&o).unwrap(),
+        make(12).compile_ptx(&o).unwrap(),
+    );
     assert_ne!(a, b, "other constant data gives other PTX, not a cache hit");
-    assert!(a.contains("{11, 0, 0, 0,") && b.contains("{12, 0, 0, 0,"), "{a}\n{b}");
+    assert!(
+        a.contains("{11, 0, 0, 0,") && b.contains("{12, 0, 0, 0,"),
+        "{a}\n{b}"
+    );
 }
 
 #[test]
@@ -244,7 +268,13 @@ fn printf_calls_vprintf_with_promoted_arguments() {
         let i = k.grid1();
         k.printf(
             "i=%lu x=%f y=%ld z=%u b=%d %%\n",
-            &[i.into(), x.at(i).into(), y.at(i).into(), z.at(i).into(), i.lt(3).into()],
+            &[
+                i.into(),
+                x.at(i).into(),
+                y.at(i).into(),
+                z.at(i).into(),
+                i.lt(3).into(),
+            ],
         );
     })
     .unwrap();

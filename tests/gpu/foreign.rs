@@ -90,7 +90,8 @@ fn check_ext_kernel(k: &ExtKernel) {
         let mut o3 = c.alloc::<f64, _>(n).unwrap();
         o1.fill_async(f32::from_bits(0x7fc0_dead), &s).unwrap();
         o2.fill_async(0x5eed_beef, &s).unwrap();
-        o3.fill_async(f64::from_bits(0x7ff8_0000_dead_beef), &s).unwrap();
+        o3.fill_async(f64::from_bits(0x7ff8_0000_dead_beef), &s)
+            .unwrap();
         k.launch(
             &s,
             LaunchConfig::for_num_elems(n, 128).unwrap(),
@@ -226,29 +227,33 @@ fn const_arrays_read_by_index_match_host() {
     let used = 1000 * 4 + 77 * 8 + 13;
     let big_len = (MAX_CONST_BYTES - used) / 4;
     let table_u: Vec<u32> = rng.vec(big_len, |r| r.next_u64() as u32);
-    let k = Kernel::<(&[u32], &mut [f32], &mut [i64], &mut [bool], &mut [u32], &mut [u64])>::build(
-        "const_tables",
-        |k, (idx, of, oi, ob, ou, olen)| {
-            let (tf, ti, tb, tu) = (
-                k.const_array(&table_f),
-                k.const_array(&table_i),
-                k.const_array(&table_b),
-                k.const_array(&table_u),
-            );
-            let i = k.grid1();
-            k.if_(i.lt(idx.len()), |_| {
-                let j = idx.at(i).cast::<u64>();
-                of.set(i, tf.at(j % tf.len()));
-                oi.set(i, ti.at(j % ti.len()));
-                ob.set(i, tb.at(j % tb.len()));
-                ou.set(i, tu.at(j % tu.len()));
-            });
-            k.if_(i.eq(0u64), |_| {
-                olen.set(0, tf.len());
-                olen.set(1, tu.len());
-            });
-        },
-    )
+    let k = Kernel::<(
+        &[u32],
+        &mut [f32],
+        &mut [i64],
+        &mut [bool],
+        &mut [u32],
+        &mut [u64],
+    )>::build("const_tables", |k, (idx, of, oi, ob, ou, olen)| {
+        let (tf, ti, tb, tu) = (
+            k.const_array(&table_f),
+            k.const_array(&table_i),
+            k.const_array(&table_b),
+            k.const_array(&table_u),
+        );
+        let i = k.grid1();
+        k.if_(i.lt(idx.len()), |_| {
+            let j = idx.at(i).cast::<u64>();
+            of.set(i, tf.at(j % tf.len()));
+            oi.set(i, ti.at(j % ti.len()));
+            ob.set(i, tb.at(j % tb.len()));
+            ou.set(i, tu.at(j % tu.len()));
+        });
+        k.if_(i.eq(0u64), |_| {
+            olen.set(0, tf.len());
+            olen.set(1, tu.len());
+        });
+    })
     .unwrap();
     let n = 5000;
     let idx: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
@@ -317,7 +322,9 @@ fn printf_child_process() {
                 x.at(t).into(),
             ],
         );
-        k.if_(t.eq(0u32), |k| k.printf("PF: done %lu\n", &[y.len().into()]));
+        k.if_(t.eq(0u32), |k| {
+            k.printf("PF: done %lu\n", &[y.len().into()])
+        });
     })
     .unwrap();
     let x = s.to_device(&[1.5f32, -2.3, 1234.5, 0.0001]).unwrap();

@@ -40,7 +40,9 @@ pub(crate) fn load_module(
         if links.is_empty() {
             ctx.load_ptx(ptx)
         } else {
-            ctx.load_cubin(&crate::codegen::extern_fn::link_cubin(ctx, ir, ptx, &links)?)
+            ctx.load_cubin(&crate::codegen::extern_fn::link_cubin(
+                ctx, ir, ptx, &links,
+            )?)
         }
     };
     let Some(disk) = disk_cache() else {
