@@ -316,10 +316,14 @@ pub(crate) fn link_cubin(
     }
 }
 
-/// A link failure, naming the external functions the log mentions.
+/// A link failure, naming the external functions the log mentions (else all of them).
 fn link_error(f: &FunctionIr, links: &[LinkData], log: &str) -> Error {
     let externs: Vec<&ExternFn> = f.tree().into_iter().flat_map(|g| &g.externs).collect();
-    let named: Vec<&&ExternFn> = externs.iter().filter(|e| mentions(log, &e.name)).collect();
+    let mut named: Vec<&&ExternFn> = externs.iter().filter(|e| mentions(log, &e.name)).collect();
+    if named.is_empty() {
+        // The log names none of them: each external function is a suspect.
+        named = externs.iter().collect();
+    }
     let inputs: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
     let inputs = if inputs.is_empty() {
         "no link inputs".to_string()
@@ -337,8 +341,8 @@ fn link_error(f: &FunctionIr, links: &[LinkData], log: &str) -> Error {
             .map(|e| format!("`{}` (declared as `{}`)", e.name, signature(e)))
             .collect();
         format!(
-            "linking failed on the external device function {}: no linked code defines it with \
-             that signature ({inputs}). Link the PTX, cubin or fatbin that defines it as a \
+            "linking failed on the external device function(s) {}: no linked code defines it \
+             with that signature ({inputs}). Link the PTX, cubin or fatbin that defines it as a \
              `.visible .func` with the same name and parameters (`k.link_ptx(..)` or \
              `k.link_file(..)` in the kernel's build), or fix the declaration \
              (`k.declare_device::<(..), R>(\"{}\")`).\nLinker log:\n{}",
@@ -441,6 +445,43 @@ mod tests {
             "mul_add_ext"
         ));
         assert!(!mentions("xmul_add_ext", "mul_add_ext"));
+    }
+
+    #[test]
+    fn link_errors_name_the_symbol_and_the_fix() {
+        let k = crate::codegen::Kernel::<(&mut [f32],)>::build("le", |k, (o,)| {
+            let f = k.declare_device::<(f32, f32), f32>("mul_add_ext");
+            let g = k.declare_device::<(f64,), f64>("other_ext");
+            k.link_ptx("// defines nothing");
+            o.set(
+                0,
+                f.call((1.0f32.into(), 2.0f32.into())) + g.call((1.0f64.into(),)).cast(),
+            );
+        })
+        .unwrap();
+        let ir = k.ir();
+        let links = links_of(ir);
+        assert_eq!(links.len(), 1);
+        let m = link_error(
+            ir,
+            &links,
+            "error   : Undefined reference to 'mul_add_ext' in 'kernel.ptx'",
+        )
+        .to_string();
+        assert!(
+            m.contains("`mul_add_ext` (declared as `fn(f32, f32) -> f32`)")
+                && !m.contains("other_ext")
+                && m.contains("link_input_0")
+                && m.contains("k.link_ptx")
+                && m.contains("Undefined reference"),
+            "{m}"
+        );
+        // A log naming neither: both are listed.
+        let m = link_error(ir, &[], "error: something").to_string();
+        assert!(
+            m.contains("mul_add_ext") && m.contains("other_ext") && m.contains("no link inputs"),
+            "{m}"
+        );
     }
 
     #[test]

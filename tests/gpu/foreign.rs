@@ -187,14 +187,11 @@ fn missing_extern_symbol_is_a_clear_link_error() {
         o.set(k.grid1(), f.call((1.0f32.into(),)));
     })
     .unwrap();
-    let c = ctx();
-    let s = c.new_stream().unwrap();
-    let mut o = c.alloc::<f32, _>(32).unwrap();
-    let e = k
-        .launch(&s, LaunchConfig::new(1, 32), (&mut o,))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("no_such_ext_fn"), "{e}");
+    let m = launch_error(&k);
+    assert!(
+        m.contains("`no_such_ext_fn`") && m.contains("no link inputs") && m.contains("link_ptx"),
+        "{m}"
+    );
 }
 
 #[test]

@@ -35,9 +35,11 @@ pub(crate) fn load_module(
     ptx: impl FnOnce() -> Result<Arc<str>>,
 ) -> Result<Module> {
     let links = crate::codegen::extern_fn::links_of(ir);
-    // Without link inputs, the PTX loads as itself; with them, the driver's linker joins them.
+    // Without link inputs or external calls, the PTX loads as itself; else the driver's linker
+    // joins them (and names an undefined external function in its error).
+    let plain = links.is_empty() && crate::codegen::extern_fn::first_extern(ir).is_none();
     let load = |ptx: &str| -> Result<Module> {
-        if links.is_empty() {
+        if plain {
             ctx.load_ptx(ptx)
         } else {
             ctx.load_cubin(&crate::codegen::extern_fn::link_cubin(
@@ -69,7 +71,7 @@ pub(crate) fn load_module(
     if !disk.is_writable() {
         return load(&ptx);
     }
-    let cubin = if links.is_empty() {
+    let cubin = if plain {
         ctx.ptx_to_cubin(&ptx)?
     } else {
         crate::codegen::extern_fn::link_cubin(ctx, ir, &ptx, &links)?
