@@ -116,6 +116,7 @@ impl<P: KernelParams> Kernel<P> {
             message: errors.join("; "),
         })?;
         let mut errors = super::extern_fn::check_externs(&ir);
+        errors.extend(super::extern_fn::check_prototypes(&ir));
         errors.extend(super::const_mem::check_const_size(&ir));
         if !errors.is_empty() {
             return Err(Error::Kernel {

@@ -134,6 +134,40 @@ fn declaring_a_name_twice_with_other_types_is_a_build_error() {
 }
 
 #[test]
+fn a_declaration_that_disagrees_with_the_linked_ptx_is_a_build_error() {
+    // mul_add_ext takes two 32-bit parameters in tests/data/ext_funcs.ptx.
+    let e = Kernel::<(&mut [f64],)>::build("ext_mismatch", |k, (o,)| {
+        let f = k.declare_device::<(f64, f64), f64>("mul_add_ext");
+        k.link_file(ext_ptx_path());
+        o.set(0, f.call((1.0f64.into(), 2.0f64.into())));
+    })
+    .err()
+    .expect("64-bit parameters against 32-bit ones");
+    let m = kernel_message(e);
+    assert!(
+        m.contains("`mul_add_ext` is declared as `fn(f64, f64) -> f64`")
+            && m.contains("(.param .b32, .param .b32) -> .param .b32")
+            && m.contains("ext_funcs.ptx"),
+        "{m}"
+    );
+    let e = Kernel::<(&mut [i32],)>::build("ext_arity", |k, (o,)| {
+        let f = k.declare_device::<(i32,), i32>("imul_add1_ext");
+        k.link_file(ext_ptx_path());
+        o.set(0, f.call((1i32.into(),)));
+    })
+    .err()
+    .expect("one parameter against two");
+    assert!(kernel_message(e).contains("imul_add1_ext"));
+    // u32 and bool pass as 32-bit parameters too: these match.
+    Kernel::<(&mut [u32],)>::build("ext_match", |k, (o,)| {
+        let f = k.declare_device::<(u32, bool), u32>("imul_add1_ext");
+        k.link_file(ext_ptx_path());
+        o.set(0, f.call((1u32.into(), true.into())));
+    })
+    .unwrap();
+}
+
+#[test]
 fn link_inputs_are_checked_at_build() {
     let e = Kernel::<(&mut [f32],)>::build("no_file", |k, (o,)| {
         k.link_file("/nonexistent/ext.ptx");

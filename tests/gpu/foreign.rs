@@ -196,23 +196,6 @@ fn missing_extern_symbol_is_a_clear_link_error() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn mismatched_extern_signature_is_a_link_error() {
-    // mul_add_ext takes two 32-bit parameters; declared here with 64-bit ones.
-    let k = Kernel::<(&mut [f32],)>::build("ext_mismatch", |k, (o,)| {
-        let f = k.declare_device::<(f64, f64), f64>("mul_add_ext");
-        k.link_file(fixture("ext_funcs.ptx"));
-        o.set(
-            k.grid1(),
-            f.call((1.0f64.into(), 2.0f64.into())).cast::<f32>(),
-        );
-    })
-    .unwrap();
-    let m = launch_error(&k);
-    assert!(m.contains("mul_add_ext"), "{m}");
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
 fn const_arrays_read_by_index_match_host() {
     let c = ctx();
     let s = c.new_stream().unwrap();
