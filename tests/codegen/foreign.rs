@@ -323,6 +323,17 @@ fn printf_calls_vprintf_with_promoted_arguments() {
     let ir = k.llvm_ir(&PtxOptions::for_cc(9, 0)).unwrap();
     assert!(ir.contains("@vprintf(ptr"), "{ir}");
     assert!(ir.contains("i=%lu x=%f y=%ld z=%u b=%d %%\\0A\\00"), "{ir}");
+    // String arguments are written into the format, padded and with `%` doubled.
+    let k = Kernel::<(&[i32],)>::build("print_str", |k, (x,)| {
+        k.printf(
+            "[%-6s|%4s|%.2s] %d\n",
+            &["abc".into(), "50%".into(), "xyz".into(), x.at(0).into()],
+        );
+    })
+    .unwrap();
+    let ir = k.llvm_ir(&PtxOptions::for_cc(9, 0)).unwrap();
+    assert!(ir.contains("[abc   | 50%%|xy] %d\\0A\\00"), "{ir}");
+    compile_all(&k);
     // No arguments: a null argument buffer.
     let k = Kernel::<(&mut [u32],)>::build("print0", |k, (_o,)| {
         k.printf("hello from the GPU\n", &[]);
@@ -338,7 +349,7 @@ fn printf_format_misuse_is_a_build_error() {
         ("%d %d\n", "2 conversion(s) but 1 argument"),
         ("%f\n", "wants f32 or f64"),
         ("%ld\n", "64-bit"),
-        ("%s\n", "%s"),
+        ("%s\n", "`%s` prints a string"),
         ("%*d\n", "`*`"),
         ("%hd\n", "length modifier"),
         ("%p\n", "not supported"),
@@ -354,6 +365,13 @@ fn printf_format_misuse_is_a_build_error() {
         let m = kernel_message(e);
         assert!(m.contains(want), "{fmt:?}: {m}");
     }
+    // A string for another conversion.
+    let e = Kernel::<(&mut [u32],)>::build("bad_printf_str", |k, (_o,)| {
+        k.printf("%d\n", &["text".into()]);
+    })
+    .err()
+    .unwrap();
+    assert!(kernel_message(e).contains("only `%s`"));
     // A 64-bit integer with %d names the fix.
     let e = Kernel::<(&mut [u64],)>::build("bad_printf64", |k, (o,)| {
         k.printf("%d\n", &[o.at(0).into()]);

@@ -286,7 +286,7 @@ fn printf_child_process() {
     let k = Kernel::<(&[f32], &[i64], &[u32])>::build("printer", |k, (x, y, z)| {
         let t = k.thread_idx().x;
         k.printf(
-            "PF: t=%d x=%.3f y=%ld z=%u hex=%#x e=%e g=%g b=%d c=%c [%5d|%-5d|%05.1f] %%\n",
+            "PF: t=%d x=%.3f y=%ld z=%u hex=%#x e=%e g=%g b=%d c=%c [%5d|%-5d|%05.1f] %% %-4s|\n",
             &[
                 t.into(),
                 x.at(t).into(),
@@ -300,6 +300,7 @@ fn printf_child_process() {
                 t.into(),
                 t.into(),
                 x.at(t).into(),
+                "5%".into(),
             ],
         );
         k.if_(t.eq(0u32), |k| {
@@ -341,10 +342,10 @@ fn printf_output_matches_host_formatting() {
         .collect();
     got.sort();
     let mut want: Vec<String> = [
-        "PF: t=0 x=1.500 y=-1 z=0 hex=0 e=1.500000e+00 g=1.5 b=1 c=A [    0|0    |001.5] %",
-        "PF: t=1 x=-2.300 y=9223372036854775807 z=255 hex=0xff e=-2.300000e+00 g=-2.3 b=1 c=B [    1|1    |-02.3] %",
-        "PF: t=2 x=1234.500 y=0 z=4294967295 hex=0xffffffff e=1.234500e+03 g=1234.5 b=0 c=C [    2|2    |1234.5] %",
-        "PF: t=3 x=0.000 y=42 z=7 hex=0x7 e=1.000000e-04 g=0.0001 b=0 c=D [    3|3    |000.0] %",
+        "PF: t=0 x=1.500 y=-1 z=0 hex=0 e=1.500000e+00 g=1.5 b=1 c=A [    0|0    |001.5] % 5%  |",
+        "PF: t=1 x=-2.300 y=9223372036854775807 z=255 hex=0xff e=-2.300000e+00 g=-2.3 b=1 c=B [    1|1    |-02.3] % 5%  |",
+        "PF: t=2 x=1234.500 y=0 z=4294967295 hex=0xffffffff e=1.234500e+03 g=1234.5 b=0 c=C [    2|2    |1234.5] % 5%  |",
+        "PF: t=3 x=0.000 y=42 z=7 hex=0x7 e=1.000000e-04 g=0.0001 b=0 c=D [    3|3    |000.0] % 5%  |",
         "PF: done 4",
     ]
     .iter()
