@@ -316,10 +316,7 @@ type ValueArg = (u32, u32, ScalarTy);
 
 /// Writes the string arguments into the format (their `%s` replaced by the text, padded and
 /// cut as C would, `%` doubled): the format and the value arguments that remain.
-fn bake(
-    format: &str,
-    args: &[PrintfArg],
-) -> std::result::Result<(String, Vec<ValueArg>), String> {
+fn bake(format: &str, args: &[PrintfArg]) -> std::result::Result<(String, Vec<ValueArg>), String> {
     let escape = |t: &str| t.replace('%', "%%");
     let mut out = String::new();
     let mut values = Vec::new();
