@@ -269,3 +269,74 @@ fn blocks_waiting_for_each_other_see_stores_and_stop_when_one_faults() {
     );
     assert!(msg.contains("block (0, 0, 0)"), "{msg}");
 }
+
+#[test]
+fn foreign_device_code_is_a_clear_error_not_a_panic() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&[f32], &mut [f32])>::build("calls_foreign", |k, (x, out)| {
+        let f = k.declare_device::<(f32, f32), f32>("mul_add_ext");
+        k.link_ptx(".version 7.0\n.target sm_75\n.address_size 64\n");
+        let i = k.grid1();
+        out.set(i, f.call((x.at(i), x.at(i))));
+    })
+    .unwrap();
+    let x = s.to_device(&[1.0f32; 32]).unwrap();
+    let mut out = c.zeros::<f32, _>(32).unwrap();
+    let e = k
+        .launch(&s, LaunchConfig::new(1, 32), (&x, &mut out))
+        .unwrap_err();
+    let m = e.to_string();
+    assert!(
+        matches!(e, Error::Kernel { .. })
+            && m.contains("`mul_add_ext`")
+            && m.contains("simulator")
+            && m.contains("GPU"),
+        "{m}"
+    );
+    // A kernel that only links code (calling none of it) runs.
+    let k = Kernel::<(&mut [f32],)>::build("links_only", |k, (out,)| {
+        k.link_ptx(".version 7.0\n.target sm_75\n.address_size 64\n");
+        out.set(k.grid1(), 2.0f32);
+    })
+    .unwrap();
+    k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)).unwrap();
+    assert_eq!(out.to_vec_async(&s).unwrap(), vec![2.0f32; 32]);
+}
+
+#[test]
+fn const_array_read_out_of_bounds_is_a_fault() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&mut [i32],)>::build("const_oob", |k, (out,)| {
+        let t = k.const_array(&[10i32, 20, 30]);
+        let i = k.grid1();
+        out.set(i, t.at(i));
+    })
+    .unwrap();
+    let mut out = c.zeros::<i32, _>(32).unwrap();
+    let (kernel, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
+    assert_eq!(
+        (kernel.as_str(), kind),
+        ("const_oob", FaultKind::OutOfBounds)
+    );
+    assert!(
+        msg.contains(
+            "thread (3, 0, 0) of block (0, 0, 0) reads element 3 of constant array 0 (i32[3])"
+        ),
+        "{msg}"
+    );
+    // In bounds, the data reads back.
+    let mut out = c.zeros::<i32, _>(3).unwrap();
+    k.launch(&s, LaunchConfig::new(1, 3), (&mut out,)).unwrap();
+    assert_eq!(out.to_vec_async(&s).unwrap(), vec![10, 20, 30]);
+}
+
+#[test]
+fn printf_fifo_size_is_kept() {
+    let c = ctx();
+    assert_eq!(c.printf_fifo_size().unwrap(), 1 << 20);
+    c.set_printf_fifo_size(4 << 20).unwrap();
+    assert_eq!(c.printf_fifo_size().unwrap(), 4 << 20);
+    c.set_printf_fifo_size(1 << 20).unwrap();
+}

@@ -181,6 +181,18 @@ impl Backend for CudaDriver {
         unsafe { drv!(cuCtxSynchronize()) }
     }
 
+    fn ctx_set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<()> {
+        // SAFETY: plain values.
+        unsafe { drv!(cuCtxSetLimit(limit, value)) }
+    }
+
+    fn ctx_get_limit(&self, limit: sys::CUlimit) -> Result<usize> {
+        let mut v = 0usize;
+        // SAFETY: valid out-pointer.
+        unsafe { drv!(cuCtxGetLimit(&mut v, limit)) }?;
+        Ok(v)
+    }
+
     fn mem_get_info(&self) -> Result<(usize, usize)> {
         let (mut free, mut total) = (0, 0);
         // SAFETY: valid out-pointers.

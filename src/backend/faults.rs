@@ -176,6 +176,14 @@ impl Backend for FaultInjector {
         self.inner.ctx_synchronize()
     }
 
+    fn ctx_set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<()> {
+        self.inner.ctx_set_limit(limit, value)
+    }
+
+    fn ctx_get_limit(&self, limit: sys::CUlimit) -> Result<usize> {
+        self.inner.ctx_get_limit(limit)
+    }
+
     fn mem_get_info(&self) -> Result<(usize, usize)> {
         self.tick("mem_get_info")?;
         self.inner.mem_get_info()

@@ -80,6 +80,10 @@ pub(crate) trait Backend: Send + Sync {
     unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()>;
     fn ctx_get_device(&self) -> Result<sys::CUdevice>;
     fn ctx_synchronize(&self) -> Result<()>;
+    /// `cuCtxSetLimit` for the current context.
+    fn ctx_set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<()>;
+    /// `cuCtxGetLimit` for the current context.
+    fn ctx_get_limit(&self, limit: sys::CUlimit) -> Result<usize>;
     fn mem_get_info(&self) -> Result<(usize, usize)>;
     fn ctx_stream_priority_range(&self) -> Result<(i32, i32)>;
 

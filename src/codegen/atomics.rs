@@ -277,7 +277,7 @@ pub(crate) fn lower_atomic<'c>(
     let addr_space = match a.array {
         ArrayRef::Param(_) => 1,
         ArrayRef::Shared(_) | ArrayRef::DynShared(_) => 3,
-        ArrayRef::Local(_) => {
+        ArrayRef::Local(_) | ArrayRef::Const(_) => {
             return Err(Error::Kernel {
                 kernel: lw.f.name.clone(),
                 message: format!("`{}` on a local array", a.kind.name()),

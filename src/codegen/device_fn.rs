@@ -10,7 +10,7 @@ use super::ir::{FuncId, FunctionIr, Op, Param, Stmt, ValueId};
 use super::kernel::check_name;
 use super::lower;
 use super::options::PtxOptions;
-use super::scalar::Scalar;
+use super::scalar::{Scalar, ScalarTy};
 use crate::error::{Error, Result};
 
 /// A tuple of scalar types: a device function's parameter list.
@@ -21,6 +21,8 @@ pub trait DeviceParams {
     fn declare() -> Self::Exprs;
     /// The (tag, id) of each argument.
     fn raws(args: &Self::Exprs) -> Vec<(u32, u32)>;
+    /// The parameters' types, in order.
+    fn types() -> Vec<ScalarTy>;
 }
 
 macro_rules! device_params {
@@ -37,6 +39,9 @@ macro_rules! device_params {
             #[allow(unused_variables)]
             fn raws(args: &Self::Exprs) -> Vec<(u32, u32)> {
                 vec![$(args.$i.raw()),*]
+            }
+            fn types() -> Vec<ScalarTy> {
+                vec![$($t::TY),*]
             }
         }
     };
@@ -102,7 +107,7 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
         }
         let varying = ir.values.iter().any(|v| match &v.op {
             Op::Special(s) => s.varies_in_block(),
-            Op::Atomic(_) | Op::Warp(_) | Op::Load { .. } => true,
+            Op::Atomic(_) | Op::Warp(_) | Op::Load { .. } | Op::CallExtern(..) => true,
             _ => false,
         }) || !ir.callees.is_empty();
         Ok(DeviceFn {

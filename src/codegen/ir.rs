@@ -29,6 +29,9 @@ pub(crate) enum ArrayRef {
     DynShared(ScalarTy),
     /// A per-thread local array (index into `KernelIr::locals`).
     Local(u32),
+    /// A read-only array in constant memory, baked into the module (index into
+    /// `FunctionIr::consts`).
+    Const(u32),
 }
 
 /// Hardware registers read by the kernel.
@@ -151,6 +154,9 @@ pub(crate) enum Op {
     Atomic(super::atomics::AtomicOp),
     /// A warp-level intrinsic (see `warp.rs`).
     Warp(super::warp::WarpOp),
+    /// Calls an external device function (index into `FunctionIr::externs`), defined in code
+    /// linked when the kernel is loaded (see `extern_fn.rs`).
+    CallExtern(u32, Vec<ValueId>),
 }
 
 /// A value's definition.
@@ -205,6 +211,8 @@ pub(crate) enum Stmt {
     /// Returns a value from a device function.
     ReturnValue(ValueId),
     Barrier(Barrier),
+    /// Prints `args` with a checked format (see `printf.rs`).
+    Printf(super::printf::PrintfStmt),
 }
 
 /// A parameter of a kernel or device function.
@@ -223,6 +231,38 @@ pub(crate) enum Param {
 pub(crate) struct ArrayDecl {
     pub elem: ScalarTy,
     pub len: u64,
+}
+
+/// An external device function: declared by name and signature, defined in linked code.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ExternFn {
+    pub name: String,
+    pub params: Vec<ScalarTy>,
+    /// `None` for a function returning nothing.
+    pub ret: Option<ScalarTy>,
+}
+
+/// A read-only array in constant memory: its element type and bytes (little-endian, as in
+/// device memory; `bool` as one byte).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ConstArray {
+    pub elem: ScalarTy,
+    pub len: u64,
+    pub bytes: std::sync::Arc<[u8]>,
+}
+
+/// Device code linked with the kernel when it is loaded (by the driver's linker).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct LinkData {
+    pub kind: super::extern_fn::LinkKind,
+    /// A name for the linker's log (the file's path, or `link_ptx#N`).
+    pub name: String,
+    pub data: std::sync::Arc<[u8]>,
+}
+
+/// The length of constant array `i` of `f` (0 if there is none).
+pub(crate) fn const_len(f: &FunctionIr, i: u32) -> u64 {
+    f.consts.get(i as usize).map_or(0, |c| c.len)
 }
 
 /// A whole function: a kernel, or a device function.
@@ -249,9 +289,31 @@ pub(crate) struct FunctionIr {
     /// Kernels that call `grid_sync()`: the index of the hidden barrier parameter (two `u32`,
     /// zeroed before each launch); such kernels are launched cooperatively.
     pub grid_barrier: Option<u32>,
+    /// External device functions this function calls (`Op::CallExtern`).
+    pub externs: Vec<ExternFn>,
+    /// Constant-memory arrays (`ArrayRef::Const`).
+    pub consts: Vec<ConstArray>,
+    /// Device code to link when the kernel is loaded.
+    pub links: Vec<LinkData>,
 }
 
 impl FunctionIr {
+    /// This function and every device function it calls, directly or not (each once).
+    pub(crate) fn tree(&self) -> Vec<&FunctionIr> {
+        let mut out: Vec<&FunctionIr> = vec![self];
+        let mut i = 0;
+        while i < out.len() {
+            let f = out[i];
+            for c in &f.callees {
+                if !out.iter().any(|o| std::ptr::eq(*o, &**c)) {
+                    out.push(c);
+                }
+            }
+            i += 1;
+        }
+        out
+    }
+
     /// The byte alignment each parameter's array must have (0 for none): vector accesses need
     /// their full width.
     pub(crate) fn param_alignments(&self) -> Vec<u32> {

@@ -116,6 +116,15 @@ impl<P: KernelParams> Kernel<P> {
             kernel: name.to_string(),
             message: errors.join("; "),
         })?;
+        let mut errors = super::extern_fn::check_externs(&ir);
+        errors.extend(super::extern_fn::check_prototypes(&ir));
+        errors.extend(super::const_mem::check_const_size(&ir));
+        if !errors.is_empty() {
+            return Err(Error::Kernel {
+                kernel: name.to_string(),
+                message: errors.join("; "),
+            });
+        }
         Ok(Kernel {
             inner: Arc::new(KernelInner {
                 align: ir.param_alignments(),
@@ -211,6 +220,17 @@ impl<P: KernelParams> Kernel<P> {
             }
             let _nvtx = crate::nvtx::op_range(|| format!("cudajit: load module {}", self.name()));
             let f = if backend().is_simulator() {
+                if let Some(ext) = super::extern_fn::first_extern(ir) {
+                    return Err(Error::Kernel {
+                        kernel: self.name().to_string(),
+                        message: format!(
+                            "it calls the external device function `{ext}` (declare_device), \
+                             defined in linked PTX or cubin code: the simulator executes kernels' \
+                             IR and cannot run foreign device code; run this kernel on a GPU, or \
+                             write the function with `DeviceFn` to run it on the simulator"
+                        ),
+                    });
+                }
                 // The simulator executes the IR itself: no PTX to compile.
                 ctx.load_ir(ir)?.function(self.name())?
             } else {

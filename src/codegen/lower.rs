@@ -618,6 +618,7 @@ impl<'c> Lowerer<'c, '_> {
                 self.dead_block();
             }
             Stmt::Barrier(bar) => self.barrier(*bar)?,
+            Stmt::Printf(p) => super::printf::lower_printf(self, p)?,
         }
         Ok(())
     }
@@ -726,6 +727,7 @@ impl<'c> Lowerer<'c, '_> {
                 };
                 (g.as_pointer_value(), elem)
             }
+            ArrayRef::Const(i) => super::const_mem::const_base(self, i)?,
         })
     }
 
@@ -849,6 +851,11 @@ impl<'c> Lowerer<'c, '_> {
                 ArrayRef::DynShared(_) => {
                     return Err(self.err("the dynamic shared array has no known length"))
                 }
+                ArrayRef::Const(i) => self
+                    .ctx
+                    .i64_type()
+                    .const_int(super::ir::const_len(self.f, *i), false)
+                    .into(),
             },
             Op::ReadVar(var) => ll!(self, self.b.build_load(rt, self.vars[var.0 as usize], "")),
             Op::SyncReduce(kind, pred) => {
@@ -901,6 +908,7 @@ impl<'c> Lowerer<'c, '_> {
             Op::Math(mf, args) => super::math::lower_math(self, *mf, args, ty)?,
             Op::Atomic(a) => super::atomics::lower_atomic(self, a, ty)?,
             Op::Warp(w) => super::warp::lower_warp(self, w, ty)?,
+            Op::CallExtern(e, args) => super::extern_fn::lower_call_extern(self, *e, args)?,
         })
     }
 

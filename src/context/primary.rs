@@ -150,6 +150,23 @@ impl Context {
         CurrentGuard::new(self.clone())
     }
 
+    /// Sets the size in bytes of the FIFO buffer that kernels' `printf` writes into
+    /// (`cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE)`; the driver's default is 1 MiB). Output past
+    /// it is lost until the next synchronisation empties it. Set it before launching any
+    /// kernel that prints: the driver refuses a change once such a kernel has run. The
+    /// simulator, which prints directly, only records the value.
+    pub fn set_printf_fifo_size(&self, bytes: usize) -> Result<()> {
+        self.bind()?;
+        backend().ctx_set_limit(sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE, bytes)
+    }
+
+    /// The size in bytes of the `printf` FIFO buffer (see
+    /// [`set_printf_fifo_size`](Context::set_printf_fifo_size)).
+    pub fn printf_fifo_size(&self) -> Result<usize> {
+        self.bind()?;
+        backend().ctx_get_limit(sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE)
+    }
+
     /// Waits until all work on the device in this context is done.
     pub fn synchronize(&self) -> Result<()> {
         crate::graph::refuse("Context::synchronize")?;

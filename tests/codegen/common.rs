@@ -51,6 +51,11 @@ pub struct PtxasReport {
 
 /// Assembles `ptx` for `cc` with ptxas; panics with ptxas's message if it rejects it.
 pub fn check_ptx(ptx: &str, cc: (u32, u32), what: &str) -> PtxasReport {
+    check_ptx_args(ptx, cc, what, &[])
+}
+
+/// [`check_ptx`] with more ptxas arguments (e.g. `-c` for PTX that calls external functions).
+pub fn check_ptx_args(ptx: &str, cc: (u32, u32), what: &str, args: &[&str]) -> PtxasReport {
     let dir = std::env::temp_dir().join(format!("cudajit-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let stem = format!("{what}_sm{}{}_{:x}", cc.0, cc.1, fxhash(ptx));
@@ -59,6 +64,7 @@ pub fn check_ptx(ptx: &str, cc: (u32, u32), what: &str) -> PtxasReport {
     let out = Command::new(ptxas())
         .arg(format!("-arch=sm_{}{}", cc.0, cc.1))
         .arg("-v")
+        .args(args)
         .arg(&src)
         .arg("-o")
         .arg(dir.join(format!("{stem}.cubin")))
@@ -111,6 +117,11 @@ fn fxhash(s: &str) -> u64 {
 /// Compiles a kernel for every target in [`TARGETS`], checks each with ptxas, and returns the
 /// sm_90 PTX and report.
 pub fn compile_all<P: KernelParams>(k: &Kernel<P>) -> (String, PtxasReport) {
+    compile_all_args(k, &[])
+}
+
+/// [`compile_all`] with more ptxas arguments.
+pub fn compile_all_args<P: KernelParams>(k: &Kernel<P>, args: &[&str]) -> (String, PtxasReport) {
     let mut last = None;
     for cc in TARGETS {
         let opts = PtxOptions {
@@ -120,7 +131,7 @@ pub fn compile_all<P: KernelParams>(k: &Kernel<P>) -> (String, PtxasReport) {
         let ptx = k
             .compile_ptx(&opts)
             .unwrap_or_else(|e| panic!("compiling {} for sm_{}{}: {e}", k.name(), cc.0, cc.1));
-        let report = check_ptx(&ptx, cc, k.name());
+        let report = check_ptx_args(&ptx, cc, k.name(), args);
         last = Some((ptx, report));
     }
     last.unwrap()

@@ -8,6 +8,7 @@ mod context;
 mod enquiry;
 mod errors;
 mod events;
+mod foreign;
 mod graphs;
 mod grid;
 mod kernels;

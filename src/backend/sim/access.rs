@@ -31,6 +31,11 @@ enum Target {
         arr: usize,
         len: u64,
     },
+    /// Index into `FunctionIr::consts` (read-only).
+    Const {
+        arr: usize,
+        len: u64,
+    },
 }
 
 impl Target {
@@ -39,7 +44,8 @@ impl Target {
             Target::Global { len, .. }
             | Target::Shared { len, .. }
             | Target::Dyn { len }
-            | Target::Local { len, .. } => len,
+            | Target::Local { len, .. }
+            | Target::Const { len, .. } => len,
         }
     }
 }
@@ -109,6 +115,10 @@ impl Block<'_> {
             ArrayRef::Local(i) => Target::Local {
                 arr: i as usize,
                 len: f.locals[i as usize].len,
+            },
+            ArrayRef::Const(i) => Target::Const {
+                arr: i as usize,
+                len: crate::codegen::ir::const_len(f, i),
             },
         })
     }
@@ -319,6 +329,10 @@ impl Block<'_> {
                 let at = (t * len as usize) * size + off;
                 Ok(bytes_op(&mut fr.locals[arr][at..at + size]))
             }
+            Target::Const { arr, .. } => match (how, f.consts.get(arr)) {
+                (Access::Read, Some(c)) => Ok(read_bits(&c.bytes[off..off + size], ty)),
+                _ => Err(Fault::internal("a write to constant memory")),
+            },
         }
     }
 

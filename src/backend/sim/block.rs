@@ -17,6 +17,7 @@ use super::eval;
 use super::fault::{xyz, Fault};
 use super::launch::Launch;
 use crate::codegen::ir::{Barrier, FunctionIr, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
+use crate::codegen::ScalarTy;
 use crate::error::FaultKind;
 
 /// Most warps in a block (1024 threads).
@@ -289,6 +290,7 @@ impl<'l> Block<'l> {
                     values,
                 } => self.store(fr, *array, *index, values, &m)?,
                 Stmt::Barrier(b) => self.barrier(fr, *b, &m)?,
+                Stmt::Printf(p) => self.printf(fr, p, &m),
                 Stmt::Break | Stmt::Continue => {
                     let top = fr
                         .loops
@@ -513,6 +515,7 @@ impl<'l> Block<'l> {
             Op::Warp(w) => return self.warp(fr, id, w, m, sp),
             Op::SyncReduce(kind, pred) => return self.sync_reduce(fr, id, *kind, *pred, m),
             Op::Call(fid, args) => return self.call(fr, id, fid.0 as usize, args, m, sp),
+            Op::CallExtern(e, _) => return Err(extern_call_fault(f, *e)),
             _ => {}
         }
         let dst_at = id.0 as usize * n;
@@ -581,7 +584,8 @@ impl<'l> Block<'l> {
             | Op::Atomic(_)
             | Op::Warp(_)
             | Op::SyncReduce(..)
-            | Op::Call(..) => unreachable!("handled above"),
+            | Op::Call(..)
+            | Op::CallExtern(..) => unreachable!("handled above"),
         }
         Ok(())
     }
@@ -756,6 +760,38 @@ impl<'l> Block<'l> {
             ArrayRef::Shared(i) => f.shared[i as usize].len,
             ArrayRef::Local(i) => f.locals[i as usize].len,
             ArrayRef::DynShared(t) => (self.l.dyn_shared / t.size()) as u64,
+            ArrayRef::Const(i) => crate::codegen::ir::const_len(f, i),
         })
     }
+
+    /// `printf`: the active lanes' text, formatted on the host, in thread order, written to
+    /// standard output at once.
+    fn printf(&mut self, fr: &Frame<'_>, p: &crate::codegen::printf::PrintfStmt, m: &Mask) {
+        let (n, f) = (self.n, fr.f);
+        let mut text = String::new();
+        for_lanes(m, self.nw, |t| {
+            let args: Vec<(u64, ScalarTy)> = p
+                .args
+                .iter()
+                .map(|a| (fr.regs[a.0 as usize * n + t], f.values[a.0 as usize].ty))
+                .collect();
+            text.push_str(&crate::codegen::printf::format_host(&p.format, &args));
+        });
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+/// A call of foreign device code, which the simulator cannot run.
+fn extern_call_fault(f: &FunctionIr, e: u32) -> Fault {
+    let name = f.externs.get(e as usize).map_or("?", |x| x.name.as_str());
+    Fault::new(
+        crate::error::FaultKind::Unsupported,
+        format!(
+            "`{}` calls the external device function `{name}` (declare_device), defined in linked              PTX or cubin code, which the simulator cannot run; run the kernel on a GPU",
+            f.name
+        ),
+    )
 }

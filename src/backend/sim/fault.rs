@@ -75,5 +75,9 @@ pub(super) fn array_name(f: &FunctionIr, array: ArrayRef, dims: Option<&[u64]>) 
             let d = &f.locals[i as usize];
             format!("local array {i} ({}[{}]){within}", d.elem.name(), d.len)
         }
+        ArrayRef::Const(i) => match f.consts.get(i as usize) {
+            Some(c) => format!("constant array {i} ({}[{}]){within}", c.elem.name(), c.len),
+            None => format!("constant array {i}{within}"),
+        },
     }
 }

@@ -37,6 +37,10 @@ use crate::codegen::ir::FunctionIr;
 use crate::error::{DriverCode, Error, Result};
 use memory::{Kind, Memory};
 
+/// Context limits set on the simulator (`cuCtxSetLimit`): (limit, value). The simulator keeps
+/// them only to report them back.
+static LIMITS: Mutex<Vec<(u32, usize)>> = Mutex::new(Vec::new());
+
 /// The simulated device's name.
 pub(crate) const DEVICE_NAME: &str = "cudajit simulator";
 
@@ -421,6 +425,30 @@ impl Backend for Simulator {
 
     fn ctx_synchronize(&self) -> Result<()> {
         Ok(())
+    }
+
+    fn ctx_set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<()> {
+        let mut limits = LIMITS.lock();
+        match limits.iter_mut().find(|(l, _)| *l == limit.0) {
+            Some(slot) => slot.1 = value,
+            None => limits.push((limit.0, value)),
+        }
+        Ok(())
+    }
+
+    fn ctx_get_limit(&self, limit: sys::CUlimit) -> Result<usize> {
+        let set = LIMITS
+            .lock()
+            .iter()
+            .find(|(l, _)| *l == limit.0)
+            .map(|(_, v)| *v);
+        // The driver's defaults: 1 KiB of stack per thread, 1 MiB of printf FIFO, 8 MiB of heap.
+        Ok(set.unwrap_or(match limit {
+            sys::CUlimit::CU_LIMIT_STACK_SIZE => 1024,
+            sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE => 1 << 20,
+            sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE => 8 << 20,
+            _ => 0,
+        }))
     }
 
     fn mem_get_info(&self) -> Result<(usize, usize)> {

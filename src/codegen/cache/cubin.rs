@@ -34,8 +34,21 @@ pub(crate) fn load_module(
     options: &PtxOptions,
     ptx: impl FnOnce() -> Result<Arc<str>>,
 ) -> Result<Module> {
+    let links = crate::codegen::extern_fn::links_of(ir);
+    // Without link inputs or external calls, the PTX loads as itself; else the driver's linker
+    // joins them (and names an undefined external function in its error).
+    let plain = links.is_empty() && crate::codegen::extern_fn::first_extern(ir).is_none();
+    let load = |ptx: &str| -> Result<Module> {
+        if plain {
+            ctx.load_ptx(ptx)
+        } else {
+            ctx.load_cubin(&crate::codegen::extern_fn::link_cubin(
+                ctx, ir, ptx, &links,
+            )?)
+        }
+    };
     let Some(disk) = disk_cache() else {
-        return ctx.load_ptx(&ptx()?);
+        return load(&ptx()?);
     };
     let key = key_for(ir, options);
     let suffix = suffix()?;
@@ -56,9 +69,13 @@ pub(crate) fn load_module(
     }
     let ptx = ptx()?;
     if !disk.is_writable() {
-        return ctx.load_ptx(&ptx);
+        return load(&ptx);
     }
-    let cubin = ctx.ptx_to_cubin(&ptx)?;
+    let cubin = if plain {
+        ctx.ptx_to_cubin(&ptx)?
+    } else {
+        crate::codegen::extern_fn::link_cubin(ctx, ir, &ptx, &links)?
+    };
     let module = ctx.load_cubin(&cubin)?;
     super::count_store(disk, disk.store_bytes(&key, suffix, &cubin));
     Ok(module)

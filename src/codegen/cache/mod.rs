@@ -463,7 +463,30 @@ mod tests {
             inline: false,
             launch_bounds: None,
             grid_barrier: None,
+            externs: vec![],
+            consts: vec![],
+            links: vec![],
         }
+    }
+
+    fn with_const(bytes: &[u8]) -> FunctionIr {
+        let mut f = ir("k", 1);
+        f.consts.push(super::super::ir::ConstArray {
+            elem: super::super::scalar::ScalarTy::U32,
+            len: bytes.len() as u64 / 4,
+            bytes: bytes.into(),
+        });
+        f
+    }
+
+    fn with_link(data: &[u8]) -> FunctionIr {
+        let mut f = ir("k", 1);
+        f.links.push(super::super::ir::LinkData {
+            kind: super::super::extern_fn::LinkKind::Ptx,
+            name: "x.ptx".into(),
+            data: data.into(),
+        });
+        f
     }
 
     #[test]
@@ -501,7 +524,13 @@ mod tests {
                 "none",
             ),
             key_with(&ir("k", 1), &o, "libdevice=a"),
+            key_with(&with_const(&[1, 2, 3, 4]), &o, "none"),
+            key_with(&with_const(&[1, 2, 3, 5]), &o, "none"),
+            key_with(&with_link(b"// a"), &o, "none"),
+            key_with(&with_link(b"// b"), &o, "none"),
         ];
+        assert_ne!(others[8], others[9], "constant data is part of the key");
+        assert_ne!(others[10], others[11], "linked code is part of the key");
         for (i, k) in others.iter().enumerate() {
             assert_ne!(*k, base, "variant {i}");
         }
