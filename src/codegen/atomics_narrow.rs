@@ -7,7 +7,9 @@
 //! (another element updated, atomically or by a plain store) makes the swap fail and the loop
 //! retry with the fresh word, so neighbouring elements are never clobbered. An operation that
 //! would leave the element unchanged (a failed `atomic_cas`, a `min` that does not lower it)
-//! returns without writing. Relaxed (`Monotonic`) ordering, as the other atomics.
+//! returns without writing. Relaxed (`Monotonic`) ordering, as the other atomics. The word may
+//! extend past an array's last element: cudajit allocates whole words (`DeviceArray`), so it
+//! stays inside the allocation (memory from elsewhere needs the same: round its size up to 4).
 
 use inkwell::builder::BuilderError;
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue};
@@ -90,8 +92,8 @@ pub(crate) fn lower_narrow_rmw<'c>(
     let off = b.build_and(addr, i64t.const_int(3, false), "").map_err(e)?;
     let back = b.build_int_neg(off, "").map_err(e)?;
     // SAFETY (LLVM): a GEP of at most 3 bytes back from a valid element address, to the start
-    // of the aligned word that contains it (allocations are at least 4-byte aligned, so the
-    // word lies inside the allocation).
+    // of the aligned word that contains it (allocations are at least 4-byte aligned, and
+    // cudajit's are whole words long, so the word lies inside the allocation).
     let word = unsafe { b.build_gep(i8t, ptr, &[back], "") }.map_err(e)?;
     // Little-endian: the element's bits start at bit 8 * (address % 4) of the word.
     let off32 = b.build_int_truncate(off, i32t, "").map_err(e)?;

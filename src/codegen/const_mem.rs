@@ -18,6 +18,14 @@ pub const MAX_CONST_BYTES: usize = 64 * 1024;
 
 /// NVPTX's constant address space.
 const CONSTANT: u16 = 4;
+/// Every constant array starts on this boundary (its global's alignment).
+const CONST_ALIGN: usize = 16;
+
+/// The constant memory an array of `bytes` bytes takes in the module: its bytes and the
+/// padding up to the next array (ptxas counts both against the 64 KiB).
+fn footprint(bytes: usize) -> usize {
+    bytes.div_ceil(CONST_ALIGN) * CONST_ALIGN
+}
 
 impl KernelBuilder {
     /// A read-only array holding a copy of `data`, baked into the kernel's module in constant
@@ -27,7 +35,8 @@ impl KernelBuilder {
     /// compile-cache key: other contents make another kernel.
     ///
     /// A kernel's constant arrays (with those of the device functions it calls) may hold
-    /// [`MAX_CONST_BYTES`] (64 KiB) in all; more is a build error. An empty array is one too.
+    /// [`MAX_CONST_BYTES`] (64 KiB) in all, each counted rounded up to 16 bytes (arrays start
+    /// on 16-byte boundaries); more is a build error. An empty array is one too.
     pub fn const_array<T: Scalar>(&self, data: &[T]) -> DArray<T, 1, ReadOnly> {
         let size = T::TY.size();
         let mut bytes = Vec::with_capacity(data.len() * size);
@@ -41,14 +50,14 @@ impl KernelBuilder {
                     s.f.name
                 ));
             }
-            let before: usize = s.f.consts.iter().map(|c| c.bytes.len()).sum();
-            if before + bytes.len() > MAX_CONST_BYTES {
+            let before: usize = s.f.consts.iter().map(|c| footprint(c.bytes.len())).sum();
+            if before + footprint(bytes.len()) > MAX_CONST_BYTES {
                 s.error(format!(
                     "in `{}`: constant arrays of {} bytes in all exceed the 64 KiB ({MAX_CONST_BYTES} \
                      bytes) of constant memory a module may hold; pass larger tables as array \
                      parameters (read-only `&[T]` parameters are read through the read-only cache)",
                     s.f.name,
-                    before + bytes.len()
+                    before + footprint(bytes.len())
                 ));
             }
             s.f.consts.push(ConstArray {
@@ -70,11 +79,12 @@ pub(crate) fn check_const_size(f: &FunctionIr) -> Option<String> {
         .tree()
         .iter()
         .flat_map(|g| g.consts.iter())
-        .map(|c| c.bytes.len())
+        .map(|c| footprint(c.bytes.len()))
         .sum();
     (total > MAX_CONST_BYTES).then(|| {
         format!(
-            "its constant arrays, with those of the device functions it calls, hold {total} bytes, \
+            "its constant arrays, with those of the device functions it calls, take {total} bytes \
+             (each rounded up to 16), \
              more than the 64 KiB ({MAX_CONST_BYTES} bytes) of constant memory a module may hold; \
              pass larger tables as array parameters"
         )

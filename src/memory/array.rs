@@ -122,7 +122,10 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
             ctx.bind()?;
-            ptr = alloc(bytes).map_err(|e| {
+            // Whole 4-byte words: an atomic on an 8- or 16-bit element is a compare-and-swap
+            // on the aligned word holding it, which must lie inside the allocation (the
+            // hardware's granularity covers it anyway; compute-sanitizer checks the size).
+            ptr = alloc(bytes.next_multiple_of(4)).map_err(|e| {
                 if e.is_out_of_memory() {
                     Error::OutOfMemory {
                         requested: bytes,
