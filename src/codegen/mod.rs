@@ -20,6 +20,7 @@ pub(crate) mod atomics;
 mod atomics_narrow;
 mod builder;
 pub(crate) mod cache;
+pub(crate) mod complex;
 mod const_mem;
 mod control;
 mod device_fn;
@@ -44,6 +45,7 @@ pub use warp::*;
 
 pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};
 pub use cache::{cache_dir, cache_stats, clear_cache, clear_memory_cache, CacheStats};
+pub use complex::{host as complex_host, CExpr, CSlice, CSliceMut};
 pub use const_mem::MAX_CONST_BYTES;
 pub use control::{KernelBuilder, Xyz};
 pub use device_fn::{DeviceFn, DeviceParams};

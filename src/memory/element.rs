@@ -27,6 +27,15 @@ impl_pod!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, isize, usize);
 // SAFETY: one byte, no pointers; not AnyBitPattern since only 0 and 1 are valid.
 unsafe impl DeviceCopy for bool {}
 
+// SAFETY: `num_complex::Complex<T>` is `#[repr(C)]` with two fields of one float type: no
+// pointers, no padding, and every bit pattern of its floats is valid.
+unsafe impl DeviceCopy for num_complex::Complex<f32> {}
+// SAFETY: as above.
+unsafe impl AnyBitPattern for num_complex::Complex<f32> {}
+// SAFETY: as above.
+unsafe impl DeviceCopy for num_complex::Complex<f64> {}
+// SAFETY: as above.
+unsafe impl AnyBitPattern for num_complex::Complex<f64> {}
 // SAFETY: arrays of device-copyable types are laid out contiguously with no padding between.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 // SAFETY: every bit pattern of each element is valid, hence of the array.

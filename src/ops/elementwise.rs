@@ -204,6 +204,8 @@ pub struct ArgInfo<'a> {
     /// Element size in bytes; 0 for an input with no kernel parameter ([`Index`]).
     size: usize,
     ctx: Option<&'a Context>,
+    /// Scalars per element as the kernel sees the array (2 for complex numbers).
+    parts: usize,
 }
 
 impl<'a> ArgInfo<'a> {
@@ -214,6 +216,7 @@ impl<'a> ArgInfo<'a> {
             bits: 0,
             size: T::TY.size(),
             ctx: Some(a.context()),
+            parts: 1,
         }
     }
     fn scalar<T: ScalarType>(v: T) -> ArgInfo<'a> {
@@ -223,6 +226,7 @@ impl<'a> ArgInfo<'a> {
             bits: v.to_bits(),
             size: T::TY.size(),
             ctx: None,
+            parts: 1,
         }
     }
 }
@@ -254,6 +258,7 @@ impl EwArg<Index> for Index {
             bits: 0,
             size: 0,
             ctx: None,
+            parts: 1,
         }
     }
 }
@@ -363,6 +368,8 @@ macro_rules! out_arg_tuples {
 out_arg_tuples!(O0 A0 0, O1 A1 1);
 out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2);
 out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2, O3 A3 3);
+
+mod complex;
 
 /// Most dimensions of a broadcast launch.
 pub const MAX_RANK: usize = 8;
@@ -570,7 +577,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
                     match a.shape {
-                        Some(_) => buf.push_flat(ctx, a.ptr, n)?,
+                        Some(_) => buf.push_flat(ctx, a.ptr, n * a.parts)?,
                         None if a.size == 0 => {}
                         None => buf.push_scalar(a.bits)?,
                     }
@@ -591,7 +598,9 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
                     match a.shape {
-                        Some(s) => buf.push_flat(ctx, a.ptr, s.iter().product())?,
+                        Some(s) => {
+                            buf.push_flat(ctx, a.ptr, s.iter().product::<usize>() * a.parts)?
+                        }
                         None if a.size == 0 => {}
                         None => buf.push_scalar(a.bits)?,
                     }
@@ -615,7 +624,9 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
                     match a.shape {
-                        Some(s) => buf.push_flat(ctx, a.ptr, s.iter().product())?,
+                        Some(s) => {
+                            buf.push_flat(ctx, a.ptr, s.iter().product::<usize>() * a.parts)?
+                        }
                         None if a.size == 0 => {}
                         None => buf.push_scalar(a.bits)?,
                     }

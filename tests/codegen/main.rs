@@ -5,6 +5,7 @@ mod atomics;
 mod basics;
 mod cache;
 mod common;
+mod complex;
 mod foreign;
 mod grid;
 mod math;

@@ -4,6 +4,7 @@
 mod atomics;
 mod cache;
 mod common;
+mod complex;
 mod context;
 mod enquiry;
 mod errors;

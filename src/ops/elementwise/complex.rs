@@ -1,0 +1,90 @@
+//! Complex numbers in `Elementwise`: `Elem<Complex<f32>>` / `Elem<Complex<f64>>` inputs (the
+//! closure sees a [`CExpr`]) and a `CExpr` output (arrays of `Complex<T>`).
+
+use ndarray::IxDyn;
+use num_complex::Complex;
+
+use super::{ArgInfo, Elem, EwArg, EwInput, EwOutArg, EwOutArgs, EwOutputs};
+use crate::codegen::{CExpr, CSlice, CSliceMut, Expr, KernelParam};
+use crate::error::Result;
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
+use crate::stream::Stream;
+
+/// A complex array's launch information: its element count, seen by the kernel as twice as
+/// many reals.
+fn info<'a, T, X: DeviceSlice<Complex<T>> + ?Sized>(a: &'a X) -> ArgInfo<'a>
+where
+    Complex<T>: crate::memory::DeviceCopy,
+{
+    ArgInfo {
+        shape: Some(a.shape()),
+        ptr: a.device_ptr(),
+        bits: 0,
+        size: std::mem::size_of::<Complex<T>>(),
+        ctx: Some(a.context()),
+        parts: 2,
+    }
+}
+
+macro_rules! complex_ew {
+    ($($t:ty),*) => {$(
+        impl EwInput for Elem<Complex<$t>> {
+            type Expr = CExpr<$t>;
+            type Handle = CSlice<$t>;
+            const ELEM_SIZE: Option<usize> = Some(std::mem::size_of::<Complex<$t>>());
+            fn declare() -> CSlice<$t> {
+                <&[Complex<$t>] as KernelParam>::declare()
+            }
+            fn lanes<const W: usize>(h: &CSlice<$t>, v: Expr<i64>) -> [CExpr<$t>; W] {
+                std::array::from_fn(|l| h.at(v * W as i64 + l as i64))
+            }
+            fn at_offset(h: &CSlice<$t>, off: Option<Expr<i64>>) -> CExpr<$t> {
+                h.at(off.unwrap_or_else(|| Expr::lit(0i64)))
+            }
+        }
+
+        impl<X: DeviceSlice<Complex<$t>> + ?Sized> EwArg<Elem<Complex<$t>>> for &X {
+            fn info(&self) -> ArgInfo<'_> {
+                info(*self)
+            }
+        }
+
+        impl EwOutputs for CExpr<$t> {
+            type Handles = CSliceMut<$t>;
+            type Owned = DeviceArray<Complex<$t>, IxDyn>;
+            fn elem_sizes() -> Vec<usize> {
+                vec![std::mem::size_of::<Complex<$t>>()]
+            }
+            fn declare() -> CSliceMut<$t> {
+                <&mut [Complex<$t>] as KernelParam>::declare()
+            }
+            fn store<const W: usize>(h: &CSliceMut<$t>, v: Expr<i64>, vals: [Self; W]) {
+                for (l, c) in vals.into_iter().enumerate() {
+                    h.set(v * W as i64 + l as i64, c);
+                }
+            }
+            fn store_at(h: &CSliceMut<$t>, idx: Expr<i64>, vals: Self) {
+                h.set(idx, vals)
+            }
+            fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
+                DeviceArray::alloc_ordered(stream, IxDyn(shape))
+            }
+            fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>> {
+                vec![info(&*owned)]
+            }
+        }
+
+        impl<X: DeviceSliceMut<Complex<$t>> + ?Sized> EwOutArg<CExpr<$t>> for &mut X {
+            fn info(&self) -> ArgInfo<'_> {
+                info(&**self)
+            }
+        }
+
+        impl<X: DeviceSliceMut<Complex<$t>> + ?Sized> EwOutArgs<CExpr<$t>> for &mut X {
+            fn infos(&self) -> Vec<ArgInfo<'_>> {
+                vec![info(&**self)]
+            }
+        }
+    )*};
+}
+complex_ew!(f32, f64);
