@@ -80,6 +80,11 @@ fn xoroshiro_states_and_draws_equal_numbas() {
     let ctx = ctx();
     let s = ctx.new_stream().unwrap();
     let exact = exact_math();
+    eprintln!(
+        "xoroshiro vs numba: normals compared {} (libdevice: {:?})",
+        if exact { "bit for bit" } else { "within float32 precision" },
+        cudajit::codegen::libdevice_path()
+    );
     for c in &cases {
         let mut states =
             create_xoroshiro128p_states(&s, threads, c.seed, c.subsequence_start).unwrap();
