@@ -22,6 +22,7 @@ mod builder;
 pub(crate) mod cache;
 mod const_mem;
 mod control;
+mod debug_info;
 mod device_fn;
 mod divergence;
 mod expr;
@@ -36,6 +37,7 @@ pub(crate) mod printf;
 mod ptx_fix;
 mod scalar;
 mod signature;
+mod srcloc;
 pub(crate) mod warp;
 
 pub use atomics::*;

@@ -2,7 +2,8 @@
 //! and on disk (shared between processes and runs). See `docs/CACHE.md`.
 //!
 //! The key is the SHA-256 of: the kernel IR and the [`PtxOptions`] as their `Hash` byte stream
-//! (a canonical form for a given build: the IR is plain data in `Vec`s), the crate version, the
+//! (a canonical form for a given build: the IR is plain data in `Vec`s; with `lineinfo`, the
+//! Rust source location of each statement too, which the IR's `Hash` leaves out), the crate version, the
 //! LLVM version (built against and linked), a fingerprint of this build of the code generator
 //! (so a changed lowering never reuses stale PTX, even without a version bump), and the
 //! libdevice settings.
@@ -128,6 +129,10 @@ fn key_with(ir: &FunctionIr, opts: &PtxOptions, libdevice: &str) -> Key {
     let mut bytes = HashBytes(Vec::with_capacity(2048));
     std::hash::Hash::hash(opts, &mut bytes);
     std::hash::Hash::hash(ir, &mut bytes);
+    if opts.lineinfo {
+        // The `.file`/`.loc` lines depend on where each operation was built.
+        super::srcloc::hash_tree_lines(ir, &mut bytes);
+    }
     h.update(&bytes.0);
     Key(h.finish())
 }
@@ -466,6 +471,7 @@ mod tests {
             externs: vec![],
             consts: vec![],
             links: vec![],
+            lines: Default::default(),
         }
     }
 
