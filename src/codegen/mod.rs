@@ -37,7 +37,7 @@ pub(crate) mod printf;
 mod ptx_fix;
 mod scalar;
 mod signature;
-mod srcloc;
+pub(crate) mod srcloc;
 pub(crate) mod warp;
 
 pub use atomics::*;
