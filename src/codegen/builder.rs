@@ -44,6 +44,8 @@ pub(crate) struct FnState {
     pub loc: Option<super::srcloc::Loc>,
     /// How many location guards are open (only the outermost sets `loc`).
     pub loc_depth: u32,
+    /// Whether the outermost open location guard is a block-taking method's (`if_`, loops).
+    pub loc_block: bool,
 }
 
 impl FnState {
@@ -84,6 +86,7 @@ impl FnState {
             kernel: false,
             loc: None,
             loc_depth: 0,
+            loc_block: false,
         }
     }
 

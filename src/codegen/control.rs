@@ -161,7 +161,7 @@ impl KernelBuilder {
     /// `if cond { then }`.
     #[track_caller]
     pub fn if_(&self, cond: impl Into<Expr<bool>>, then: impl FnOnce(&KernelBuilder)) {
-        let _at = crate::codegen::srcloc::at();
+        let _at = crate::codegen::srcloc::at_block();
         self.if_else(cond, then, |_| {})
     }
 
@@ -173,7 +173,7 @@ impl KernelBuilder {
         then: impl FnOnce(&KernelBuilder),
         otherwise: impl FnOnce(&KernelBuilder),
     ) {
-        let _at = crate::codegen::srcloc::at();
+        let _at = crate::codegen::srcloc::at_block();
         let c = cond.into();
         let div = self.cond_varying(c);
         let then = self.block(div, false, then);
@@ -195,7 +195,7 @@ impl KernelBuilder {
         end: impl Into<Expr<T>>,
         body: impl FnOnce(&KernelBuilder, Expr<T>),
     ) {
-        let _at = crate::codegen::srcloc::at();
+        let _at = crate::codegen::srcloc::at_block();
         self.for_step(start, end, Expr::lit(one::<T>()), body)
     }
 
@@ -212,7 +212,7 @@ impl KernelBuilder {
         step: impl Into<Expr<T>>,
         body: impl FnOnce(&KernelBuilder, Expr<T>),
     ) {
-        let _at = crate::codegen::srcloc::at();
+        let _at = crate::codegen::srcloc::at_block();
         let (start, end, step) = (start.into(), end.into(), step.into());
         with_state(|s| {
             if let Some(super::ir::Op::Const(bits)) =
@@ -262,7 +262,7 @@ impl KernelBuilder {
         cond: impl FnOnce(&KernelBuilder) -> Expr<bool>,
         body: impl FnOnce(&KernelBuilder),
     ) {
-        let _at = crate::codegen::srcloc::at();
+        let _at = crate::codegen::srcloc::at_block();
         let mut c = None;
         with_state(|s| s.enter_while_cond());
         let cond_stmts = self.block(false, false, |k| c = Some(cond(k)));

@@ -13,14 +13,19 @@ fn line_table(ptx: &str) -> (HashMap<u32, String>, Vec<(u32, u32)>) {
     let mut files = HashMap::new();
     let mut locs = Vec::new();
     for l in ptx.lines().map(str::trim) {
-        if let Some(rest) = l.strip_prefix(".file") {
+        let directive = |d: &str| {
+            l.strip_prefix(d)
+                .filter(|r| r.starts_with(char::is_whitespace))
+        };
+        if let Some(rest) = directive(".file") {
             let rest = rest.trim();
             let (n, name) = rest.split_once(char::is_whitespace).unwrap();
             let name = name.trim().trim_start_matches('"');
             let name = &name[..name.find('"').unwrap()];
             files.insert(n.parse().unwrap(), name.to_string());
-        } else if let Some(rest) = l.strip_prefix(".loc") {
-            let mut it = rest.split_whitespace();
+        } else if let Some(rest) = directive(".loc") {
+            // `.loc 1 12 5` or, for inlined code, `.loc 1 12 5, function_name .., inlined_at ..`.
+            let mut it = rest.split(',').next().unwrap().split_whitespace();
             let f: u32 = it.next().unwrap().parse().unwrap();
             let line: u32 = it.next().unwrap().parse().unwrap();
             locs.push((f, line));
@@ -152,16 +157,14 @@ fn lines_off_change_nothing_and_on_they_tell_kernels_apart() {
             p.lines()
                 .filter(|l| {
                     let l = l.trim_start();
-                    ![
-                        ".loc",
-                        ".file",
-                        ".section",
-                        "$L__func_begin",
-                        "$L__func_end",
-                        "$L__tmp",
-                    ]
-                    .iter()
-                    .any(|d| l.starts_with(d))
+                    let directive = [".loc", ".file", ".section"].iter().any(|d| {
+                        l.strip_prefix(d)
+                            .is_some_and(|r| r.starts_with(char::is_whitespace))
+                    });
+                    let label = ["$L__func_begin", "$L__func_end", "$L__tmp"]
+                        .iter()
+                        .any(|d| l.starts_with(d));
+                    !directive && !label
                 })
                 .map(|l| format!("{l}\n"))
                 .collect::<String>()
@@ -235,5 +238,48 @@ fn elementwise_kernels_with_lines_compile() {
                 "{name}: the closure's line {ew_line} is missing:\n{ptx}"
             );
         }
+    }
+}
+
+#[test]
+fn every_line_of_a_kernel_using_most_of_the_builder_is_in_this_file() {
+    use cudajit::codegen::FULL_MASK;
+    use cudajit::random::Philox;
+    let k = Kernel::<(&mut [f32], &mut [u8], &mut [u32])>::build(
+        "lines_everything",
+        |k, (out, bytes, counts)| {
+            let i = k.grid1();
+            let t = k.thread_idx().x;
+            let sh = k.shared_array::<f32>(64);
+            let loc = k.local_array::<u32>(4);
+            loc.set(t % 4u32, t);
+            sh.set(
+                t,
+                out.at(i).sin() + out.at(i).exp() * out.at(i).powf(1.5f32),
+            );
+            k.syncthreads();
+            let v = k.shfl_down_sync(FULL_MASK, sh.at(t ^ 1u32), 1u32);
+            let r = Philox::new(42u64).uniform_f32(i);
+            bytes.atomic_add(i % 16u64, 1u8);
+            counts.atomic_max(0u64, loc.at(t % 4u32).popc());
+            k.grid_sync();
+            k.while_(
+                |_| counts.atomic_load(1u64).lt(3u32),
+                |_| {
+                    counts.atomic_add(1u64, 1u32);
+                },
+            );
+            k.if_(i.eq(0u64), |k| k.printf("%f\n", &[v.into()]));
+            out.set(i, v + r);
+        },
+    )
+    .unwrap();
+    for cc in TARGETS {
+        let ptx = k.compile_ptx(&on(cc)).unwrap();
+        check_ptx(&ptx, cc, "lines_everything");
+        // `lines_here` panics on a `.loc` outside this file (a builder method without its
+        // location guard would point into cudajit's sources).
+        let here = lines_here(&ptx);
+        assert!(here.len() >= 10, "{here:?}");
     }
 }

@@ -12,6 +12,7 @@ mod foreign;
 mod graphs;
 mod grid;
 mod kernels;
+mod lines;
 mod math;
 mod memory;
 mod modules;

@@ -485,6 +485,35 @@ mod tests {
         f
     }
 
+    /// `ir("k", 1)` with one statement built at `at`.
+    fn at_line(at: &'static std::panic::Location<'static>) -> FunctionIr {
+        let mut f = ir("k", 1);
+        f.lines.stmts.push(Some(at));
+        f
+    }
+
+    #[test]
+    fn source_lines_are_in_the_key_only_with_lineinfo() {
+        let (a, b) = (
+            at_line(std::panic::Location::caller()),
+            at_line(std::panic::Location::caller()),
+        );
+        assert_eq!(a, b, "the IR's Eq ignores source lines");
+        let off = PtxOptions::for_cc(7, 5).lineinfo(false);
+        let on = off.clone().lineinfo(true);
+        assert_eq!(key_with(&a, &off, "none"), key_with(&b, &off, "none"));
+        assert_eq!(
+            key_with(&a, &off, "none"),
+            key_with(&ir("k", 1), &off, "none")
+        );
+        assert_ne!(key_with(&a, &on, "none"), key_with(&b, &on, "none"));
+        assert_eq!(key_with(&a, &on, "none"), key_with(&a.clone(), &on, "none"));
+        assert_eq!(loaded::hash(&a, &off), loaded::hash(&b, &off));
+        assert_ne!(loaded::hash(&a, &on), loaded::hash(&b, &on));
+        assert!(!super::super::srcloc::same_tree_lines(&a, &b));
+        assert!(super::super::srcloc::same_tree_lines(&a, &a.clone()));
+    }
+
     fn with_link(data: &[u8]) -> FunctionIr {
         let mut f = ir("k", 1);
         f.links.push(super::super::ir::LinkData {
