@@ -112,8 +112,15 @@ pub(crate) enum Role {
 /// The LLVM IR (text) of a kernel (or exported device function), optimised as `opts` says.
 pub(crate) fn llvm_ir(f: &FunctionIr, role: Role, opts: &PtxOptions) -> Result<String> {
     let ctx = LlContext::create();
-    let (module, _tm) = build_module(&ctx, f, role, opts)?;
-    Ok(module.print_to_string().to_string())
+    let (module, tm) = build_module(&ctx, f, role, opts)?;
+    let text = module.print_to_string().to_string();
+    // Run the code generator too, and throw its PTX away: NVPTX caches each module's
+    // `nvvm.annotations` in a process-wide table keyed by the module's address, and only its
+    // assembly printer clears the module's entry. A module dropped with its entry still there
+    // (the optimiser's passes fill it) hands its kernels' "kernel" marks to whatever functions
+    // a later module allocates at the same addresses (seen as `.extern .entry vprintf`).
+    let _ = tm.write_to_memory_buffer(&module, FileType::Assembly);
+    Ok(text)
 }
 
 /// The PTX text of a kernel (or exported device function).
