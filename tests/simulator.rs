@@ -356,7 +356,7 @@ fn faults_name_the_rust_line_that_built_the_faulting_statement() {
     let (_, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
     assert_eq!(kind, FaultKind::OutOfBounds);
     assert!(
-        msg.ends_with(&format!(" at {}:{store_line}", file!())),
+        msg.ends_with(&format!(", at {}:{store_line}", file!())),
         "{msg}"
     );
 
@@ -377,7 +377,7 @@ fn faults_name_the_rust_line_that_built_the_faulting_statement() {
     assert_eq!(kind, FaultKind::OutOfBounds);
     assert!(
         msg.ends_with(&format!(
-            " at {f}:{put_line} (called at {f}:{call_line})",
+            ", at {f}:{put_line} (called at {f}:{call_line})",
             f = file!()
         )),
         "{msg}"

@@ -38,15 +38,15 @@ impl Fault {
     }
 
     /// The fault with the Rust source line that built statement `s` of `f` added to its
-    /// message ("at tests/foo.rs:12"; for a fault in a device function, its call's line is
-    /// added as "called at ..").
+    /// message (", at tests/foo.rs:12"; for a fault in a device function, its call's line is
+    /// added as " (called at ..)").
     pub(crate) fn at_stmt(mut self, f: &FunctionIr, s: &Stmt) -> Fault {
         if self.stopped {
             return self;
         }
         let order = crate::codegen::srcloc::post_order(&f.body);
         if let Some(l) = crate::codegen::srcloc::stmt_loc(f, &order, s) {
-            let what = if self.located { " (called at" } else { " at" };
+            let what = if self.located { " (called at" } else { ", at" };
             let close = if self.located { ")" } else { "" };
             self.message
                 .push_str(&format!("{what} {}:{}{close}", l.file(), l.line()));
