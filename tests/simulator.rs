@@ -340,3 +340,46 @@ fn printf_fifo_size_is_kept() {
     assert_eq!(c.printf_fifo_size().unwrap(), 4 << 20);
     c.set_printf_fifo_size(1 << 20).unwrap();
 }
+
+#[rustfmt::skip]
+#[test]
+fn faults_name_the_rust_line_that_built_the_faulting_statement() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut store_line = 0;
+    let k = Kernel::<(&mut [u32],)>::build("oob_line", |k, (out,)| {
+        let i = k.grid1();
+        out.set(i + 1u64, 7u32); store_line = line!();
+    })
+    .unwrap();
+    let mut out = c.zeros::<u32, _>(32).unwrap();
+    let (_, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
+    assert_eq!(kind, FaultKind::OutOfBounds);
+    assert!(
+        msg.ends_with(&format!(", at {}:{store_line}", file!())),
+        "{msg}"
+    );
+
+    // In a device function: its own line, then the call's.
+    let put_line = line!() + 2;
+    let put = DeviceFn::<(u32,), u32>::build("put_line", |k, (i,)| {
+        let sh = k.shared_array::<u32>(4); let v = sh.at(i);
+        v + 1u32
+    })
+    .unwrap();
+    let mut call_line = 0;
+    let k = Kernel::<(&mut [u32],)>::build("oob_in_fn", |k, (out,)| {
+        let t = k.thread_idx().x;
+        out.set(t, put.call((t,))); call_line = line!();
+    })
+    .unwrap();
+    let (_, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
+    assert_eq!(kind, FaultKind::OutOfBounds);
+    assert!(
+        msg.ends_with(&format!(
+            ", at {f}:{put_line} (called at {f}:{call_line})",
+            f = file!()
+        )),
+        "{msg}"
+    );
+}

@@ -107,7 +107,9 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
     }
 
     /// The extent of dimension `dim` (0 = outermost).
+    #[track_caller]
     pub fn dim(&self, dim: usize) -> Expr<u64> {
+        let _at = crate::codegen::srcloc::at();
         self.check_tag();
         if dim >= N {
             with_state(|s| s.error(format!("array dimension {dim} requested of a {N}-D array")));
@@ -133,7 +135,9 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
 
     /// The element stride of dimension `dim` in this C-order array (the product of the later
     /// dimensions).
+    #[track_caller]
     pub fn stride(&self, dim: usize) -> Expr<u64> {
+        let _at = crate::codegen::srcloc::at();
         let mut s = Expr::lit(1u64);
         for d in dim + 1..N {
             s = s * self.dim(d);
@@ -142,7 +146,9 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
     }
 
     /// The number of elements (all dimensions multiplied).
+    #[track_caller]
     pub fn len(&self) -> Expr<u64> {
+        let _at = crate::codegen::srcloc::at();
         let mut n = self.dim(0);
         for d in 1..N {
             n = n * self.dim(d);
@@ -151,7 +157,9 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
     }
 
     /// The element at flat (C-order) index `i`.
+    #[track_caller]
     pub fn at(&self, i: impl Index) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         self.check_tag();
         let i = i.to_index();
         let varying =
@@ -182,7 +190,9 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
     /// Loads `W` consecutive elements `[i*W, i*W + W)` in one vector access (16 bytes: 4 x
     /// f32/i32/u32 or 2 x f64/i64/u64; 8 bytes: 2 x f32/i32/u32). The array's address must be
     /// aligned to the vector's size; a parameter array that is not is refused at launch.
+    #[track_caller]
     pub fn load_vec<const W: usize>(&self, i: impl Index) -> [Expr<T>; W] {
+        let _at = crate::codegen::srcloc::at();
         self.check_tag();
         Self::check_vec(W);
         let i = i.to_index();
@@ -226,19 +236,25 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
     }
 
     /// The element at `[i, j]` of a 2-D array.
+    #[track_caller]
     pub fn at2(&self, i: impl Index, j: impl Index) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         self.at(self.flat2(i, j))
     }
 
     /// The element at `[i, j, k]` of a 3-D array.
+    #[track_caller]
     pub fn at3(&self, i: impl Index, j: impl Index, k: impl Index) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         self.at(self.flat3(i, j, k))
     }
 }
 
 impl<T: Scalar, const N: usize> DArray<T, N, ReadWrite> {
     /// Stores `value` at flat (C-order) index `i`.
+    #[track_caller]
     pub fn set(&self, i: impl Index, value: impl Into<Expr<T>>) {
+        let _at = crate::codegen::srcloc::at();
         self.check_tag();
         let (i, v) = (i.to_index(), value.into());
         let array = self.array;
@@ -253,20 +269,26 @@ impl<T: Scalar, const N: usize> DArray<T, N, ReadWrite> {
     }
 
     /// Stores `value` at `[i, j]` of a 2-D array.
+    #[track_caller]
     pub fn set2(&self, i: impl Index, j: impl Index, value: impl Into<Expr<T>>) {
+        let _at = crate::codegen::srcloc::at();
         let f = self.flat2(i, j);
         self.set(f, value)
     }
 
     /// Stores `value` at `[i, j, k]` of a 3-D array.
+    #[track_caller]
     pub fn set3(&self, i: impl Index, j: impl Index, k: impl Index, value: impl Into<Expr<T>>) {
+        let _at = crate::codegen::srcloc::at();
         let f = self.flat3(i, j, k);
         self.set(f, value)
     }
 
     /// Stores `W` consecutive elements `[i*W, i*W + W)` in one vector access (see
     /// [`load_vec`](DArray::load_vec) for sizes and alignment).
+    #[track_caller]
     pub fn store_vec<const W: usize>(&self, i: impl Index, values: [Expr<T>; W]) {
+        let _at = crate::codegen::srcloc::at();
         self.check_tag();
         Self::check_vec(W);
         let i = i.to_index();

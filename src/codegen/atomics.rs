@@ -140,14 +140,18 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// f32 and f64 use the hardware's `atom.add.f32`/`.f64` (f64 needs sm_60, else a
     /// compare-and-swap loop), rounding to nearest. As in CUDA, the f32 add flushes subnormal
     /// operands and results to zero (the PTX ISA's rule for `atom.add.f32`); f64 keeps them.
+    #[track_caller]
     pub fn atomic_add(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Add, i, v.into(), None)
     }
 
     /// `old = a[i]; a[i] = old - v; old`, atomically (numba's `cuda.atomic.sub`): an atomic add
     /// of `-v` (wrapping for unsigned integers).
+    #[track_caller]
     pub fn atomic_sub(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Sub, i, v.into(), None)
     }
@@ -157,7 +161,9 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// stays and a NaN `v` changes nothing; see [`atomic_nanmin`](Self::atomic_nanmin) for
     /// NaN-ignoring semantics. Integers use `atom.min`; floats a compare-and-swap loop that
     /// returns without writing when `v` is not smaller.
+    #[track_caller]
     pub fn atomic_min(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Min, i, v.into(), None)
     }
@@ -165,7 +171,9 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// `old = a[i]; a[i] = if v > old { v } else { old }; old`, atomically (numba's
     /// `cuda.atomic.max`, Python's `max(old, v)`): for floats a NaN already in `a[i]` stays and
     /// a NaN `v` changes nothing.
+    #[track_caller]
     pub fn atomic_max(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Max, i, v.into(), None)
     }
@@ -174,20 +182,26 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// (IEEE minNum, as [`Expr::min`]): a NaN `v` is ignored and a NaN in `a[i]` is replaced by
     /// `v` (numba's `cuda.atomic.nanmin`). Same as [`atomic_min`](Self::atomic_min) for
     /// integers.
+    #[track_caller]
     pub fn atomic_nanmin(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::NanMin, i, v.into(), None)
     }
 
     /// `a[i] = a[i].max(v)` atomically, returning the old value, with NaN treated as missing
     /// (IEEE maxNum, numba's `cuda.atomic.nanmax`).
+    #[track_caller]
     pub fn atomic_nanmax(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::NanMax, i, v.into(), None)
     }
 
     /// `old = a[i]; a[i] = v; old`, atomically (numba's `cuda.atomic.exch`, `atom.exch`).
+    #[track_caller]
     pub fn atomic_exch(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Exch, i, v.into(), None)
     }
@@ -196,12 +210,14 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// `cuda.atomic.cas`, `atom.cas`). The swap happened iff the returned value equals
     /// `expected`. Floats are compared by their bits: `-0.0` does not match `0.0`, and a NaN
     /// matches a NaN with the same bits.
+    #[track_caller]
     pub fn atomic_cas(
         &self,
         i: impl Index,
         expected: impl Into<Expr<T>>,
         new: impl Into<Expr<T>>,
     ) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         let (expected, new) = (expected.into(), new.into());
         record_atomic(self, AtomicKind::Cas, i, new, Some(expected))
@@ -214,7 +230,9 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// published with [`atomic_exch`](Self::atomic_exch) after a
     /// [`threadfence`](super::KernelBuilder::threadfence)) sees it arrive. 64-bit elements are
     /// read whole (no torn halves).
+    #[track_caller]
     pub fn atomic_load(&self, i: impl Index) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Load, i, Expr::lit(T::from_bits(0)), None)
     }
@@ -223,19 +241,25 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
 /// Bitwise atomics on integers.
 impl<T: Int, const N: usize> DArray<T, N, ReadWrite> {
     /// `old = a[i]; a[i] = old & v; old`, atomically (numba's `cuda.atomic.and_`).
+    #[track_caller]
     pub fn atomic_and(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::And, i, v.into(), None)
     }
 
     /// `old = a[i]; a[i] = old | v; old`, atomically (numba's `cuda.atomic.or_`).
+    #[track_caller]
     pub fn atomic_or(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Or, i, v.into(), None)
     }
 
     /// `old = a[i]; a[i] = old ^ v; old`, atomically (numba's `cuda.atomic.xor`).
+    #[track_caller]
     pub fn atomic_xor(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Xor, i, v.into(), None)
     }
@@ -245,7 +269,9 @@ impl<T: Int, const N: usize> DArray<T, N, ReadWrite> {
 impl<T: AtomicCounter, const N: usize> DArray<T, N, ReadWrite> {
     /// `old = a[i]; a[i] = if old >= limit { 0 } else { old + 1 }; old`, atomically (numba's
     /// `cuda.atomic.inc`, CUDA's `atomicInc`): counts from 0 up to `limit`, then wraps to 0.
+    #[track_caller]
     pub fn atomic_inc(&self, i: impl Index, limit: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Inc, i, limit.into(), None)
     }
@@ -253,7 +279,9 @@ impl<T: AtomicCounter, const N: usize> DArray<T, N, ReadWrite> {
     /// `old = a[i]; a[i] = if old == 0 || old > limit { limit } else { old - 1 }; old`,
     /// atomically (numba's `cuda.atomic.dec`, CUDA's `atomicDec`): counts down to 0, then wraps
     /// to `limit`.
+    #[track_caller]
     pub fn atomic_dec(&self, i: impl Index, limit: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         let i = i.to_index();
         record_atomic(self, AtomicKind::Dec, i, limit.into(), None)
     }

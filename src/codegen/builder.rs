@@ -40,6 +40,12 @@ pub(crate) struct FnState {
     pub errors: Vec<String>,
     /// Whether this is a kernel (not a device function).
     pub kernel: bool,
+    /// The source location statements are recorded with (see `srcloc.rs`).
+    pub loc: Option<super::srcloc::Loc>,
+    /// How many location guards are open (only the outermost sets `loc`).
+    pub loc_depth: u32,
+    /// Whether the outermost open location guard is a block-taking method's (`if_`, loops).
+    pub loc_block: bool,
 }
 
 impl FnState {
@@ -63,6 +69,7 @@ impl FnState {
                 externs: Vec::new(),
                 consts: Vec::new(),
                 links: Vec::new(),
+                lines: Default::default(),
             },
             blocks: vec![Vec::new()],
             scopes: vec![0],
@@ -77,6 +84,9 @@ impl FnState {
             while_cond_depths: Vec::new(),
             errors: Vec::new(),
             kernel: false,
+            loc: None,
+            loc_depth: 0,
+            loc_block: false,
         }
     }
 
@@ -136,6 +146,7 @@ impl FnState {
     pub fn push_stmt(&mut self, s: Stmt) {
         if let Some(b) = self.blocks.last_mut() {
             b.push(s);
+            self.f.lines.stmts.push(self.loc);
         }
     }
 

@@ -32,7 +32,9 @@ pub struct CExpr<T> {
 
 impl<T: Float + Signed> CExpr<T> {
     /// `re + im i`.
+    #[track_caller]
     pub fn new(re: impl Into<Expr<T>>, im: impl Into<Expr<T>>) -> Self {
+        let _at = super::srcloc::at();
         CExpr {
             re: re.into(),
             im: im.into(),
@@ -40,34 +42,46 @@ impl<T: Float + Signed> CExpr<T> {
     }
 
     /// A constant.
+    #[track_caller]
     pub fn lit(c: Complex<T>) -> Self {
+        let _at = super::srcloc::at();
         CExpr::new(Expr::lit(c.re), Expr::lit(c.im))
     }
 
     /// The conjugate `re - im i`.
+    #[track_caller]
     pub fn conj(self) -> Self {
+        let _at = super::srcloc::at();
         CExpr::new(self.re, -self.im)
     }
 
     /// `re² + im²`.
+    #[track_caller]
     pub fn norm_sqr(self) -> Expr<T> {
+        let _at = super::srcloc::at();
         self.re * self.re + self.im * self.im
     }
 
     /// The magnitude `|z|` (Numba's `abs`), as a hypotenuse scaled by the larger part: no
     /// overflow or underflow in between; infinite when a part is, even if the other is NaN.
+    #[track_caller]
     pub fn abs(self) -> Expr<T> {
+        let _at = super::srcloc::at();
         hypot(self.re, self.im)
     }
 
     /// The argument (phase) in `[-pi, pi]`: `atan2(im, re)`.
+    #[track_caller]
     pub fn arg(self) -> Expr<T> {
+        let _at = super::srcloc::at();
         self.im.atan2(self.re)
     }
 
     /// `e^z = e^re (cos im + i sin im)`; a real `z` (im exactly 0) gives `e^re + 0i`, with the
     /// sign of the zero kept.
+    #[track_caller]
     pub fn exp(self) -> Self {
+        let _at = super::srcloc::at();
         let m = self.re.exp();
         let real = self.im.eq(zero::<T>());
         CExpr::new(
@@ -77,13 +91,17 @@ impl<T: Float + Signed> CExpr<T> {
     }
 
     /// The principal natural logarithm: `ln|z| + i arg z`.
+    #[track_caller]
     pub fn ln(self) -> Self {
+        let _at = super::srcloc::at();
         CExpr::new(self.abs().ln(), self.arg())
     }
 
     /// The principal square root (Kahan's method): real part non-negative, imaginary part with
     /// `im`'s sign; `sqrt(0 ± 0i) = 0 ± 0i`.
+    #[track_caller]
     pub fn sqrt(self) -> Self {
+        let _at = super::srcloc::at();
         let (x, y) = (self.re, self.im);
         let zero = Expr::lit(zero::<T>());
         let half = Expr::lit(T::from_bits(half_bits::<T>()));
@@ -147,21 +165,27 @@ fn inf_bits<T: Float>() -> u64 {
 
 impl<T: Float + Signed> ops::Add for CExpr<T> {
     type Output = CExpr<T>;
+    #[track_caller]
     fn add(self, o: CExpr<T>) -> CExpr<T> {
+        let _at = super::srcloc::at();
         CExpr::new(self.re + o.re, self.im + o.im)
     }
 }
 
 impl<T: Float + Signed> ops::Sub for CExpr<T> {
     type Output = CExpr<T>;
+    #[track_caller]
     fn sub(self, o: CExpr<T>) -> CExpr<T> {
+        let _at = super::srcloc::at();
         CExpr::new(self.re - o.re, self.im - o.im)
     }
 }
 
 impl<T: Float + Signed> ops::Mul for CExpr<T> {
     type Output = CExpr<T>;
+    #[track_caller]
     fn mul(self, o: CExpr<T>) -> CExpr<T> {
+        let _at = super::srcloc::at();
         CExpr::new(
             self.re * o.re - self.im * o.im,
             self.re * o.im + self.im * o.re,
@@ -172,7 +196,9 @@ impl<T: Float + Signed> ops::Mul for CExpr<T> {
 impl<T: Float + Signed> ops::Div for CExpr<T> {
     type Output = CExpr<T>;
     /// Smith's method, as CPython's and Numba's `_Py_c_quot`.
+    #[track_caller]
     fn div(self, o: CExpr<T>) -> CExpr<T> {
+        let _at = super::srcloc::at();
         let (ar, ai, br, bi) = (self.re, self.im, o.re, o.im);
         let zero = Expr::lit(zero::<T>());
         let nan = Expr::lit(T::from_bits(nan_bits::<T>()));
@@ -206,7 +232,9 @@ fn nan_bits<T: Float>() -> u64 {
 
 impl<T: Float + Signed> ops::Neg for CExpr<T> {
     type Output = CExpr<T>;
+    #[track_caller]
     fn neg(self) -> CExpr<T> {
+        let _at = super::srcloc::at();
         CExpr::new(-self.re, -self.im)
     }
 }
@@ -214,14 +242,18 @@ impl<T: Float + Signed> ops::Neg for CExpr<T> {
 impl<T: Float + Signed> ops::Mul<Expr<T>> for CExpr<T> {
     type Output = CExpr<T>;
     /// Scales both parts.
+    #[track_caller]
     fn mul(self, s: Expr<T>) -> CExpr<T> {
+        let _at = super::srcloc::at();
         CExpr::new(self.re * s, self.im * s)
     }
 }
 
 impl<T: Float + Signed> From<Expr<T>> for CExpr<T> {
     /// A real value: `x + 0i`.
+    #[track_caller]
     fn from(x: Expr<T>) -> CExpr<T> {
+        let _at = super::srcloc::at();
         CExpr::new(x, Expr::lit(zero::<T>()))
     }
 }
@@ -241,28 +273,38 @@ pub struct CSliceMut<T> {
 
 impl<T: Float + Signed> CSlice<T> {
     /// Element `i`.
+    #[track_caller]
     pub fn at(&self, i: impl Index) -> CExpr<T> {
+        let _at = super::srcloc::at();
         let [re, im] = self.parts.load_lanes::<2>(i.to_index());
         CExpr { re, im }
     }
     /// The number of elements.
+    #[track_caller]
     pub fn len(&self) -> Expr<u64> {
+        let _at = super::srcloc::at();
         self.parts.len() / 2u64
     }
 }
 
 impl<T: Float + Signed> CSliceMut<T> {
     /// Element `i`.
+    #[track_caller]
     pub fn at(&self, i: impl Index) -> CExpr<T> {
+        let _at = super::srcloc::at();
         let [re, im] = self.parts.load_lanes::<2>(i.to_index());
         CExpr { re, im }
     }
     /// Writes element `i`.
+    #[track_caller]
     pub fn set(&self, i: impl Index, v: CExpr<T>) {
+        let _at = super::srcloc::at();
         self.parts.store_lanes::<2>(i.to_index(), [v.re, v.im]);
     }
     /// The number of elements.
+    #[track_caller]
     pub fn len(&self) -> Expr<u64> {
+        let _at = super::srcloc::at();
         self.parts.len() / 2u64
     }
 }

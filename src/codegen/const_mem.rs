@@ -37,7 +37,9 @@ impl KernelBuilder {
     /// A kernel's constant arrays (with those of the device functions it calls) may hold
     /// [`MAX_CONST_BYTES`] (64 KiB) in all, each counted rounded up to 16 bytes (arrays start
     /// on 16-byte boundaries); more is a build error. An empty array is one too.
+    #[track_caller]
     pub fn const_array<T: Scalar>(&self, data: &[T]) -> DArray<T, 1, ReadOnly> {
+        let _at = crate::codegen::srcloc::at();
         let size = T::TY.size();
         let mut bytes = Vec::with_capacity(data.len() * size);
         for v in data {

@@ -40,27 +40,39 @@ fn widen(e: Expr<u32>) -> Expr<u64> {
 
 impl KernelBuilder {
     /// `threadIdx`.
+    #[track_caller]
     pub fn thread_idx(&self) -> Xyz {
+        let _at = crate::codegen::srcloc::at();
         xyz(Sreg::Tid)
     }
     /// `blockIdx`.
+    #[track_caller]
     pub fn block_idx(&self) -> Xyz {
+        let _at = crate::codegen::srcloc::at();
         xyz(Sreg::Ctaid)
     }
     /// `blockDim`.
+    #[track_caller]
     pub fn block_dim(&self) -> Xyz {
+        let _at = crate::codegen::srcloc::at();
         xyz(Sreg::Ntid)
     }
     /// `gridDim`.
+    #[track_caller]
     pub fn grid_dim(&self) -> Xyz {
+        let _at = crate::codegen::srcloc::at();
         xyz(Sreg::Nctaid)
     }
     /// The thread's lane in its warp (0..32).
+    #[track_caller]
     pub fn lane_id(&self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         sreg(Sreg::LaneId)
     }
     /// Threads per warp (32).
+    #[track_caller]
     pub fn warp_size(&self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         sreg(Sreg::WarpSize)
     }
 
@@ -73,15 +85,21 @@ impl KernelBuilder {
     }
 
     /// The thread's absolute index in a 1-D grid (numba's `cuda.grid(1)`), 64-bit.
+    #[track_caller]
     pub fn grid1(&self) -> Expr<u64> {
+        let _at = crate::codegen::srcloc::at();
         self.global_index(0)
     }
     /// The thread's absolute (x, y) position in a 2-D grid (`cuda.grid(2)`).
+    #[track_caller]
     pub fn grid2(&self) -> [Expr<u64>; 2] {
+        let _at = crate::codegen::srcloc::at();
         [self.global_index(0), self.global_index(1)]
     }
     /// The thread's absolute (x, y, z) position in a 3-D grid (`cuda.grid(3)`).
+    #[track_caller]
     pub fn grid3(&self) -> [Expr<u64>; 3] {
+        let _at = crate::codegen::srcloc::at();
         [
             self.global_index(0),
             self.global_index(1),
@@ -89,15 +107,21 @@ impl KernelBuilder {
         ]
     }
     /// Threads in a 1-D grid (numba's `cuda.gridsize(1)`): the stride of a grid-stride loop.
+    #[track_caller]
     pub fn gridsize1(&self) -> Expr<u64> {
+        let _at = crate::codegen::srcloc::at();
         self.grid_extent(0)
     }
     /// Threads along x and y of the grid (`cuda.gridsize(2)`).
+    #[track_caller]
     pub fn gridsize2(&self) -> [Expr<u64>; 2] {
+        let _at = crate::codegen::srcloc::at();
         [self.grid_extent(0), self.grid_extent(1)]
     }
     /// Threads along x, y and z of the grid (`cuda.gridsize(3)`).
+    #[track_caller]
     pub fn gridsize3(&self) -> [Expr<u64>; 3] {
+        let _at = crate::codegen::srcloc::at();
         [
             self.grid_extent(0),
             self.grid_extent(1),
@@ -106,12 +130,16 @@ impl KernelBuilder {
     }
 
     /// A constant (same as `Expr::from(v)`).
+    #[track_caller]
     pub fn lit<T: Scalar>(&self, v: T) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         Expr::lit(v)
     }
 
     /// A mutable local variable with an initial value.
+    #[track_caller]
     pub fn var<T: Scalar>(&self, init: impl Into<Expr<T>>) -> Var<T> {
+        let _at = crate::codegen::srcloc::at();
         Var::new(init.into())
     }
 
@@ -122,7 +150,7 @@ impl KernelBuilder {
         body: impl FnOnce(&KernelBuilder),
     ) -> Vec<Stmt> {
         with_state(|s| s.open_block(divergent, is_loop));
-        body(self);
+        super::srcloc::user_closure(|| body(self));
         with_state(|s| s.close_block(divergent, is_loop)).unwrap_or_default()
     }
 
@@ -131,17 +159,21 @@ impl KernelBuilder {
     }
 
     /// `if cond { then }`.
+    #[track_caller]
     pub fn if_(&self, cond: impl Into<Expr<bool>>, then: impl FnOnce(&KernelBuilder)) {
+        let _at = crate::codegen::srcloc::at_block();
         self.if_else(cond, then, |_| {})
     }
 
     /// `if cond { then } else { otherwise }`.
+    #[track_caller]
     pub fn if_else(
         &self,
         cond: impl Into<Expr<bool>>,
         then: impl FnOnce(&KernelBuilder),
         otherwise: impl FnOnce(&KernelBuilder),
     ) {
+        let _at = crate::codegen::srcloc::at_block();
         let c = cond.into();
         let div = self.cond_varying(c);
         let then = self.block(div, false, then);
@@ -156,12 +188,14 @@ impl KernelBuilder {
     }
 
     /// `for i in start..end { body(i) }`.
+    #[track_caller]
     pub fn for_range<T: Int>(
         &self,
         start: impl Into<Expr<T>>,
         end: impl Into<Expr<T>>,
         body: impl FnOnce(&KernelBuilder, Expr<T>),
     ) {
+        let _at = crate::codegen::srcloc::at_block();
         self.for_step(start, end, Expr::lit(one::<T>()), body)
     }
 
@@ -170,6 +204,7 @@ impl KernelBuilder {
     /// stops before `i + step` would pass `end`, even where that sum would wrap around; a
     /// literal step of zero or less is a build error, and one that turns out non-positive at
     /// run time runs the body once.
+    #[track_caller]
     pub fn for_step<T: Int>(
         &self,
         start: impl Into<Expr<T>>,
@@ -177,6 +212,7 @@ impl KernelBuilder {
         step: impl Into<Expr<T>>,
         body: impl FnOnce(&KernelBuilder, Expr<T>),
     ) {
+        let _at = crate::codegen::srcloc::at_block();
         let (start, end, step) = (start.into(), end.into(), step.into());
         with_state(|s| {
             if let Some(super::ir::Op::Const(bits)) =
@@ -220,11 +256,13 @@ impl KernelBuilder {
     }
 
     /// `while cond() { body }`: `cond` is evaluated before each iteration.
+    #[track_caller]
     pub fn while_(
         &self,
         cond: impl FnOnce(&KernelBuilder) -> Expr<bool>,
         body: impl FnOnce(&KernelBuilder),
     ) {
+        let _at = crate::codegen::srcloc::at_block();
         let mut c = None;
         with_state(|s| s.enter_while_cond());
         let cond_stmts = self.block(false, false, |k| c = Some(cond(k)));
@@ -259,18 +297,24 @@ impl KernelBuilder {
     }
 
     /// Leaves the innermost loop.
+    #[track_caller]
     pub fn break_(&self) {
+        let _at = crate::codegen::srcloc::at();
         self.loop_control(Stmt::Break, "break")
     }
 
     /// Skips to the next iteration of the innermost loop.
+    #[track_caller]
     pub fn continue_(&self) {
+        let _at = crate::codegen::srcloc::at();
         self.loop_control(Stmt::Continue, "continue")
     }
 
     /// Returns from the kernel (this thread only). In a device function, the closure's value
     /// is the return value and `ret` is an error.
+    #[track_caller]
     pub fn ret(&self) {
+        let _at = crate::codegen::srcloc::at();
         with_state(|s| {
             if s.f.ret.is_some() {
                 s.error(format!(
@@ -285,7 +329,9 @@ impl KernelBuilder {
     }
 
     /// A block-wide shared array of `len` elements (numba's `cuda.shared.array`).
+    #[track_caller]
     pub fn shared_array<T: Scalar>(&self, len: usize) -> SliceMut<T> {
+        let _at = crate::codegen::srcloc::at();
         let id = with_state(|s| {
             if len == 0 {
                 s.error(format!(
@@ -301,13 +347,17 @@ impl KernelBuilder {
 
     /// The dynamic shared memory (its size in bytes is given at launch), viewed as `T`s.
     /// Its length is unknown to the kernel: pass it as a parameter.
+    #[track_caller]
     pub fn dynamic_shared<T: Scalar>(&self) -> DArray<T, 1, ReadWrite> {
+        let _at = crate::codegen::srcloc::at();
         with_state(|s| s.f.uses_dynamic_shared = true);
         DArray::new(self.tag, ArrayRef::DynShared(T::TY))
     }
 
     /// A per-thread array of `len` elements (numba's `cuda.local.array`).
+    #[track_caller]
     pub fn local_array<T: Scalar>(&self, len: usize) -> SliceMut<T> {
+        let _at = crate::codegen::srcloc::at();
         let id = with_state(|s| {
             if len == 0 {
                 s.error(format!(
@@ -335,7 +385,9 @@ impl KernelBuilder {
     }
 
     /// `__syncthreads()`: waits until every thread of the block gets here.
+    #[track_caller]
     pub fn syncthreads(&self) {
+        let _at = crate::codegen::srcloc::at();
         self.barrier_check("syncthreads");
         with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::SyncThreads)));
     }
@@ -346,22 +398,30 @@ impl KernelBuilder {
     }
 
     /// `__syncthreads_count(pred)`: a barrier that returns how many threads had `pred` true.
+    #[track_caller]
     pub fn syncthreads_count(&self, pred: impl Into<Expr<bool>>) -> Expr<i32> {
+        let _at = crate::codegen::srcloc::at();
         self.sync_reduce(SyncReduce::Count, pred.into(), "syncthreads_count")
     }
 
     /// `__syncthreads_and(pred)`: a barrier that returns whether `pred` was true in every thread.
+    #[track_caller]
     pub fn syncthreads_and(&self, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         self.sync_reduce(SyncReduce::And, pred.into(), "syncthreads_and")
     }
 
     /// `__syncthreads_or(pred)`: a barrier that returns whether `pred` was true in any thread.
+    #[track_caller]
     pub fn syncthreads_or(&self, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         self.sync_reduce(SyncReduce::Or, pred.into(), "syncthreads_or")
     }
 
     /// `__syncwarp(mask)`: waits for the threads of `mask` in this warp.
+    #[track_caller]
     pub fn syncwarp(&self, mask: impl Into<Expr<u32>>) {
+        let _at = crate::codegen::srcloc::at();
         let m = mask.into();
         with_state(|s| {
             s.check_use(&[m.raw()]);
@@ -374,7 +434,9 @@ impl KernelBuilder {
     /// more is refused with an error), and the compiler keeps its registers low enough for
     /// `min_blocks_per_sm` such blocks to fit on one multiprocessor (0: no such limit). Fewer
     /// registers can mean more threads in flight, or spills to local memory: measure.
+    #[track_caller]
     pub fn launch_bounds(&self, max_threads_per_block: u32, min_blocks_per_sm: u32) {
+        let _at = crate::codegen::srcloc::at();
         with_state(|s| {
             if !(1..=1024).contains(&max_threads_per_block) {
                 s.error(format!(
@@ -388,17 +450,23 @@ impl KernelBuilder {
     }
 
     /// `__threadfence_block()`.
+    #[track_caller]
     pub fn threadfence_block(&self) {
+        let _at = crate::codegen::srcloc::at();
         with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::FenceBlock)));
     }
 
     /// `__threadfence()`: orders this thread's memory accesses for the whole device.
+    #[track_caller]
     pub fn threadfence(&self) {
+        let _at = crate::codegen::srcloc::at();
         with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::FenceDevice)));
     }
 
     /// `__threadfence_system()`: orders accesses for the device and the host.
+    #[track_caller]
     pub fn threadfence_system(&self) {
+        let _at = crate::codegen::srcloc::at();
         with_state(|s| s.push_stmt(Stmt::Barrier(Barrier::FenceSystem)));
     }
 }

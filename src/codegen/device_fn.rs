@@ -80,10 +80,12 @@ impl<A, R> Clone for DeviceFn<A, R> {
 impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
     /// Builds a device function: `body` receives the builder and the arguments and returns the
     /// result.
+    #[track_caller]
     pub fn build(
         name: &str,
         body: impl FnOnce(&KernelBuilder, A::Exprs) -> Expr<R>,
     ) -> Result<Self> {
+        let here = std::panic::Location::caller();
         check_name(name)?;
         let ((), ir) = record(name, Some(R::TY), || {
             let tag = current_tag();
@@ -94,10 +96,11 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
                 s.push_stmt(Stmt::ReturnValue(ValueId(r.id)));
             });
         });
-        let ir = ir.map_err(|errors| Error::Kernel {
+        let mut ir = ir.map_err(|errors| Error::Kernel {
             kernel: name.to_string(),
             message: errors.join("; "),
         })?;
+        ir.lines.def = Some(here);
         if ir.launch_bounds.is_some() {
             return Err(Error::Kernel {
                 kernel: name.to_string(),
@@ -145,7 +148,9 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
     }
 
     /// Calls the function from the kernel (or device function) being built.
+    #[track_caller]
     pub fn call(&self, args: A::Exprs) -> Expr<R> {
+        let _at = crate::codegen::srcloc::at();
         let raws = A::raws(&args);
         let ids: Vec<ValueId> = raws.iter().map(|&(_, id)| ValueId(id)).collect();
         let callee = self.ir.clone();

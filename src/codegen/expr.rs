@@ -65,19 +65,25 @@ impl<T: Scalar> Expr<T> {
     }
 
     /// A constant.
+    #[track_caller]
     pub fn lit(v: T) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         Expr::record(Op::Const(v.to_bits()), &[], false)
     }
 
     /// Converts to another scalar type with Rust's `as` semantics (float to int saturates,
     /// NaN gives 0; int to int truncates or extends by the source's signedness).
+    #[track_caller]
     pub fn cast<U: Scalar>(self) -> Expr<U> {
+        let _at = crate::codegen::srcloc::at();
         Expr::record(Op::Cast(super::ir::ValueId(self.id)), &[self.raw()], false)
     }
 
     /// Reinterprets the bits as another type of the same size (`f32::to_bits` and friends);
     /// other sizes, and `bool`, are a build error.
+    #[track_caller]
     pub fn bitcast<U: Scalar>(self) -> Expr<U> {
+        let _at = crate::codegen::srcloc::at();
         if T::TY.size() != U::TY.size() || T::TY == ScalarTy::Bool || U::TY == ScalarTy::Bool {
             with_state(|s| {
                 s.error(format!(
@@ -105,43 +111,59 @@ impl<T: Scalar> Expr<T> {
     }
 
     /// `self == other`.
+    #[track_caller]
     pub fn eq(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Eq, other)
     }
     /// `self != other`.
+    #[track_caller]
     pub fn ne(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Ne, other)
     }
     /// `self < other`.
+    #[track_caller]
     pub fn lt(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Lt, other)
     }
     /// `self <= other`.
+    #[track_caller]
     pub fn le(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Le, other)
     }
     /// `self > other`.
+    #[track_caller]
     pub fn gt(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Gt, other)
     }
     /// `self >= other`.
+    #[track_caller]
     pub fn ge(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Ge, other)
     }
 }
 
 impl<T: Scalar> From<T> for Expr<T> {
+    #[track_caller]
     fn from(v: T) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         Expr::lit(v)
     }
 }
 
 /// `if cond { a } else { b }` as a value (both sides are evaluated).
+#[track_caller]
 pub fn select<T: Scalar>(
     cond: impl Into<Expr<bool>>,
     a: impl Into<Expr<T>>,
     b: impl Into<Expr<T>>,
 ) -> Expr<T> {
+    let _at = crate::codegen::srcloc::at();
     let (c, a, b) = (cond.into(), a.into(), b.into());
     Expr::record(
         Op::Select(
@@ -164,29 +186,39 @@ pub(crate) fn binary<T: Scalar>(op: BinOp, a: Expr<T>, b: Expr<T>) -> Expr<T> {
 
 impl<T: Num> Expr<T> {
     /// The smaller of two values (for floats: IEEE minNum, a NaN operand is ignored).
+    #[track_caller]
     pub fn min(self, other: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         binary(BinOp::Min, self, other.into())
     }
     /// The larger of two values (for floats: IEEE maxNum).
+    #[track_caller]
     pub fn max(self, other: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         binary(BinOp::Max, self, other.into())
     }
 }
 
 impl Expr<bool> {
     /// Logical and (both sides evaluated).
+    #[track_caller]
     pub fn and(self, other: impl Into<Expr<bool>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         binary(BinOp::And, self, other.into())
     }
     /// Logical or (both sides evaluated).
+    #[track_caller]
     pub fn or(self, other: impl Into<Expr<bool>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         binary(BinOp::Or, self, other.into())
     }
 }
 
 impl ops::Not for Expr<bool> {
     type Output = Expr<bool>;
+    #[track_caller]
     fn not(self) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         Expr::record(
             Op::Unary(UnOp::Not, super::ir::ValueId(self.id)),
             &[self.raw()],
@@ -198,7 +230,9 @@ impl ops::Not for Expr<bool> {
 /// Bitwise not (`!x`), as Rust's on integers.
 impl<T: Int> ops::Not for Expr<T> {
     type Output = Expr<T>;
+    #[track_caller]
     fn not(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         Expr::record(
             Op::Unary(UnOp::Not, super::ir::ValueId(self.id)),
             &[self.raw()],
@@ -209,7 +243,9 @@ impl<T: Int> ops::Not for Expr<T> {
 
 impl<T: Signed> ops::Neg for Expr<T> {
     type Output = Expr<T>;
+    #[track_caller]
     fn neg(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         Expr::record(
             Op::Unary(UnOp::Neg, super::ir::ValueId(self.id)),
             &[self.raw()],
@@ -222,13 +258,17 @@ macro_rules! bin_ops {
     ($bound:ident: $($tr:ident $f:ident $op:ident),*) => {$(
         impl<T: $bound> ops::$tr<Expr<T>> for Expr<T> {
             type Output = Expr<T>;
+            #[track_caller]
             fn $f(self, rhs: Expr<T>) -> Expr<T> {
+                let _at = crate::codegen::srcloc::at();
                 binary(BinOp::$op, self, rhs)
             }
         }
         impl<T: $bound> ops::$tr<T> for Expr<T> {
             type Output = Expr<T>;
+            #[track_caller]
             fn $f(self, rhs: T) -> Expr<T> {
+                let _at = crate::codegen::srcloc::at();
                 binary(BinOp::$op, self, Expr::lit(rhs))
             }
         }
@@ -244,7 +284,9 @@ macro_rules! lhs_scalar_ops {
     (@one $t:ty: $($tr:ident $f:ident $op:ident),*) => {$(
         impl ops::$tr<Expr<$t>> for $t {
             type Output = Expr<$t>;
+            #[track_caller]
             fn $f(self, rhs: Expr<$t>) -> Expr<$t> {
+                let _at = crate::codegen::srcloc::at();
                 binary(BinOp::$op, Expr::lit(self), rhs)
             }
         }
@@ -291,7 +333,9 @@ impl<T: Scalar> Var<T> {
     }
 
     /// The current value.
+    #[track_caller]
     pub fn get(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         if self.tag != current_tag() {
             with_state(|s| s.error("a variable of another kernel is read".to_string()));
         }
@@ -299,7 +343,9 @@ impl<T: Scalar> Var<T> {
     }
 
     /// Assigns a new value.
+    #[track_caller]
     pub fn set(self, value: impl Into<Expr<T>>) {
+        let _at = crate::codegen::srcloc::at();
         let v = value.into();
         with_state(|s| s.assign(self.tag, self.id, v.raw()));
     }
@@ -307,7 +353,9 @@ impl<T: Scalar> Var<T> {
 
 impl<T: Num> Var<T> {
     /// `self += value`.
+    #[track_caller]
     pub fn add_assign(self, value: impl Into<Expr<T>>) {
+        let _at = crate::codegen::srcloc::at();
         self.set(self.get() + value.into());
     }
 }

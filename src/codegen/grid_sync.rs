@@ -26,7 +26,9 @@ impl KernelBuilder {
     /// function. A kernel that uses it is launched cooperatively by
     /// [`Kernel::launch`](super::Kernel::launch), which refuses grids larger than what can be
     /// resident at once ([`Kernel::max_cooperative_blocks`](super::Kernel::max_cooperative_blocks)).
+    #[track_caller]
     pub fn grid_sync(&self) {
+        let _at = crate::codegen::srcloc::at();
         let Some(Some(bar)) = with_state(|s| {
             if !s.kernel {
                 s.error(format!(

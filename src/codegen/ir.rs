@@ -295,6 +295,8 @@ pub(crate) struct FunctionIr {
     pub consts: Vec<ConstArray>,
     /// Device code to link when the kernel is loaded.
     pub links: Vec<LinkData>,
+    /// Where each statement was built in the Rust source (outside `Hash` and `Eq`).
+    pub lines: super::srcloc::SrcLines,
 }
 
 impl FunctionIr {

@@ -94,17 +94,20 @@ impl<P: KernelParams> Kernel<P> {
     /// Builds a kernel: `body` receives the builder `k` and one handle per parameter, and
     /// records what the kernel does. Misuse the types cannot catch (a value used outside the
     /// block that computed it, a barrier only some threads reach, ...) is an error here.
+    #[track_caller]
     pub fn build(name: &str, body: impl FnOnce(&KernelBuilder, P::Handles)) -> Result<Kernel<P>> {
         Self::build_with(name, PtxOptions::default(), body)
     }
 
     /// Builds a kernel with compile options (fastmath, opt level; the target follows the device
     /// at launch).
+    #[track_caller]
     pub fn build_with(
         name: &str,
         options: PtxOptions,
         body: impl FnOnce(&KernelBuilder, P::Handles),
     ) -> Result<Kernel<P>> {
+        let here = std::panic::Location::caller();
         check_name(name)?;
         let ((), ir) = record(name, None, || {
             super::builder::with_state(|s| s.kernel = true);
@@ -112,10 +115,11 @@ impl<P: KernelParams> Kernel<P> {
             let handles = P::declare_all();
             body(&KernelBuilder { tag }, handles);
         });
-        let ir = ir.map_err(|errors| Error::Kernel {
+        let mut ir = ir.map_err(|errors| Error::Kernel {
             kernel: name.to_string(),
             message: errors.join("; "),
         })?;
+        ir.lines.def = Some(here);
         let mut errors = super::extern_fn::check_externs(&ir);
         errors.extend(super::extern_fn::check_prototypes(&ir));
         errors.extend(super::const_mem::check_const_size(&ir));

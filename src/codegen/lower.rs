@@ -112,8 +112,15 @@ pub(crate) enum Role {
 /// The LLVM IR (text) of a kernel (or exported device function), optimised as `opts` says.
 pub(crate) fn llvm_ir(f: &FunctionIr, role: Role, opts: &PtxOptions) -> Result<String> {
     let ctx = LlContext::create();
-    let (module, _tm) = build_module(&ctx, f, role, opts)?;
-    Ok(module.print_to_string().to_string())
+    let (module, tm) = build_module(&ctx, f, role, opts)?;
+    let text = module.print_to_string().to_string();
+    // Run the code generator too, and throw its PTX away: NVPTX caches each module's
+    // `nvvm.annotations` in a process-wide table keyed by the module's address, and only its
+    // assembly printer clears the module's entry. A module dropped with its entry still there
+    // (the optimiser's passes fill it) hands its kernels' "kernel" marks to whatever functions
+    // a later module allocates at the same addresses (seen as `.extern .entry vprintf`).
+    let _ = tm.write_to_memory_buffer(&module, FileType::Assembly);
+    Ok(text)
 }
 
 /// The PTX text of a kernel (or exported device function).
@@ -140,7 +147,10 @@ fn build_module<'c>(
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
     let mut lowered: HashMap<*const FunctionIr, FunctionValue<'c>> = HashMap::new();
-    let func = lower_function(ctx, &module, f, role, opts, &mut lowered)?;
+    let dbg = opts
+        .lineinfo
+        .then(|| super::debug_info::ModuleDebug::new(ctx, &module, f));
+    let func = lower_function(ctx, &module, f, role, opts, &mut lowered, dbg.as_ref())?;
     if role == Role::Kernel {
         // `.entry`: the PTX_Kernel calling convention and the nvvm.annotations metadata; launch
         // bounds become `.maxntid` and `.minnctapersm` (0: none).
@@ -160,6 +170,14 @@ fn build_module<'c>(
                 .map_err(|e| llvm_err(&f.name, e))?;
         }
     }
+    let module = match dbg {
+        Some(d) => {
+            d.finalize();
+            drop(d);
+            super::debug_info::directives_only(ctx, module).map_err(|e| llvm_err(&f.name, e))?
+        }
+        None => module,
+    };
     // Math functions may need libdevice (or cudajit's own implementations) linked in.
     super::math::prepare_module(ctx, &module, opts).map_err(|e| llvm_err(&f.name, e))?;
     module
@@ -194,6 +212,8 @@ pub(crate) struct Lowerer<'c, 'm> {
     loops: Vec<(BasicBlock<'c>, BasicBlock<'c>)>,
     /// The last vector load, whose lanes the following `LoadLane`s extract.
     last_vec: Option<(ArrayRef, ValueId, u8, inkwell::values::VectorValue<'c>)>,
+    /// Debug locations, with line information on.
+    dbg: Option<super::debug_info::FnDebug<'c, 'm>>,
 }
 
 /// LLVM type of a scalar in registers.
@@ -239,6 +259,7 @@ fn lower_function<'c>(
     role: Role,
     opts: &PtxOptions,
     lowered: &mut HashMap<*const FunctionIr, FunctionValue<'c>>,
+    dbg: Option<&super::debug_info::ModuleDebug<'c>>,
 ) -> Result<FunctionValue<'c>> {
     let is_kernel = role == Role::Kernel;
     let callees: Vec<FunctionValue<'c>> = f
@@ -247,7 +268,7 @@ fn lower_function<'c>(
         .map(|c| match lowered.get(&Arc::as_ptr(c)) {
             Some(fv) => Ok(*fv),
             None => {
-                let fv = lower_function(ctx, module, c, Role::Callee, opts, lowered)?;
+                let fv = lower_function(ctx, module, c, Role::Callee, opts, lowered, dbg)?;
                 lowered.insert(Arc::as_ptr(c), fv);
                 Ok(fv)
             }
@@ -306,6 +327,10 @@ fn lower_function<'c>(
     let entry = ctx.append_basic_block(func, "entry");
     let b = ctx.create_builder();
     b.position_at_end(entry);
+    let mut fdbg = dbg.map(|d| d.function(func, f));
+    if let Some(d) = fdbg.as_mut() {
+        d.entry(&b);
+    }
     let mut lw = Lowerer {
         ctx,
         module,
@@ -322,6 +347,7 @@ fn lower_function<'c>(
         callees,
         loops: Vec::new(),
         last_vec: None,
+        dbg: fdbg,
     };
     lw.setup()?;
     lw.stmts(&f.body)?;
@@ -440,9 +466,17 @@ impl<'c> Lowerer<'c, '_> {
 
     fn stmts(&mut self, stmts: &[Stmt]) -> Result<()> {
         for s in stmts {
+            self.debug_loc(s);
             self.stmt(s)?;
         }
         Ok(())
+    }
+
+    /// With line information: the Rust line of statement `s` for what it lowers to.
+    fn debug_loc(&mut self, s: &Stmt) {
+        if let Some(d) = self.dbg.as_mut() {
+            d.stmt(&self.b, self.f, s);
+        }
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<()> {

@@ -23,6 +23,7 @@ pub(crate) mod cache;
 pub(crate) mod complex;
 mod const_mem;
 mod control;
+mod debug_info;
 mod device_fn;
 mod divergence;
 mod expr;
@@ -37,6 +38,7 @@ pub(crate) mod printf;
 mod ptx_fix;
 mod scalar;
 mod signature;
+pub(crate) mod srcloc;
 pub(crate) mod warp;
 
 pub use atomics::*;

@@ -14,6 +14,17 @@ pub fn default_cc() -> (u32, u32) {
         .unwrap_or((7, 5))
 }
 
+/// Whether `CUDAJIT_LINEINFO` asks for line information by default (`1`, `true`, `on`,
+/// `yes`).
+fn lineinfo_from_env() -> bool {
+    std::env::var("CUDAJIT_LINEINFO").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "on" | "yes"
+        )
+    })
+}
+
 /// How to compile a kernel to PTX.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PtxOptions {
@@ -26,8 +37,11 @@ pub struct PtxOptions {
     pub opt: u8,
     /// Debug build: no optimisation (implies `opt = 0`).
     pub debug: bool,
-    /// Keep line information (accepted for numba compatibility; kernels built from Rust
-    /// closures have no source lines to map yet).
+    /// Rust source lines in the PTX (numba's `lineinfo=True`): each instruction carries the
+    /// file and line of the builder call that recorded it, as `.file`/`.loc` directives, so
+    /// that `cuobjdump -lineinfo`, Nsight Compute and compute-sanitizer show Rust lines. Off
+    /// by default (on with `CUDAJIT_LINEINFO=1`); with it off the PTX has no line directives
+    /// and kernels that differ only in their source lines share one cache entry.
     pub lineinfo: bool,
 }
 
@@ -38,7 +52,7 @@ impl Default for PtxOptions {
             fastmath: false,
             opt: 3,
             debug: false,
-            lineinfo: false,
+            lineinfo: lineinfo_from_env(),
         }
     }
 }
@@ -50,6 +64,13 @@ impl PtxOptions {
             cc: (major, minor),
             ..Default::default()
         }
+    }
+
+    /// The same options with Rust source lines in the PTX on or off (see
+    /// [`lineinfo`](PtxOptions::lineinfo)).
+    pub fn lineinfo(mut self, on: bool) -> Self {
+        self.lineinfo = on;
+        self
     }
 
     /// The same options with fast math on or off.

@@ -123,89 +123,109 @@ impl KernelBuilder {
     /// `__shfl_sync(mask, value, src_lane)` (numba's `cuda.shfl_sync`): `value` as lane
     /// `src_lane % 32` holds it. 64-bit values move as two 32-bit shuffles; 8- and 16-bit ones
     /// are extended to 32 bits and back.
+    #[track_caller]
     pub fn shfl_sync<T: Num>(
         &self,
         mask: impl Into<Expr<u32>>,
         value: impl Into<Expr<T>>,
         src_lane: impl Into<Expr<u32>>,
     ) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         shfl(ShflKind::Idx, mask.into(), value.into(), src_lane.into())
     }
 
     /// `__shfl_up_sync(mask, value, delta)` (numba's `cuda.shfl_up_sync`): `value` from lane
     /// `laneid - delta`; lanes below `delta` get their own `value`.
+    #[track_caller]
     pub fn shfl_up_sync<T: Num>(
         &self,
         mask: impl Into<Expr<u32>>,
         value: impl Into<Expr<T>>,
         delta: impl Into<Expr<u32>>,
     ) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         shfl(ShflKind::Up, mask.into(), value.into(), delta.into())
     }
 
     /// `__shfl_down_sync(mask, value, delta)` (numba's `cuda.shfl_down_sync`): `value` from lane
     /// `laneid + delta`; lanes above `31 - delta` get their own `value`.
+    #[track_caller]
     pub fn shfl_down_sync<T: Num>(
         &self,
         mask: impl Into<Expr<u32>>,
         value: impl Into<Expr<T>>,
         delta: impl Into<Expr<u32>>,
     ) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         shfl(ShflKind::Down, mask.into(), value.into(), delta.into())
     }
 
     /// `__shfl_xor_sync(mask, value, lane_mask)` (numba's `cuda.shfl_xor_sync`): `value` from
     /// lane `laneid ^ lane_mask` (a butterfly, as in warp reductions).
+    #[track_caller]
     pub fn shfl_xor_sync<T: Num>(
         &self,
         mask: impl Into<Expr<u32>>,
         value: impl Into<Expr<T>>,
         lane_mask: impl Into<Expr<u32>>,
     ) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         shfl(ShflKind::Bfly, mask.into(), value.into(), lane_mask.into())
     }
 
     /// `__all_sync(mask, pred)` (numba's `cuda.all_sync`): whether `pred` holds in every lane
     /// of `mask`.
+    #[track_caller]
     pub fn all_sync(&self, mask: impl Into<Expr<u32>>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         vote(VoteKind::All, mask.into(), pred.into())
     }
 
     /// `__any_sync(mask, pred)` (numba's `cuda.any_sync`): whether `pred` holds in some lane of
     /// `mask`.
+    #[track_caller]
     pub fn any_sync(&self, mask: impl Into<Expr<u32>>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         vote(VoteKind::Any, mask.into(), pred.into())
     }
 
     /// `__uni_sync(mask, pred)` (numba's `cuda.eq_sync`): whether `pred` is the same in every
     /// lane of `mask` (all true or all false).
+    #[track_caller]
     pub fn eq_sync(&self, mask: impl Into<Expr<u32>>, pred: impl Into<Expr<bool>>) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         vote(VoteKind::Uni, mask.into(), pred.into())
     }
 
     /// `__ballot_sync(mask, pred)` (numba's `cuda.ballot_sync`): bit `l` is set iff lane `l`
     /// is in `mask` and its `pred` holds.
+    #[track_caller]
     pub fn ballot_sync(
         &self,
         mask: impl Into<Expr<u32>>,
         pred: impl Into<Expr<bool>>,
     ) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         vote(VoteKind::Ballot, mask.into(), pred.into())
     }
 
     /// `__activemask()` (numba's `cuda.activemask`): the lanes of this warp executing this
     /// call together.
+    #[track_caller]
     pub fn activemask(&self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         warp(WarpOp::ActiveMask, &[])
     }
 
     /// `__match_any_sync(mask, value)` (numba's `cuda.match_any_sync`): the lanes of `mask`
     /// whose `value` equals this lane's (floats compare by bits). Needs sm_70.
+    #[track_caller]
     pub fn match_any_sync<T: Num>(
         &self,
         mask: impl Into<Expr<u32>>,
         value: impl Into<Expr<T>>,
     ) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         let (m, v) = (mask.into(), value.into());
         warp(
             WarpOp::MatchAny {
@@ -219,11 +239,13 @@ impl KernelBuilder {
     /// `__match_all_sync(mask, value, &pred)` (numba's `cuda.match_all_sync`): `(mask, true)` if
     /// every lane of `mask` has the same `value` (floats compare by bits), else `(0, false)`.
     /// Needs sm_70.
+    #[track_caller]
     pub fn match_all_sync<T: Num>(
         &self,
         mask: impl Into<Expr<u32>>,
         value: impl Into<Expr<T>>,
     ) -> (Expr<u32>, Expr<bool>) {
+        let _at = crate::codegen::srcloc::at();
         let (m, v) = (mask.into(), value.into());
         let r: Expr<u32> = warp(
             WarpOp::MatchAll {
@@ -237,23 +259,33 @@ impl KernelBuilder {
     }
 
     /// `%lanemask_lt`: the lanes below this one (bits `0..laneid`).
+    #[track_caller]
     pub fn lanemask_lt(&self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         warp(WarpOp::LaneMask(LaneMask::Lt), &[])
     }
     /// `%lanemask_le`: this lane and those below it.
+    #[track_caller]
     pub fn lanemask_le(&self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         warp(WarpOp::LaneMask(LaneMask::Le), &[])
     }
     /// `%lanemask_eq`: this lane's bit (`1 << laneid`).
+    #[track_caller]
     pub fn lanemask_eq(&self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         warp(WarpOp::LaneMask(LaneMask::Eq), &[])
     }
     /// `%lanemask_ge`: this lane and those above it.
+    #[track_caller]
     pub fn lanemask_ge(&self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         warp(WarpOp::LaneMask(LaneMask::Ge), &[])
     }
     /// `%lanemask_gt`: the lanes above this one.
+    #[track_caller]
     pub fn lanemask_gt(&self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         warp(WarpOp::LaneMask(LaneMask::Gt), &[])
     }
 }
@@ -265,23 +297,31 @@ fn bit<T: Scalar, R: Scalar>(f: BitFn, x: Expr<T>) -> Expr<R> {
 /// Bit operations (numba's `cuda.popc`, `cuda.clz`, `cuda.ffs`, `cuda.brev`).
 impl<T: Int> Expr<T> {
     /// The number of one bits (`popc`; Rust's `count_ones`).
+    #[track_caller]
     pub fn popc(self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         bit(BitFn::Popc, self)
     }
 
     /// The number of leading zero bits, the bit width for 0 (`clz`; Rust's `leading_zeros`).
+    #[track_caller]
     pub fn clz(self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         bit(BitFn::Clz, self)
     }
 
     /// The 1-based position of the least significant one bit, 0 for 0 (CUDA's `__ffs`;
     /// `trailing_zeros() + 1` for non-zero values).
+    #[track_caller]
     pub fn ffs(self) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
         bit(BitFn::Ffs, self)
     }
 
     /// The bits in reverse order (`brev`; Rust's `reverse_bits`).
+    #[track_caller]
     pub fn brev(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         bit(BitFn::Brev, self)
     }
 }

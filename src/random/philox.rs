@@ -37,7 +37,9 @@ pub fn philox4x32_10_host(mut ctr: [u32; 4], mut key: [u32; 2]) -> [u32; 4] {
 }
 
 /// Philox4x32-10 in a kernel: four random words from a counter and a key.
+#[track_caller]
 pub fn philox4x32_10(ctr: [Expr<u32>; 4], key: [Expr<u32>; 2]) -> [Expr<u32>; 4] {
+    let _at = crate::codegen::srcloc::at();
     let mut ctr = ctr;
     let mut key = key;
     for r in 0..10 {
@@ -61,7 +63,9 @@ pub struct Philox {
 
 impl Philox {
     /// The stream of `seed` (any `u64` expression: a scalar parameter, or a literal).
+    #[track_caller]
     pub fn new(seed: impl Into<Expr<u64>>) -> Philox {
+        let _at = crate::codegen::srcloc::at();
         let seed = seed.into();
         Philox {
             key: [seed.cast::<u32>(), (seed >> 32u64).cast::<u32>()],
@@ -70,11 +74,13 @@ impl Philox {
 
     /// The four words at `counter` of `subsequence` (counter words: `counter`'s low and high
     /// halves, then `subsequence`'s).
+    #[track_caller]
     pub fn words(
         &self,
         subsequence: impl Into<Expr<u64>>,
         counter: impl Into<Expr<u64>>,
     ) -> [Expr<u32>; 4] {
+        let _at = crate::codegen::srcloc::at();
         let (c, s) = (counter.into(), subsequence.into());
         let ctr = [
             c.cast::<u32>(),
@@ -87,43 +93,53 @@ impl Philox {
 
     /// Four float32 in `(0, 1]` from the words at `counter` (cuRAND's `curand_uniform4`:
     /// `x * 2^-32 + 2^-33`, rounded to float32).
+    #[track_caller]
     pub fn uniform4_f32(
         &self,
         subsequence: impl Into<Expr<u64>>,
         counter: impl Into<Expr<u64>>,
     ) -> [Expr<f32>; 4] {
+        let _at = crate::codegen::srcloc::at();
         self.words(subsequence, counter).map(unit_f32)
     }
 
     /// One float32 in `(0, 1]`: the first of [`uniform4_f32`](Self::uniform4_f32).
+    #[track_caller]
     pub fn uniform_f32(&self, counter: impl Into<Expr<u64>>) -> Expr<f32> {
+        let _at = crate::codegen::srcloc::at();
         unit_f32(self.words(0u64, counter)[0])
     }
 
     /// Two float64 in `(0, 1]` from the words at `counter` (cuRAND's `curand_uniform2_double`:
     /// 53 bits from each pair of words).
+    #[track_caller]
     pub fn uniform2_f64(
         &self,
         subsequence: impl Into<Expr<u64>>,
         counter: impl Into<Expr<u64>>,
     ) -> [Expr<f64>; 2] {
+        let _at = crate::codegen::srcloc::at();
         let w = self.words(subsequence, counter);
         [unit_f64(w[0], w[1]), unit_f64(w[2], w[3])]
     }
 
     /// One float64 in `(0, 1]`: the first of [`uniform2_f64`](Self::uniform2_f64).
+    #[track_caller]
     pub fn uniform_f64(&self, counter: impl Into<Expr<u64>>) -> Expr<f64> {
+        let _at = crate::codegen::srcloc::at();
         self.uniform2_f64(0u64, counter)[0]
     }
 
     /// Two standard normal float32 by Box-Muller from the first two uniforms `u`, `v` at
     /// `counter`: `sqrt(-2 ln u) * (sin, cos)(2 pi v)` (the method of cuRAND's
     /// `curand_normal2`, not its bits: cuRAND scales `v` differently and uses its own `sincosf`).
+    #[track_caller]
     pub fn normal2_f32(
         &self,
         subsequence: impl Into<Expr<u64>>,
         counter: impl Into<Expr<u64>>,
     ) -> [Expr<f32>; 2] {
+        let _at = crate::codegen::srcloc::at();
         let u = self.uniform4_f32(subsequence, counter);
         let r = (Expr::lit(-2.0f32) * u[0].ln()).sqrt();
         let t = Expr::lit(std::f32::consts::TAU) * u[1];

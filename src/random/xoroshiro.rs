@@ -208,7 +208,9 @@ pub struct Xoroshiro128p {
 
 impl Xoroshiro128p {
     /// The next 64 random bits of generator `index` (`xoroshiro128p_next`).
+    #[track_caller]
     pub fn next_u64(&self, index: impl Index) -> Expr<u64> {
+        let _at = crate::codegen::srcloc::at();
         let at = index.to_index() * 2i64;
         let (s0, s1) = (self.words.at(at), self.words.at(at + 1i64));
         let result = s0 + s1;
@@ -219,7 +221,9 @@ impl Xoroshiro128p {
     }
 
     /// Advances generator `index` by 2^64 steps (`xoroshiro128p_jump`; 128 steps of work).
+    #[track_caller]
     pub fn jump(&self, index: impl Index) {
+        let _at = crate::codegen::srcloc::at();
         let i = index.to_index();
         let at = i * 2i64;
         let (mut s0, mut s1) = (Expr::lit(0u64), Expr::lit(0u64));
@@ -237,19 +241,25 @@ impl Xoroshiro128p {
     }
 
     /// A float64 in `[0, 1)` (`xoroshiro128p_uniform_float64`).
+    #[track_caller]
     pub fn uniform_f64(&self, index: impl Index) -> Expr<f64> {
+        let _at = crate::codegen::srcloc::at();
         unit_f64_expr(self.next_u64(index))
     }
 
     /// A float32 (`xoroshiro128p_uniform_float32`): the float64 draw rounded to nearest, so
     /// in `[0, 1]` (1.0 when the draw is within 2^-25 of 1, as in Numba).
+    #[track_caller]
     pub fn uniform_f32(&self, index: impl Index) -> Expr<f32> {
+        let _at = crate::codegen::srcloc::at();
         unit_f64_expr(self.next_u64(index)).cast::<f32>()
     }
 
     /// A standard normal float32 (`xoroshiro128p_normal_float32`: Box-Muller on two float32
     /// uniforms; two steps).
+    #[track_caller]
     pub fn normal_f32(&self, index: impl Index) -> Expr<f32> {
+        let _at = crate::codegen::srcloc::at();
         let i = index.to_index();
         let u1 = self.uniform_f32(i);
         let u2 = self.uniform_f32(i);
@@ -258,7 +268,9 @@ impl Xoroshiro128p {
 
     /// A standard normal float64 (`xoroshiro128p_normal_float64`, which Numba computes from
     /// two float32 uniforms with the logarithm in float32; two steps).
+    #[track_caller]
     pub fn normal_f64(&self, index: impl Index) -> Expr<f64> {
+        let _at = crate::codegen::srcloc::at();
         let i = index.to_index();
         let u1 = self.uniform_f32(i);
         let u2 = self.uniform_f32(i);

@@ -420,3 +420,27 @@ fn printf_format_misuse_is_a_build_error() {
     .unwrap();
     assert!(kernel_message(e).contains("%ld"));
 }
+
+/// `llvm_ir` then `compile_ptx` on several threads: NVPTX's process-wide cache of each module's
+/// `nvvm.annotations` (keyed by the module's address) must not hand a dropped module's
+/// "kernel" marks to a later module's functions (it did: `.extern .entry vprintf`, in about
+/// one compile in thirty, before `llvm_ir` ran the code generator to clear its entry).
+#[test]
+fn llvm_ir_leaves_no_stale_kernel_marks() {
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            s.spawn(move || {
+                for it in 0..60 {
+                    let tag = format!("{t}.{it}");
+                    let k = Kernel::<(&[i32],)>::build("stale_marks", |k, (x,)| {
+                        k.printf("%s %d\n", &[tag.as_str().into(), x.at(0).into()]);
+                    })
+                    .unwrap();
+                    k.llvm_ir(&PtxOptions::for_cc(9, 0)).unwrap();
+                    let ptx = k.compile_ptx(&PtxOptions::for_cc(7, 5)).unwrap();
+                    assert!(!ptx.contains(".extern .entry"), "{ptx}");
+                }
+            });
+        }
+    });
+}

@@ -8,6 +8,7 @@ mod common;
 mod complex;
 mod foreign;
 mod grid;
+mod lines;
 mod math;
 mod narrow;
 mod ops;

@@ -13,6 +13,7 @@ mod foreign;
 mod graphs;
 mod grid;
 mod kernels;
+mod lines;
 mod math;
 mod memory;
 mod modules;

@@ -82,7 +82,11 @@ fn xoroshiro_states_and_draws_equal_numbas() {
     let exact = exact_math();
     eprintln!(
         "xoroshiro vs numba: normals compared {} (libdevice: {:?})",
-        if exact { "bit for bit" } else { "within float32 precision" },
+        if exact {
+            "bit for bit"
+        } else {
+            "within float32 precision"
+        },
         cudajit::codegen::libdevice_path()
     );
     for c in &cases {

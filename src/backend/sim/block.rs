@@ -277,19 +277,25 @@ impl<'l> Block<'l> {
         let mut sp = spans(&m, nw, self.n);
         for s in stmts {
             match s {
-                Stmt::Let(id) => self.let_(fr, *id, &m, &sp)?,
+                Stmt::Let(id) => self
+                    .let_(fr, *id, &m, &sp)
+                    .map_err(|e| e.at_stmt(fr.f, s))?,
                 Stmt::DeclVar(var, v) | Stmt::Assign(var, v) => self.assign(fr, *var, *v, &m),
                 Stmt::Store {
                     array,
                     index,
                     value,
-                } => self.store(fr, *array, *index, std::slice::from_ref(value), &m)?,
+                } => self
+                    .store(fr, *array, *index, std::slice::from_ref(value), &m)
+                    .map_err(|e| e.at_stmt(fr.f, s))?,
                 Stmt::StoreVec {
                     array,
                     index,
                     values,
-                } => self.store(fr, *array, *index, values, &m)?,
-                Stmt::Barrier(b) => self.barrier(fr, *b, &m)?,
+                } => self
+                    .store(fr, *array, *index, values, &m)
+                    .map_err(|e| e.at_stmt(fr.f, s))?,
+                Stmt::Barrier(b) => self.barrier(fr, *b, &m).map_err(|e| e.at_stmt(fr.f, s))?,
                 Stmt::Printf(p) => self.printf(fr, p, &m),
                 Stmt::Break | Stmt::Continue => {
                     let top = fr

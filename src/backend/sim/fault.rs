@@ -1,7 +1,7 @@
 //! What the simulator reports when a kernel goes wrong, and how it names places: blocks,
 //! threads and arrays.
 
-use crate::codegen::ir::{ArrayRef, FunctionIr, Param};
+use crate::codegen::ir::{ArrayRef, FunctionIr, Param, Stmt};
 use crate::error::FaultKind;
 
 /// A fault in one block: its kind and a message naming the block, thread, array and index.
@@ -12,6 +12,8 @@ pub(crate) struct Fault {
     /// The block stopped because another block of the launch faulted (it was waiting in a
     /// loop, e.g. for a flag that block would have set): not a fault of its own.
     pub stopped: bool,
+    /// The message names the Rust line of the faulting statement already.
+    pub located: bool,
 }
 
 impl Fault {
@@ -20,6 +22,7 @@ impl Fault {
             kind,
             message: message.into(),
             stopped: false,
+            located: false,
         }
     }
 
@@ -32,6 +35,24 @@ impl Fault {
                 "stopped because another block of the launch faulted",
             )
         }
+    }
+
+    /// The fault with the Rust source line that built statement `s` of `f` added to its
+    /// message (", at tests/foo.rs:12"; for a fault in a device function, its call's line is
+    /// added as " (called at ..)").
+    pub(crate) fn at_stmt(mut self, f: &FunctionIr, s: &Stmt) -> Fault {
+        if self.stopped {
+            return self;
+        }
+        let order = crate::codegen::srcloc::post_order(&f.body);
+        if let Some(l) = crate::codegen::srcloc::stmt_loc(f, &order, s) {
+            let what = if self.located { " (called at" } else { ", at" };
+            let close = if self.located { ")" } else { "" };
+            self.message
+                .push_str(&format!("{what} {}:{}{close}", l.file(), l.line()));
+            self.located = true;
+        }
+        self
     }
 
     /// An inconsistency in the kernel IR (a bug in cudajit, not in the kernel).

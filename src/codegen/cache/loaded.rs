@@ -45,6 +45,9 @@ pub(crate) fn hash(ir: &FunctionIr, options: &PtxOptions) -> u64 {
     let mut h = std::hash::DefaultHasher::new();
     ir.hash(&mut h);
     options.hash(&mut h);
+    if options.lineinfo {
+        crate::codegen::srcloc::hash_tree_lines(ir, &mut h);
+    }
     h.finish()
 }
 
@@ -58,7 +61,10 @@ impl Table {
         ctx: &Context,
     ) -> Option<&Entry> {
         self.map.get(&hash)?.iter().find(|e| {
-            e.function.module().context().same_as(ctx) && e.options == *options && *e.ir == *ir
+            e.function.module().context().same_as(ctx)
+                && e.options == *options
+                && *e.ir == *ir
+                && (!options.lineinfo || crate::codegen::srcloc::same_tree_lines(&e.ir, ir))
         })
     }
 }

@@ -2,7 +2,8 @@
 //! and on disk (shared between processes and runs). See `docs/CACHE.md`.
 //!
 //! The key is the SHA-256 of: the kernel IR and the [`PtxOptions`] as their `Hash` byte stream
-//! (a canonical form for a given build: the IR is plain data in `Vec`s), the crate version, the
+//! (a canonical form for a given build: the IR is plain data in `Vec`s; with `lineinfo`, the
+//! Rust source location of each statement too, which the IR's `Hash` leaves out), the crate version, the
 //! LLVM version (built against and linked), a fingerprint of this build of the code generator
 //! (so a changed lowering never reuses stale PTX, even without a version bump), and the
 //! libdevice settings.
@@ -128,6 +129,10 @@ fn key_with(ir: &FunctionIr, opts: &PtxOptions, libdevice: &str) -> Key {
     let mut bytes = HashBytes(Vec::with_capacity(2048));
     std::hash::Hash::hash(opts, &mut bytes);
     std::hash::Hash::hash(ir, &mut bytes);
+    if opts.lineinfo {
+        // The `.file`/`.loc` lines depend on where each operation was built.
+        super::srcloc::hash_tree_lines(ir, &mut bytes);
+    }
     h.update(&bytes.0);
     Key(h.finish())
 }
@@ -466,6 +471,7 @@ mod tests {
             externs: vec![],
             consts: vec![],
             links: vec![],
+            lines: Default::default(),
         }
     }
 
@@ -477,6 +483,35 @@ mod tests {
             bytes: bytes.into(),
         });
         f
+    }
+
+    /// `ir("k", 1)` with one statement built at `at`.
+    fn at_line(at: &'static std::panic::Location<'static>) -> FunctionIr {
+        let mut f = ir("k", 1);
+        f.lines.stmts.push(Some(at));
+        f
+    }
+
+    #[test]
+    fn source_lines_are_in_the_key_only_with_lineinfo() {
+        let (a, b) = (
+            at_line(std::panic::Location::caller()),
+            at_line(std::panic::Location::caller()),
+        );
+        assert_eq!(a, b, "the IR's Eq ignores source lines");
+        let off = PtxOptions::for_cc(7, 5).lineinfo(false);
+        let on = off.clone().lineinfo(true);
+        assert_eq!(key_with(&a, &off, "none"), key_with(&b, &off, "none"));
+        assert_eq!(
+            key_with(&a, &off, "none"),
+            key_with(&ir("k", 1), &off, "none")
+        );
+        assert_ne!(key_with(&a, &on, "none"), key_with(&b, &on, "none"));
+        assert_eq!(key_with(&a, &on, "none"), key_with(&a.clone(), &on, "none"));
+        assert_eq!(loaded::hash(&a, &off), loaded::hash(&b, &off));
+        assert_ne!(loaded::hash(&a, &on), loaded::hash(&b, &on));
+        assert!(!super::super::srcloc::same_tree_lines(&a, &b));
+        assert!(super::super::srcloc::same_tree_lines(&a, &a.clone()));
     }
 
     fn with_link(data: &[u8]) -> FunctionIr {

@@ -88,7 +88,9 @@ impl<A, R> Copy for ExternDeviceFn<A, R> {}
 
 impl<A: DeviceParams, R: Scalar> ExternDeviceFn<A, R> {
     /// Calls the external function from the kernel (or device function) being built.
+    #[track_caller]
     pub fn call(&self, args: A::Exprs) -> Expr<R> {
+        let _at = crate::codegen::srcloc::at();
         let raws = A::raws(&args);
         let (tag, index) = (self.tag, self.index);
         with_state(|s| {
@@ -126,7 +128,9 @@ impl KernelBuilder {
     /// signature is a build error. `bool` parameters and results are passed as bytes.
     ///
     /// The simulator cannot run foreign code: launching such a kernel there is an error.
+    #[track_caller]
     pub fn declare_device<A: DeviceParams, R: Scalar>(&self, name: &str) -> ExternDeviceFn<A, R> {
+        let _at = crate::codegen::srcloc::at();
         let decl = ExternFn {
             name: name.to_string(),
             params: A::types(),
@@ -166,7 +170,9 @@ impl KernelBuilder {
     /// Links PTX text with the kernel when it is loaded (numba's `link=[...]`): the definitions
     /// of functions declared with [`declare_device`](KernelBuilder::declare_device). The text
     /// is part of the kernel's cache key.
+    #[track_caller]
     pub fn link_ptx(&self, ptx: &str) {
+        let _at = crate::codegen::srcloc::at();
         if ptx.contains('\0') {
             with_state(|s| {
                 s.error(format!(
@@ -183,13 +189,17 @@ impl KernelBuilder {
 
     /// Links a cubin (ELF device code for the device's architecture) with the kernel when it
     /// is loaded.
+    #[track_caller]
     pub fn link_cubin(&self, cubin: &[u8]) {
+        let _at = crate::codegen::srcloc::at();
         self.add_link(LinkKind::Cubin, None, cubin.to_vec());
     }
 
     /// Links a fatbin with the kernel when it is loaded (the driver takes the code for the
     /// device's architecture, or JIT-compiles its PTX).
+    #[track_caller]
     pub fn link_fatbin(&self, fatbin: &[u8]) {
+        let _at = crate::codegen::srcloc::at();
         self.add_link(LinkKind::Fatbin, None, fatbin.to_vec());
     }
 
@@ -197,7 +207,9 @@ impl KernelBuilder {
     /// `.fatbin`, `.o` (relocatable device code, `nvcc -dc`) or `.a`. The file is read now,
     /// and its contents are part of the kernel's cache key; a missing file or an unknown
     /// extension is a build error.
+    #[track_caller]
     pub fn link_file(&self, path: impl AsRef<std::path::Path>) {
+        let _at = crate::codegen::srcloc::at();
         let path = path.as_ref();
         let fail = |what: String| with_state(|s| s.error(format!("in `{}`: {what}", s.f.name)));
         let Some(kind) = LinkKind::of_path(path) else {

@@ -118,127 +118,189 @@ fn record_test<T: Scalar>(f: MathFn, x: Expr<T>) -> Expr<bool> {
 /// implementation (libdevice, cudajit's own, fastmath) is in docs/MATH.md.
 impl<T: Float> Expr<T> {
     /// Square root (correctly rounded; approximate with fastmath).
+    #[track_caller]
     pub fn sqrt(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Sqrt, &[self])
     }
     /// `1 / sqrt(self)`.
+    #[track_caller]
     pub fn rsqrt(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Rsqrt, &[self])
     }
     /// Cube root.
+    #[track_caller]
     pub fn cbrt(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Cbrt, &[self])
     }
     /// `e^self`.
+    #[track_caller]
     pub fn exp(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Exp, &[self])
     }
     /// `2^self`.
+    #[track_caller]
     pub fn exp2(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Exp2, &[self])
     }
     /// `e^self - 1`, accurate near zero.
+    #[track_caller]
     pub fn exp_m1(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::ExpM1, &[self])
     }
     /// Natural logarithm.
+    #[track_caller]
     pub fn ln(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Ln, &[self])
     }
     /// Base-2 logarithm.
+    #[track_caller]
     pub fn log2(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Log2, &[self])
     }
     /// Base-10 logarithm.
+    #[track_caller]
     pub fn log10(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Log10, &[self])
     }
     /// `ln(1 + self)`, accurate near zero.
+    #[track_caller]
     pub fn ln_1p(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Ln1p, &[self])
     }
     /// `self^n` (C's `pow`, with its special cases).
+    #[track_caller]
     pub fn powf(self, n: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Pow, &[self, n.into()])
     }
     /// Sine (radians).
+    #[track_caller]
     pub fn sin(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Sin, &[self])
     }
     /// Cosine (radians).
+    #[track_caller]
     pub fn cos(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Cos, &[self])
     }
     /// Tangent (radians).
+    #[track_caller]
     pub fn tan(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Tan, &[self])
     }
     /// Arcsine, in [-pi/2, pi/2]; NaN outside [-1, 1].
+    #[track_caller]
     pub fn asin(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Asin, &[self])
     }
     /// Arccosine, in [0, pi]; NaN outside [-1, 1].
+    #[track_caller]
     pub fn acos(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Acos, &[self])
     }
     /// Arctangent, in [-pi/2, pi/2].
+    #[track_caller]
     pub fn atan(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Atan, &[self])
     }
     /// Four-quadrant arctangent of `self / other` (`self` is y), in [-pi, pi].
+    #[track_caller]
     pub fn atan2(self, other: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Atan2, &[self, other.into()])
     }
     /// Hyperbolic sine.
+    #[track_caller]
     pub fn sinh(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Sinh, &[self])
     }
     /// Hyperbolic cosine.
+    #[track_caller]
     pub fn cosh(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Cosh, &[self])
     }
     /// Hyperbolic tangent.
+    #[track_caller]
     pub fn tanh(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Tanh, &[self])
     }
     /// The error function.
+    #[track_caller]
     pub fn erf(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Erf, &[self])
     }
     /// Absolute value.
+    #[track_caller]
     pub fn abs(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Abs, &[self])
     }
     /// Largest integer not above.
+    #[track_caller]
     pub fn floor(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Floor, &[self])
     }
     /// Smallest integer not below.
+    #[track_caller]
     pub fn ceil(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Ceil, &[self])
     }
     /// Rounds toward zero.
+    #[track_caller]
     pub fn trunc(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Trunc, &[self])
     }
     /// Rounds half away from zero (as Rust's `round`).
+    #[track_caller]
     pub fn round(self) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Round, &[self])
     }
     /// `self * a + b` with one rounding.
+    #[track_caller]
     pub fn mul_add(self, a: impl Into<Expr<T>>, b: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Fma, &[self, a.into(), b.into()])
     }
     /// `self`'s magnitude with `sign`'s sign.
+    #[track_caller]
     pub fn copysign(self, sign: impl Into<Expr<T>>) -> Expr<T> {
+        let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Copysign, &[self, sign.into()])
     }
     /// Whether `self` is NaN (exact, also with fastmath).
+    #[track_caller]
     pub fn is_nan(self) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         record_test(MathFn::IsNan, self)
     }
     /// Whether `self` is positive or negative infinity (exact, also with fastmath).
+    #[track_caller]
     pub fn is_infinite(self) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at();
         record_test(MathFn::IsInfinite, self)
     }
 }

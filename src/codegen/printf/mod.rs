@@ -252,7 +252,9 @@ impl KernelBuilder {
     /// it are lost) and is written to the process's standard output at the next
     /// synchronisation point (stream or context synchronise, a blocking copy), as in CUDA. The
     /// simulator prints at the point of execution, the lanes of a block in thread order.
+    #[track_caller]
     pub fn printf(&self, format: &str, args: &[PrintfArg]) {
+        let _at = crate::codegen::srcloc::at();
         let (baked, values) = match bake(format, args) {
             Ok(b) => b,
             Err(e) => {
