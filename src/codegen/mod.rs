@@ -36,6 +36,7 @@ pub(crate) mod printf;
 mod ptx_fix;
 mod scalar;
 mod signature;
+mod strided;
 pub(crate) mod warp;
 
 pub use atomics::*;
@@ -57,3 +58,4 @@ pub use printf::PrintfArg;
 pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
 pub(crate) use signature::declare_scalar_param;
 pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, LaunchArgs};
+pub use strided::{DStrided, NdStrided, NdStridedMut};
