@@ -112,7 +112,8 @@ fn slice_one(len: &mut usize, stride: &mut usize, slice: Slice) -> Result<isize>
     };
     let abs = step.unsigned_abs();
     *len = m.div_ceil(abs);
-    *stride = (s * step) as usize;
+    // As ndarray: an axis of length 0 or 1 has stride 0.
+    *stride = if *len <= 1 { 0 } else { (s * step) as usize };
     Ok(offset)
 }
 
@@ -363,7 +364,12 @@ mod tests {
             .unwrap();
         assert_eq!(r.extent(4), (1000, 20, 4));
         let base = Layout::c_order(0, Ix2(4, 5));
-        assert!(base.slice_each(&s![..;0, ..], 1).is_err());
+        let zero = Slice {
+            start: 0,
+            end: None,
+            step: 0,
+        };
+        assert!(base.clone().slice_axis(Axis(0), zero, 1).is_err());
         assert!(base.slice_each(&s![5.., ..], 1).is_err());
         assert!(base.slice_each(&s![.., 4], 1).is_ok());
         assert!(base.slice_each(&s![.., 5], 1).is_err());

@@ -26,4 +26,5 @@ mod profiler;
 mod random;
 mod scan;
 mod streams;
+mod strided;
 mod warp;
