@@ -1,9 +1,9 @@
 //! Strided n-D array parameters: views with any element strides (steps, transposes, reversed
 //! axes, sub-blocks, Fortran order), as Numba's arrays carry their strides.
 //!
-//! A `NdStrided<T, N>` parameter takes `2 + 2N` argument slots: the address of the lowest
-//! element the view touches and the element count up to its highest (an ordinary 1-D array,
-//! which the simulator bounds-checks), element `[0, ..., 0]`'s offset from there, the `N`
+//! A `NdStrided<T, N>` parameter takes `3 + 2N` argument slots: the address of the lowest
+//! element the view touches and the element count up to its highest (an ordinary 1-D array
+//! parameter, which the simulator bounds-checks), element `[0, ..., 0]`'s offset from there, the `N`
 //! extents, and the `N` signed element strides. `at2(i, j)` reads element
 //! `offset + i * stride(0) + j * stride(1)`. The contiguous parameters ([`NdRef`](super::NdRef),
 //! [`NdMut`](super::NdMut)) are unchanged and take no strides.
@@ -186,7 +186,7 @@ impl<T: Scalar, const N: usize> KernelParam for DStrided<T, N, ReadWrite> {
     }
 }
 
-/// Pushes a strided view's `2 + 2N` slots.
+/// Pushes a strided view's `3 + 2N` slots.
 fn push_strided<T: DeviceCopy, D: ndarray::Dimension>(
     buf: &mut ArgBuffer<'_>,
     v: &StridedView<'_, T, D>,
