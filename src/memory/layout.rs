@@ -26,7 +26,7 @@ pub(crate) fn c_strides(shape: &[usize]) -> Vec<isize> {
 /// Whether `strides` are C order for `shape` (axes of length 1 may have any stride; an empty
 /// shape is contiguous).
 pub(crate) fn is_standard(shape: &[usize], strides: &[usize]) -> bool {
-    if shape.iter().any(|&d| d == 0) {
+    if shape.contains(&0) {
         return true;
     }
     let c = c_strides(shape);
@@ -56,7 +56,7 @@ pub(crate) fn span(shape: &[usize], strides: &[usize]) -> (isize, isize) {
 
 /// Calls `f` with the element offset of every element, in C order of the logical indices.
 pub(crate) fn for_each_offset(shape: &[usize], strides: &[usize], mut f: impl FnMut(isize)) {
-    if shape.iter().any(|&d| d == 0) {
+    if shape.contains(&0) {
         return;
     }
     let n = shape.len();
@@ -331,8 +331,8 @@ mod tests {
             host.slice(s![1..6;2, ..;3]),
         );
         check(
-            base.slice_each(&s![..;-1, 2..-1;-2], 1).unwrap(),
-            host.slice(s![..;-1, 2..-1;-2]),
+            base.slice_each(&s![..;-1, 2..8;-2], 1).unwrap(),
+            host.slice(s![..;-1, 2..8;-2]),
         );
         check(base.clone().reversed_axes(), host.t());
         check(

@@ -79,7 +79,7 @@ fn strided_views_read_back_as_ndarray_slices() {
     check_slice!(&s, dev, host, 4..20, 7..19);
     check_slice!(&s, dev, host, ..;-1, ..);
     check_slice!(&s, dev, host, .., ..;-2);
-    check_slice!(&s, dev, host, 30..2;-3, -10..;-1);
+    check_slice!(&s, dev, host, 2..30;-3, -10..;-1);
     check_slice!(&s, dev, host, 3..3, ..);
     check_slice!(&s, dev, host, .., 53..);
     check_slice!(&s, dev, host, .., 7);
@@ -408,7 +408,7 @@ fn kernels_with_strided_parameters() {
         {
             let y = dy.strided_mut().slice(s![..;-1, ..;-1]).unwrap();
             let mut y = y.slice(s![..m, 1..1 + w]).unwrap();
-            if x.len() > 0 {
+            if !x.is_empty() {
                 let cfg = LaunchConfig::for_num_elems(x.len(), 128).unwrap();
                 k2.launch(&s, cfg, (&x, &mut y)).unwrap();
             }
@@ -455,7 +455,7 @@ fn kernels_with_strided_parameters() {
         .unwrap()
         .slice(s![..;2, .., 1..;2])
         .unwrap();
-    let mut o3 = c.zeros_f::<f64, _>(x.dim().clone()).unwrap();
+    let mut o3 = c.zeros_f::<f64, _>(*x.dim()).unwrap();
     k3.launch(
         &s,
         LaunchConfig::for_num_elems(x.len(), 64).unwrap(),
