@@ -13,9 +13,9 @@ use std::sync::Arc;
 use ndarray::IxDyn;
 
 use super::broadcast::{broadcast_shapes, broadcast_strides_of};
+use super::ew_variants::{contiguous, strided, suffix};
 use crate::codegen::{
-    DArray, Expr, Kernel, KernelBuilder, KernelParam, PtxOptions, ReadOnly, ReadWrite,
-    Scalar as ScalarType,
+    DArray, Expr, Kernel, KernelParam, PtxOptions, ReadOnly, ReadWrite, Scalar as ScalarType,
 };
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -95,7 +95,7 @@ impl EwInput for Index {
     }
 }
 
-fn declare_scalar<T: ScalarType>() -> Expr<T> {
+pub(super) fn declare_scalar<T: ScalarType>() -> Expr<T> {
     // Every scalar type is a KernelParam whose handle is Expr<T>; go through the IR directly.
     crate::codegen::declare_scalar_param::<T>()
 }
@@ -475,7 +475,7 @@ const SUFFIX: usize = 3 + MAX_RANK;
 /// Threads per block of elementwise launches.
 const BLOCK: u32 = 256;
 
-type Body<I, O> = dyn Fn(<I as EwInputs>::Exprs) -> O + Send + Sync;
+pub(super) type Body<I, O> = dyn Fn(<I as EwInputs>::Exprs) -> O + Send + Sync;
 
 /// A fused elementwise kernel: `f` maps one element of each input (and the scalar inputs) to
 /// the outputs. `I` is a tuple of [`Elem<T>`] / [`Scalar<T>`]; the outputs are what `f` returns.
@@ -779,34 +779,6 @@ fn vector_width(arrays: impl Iterator<Item = (usize, u64)>) -> usize {
     }
 }
 
-/// The contiguous variant: `W` lanes per thread with vector accesses, then a scalar tail.
-fn contiguous<I: EwInputs, O: EwOutputs, const W: usize>(k: &KernelBuilder, f: &Body<I, O>) {
-    let ins = I::declare();
-    let outs = O::declare();
-    let n = declare_scalar::<u64>();
-    let i = k.grid1();
-    if W == 1 {
-        k.if_(i.lt(n), |_| {
-            let idx: Expr<i64> = i.cast();
-            let [e] = I::lanes::<1>(&ins, idx);
-            O::store_at(&outs, idx, f(e));
-        });
-        return;
-    }
-    let nv = n / W as u64;
-    k.if_(i.lt(nv), |_| {
-        let v: Expr<i64> = i.cast();
-        let lanes = I::lanes::<W>(&ins, v);
-        O::store::<W>(&outs, v, lanes.map(f));
-    });
-    let t = nv * W as u64 + i;
-    k.if_(t.lt(n), |_| {
-        let idx: Expr<i64> = t.cast();
-        let [e] = I::lanes::<1>(&ins, idx);
-        O::store_at(&outs, idx, f(e));
-    });
-}
-
 /// For inputs that are either full or equal to the trailing dimensions of `out` (after leading
 /// 1s), each array input's element count (its modulus); `None` if any input broadcasts otherwise.
 fn suffix_moduli(ins: &[ArgInfo<'_>], out: &[usize]) -> Option<Vec<usize>> {
@@ -823,53 +795,4 @@ fn suffix_moduli(ins: &[ArgInfo<'_>], out: &[usize]) -> Option<Vec<usize>> {
         moduli.push(trimmed.iter().product::<usize>().max(1));
     }
     Some(moduli)
-}
-
-/// The suffix-broadcast variant: vector `v` of the output reads vector `v % m_j` of array
-/// input `j` (moduli in vectors).
-fn suffix<I: EwInputs, O: EwOutputs, const W: usize>(k: &KernelBuilder, f: &Body<I, O>) {
-    let ins = I::declare();
-    let outs = O::declare();
-    let nv = declare_scalar::<u64>();
-    let arrays = I::elem_sizes().iter().filter(|s| s.is_some()).count();
-    let moduli: Vec<Expr<u64>> = (0..arrays).map(|_| declare_scalar::<u64>()).collect();
-    let i = k.grid1();
-    k.if_(i.lt(nv), |_| {
-        let vs: Vec<Expr<i64>> = moduli.iter().map(|&m| (i % m).cast::<i64>()).collect();
-        let lanes = I::lanes_each::<W>(&ins, &vs, i.cast());
-        O::store::<W>(&outs, i.cast(), lanes.map(f));
-    });
-}
-
-/// The strided variant for outputs of `rank` dimensions: broadcast inputs, and strided views
-/// as inputs or outputs. Every array (inputs, then outputs) has an element-0 offset from the
-/// start of the memory it spans and `rank` element strides (0 along broadcast dimensions).
-fn strided<I: EwInputs, O: EwOutputs>(k: &KernelBuilder, f: &Body<I, O>, rank: usize) {
-    let ins = I::declare();
-    let outs = O::declare();
-    let shape: Vec<Expr<u64>> = (0..rank).map(|_| declare_scalar::<u64>()).collect();
-    let arrays = I::elem_sizes().iter().filter(|s| s.is_some()).count() + O::elem_sizes().len();
-    let lays: Vec<(Expr<i64>, Vec<Expr<i64>>)> = (0..arrays)
-        .map(|_| {
-            let off = declare_scalar::<i64>();
-            (off, (0..rank).map(|_| declare_scalar::<i64>()).collect())
-        })
-        .collect();
-    let total = shape.iter().skip(1).fold(shape[0], |a, &d| a * d);
-    let i = k.grid1();
-    k.if_(i.lt(total), |_| {
-        let mut rest = i;
-        let mut offs: Vec<Expr<i64>> = lays.iter().map(|l| l.0).collect();
-        for d in (0..rank).rev() {
-            let idx: Expr<i64> = (rest % shape[d]).cast();
-            if d > 0 {
-                rest = rest / shape[d];
-            }
-            for (o, l) in offs.iter_mut().zip(&lays) {
-                *o = *o + idx * l.1[d];
-            }
-        }
-        let outs_at = offs.split_off(arrays - O::elem_sizes().len());
-        O::store_each(&outs, &outs_at, f(I::at_offsets(&ins, &offs, i.cast())));
-    });
 }

@@ -7,6 +7,7 @@ mod arg;
 mod array_ops;
 mod broadcast;
 mod elementwise;
+mod ew_variants;
 mod reduce;
 mod scan;
 pub(crate) mod strided_copy;
