@@ -440,17 +440,25 @@ fn fill_with<T: DeviceCopy, A: DeviceSliceMut<T> + ?Sized>(
     if let Some(s) = stream {
         check_stream(a.context(), s)?;
     }
+    let bits = value_bits(&value);
+    transfer::fill(a.context(), a.device_ptr(), bits, size, a.len(), stream)
+}
+
+/// The bytes of a value of at most 8 bytes, in the low bytes of a `u64` (callers check the
+/// size).
+pub(crate) fn value_bits<T: DeviceCopy>(value: &T) -> u64 {
+    let size = std::mem::size_of::<T>().min(8);
     let mut bits = 0u64;
     // SAFETY: `value` has `size` <= 8 initialised bytes (DeviceCopy types have no padding that
     // matters); they are copied into the low bytes of `bits`.
     unsafe {
         std::ptr::copy_nonoverlapping(
-            (&value as *const T).cast::<u8>(),
+            (value as *const T).cast::<u8>(),
             (&mut bits as *mut u64).cast::<u8>(),
             size,
         )
     };
-    transfer::fill(a.context(), a.device_ptr(), bits, size, a.len(), stream)
+    bits
 }
 
 #[cfg(test)]

@@ -285,7 +285,7 @@ impl<'a> ArgInfo<'a> {
             _ => (self.ptr, n, 0),
         }
     }
-    fn scalar<T: ScalarType>(v: T) -> ArgInfo<'a> {
+    pub(crate) fn scalar<T: ScalarType>(v: T) -> ArgInfo<'a> {
         ArgInfo {
             shape: None,
             strides: None,

@@ -1,12 +1,12 @@
 //! Copies between strided device views of any element type: an identity [`Elementwise`] on
 //! words of the element's size (or on a trailing axis of words for other sizes), through its
-//! strided path.
+//! strided path; and fills of strided views (a scalar input broadcast to the view).
 
 use std::sync::OnceLock;
 
 use ndarray::Dimension;
 
-use super::elementwise::{ArgInfo, Elem, Elementwise};
+use super::elementwise::{ArgInfo, Elem, Elementwise, Scalar};
 use crate::codegen::{Expr, Scalar as ScalarType};
 use crate::error::{Error, Result};
 use crate::memory::Layout;
@@ -84,6 +84,62 @@ pub(crate) fn copy_strided<D: Dimension>(
         _ => {
             static K: OnceLock<Result<Copy<u8>>> = OnceLock::new();
             copy_kernel(&K)?.launch_infos(stream, &ins, &outs)
+        }
+    }
+}
+
+type Fill<W> = Elementwise<(Scalar<W>,), Expr<W>>;
+
+fn fill_kernel<W: ScalarType>(
+    slot: &'static OnceLock<Result<Fill<W>>>,
+) -> Result<&'static Fill<W>> {
+    slot.get_or_init(|| Fill::<W>::new(&format!("strided_fill_{}", W::TY.name()), |(x,)| x))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Sets every element of `dst` (elements of `elem` bytes: 1, 2, 4 or 8) to the value whose
+/// bytes are the low `elem` bytes of `bits`, on `stream`.
+pub(crate) fn fill_strided<D: Dimension>(
+    stream: &Stream,
+    dst: &Layout<D>,
+    bits: u64,
+    elem: usize,
+) -> Result<()> {
+    if !matches!(elem, 1 | 2 | 4 | 8) {
+        return Err(Error::usage(format!(
+            "fill supports elements of 1, 2, 4 or 8 bytes, not {elem}"
+        )));
+    }
+    if dst.len() == 0 {
+        return Ok(());
+    }
+    let (shape, st) = in_words(dst, elem, elem);
+    if shape.len() > super::elementwise::MAX_RANK {
+        return Err(Error::usage(format!(
+            "a strided fill handles up to {} dimensions, not {}",
+            super::elementwise::MAX_RANK,
+            shape.len()
+        )));
+    }
+    let ctx = stream.context();
+    let outs = [ArgInfo::raw_strided(ctx, dst.ptr, &shape, &st, elem)];
+    match elem {
+        8 => {
+            static K: OnceLock<Result<Fill<u64>>> = OnceLock::new();
+            fill_kernel(&K)?.launch_infos(stream, &[ArgInfo::scalar(bits)], &outs)
+        }
+        4 => {
+            static K: OnceLock<Result<Fill<u32>>> = OnceLock::new();
+            fill_kernel(&K)?.launch_infos(stream, &[ArgInfo::scalar(bits as u32)], &outs)
+        }
+        2 => {
+            static K: OnceLock<Result<Fill<u16>>> = OnceLock::new();
+            fill_kernel(&K)?.launch_infos(stream, &[ArgInfo::scalar(bits as u16)], &outs)
+        }
+        _ => {
+            static K: OnceLock<Result<Fill<u8>>> = OnceLock::new();
+            fill_kernel(&K)?.launch_infos(stream, &[ArgInfo::scalar(bits as u8)], &outs)
         }
     }
 }

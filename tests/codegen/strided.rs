@@ -3,7 +3,7 @@
 //! they lower to; misuse errors.
 
 use cudajit::codegen::{Expr, Kernel, NdRef, NdStrided, NdStridedMut, PtxOptions};
-use cudajit::ops::{Elem, Elementwise};
+use cudajit::ops::{Elem, Elementwise, Scalar};
 use cudajit::Error;
 
 use crate::common::{check_ptx, compile_all, TARGETS};
@@ -116,12 +116,17 @@ fn strided_elementwise_variants_with_several_outputs() {
         // Two inputs and two outputs, each with an offset and two strides, after the shape.
         assert_eq!(params(r2), 4 * 2 + 2 + 4 * 3, "{r2}");
     }
-    // The identity copies (the kind the crate's strided copies launch) for every word size.
+    // The identity copies and fills (the kinds the crate's strided copies and fills launch)
+    // for every word size.
     macro_rules! copy {
         ($($t:ty),*) => {$(
             let ew = Elementwise::<(Elem<$t>,), Expr<$t>>::new("copy_t", |(x,)| x).unwrap();
+            let fill = Elementwise::<(Scalar<$t>,), Expr<$t>>::new("fill_t", |(x,)| x).unwrap();
             for cc in TARGETS {
                 for (name, ptx) in ew.variants_ptx(&PtxOptions::for_cc(cc.0, cc.1), 4).unwrap() {
+                    check_ptx(&ptx, cc, &name);
+                }
+                for (name, ptx) in fill.variants_ptx(&PtxOptions::for_cc(cc.0, cc.1), 4).unwrap() {
                     check_ptx(&ptx, cc, &name);
                 }
             }

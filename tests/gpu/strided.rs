@@ -258,6 +258,52 @@ fn host_arrays_of_any_layout_into_strided_views() {
         };
         assert!(same(*g, want), "1-D step 3 at {i}");
     }
+    // Fills of strided views (every element size), the elements between untouched.
+    let mut d = c.to_device(&base).unwrap();
+    d.strided_mut()
+        .slice(s![1..;2, ..;-3])
+        .unwrap()
+        .fill(2.5)
+        .unwrap();
+    let mut want = base.clone();
+    want.slice_mut(s![1..;2, ..;-3]).fill(2.5);
+    assert_same(&d.to_array().unwrap(), &want, "fill");
+    let hb = Array2::from_shape_fn((5, 7), |(i, j)| (i * 7 + j) as u8);
+    let mut db = c.to_device(&hb).unwrap();
+    db.strided_mut()
+        .slice(s![.., ..;3])
+        .unwrap()
+        .fill(200u8)
+        .unwrap();
+    let mut want = hb.clone();
+    want.slice_mut(s![.., ..;3]).fill(200);
+    assert_eq!(db.to_array().unwrap(), want);
+    let hl = Array2::from_shape_fn((5, 7), |(i, j)| (i * 7 + j) as u64 | 0xabcd_0000_0000_0000);
+    let mut dl = c.to_device(&hl).unwrap();
+    dl.strided_mut()
+        .slice(s![..;4, 1..;2])
+        .unwrap()
+        .fill_async(u64::MAX - 1, &s)
+        .unwrap();
+    let mut want = hl.clone();
+    want.slice_mut(s![..;4, 1..;2]).fill(u64::MAX - 1);
+    assert_eq!(dl.to_array_async(&s).unwrap(), want);
+    let h16 = Array2::from_shape_fn((5, 7), |(i, j)| (i * 7 + j) as i16);
+    let mut d16 = c.to_device(&h16).unwrap();
+    d16.strided_mut()
+        .reversed_axes()
+        .slice(s![2..5, ..])
+        .unwrap()
+        .fill(-3)
+        .unwrap();
+    let mut want = h16.clone();
+    want.view_mut()
+        .reversed_axes()
+        .slice_mut(s![2..5, ..])
+        .fill(-3);
+    assert_eq!(d16.to_array().unwrap(), want);
+    let mut odd = c.to_device(&vec![[1u8; 3]; 4]).unwrap();
+    usage(odd.strided_mut().fill([0u8; 3]));
     // Shape mismatch.
     let mut d = c.to_device(&base).unwrap();
     let e = d
