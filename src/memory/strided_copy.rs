@@ -39,6 +39,7 @@ fn on_stream<R>(
             f(s)
         }
         None => {
+            crate::graph::refuse("a synchronous copy or fill of a strided view")?;
             let s = ctx.default_stream();
             let r = f(&s)?;
             s.synchronize()?;
@@ -95,6 +96,7 @@ fn read<T: DeviceCopy, D: Dimension>(
     let s = match stream {
         Some(s) => s,
         None => {
+            crate::graph::refuse("a synchronous copy of a strided view")?;
             default = ctx.default_stream();
             &default
         }
