@@ -61,9 +61,9 @@ pub use error::{take_drop_errors, DriverCode, Error, FaultKind, LoadError, Resul
 pub use event::{elapsed_ms, Event};
 pub use graph::{Graph, GraphExec, GraphNode};
 pub use memory::{
-    AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
-    HostSource, ManagedBuffer, MappedHostBuffer, MemPool, PinnedHostBuffer, PoolStats,
-    PrefetchTarget,
+    AnyBitPattern, AsStrided, AsStridedMut, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut,
+    DeviceView, DeviceViewMut, HostSource, ManagedBuffer, MappedHostBuffer, MemPool,
+    PinnedHostBuffer, PoolStats, PrefetchTarget, StridedArray, StridedView, StridedViewMut,
 };
 pub use module::{Dim3, Function, FunctionAttributes, KernelArg, KernelArgs, LaunchConfig, Module};
 pub use profiler::{profile_start, profile_stop, profiling, Profiling};
@@ -75,7 +75,7 @@ pub use cudajit_sys as sys;
 /// Everything most programs need: `use cudajit::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Context, Device, DeviceArray, DeviceSlice, DeviceSliceMut, Error, Event, LaunchConfig,
-        Module, Result, Stream,
+        AsStrided, AsStridedMut, Context, Device, DeviceArray, DeviceSlice, DeviceSliceMut, Error,
+        Event, LaunchConfig, Module, Result, Stream,
     };
 }

@@ -383,3 +383,46 @@ fn faults_name_the_rust_line_that_built_the_faulting_statement() {
         "{msg}"
     );
 }
+
+#[test]
+fn out_of_bounds_strided_access_is_a_fault() {
+    use cudajit::codegen::{NdStrided, NdStridedMut};
+    use ndarray::s;
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    // Reads one column past the end of a transposed view: outside the memory it spans.
+    let k =
+        Kernel::<(NdStrided<f32, 2>, NdStridedMut<f32, 2>)>::build("strided_oob", |k, (x, y)| {
+            let i = k.grid1();
+            k.if_(i.lt(x.len()), |_| {
+                let (r, col) = (i / x.dim(1), i % x.dim(1));
+                y.set2(r, col, x.at2(r, col + 1u64));
+            });
+        })
+        .unwrap();
+    let a = c.zeros::<f32, _>((4, 6)).unwrap();
+    let mut out = c.zeros::<f32, _>((6, 4)).unwrap();
+    let (kernel, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (&a.t(), &mut out)));
+    assert_eq!(
+        (kernel.as_str(), kind),
+        ("strided_oob", FaultKind::OutOfBounds)
+    );
+    assert!(
+        msg.contains("reads element 24") && msg.contains("24 elements"),
+        "{msg}"
+    );
+    // Writes through a step-2 view past its last row.
+    let mut big = c.zeros::<f32, _>((10, 4)).unwrap();
+    let k = Kernel::<(NdStridedMut<f32, 2>,)>::build("strided_oob_w", |k, (y,)| {
+        let i = k.grid1();
+        y.set2(i / 4u64, i % 4u64, 1.0f32);
+    })
+    .unwrap();
+    let view = big.strided_mut().slice(s![..;2, ..]).unwrap();
+    let (_, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 32), (view,)));
+    assert_eq!(kind, FaultKind::OutOfBounds);
+    assert!(msg.contains("writes element 40"), "{msg}");
+    // In bounds, no fault.
+    let view = big.strided_mut().slice(s![..;2, ..]).unwrap();
+    k.launch(&s, LaunchConfig::new(1, 20), (view,)).unwrap();
+}

@@ -39,6 +39,7 @@ mod ptx_fix;
 mod scalar;
 mod signature;
 pub(crate) mod srcloc;
+mod strided;
 pub(crate) mod warp;
 
 pub use atomics::*;
@@ -61,3 +62,4 @@ pub use printf::PrintfArg;
 pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
 pub(crate) use signature::declare_scalar_param;
 pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, LaunchArgs};
+pub use strided::{DStrided, NdStrided, NdStridedMut};

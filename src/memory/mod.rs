@@ -4,20 +4,25 @@
 mod array;
 mod element;
 mod host;
+pub(crate) mod layout;
 mod managed;
 mod pinned;
 mod pool;
 pub(crate) mod scratch;
 mod slice;
 pub(crate) mod staging;
+mod strided;
+mod strided_copy;
 pub(crate) mod transfer;
 
 pub use array::{DeviceArray, DeviceView, DeviceViewMut};
 pub use element::{AnyBitPattern, DeviceCopy};
 pub use host::HostSource;
+pub(crate) use layout::Layout;
 pub use managed::{ManagedBuffer, PrefetchTarget};
 pub use pinned::{MappedHostBuffer, PinnedHostBuffer};
 pub use pool::{MemPool, PoolStats};
 pub use slice::{DeviceSlice, DeviceSliceMut};
 #[doc(hidden)]
 pub use staging::testing as staging_testing;
+pub use strided::{AsStrided, AsStridedMut, StridedArray, StridedView, StridedViewMut};

@@ -5,11 +5,13 @@ use std::ffi::c_void;
 use std::ops::{Bound, RangeBounds};
 
 use cudajit_sys as sys;
-use ndarray::{Array, ArrayBase, DataMut, Dimension, IntoDimension};
+use ndarray::{Array, ArrayBase, Axis, DataMut, Dimension, IntoDimension, Slice};
 
 use super::array::{DeviceView, DeviceViewMut};
 use super::element::DeviceCopy;
 use super::host::HostSource;
+use super::layout::Layout;
+use super::strided::{StridedView, StridedViewMut};
 use super::transfer;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -79,6 +81,26 @@ pub trait DeviceSlice<T: DeviceCopy>: Sealed {
         Ok(DeviceView::from_parts(self.context(), ptr, dim))
     }
 
+    /// A strided view of the whole array, to slice with steps, transpose or reverse (see
+    /// [`StridedView`]).
+    fn strided(&self) -> StridedView<'_, T, Self::Dim> {
+        StridedView::from_layout(
+            self.context(),
+            Layout::c_order(self.device_ptr(), self.dim().clone()),
+        )
+    }
+
+    /// A strided view of one axis sliced with a step (ndarray's `slice_axis`: `Slice::new(0,
+    /// None, 2)` is every other element, a negative step walks backwards).
+    fn slice_axis(&self, axis: Axis, slice: Slice) -> Result<StridedView<'_, T, Self::Dim>> {
+        self.strided().slice_axis(axis, slice)
+    }
+
+    /// The transpose, as a strided view.
+    fn t(&self) -> StridedView<'_, T, Self::Dim> {
+        self.strided().reversed_axes()
+    }
+
     /// A view with another shape of the same number of elements (C order).
     fn reshape<Sh: IntoDimension>(&self, shape: Sh) -> Result<DeviceView<'_, T, Sh::Dim>> {
         let dim = checked_reshape(self.dim(), shape)?;
@@ -146,6 +168,21 @@ pub trait DeviceSliceMut<T: DeviceCopy>: DeviceSlice<T> {
     fn view_mut(&mut self) -> DeviceViewMut<'_, T, Self::Dim> {
         let (ptr, dim) = (self.device_ptr(), self.dim().clone());
         DeviceViewMut::from_parts(self.context(), ptr, dim)
+    }
+
+    /// A writable strided view of the whole array (see [`StridedViewMut`]).
+    fn strided_mut(&mut self) -> StridedViewMut<'_, T, Self::Dim> {
+        let lay = Layout::c_order(self.device_ptr(), self.dim().clone());
+        StridedViewMut::from_layout(self.context(), lay)
+    }
+
+    /// A writable strided view of one axis sliced with a step.
+    fn slice_axis_mut(
+        &mut self,
+        axis: Axis,
+        slice: Slice,
+    ) -> Result<StridedViewMut<'_, T, Self::Dim>> {
+        self.strided_mut().slice_axis(axis, slice)
     }
 
     /// A mutable view of the rows `range` along the first axis (elements, for a 1-D array).
@@ -403,17 +440,25 @@ fn fill_with<T: DeviceCopy, A: DeviceSliceMut<T> + ?Sized>(
     if let Some(s) = stream {
         check_stream(a.context(), s)?;
     }
+    let bits = value_bits(&value);
+    transfer::fill(a.context(), a.device_ptr(), bits, size, a.len(), stream)
+}
+
+/// The bytes of a value of at most 8 bytes, in the low bytes of a `u64` (callers check the
+/// size).
+pub(crate) fn value_bits<T: DeviceCopy>(value: &T) -> u64 {
+    let size = std::mem::size_of::<T>().min(8);
     let mut bits = 0u64;
     // SAFETY: `value` has `size` <= 8 initialised bytes (DeviceCopy types have no padding that
     // matters); they are copied into the low bytes of `bits`.
     unsafe {
         std::ptr::copy_nonoverlapping(
-            (&value as *const T).cast::<u8>(),
+            (value as *const T).cast::<u8>(),
             (&mut bits as *mut u64).cast::<u8>(),
             size,
         )
     };
-    transfer::fill(a.context(), a.device_ptr(), bits, size, a.len(), stream)
+    bits
 }
 
 #[cfg(test)]

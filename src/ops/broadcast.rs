@@ -26,8 +26,24 @@ pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>> {
     Ok(out)
 }
 
+/// Element strides of an array of shape `shape` with element strides `own`, viewed with the
+/// broadcast shape `out`: 0 along broadcast (size-1 or missing) dimensions.
+pub(crate) fn broadcast_strides_of(shape: &[usize], own: &[isize], out: &[usize]) -> Vec<i64> {
+    let mut strides = vec![0i64; out.len()];
+    for i in 0..shape.len() {
+        let o = out.len() - shape.len() + i;
+        strides[o] = if shape[i] == 1 && out[o] != 1 {
+            0
+        } else {
+            own[i] as i64
+        };
+    }
+    strides
+}
+
 /// Element strides of an array of shape `shape` (C order) viewed with the broadcast shape `out`:
 /// 0 along broadcast (size-1 or missing) dimensions.
+#[cfg(test)]
 pub(crate) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<i64> {
     let mut strides = vec![0i64; out.len()];
     let mut stride = 1i64;
@@ -61,5 +77,10 @@ mod tests {
         assert_eq!(broadcast_strides(&[4], &[3, 4]), vec![0, 1]);
         assert_eq!(broadcast_strides(&[2, 3, 4], &[2, 3, 4]), vec![12, 4, 1]);
         assert_eq!(broadcast_strides(&[1, 1], &[1, 1]), vec![1, 1]);
+        assert_eq!(
+            broadcast_strides_of(&[3, 1], &[-2, 7], &[2, 3, 4]),
+            vec![0, -2, 0]
+        );
+        assert_eq!(broadcast_strides_of(&[3, 4], &[1, 3], &[3, 4]), vec![1, 3]);
     }
 }

@@ -3,22 +3,24 @@
 //!
 //! Contiguous inputs of the output's shape take the fast path: 16-byte vector loads and stores
 //! (8 bytes when f32 and f64 mix) with a scalar tail, when every array is aligned for them.
-//! Anything else (broadcast inputs) takes a strided path. Kernels are built on first use of
-//! each path and cached in the `Elementwise`.
+//! Anything else (broadcast inputs, strided views as inputs or outputs) takes a strided path,
+//! which reads and writes every array through its own strides (no copies). Kernels are built on
+//! first use of each path and cached in the `Elementwise`.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use ndarray::IxDyn;
 
-use super::broadcast::{broadcast_shapes, broadcast_strides};
+use super::broadcast::{broadcast_shapes, broadcast_strides_of};
+use super::ew_variants::{contiguous, strided, suffix};
 use crate::codegen::{
-    DArray, Expr, Kernel, KernelBuilder, KernelParam, PtxOptions, ReadOnly, ReadWrite,
-    Scalar as ScalarType,
+    DArray, Expr, Kernel, KernelParam, PtxOptions, ReadOnly, ReadWrite, Scalar as ScalarType,
 };
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
+use crate::memory::layout::{c_strides, is_standard, span};
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut, StridedView, StridedViewMut};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
@@ -93,7 +95,7 @@ impl EwInput for Index {
     }
 }
 
-fn declare_scalar<T: ScalarType>() -> Expr<T> {
+pub(super) fn declare_scalar<T: ScalarType>() -> Expr<T> {
     // Every scalar type is a KernelParam whose handle is Expr<T>; go through the IR directly.
     crate::codegen::declare_scalar_param::<T>()
 }
@@ -136,6 +138,8 @@ pub trait EwOutputs: Copy + 'static {
     fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]);
     /// Stores one element at `idx`.
     fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self);
+    /// Stores one element of each output at its own index (`idxs`: one per output).
+    fn store_each(h: &Self::Handles, idxs: &[Expr<i64>], vals: Self);
     /// Allocates outputs of `shape` from the device's memory pool, in `stream`'s order.
     fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned>;
     /// The outputs as launch arguments.
@@ -156,6 +160,9 @@ impl<T: ScalarType> EwOutputs for Expr<T> {
     }
     fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
         h.set(idx, vals)
+    }
+    fn store_each(h: &Self::Handles, idxs: &[Expr<i64>], vals: Self) {
+        h.set(idxs[0], vals)
     }
     fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
         DeviceArray::alloc_ordered(stream, IxDyn(shape))
@@ -182,6 +189,9 @@ macro_rules! output_tuples {
             fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
                 $(h.$i.set(idx, vals.$i);)*
             }
+            fn store_each(h: &Self::Handles, idxs: &[Expr<i64>], vals: Self) {
+                $(h.$i.set(idxs[$i], vals.$i);)*
+            }
             fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
                 Ok(($(DeviceArray::<$t, IxDyn>::alloc_ordered(stream, IxDyn(shape))?,)*))
             }
@@ -199,6 +209,8 @@ output_tuples!(A 0, B 1, C 2, D 3);
 #[derive(Clone, Copy)]
 pub struct ArgInfo<'a> {
     shape: Option<&'a [usize]>,
+    /// A strided view's element strides (signed, as `usize` bits); `None`: C order.
+    strides: Option<&'a [usize]>,
     ptr: u64,
     bits: u64,
     /// Element size in bytes; 0 for an input with no kernel parameter ([`Index`]).
@@ -212,6 +224,7 @@ impl<'a> ArgInfo<'a> {
     fn array<T: ScalarType, X: DeviceSlice<T> + ?Sized>(a: &'a X) -> ArgInfo<'a> {
         ArgInfo {
             shape: Some(a.shape()),
+            strides: None,
             ptr: a.device_ptr(),
             bits: 0,
             size: T::TY.size(),
@@ -219,9 +232,67 @@ impl<'a> ArgInfo<'a> {
             parts: 1,
         }
     }
-    fn scalar<T: ScalarType>(v: T) -> ArgInfo<'a> {
+    fn strided<T: ScalarType, D: ndarray::Dimension>(v: &'a StridedView<'_, T, D>) -> ArgInfo<'a> {
+        let lay = v.layout();
+        Self::raw_strided(
+            v.context(),
+            lay.ptr,
+            lay.dim.slice(),
+            lay.strides.slice(),
+            T::TY.size(),
+        )
+    }
+    /// A strided array of `size`-byte elements: element 0 at `ptr`, strides as `usize` bits.
+    pub(crate) fn raw_strided(
+        ctx: &'a Context,
+        ptr: u64,
+        shape: &'a [usize],
+        strides: &'a [usize],
+        size: usize,
+    ) -> ArgInfo<'a> {
+        ArgInfo {
+            shape: Some(shape),
+            strides: Some(strides),
+            ptr,
+            bits: 0,
+            size,
+            ctx: Some(ctx),
+            parts: 1,
+        }
+    }
+    /// Whether the array is contiguous in C order (scalars count as such).
+    fn is_standard(&self) -> bool {
+        match (self.shape, self.strides) {
+            (Some(sh), Some(st)) => is_standard(sh, st),
+            _ => true,
+        }
+    }
+    /// The array's element strides (C order when it has none of its own).
+    fn own_strides(&self) -> Vec<isize> {
+        let shape = self.shape.unwrap_or(&[]);
+        match self.strides {
+            Some(st) => st.iter().map(|&s| s as isize).collect(),
+            None => c_strides(shape),
+        }
+    }
+    /// The memory a kernel may touch: the lowest element's address, the element count up to
+    /// the highest, and element 0's offset from the lowest.
+    fn extent(&self) -> (u64, usize, i64) {
+        let shape = self.shape.unwrap_or(&[]);
+        let n: usize = shape.iter().product();
+        match self.strides {
+            Some(st) if n > 0 => {
+                let (lo, hi) = span(shape, st);
+                let base = (self.ptr as i64 + lo as i64 * self.size as i64) as u64;
+                (base, (hi - lo + 1) as usize, -lo as i64)
+            }
+            _ => (self.ptr, n, 0),
+        }
+    }
+    pub(crate) fn scalar<T: ScalarType>(v: T) -> ArgInfo<'a> {
         ArgInfo {
             shape: None,
+            strides: None,
             ptr: 0,
             bits: v.to_bits(),
             size: T::TY.size(),
@@ -244,6 +315,14 @@ impl<T: ScalarType, X: DeviceSlice<T> + ?Sized> EwArg<Elem<T>> for &X {
     }
 }
 
+/// A strided view is passed by value (`x.t()`, `x.slice_axis(...)?`): the kernel reads it
+/// through its strides.
+impl<T: ScalarType, D: ndarray::Dimension> EwArg<Elem<T>> for StridedView<'_, T, D> {
+    fn info(&self) -> ArgInfo<'_> {
+        ArgInfo::strided(self)
+    }
+}
+
 impl<T: ScalarType> EwArg<Scalar<T>> for T {
     fn info(&self) -> ArgInfo<'_> {
         ArgInfo::scalar(*self)
@@ -254,6 +333,7 @@ impl EwArg<Index> for Index {
     fn info(&self) -> ArgInfo<'_> {
         ArgInfo {
             shape: None,
+            strides: None,
             ptr: 0,
             bits: 0,
             size: 0,
@@ -290,6 +370,28 @@ pub trait EwOutArgs<O: EwOutputs> {
 impl<T: ScalarType, X: DeviceSliceMut<T> + ?Sized> EwOutArgs<Expr<T>> for &mut X {
     fn infos(&self) -> Vec<ArgInfo<'_>> {
         vec![ArgInfo::array(&**self)]
+    }
+}
+
+/// A writable strided view is passed by value (`y.strided_mut().reversed_axes()`,
+/// `y.slice_axis_mut(...)?`, `v.reborrow()`): the kernel writes it through its strides.
+impl<T: ScalarType, D: ndarray::Dimension> EwOutArg<Expr<T>> for StridedViewMut<'_, T, D> {
+    fn info(&self) -> ArgInfo<'_> {
+        let lay = self.layout();
+        let size = T::TY.size();
+        ArgInfo::raw_strided(
+            self.context(),
+            lay.ptr,
+            lay.dim.slice(),
+            lay.strides.slice(),
+            size,
+        )
+    }
+}
+
+impl<T: ScalarType, D: ndarray::Dimension> EwOutArgs<Expr<T>> for StridedViewMut<'_, T, D> {
+    fn infos(&self) -> Vec<ArgInfo<'_>> {
+        vec![EwOutArg::<Expr<T>>::info(self)]
     }
 }
 
@@ -381,7 +483,7 @@ const SUFFIX: usize = 3 + MAX_RANK;
 /// Threads per block of elementwise launches.
 const BLOCK: u32 = 256;
 
-type Body<I, O> = dyn Fn(<I as EwInputs>::Exprs) -> O + Send + Sync;
+pub(super) type Body<I, O> = dyn Fn(<I as EwInputs>::Exprs) -> O + Send + Sync;
 
 /// A fused elementwise kernel: `f` maps one element of each input (and the scalar inputs) to
 /// the outputs. `I` is a tuple of [`Elem<T>`] / [`Scalar<T>`]; the outputs are what `f` returns.
@@ -537,6 +639,16 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
         }
     }
 
+    /// Launches on raw argument descriptions (for the crate's strided copies).
+    pub(crate) fn launch_infos(
+        &self,
+        stream: &Stream,
+        ins: &[ArgInfo<'_>],
+        outs: &[ArgInfo<'_>],
+    ) -> Result<()> {
+        self.launch(stream, ins, outs)
+    }
+
     fn launch(&self, stream: &Stream, ins: &[ArgInfo<'_>], outs: &[ArgInfo<'_>]) -> Result<()> {
         let ctx = stream.context();
         for a in ins.iter().chain(outs) {
@@ -560,10 +672,11 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             return Ok(());
         }
         let arrays = || ins.iter().chain(outs).filter(|a| a.shape.is_some());
+        let standard = ins.iter().chain(outs).all(ArgInfo::is_standard);
         let contiguous = ins
             .iter()
             .all(|a| a.shape.map_or(true, |s| s.iter().product::<usize>() == n));
-        if contiguous {
+        if standard && contiguous {
             let w = vector_width(arrays().map(|a| (a.size, a.ptr)));
             let variant = match w {
                 4 => 2,
@@ -584,7 +697,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 }
                 buf.push_scalar(n as u64)
             })
-        } else if let Some(moduli) = suffix_moduli(ins, &shape) {
+        } else if let Some(moduli) = suffix_moduli(ins, &shape).filter(|_| standard) {
             // Each array input is either full or repeats along leading dimensions: element i of
             // the output reads element i % m of it.
             let w = vector_width(arrays().map(|a| (a.size, a.ptr)));
@@ -624,8 +737,9 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
                     match a.shape {
-                        Some(s) => {
-                            buf.push_flat(ctx, a.ptr, s.iter().product::<usize>() * a.parts)?
+                        Some(_) => {
+                            let (base, len, _) = a.extent();
+                            buf.push_flat(ctx, base, len * a.parts)?
                         }
                         None if a.size == 0 => {}
                         None => buf.push_scalar(a.bits)?,
@@ -634,11 +748,23 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 for &d in &shape {
                     buf.push_scalar(d as u64)?;
                 }
-                for a in ins {
-                    if let Some(s) = a.shape {
-                        for st in broadcast_strides(s, &shape) {
-                            buf.push_scalar(st as u64)?;
-                        }
+                // Each array's element-0 offset and strides: inputs broadcast to the shape,
+                // outputs (of the shape) as they are.
+                for (a, is_out) in ins
+                    .iter()
+                    .map(|a| (a, false))
+                    .chain(outs.iter().map(|a| (a, true)))
+                {
+                    let Some(s) = a.shape else { continue };
+                    buf.push_scalar(a.extent().2 as u64)?;
+                    let own = a.own_strides();
+                    let st = if is_out {
+                        own.iter().map(|&x| x as i64).collect()
+                    } else {
+                        broadcast_strides_of(s, &own, &shape)
+                    };
+                    for x in st {
+                        buf.push_scalar(x as u64)?;
                     }
                 }
                 Ok(())
@@ -663,34 +789,6 @@ fn vector_width(arrays: impl Iterator<Item = (usize, u64)>) -> usize {
     }
 }
 
-/// The contiguous variant: `W` lanes per thread with vector accesses, then a scalar tail.
-fn contiguous<I: EwInputs, O: EwOutputs, const W: usize>(k: &KernelBuilder, f: &Body<I, O>) {
-    let ins = I::declare();
-    let outs = O::declare();
-    let n = declare_scalar::<u64>();
-    let i = k.grid1();
-    if W == 1 {
-        k.if_(i.lt(n), |_| {
-            let idx: Expr<i64> = i.cast();
-            let [e] = I::lanes::<1>(&ins, idx);
-            O::store_at(&outs, idx, f(e));
-        });
-        return;
-    }
-    let nv = n / W as u64;
-    k.if_(i.lt(nv), |_| {
-        let v: Expr<i64> = i.cast();
-        let lanes = I::lanes::<W>(&ins, v);
-        O::store::<W>(&outs, v, lanes.map(f));
-    });
-    let t = nv * W as u64 + i;
-    k.if_(t.lt(n), |_| {
-        let idx: Expr<i64> = t.cast();
-        let [e] = I::lanes::<1>(&ins, idx);
-        O::store_at(&outs, idx, f(e));
-    });
-}
-
 /// For inputs that are either full or equal to the trailing dimensions of `out` (after leading
 /// 1s), each array input's element count (its modulus); `None` if any input broadcasts otherwise.
 fn suffix_moduli(ins: &[ArgInfo<'_>], out: &[usize]) -> Option<Vec<usize>> {
@@ -707,47 +805,4 @@ fn suffix_moduli(ins: &[ArgInfo<'_>], out: &[usize]) -> Option<Vec<usize>> {
         moduli.push(trimmed.iter().product::<usize>().max(1));
     }
     Some(moduli)
-}
-
-/// The suffix-broadcast variant: vector `v` of the output reads vector `v % m_j` of array
-/// input `j` (moduli in vectors).
-fn suffix<I: EwInputs, O: EwOutputs, const W: usize>(k: &KernelBuilder, f: &Body<I, O>) {
-    let ins = I::declare();
-    let outs = O::declare();
-    let nv = declare_scalar::<u64>();
-    let arrays = I::elem_sizes().iter().filter(|s| s.is_some()).count();
-    let moduli: Vec<Expr<u64>> = (0..arrays).map(|_| declare_scalar::<u64>()).collect();
-    let i = k.grid1();
-    k.if_(i.lt(nv), |_| {
-        let vs: Vec<Expr<i64>> = moduli.iter().map(|&m| (i % m).cast::<i64>()).collect();
-        let lanes = I::lanes_each::<W>(&ins, &vs, i.cast());
-        O::store::<W>(&outs, i.cast(), lanes.map(f));
-    });
-}
-
-/// The strided (broadcasting) variant for outputs of `rank` dimensions.
-fn strided<I: EwInputs, O: EwOutputs>(k: &KernelBuilder, f: &Body<I, O>, rank: usize) {
-    let ins = I::declare();
-    let outs = O::declare();
-    let shape: Vec<Expr<u64>> = (0..rank).map(|_| declare_scalar::<u64>()).collect();
-    let arrays = I::elem_sizes().iter().filter(|s| s.is_some()).count();
-    let strides: Vec<Vec<Expr<i64>>> = (0..arrays)
-        .map(|_| (0..rank).map(|_| declare_scalar::<i64>()).collect())
-        .collect();
-    let total = shape.iter().skip(1).fold(shape[0], |a, &d| a * d);
-    let i = k.grid1();
-    k.if_(i.lt(total), |_| {
-        let mut rest = i;
-        let mut offs: Vec<Expr<i64>> = vec![Expr::lit(0i64); arrays];
-        for d in (0..rank).rev() {
-            let idx: Expr<i64> = (rest % shape[d]).cast();
-            if d > 0 {
-                rest = rest / shape[d];
-            }
-            for (o, s) in offs.iter_mut().zip(&strides) {
-                *o = *o + idx * s[d];
-            }
-        }
-        O::store_at(&outs, i.cast(), f(I::at_offsets(&ins, &offs, i.cast())));
-    });
 }

@@ -7,8 +7,11 @@ mod arg;
 mod array_ops;
 mod broadcast;
 mod elementwise;
+mod ew_variants;
 mod reduce;
 mod scan;
+pub(crate) mod strided_copy;
+mod strided_ops;
 
 pub use array_ops::{arg_variants_ptx, ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
 pub use broadcast::broadcast_shapes;
@@ -17,6 +20,7 @@ pub use elementwise::{
 };
 pub use reduce::Reduction;
 pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};
+pub use strided_ops::StridedReduceOps;
 
 use std::sync::OnceLock;
 

@@ -13,4 +13,5 @@ mod math;
 mod narrow;
 mod ops;
 mod random;
+mod strided;
 mod warp;

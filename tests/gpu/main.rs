@@ -28,4 +28,5 @@ mod profiler;
 mod random;
 mod scan;
 mod streams;
+mod strided;
 mod warp;

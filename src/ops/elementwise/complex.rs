@@ -18,6 +18,7 @@ where
 {
     ArgInfo {
         shape: Some(a.shape()),
+        strides: None,
         ptr: a.device_ptr(),
         bits: 0,
         size: std::mem::size_of::<Complex<T>>(),
@@ -65,6 +66,9 @@ macro_rules! complex_ew {
             }
             fn store_at(h: &CSliceMut<$t>, idx: Expr<i64>, vals: Self) {
                 h.set(idx, vals)
+            }
+            fn store_each(h: &CSliceMut<$t>, idxs: &[Expr<i64>], vals: Self) {
+                h.set(idxs[0], vals)
             }
             fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
                 DeviceArray::alloc_ordered(stream, IxDyn(shape))
