@@ -53,6 +53,8 @@ pub mod random;
 pub mod stream;
 
 pub use backend::{on_simulator, use_simulator};
+/// The 16-bit float types of kernels and device arrays (from the `half` crate).
+pub use half::{bf16, f16};
 pub use context::{
     current_context, current_device, detect, device_count, devices, driver_version, is_available,
     Context, CurrentGuard, Device, DeviceAttribute, DriverVersion,

@@ -290,6 +290,30 @@ pub(crate) fn lower_atomic<'c>(
     }
     let v = lw.v(a.value)?;
     let signed = ty.is_signed_int();
+    if ty.is_half()
+        && matches!(
+            a.kind,
+            AtomicKind::Min
+                | AtomicKind::Max
+                | AtomicKind::NanMin
+                | AtomicKind::NanMax
+                | AtomicKind::Exch
+                | AtomicKind::Cas
+        )
+    {
+        // min/max, exchange and compare-and-swap on the 16-bit word's bits: the loop on the
+        // containing 32-bit word (add and sub are LLVM's `atomicrmw fadd`, below).
+        let it = lw.ctx.i16_type();
+        let ft = v.into_float_value().get_type();
+        let bits = bitcast(lw, v, it.into())?.into_int_value();
+        let cmp = match a.compare {
+            Some(c) => Some(bitcast(lw, lw.v(c)?, it.into())?.into_int_value()),
+            None => None,
+        };
+        let old =
+            super::atomics_narrow::lower_narrow_rmw(lw, a.kind, ptr, bits, cmp, false, Some(ft))?;
+        return bitcast(lw, old, ft.into());
+    }
     if ty.is_float() {
         let f = v.into_float_value();
         return match a.kind {
@@ -336,7 +360,7 @@ pub(crate) fn lower_atomic<'c>(
                 message: format!("`{}` needs a u32 or u64 element type", a.kind.name()),
             });
         }
-        return super::atomics_narrow::lower_narrow_rmw(lw, a.kind, ptr, x, cmp, signed);
+        return super::atomics_narrow::lower_narrow_rmw(lw, a.kind, ptr, x, cmp, signed, None);
     }
     let rmw = |lw: &Lowerer<'c, '_>, op: AtomicRMWBinOp, x: IntValue<'c>| {
         lw.b.build_atomicrmw(op, ptr, x, RELAXED)

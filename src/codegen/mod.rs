@@ -30,6 +30,7 @@ mod grid_sync;
 pub(crate) mod ir;
 mod kernel;
 mod lower;
+mod lower_half;
 pub(crate) mod math;
 mod options;
 pub(crate) mod printf;

@@ -28,7 +28,11 @@ pub(crate) fn format_host(format: &str, args: &[(u64, ScalarTy)]) -> String {
 /// The value promoted as the varargs call does: a float as f64, an integer as i64/u64 bits.
 fn promoted(bits: u64, ty: ScalarTy) -> (f64, u64) {
     if ty.is_float() {
-        let x = if ty.size() == 4 {
+        let x = if ty == ScalarTy::F16 {
+            half::f16::from_bits(bits as u16).to_f64()
+        } else if ty == ScalarTy::BF16 {
+            half::bf16::from_bits(bits as u16).to_f64()
+        } else if ty.size() == 4 {
             f32::from_bits(bits as u32) as f64
         } else {
             f64::from_bits(bits)
