@@ -7,6 +7,7 @@ mod cache;
 mod common;
 mod foreign;
 mod grid;
+mod half;
 mod math;
 mod narrow;
 mod ops;
