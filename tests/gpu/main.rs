@@ -11,6 +11,7 @@ mod events;
 mod foreign;
 mod graphs;
 mod grid;
+mod half;
 mod kernels;
 mod math;
 mod memory;
