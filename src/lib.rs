@@ -53,8 +53,6 @@ pub mod random;
 pub mod stream;
 
 pub use backend::{on_simulator, use_simulator};
-/// The 16-bit float types of kernels and device arrays (from the `half` crate).
-pub use half::{bf16, f16};
 pub use context::{
     current_context, current_device, detect, device_count, devices, driver_version, is_available,
     Context, CurrentGuard, Device, DeviceAttribute, DriverVersion,
@@ -62,6 +60,8 @@ pub use context::{
 pub use error::{take_drop_errors, DriverCode, Error, FaultKind, LoadError, Result};
 pub use event::{elapsed_ms, Event};
 pub use graph::{Graph, GraphExec, GraphNode};
+/// The 16-bit float types of kernels and device arrays (from the `half` crate).
+pub use half::{bf16, f16};
 pub use memory::{
     AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
     HostSource, ManagedBuffer, MappedHostBuffer, MemPool, PinnedHostBuffer, PoolStats,

@@ -61,7 +61,11 @@ fn half_minmax<'c>(
         .build_int_compare(IntPredicate::SLT, old, zero, "")
         .map_err(e)?;
     // Equal values (only zeros differ): min keeps a negative `old`, max a positive one.
-    let mut r = if max { sel(o_neg, v, old)? } else { sel(o_neg, old, v)? };
+    let mut r = if max {
+        sel(o_neg, v, old)?
+    } else {
+        sel(o_neg, old, v)?
+    };
     r = sel(cmp(better, x, o)?, v, r)?;
     r = sel(cmp(worse, x, o)?, old, r)?;
     r = sel(cmp(FloatPredicate::UNO, x, x)?, old, r)?;

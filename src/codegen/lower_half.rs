@@ -33,7 +33,10 @@ impl<'c> Lowerer<'c, '_> {
     /// `v` (a half value) widened exactly to f32.
     pub(crate) fn half_to_f32(&self, v: BasicValueEnum<'c>) -> Result<FloatValue<'c>> {
         let f32t = self.ctx.f32_type();
-        Ok(ll!(self, self.b.build_float_ext(v.into_float_value(), f32t, "")))
+        Ok(ll!(
+            self,
+            self.b.build_float_ext(v.into_float_value(), f32t, "")
+        ))
     }
 
     /// An f32 or f64 value rounded once to the half type `to`.
@@ -86,15 +89,9 @@ impl<'c> Lowerer<'c, '_> {
     ) -> Result<BasicValueEnum<'c>> {
         let ft = self.ctx.f32_type();
         let fty = ft.fn_type(&[ft.into(), ft.into()], false);
-        let asm = self.ctx.create_inline_asm(
-            fty,
-            text,
-            "=f,f,f".to_string(),
-            false,
-            false,
-            None,
-            false,
-        );
+        let asm =
+            self.ctx
+                .create_inline_asm(fty, text, "=f,f,f".to_string(), false, false, None, false);
         let call = ll!(
             self,
             self.b

@@ -54,7 +54,20 @@ macro_rules! ops_scalar {
         }
     )*};
 }
-ops_scalar!(f32, f64, i8, u8, i16, u16, i32, u32, i64, u64, half::f16, half::bf16);
+ops_scalar!(
+    f32,
+    f64,
+    i8,
+    u8,
+    i16,
+    u16,
+    i32,
+    u32,
+    i64,
+    u64,
+    half::f16,
+    half::bf16
+);
 
 fn cached<E>(slot: &OnceLock<Result<E>>, make: impl FnOnce() -> Result<E>) -> Result<&E> {
     slot.get_or_init(make).as_ref().map_err(Clone::clone)

@@ -64,13 +64,25 @@ fn f16_arithmetic_is_native_on_every_target() {
     compile_all(&k);
     for cc in TARGETS {
         let ptx = ptx_for(&k, cc);
-        for op in ["add.rn.f16", "sub.rn.f16", "mul.rn.f16", "fma.rn.f16", "setp.lt.f16"] {
+        for op in [
+            "add.rn.f16",
+            "sub.rn.f16",
+            "mul.rn.f16",
+            "fma.rn.f16",
+            "setp.lt.f16",
+        ] {
             assert!(ptx.contains(op), "sm_{}{}: no {op}\n{ptx}", cc.0, cc.1);
         }
         // Division is f32's correctly rounded one, rounded once to f16.
-        assert!(ptx.contains("div.rn.f32") && ptx.contains("cvt.rn.f16.f32"), "{ptx}");
+        assert!(
+            ptx.contains("div.rn.f32") && ptx.contains("cvt.rn.f16.f32"),
+            "{ptx}"
+        );
         // 2-byte loads and stores.
-        assert!(ptx.contains("ld.global.nc.b16") || ptx.contains("ld.global.nc.u16"), "{ptx}");
+        assert!(
+            ptx.contains("ld.global.nc.b16") || ptx.contains("ld.global.nc.u16"),
+            "{ptx}"
+        );
     }
 }
 
@@ -79,17 +91,35 @@ fn bf16_arithmetic_is_native_on_sm90_and_through_f32_on_sm75() {
     let k = arith_kernel::<bf16>("arith_bf16");
     compile_all(&k);
     let p90 = ptx_for(&k, (9, 0));
-    for op in ["add.rn.bf16", "sub.rn.bf16", "mul.rn.bf16", "fma.rn.bf16", "setp.lt.bf16"] {
+    for op in [
+        "add.rn.bf16",
+        "sub.rn.bf16",
+        "mul.rn.bf16",
+        "fma.rn.bf16",
+        "setp.lt.bf16",
+    ] {
         assert!(p90.contains(op), "no {op}\n{p90}");
     }
     let p80 = ptx_for(&k, (8, 0));
     check_ptx(&p80, (8, 0), "arith_bf16");
-    assert!(p80.contains("fma.rn.bf16") && p80.contains("cvt.rn.bf16.f32"), "{p80}");
+    assert!(
+        p80.contains("fma.rn.bf16") && p80.contains("cvt.rn.bf16.f32"),
+        "{p80}"
+    );
     let p75 = ptx_for(&k, (7, 5));
-    assert!(!p75.contains(".bf16"), "sm_75 has no bf16 instructions:\n{p75}");
-    assert!(p75.contains("add.rn.f32") && p75.contains("mul.rn.f32"), "{p75}");
+    assert!(
+        !p75.contains(".bf16"),
+        "sm_75 has no bf16 instructions:\n{p75}"
+    );
+    assert!(
+        p75.contains("add.rn.f32") && p75.contains("mul.rn.f32"),
+        "{p75}"
+    );
     // mul_add before sm_80: the f32 fma rounded to odd (four roundings compared), once.
-    assert!(p75.contains("fma.rm.f32") && p75.contains("fma.rp.f32"), "{p75}");
+    assert!(
+        p75.contains("fma.rm.f32") && p75.contains("fma.rp.f32"),
+        "{p75}"
+    );
     assert!(p75.contains("fma.rz.f32"), "{p75}");
 }
 
@@ -135,7 +165,10 @@ fn casts_round_once() {
     // 64-bit integers to bf16: through f32 rounded to odd, on every target.
     for cc in TARGETS {
         let ptx = ptx_for(&cast_kernel::<i64, bf16>(), cc);
-        assert!(ptx.contains("cvt.rz.f32.s64") && ptx.contains("or.b32"), "{ptx}");
+        assert!(
+            ptx.contains("cvt.rz.f32.s64") && ptx.contains("or.b32"),
+            "{ptx}"
+        );
         let ptx = ptx_for(&cast_kernel::<u64, bf16>(), cc);
         assert!(ptx.contains("cvt.rz.f32.u64"), "{ptx}");
     }
@@ -144,11 +177,16 @@ fn casts_round_once() {
     assert!(ptx.contains("cvt.rn.f64.s32"), "{ptx}");
     // Half to integers: widened to f32, then the saturating conversion.
     let ptx = ptx_for(&cast_kernel::<f16, i32>(), (9, 0));
-    assert!(ptx.contains("cvt.f32.f16") && ptx.contains("cvt.rzi.s32.f32"), "{ptx}");
+    assert!(
+        ptx.contains("cvt.f32.f16") && ptx.contains("cvt.rzi.s32.f32"),
+        "{ptx}"
+    );
 }
 
 /// Every math function of `Float` on `T`.
-fn math_kernel<T: Float>(name: &str) -> Kernel<(&'static [T], &'static mut [T], &'static mut [bool])> {
+fn math_kernel<T: Float>(
+    name: &str,
+) -> Kernel<(&'static [T], &'static mut [T], &'static mut [bool])> {
     Kernel::<(&[T], &mut [T], &mut [bool])>::build(name, |k, (a, out, flags)| {
         let i = k.grid1();
         let x = a.at(i);
@@ -263,7 +301,10 @@ fn half2_vector_loads_and_stores() {
         .unwrap();
         compile_all(&k).0
     }
-    for (ptx, name) in [(one::<f16>("vec_f16"), "f16"), (one::<bf16>("vec_bf16"), "bf16")] {
+    for (ptx, name) in [
+        (one::<f16>("vec_f16"), "f16"),
+        (one::<bf16>("vec_bf16"), "bf16"),
+    ] {
         // 2 x 16 bits in one 4-byte access, 4 x 16 bits in one 8-byte access.
         assert!(ptx.contains("ld.global.nc.u32"), "{name}: {ptx}");
         assert!(ptx.contains("st.global.b32"), "{name}: {ptx}");
@@ -271,7 +312,10 @@ fn half2_vector_loads_and_stores() {
         if name == "f16" {
             assert!(ptx.contains("ld.global.nc.v4.u16"), "{name}: {ptx}");
         } else {
-            assert!(ptx.matches("ld.global.nc.u32").count() >= 3, "{name}: {ptx}");
+            assert!(
+                ptx.matches("ld.global.nc.u32").count() >= 3,
+                "{name}: {ptx}"
+            );
         }
         assert!(ptx.contains("st.global.v4.b16"), "{name}: {ptx}");
     }
@@ -327,11 +371,13 @@ fn elementwise_and_reductions_on_half_types() {
             check_ptx(&ptx, cc, &name);
         }
     }
-    let sum = Reduction::<bf16, f32, f32>::new("sum_bf16_t", |x| x.cast::<f32>(), |a, b| a + b, 0.0)
-        .unwrap()
-        .post(|s, _| s.cast::<bf16>().cast::<f32>());
-    let max = Reduction::<f16, f16, f16>::new("max_f16_t", |x| x, |a, b| a.max(b), f16::NEG_INFINITY)
-        .unwrap();
+    let sum =
+        Reduction::<bf16, f32, f32>::new("sum_bf16_t", |x| x.cast::<f32>(), |a, b| a + b, 0.0)
+            .unwrap()
+            .post(|s, _| s.cast::<bf16>().cast::<f32>());
+    let max =
+        Reduction::<f16, f16, f16>::new("max_f16_t", |x| x, |a, b| a.max(b), f16::NEG_INFINITY)
+            .unwrap();
     for cc in TARGETS {
         let opts = PtxOptions::for_cc(cc.0, cc.1);
         for (name, ptx) in sum

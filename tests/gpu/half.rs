@@ -90,7 +90,13 @@ impl Half for bf16 {
 /// `(-1)^neg * m * 2^e` (exact) rounded to `H` to nearest, ties to even, by integer
 /// arithmetic (the independent model of every rounding in this file).
 fn round_exact<H: Half>(neg: bool, m: u128, e: i32) -> H {
-    let sign = |h: H| if neg { H::from_u16(h.bits() ^ 0x8000) } else { h };
+    let sign = |h: H| {
+        if neg {
+            H::from_u16(h.bits() ^ 0x8000)
+        } else {
+            h
+        }
+    };
     if m == 0 {
         return sign(H::from_f32(0.0));
     }
@@ -159,7 +165,10 @@ fn fma_exact<H: Half>(a: H, b: H, c: H) -> H {
         _ => (ea + eb, ec),
     };
     let e = ep.min(ec);
-    assert!(ep - e < 100 && ec - e < 100, "fma_exact({a}, {b}, {c}): exponents {ep}, {ec}");
+    assert!(
+        ep - e < 100 && ec - e < 100,
+        "fma_exact({a}, {b}, {c}): exponents {ep}, {ec}"
+    );
     // Both terms as integers times 2^e (they fit: the operands are finite f16 values, or bf16
     // values within 2^-30..2^30, as `arithmetic` picks).
     let (tp, tc) = (mp << (ep - e) as u32, mc << (ec - e) as u32);
@@ -176,9 +185,9 @@ fn fma_exact<H: Half>(a: H, b: H, c: H) -> H {
 fn random<H: Half>(r: &mut Rng) -> H {
     let u = r.next_u64();
     let specials = [
-        0x0000u16, 0x8000, 0x0001, 0x8001, 0x3c00, 0xbc00, 0x3c01, 0x3bff, 0x7bff, 0xfbff,
-        0x0400, 0x03ff, 0x7c00, 0xfc00, 0x7e00, 0x7f80, 0xff80, 0x7f7f, 0x0080, 0x007f,
-        0x4000, 0x3f80, 0x3f81, 0x4b00,
+        0x0000u16, 0x8000, 0x0001, 0x8001, 0x3c00, 0xbc00, 0x3c01, 0x3bff, 0x7bff, 0xfbff, 0x0400,
+        0x03ff, 0x7c00, 0xfc00, 0x7e00, 0x7f80, 0xff80, 0x7f7f, 0x0080, 0x007f, 0x4000, 0x3f80,
+        0x3f81, 0x4b00,
     ];
     match u % 4 {
         0 => H::from_u16(specials[(u >> 8) as usize % specials.len()]),
@@ -253,16 +262,26 @@ fn arithmetic<H: Half>(rng: &mut Rng) {
         out.to_vec_async(&s).unwrap(),
         flags.to_vec_async(&s).unwrap(),
     );
-    let names = ["+", "-", "*", "/", "%", "min", "max", "neg", "x*y+z", "mul_add"];
+    let names = [
+        "+", "-", "*", "/", "%", "min", "max", "neg", "x*y+z", "mul_add",
+    ];
     let f = |v: f32| H::from_f32(v);
     let mut fma_checked = 0;
     for i in 0..n {
         let (a, b, cz) = (x[i], y[i], z[i]);
         let (fa, fb, fc) = (a.to_f32(), b.to_f32(), cz.to_f32());
         // IEEE minNum/maxNum: a NaN operand is ignored; -0 is below +0.
-        let min = if fa.is_nan() || (fa == fb && fb.is_sign_negative()) || fb < fa { b } else { a };
+        let min = if fa.is_nan() || (fa == fb && fb.is_sign_negative()) || fb < fa {
+            b
+        } else {
+            a
+        };
         let min = if fb.is_nan() { a } else { min };
-        let max = if fa.is_nan() || (fa == fb && fa.is_sign_negative()) || fb > fa { b } else { a };
+        let max = if fa.is_nan() || (fa == fb && fa.is_sign_negative()) || fb > fa {
+            b
+        } else {
+            a
+        };
         let max = if fb.is_nan() { a } else { max };
         let mut want = vec![
             f(fa + fb),
@@ -302,16 +321,27 @@ fn arithmetic<H: Half>(rng: &mut Rng) {
             let zero = H::from_f32(0.0);
             let one = H::from_f32(1.0);
             let neg_b = H::from_u16(b.bits() ^ 0x8000);
-            for (j, w) in [(0, fma_exact(a, one, b)), (1, fma_exact(a, one, neg_b)), (2, fma_exact(a, b, zero))] {
+            for (j, w) in [
+                (0, fma_exact(a, one, b)),
+                (1, fma_exact(a, one, neg_b)),
+                (2, fma_exact(a, b, zero)),
+            ] {
                 // (a * b + 0 differs from a * b only in the sign of a zero.)
                 if j == 2 && w.to_f32() == 0.0 {
                     continue;
                 }
-                assert!(same(want[j], w), "{name}: the f32 model of {} on {a:?}, {b:?}", names[j]);
+                assert!(
+                    same(want[j], w),
+                    "{name}: the f32 model of {} on {a:?}, {b:?}",
+                    names[j]
+                );
             }
         }
     }
-    assert!(fma_checked > n / 10, "{name}: only {fma_checked} fused results checked");
+    assert!(
+        fma_checked > n / 10,
+        "{name}: only {fma_checked} fused results checked"
+    );
 }
 
 #[test]
@@ -358,7 +388,17 @@ impl Gen for f32 {
         let u = r.next_u64();
         match u % 3 {
             0 => f32::from_bits((u >> 16) as u32),
-            1 => [0.0, -0.0, f32::NAN, f32::INFINITY, f32::MAX, 65520.0, 65519.99, 1.0 + 2f32.powi(-11), 3.4e38][(u >> 8) as usize % 9],
+            1 => [
+                0.0,
+                -0.0,
+                f32::NAN,
+                f32::INFINITY,
+                f32::MAX,
+                65520.0,
+                65519.99,
+                1.0 + 2f32.powi(-11),
+                3.4e38,
+            ][(u >> 8) as usize % 9],
             _ => r.f32() * 100.0,
         }
     }
@@ -370,7 +410,11 @@ impl Gen for f64 {
             0 => f64::from_bits(u.rotate_left(7)),
             // Just above and below ties of both types, by less than f32 keeps.
             1 => {
-                let t = [1.0 + 2f64.powi(-11), 1.0 + 2f64.powi(-8), 3.0 * 2f64.powi(-134)][(u >> 8) as usize % 3];
+                let t = [
+                    1.0 + 2f64.powi(-11),
+                    1.0 + 2f64.powi(-8),
+                    3.0 * 2f64.powi(-134),
+                ][(u >> 8) as usize % 3];
                 t + [-1.0, 0.0, 1.0][(u >> 12) as usize % 3] * t * 2f64.powi(-40)
             }
             _ => r.f64() * 1e5,
@@ -406,12 +450,21 @@ fn cast_case<S: Gen, D: Gen>(rng: &mut Rng, host: impl Fn(S) -> D, eq: impl Fn(D
     let x: Vec<S> = rng.vec(n, S::gen);
     let dx = s.to_device(&x).unwrap();
     let mut out = s.to_device(&vec![D::from_bits(0x5a5a); n]).unwrap();
-    k.launch(&s, LaunchConfig::for_num_elems(n, 128).unwrap(), (&dx, &mut out))
-        .unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
     let got = out.to_vec_async(&s).unwrap();
     for i in 0..n {
         let want = host(x[i]);
-        assert!(eq(got[i], want), "{name}: {:?} gave {:?}, want {want:?}", x[i], got[i]);
+        assert!(
+            eq(got[i], want),
+            "{name}: {:?} gave {:?}, want {want:?}",
+            x[i],
+            got[i]
+        );
     }
 }
 
@@ -492,7 +545,10 @@ fn math<H: Half>(rng: &mut Rng) {
         (&dx, &dy, &mut out, &mut flags),
     )
     .unwrap();
-    let (out, flags) = (out.to_vec_async(&s).unwrap(), flags.to_vec_async(&s).unwrap());
+    let (out, flags) = (
+        out.to_vec_async(&s).unwrap(),
+        flags.to_vec_async(&s).unwrap(),
+    );
     let names = [
         "sqrt", "abs", "floor", "ceil", "trunc", "round", "copysign", "exp", "ln", "sin", "tanh",
         "powf", "atan2", "erf",
@@ -534,7 +590,11 @@ fn math<H: Half>(rng: &mut Rng) {
             } else {
                 (ord(got) - ord(want)).abs() <= 1
             };
-            assert!(ok, "{name} {}({:?}, {:?}) gave {got:?}, want {want:?}", names[j], x[i], y[i]);
+            assert!(
+                ok,
+                "{name} {}({:?}, {:?}) gave {got:?}, want {want:?}",
+                names[j], x[i], y[i]
+            );
         }
         assert_eq!(flags[2 * i], a.is_nan(), "{name} is_nan({a})");
         assert_eq!(flags[2 * i + 1], a.is_infinite(), "{name} is_infinite({a})");
@@ -625,14 +685,25 @@ fn atomics<H: Half>(rng: &mut Rng) {
         nanmins.to_vec_async(&s).unwrap(),
     );
     for j in 0..slots {
-        let mine: Vec<f32> = (0..n).filter(|&i| slot[i] as usize == j).map(|i| vals[i].to_f32()).collect();
+        let mine: Vec<f32> = (0..n)
+            .filter(|&i| slot[i] as usize == j)
+            .map(|i| vals[i].to_f32())
+            .collect();
         let total: f32 = mine.iter().sum();
         assert_eq!(sums[j].to_f32(), total, "{name} atomic_add, slot {j}");
-        assert_eq!(sums[j + slots].to_f32(), -total, "{name} atomic_sub, slot {j}");
+        assert_eq!(
+            sums[j + slots].to_f32(),
+            -total,
+            "{name} atomic_sub, slot {j}"
+        );
         let mx = mine.iter().copied().fold(-1.0f32, f32::max);
         assert_eq!(maxes[j].to_f32(), mx, "{name} atomic_max, slot {j}");
         let mn = mine.iter().copied().fold(f32::NAN, f32::min);
-        assert!(same(nanmins[j], H::from_f32(mn)), "{name} atomic_nanmin, slot {j}: {:?}", nanmins[j]);
+        assert!(
+            same(nanmins[j], H::from_f32(mn)),
+            "{name} atomic_nanmin, slot {j}: {:?}",
+            nanmins[j]
+        );
     }
 }
 
@@ -675,21 +746,40 @@ fn shuffles_and_vectors<H: Half>(rng: &mut Rng) {
         (&dx, &dl, &mut out, &mut vec_out),
     )
     .unwrap();
-    let (got, vgot) = (out.to_vec_async(&s).unwrap(), vec_out.to_vec_async(&s).unwrap());
+    let (got, vgot) = (
+        out.to_vec_async(&s).unwrap(),
+        vec_out.to_vec_async(&s).unwrap(),
+    );
     for i in 0..n {
         let (base, lane) = (i - i % WARP, i % WARP);
         let d = lanes[i] as usize % WARP;
         let want = [
             x[base + d],
-            if lane + d < WARP { x[base + lane + d] } else { x[i] },
+            if lane + d < WARP {
+                x[base + lane + d]
+            } else {
+                x[i]
+            },
             x[base + (lane ^ d)],
         ];
         for j in 0..3 {
             // Shuffles move bits: NaN payloads too.
-            assert_eq!(got[3 * i + j].bits(), want[j].bits(), "{name} shuffle {j}, thread {i}");
+            assert_eq!(
+                got[3 * i + j].bits(),
+                want[j].bits(),
+                "{name} shuffle {j}, thread {i}"
+            );
         }
-        assert_eq!(vgot[2 * i].bits(), x[2 * i + 1].bits(), "{name} half2, thread {i}");
-        assert_eq!(vgot[2 * i + 1].bits(), x[2 * i].bits(), "{name} half2, thread {i}");
+        assert_eq!(
+            vgot[2 * i].bits(),
+            x[2 * i + 1].bits(),
+            "{name} half2, thread {i}"
+        );
+        assert_eq!(
+            vgot[2 * i + 1].bits(),
+            x[2 * i].bits(),
+            "{name} half2, thread {i}"
+        );
     }
 }
 
@@ -716,7 +806,10 @@ fn ops<H: Half + cudajit::ops::OpsScalar>(rng: &mut Rng) {
         let a = random::<H>(rng);
         let (dx, dy) = (s.to_device(&x).unwrap(), s.to_device(&y).unwrap());
         for off in [0usize, 1] {
-            let (vx, vy) = (dx.slice(off..off + n).unwrap(), dy.slice(off..off + n).unwrap());
+            let (vx, vy) = (
+                dx.slice(off..off + n).unwrap(),
+                dy.slice(off..off + n).unwrap(),
+            );
             let (hx, hy) = (&x[off..off + n], &y[off..off + n]);
             let sum = vx.add(&s, &vy).unwrap().to_vec_async(&s).unwrap();
             let mut out = c.alloc::<H, _>(n).unwrap();
@@ -726,14 +819,22 @@ fn ops<H: Half + cudajit::ops::OpsScalar>(rng: &mut Rng) {
             for i in 0..n {
                 let w = H::from_f32(hx[i].to_f32() + hy[i].to_f32());
                 assert!(same(sum[i], w), "{name} add n={n} off={off} i={i}");
-                let w = H::from_f32(H::from_f32(a.to_f32() * hx[i].to_f32()).to_f32() + hy[i].to_f32());
+                let w =
+                    H::from_f32(H::from_f32(a.to_f32() * hx[i].to_f32()).to_f32() + hy[i].to_f32());
                 assert!(same(ax[i], w), "{name} axpy n={n} off={off} i={i}");
             }
             // max: NaN-propagating (NumPy's).
             let mx = vx.max(&s).unwrap();
-            let want = hx.iter().map(|h| h.to_f32()).fold(f32::NEG_INFINITY, |m, v| {
-                if m.is_nan() || v.is_nan() { f32::NAN } else { m.max(v) }
-            });
+            let want = hx
+                .iter()
+                .map(|h| h.to_f32())
+                .fold(f32::NEG_INFINITY, |m, v| {
+                    if m.is_nan() || v.is_nan() {
+                        f32::NAN
+                    } else {
+                        m.max(v)
+                    }
+                });
             // (Which zero a max of +0 and -0 keeps depends on the order: compared as values.)
             let ok = (mx.to_f32().is_nan() && want.is_nan()) || mx.to_f32() == want;
             assert!(ok, "{name} max n={n}: {mx:?} vs {want}");

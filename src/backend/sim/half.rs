@@ -215,7 +215,11 @@ fn go<H: Half>(f: MathFn, d: &mut [u64], args: &[&[u64]], sp: Spans) {
         let (a, b, c) = (args[0], args[1], args[2]);
         for r in sp {
             for i in r.clone() {
-                let v = fma_odd(H::get(a[i]).to32(), H::get(b[i]).to32(), H::get(c[i]).to32());
+                let v = fma_odd(
+                    H::get(a[i]).to32(),
+                    H::get(b[i]).to32(),
+                    H::get(c[i]).to32(),
+                );
                 d[i] = H::from32(v).put();
             }
         }
@@ -280,7 +284,10 @@ mod tests {
         assert_eq!(fma(2f32.powi(-30)), 1.515625);
         // Just below the tie: a fused f32 fma rounded to bf16 would give 1.515625.
         assert_eq!(fma(-(2f32.powi(-30))), 1.5078125);
-        assert_eq!(bf16::from_f32(a.mul_add(b, -(2f32.powi(-30)))).to_f32(), 1.515625);
+        assert_eq!(
+            bf16::from_f32(a.mul_add(b, -(2f32.powi(-30)))).to_f32(),
+            1.515625
+        );
         // Signed zeros and infinities.
         assert_eq!(fma_odd(-0.0, 1.0, -0.0).to_bits(), (-0.0f32).to_bits());
         assert_eq!(fma_odd(0.0, -1.0, 0.0).to_bits(), 0);
