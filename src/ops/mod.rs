@@ -9,6 +9,7 @@ mod broadcast;
 mod elementwise;
 mod reduce;
 mod scan;
+mod scan_half;
 
 pub use array_ops::{arg_variants_ptx, ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
 pub use broadcast::broadcast_shapes;

@@ -11,12 +11,12 @@
 //! - math functions against std's f32 function rounded to the half type: exact where the f32
 //!   result is (sqrt, abs, floor, ...), within one half ulp otherwise;
 //! - atomics under contention (sums of small integers: exact), shuffles, half2 vector
-//!   accesses, Elementwise, sum/max reductions (sums accumulate in f32).
+//!   accesses, Elementwise, sum/max reductions and cumulative sums (sums accumulate in f32).
 //!
 //! NaN results are compared as NaN (the GPU's canonical NaN bits are not modelled).
 
 use cudajit::codegen::{Expr, Float, Kernel, KernelParam, Scalar as ScalarT, Signed, FULL_MASK};
-use cudajit::ops::{ArrayOps, Elem, Elementwise, ReduceOps, ReduceScalar, Scalar};
+use cudajit::ops::{ArrayOps, Elem, Elementwise, ReduceOps, ReduceScalar, Scalar, ScanOps};
 use cudajit::prelude::*;
 use cudajit::{bf16, f16};
 
@@ -852,6 +852,76 @@ fn ops<H: Half + cudajit::ops::OpsScalar>(rng: &mut Rng) {
         let want: H = round_exact(total < 0, total.unsigned_abs() as u128, 0);
         assert!(same(dv.sum(&s).unwrap(), want), "{name} sum n={n}");
     }
+}
+
+/// Cumulative sums accumulate in f32: of small integers (exact prefix sums in f32), each
+/// rounded once; flat, exclusive, into a 2-D output, and along both axes of a 2-D array.
+fn scans<H: Half + cudajit::ops::ScanScalar>(rng: &mut Rng) {
+    let name = H::TY.name();
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let round = |t: i64| -> H { round_exact(t < 0, t.unsigned_abs() as u128, 0) };
+    for n in [1usize, 5, 1000, 10_000, 70_001] {
+        let v: Vec<H> = rng.vec(n, |r| H::from_f32((r.next_u64() % 7) as f32));
+        let dv = s.to_device(&v).unwrap();
+        let inc = dv.cumsum(&s).unwrap().to_vec_async(&s).unwrap();
+        let exc = dv.cumsum_exclusive(&s).unwrap().to_vec_async(&s).unwrap();
+        let mut total = 0i64;
+        for i in 0..n {
+            let before = total;
+            total += v[i].to_f32() as i64;
+            assert!(
+                same(inc[i], round(total)),
+                "{name} cumsum n={n} i={i}: {:?}",
+                inc[i]
+            );
+            let want = if i == 0 {
+                H::from_f32(-0.0)
+            } else {
+                round(before)
+            };
+            assert!(same(exc[i], want), "{name} cumsum_exclusive n={n} i={i}");
+        }
+    }
+    // 2-D: 37 x 53, along each axis, and flat into a 2-D output.
+    let (r, k) = (37usize, 53usize);
+    let v: Vec<H> = rng.vec(r * k, |g| H::from_f32((g.next_u64() % 5) as f32 - 2.0));
+    let dv = s.to_device(&v).unwrap().into_shape((r, k)).unwrap();
+    let rows = dv.cumsum_axis(&s, 1).unwrap().to_vec_async(&s).unwrap();
+    let cols = dv.cumsum_axis(&s, 0).unwrap().to_vec_async(&s).unwrap();
+    let mut flat = c.alloc::<H, _>((k, r)).unwrap();
+    flat.fill_async(poison::<H>(), &s).unwrap();
+    dv.cumsum_into(&s, &mut flat).unwrap();
+    let flat = flat.to_vec_async(&s).unwrap();
+    let at = |i: usize, j: usize| v[i * k + j].to_f32() as i64;
+    let mut total = 0;
+    for i in 0..r {
+        for j in 0..k {
+            total += at(i, j);
+            let row: i64 = (0..=j).map(|jj| at(i, jj)).sum();
+            let col: i64 = (0..=i).map(|ii| at(ii, j)).sum();
+            assert!(
+                same(rows[i * k + j], round(row)),
+                "{name} cumsum_axis(1) [{i}, {j}]"
+            );
+            assert!(
+                same(cols[i * k + j], round(col)),
+                "{name} cumsum_axis(0) [{i}, {j}]"
+            );
+            assert!(
+                same(flat[i * k + j], round(total)),
+                "{name} cumsum_into [{i}, {j}]"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_cumsums_accumulate_in_f32() {
+    let mut rng = Rng::new();
+    scans::<f16>(&mut rng);
+    scans::<bf16>(&mut rng);
 }
 
 #[test]
