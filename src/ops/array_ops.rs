@@ -323,7 +323,8 @@ impl<T: ReduceScalar> ReduceKernels<T> {
 }
 
 /// Reductions over a whole array or along one axis. Results are the same every run (no
-/// floating-point atomics); `f32` sums accumulate in `f32` (see [`Reduction`]), integer sums and
+/// floating-point atomics); `f32` sums accumulate in `f32` (see [`Reduction`]), `f16` and `bf16`
+/// sums and products in `f32` (rounded once to the element type), integer sums and
 /// products wrap in the element type (a `u8` sum is the sum modulo 256, as Rust's
 /// `wrapping_add`), and [`sum_f64`](ReduceOps::sum_f64) and [`mean`](ReduceOps::mean) accumulate
 /// in `f64`.
