@@ -140,6 +140,8 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// f32 and f64 use the hardware's `atom.add.f32`/`.f64` (f64 needs sm_60, else a
     /// compare-and-swap loop), rounding to nearest. As in CUDA, the f32 add flushes subnormal
     /// operands and results to zero (the PTX ISA's rule for `atom.add.f32`); f64 keeps them.
+    /// f16 uses `atom.add.noftz.f16` (sm_70+) and bf16 `atom.add.noftz.bf16` (sm_90), both
+    /// keeping subnormals; elsewhere a compare-and-swap loop on the containing 32-bit word.
     pub fn atomic_add(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
         let i = i.to_index();
         record_atomic(self, AtomicKind::Add, i, v.into(), None)
@@ -510,7 +512,8 @@ fn float_rmw<'c>(
     };
     // SAFETY: the builder is positioned in a block of the function being lowered (checked
     // above); `ptr` points to an element of `v`'s type in global or shared memory and both
-    // values belong to the builder's context; fadd/fmin/fmax accept f32 and f64 operands, and
+    // values belong to the builder's context; fadd/fmin/fmax accept f16, bf16, f32 and f64
+    // operands (LLVM expands what the target lacks into a compare-and-swap loop), and
     // LLVM gives the instruction the type's natural alignment. The returned value is the new
     // instruction, of `v`'s float type.
     let r = unsafe {

@@ -390,3 +390,33 @@ fn elementwise_and_reductions_on_half_types() {
         }
     }
 }
+
+#[test]
+fn argmin_argmax_and_device_functions_on_half_types() {
+    for cc in TARGETS {
+        let opts = PtxOptions::for_cc(cc.0, cc.1);
+        for largest in [false, true] {
+            for (name, ptx) in cudajit::ops::arg_variants_ptx::<f16>(largest, &opts)
+                .unwrap()
+                .into_iter()
+                .chain(cudajit::ops::arg_variants_ptx::<bf16>(largest, &opts).unwrap())
+            {
+                check_ptx(&ptx, cc, &name);
+            }
+        }
+    }
+    // Half values in and out of a local array, a loop, and a printf (promoted to f64).
+    let k = Kernel::<(&[f16], &mut [bf16])>::build("half_local", |k, (x, out)| {
+        let i = k.grid1();
+        let loc = k.local_array::<f16>(4);
+        k.for_range(0u64, 4u64, |_, j| loc.set(j, x.at(i + j)));
+        let acc = k.var(bf16::from_f32(0.0));
+        k.for_range(0u64, 4u64, |_, j| {
+            acc.set(acc.get() + loc.at(j).cast::<bf16>());
+        });
+        k.printf("%f %f\n", &[x.at(i).into(), acc.get().into()]);
+        out.set(i, acc.get());
+    })
+    .unwrap();
+    compile_all(&k);
+}

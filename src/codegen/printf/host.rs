@@ -325,5 +325,16 @@ mod tests {
             "1.250000 -0.000000"
         );
         assert_eq!(f("%e", &[f64b(0.0)]), "0.000000e+00");
+        // The 16-bit floats, promoted to f64 as the device's varargs call does.
+        assert_eq!(
+            f(
+                "%g %g",
+                &[
+                    (half::f16::from_f32(-1.5).to_bits() as u64, ScalarTy::F16),
+                    (half::bf16::from_f32(3.0).to_bits() as u64, ScalarTy::BF16)
+                ]
+            ),
+            "-1.5 3"
+        );
     }
 }
