@@ -405,9 +405,16 @@ fn argmin_argmax_and_device_functions_on_half_types() {
             }
         }
     }
+    // A non-inlined device function taking and returning half values.
+    let f = cudajit::codegen::DeviceFn::<(f16, bf16), bf16>::build("half_fn", |_, (a, b)| {
+        a.cast::<bf16>() * b + b
+    })
+    .unwrap()
+    .no_inline();
     // Half values in and out of a local array, a loop, and a printf (promoted to f64).
-    let k = Kernel::<(&[f16], &mut [bf16])>::build("half_local", |k, (x, out)| {
+    let k = Kernel::<(&[f16], &mut [bf16])>::build("half_local", move |k, (x, out)| {
         let i = k.grid1();
+        out.set(i + 8u64, f.call((x.at(i), bf16::from_f32(0.5).into())));
         let loc = k.local_array::<f16>(4);
         k.for_range(0u64, 4u64, |_, j| loc.set(j, x.at(i + j)));
         let acc = k.var(bf16::from_f32(0.0));

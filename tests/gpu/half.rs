@@ -931,3 +931,65 @@ fn half_elementwise_and_reductions_accumulate_in_f32() {
     ops::<f16>(&mut rng);
     ops::<bf16>(&mut rng);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_arguments_and_results_of_device_functions_and_local_arrays() {
+    use cudajit::codegen::DeviceFn;
+    let mut rng = Rng::new();
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    // A non-inlined call: f16 and bf16 arguments, an f16 result (a * b rounded in f16, then
+    // + b rounded in f16, b converted from bf16 once).
+    let f = DeviceFn::<(f16, bf16), f16>::build("half_fn", |_, (a, b)| {
+        let b16 = b.cast::<f16>();
+        a * b16 + b16
+    })
+    .unwrap()
+    .no_inline();
+    let k = Kernel::<(&[f16], &[bf16], &mut [f16], &mut [bf16])>::build(
+        "half_fn_kernel",
+        move |k, (x, y, out, rev)| {
+            let i = k.grid1();
+            k.if_(i.lt(x.len()), |k| {
+                out.set(i, f.call((x.at(i), y.at(i))));
+                // Through a local array, reversed in groups of 4.
+                let loc = k.local_array::<bf16>(4);
+                let base = i - i % 4u64;
+                k.for_range(0u64, 4u64, |_, j| loc.set(j, y.at(base + j)));
+                rev.set(i, loc.at(3u64 - i % 4u64));
+            });
+        },
+    )
+    .unwrap();
+    let n = 4096usize;
+    let x: Vec<f16> = rng.vec(n, random::<f16>);
+    let y: Vec<bf16> = rng.vec(n, random::<bf16>);
+    let (dx, dy) = (s.to_device(&x).unwrap(), s.to_device(&y).unwrap());
+    let mut out = s.to_device(&vec![poison::<f16>(); n]).unwrap();
+    let mut rev = s.to_device(&vec![poison::<bf16>(); n]).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 128).unwrap(),
+        (&dx, &dy, &mut out, &mut rev),
+    )
+    .unwrap();
+    let (out, rev) = (out.to_vec_async(&s).unwrap(), rev.to_vec_async(&s).unwrap());
+    for i in 0..n {
+        let b: f16 = round_f64(y[i].to_f64());
+        let p = f16::from_f32(x[i].to_f32() * b.to_f32());
+        let want = f16::from_f32(p.to_f32() + b.to_f32());
+        assert!(
+            same(out[i], want),
+            "half_fn({:?}, {:?}) gave {:?}",
+            x[i],
+            y[i],
+            out[i]
+        );
+        assert_eq!(
+            rev[i].bits(),
+            y[i - i % 4 + 3 - i % 4].bits(),
+            "local array, {i}"
+        );
+    }
+}
