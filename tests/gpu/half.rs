@@ -993,3 +993,186 @@ fn half_arguments_and_results_of_device_functions_and_local_arrays() {
         );
     }
 }
+
+/// The code paths for targets without native bf16 (sm_75: f32 arithmetic and LLVM's integer
+/// rounding, the f32 fma rounded to odd, compare-and-swap atomics; sm_80: fma.rn.bf16 and
+/// `cvt.rn.bf16.f32`), and the 64-bit integer conversion rounded to odd on every target, run
+/// on this GPU: the kernel is compiled to PTX for each older target and loaded as a module
+/// (the driver compiles PTX for an older target for the GPU at hand). The `mul_add` operands
+/// include products that are exact bf16 ties with a tiny addend, where an f32 fma rounded
+/// again to bf16 gives the wrong neighbour.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_paths_of_older_targets_round_once_on_this_gpu() {
+    use cudajit::codegen::PtxOptions;
+    let mut rng = Rng::new();
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    type Params = (
+        &'static [bf16],
+        &'static [bf16],
+        &'static [bf16],
+        &'static [i64],
+        &'static [u64],
+        &'static [f64],
+        &'static mut [bf16],
+        &'static mut [bf16],
+    );
+    let k = Kernel::<Params>::build(
+        "bf16_fallbacks",
+        |k, (a, b, cc, ints, uints, dbl, out, sums)| {
+            let i = k.grid1();
+            k.if_(i.lt(a.len()), |_| {
+                let (x, y, z) = (a.at(i), b.at(i), cc.at(i));
+                out.set(i * 5u64, x.mul_add(y, z));
+                out.set(i * 5u64 + 1u64, ints.at(i).cast::<bf16>());
+                out.set(i * 5u64 + 2u64, uints.at(i).cast::<bf16>());
+                out.set(i * 5u64 + 3u64, dbl.at(i).cast::<bf16>());
+                out.set(i * 5u64 + 4u64, x * y + z);
+                let u = uints.at(i);
+                // Per slot about n / 64 ones: far below 256, so the bf16 sums are exact.
+                sums.atomic_add(i % 8u64, (u % 8u64).eq(0u64).cast::<bf16>());
+                sums.atomic_max(i % 8u64 + 8u64, (u % 100u64).cast::<bf16>());
+            });
+        },
+    )
+    .unwrap();
+    let n = 4000usize;
+    // Operands within 2^-20..2^20 (the exact model's range), a quarter of them ties:
+    // (1 + k/128) * 1.5 with k odd has 9 significant bits, plus or minus 2^-30.
+    let mut a = Vec::new();
+    let (mut b, mut cz) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let u = rng.next_u64();
+        if u % 4 == 0 {
+            let k = 2 * ((u >> 8) % 21) + 1;
+            a.push(bf16::from_f32(1.0 + k as f32 / 128.0));
+            b.push(bf16::from_f32(1.5));
+            let sign = if (u >> 16) & 1 == 1 { -1.0 } else { 1.0 };
+            cz.push(bf16::from_f32(sign * 2f32.powi(-30)));
+        } else {
+            let m =
+                |r: &mut Rng| bf16::from_f32(r.f32() * 2f32.powi((r.next_u64() % 30) as i32 - 15));
+            a.push(m(&mut rng));
+            b.push(m(&mut rng));
+            cz.push(m(&mut rng));
+        }
+    }
+    // The ties do catch an f32 fma rounded again to bf16.
+    let twice = (0..n)
+        .filter(|&i| {
+            let naive = bf16::from_f32(a[i].to_f32().mul_add(b[i].to_f32(), cz[i].to_f32()));
+            !same(naive, fma_exact(a[i], b[i], cz[i]))
+        })
+        .count();
+    assert!(
+        twice > n / 50,
+        "only {twice} operands tell one rounding from two"
+    );
+    let ints: Vec<i64> = rng.vec(n, i64::gen);
+    let uints: Vec<u64> = rng.vec(n, u64::gen);
+    let dbl: Vec<f64> = rng.vec(n, f64::gen);
+    // On the simulator (which runs the kernel's IR, not PTX) the kernel runs once, launched
+    // as usual.
+    let sim = cudajit::on_simulator();
+    let dev = c.device().compute_capability().unwrap();
+    let targets = if sim {
+        vec![dev]
+    } else {
+        vec![(7, 5), (8, 0), dev]
+    };
+    for cc in targets {
+        if cc > dev {
+            continue;
+        }
+        let d = |v: &Vec<bf16>| s.to_device(v).unwrap();
+        let (da, db, dc) = (d(&a), d(&b), d(&cz));
+        let (di, du, dd) = (
+            s.to_device(&ints).unwrap(),
+            s.to_device(&uints).unwrap(),
+            s.to_device(&dbl).unwrap(),
+        );
+        let mut out = s.to_device(&vec![poison::<bf16>(); 5 * n]).unwrap();
+        let mut sums = s.to_device(&vec![bf16::from_f32(0.0); 16]).unwrap();
+        let nn = n as u64;
+        let cfg = LaunchConfig::for_num_elems(n, 128).unwrap();
+        if sim {
+            k.launch(&s, cfg, (&da, &db, &dc, &di, &du, &dd, &mut out, &mut sums))
+                .unwrap();
+        } else {
+            let ptx = k.compile_ptx(&PtxOptions::for_cc(cc.0, cc.1)).unwrap();
+            let m = c.load_ptx(&ptx).unwrap();
+            let f = m.function("bf16_fallbacks").unwrap();
+            // SAFETY: the arguments are the kernel's parameters in order, each array as its
+            // pointer and its length (the builder's kernel ABI for 1-D arrays).
+            unsafe {
+                f.launch(
+                    &s,
+                    cfg,
+                    (
+                        &da,
+                        nn,
+                        &db,
+                        nn,
+                        &dc,
+                        nn,
+                        &di,
+                        nn,
+                        &du,
+                        nn,
+                        &dd,
+                        nn,
+                        &mut out,
+                        5 * nn,
+                        &mut sums,
+                        16u64,
+                    ),
+                )
+            }
+            .unwrap();
+        }
+        let (out, sums) = (
+            out.to_vec_async(&s).unwrap(),
+            sums.to_vec_async(&s).unwrap(),
+        );
+        for i in 0..n {
+            let want = [
+                fma_exact(a[i], b[i], cz[i]),
+                round_exact::<bf16>(ints[i] < 0, (ints[i] as i128).unsigned_abs(), 0),
+                round_exact::<bf16>(false, uints[i] as u128, 0),
+                round_f64::<bf16>(dbl[i]),
+                bf16::from_f32(
+                    bf16::from_f32(a[i].to_f32() * b[i].to_f32()).to_f32() + cz[i].to_f32(),
+                ),
+            ];
+            for (j, w) in want.iter().enumerate() {
+                assert!(
+                    same(out[5 * i + j], *w),
+                    "sm_{}{} result {j} of {i} ({:?}, {:?}, {:?}, {}, {}, {:e}): {:?}, want {w:?}",
+                    cc.0,
+                    cc.1,
+                    a[i],
+                    b[i],
+                    cz[i],
+                    ints[i],
+                    uints[i],
+                    dbl[i],
+                    out[5 * i + j]
+                );
+            }
+        }
+        for j in 0..8 {
+            let mine = (0..n).filter(|i| i % 8 == j);
+            let total: u64 = mine.clone().map(|i| (uints[i] % 8 == 0) as u64).sum();
+            let max = mine.map(|i| uints[i] % 100).max().unwrap_or(0);
+            assert_eq!(
+                sums[j],
+                round_exact::<bf16>(false, total as u128, 0),
+                "sm_{}{} add",
+                cc.0,
+                cc.1
+            );
+            assert_eq!(sums[j + 8].to_f32(), max as f32, "sm_{}{} max", cc.0, cc.1);
+        }
+    }
+}
