@@ -12,6 +12,7 @@ mod foreign;
 mod graphs;
 mod grid;
 mod half;
+mod half_ops;
 mod kernels;
 mod math;
 mod memory;
