@@ -306,9 +306,13 @@ fn arithmetic<H: Half>(rng: &mut Rng) {
             fma_checked += 1;
             want.push(fma_exact(a, b, cz));
         }
+        // min/max of two zeros of different signs: the model's -0 for min and +0 for max
+        // (the simulator's, and PTX's min/max), but either zero is accepted.
+        let zeros = fa == 0.0 && fb == 0.0;
         for (j, w) in want.iter().enumerate() {
+            let loose = zeros && (j == 5 || j == 6) && out[10 * i + j].to_f32() == 0.0;
             assert!(
-                same(out[10 * i + j], *w),
+                loose || same(out[10 * i + j], *w),
                 "{name}: {a:?} {} {b:?} (c = {cz:?}) gave {:?}, want {w:?}",
                 names[j],
                 out[10 * i + j]
