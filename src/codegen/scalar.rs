@@ -169,7 +169,8 @@ pub trait Scalar: DeviceCopy + KernelArg + sealed::Sealed + PartialEq + std::fmt
 pub trait Num: Scalar {}
 /// Integer scalars: bit operations and shifts.
 pub trait Int: Num {}
-/// Floating-point scalars: the math functions.
+/// Floating-point scalars (`f32`, `f64`, `half::f16`, `half::bf16`): the math functions (on the
+/// 16-bit floats computed in f32 and rounded once; `mul_add` fused).
 pub trait Float: Num {}
 /// Scalars that can be negated: signed integers and floats.
 pub trait Signed: Num {}
