@@ -60,6 +60,8 @@ pub use context::{
 pub use error::{take_drop_errors, DriverCode, Error, FaultKind, LoadError, Result};
 pub use event::{elapsed_ms, Event};
 pub use graph::{Graph, GraphExec, GraphNode};
+/// The 16-bit float types of kernels and device arrays (from the `half` crate).
+pub use half::{bf16, f16};
 pub use memory::{
     AnyBitPattern, AsStrided, AsStridedMut, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut,
     DeviceView, DeviceViewMut, HostSource, ManagedBuffer, MappedHostBuffer, MemPool,

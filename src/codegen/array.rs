@@ -176,10 +176,12 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
 
     fn check_vec(width: usize) {
         let bytes = width * T::TY.size();
-        if !matches!(width, 2 | 4) || !matches!(bytes, 8 | 16) {
+        // 2 x f16 / 2 x bf16 (CUDA's `half2`, `__nv_bfloat162`) move 4 bytes.
+        let half2 = width == 2 && T::TY.is_half();
+        if !matches!(width, 2 | 4) || !(matches!(bytes, 8 | 16) || half2) {
             with_state(|s| {
                 s.error(format!(
-                    "in `{}`: vector accesses move 8 or 16 bytes in 2 or 4 lanes; {width} x {} is {bytes} bytes",
+                    "in `{}`: vector accesses move 8 or 16 bytes in 2 or 4 lanes (4 bytes for 2 x f16 or bf16); {width} x {} is {bytes} bytes",
                     s.f.name,
                     T::TY.name()
                 ))
@@ -188,7 +190,8 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
     }
 
     /// Loads `W` consecutive elements `[i*W, i*W + W)` in one vector access (16 bytes: 4 x
-    /// f32/i32/u32 or 2 x f64/i64/u64; 8 bytes: 2 x f32/i32/u32). The array's address must be
+    /// f32/i32/u32 or 2 x f64/i64/u64; 8 bytes: 2 x f32/i32/u32 or 4 x f16/bf16; 4 bytes: 2 x
+    /// f16/bf16, CUDA's `half2`/`__nv_bfloat162`). The array's address must be
     /// aligned to the vector's size; a parameter array that is not is refused at launch.
     #[track_caller]
     pub fn load_vec<const W: usize>(&self, i: impl Index) -> [Expr<T>; W] {

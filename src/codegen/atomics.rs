@@ -140,6 +140,8 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
     /// f32 and f64 use the hardware's `atom.add.f32`/`.f64` (f64 needs sm_60, else a
     /// compare-and-swap loop), rounding to nearest. As in CUDA, the f32 add flushes subnormal
     /// operands and results to zero (the PTX ISA's rule for `atom.add.f32`); f64 keeps them.
+    /// f16 uses `atom.add.noftz.f16` (sm_70+) and bf16 `atom.add.noftz.bf16` (sm_90), both
+    /// keeping subnormals; elsewhere a compare-and-swap loop on the containing 32-bit word.
     #[track_caller]
     pub fn atomic_add(&self, i: impl Index, v: impl Into<Expr<T>>) -> Expr<T> {
         let _at = crate::codegen::srcloc::at();
@@ -318,6 +320,30 @@ pub(crate) fn lower_atomic<'c>(
     }
     let v = lw.v(a.value)?;
     let signed = ty.is_signed_int();
+    if ty.is_half()
+        && matches!(
+            a.kind,
+            AtomicKind::Min
+                | AtomicKind::Max
+                | AtomicKind::NanMin
+                | AtomicKind::NanMax
+                | AtomicKind::Exch
+                | AtomicKind::Cas
+        )
+    {
+        // min/max, exchange and compare-and-swap on the 16-bit word's bits: the loop on the
+        // containing 32-bit word (add and sub are LLVM's `atomicrmw fadd`, below).
+        let it = lw.ctx.i16_type();
+        let ft = v.into_float_value().get_type();
+        let bits = bitcast(lw, v, it.into())?.into_int_value();
+        let cmp = match a.compare {
+            Some(c) => Some(bitcast(lw, lw.v(c)?, it.into())?.into_int_value()),
+            None => None,
+        };
+        let old =
+            super::atomics_narrow::lower_narrow_rmw(lw, a.kind, ptr, bits, cmp, false, Some(ft))?;
+        return bitcast(lw, old, ft.into());
+    }
     if ty.is_float() {
         let f = v.into_float_value();
         return match a.kind {
@@ -364,7 +390,7 @@ pub(crate) fn lower_atomic<'c>(
                 message: format!("`{}` needs a u32 or u64 element type", a.kind.name()),
             });
         }
-        return super::atomics_narrow::lower_narrow_rmw(lw, a.kind, ptr, x, cmp, signed);
+        return super::atomics_narrow::lower_narrow_rmw(lw, a.kind, ptr, x, cmp, signed, None);
     }
     let rmw = |lw: &Lowerer<'c, '_>, op: AtomicRMWBinOp, x: IntValue<'c>| {
         lw.b.build_atomicrmw(op, ptr, x, RELAXED)
@@ -514,7 +540,8 @@ fn float_rmw<'c>(
     };
     // SAFETY: the builder is positioned in a block of the function being lowered (checked
     // above); `ptr` points to an element of `v`'s type in global or shared memory and both
-    // values belong to the builder's context; fadd/fmin/fmax accept f32 and f64 operands, and
+    // values belong to the builder's context; fadd/fmin/fmax accept f16, bf16, f32 and f64
+    // operands (LLVM expands what the target lacks into a compare-and-swap loop), and
     // LLVM gives the instruction the type's natural alignment. The returned value is the new
     // instruction, of `v`'s float type.
     let r = unsafe {

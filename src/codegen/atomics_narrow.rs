@@ -1,4 +1,5 @@
-//! Atomics on 8- and 16-bit integers (`i8`, `u8`, `i16`, `u16`).
+//! Atomics on 8- and 16-bit integers (`i8`, `u8`, `i16`, `u16`), and the min/max, exchange
+//! and compare-and-swap atomics of the 16-bit floats (`f16`, `bf16`: on their bits).
 //!
 //! PTX has no 8- or 16-bit atomic read-modify-writes (only a 16-bit `atom.cas.b16` on sm_70
 //! and newer), so each one is a compare-and-swap loop on the naturally aligned 32-bit word
@@ -12,8 +13,9 @@
 //! stays inside the allocation (memory from elsewhere needs the same: round its size up to 4).
 
 use inkwell::builder::BuilderError;
+use inkwell::types::FloatType;
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue};
-use inkwell::{AtomicOrdering, IntPredicate};
+use inkwell::{AtomicOrdering, FloatPredicate, IntPredicate};
 
 use super::atomics::AtomicKind;
 use super::lower::Lowerer;
@@ -28,7 +30,52 @@ fn gen_err(lw: &Lowerer<'_, '_>, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// The new element value an atomic computes from the old one (the loop's body).
+/// The new bits of a 16-bit float element for `min`/`max` (numba's: a NaN on either side
+/// leaves the element) and `nanmin`/`nanmax` (IEEE minNum/maxNum, -0 below +0, as the
+/// simulator's and `Expr::min`'s), computed on the half values `old` and `v` given as bits.
+fn half_minmax<'c>(
+    lw: &Lowerer<'c, '_>,
+    kind: AtomicKind,
+    ft: FloatType<'c>,
+    old: IntValue<'c>,
+    v: IntValue<'c>,
+) -> Result<IntValue<'c>> {
+    let e = |err: BuilderError| gen_err(lw, err);
+    let b = &lw.b;
+    let o = b.build_bit_cast(old, ft, "").map_err(e)?.into_float_value();
+    let x = b.build_bit_cast(v, ft, "").map_err(e)?.into_float_value();
+    let cmp = |p: FloatPredicate, a, c| b.build_float_compare(p, a, c, "").map_err(e);
+    let sel = |c, a: IntValue<'c>, d: IntValue<'c>| -> Result<IntValue<'c>> {
+        Ok(b.build_select(c, a, d, "").map_err(e)?.into_int_value())
+    };
+    let max = matches!(kind, AtomicKind::Max | AtomicKind::NanMax);
+    let (better, worse) = if max {
+        (FloatPredicate::OGT, FloatPredicate::OLT)
+    } else {
+        (FloatPredicate::OLT, FloatPredicate::OGT)
+    };
+    if matches!(kind, AtomicKind::Min | AtomicKind::Max) {
+        let c = cmp(better, x, o)?;
+        return sel(c, v, old);
+    }
+    let zero = old.get_type().const_zero();
+    let o_neg = b
+        .build_int_compare(IntPredicate::SLT, old, zero, "")
+        .map_err(e)?;
+    // Equal values (only zeros differ): min keeps a negative `old`, max a positive one.
+    let mut r = if max {
+        sel(o_neg, v, old)?
+    } else {
+        sel(o_neg, old, v)?
+    };
+    r = sel(cmp(better, x, o)?, v, r)?;
+    r = sel(cmp(worse, x, o)?, old, r)?;
+    r = sel(cmp(FloatPredicate::UNO, x, x)?, old, r)?;
+    sel(cmp(FloatPredicate::UNO, o, o)?, v, r)
+}
+
+/// The new element value an atomic computes from the old one (the loop's body); `half` is the
+/// float type when the element is a 16-bit float held as its bits.
 fn apply<'c>(
     lw: &Lowerer<'c, '_>,
     kind: AtomicKind,
@@ -36,9 +83,18 @@ fn apply<'c>(
     v: IntValue<'c>,
     cmp: Option<IntValue<'c>>,
     signed: bool,
+    half: Option<FloatType<'c>>,
 ) -> Result<IntValue<'c>> {
     let e = |err: BuilderError| gen_err(lw, err);
     let b = &lw.b;
+    if let Some(ft) = half {
+        if matches!(
+            kind,
+            AtomicKind::Min | AtomicKind::Max | AtomicKind::NanMin | AtomicKind::NanMax
+        ) {
+            return half_minmax(lw, kind, ft, old, v);
+        }
+    }
     let pick = |pred: IntPredicate| -> Result<IntValue<'c>> {
         let keep = b.build_int_compare(pred, old, v, "").map_err(e)?;
         Ok(b.build_select(keep, old, v, "")
@@ -81,6 +137,7 @@ pub(crate) fn lower_narrow_rmw<'c>(
     v: IntValue<'c>,
     cmp: Option<IntValue<'c>>,
     signed: bool,
+    half: Option<FloatType<'c>>,
 ) -> Result<BasicValueEnum<'c>> {
     let e = |err: BuilderError| gen_err(lw, err);
     let b = &lw.b;
@@ -123,7 +180,7 @@ pub(crate) fn lower_narrow_rmw<'c>(
     let cur_word = cur.as_basic_value().into_int_value();
     let shifted = b.build_right_shift(cur_word, shift, false, "").map_err(e)?;
     let old = b.build_int_truncate(shifted, nt, "").map_err(e)?;
-    let new = apply(lw, kind, old, v, cmp, signed)?;
+    let new = apply(lw, kind, old, v, cmp, signed, half)?;
     let same = b
         .build_int_compare(IntPredicate::EQ, new, old, "")
         .map_err(e)?;

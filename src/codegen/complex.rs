@@ -17,9 +17,44 @@ use num_complex::Complex;
 use super::array::{DArray, Index, ReadOnly, ReadWrite};
 use super::expr::{select, Expr};
 use super::scalar::{Float, Signed};
+
 use super::signature::{ArgBuffer, ArgFor, KernelParam};
 use crate::error::Result;
 use crate::memory::{DeviceSlice, DeviceSliceMut};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// The real types complex numbers are made of: `f32` (Numba's `complex64`) and `f64`
+/// (`complex128`).
+pub trait ComplexPart: Float + Signed + sealed::Sealed {
+    /// `0.5`.
+    const HALF: Self;
+    /// `1`.
+    const ONE: Self;
+    /// `+inf`.
+    const INF: Self;
+    /// A quiet NaN.
+    const NAN: Self;
+    /// `0`.
+    const ZERO: Self;
+}
+
+macro_rules! complex_part {
+    ($($t:ident),*) => {$(
+        impl ComplexPart for $t {
+            const HALF: $t = 0.5;
+            const ONE: $t = 1.0;
+            const INF: $t = $t::INFINITY;
+            const NAN: $t = $t::NAN;
+            const ZERO: $t = 0.0;
+        }
+    )*};
+}
+complex_part!(f32, f64);
 
 /// A complex value in a kernel: two real expressions.
 #[derive(Clone, Copy)]
@@ -30,7 +65,7 @@ pub struct CExpr<T> {
     pub im: Expr<T>,
 }
 
-impl<T: Float + Signed> CExpr<T> {
+impl<T: ComplexPart> CExpr<T> {
     /// `re + im i`.
     #[track_caller]
     pub fn new(re: impl Into<Expr<T>>, im: impl Into<Expr<T>>) -> Self {
@@ -83,7 +118,7 @@ impl<T: Float + Signed> CExpr<T> {
     pub fn exp(self) -> Self {
         let _at = super::srcloc::at();
         let m = self.re.exp();
-        let real = self.im.eq(zero::<T>());
+        let real = self.im.eq(T::ZERO);
         CExpr::new(
             select(real, m, m * self.im.cos()),
             select(real, self.im, m * self.im.sin()),
@@ -103,8 +138,8 @@ impl<T: Float + Signed> CExpr<T> {
     pub fn sqrt(self) -> Self {
         let _at = super::srcloc::at();
         let (x, y) = (self.re, self.im);
-        let zero = Expr::lit(zero::<T>());
-        let half = Expr::lit(T::from_bits(half_bits::<T>()));
+        let zero = Expr::lit(T::ZERO);
+        let half = Expr::lit(T::HALF);
         let t = ((x.abs() + hypot(x, y)) * half).sqrt();
         let both_zero = x.eq(zero).and(y.eq(zero));
         let pos = x.ge(zero);
@@ -115,55 +150,23 @@ impl<T: Float + Signed> CExpr<T> {
     }
 }
 
-/// `0` of a float type.
-fn zero<T: Float>() -> T {
-    T::from_bits(0)
-}
-
-/// The bits of `0.5` in `T`.
-fn half_bits<T: Float>() -> u64 {
-    if T::TY.size() == 4 {
-        0.5f32.to_bits() as u64
-    } else {
-        0.5f64.to_bits()
-    }
-}
-
 /// `sqrt(a² + b²)` scaled by the larger magnitude.
-fn hypot<T: Float + Signed>(a: Expr<T>, b: Expr<T>) -> Expr<T> {
+fn hypot<T: ComplexPart>(a: Expr<T>, b: Expr<T>) -> Expr<T> {
     let (a, b) = (a.abs(), b.abs());
     // A NaN part goes into `big`, so that it propagates.
     let a_first = a.ge(b).or(a.ne(a));
     let big = select(a_first, a, b);
     let small = select(a_first, b, a);
-    let zero = Expr::lit(zero::<T>());
-    let one = Expr::lit(T::from_bits(one_bits::<T>()));
+    let zero = Expr::lit(T::ZERO);
+    let one = Expr::lit(T::ONE);
     let r = small / big;
     let h = big * (one + r * r).sqrt();
     let inf = a.is_infinite().or(b.is_infinite());
     let h = select(big.eq(zero), zero, h);
-    select(inf, Expr::lit(T::from_bits(inf_bits::<T>())), h)
+    select(inf, Expr::lit(T::INF), h)
 }
 
-/// The bits of `1.0` in `T`.
-fn one_bits<T: Float>() -> u64 {
-    if T::TY.size() == 4 {
-        1.0f32.to_bits() as u64
-    } else {
-        1.0f64.to_bits()
-    }
-}
-
-/// The bits of `+inf` in `T`.
-fn inf_bits<T: Float>() -> u64 {
-    if T::TY.size() == 4 {
-        f32::INFINITY.to_bits() as u64
-    } else {
-        f64::INFINITY.to_bits()
-    }
-}
-
-impl<T: Float + Signed> ops::Add for CExpr<T> {
+impl<T: ComplexPart> ops::Add for CExpr<T> {
     type Output = CExpr<T>;
     #[track_caller]
     fn add(self, o: CExpr<T>) -> CExpr<T> {
@@ -172,7 +175,7 @@ impl<T: Float + Signed> ops::Add for CExpr<T> {
     }
 }
 
-impl<T: Float + Signed> ops::Sub for CExpr<T> {
+impl<T: ComplexPart> ops::Sub for CExpr<T> {
     type Output = CExpr<T>;
     #[track_caller]
     fn sub(self, o: CExpr<T>) -> CExpr<T> {
@@ -181,7 +184,7 @@ impl<T: Float + Signed> ops::Sub for CExpr<T> {
     }
 }
 
-impl<T: Float + Signed> ops::Mul for CExpr<T> {
+impl<T: ComplexPart> ops::Mul for CExpr<T> {
     type Output = CExpr<T>;
     #[track_caller]
     fn mul(self, o: CExpr<T>) -> CExpr<T> {
@@ -193,15 +196,15 @@ impl<T: Float + Signed> ops::Mul for CExpr<T> {
     }
 }
 
-impl<T: Float + Signed> ops::Div for CExpr<T> {
+impl<T: ComplexPart> ops::Div for CExpr<T> {
     type Output = CExpr<T>;
     /// Smith's method, as CPython's and Numba's `_Py_c_quot`.
     #[track_caller]
     fn div(self, o: CExpr<T>) -> CExpr<T> {
         let _at = super::srcloc::at();
         let (ar, ai, br, bi) = (self.re, self.im, o.re, o.im);
-        let zero = Expr::lit(zero::<T>());
-        let nan = Expr::lit(T::from_bits(nan_bits::<T>()));
+        let zero = Expr::lit(T::ZERO);
+        let nan = Expr::lit(T::NAN);
         let by_re = br.abs().ge(bi.abs());
         // Divided through by the real part of the divisor.
         let ratio1 = bi / br;
@@ -221,16 +224,7 @@ impl<T: Float + Signed> ops::Div for CExpr<T> {
     }
 }
 
-/// The bits of a quiet NaN in `T`.
-fn nan_bits<T: Float>() -> u64 {
-    if T::TY.size() == 4 {
-        f32::NAN.to_bits() as u64
-    } else {
-        f64::NAN.to_bits()
-    }
-}
-
-impl<T: Float + Signed> ops::Neg for CExpr<T> {
+impl<T: ComplexPart> ops::Neg for CExpr<T> {
     type Output = CExpr<T>;
     #[track_caller]
     fn neg(self) -> CExpr<T> {
@@ -239,7 +233,7 @@ impl<T: Float + Signed> ops::Neg for CExpr<T> {
     }
 }
 
-impl<T: Float + Signed> ops::Mul<Expr<T>> for CExpr<T> {
+impl<T: ComplexPart> ops::Mul<Expr<T>> for CExpr<T> {
     type Output = CExpr<T>;
     /// Scales both parts.
     #[track_caller]
@@ -249,12 +243,12 @@ impl<T: Float + Signed> ops::Mul<Expr<T>> for CExpr<T> {
     }
 }
 
-impl<T: Float + Signed> From<Expr<T>> for CExpr<T> {
+impl<T: ComplexPart> From<Expr<T>> for CExpr<T> {
     /// A real value: `x + 0i`.
     #[track_caller]
     fn from(x: Expr<T>) -> CExpr<T> {
         let _at = super::srcloc::at();
-        CExpr::new(x, Expr::lit(zero::<T>()))
+        CExpr::new(x, Expr::lit(T::ZERO))
     }
 }
 
@@ -271,7 +265,7 @@ pub struct CSliceMut<T> {
     parts: DArray<T, 1, ReadWrite>,
 }
 
-impl<T: Float + Signed> CSlice<T> {
+impl<T: ComplexPart> CSlice<T> {
     /// Element `i`.
     #[track_caller]
     pub fn at(&self, i: impl Index) -> CExpr<T> {
@@ -287,7 +281,7 @@ impl<T: Float + Signed> CSlice<T> {
     }
 }
 
-impl<T: Float + Signed> CSliceMut<T> {
+impl<T: ComplexPart> CSliceMut<T> {
     /// Element `i`.
     #[track_caller]
     pub fn at(&self, i: impl Index) -> CExpr<T> {

@@ -292,7 +292,20 @@ macro_rules! lhs_scalar_ops {
         }
     )*};
 }
-lhs_scalar_ops!(f32, f64, i8, u8, i16, u16, i32, u32, i64, u64);
+lhs_scalar_ops!(
+    f32,
+    f64,
+    i8,
+    u8,
+    i16,
+    u16,
+    i32,
+    u32,
+    i64,
+    u64,
+    half::f16,
+    half::bf16
+);
 
 macro_rules! lhs_int_ops {
     ($($t:ty),*) => {$(

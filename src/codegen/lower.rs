@@ -226,6 +226,8 @@ pub(crate) fn reg_type<'c>(ctx: &'c LlContext, ty: ScalarTy) -> BasicTypeEnum<'c
         ScalarTy::I64 | ScalarTy::U64 => ctx.i64_type().into(),
         ScalarTy::F32 => ctx.f32_type().into(),
         ScalarTy::F64 => ctx.f64_type().into(),
+        ScalarTy::F16 => ctx.f16_type().into(),
+        ScalarTy::BF16 => ctx.bf16_type().into(),
     }
 }
 
@@ -371,7 +373,7 @@ macro_rules! ll {
 }
 
 impl<'c> Lowerer<'c, '_> {
-    fn err(&self, what: impl std::fmt::Display) -> Error {
+    pub(crate) fn err(&self, what: impl std::fmt::Display) -> Error {
         llvm_err(&self.f.name, what)
     }
 
@@ -781,6 +783,11 @@ impl<'c> Lowerer<'c, '_> {
                     .f64_type()
                     .const_float(f64::from_bits(*bits))
                     .into(),
+                // The half types' bits, bitcast (folded into a constant).
+                ScalarTy::F16 | ScalarTy::BF16 => {
+                    let b16 = self.ctx.i16_type().const_int(*bits, false);
+                    ll!(self, self.b.build_bit_cast(b16, rt, ""))
+                }
                 _ => rt.into_int_type().const_int(*bits, false).into(),
             },
             Op::Param(i) => {
@@ -974,6 +981,9 @@ impl<'c> Lowerer<'c, '_> {
         ty: ScalarTy,
     ) -> Result<BasicValueEnum<'c>> {
         let (x, y) = (self.v(a)?, self.v(b)?);
+        if ty.is_half() {
+            return self.half_binary(o, x.into_float_value(), y.into_float_value(), ty);
+        }
         if ty.is_float() {
             let (x, y) = (x.into_float_value(), y.into_float_value());
             let r: BasicValueEnum = match o {
@@ -1080,7 +1090,7 @@ impl<'c> Lowerer<'c, '_> {
     /// Exact floating-point remainder (C's `fmod`, Rust's `%`): LLVM's `frem` is lowered by
     /// NVPTX as `x - trunc(x / y) * y`, which is wrong for large quotients. Subtracts `y`
     /// scaled by powers of two, largest first; each subtraction is exact (Sterbenz).
-    fn float_rem(
+    pub(crate) fn float_rem(
         &mut self,
         x: inkwell::values::FloatValue<'c>,
         y: inkwell::values::FloatValue<'c>,
@@ -1266,7 +1276,7 @@ impl<'c> Lowerer<'c, '_> {
     }
 
     /// A one-operand conversion written as inline PTX (`text` with `$0` = result, `$1` = `v`).
-    fn cvt_asm(
+    pub(crate) fn cvt_asm(
         &mut self,
         v: BasicValueEnum<'c>,
         rt: BasicTypeEnum<'c>,
@@ -1287,9 +1297,22 @@ impl<'c> Lowerer<'c, '_> {
     fn cast(&mut self, a: ValueId, to: ScalarTy) -> Result<BasicValueEnum<'c>> {
         let from = self.ty(a);
         let v = self.v(a)?;
+        self.cast_value(v, from, to)
+    }
+
+    /// Rust `as` semantics of the value `v` of type `from` to `to`.
+    pub(crate) fn cast_value(
+        &mut self,
+        v: BasicValueEnum<'c>,
+        from: ScalarTy,
+        to: ScalarTy,
+    ) -> Result<BasicValueEnum<'c>> {
         let rt = reg_type(self.ctx, to);
         if from == to {
             return Ok(v);
+        }
+        if from.is_half() || to.is_half() {
+            return self.half_cast(v, from, to);
         }
         Ok(match (from.is_float(), to.is_float()) {
             (true, true) => ll!(

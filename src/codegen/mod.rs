@@ -32,6 +32,7 @@ mod grid_sync;
 pub(crate) mod ir;
 mod kernel;
 mod lower;
+mod lower_half;
 pub(crate) mod math;
 mod options;
 pub(crate) mod printf;
@@ -48,7 +49,7 @@ pub use warp::*;
 
 pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};
 pub use cache::{cache_dir, cache_stats, clear_cache, clear_memory_cache, CacheStats};
-pub use complex::{host as complex_host, CExpr, CSlice, CSliceMut};
+pub use complex::{host as complex_host, CExpr, CSlice, CSliceMut, ComplexPart};
 pub use const_mem::MAX_CONST_BYTES;
 pub use control::{KernelBuilder, Xyz};
 pub use device_fn::{DeviceFn, DeviceParams};

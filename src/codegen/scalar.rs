@@ -28,12 +28,24 @@ pub enum ScalarTy {
     F32,
     /// `f64`.
     F64,
+    /// `half::f16` (IEEE binary16).
+    F16,
+    /// `half::bf16` (bfloat16: f32's exponent, 8 significant bits).
+    BF16,
 }
 
 impl ScalarTy {
     /// Whether this is a floating-point type.
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarTy::F32 | ScalarTy::F64)
+        matches!(
+            self,
+            ScalarTy::F32 | ScalarTy::F64 | ScalarTy::F16 | ScalarTy::BF16
+        )
+    }
+    /// Whether this is a 16-bit float (`f16`, `bf16`), computed natively where the target has
+    /// the instructions and through f32 otherwise.
+    pub fn is_half(self) -> bool {
+        matches!(self, ScalarTy::F16 | ScalarTy::BF16)
     }
     /// Whether this is a signed integer type.
     pub fn is_signed_int(self) -> bool {
@@ -77,7 +89,7 @@ impl ScalarTy {
     pub const fn size(self) -> usize {
         match self {
             ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 => 1,
-            ScalarTy::I16 | ScalarTy::U16 => 2,
+            ScalarTy::I16 | ScalarTy::U16 | ScalarTy::F16 | ScalarTy::BF16 => 2,
             ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 4,
             ScalarTy::I64 | ScalarTy::U64 | ScalarTy::F64 => 8,
         }
@@ -96,6 +108,8 @@ impl ScalarTy {
             ScalarTy::U64 => "u64",
             ScalarTy::F32 => "f32",
             ScalarTy::F64 => "f64",
+            ScalarTy::F16 => "f16",
+            ScalarTy::BF16 => "bf16",
         }
     }
 }
@@ -104,8 +118,17 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A type kernels compute with: `f32`, `f64`, `i8`, `u8`, `i16`, `u16`, `i32`, `u32`, `i64`,
-/// `u64`, `bool`.
+/// A type kernels compute with: `f32`, `f64`, `half::f16`, `half::bf16`, `i8`, `u8`, `i16`,
+/// `u16`, `i32`, `u32`, `i64`, `u64`, `bool`.
+///
+/// The 16-bit floats [`half::f16`] and [`half::bf16`] (re-exported as `cudajit::f16` and
+/// `cudajit::bf16`) are floats like `f32`: `+ - * /` correctly rounded (native `f16`
+/// instructions on every supported target, native `bf16` ones on sm_90, through f32 elsewhere,
+/// which gives the same correctly rounded results), `%`, min/max and comparisons with f32's
+/// semantics, `cast` to and from every type with correct rounding (round to nearest, ties to
+/// even; to integers toward zero, saturating, NaN gives 0), the math functions of [`Float`]
+/// (computed in f32 and rounded once to the half type; `mul_add` fused, rounded once),
+/// shuffles, `atomic_add` and the other atomics of [`Num`] types.
 ///
 /// The narrow integers `i8`, `u8`, `i16`, `u16` are array elements, scalar parameters and
 /// values like the others: loads and stores of their own size, arithmetic in their own width
@@ -146,7 +169,8 @@ pub trait Scalar: DeviceCopy + KernelArg + sealed::Sealed + PartialEq + std::fmt
 pub trait Num: Scalar {}
 /// Integer scalars: bit operations and shifts.
 pub trait Int: Num {}
-/// Floating-point scalars: the math functions.
+/// Floating-point scalars (`f32`, `f64`, `half::f16`, `half::bf16`): the math functions (on the
+/// 16-bit floats computed in f32 and rounded once; `mul_add` fused).
 pub trait Float: Num {}
 /// Scalars that can be negated: signed integers and floats.
 pub trait Signed: Num {}
@@ -209,5 +233,19 @@ scalar!(
     F64,
     |v| v.to_bits(),
     f64::from_bits,
+    [Num, Float, Signed]
+);
+scalar!(
+    half::f16,
+    F16,
+    |v| v.to_bits() as u64,
+    |b| half::f16::from_bits(b as u16),
+    [Num, Float, Signed]
+);
+scalar!(
+    half::bf16,
+    BF16,
+    |v| v.to_bits() as u64,
+    |b| half::bf16::from_bits(b as u16),
     [Num, Float, Signed]
 );

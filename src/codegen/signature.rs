@@ -180,7 +180,21 @@ macro_rules! scalar_params {
         }
     )*};
 }
-scalar_params!(f32, f64, i8, u8, i16, u16, i32, u32, i64, u64, bool);
+scalar_params!(
+    f32,
+    f64,
+    i8,
+    u8,
+    i16,
+    u16,
+    i32,
+    u32,
+    i64,
+    u64,
+    bool,
+    half::f16,
+    half::bf16
+);
 
 /// A launch argument accepted for parameter type `P`.
 pub trait ArgFor<P> {

@@ -452,7 +452,18 @@ pub(crate) fn lower_warp<'c>(
             } else {
                 i32t
             };
-            if vty.is_float() {
+            if vty.is_half() {
+                // Equal 16-bit floats (bitwise) have equal zero-extended bits.
+                let b16 = lw.ctx.i16_type();
+                let x =
+                    lw.b.build_bit_cast(v, b16, "")
+                        .map_err(|e| gen_err(lw, e))?
+                        .into_int_value();
+                v =
+                    lw.b.build_int_z_extend(x, it, "")
+                        .map_err(|e| gen_err(lw, e))?
+                        .into();
+            } else if vty.is_float() {
                 v = lw.b.build_bit_cast(v, it, "").map_err(|e| gen_err(lw, e))?;
             } else if vty.is_narrow_int() {
                 // Equal narrow values have equal zero-extensions.
@@ -511,6 +522,15 @@ fn lower_shfl<'c>(
         return one(v);
     }
     let e = |err: BuilderError| gen_err(lw, err);
+    if ty.is_half() {
+        // 16-bit floats: their bits, zero-extended to 32, shuffled and cut back.
+        let b16 = lw.ctx.i16_type();
+        let x = lw.b.build_bit_cast(v, b16, "").map_err(e)?.into_int_value();
+        let wide = lw.b.build_int_z_extend(x, i32t, "").map_err(e)?;
+        let r = one(wide.into())?.into_int_value();
+        let r = lw.b.build_int_truncate(r, b16, "").map_err(e)?;
+        return lw.b.build_bit_cast(r, v.get_type(), "").map_err(e);
+    }
     if ty.is_narrow_int() {
         // 8 and 16 bits: extend to 32 (by the type's signedness), shuffle, truncate.
         let x = v.into_int_value();

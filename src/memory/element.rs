@@ -22,7 +22,22 @@ macro_rules! impl_pod {
         unsafe impl AnyBitPattern for $t {}
     )*};
 }
-impl_pod!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, isize, usize);
+impl_pod!(
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    isize,
+    usize,
+    half::f16,
+    half::bf16
+);
 
 // SAFETY: one byte, no pointers; not AnyBitPattern since only 0 and 1 are valid.
 unsafe impl DeviceCopy for bool {}

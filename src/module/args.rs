@@ -36,7 +36,23 @@ macro_rules! scalar_args {
         }
     )*};
 }
-scalar_args!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, isize, usize, bool);
+scalar_args!(
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    isize,
+    usize,
+    bool,
+    half::f16,
+    half::bf16
+);
 
 macro_rules! array_args {
     ($([$($lt:lifetime)?] $ty:ty;)*) => {$(

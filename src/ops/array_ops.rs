@@ -54,7 +54,20 @@ macro_rules! ops_scalar {
         }
     )*};
 }
-ops_scalar!(f32, f64, i8, u8, i16, u16, i32, u32, i64, u64);
+ops_scalar!(
+    f32,
+    f64,
+    i8,
+    u8,
+    i16,
+    u16,
+    i32,
+    u32,
+    i64,
+    u64,
+    half::f16,
+    half::bf16
+);
 
 fn cached<E>(slot: &OnceLock<Result<E>>, make: impl FnOnce() -> Result<E>) -> Result<&E> {
     slot.get_or_init(make).as_ref().map_err(Clone::clone)
@@ -161,9 +174,9 @@ impl<T: OpsScalar, D: Dimension, X: DeviceSlice<T, Dim = D>> ArrayOps<T, D> for 
 
 /// The built-in reductions for one element type (built on first use, then cached).
 #[doc(hidden)]
-pub struct ReduceKernels<T: OpsScalar> {
-    sum: OnceLock<Result<Reduction<T, T, T>>>,
-    prod: OnceLock<Result<Reduction<T, T, T>>>,
+pub struct ReduceKernels<T: ReduceScalar> {
+    sum: OnceLock<Result<Reduction<T, T::Acc, T>>>,
+    prod: OnceLock<Result<Reduction<T, T::Acc, T>>>,
     min: OnceLock<Result<Reduction<T, T, T>>>,
     max: OnceLock<Result<Reduction<T, T, T>>>,
     sum_f64: OnceLock<Result<Reduction<T, f64, f64>>>,
@@ -180,6 +193,10 @@ pub trait ReduceScalar: OpsScalar {
     /// One and zero.
     #[doc(hidden)]
     const ONE_ZERO: (Self, Self);
+    /// The type sums and products accumulate in: the type itself, except `f32` for the
+    /// 16-bit floats (the result is rounded once to the element type at the end).
+    #[doc(hidden)]
+    type Acc: ReduceScalar;
     /// This type's reduction kernels.
     #[doc(hidden)]
     fn reductions() -> &'static ReduceKernels<Self>;
@@ -187,9 +204,13 @@ pub trait ReduceScalar: OpsScalar {
 
 macro_rules! reduce_scalar {
     ($($t:ty: $lo:expr, $hi:expr, $one:expr, $zero:expr);*) => {$(
+        reduce_scalar!(@one $t, $t: $lo, $hi, $one, $zero);
+    )*};
+    (@one $t:ty, $acc:ty: $lo:expr, $hi:expr, $one:expr, $zero:expr) => {
         impl ReduceScalar for $t {
             const LIMITS: ($t, $t) = ($lo, $hi);
             const ONE_ZERO: ($t, $t) = ($one, $zero);
+            type Acc = $acc;
             fn reductions() -> &'static ReduceKernels<$t> {
                 static K: ReduceKernels<$t> = ReduceKernels {
                     sum: OnceLock::new(),
@@ -204,7 +225,7 @@ macro_rules! reduce_scalar {
                 &K
             }
         }
-    )*};
+    };
 }
 reduce_scalar!(
     f32: f32::NEG_INFINITY, f32::INFINITY, 1.0, 0.0;
@@ -218,6 +239,10 @@ reduce_scalar!(
     i64: i64::MIN, i64::MAX, 1, 0;
     u64: u64::MIN, u64::MAX, 1, 0
 );
+reduce_scalar!(@one half::f16, f32:
+    half::f16::NEG_INFINITY, half::f16::INFINITY, half::f16::ONE, half::f16::ZERO);
+reduce_scalar!(@one half::bf16, f32:
+    half::bf16::NEG_INFINITY, half::bf16::INFINITY, half::bf16::ONE, half::bf16::ZERO);
 
 /// `min` that propagates NaN (as NumPy's `min`).
 fn nan_min<T: OpsScalar>(a: Expr<T>, b: Expr<T>) -> Expr<T> {
@@ -229,24 +254,26 @@ fn nan_max<T: OpsScalar>(a: Expr<T>, b: Expr<T>) -> Expr<T> {
 }
 
 impl<T: ReduceScalar> ReduceKernels<T> {
-    fn sum(&self) -> Result<&Reduction<T, T, T>> {
+    fn sum(&self) -> Result<&Reduction<T, T::Acc, T>> {
         cached(&self.sum, || {
-            Reduction::new(
+            Ok(Reduction::new(
                 &format!("sum_{}", T::TY.name()),
-                |x| x,
+                |x: Expr<T>| x.cast::<T::Acc>(),
                 |a, b| a + b,
-                T::ONE_ZERO.1,
-            )
+                <T::Acc as ReduceScalar>::ONE_ZERO.1,
+            )?
+            .post(|s, _| s.cast::<T>()))
         })
     }
-    fn prod(&self) -> Result<&Reduction<T, T, T>> {
+    fn prod(&self) -> Result<&Reduction<T, T::Acc, T>> {
         cached(&self.prod, || {
-            Reduction::new(
+            Ok(Reduction::new(
                 &format!("prod_{}", T::TY.name()),
-                |x| x,
+                |x: Expr<T>| x.cast::<T::Acc>(),
                 |a, b| a * b,
-                T::ONE_ZERO.0,
-            )
+                <T::Acc as ReduceScalar>::ONE_ZERO.0,
+            )?
+            .post(|s, _| s.cast::<T>()))
         })
     }
     fn min(&self) -> Result<&Reduction<T, T, T>> {
@@ -296,7 +323,8 @@ impl<T: ReduceScalar> ReduceKernels<T> {
 }
 
 /// Reductions over a whole array or along one axis. Results are the same every run (no
-/// floating-point atomics); `f32` sums accumulate in `f32` (see [`Reduction`]), integer sums and
+/// floating-point atomics); `f32` sums accumulate in `f32` (see [`Reduction`]), `f16` and `bf16`
+/// sums and products in `f32` (rounded once to the element type), integer sums and
 /// products wrap in the element type (a `u8` sum is the sum modulo 256, as Rust's
 /// `wrapping_add`), and [`sum_f64`](ReduceOps::sum_f64) and [`mean`](ReduceOps::mean) accumulate
 /// in `f64`.

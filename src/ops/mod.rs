@@ -10,6 +10,7 @@ mod elementwise;
 mod ew_variants;
 mod reduce;
 mod scan;
+mod scan_half;
 pub(crate) mod strided_copy;
 mod strided_ops;
 

@@ -725,11 +725,11 @@ fn scan_cols<T: Num>(k: &KernelBuilder, combine: &CombineFn<T>, id: T) {
 /// The built-in scans for one element type (built on first use, then cached).
 #[doc(hidden)]
 pub struct ScanKernels<T: Num> {
-    sum: OnceLock<Result<Scan<T>>>,
+    pub(super) sum: OnceLock<Result<Scan<T>>>,
 }
 
-/// Element types with cached scan kernels: `f32`, `f64` and the integers (whose sums wrap in
-/// the element type).
+/// Element types with cached scan kernels: `f32`, `f64`, `f16`, `bf16` (through f32) and the
+/// integers (whose sums wrap in the element type).
 pub trait ScanScalar: OpsScalar {
     /// The identity of addition: `-0.0` for floats (`-0.0 + x` is `x` for every `x`, while
     /// `0.0 + -0.0` is `0.0`), 0 for integers.
@@ -738,6 +738,49 @@ pub trait ScanScalar: OpsScalar {
     /// This type's scan kernels.
     #[doc(hidden)]
     fn scans() -> &'static ScanKernels<Self>;
+    /// The cumulative sum of `x` flattened (the 16-bit floats override the four `sum_scan`
+    /// functions to accumulate in f32).
+    #[doc(hidden)]
+    fn sum_scan<X: DeviceSlice<Self>>(
+        stream: &Stream,
+        x: &X,
+        kind: ScanKind,
+    ) -> Result<DeviceArray<Self>> {
+        Self::scans().sum()?.scan(stream, x, kind)
+    }
+    /// The cumulative sum of `x` flattened, into `out`.
+    #[doc(hidden)]
+    fn sum_scan_into<X: DeviceSlice<Self>, O: DeviceSliceMut<Self> + ?Sized>(
+        stream: &Stream,
+        x: &X,
+        kind: ScanKind,
+        out: &mut O,
+    ) -> Result<()> {
+        Self::scans().sum()?.scan_into(stream, x, kind, out)
+    }
+    /// The cumulative sum of `x` along `axis`.
+    #[doc(hidden)]
+    fn sum_scan_axis<D: Dimension, X: DeviceSlice<Self, Dim = D>>(
+        stream: &Stream,
+        x: &X,
+        axis: usize,
+        kind: ScanKind,
+    ) -> Result<DeviceArray<Self, D>> {
+        Self::scans().sum()?.scan_axis(stream, x, axis, kind)
+    }
+    /// The cumulative sum of `x` along `axis`, into `out`.
+    #[doc(hidden)]
+    fn sum_scan_axis_into<X: DeviceSlice<Self>, O: DeviceSliceMut<Self> + ?Sized>(
+        stream: &Stream,
+        x: &X,
+        axis: usize,
+        kind: ScanKind,
+        out: &mut O,
+    ) -> Result<()> {
+        Self::scans()
+            .sum()?
+            .scan_axis_into(stream, x, axis, kind, out)
+    }
 }
 
 macro_rules! scan_scalar {
@@ -767,23 +810,22 @@ impl<T: ScanScalar> ScanKernels<T> {
 /// Cumulative sums (NumPy's `cumsum`), single pass at the copy rate for whole arrays.
 /// Integers wrap (as Rust's `wrapping_add`) and give the same bits every run; `f32` sums
 /// accumulate in `f32` (as CuPy and torch), and may differ in the last bits between runs (see
-/// [`Scan`]; module notes). Other operators: [`Scan`].
+/// [`Scan`]; module notes). `f16` and `bf16` sums accumulate in `f32` too (the input widened,
+/// scanned as f32, each result rounded once: three passes). Other operators: [`Scan`].
 pub trait ScanOps<T: ScanScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Sized {
     /// The inclusive cumulative sum of all elements in C order, as a new 1-D array
     /// (`np.cumsum(x)`).
     fn cumsum(&self, stream: &Stream) -> Result<DeviceArray<T>> {
-        T::scans().sum()?.scan(stream, self, ScanKind::Inclusive)
+        T::sum_scan(stream, self, ScanKind::Inclusive)
     }
     /// The inclusive cumulative sum into `out` (as many elements, any shape).
     fn cumsum_into(&self, stream: &Stream, out: &mut impl DeviceSliceMut<T>) -> Result<()> {
-        T::scans()
-            .sum()?
-            .scan_into(stream, self, ScanKind::Inclusive, out)
+        T::sum_scan_into(stream, self, ScanKind::Inclusive, out)
     }
     /// The exclusive cumulative sum (element `i` sums elements `0..i`; element 0 is zero:
     /// `-0.0` for floats), as a new 1-D array.
     fn cumsum_exclusive(&self, stream: &Stream) -> Result<DeviceArray<T>> {
-        T::scans().sum()?.scan(stream, self, ScanKind::Exclusive)
+        T::sum_scan(stream, self, ScanKind::Exclusive)
     }
     /// The exclusive cumulative sum into `out` (as many elements, any shape).
     fn cumsum_exclusive_into(
@@ -791,16 +833,12 @@ pub trait ScanOps<T: ScanScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Sized 
         stream: &Stream,
         out: &mut impl DeviceSliceMut<T>,
     ) -> Result<()> {
-        T::scans()
-            .sum()?
-            .scan_into(stream, self, ScanKind::Exclusive, out)
+        T::sum_scan_into(stream, self, ScanKind::Exclusive, out)
     }
     /// The inclusive cumulative sum along `axis`, in a new array of this shape
     /// (`np.cumsum(x, axis=...)`).
     fn cumsum_axis(&self, stream: &Stream, axis: usize) -> Result<DeviceArray<T, D>> {
-        T::scans()
-            .sum()?
-            .scan_axis(stream, self, axis, ScanKind::Inclusive)
+        T::sum_scan_axis(stream, self, axis, ScanKind::Inclusive)
     }
     /// The inclusive cumulative sum along `axis` into `out` (of this shape).
     fn cumsum_axis_into(
@@ -809,9 +847,7 @@ pub trait ScanOps<T: ScanScalar, D: Dimension>: DeviceSlice<T, Dim = D> + Sized 
         axis: usize,
         out: &mut impl DeviceSliceMut<T>,
     ) -> Result<()> {
-        T::scans()
-            .sum()?
-            .scan_axis_into(stream, self, axis, ScanKind::Inclusive, out)
+        T::sum_scan_axis_into(stream, self, axis, ScanKind::Inclusive, out)
     }
 }
 

@@ -8,6 +8,7 @@ mod common;
 mod complex;
 mod foreign;
 mod grid;
+mod half;
 mod lines;
 mod math;
 mod narrow;

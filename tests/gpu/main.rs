@@ -12,6 +12,8 @@ mod events;
 mod foreign;
 mod graphs;
 mod grid;
+mod half;
+mod half_ops;
 mod kernels;
 mod lines;
 mod math;

@@ -544,6 +544,8 @@ fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) -> u64 {
         ScalarTy::U64 => int!(u64),
         ScalarTy::F32 => float!(f32),
         ScalarTy::F64 => float!(f64),
+        ScalarTy::F16 => float!(half::f16),
+        ScalarTy::BF16 => float!(half::bf16),
         ScalarTy::Bool => match kind {
             AtomicKind::Exch => v,
             _ => old,

@@ -140,6 +140,14 @@ macro_rules! by_kind {
                 type $T = f64;
                 $flt
             }
+            ScalarTy::F16 => {
+                type $T = half::f16;
+                $flt
+            }
+            ScalarTy::BF16 => {
+                type $T = half::bf16;
+                $flt
+            }
             ScalarTy::Bool => $b,
         }
     };
@@ -287,6 +295,8 @@ pub(super) fn binary(op: BinOp, ty: ScalarTy, d: &mut [u64], a: &[u64], b: &[u64
         ScalarTy::U64 => int_ops!(u64),
         ScalarTy::F32 => float_ops!(f32),
         ScalarTy::F64 => float_ops!(f64),
+        ScalarTy::F16 => float_ops!(half::f16),
+        ScalarTy::BF16 => float_ops!(half::bf16),
         // bool: logical operations on 0/1 (the builder offers and/or/xor).
         ScalarTy::Bool => match op {
             BinOp::And | BinOp::Mul | BinOp::Min => bin::<u64, u64, u64>(d, a, b, sp, |x, y| x & y),
@@ -323,7 +333,7 @@ pub(super) fn select(d: &mut [u64], c: &[u64], a: &[u64], b: &[u64], sp: Spans) 
 }
 
 /// Rust's `as` from one scalar type to another.
-trait Conv: Lane {
+pub(super) trait Conv: Lane {
     fn f32_(self) -> f32;
     fn f64_(self) -> f64;
     fn i8_(self) -> i8;
@@ -335,6 +345,8 @@ trait Conv: Lane {
     fn i64_(self) -> i64;
     fn u64_(self) -> u64;
     fn bool_(self) -> bool;
+    fn f16_(self) -> half::f16;
+    fn bf16_(self) -> half::bf16;
 }
 
 macro_rules! conv {
@@ -352,6 +364,8 @@ macro_rules! conv {
             #[inline(always)] fn u64_(self) -> u64 { self as u64 }
             // Floats: `!= 0` is true for NaN, as the lowering's `fcmp une`.
             #[inline(always)] fn bool_(self) -> bool { self != $zero }
+            #[inline(always)] fn f16_(self) -> half::f16 { super::half::to_f16(self) }
+            #[inline(always)] fn bf16_(self) -> half::bf16 { super::half::to_bf16(self) }
         }
     )*};
 }
@@ -394,6 +408,12 @@ impl Conv for bool {
     fn bool_(self) -> bool {
         self
     }
+    fn f16_(self) -> half::f16 {
+        super::half::to_f16(self)
+    }
+    fn bf16_(self) -> half::bf16 {
+        super::half::to_bf16(self)
+    }
 }
 
 fn cast_from<A: Conv>(to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
@@ -409,6 +429,8 @@ fn cast_from<A: Conv>(to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
         ScalarTy::I64 => un::<A, i64>(d, a, sp, A::i64_),
         ScalarTy::U64 => un::<A, u64>(d, a, sp, A::u64_),
         ScalarTy::Bool => un::<A, bool>(d, a, sp, A::bool_),
+        ScalarTy::F16 => un::<A, half::f16>(d, a, sp, A::f16_),
+        ScalarTy::BF16 => un::<A, half::bf16>(d, a, sp, A::bf16_),
     }
 }
 
@@ -429,6 +451,9 @@ pub(super) fn copy(d: &mut [u64], a: &[u64], sp: Spans) {
 /// the float type, or bool for the tests). Functions with one of cudajit's own implementations
 /// run exactly that code with host arithmetic; the rest are exact IEEE operations.
 pub(super) fn math(f: MathFn, arg: ScalarTy, d: &mut [u64], args: &[&[u64]], sp: Spans) {
+    if arg.is_half() {
+        return super::half::math(f, arg, d, args, sp);
+    }
     let a = args[0];
     let b = args.get(1).copied().unwrap_or(a);
     let c = args.get(2).copied().unwrap_or(a);

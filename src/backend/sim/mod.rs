@@ -20,6 +20,7 @@ mod eval;
 mod fault;
 mod global;
 mod graph;
+mod half;
 mod launch;
 mod memory;
 mod warp;

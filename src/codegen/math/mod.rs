@@ -1,4 +1,5 @@
-//! Math functions on `Expr<f32>` and `Expr<f64>` (Rust's std names).
+//! Math functions on `Expr<f32>`, `Expr<f64>`, `Expr<f16>` and `Expr<bf16>` (Rust's std
+//! names; the 16-bit floats compute in f32 and round once, see `lower_half_math`).
 //!
 //! Each function lowers in one of three ways (docs/MATH.md has the details and accuracies):
 //! - an LLVM intrinsic or a plain instruction (sqrt, abs, floor, ceil, trunc, round, mul_add,
@@ -114,7 +115,8 @@ fn record_test<T: Scalar>(f: MathFn, x: Expr<T>) -> Expr<bool> {
     Expr::record(Op::Math(f, vec![ValueId(x.id)]), &[x.raw()], false)
 }
 
-/// Math on `f32` and `f64` expressions, with Rust's std names. Accuracy per function and
+/// Math on `f32`, `f64`, `f16` and `bf16` expressions, with Rust's std names (the 16-bit
+/// floats compute in f32 and round the result once; `mul_add` is one fused rounding). Accuracy per function and
 /// implementation (libdevice, cudajit's own, fastmath) is in docs/MATH.md.
 impl<T: Float> Expr<T> {
     /// Square root (correctly rounded; approximate with fastmath).
@@ -392,6 +394,52 @@ pub(crate) fn lower_math<'c>(
 ) -> Result<BasicValueEnum<'c>> {
     let vals = args.iter().map(|a| lw.v(*a)).collect::<Result<Vec<_>>>()?;
     let arg_ty = args.first().map_or(ty, |a| lw.ty(*a));
+    if arg_ty.is_half() {
+        return lower_half_math(lw, f, vals, arg_ty, ty);
+    }
+    lower_math_values(lw, f, vals, arg_ty, ty)
+}
+
+/// A math function on 16-bit floats (`arg` is the half type, `ty` the result's): `mul_add` is
+/// the native `fma.rn.f16` (`fma.rn.bf16` from sm_80, before that an f32 fma rounded to odd
+/// and then to nearest: one rounding); the rest are computed in f32 and rounded once to the
+/// half type (exact for abs, floor, ceil, trunc, round, copysign and the tests).
+fn lower_half_math<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    f: MathFn,
+    vals: Vec<BasicValueEnum<'c>>,
+    arg: ScalarTy,
+    ty: ScalarTy,
+) -> Result<BasicValueEnum<'c>> {
+    if f == MathFn::Fma {
+        let fv: Vec<_> = vals.iter().map(|v| v.into_float_value()).collect();
+        if arg == ScalarTy::BF16 && lw.opts.sm() < (8, 0) {
+            return lw.bf16_fma_odd(fv[0], fv[1], fv[2]);
+        }
+        let sfx = if arg == ScalarTy::F16 { "f16" } else { "bf16" };
+        return intrinsic(lw, &format!("llvm.fma.{sfx}"), ty, &vals);
+    }
+    let wide = vals
+        .iter()
+        .map(|v| lw.half_to_f32(*v).map(Into::into))
+        .collect::<Result<Vec<BasicValueEnum<'c>>>>()?;
+    let rty = if ty.is_half() { ScalarTy::F32 } else { ty };
+    let r = lower_math_values(lw, f, wide, ScalarTy::F32, rty)?;
+    if ty.is_half() {
+        lw.round_to_half(r.into_float_value(), ty)
+    } else {
+        Ok(r)
+    }
+}
+
+/// Lowers a math function of f32 or f64 values (`arg_ty`), with result type `ty`.
+fn lower_math_values<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    f: MathFn,
+    vals: Vec<BasicValueEnum<'c>>,
+    arg_ty: ScalarTy,
+    ty: ScalarTy,
+) -> Result<BasicValueEnum<'c>> {
     let f64 = arg_ty == ScalarTy::F64;
     let sfx = if f64 { "f64" } else { "f32" };
     let fast = lw.opts.fastmath && !f64;

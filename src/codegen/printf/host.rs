@@ -28,7 +28,11 @@ pub(crate) fn format_host(format: &str, args: &[(u64, ScalarTy)]) -> String {
 /// The value promoted as the varargs call does: a float as f64, an integer as i64/u64 bits.
 fn promoted(bits: u64, ty: ScalarTy) -> (f64, u64) {
     if ty.is_float() {
-        let x = if ty.size() == 4 {
+        let x = if ty == ScalarTy::F16 {
+            half::f16::from_bits(bits as u16).to_f64()
+        } else if ty == ScalarTy::BF16 {
+            half::bf16::from_bits(bits as u16).to_f64()
+        } else if ty.size() == 4 {
             f32::from_bits(bits as u32) as f64
         } else {
             f64::from_bits(bits)
@@ -321,5 +325,16 @@ mod tests {
             "1.250000 -0.000000"
         );
         assert_eq!(f("%e", &[f64b(0.0)]), "0.000000e+00");
+        // The 16-bit floats, promoted to f64 as the device's varargs call does.
+        assert_eq!(
+            f(
+                "%g %g",
+                &[
+                    (half::f16::from_f32(-1.5).to_bits() as u64, ScalarTy::F16),
+                    (half::bf16::from_f32(3.0).to_bits() as u64, ScalarTy::BF16)
+                ]
+            ),
+            "-1.5 3"
+        );
     }
 }
