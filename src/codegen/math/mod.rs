@@ -547,6 +547,7 @@ fn source_hash() -> u64 {
         [
             include_str!("mod.rs"),
             include_str!("alg.rs"),
+            include_str!("alg/consts.rs"),
             include_str!("emit.rs"),
             include_str!("libdevice.rs"),
         ]
