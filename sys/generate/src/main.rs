@@ -84,7 +84,11 @@ fn parse_args() -> Result<Args> {
     let nccl = match (nccl_include, nccl_version) {
         (Some(dir), Some(version)) => Some((PathBuf::from(dir), version)),
         (None, None) => None,
-        _ => return Err(format!("--nccl-include and --nccl-version go together\n{USAGE}")),
+        _ => {
+            return Err(format!(
+                "--nccl-include and --nccl-version go together\n{USAGE}"
+            ))
+        }
     };
     match (include, out, header_version) {
         (Some(include), Some(out), Some(header_version)) => Ok(Args {
@@ -176,13 +180,15 @@ fn nccl_files(args: &Args, dir: &Path, version: &str) -> Result<()> {
     // nccl.h includes cuda_runtime.h only for `cudaStream_t`, `cudaEvent_t` and `size_t` (and the 16-bit float headers
     // for nothing a C caller sees): stand-ins keep the toolkit's headers out of the way.
     let stubs = std::env::temp_dir().join(format!("cudajit-nccl-stubs-{}", std::process::id()));
-    std::fs::create_dir_all(&stubs).map_err(|e| format!("cannot create {}: {e}", stubs.display()))?;
+    std::fs::create_dir_all(&stubs)
+        .map_err(|e| format!("cannot create {}: {e}", stubs.display()))?;
     for (name, text) in NCCL_CUDA_STUBS {
         let path = stubs.join(name);
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     let include_arg = format!("-I{}", stubs.display());
-    let builder = || -> Result<bindgen::Builder> { Ok(base_builder(&header)?.clang_arg(&include_arg)) };
+    let builder =
+        || -> Result<bindgen::Builder> { Ok(base_builder(&header)?.clang_arg(&include_arg)) };
     let mut types = bindgen_file(
         &header,
         builder()?
@@ -247,8 +253,14 @@ const NCCL_CUDA_STUBS: &[(&str, &str)] = &[
          typedef struct CUstream_st *cudaStream_t;\n\
          typedef struct CUevent_st *cudaEvent_t;\n",
     ),
-    ("cuda_fp16.h", "/* cudajit-sys-generate's stand-in (empty). */\n"),
-    ("cuda_bf16.h", "/* cudajit-sys-generate's stand-in (empty). */\n"),
+    (
+        "cuda_fp16.h",
+        "/* cudajit-sys-generate's stand-in (empty). */\n",
+    ),
+    (
+        "cuda_bf16.h",
+        "/* cudajit-sys-generate's stand-in (empty). */\n",
+    ),
 ];
 
 /// How `functions_file` writes one library's function list.

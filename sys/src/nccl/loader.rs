@@ -207,7 +207,11 @@ impl NcclLibrary {
                     .flat_map(|r| NCCL_IN_WHEELS.iter().map(move |w| r.join(w)))
                     .collect()
             };
-            if !in_roots(&wheel_roots).iter().chain(&files).any(|f| f.is_file()) {
+            if !in_roots(&wheel_roots)
+                .iter()
+                .chain(&files)
+                .any(|f| f.is_file())
+            {
                 // The nvidia namespace's parent is a site-packages directory.
                 wheel_roots.extend(
                     crate::python::nvidia_namespace_dirs()
