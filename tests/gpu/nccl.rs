@@ -88,7 +88,7 @@ fn one_rank_all_reduce_is_the_identity_for_every_type_and_op() {
         ReduceOp::Max,
         ReduceOp::Avg,
     ];
-    let n = 1000;
+    let n: usize = 1000;
     let f: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 100.0).collect();
     identity_all_reduce(&comm, &f, f32::NAN, &all);
     let d: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 3.0).collect();
