@@ -44,7 +44,9 @@ pub fn site_packages() -> Vec<PathBuf> {
         ));
     }
     let mut seen = std::collections::HashSet::new();
-    site.retain(|d| d.is_dir() && seen.insert(d.clone()));
+    site.retain(|d| {
+        d.is_dir() && seen.insert(std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()))
+    });
     site
 }
 

@@ -213,11 +213,17 @@ impl NcclLibrary {
                 .any(|f| f.is_file())
             {
                 // The nvidia namespace's parent is a site-packages directory.
-                wheel_roots.extend(
-                    crate::python::nvidia_namespace_dirs()
-                        .iter()
-                        .filter_map(|d| d.parent().map(Path::to_path_buf)),
-                );
+                for root in crate::python::nvidia_namespace_dirs()
+                    .iter()
+                    .filter_map(|d| d.parent().map(Path::to_path_buf))
+                {
+                    let same = |r: &PathBuf| {
+                        std::fs::canonicalize(r).ok() == std::fs::canonicalize(&root).ok()
+                    };
+                    if !wheel_roots.iter().any(same) {
+                        wheel_roots.push(root);
+                    }
+                }
             }
             for root in &wheel_roots {
                 looked_in.push(format!("{}/nvidia/{{nccl,cu13,cu12}}/lib", root.display()));
