@@ -35,12 +35,9 @@ pub const NCCL_DIRS: &[&str] = &[
     "/opt/nccl/lib",
 ];
 
-/// Where the NCCL wheels put the library, relative to a site-packages directory.
-pub const NCCL_IN_WHEELS: &[&str] = &[
-    "nvidia/nccl/lib/libnccl.so.2",
-    "nvidia/cu13/lib/libnccl.so.2",
-    "nvidia/cu12/lib/libnccl.so.2",
-];
+/// Where the NCCL wheels (`nvidia-nccl-cu12` and `nvidia-nccl-cu13` alike) put the library,
+/// relative to a site-packages directory.
+pub const NCCL_IN_WHEELS: &[&str] = &["nvidia/nccl/lib/libnccl.so.2"];
 
 /// What to install, for the error messages.
 const INSTALL_HINT: &str = "install NCCL with `pip install nvidia-nccl-cu12` (or `nvidia-nccl-cu13` with CUDA 13) \
@@ -226,7 +223,7 @@ impl NcclLibrary {
                 }
             }
             for root in &wheel_roots {
-                looked_in.push(format!("{}/nvidia/{{nccl,cu13,cu12}}/lib", root.display()));
+                looked_in.push(format!("{}/nvidia/nccl/lib", root.display()));
             }
             files.extend(in_roots(&wheel_roots));
             for file in files.iter().filter(|f| f.is_file()) {
