@@ -450,7 +450,7 @@ fn nccl_result_codes_have_text_without_nccl() {
 }
 
 /// With a real NCCL (e.g. `CUDAJIT_NCCL=<site-packages>/nvidia/nccl/lib/libnccl.so.2`), loading
-/// it, its version and its error strings need no GPU.
+/// it, its version, its error strings and a unique id need no GPU.
 #[test]
 fn real_nccl_loads_without_a_gpu_when_installed() {
     let Ok((major, minor, patch)) = cudajit::nccl::version() else {
@@ -467,4 +467,10 @@ fn real_nccl_loads_without_a_gpu_when_installed() {
     );
     let code = cudajit::nccl::NcclCode(cudajit::sys::nccl::ncclResult_t::ncclInvalidUsage);
     assert!(code.description().contains("invalid usage"), "{code}");
+    if !cudajit::on_simulator() {
+        // ncclGetUniqueId needs no GPU either: the id's bytes round-trip.
+        let id = cudajit::nccl::UniqueId::new().unwrap();
+        assert_ne!(id.as_bytes(), &[0u8; cudajit::nccl::UNIQUE_ID_BYTES]);
+        assert_eq!(cudajit::nccl::UniqueId::from_bytes(*id.as_bytes()), id);
+    }
 }
