@@ -14,8 +14,10 @@ impl Device {
     /// peer (it always reaches its own memory).
     pub fn can_access_peer(&self, other: &Device) -> Result<bool> {
         super::init()?;
-        let can = backend().device_can_access_peer(self.raw(), other.raw())?;
-        Ok(can && self != other)
+        if self == other {
+            return Ok(false);
+        }
+        backend().device_can_access_peer(self.raw(), other.raw())
     }
 }
 
