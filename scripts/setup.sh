@@ -11,6 +11,11 @@
 #   pip:    nvidia-cuda-nvcc-cu12 (its ptxas lets the tests validate generated PTX without a GPU)
 #   rustup: rustfmt and clippy components
 #
+# Not installed here: scripts/check-bindings.sh (run by CI) downloads, with `pip download`, the
+# pinned nvidia-cuda-runtime-cu12 and nvidia-nccl-cu12 wheels for cuda.h and nccl.h (only the
+# headers are kept); NCCL itself is needed only by the multi-GPU tests on a GPU machine
+# (`pip install nvidia-nccl-cu12`), and they skip themselves without it.
+#
 # Exports nothing; prints where ptxas is.
 set -euo pipefail
 

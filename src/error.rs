@@ -56,6 +56,17 @@ pub enum Error {
     },
     /// The API was used in a way it does not allow (the message says how to fix it).
     Usage(String),
+    /// NCCL could not be loaded (not installed, a wrong `CUDAJIT_NCCL`, or too old for a call).
+    NcclLoad(sys::nccl::NcclLoadError),
+    /// An NCCL call returned an error code.
+    Nccl {
+        /// The NCCL function that failed (e.g. `ncclAllReduce`).
+        call: &'static str,
+        /// The code it returned.
+        code: crate::nccl::NcclCode,
+        /// NCCL's own account of the last error (`ncclGetLastError`), when it has one.
+        detail: String,
+    },
     /// The simulator stopped a kernel that did something the GPU would not catch or would
     /// fault on: an out-of-bounds access, a barrier only part of a block reached, a data race
     /// on shared memory, a misaligned access. The context stays usable.
@@ -215,6 +226,14 @@ impl fmt::Display for Error {
             ),
             Error::Kernel { kernel, message } => write!(f, "kernel `{kernel}`: {message}"),
             Error::Usage(msg) => f.write_str(msg),
+            Error::NcclLoad(e) => e.fmt(f),
+            Error::Nccl { call, code, detail } => {
+                write!(f, "{call} failed: {code}")?;
+                if !detail.trim().is_empty() {
+                    write!(f, " (NCCL: {})", detail.trim())?;
+                }
+                Ok(())
+            }
             Error::Fault {
                 kernel,
                 kind,
@@ -231,8 +250,15 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Load(e) => Some(e),
+            Error::NcclLoad(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl From<sys::nccl::NcclLoadError> for Error {
+    fn from(e: sys::nccl::NcclLoadError) -> Self {
+        Error::NcclLoad(e)
     }
 }
 

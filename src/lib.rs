@@ -46,6 +46,7 @@ pub mod fault_injection;
 pub mod graph;
 pub mod memory;
 pub mod module;
+pub mod nccl;
 pub mod nvtx;
 pub mod ops;
 pub mod profiler;

@@ -232,3 +232,245 @@ fn public_api_reports_loader_errors() {
         assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
     }
 }
+
+// ---- NCCL's loader ------------------------------------------------------------------------
+
+use cudajit::sys::nccl::{NcclEnv, NcclLibrary, NcclLoadError};
+
+fn nccl_env(value: &str) -> NcclEnv {
+    NcclEnv {
+        cudajit_nccl: Some(OsString::from(value)),
+        search: true,
+    }
+}
+
+#[test]
+fn nccl_override_pointing_at_a_missing_file() {
+    let err = NcclLibrary::load(&nccl_env("/nonexistent/libnccl.so.2")).unwrap_err();
+    assert!(
+        matches!(&err, NcclLoadError::OverrideFailed { path, message }
+            if path == "/nonexistent/libnccl.so.2" && !message.is_empty()),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("CUDAJIT_NCCL=/nonexistent/libnccl.so.2: cannot load NCCL"),
+        "{text}"
+    );
+}
+
+#[test]
+fn nccl_override_pointing_at_a_file_that_is_not_a_library() {
+    let path =
+        std::env::temp_dir().join(format!("cudajit-not-a-library-{}.so", std::process::id()));
+    std::fs::write(&path, "this is not an ELF file\n").unwrap();
+    let shown = path.to_string_lossy().into_owned();
+    let err = NcclLibrary::load(&nccl_env(&shown)).unwrap_err();
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        matches!(&err, NcclLoadError::OverrideFailed { path, .. } if *path == shown),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&shown), "{err}");
+}
+
+#[test]
+fn nccl_override_pointing_at_a_library_that_is_not_nccl() {
+    let libm = libm().to_string_lossy().into_owned();
+    let err = NcclLibrary::load(&nccl_env(&libm)).unwrap_err();
+    assert_eq!(
+        err,
+        NcclLoadError::NotNccl {
+            library: libm.clone()
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(&libm) && text.contains("ncclGetVersion"),
+        "{text}"
+    );
+}
+
+#[test]
+fn nccl_zero_disables_and_empty_searches() {
+    let err = NcclLibrary::load(&nccl_env("0")).unwrap_err();
+    assert_eq!(err, NcclLoadError::Disabled);
+    assert!(err.to_string().contains("CUDAJIT_NCCL=0"), "{err}");
+    // Empty means unset: the search runs (and finds NCCL or says where it looked).
+    match NcclLibrary::load(&nccl_env("")) {
+        Ok(lib) => assert!(lib.version() >= 20000, "{}", lib.version()),
+        Err(NcclLoadError::NotFound { looked_in, .. }) => {
+            assert!(looked_in.iter().any(|p| p.contains("libnccl.so.2")))
+        }
+        Err(e) => panic!("unexpected {e:?}"),
+    }
+}
+
+#[test]
+fn nccl_not_found_says_what_to_install_and_where_it_looked() {
+    let env = NcclEnv {
+        cudajit_nccl: None,
+        search: false,
+    };
+    let err = NcclLibrary::load(&env).unwrap_err();
+    assert!(matches!(err, NcclLoadError::NotFound { .. }), "{err:?}");
+    let text = err.to_string();
+    for part in [
+        "pip install nvidia-nccl-cu12",
+        "nvidia-nccl-cu13",
+        "libnccl2",
+        "CUDAJIT_NCCL",
+        "Looked in:",
+    ] {
+        assert!(text.contains(part), "{part} missing from: {text}");
+    }
+}
+
+#[test]
+fn nccl_search_looks_in_python_wheels() {
+    // A virtual environment whose nvidia-nccl wheel holds a library that is not NCCL: the
+    // search tries it (and says so) or, where a real NCCL comes first, loads that one.
+    let venv = std::env::temp_dir().join(format!("cudajit-fake-venv-{}", std::process::id()));
+    let lib_dir = venv.join("lib/python3.99/site-packages/nvidia/nccl/lib");
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    let fake = lib_dir.join("libnccl.so.2");
+    std::fs::copy(libm(), &fake).unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "nccl_search_looks_in_python_wheels_child",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("VIRTUAL_ENV", &venv)
+        .env(CHILD, &fake)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&venv).unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
+}
+
+#[test]
+fn nccl_search_looks_in_python_wheels_child() {
+    let Some(fake) = std::env::var_os(CHILD) else {
+        return;
+    };
+    let fake = fake.to_string_lossy().into_owned();
+    let env = NcclEnv {
+        cudajit_nccl: None,
+        search: true,
+    };
+    match NcclLibrary::load(&env) {
+        Ok(lib) => assert_ne!(lib.origin(), fake),
+        Err(NcclLoadError::NotFound { looked_in, tried }) => {
+            assert!(
+                looked_in
+                    .iter()
+                    .any(|p| fake.starts_with(p.split("/nvidia/").next().unwrap())),
+                "{looked_in:?}"
+            );
+            assert!(
+                tried
+                    .iter()
+                    .any(|(p, m)| *p == fake && m.contains("is not NCCL")),
+                "{tried:?}"
+            );
+        }
+        Err(e) => panic!("unexpected {e:?}"),
+    }
+    println!("CHILD OK");
+}
+
+#[test]
+fn nccl_public_api_reports_loader_errors_child() {
+    let Some(expect) = std::env::var_os(CHILD) else {
+        return;
+    };
+    let expect = expect.to_str().unwrap();
+    assert!(!cudajit::nccl::is_available());
+    let err = cudajit::nccl::version().unwrap_err();
+    assert!(matches!(err, Error::NcclLoad(_)), "{err:?}");
+    assert!(err.to_string().contains(expect), "{err}");
+    // An NCCL call that needs no GPU reports the same error.
+    let err = cudajit::nccl::UniqueId::new().unwrap_err();
+    assert!(matches!(err, Error::NcclLoad(_)), "{err:?}");
+    assert!(err.to_string().contains(expect), "{err}");
+    // Checks that come before NCCL still answer first.
+    let err = cudajit::nccl::Communicator::init_all(&[]).unwrap_err();
+    assert!(err.to_string().contains("no devices given"), "{err}");
+    println!("CHILD OK: {}", cudajit::nccl::version().unwrap_err());
+}
+
+#[test]
+fn nccl_public_api_reports_loader_errors() {
+    let libm = libm().to_string_lossy().into_owned();
+    let cases = [
+        ("0", "CUDAJIT_NCCL=0"),
+        ("/nonexistent/libnccl.so.2", "/nonexistent/libnccl.so.2"),
+        (libm.as_str(), "no function `ncclGetVersion`"),
+    ];
+    for (value, expect) in cases {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "nccl_public_api_reports_loader_errors_child",
+                "--exact",
+                "--nocapture",
+            ])
+            .env("CUDAJIT_NCCL", value)
+            .env(CHILD, expect)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
+    }
+}
+
+#[test]
+fn nccl_result_codes_have_text_without_nccl() {
+    use cudajit::sys::nccl::{ncclResult_t, result_codes, result_description, result_name};
+    let names: Vec<&str> = result_codes().map(|(_, n)| n).collect();
+    assert_eq!(names.first(), Some(&"ncclSuccess"));
+    assert!(names.contains(&"ncclInvalidUsage") && names.contains(&"ncclRemoteError"));
+    for (code, name) in result_codes() {
+        assert_eq!(result_name(code), Some(name));
+        assert!(
+            result_description(code).is_some_and(|d| !d.is_empty()),
+            "{name}"
+        );
+    }
+    assert_eq!(result_name(ncclResult_t(1000)), None);
+    let code = cudajit::nccl::NcclCode(ncclResult_t::ncclInvalidArgument);
+    assert_eq!(code.name(), Some("ncclInvalidArgument"));
+    assert!(
+        code.to_string().starts_with("ncclInvalidArgument (4): "),
+        "{code}"
+    );
+}
+
+/// With a real NCCL (e.g. `CUDAJIT_NCCL=<site-packages>/nvidia/nccl/lib/libnccl.so.2`), loading
+/// it, its version, its error strings and a unique id need no GPU.
+#[test]
+fn real_nccl_loads_without_a_gpu_when_installed() {
+    let Ok((major, minor, patch)) = cudajit::nccl::version() else {
+        println!(
+            "NCCL not installed here: {}",
+            cudajit::nccl::version().unwrap_err()
+        );
+        return;
+    };
+    assert!(major >= 2, "{major}.{minor}.{patch}");
+    println!(
+        "NCCL {major}.{minor}.{patch} from {}",
+        cudajit::nccl::library_path().unwrap()
+    );
+    let code = cudajit::nccl::NcclCode(cudajit::sys::nccl::ncclResult_t::ncclInvalidUsage);
+    assert!(code.description().contains("invalid usage"), "{code}");
+    if !cudajit::on_simulator() {
+        // ncclGetUniqueId needs no GPU either: the id's bytes round-trip.
+        let id = cudajit::nccl::UniqueId::new().unwrap();
+        assert_ne!(id.as_bytes(), &[0u8; cudajit::nccl::UNIQUE_ID_BYTES]);
+        assert_eq!(cudajit::nccl::UniqueId::from_bytes(*id.as_bytes()), id);
+    }
+}

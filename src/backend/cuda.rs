@@ -406,6 +406,37 @@ impl Backend for CudaDriver {
         }
     }
 
+    unsafe fn memcpy_peer(
+        &self,
+        dst: sys::CUdeviceptr,
+        dst_ctx: sys::CUcontext,
+        src: sys::CUdeviceptr,
+        src_ctx: sys::CUcontext,
+        bytes: usize,
+        stream: Option<sys::CUstream>,
+    ) -> Result<()> {
+        // SAFETY: the caller passes two device ranges of `bytes` bytes in live contexts and a
+        // live stream.
+        unsafe {
+            match stream {
+                None => drv!(cuMemcpyPeer(dst, dst_ctx, src, src_ctx, bytes)),
+                Some(s) => drv!(cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, bytes, s)),
+            }
+        }
+    }
+
+    fn device_can_access_peer(&self, dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool> {
+        let mut can = 0;
+        // SAFETY: a valid out-pointer; device handles are plain ordinals.
+        unsafe { drv!(cuDeviceCanAccessPeer(&mut can, dev, peer)) }?;
+        Ok(can != 0)
+    }
+
+    unsafe fn ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()> {
+        // SAFETY: the caller passes a live context; flags must be 0.
+        unsafe { drv!(cuCtxEnablePeerAccess(peer, 0)) }
+    }
+
     unsafe fn memset(
         &self,
         dst: sys::CUdeviceptr,

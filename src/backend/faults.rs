@@ -302,6 +302,34 @@ impl Backend for FaultInjector {
         unsafe { self.inner.memcpy_dtod(dst, src, bytes, stream) }
     }
 
+    unsafe fn memcpy_peer(
+        &self,
+        dst: sys::CUdeviceptr,
+        dst_ctx: sys::CUcontext,
+        src: sys::CUdeviceptr,
+        src_ctx: sys::CUcontext,
+        bytes: usize,
+        stream: Option<sys::CUstream>,
+    ) -> Result<()> {
+        self.tick("memcpy_peer")?;
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        unsafe {
+            self.inner
+                .memcpy_peer(dst, dst_ctx, src, src_ctx, bytes, stream)
+        }
+    }
+
+    fn device_can_access_peer(&self, dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool> {
+        self.tick("device_can_access_peer")?;
+        self.inner.device_can_access_peer(dev, peer)
+    }
+
+    unsafe fn ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()> {
+        self.tick("ctx_enable_peer_access")?;
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        unsafe { self.inner.ctx_enable_peer_access(peer) }
+    }
+
     unsafe fn memset(
         &self,
         dst: sys::CUdeviceptr,

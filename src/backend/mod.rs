@@ -153,6 +153,22 @@ pub(crate) trait Backend: Send + Sync {
         bytes: usize,
         stream: Option<sys::CUstream>,
     ) -> Result<()>;
+    /// Copies between device memory of two contexts (`cuMemcpyPeer`, or `cuMemcpyPeerAsync`
+    /// on `stream`); works with or without peer access enabled (staged through the host when
+    /// it is not).
+    unsafe fn memcpy_peer(
+        &self,
+        dst: sys::CUdeviceptr,
+        dst_ctx: sys::CUcontext,
+        src: sys::CUdeviceptr,
+        src_ctx: sys::CUcontext,
+        bytes: usize,
+        stream: Option<sys::CUstream>,
+    ) -> Result<()>;
+    /// Whether `dev` can access memory of `peer` directly (`cuDeviceCanAccessPeer`).
+    fn device_can_access_peer(&self, dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool>;
+    /// Lets the current context access memory of `peer` (`cuCtxEnablePeerAccess`).
+    unsafe fn ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()>;
     /// Fills `count` elements of `size` (1, 2 or 4) bytes with the low bytes of `bits`,
     /// `pitch` bytes apart (`pitch == size` for a dense fill).
     unsafe fn memset(

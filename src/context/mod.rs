@@ -3,6 +3,7 @@
 mod current;
 mod device;
 mod enquiry;
+mod peer;
 mod primary;
 
 pub use current::{current_context, current_device, CurrentGuard};

@@ -217,12 +217,15 @@ pub trait DeviceSliceMut<T: DeviceCopy>: DeviceSlice<T> {
         write_from_host(self, src, Some(stream))
     }
 
-    /// Copies another device array or view of the same shape in (device to device).
+    /// Copies another device array or view of the same shape in (device to device). The source
+    /// may be on another device: a peer copy (`cuMemcpyPeer`), direct over NVLink or PCIe when
+    /// the devices are peers, staged by the driver otherwise.
     fn copy_from_device<S: DeviceSlice<T> + ?Sized>(&mut self, src: &S) -> Result<()> {
         write_from_device(self, src, None)
     }
 
-    /// Copies another device array of the same shape in, ordered on `stream`.
+    /// Copies another device array of the same shape in, ordered on `stream`. The source may be
+    /// on another device (`cuMemcpyPeerAsync`); the stream then belongs to either device.
     fn copy_from_device_async<S: DeviceSlice<T> + ?Sized>(
         &mut self,
         src: &S,
@@ -413,7 +416,17 @@ fn write_from_device<T: DeviceCopy, A: DeviceSliceMut<T> + ?Sized, S: DeviceSlic
     stream: Option<&Stream>,
 ) -> Result<()> {
     check_shape("copy_from_device", a.shape(), src.shape())?;
-    a.context().check_same(src.context(), "the source array")?;
+    if !a.context().same_as(src.context()) {
+        // Arrays on two devices: a peer copy.
+        return transfer::peer(
+            a.context(),
+            a.device_ptr(),
+            src.context(),
+            src.device_ptr(),
+            a.num_bytes(),
+            stream,
+        );
+    }
     if let Some(s) = stream {
         check_stream(a.context(), s)?;
     }

@@ -120,6 +120,48 @@ pub(crate) fn dtod(
     unsafe { backend().memcpy_dtod(dst, src, bytes, stream.map(Stream::raw)) }
 }
 
+/// Copies `bytes` from device memory of `src_ctx` to device memory of `dst_ctx`, another
+/// device (`cuMemcpyPeer[Async]`). The stream, if any, belongs to one of the two devices.
+pub(crate) fn peer(
+    dst_ctx: &Context,
+    dst: sys::CUdeviceptr,
+    src_ctx: &Context,
+    src: sys::CUdeviceptr,
+    bytes: usize,
+    stream: Option<&Stream>,
+) -> Result<()> {
+    if let Some(s) = stream {
+        let on = s.context();
+        if !on.same_as(dst_ctx) && !on.same_as(src_ctx) {
+            return Err(Error::usage(format!(
+                "a copy from device {} to device {} was given a stream of device {}; use a stream of \
+                 either device",
+                src_ctx.device().ordinal(),
+                dst_ctx.device().ordinal(),
+                on.device().ordinal()
+            )));
+        }
+    }
+    if bytes == 0 {
+        return Ok(());
+    }
+    refuse_unordered(stream, "a synchronous peer copy")?;
+    let _nvtx = crate::nvtx::op_range(|| format!("cudajit: peer copy {bytes} B"));
+    stream.map_or(dst_ctx, Stream::context).bind()?;
+    // SAFETY: callers pass two device ranges of `bytes` bytes in live contexts, and a stream
+    // of one of them.
+    unsafe {
+        backend().memcpy_peer(
+            dst,
+            dst_ctx.raw(),
+            src,
+            src_ctx.raw(),
+            bytes,
+            stream.map(Stream::raw),
+        )
+    }
+}
+
 /// Fills `count` elements of `size` bytes (1, 2, 4 or 8) at `dst` with the pattern `bits`
 /// (the value's bytes, little-endian, in the low `size` bytes).
 pub(crate) fn fill(

@@ -193,11 +193,13 @@ impl Stream {
         unsafe { backend().stream_query(self.raw) }
     }
 
-    /// Makes all later work on this stream wait until `event` has completed.
+    /// Makes all later work on this stream wait until `event` has completed; the event may be
+    /// of another device.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.ctx.check_same(event.context(), "the event")?;
+        // The event may belong to another device (`cuStreamWaitEvent` allows it): a stream of
+        // device 1 waiting on work of device 0.
         self.ctx.bind()?;
-        // SAFETY: both handles are live and belong to the bound context.
+        // SAFETY: both handles are live; the stream belongs to the bound context.
         unsafe { backend().stream_wait_event(self.raw, event.raw()) }
     }
 

@@ -11,6 +11,8 @@
 //! - [`loader`]: where the driver library is searched for (`CUDAJIT_DRIVER`,
 //!   `NUMBA_CUDA_DRIVER`, the system loader, the usual driver directories).
 //! - [`result_name`] / [`result_description`]: text for result codes with no driver.
+//! - [`nccl`]: NCCL's bindings and loader (`libnccl.so.2`, loaded at run time the same way).
+//! - [`python`]: where Python's site-packages are, for libraries shipped in NVIDIA's wheels.
 //!
 //! Function names are the versioned symbols that `cuda.h` maps to (`cuMemAlloc` is
 //! `#define`d to `cuMemAlloc_v2`), so each call reaches the ABI its signature describes.
@@ -21,7 +23,9 @@
 mod lazy;
 pub mod loader;
 mod names;
+pub mod nccl;
 mod profiler;
+pub mod python;
 
 /// Types, constants and newtype enums generated from `cuda.h` (do not edit by hand).
 #[path = "generated/types.rs"]

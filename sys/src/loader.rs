@@ -232,6 +232,11 @@ fn open(path: &OsStr) -> Result<DriverLibrary, String> {
     })
 }
 
+/// Resolves a driver symbol (NUL-terminated name), loading the driver if needed.
+pub(crate) fn driver_symbol(name: &str) -> Result<*mut c_void, LoadError> {
+    driver_library()?.symbol(name)
+}
+
 static DRIVER: OnceLock<Result<DriverLibrary, LoadError>> = OnceLock::new();
 
 /// The process-wide driver library, loaded on first use from [`DriverEnv::from_process`].

@@ -646,6 +646,43 @@ impl Backend for Simulator {
         Ok(())
     }
 
+    unsafe fn memcpy_peer(
+        &self,
+        dst: sys::CUdeviceptr,
+        dst_ctx: sys::CUcontext,
+        src: sys::CUdeviceptr,
+        src_ctx: sys::CUcontext,
+        bytes: usize,
+        stream: Option<sys::CUstream>,
+    ) -> Result<()> {
+        // One device, one context: a peer copy is a copy within it.
+        if dst_ctx as usize != CTX || src_ctx as usize != CTX {
+            return Err(err(
+                "cuMemcpyPeer",
+                sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            ));
+        }
+        // SAFETY: the caller's guarantees are those of memcpy_dtod.
+        unsafe { self.memcpy_dtod(dst, src, bytes, stream) }
+    }
+
+    fn device_can_access_peer(&self, dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool> {
+        self.check_device(dev, "cuDeviceCanAccessPeer")?;
+        self.check_device(peer, "cuDeviceCanAccessPeer")?;
+        // Like the driver, a device is not its own peer.
+        Ok(false)
+    }
+
+    unsafe fn ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()> {
+        let code = if CURRENT.get() == 0 || peer as usize != CTX {
+            sys::CUresult::CUDA_ERROR_INVALID_CONTEXT
+        } else {
+            // Its own context: the driver refuses a device as its own peer.
+            sys::CUresult::CUDA_ERROR_INVALID_DEVICE
+        };
+        Err(err("cuCtxEnablePeerAccess", code))
+    }
+
     unsafe fn memset(
         &self,
         dst: sys::CUdeviceptr,

@@ -105,28 +105,7 @@ fn candidates() -> Vec<PathBuf> {
     }
     out.push(PathBuf::from("/usr/local/cuda").join(IN_CUDA));
     out.push(PathBuf::from("/opt/cuda").join(IN_CUDA));
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut site: Vec<PathBuf> = Vec::new();
-    for root in ["/usr/lib", "/usr/local/lib", "/usr/lib64"] {
-        site.extend(python_dirs(
-            Path::new(root),
-            &["site-packages", "dist-packages"],
-        ));
-    }
-    if let Some(h) = &home {
-        site.extend(python_dirs(&h.join(".local/lib"), &["site-packages"]));
-        for v in sorted_dir(&h.join(".pyenv/versions")) {
-            site.extend(python_dirs(&v.join("lib"), &["site-packages"]));
-        }
-    }
-    for opt in sorted_dir(Path::new("/opt")) {
-        for venv in [".venv", "venv"] {
-            site.extend(python_dirs(&opt.join(venv).join("lib"), &["site-packages"]));
-        }
-    }
-    if let Some(v) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
-        site.extend(python_dirs(&Path::new(&v).join("lib"), &["site-packages"]));
-    }
+    let site = cudajit_sys::python::site_packages();
     out.extend(site.into_iter().map(|s| s.join(IN_WHEEL)));
     if !out.iter().any(|p| p.is_file()) {
         out.extend(python_query());
@@ -134,42 +113,12 @@ fn candidates() -> Vec<PathBuf> {
     out
 }
 
-/// The entries of `dir`, sorted (newest versions last is fine: any libdevice.10 works).
-fn sorted_dir(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
-/// `<lib>/python3*/<leaf>` for each leaf.
-fn python_dirs(lib: &Path, leaves: &[&str]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for d in sorted_dir(lib) {
-        let is_py = d
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("python3"));
-        if is_py {
-            out.extend(leaves.iter().map(|l| d.join(l)));
-        }
-    }
-    out
-}
-
 /// Asks `python3` where the `nvidia` namespace package lives (last resort, once per process).
 fn python_query() -> Option<PathBuf> {
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cuda_nvcc', 'nvvm', 'libdevice', 'libdevice.10.bc'))",
-        ])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    (out.status.success() && !p.as_os_str().is_empty()).then_some(p)
+    cudajit_sys::python::nvidia_namespace_dirs()
+        .into_iter()
+        .next()
+        .map(|d| d.join("cuda_nvcc/nvvm/libdevice/libdevice.10.bc"))
 }
 
 /// Links the libdevice functions in `wanted` that `module` does not define yet, with whatever
