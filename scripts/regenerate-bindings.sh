@@ -5,7 +5,8 @@
 # The headers (cuda.h, nccl.h) come from the pinned PyPI wheels below and are downloaded into
 # a temporary directory; they are never committed. Set CUDA_INCLUDE_DIR to a directory that
 # contains cuda.h (and cuda_runtime.h), NCCL_INCLUDE_DIR to one that contains nccl.h, to skip
-# a download (the nvidia-nccl-cu12 wheel is large, about 350 MB, of which only nccl.h is kept). Needs python3 (with pip), cargo, rustfmt and
+# a download (nccl.h is read out of the nvidia-nccl-cu12 wheel on PyPI by range requests,
+# scripts/fetch-wheel-file.py, instead of downloading its 350 MB). Needs python3 (with pip), cargo, rustfmt and
 # libclang (Debian: apt-get install libclang-19-dev, or libclang-dev).
 set -euo pipefail
 
@@ -61,17 +62,22 @@ if [[ -n "${NCCL_INCLUDE_DIR:-}" ]]; then
     nccl_version="${NCCL_HEADER_VERSION:-$NCCL_WHEEL_VERSION}"
 else
     mkdir -p "$tmp/nccl"
-    echo "Downloading nvidia-nccl-cu12==$NCCL_WHEEL_VERSION for nccl.h (about 350 MB) ..." >&2
-    python3 -m pip download --quiet --no-deps --only-binary=:all: \
-        "nvidia-nccl-cu12==$NCCL_WHEEL_VERSION" -d "$tmp/nccl" ||
-        die "pip could not download nvidia-nccl-cu12==$NCCL_WHEEL_VERSION (or set NCCL_INCLUDE_DIR to a directory with nccl.h)"
-    python3 - "$tmp/nccl" << 'PY'
+    # Only nccl.h, read out of the wheel on PyPI by range requests (~50 KB); the whole wheel
+    # (about 350 MB) when that fails.
+    if ! python3 scripts/fetch-wheel-file.py nvidia-nccl-cu12 "$NCCL_WHEEL_VERSION" \
+        nvidia/nccl/include/nccl.h "$tmp/nccl"; then
+        echo "Downloading nvidia-nccl-cu12==$NCCL_WHEEL_VERSION for nccl.h (about 350 MB) ..." >&2
+        python3 -m pip download --quiet --no-deps --only-binary=:all: \
+            "nvidia-nccl-cu12==$NCCL_WHEEL_VERSION" -d "$tmp/nccl" ||
+            die "pip could not download nvidia-nccl-cu12==$NCCL_WHEEL_VERSION (or set NCCL_INCLUDE_DIR to a directory with nccl.h)"
+        python3 - "$tmp/nccl" << 'PY'
 import glob, sys, zipfile
 tmp = sys.argv[1]
 with zipfile.ZipFile(glob.glob(f"{tmp}/*.whl")[0]) as wheel:
     wheel.extract("nvidia/nccl/include/nccl.h", tmp)
 PY
-    rm -f "$tmp"/nccl/*.whl
+        rm -f "$tmp"/nccl/*.whl
+    fi
     nccl_dir="$tmp/nccl/nvidia/nccl/include"
     nccl_version="$NCCL_WHEEL_VERSION"
 fi

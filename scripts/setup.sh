@@ -11,8 +11,9 @@
 #   pip:    nvidia-cuda-nvcc-cu12 (its ptxas lets the tests validate generated PTX without a GPU)
 #   rustup: rustfmt and clippy components
 #
-# Not installed here: scripts/check-bindings.sh (run by CI) downloads, with `pip download`, the
-# pinned nvidia-cuda-runtime-cu12 and nvidia-nccl-cu12 wheels for cuda.h and nccl.h (only the
+# Not installed here: scripts/check-bindings.sh (run by CI) fetches cuda.h and nccl.h from the
+# pinned nvidia-cuda-runtime-cu12 and nvidia-nccl-cu12 wheels (cuda.h with `pip download`,
+# nccl.h read out of its 350 MB wheel by range requests, scripts/fetch-wheel-file.py; only the
 # headers are kept); NCCL itself is needed only by the multi-GPU tests on a GPU machine
 # (`pip install nvidia-nccl-cu12`), and they skip themselves without it.
 #
