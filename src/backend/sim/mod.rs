@@ -78,6 +78,8 @@ struct EventState {
 
 struct FuncState {
     ir: Arc<FunctionIr>,
+    /// The module it belongs to (two modules may hold one IR: a kernel loaded twice).
+    module: usize,
     /// The dynamic shared memory a launch may use (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
     max_dynamic: i32,
 }
@@ -900,8 +902,8 @@ impl Backend for Simulator {
     unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()> {
         let mut h = self.handles.lock();
         match h.modules.remove(&(m as usize)) {
-            Some(ir) => {
-                h.functions.retain(|_, f| !Arc::ptr_eq(&f.ir, &ir));
+            Some(_) => {
+                h.functions.retain(|_, f| f.module != m as usize);
                 Ok(())
             }
             None => Err(bad_handle("cuModuleUnload")),
@@ -922,7 +924,9 @@ impl Backend for Simulator {
         if name.to_bytes() != ir.name.as_bytes() {
             return Ok(None);
         }
-        if let Some((&f, _)) = h.functions.iter().find(|(_, f)| Arc::ptr_eq(&f.ir, &ir)) {
+        // One function per module: a module loaded twice from one IR (two threads loading one
+        // kernel at once) has its own, which outlives the other module's unload.
+        if let Some((&f, _)) = h.functions.iter().find(|(_, f)| f.module == m as usize) {
             return Ok(Some(f as sys::CUfunction));
         }
         let f = h.make();
@@ -931,6 +935,7 @@ impl Backend for Simulator {
             f,
             FuncState {
                 ir,
+                module: m as usize,
                 max_dynamic: max_dynamic.max(0),
             },
         );
@@ -1227,6 +1232,35 @@ mod tests {
                 ptrs.as_mut_ptr(),
             )
         }
+    }
+
+    /// A kernel loaded twice from one IR (two threads loading it at once) gets a function per
+    /// module: unloading one module leaves the other's function usable (it used to be shared
+    /// and removed with the first module, and launches of the other failed with
+    /// CUDA_ERROR_INVALID_HANDLE).
+    #[test]
+    fn a_kernel_loaded_twice_keeps_one_function_per_module() {
+        let k = Kernel::<(&[f32], &mut [f32])>::build("twice", |k, (x, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(out.len()), |_| out.set(i, x.at(i)));
+        })
+        .unwrap();
+        let sim = Simulator::new();
+        let name = std::ffi::CString::new(k.name()).unwrap();
+        let m1 = sim.module_load_ir(k.ir().clone()).unwrap();
+        let m2 = sim.module_load_ir(k.ir().clone()).unwrap();
+        // SAFETY: modules just loaded.
+        let (f1, f2) = unsafe {
+            (
+                sim.module_function(m1, &name).unwrap().unwrap(),
+                sim.module_function(m2, &name).unwrap().unwrap(),
+            )
+        };
+        assert_ne!(f1, f2);
+        // SAFETY: m1 is loaded and unloaded once.
+        unsafe { sim.module_unload(m1) }.unwrap();
+        assert!(sim.func(f2, "test", |st| st.max_dynamic).is_ok());
+        assert!(sim.func(f1, "test", |st| st.max_dynamic).is_err());
     }
 
     #[test]
