@@ -275,6 +275,18 @@ impl<'a> ArgInfo<'a> {
             None => c_strides(shape),
         }
     }
+    /// Pushes this argument's parameter slots: an array's lowest address and the scalars it
+    /// spans, a scalar's bits, nothing for [`Index`].
+    fn push(&self, buf: &mut crate::codegen::ArgBuffer<'_>, ctx: &Context) -> Result<()> {
+        match self.shape {
+            Some(_) => {
+                let (base, len, _) = self.extent();
+                buf.push_flat(ctx, base, len * self.parts)
+            }
+            None if self.size == 0 => Ok(()),
+            None => buf.push_scalar(self.bits),
+        }
+    }
     /// The memory a kernel may touch: the lowest element's address, the element count up to
     /// the highest, and element 0's offset from the lowest.
     fn extent(&self) -> (u64, usize, i64) {
@@ -689,11 +701,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             let cfg = LaunchConfig::for_num_elems(threads, BLOCK)?;
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
-                    match a.shape {
-                        Some(_) => buf.push_flat(ctx, a.ptr, n * a.parts)?,
-                        None if a.size == 0 => {}
-                        None => buf.push_scalar(a.bits)?,
-                    }
+                    a.push(buf, ctx)?;
                 }
                 buf.push_scalar(n as u64)
             })
@@ -710,13 +718,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             let cfg = LaunchConfig::for_num_elems(n / w, BLOCK)?;
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
-                    match a.shape {
-                        Some(s) => {
-                            buf.push_flat(ctx, a.ptr, s.iter().product::<usize>() * a.parts)?
-                        }
-                        None if a.size == 0 => {}
-                        None => buf.push_scalar(a.bits)?,
-                    }
+                    a.push(buf, ctx)?;
                 }
                 buf.push_scalar((n / w) as u64)?;
                 for &m in &moduli {
@@ -736,14 +738,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             let cfg = LaunchConfig::for_num_elems(n, BLOCK)?;
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
-                    match a.shape {
-                        Some(_) => {
-                            let (base, len, _) = a.extent();
-                            buf.push_flat(ctx, base, len * a.parts)?
-                        }
-                        None if a.size == 0 => {}
-                        None => buf.push_scalar(a.bits)?,
-                    }
+                    a.push(buf, ctx)?;
                 }
                 for &d in &shape {
                     buf.push_scalar(d as u64)?;
