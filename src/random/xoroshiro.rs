@@ -168,10 +168,7 @@ impl Xoroshiro128pStates {
     /// Seeds the generators again, as [`create_xoroshiro128p_states`] does (Numba's
     /// `init_xoroshiro128p_states`), ordered on `stream`.
     pub fn init(&mut self, stream: &Stream, seed: u64, subsequence_start: u64) -> Result<()> {
-        let host: Vec<u64> = xoroshiro128p_states_host(self.len(), seed, subsequence_start)
-            .into_iter()
-            .flatten()
-            .collect();
+        let host = state_words(self.len(), seed, subsequence_start);
         self.words.copy_from_host_async(&host, stream)
     }
 }
@@ -187,13 +184,17 @@ pub fn create_xoroshiro128p_states(
     seed: u64,
     subsequence_start: u64,
 ) -> Result<Xoroshiro128pStates> {
-    let host: Vec<u64> = xoroshiro128p_states_host(n, seed, subsequence_start)
+    Ok(Xoroshiro128pStates {
+        words: stream.to_device(&state_words(n, seed, subsequence_start))?,
+    })
+}
+
+/// [`xoroshiro128p_states_host`] as the device's words: `s0, s1` per generator.
+fn state_words(n: usize, seed: u64, subsequence_start: u64) -> Vec<u64> {
+    xoroshiro128p_states_host(n, seed, subsequence_start)
         .into_iter()
         .flatten()
-        .collect();
-    Ok(Xoroshiro128pStates {
-        words: stream.to_device(&host)?,
-    })
+        .collect()
 }
 
 /// The generators inside a kernel (the handle of a `&mut Xoroshiro128pStates` parameter).
