@@ -388,8 +388,8 @@ impl<P: KernelParams> Kernel<P> {
         dynamic_shared_bytes: usize,
     ) -> Result<u32> {
         let f = self.loaded_function(ctx)?;
-        let per_sm = f.max_active_blocks_per_multiprocessor(block_threads, dynamic_shared_bytes)?;
-        Ok(per_sm.saturating_mul(ctx.device().multiprocessor_count()?))
+        let (per_sm, sms) = resident_blocks(ctx, f, block_threads, dynamic_shared_bytes)?;
+        Ok(per_sm.saturating_mul(sms))
     }
 
     /// Refuses a cooperative launch whose blocks cannot all be resident at once.
@@ -398,8 +398,7 @@ impl<P: KernelParams> Kernel<P> {
         let blocks = g.x as u64 * g.y as u64 * g.z as u64;
         let threads = b.x * b.y * b.z;
         let smem = config.shared_mem_bytes as usize;
-        let per_sm = f.max_active_blocks_per_multiprocessor(threads, smem)?;
-        let sms = ctx.device().multiprocessor_count()?;
+        let (per_sm, sms) = resident_blocks(ctx, f, threads, smem)?;
         let max = per_sm as u64 * sms as u64;
         if blocks > max {
             return Err(Error::usage(format!(
@@ -414,4 +413,11 @@ impl<P: KernelParams> Kernel<P> {
         }
         Ok(())
     }
+}
+
+/// How many blocks of `threads` threads (with `smem` bytes of dynamic shared memory) of `f`
+/// fit on one multiprocessor at once (the occupancy API), and the device's multiprocessors.
+fn resident_blocks(ctx: &Context, f: &Function, threads: u32, smem: usize) -> Result<(u32, u32)> {
+    let per_sm = f.max_active_blocks_per_multiprocessor(threads, smem)?;
+    Ok((per_sm, ctx.device().multiprocessor_count()?))
 }
