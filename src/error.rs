@@ -96,6 +96,9 @@ pub enum FaultKind {
     Misaligned,
     /// Something the simulator does not model (the message says what).
     Unsupported,
+    /// A kernel given memory of another device whose context has not enabled peer access to
+    /// that device (on a GPU, an illegal address; see `Context::enable_peer_access`).
+    PeerAccess,
 }
 
 impl fmt::Display for FaultKind {
@@ -106,6 +109,7 @@ impl fmt::Display for FaultKind {
             FaultKind::SharedRace => "data race on shared memory",
             FaultKind::Misaligned => "misaligned access",
             FaultKind::Unsupported => "unsupported operation",
+            FaultKind::PeerAccess => "access to another device's memory without peer access",
         })
     }
 }

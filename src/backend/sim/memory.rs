@@ -1,9 +1,12 @@
 //! The simulator's memory: device, managed and pinned host allocations are all host memory,
-//! 256-byte aligned, and a device pointer is the host address. Every allocation is recorded so
-//! that frees, pointer queries and kernel arguments can be checked.
+//! 256-byte aligned, and a device pointer is the host address. Every allocation is recorded,
+//! with the simulated device it belongs to, so that frees, pointer queries and kernel arguments
+//! (including accesses to another device's memory) can be checked.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
+
+use super::devices::MAX_DEVICES;
 
 /// Alignment of every allocation (as `cuMemAlloc`'s).
 const ALIGN: usize = 256;
@@ -17,23 +20,40 @@ pub(super) enum Kind {
     Host,
 }
 
+/// A live allocation, as [`Memory::find`] returns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Alloc {
+    pub start: u64,
+    pub size: usize,
+    pub kind: Kind,
+    /// The simulated device whose context made it (pinned host and managed memory are
+    /// reachable from every device; device memory only from its own and its peers).
+    pub dev: usize,
+}
+
 /// The live allocations, by address.
 #[derive(Default)]
 pub(super) struct Memory {
-    live: BTreeMap<u64, (usize, Kind)>,
-    /// Bytes of device and managed memory in use.
-    pub used: usize,
+    live: BTreeMap<u64, (usize, Kind, u8)>,
+    /// Bytes of device and managed memory in use, per device.
+    pub used: [usize; MAX_DEVICES],
 }
 
 impl Memory {
     /// Live allocations: (device and managed, pinned host).
     pub(super) fn counts(&self) -> (usize, usize) {
-        let host = self.live.values().filter(|(_, k)| *k == Kind::Host).count();
+        let host = self
+            .live
+            .values()
+            .filter(|(_, k, _)| *k == Kind::Host)
+            .count();
         (self.live.len() - host, host)
     }
 
-    /// Allocates `bytes` (at least 1) zeroed bytes; `None` when the host has no memory.
-    pub(super) fn alloc(&mut self, bytes: usize, kind: Kind) -> Option<u64> {
+    /// Allocates `bytes` (at least 1) zeroed bytes for device `dev` (below [`MAX_DEVICES`]);
+    /// `None` when the host has no memory.
+    pub(super) fn alloc(&mut self, bytes: usize, kind: Kind, dev: usize) -> Option<u64> {
+        let dev = dev.min(MAX_DEVICES - 1);
         let layout = Layout::from_size_align(bytes.max(1), ALIGN).ok()?;
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { alloc_zeroed(layout) };
@@ -41,9 +61,9 @@ impl Memory {
             return None;
         }
         let addr = p as u64;
-        self.live.insert(addr, (bytes.max(1), kind));
+        self.live.insert(addr, (bytes.max(1), kind, dev as u8));
         if kind != Kind::Host {
-            self.used += bytes;
+            self.used[dev] += bytes;
         }
         Some(addr)
     }
@@ -51,10 +71,11 @@ impl Memory {
     /// Frees an allocation made by [`Memory::alloc`]; `false` when `addr` is not one.
     pub(super) fn free(&mut self, addr: u64, kind: Option<Kind>) -> bool {
         match self.live.get(&addr) {
-            Some(&(bytes, k)) if kind_matches(kind, k) => {
+            Some(&(bytes, k, dev)) if kind_matches(kind, k) => {
                 self.live.remove(&addr);
                 if k != Kind::Host {
-                    self.used = self.used.saturating_sub(bytes);
+                    let used = &mut self.used[dev as usize];
+                    *used = used.saturating_sub(bytes);
                 }
                 let layout = Layout::from_size_align(bytes, ALIGN).expect("a layout made before");
                 // SAFETY: `addr` was returned by `alloc_zeroed` with this layout and is freed
@@ -66,11 +87,16 @@ impl Memory {
         }
     }
 
-    /// The allocation holding `[addr, addr + bytes)`, if one does: (start, size, kind).
-    pub(super) fn find(&self, addr: u64, bytes: u64) -> Option<(u64, usize, Kind)> {
-        let (&start, &(size, kind)) = self.live.range(..=addr).next_back()?;
+    /// The allocation holding `[addr, addr + bytes)`, if one does.
+    pub(super) fn find(&self, addr: u64, bytes: u64) -> Option<Alloc> {
+        let (&start, &(size, kind, dev)) = self.live.range(..=addr).next_back()?;
         let end = start + size as u64;
-        (addr.checked_add(bytes)? <= end).then_some((start, size, kind))
+        (addr.checked_add(bytes)? <= end).then_some(Alloc {
+            start,
+            size,
+            kind,
+            dev: dev as usize,
+        })
     }
 }
 

@@ -1,9 +1,14 @@
 //! The CPU simulator: a [`Backend`] that runs kernels built with cudajit's builder on the host,
 //! with no GPU and no driver (numba's `NUMBA_ENABLE_CUDASIM`, with warps).
 //!
-//! - One simulated device: compute capability of the default PTX target, one multiprocessor
-//!   per host core, 1024 threads per block, 48 KiB of static shared memory (227 KiB opt-in),
-//!   the host's memory as device memory.
+//! - One simulated device, or `CUDAJIT_SIM_DEVICES=N` (1 to 8) identical ones (`devices.rs`):
+//!   compute capability of the default PTX target, one multiprocessor per host core, 1024
+//!   threads per block, 48 KiB of static shared memory (227 KiB opt-in), the host's memory as
+//!   each device's memory. Each device has its own primary context, memory accounting, default
+//!   memory pool and limits; streams, events, modules and functions belong to the context
+//!   current when they were made, and using them with another context's is the driver's error.
+//!   All pairs of devices can be peers: a kernel touching another device's memory is a fault
+//!   unless its context enabled peer access to that device.
 //! - Device, managed and pinned memory are host allocations; a device pointer is the host
 //!   address, so every copy is a `memcpy`.
 //! - Work runs when it is submitted, in the calling thread: streams are trivially in order,
@@ -16,6 +21,7 @@
 
 mod access;
 mod block;
+mod devices;
 mod eval;
 mod fault;
 mod global;
@@ -36,14 +42,8 @@ use parking_lot::Mutex;
 use super::{Backend, HostFnPtr, StreamCallbackPtr};
 use crate::codegen::ir::FunctionIr;
 use crate::error::{DriverCode, Error, Result};
+use devices::Devices;
 use memory::{Kind, Memory};
-
-/// Context limits set on the simulator (`cuCtxSetLimit`): (limit, value). The simulator keeps
-/// them only to report them back.
-static LIMITS: Mutex<Vec<(u32, usize)>> = Mutex::new(Vec::new());
-
-/// The simulated device's name.
-pub(crate) const DEVICE_NAME: &str = "cudajit simulator";
 
 /// The CUDA version the simulator reports (`cuDriverGetVersion`): 12.8.
 const VERSION: i32 = 12080;
@@ -51,9 +51,6 @@ const VERSION: i32 = 12080;
 /// Static shared memory per block, and the opt-in maximum (as on an H100/H200).
 const SHARED_PER_BLOCK: i32 = 48 * 1024;
 const SHARED_OPTIN: i32 = 227 * 1024;
-
-/// The primary context's handle (an opaque value nothing dereferences).
-const CTX: usize = 0x5157_c0de;
 
 /// An error as the driver would return it.
 fn err(call: &'static str, code: sys::CUresult) -> Error {
@@ -71,39 +68,38 @@ fn bad_handle(call: &'static str) -> Error {
     err(call, sys::CUresult::CUDA_ERROR_INVALID_HANDLE)
 }
 
+struct StreamState {
+    flags: u32,
+    priority: i32,
+    /// The device whose context made it.
+    dev: usize,
+}
+
 struct EventState {
     at: Option<Instant>,
     timing: bool,
+    /// The device whose context made it.
+    dev: usize,
 }
 
 struct FuncState {
     ir: Arc<FunctionIr>,
     /// The module it belongs to (two modules may hold one IR: a kernel loaded twice).
     module: usize,
+    /// The device whose context loaded the module.
+    dev: usize,
     /// The dynamic shared memory a launch may use (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
     max_dynamic: i32,
 }
-
-/// The simulated device's memory pool: what stream-ordered allocations hold (the simulator
-/// keeps nothing cached, so reserved equals used).
-#[derive(Default)]
-struct PoolState {
-    live: HashMap<u64, u64>,
-    used: u64,
-    high: u64,
-    threshold: u64,
-}
-
-/// The default memory pool's handle (an opaque value nothing dereferences).
-const POOL: usize = 0x5157_9001;
 
 /// Streams, events, modules and functions, by the handle values made up for them.
 #[derive(Default)]
 struct Handles {
     next: usize,
-    streams: HashMap<usize, (u32, i32)>,
+    streams: HashMap<usize, StreamState>,
     events: HashMap<usize, EventState>,
-    modules: HashMap<usize, Arc<FunctionIr>>,
+    /// Each module's kernel and the device whose context loaded it.
+    modules: HashMap<usize, (Arc<FunctionIr>, usize)>,
     functions: HashMap<usize, FuncState>,
 }
 
@@ -120,19 +116,29 @@ pub(crate) struct Simulator {
     mem: Mutex<Memory>,
     handles: Mutex<Handles>,
     graphs: Mutex<graph::Graphs>,
-    pool: Mutex<PoolState>,
-    retained: Mutex<u32>,
+    devices: Devices,
     /// Host threads running a launch's blocks (the simulated multiprocessors).
     workers: usize,
+    /// Each device's total memory.
     total_mem: usize,
 }
 
-thread_local! {
-    static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
 impl Simulator {
+    /// The process's simulator: `CUDAJIT_SIM_DEVICES` devices (a bad value makes `init` fail,
+    /// saying why).
     pub(crate) fn new() -> Simulator {
+        match devices::devices_from_env() {
+            Ok(n) => Simulator::with_devices(n),
+            Err(why) => {
+                let mut sim = Simulator::with_devices(1);
+                sim.devices.bad_env = Some(why);
+                sim
+            }
+        }
+    }
+
+    /// A simulator of `n` devices (clamped to 1 to 8), whatever `CUDAJIT_SIM_DEVICES` says.
+    pub(crate) fn with_devices(n: usize) -> Simulator {
         let workers = std::env::var("CUDAJIT_SIM_THREADS")
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
@@ -142,8 +148,7 @@ impl Simulator {
             mem: Mutex::new(Memory::default()),
             handles: Mutex::new(Handles::default()),
             graphs: Mutex::new(graph::Graphs::default()),
-            pool: Mutex::new(PoolState::default()),
-            retained: Mutex::new(0),
+            devices: Devices::new(n),
             workers,
             total_mem: memory::host_memory(),
         }
@@ -157,24 +162,25 @@ impl Simulator {
         [dev, host, h.streams.len(), h.events.len(), h.modules.len()]
     }
 
-    fn check_device(&self, dev: sys::CUdevice, call: &'static str) -> Result<()> {
-        if dev == 0 {
-            Ok(())
-        } else {
-            Err(err(call, sys::CUresult::CUDA_ERROR_INVALID_DEVICE))
-        }
-    }
-
-    fn alloc(&self, bytes: usize, kind: Kind, call: &'static str) -> Result<u64> {
+    /// Allocates `bytes` of `kind` for device `dev`.
+    fn alloc(&self, bytes: usize, kind: Kind, dev: usize, call: &'static str) -> Result<u64> {
         if bytes == 0 {
             return Err(invalid(call));
         }
         let mut mem = self.mem.lock();
-        if kind != Kind::Host && mem.used.saturating_add(bytes) > self.total_mem {
+        if kind != Kind::Host && mem.used[dev].saturating_add(bytes) > self.total_mem {
             return Err(err(call, sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY));
         }
-        mem.alloc(bytes, kind)
+        mem.alloc(bytes, kind, dev)
             .ok_or_else(|| err(call, sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY))
+    }
+
+    /// The device of stream `s`: the one whose context made it, or (the null and per-thread
+    /// streams, or a handle the simulator did not make) the current context's.
+    fn stream_device(&self, h: &Handles, s: sys::CUstream) -> usize {
+        h.streams
+            .get(&(s as usize))
+            .map_or_else(|| self.current_device(), |st| st.dev)
     }
 
     fn free(&self, ptr: u64, kind: Option<Kind>, call: &'static str) -> Result<()> {
@@ -219,75 +225,6 @@ impl Simulator {
         } else {
             Err(invalid(call))
         }
-    }
-
-    fn attribute(&self, attr: sys::CUdevice_attribute) -> i32 {
-        use sys::CUdevice_attribute as A;
-        let (major, minor) = crate::codegen::default_cc();
-        let table: &[(A, i32)] = &[
-            (A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, i32::MAX),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535),
-            (
-                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
-                SHARED_PER_BLOCK,
-            ),
-            (
-                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                SHARED_OPTIN,
-            ),
-            (
-                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-                228 * 1024,
-            ),
-            (A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 64 * 1024),
-            (A::CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_PITCH, i32::MAX),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536),
-            (
-                A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
-                65536,
-            ),
-            (A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 1_000_000),
-            (A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, 1_000_000),
-            (A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 64),
-            (A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 4 << 20),
-            (
-                A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                self.workers as i32,
-            ),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048),
-            (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32),
-            (
-                A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                major as i32,
-            ),
-            (
-                A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                minor as i32,
-            ),
-            (A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1),
-            (A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1),
-            (A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1),
-            (A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1),
-            (A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 1),
-            (A::CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1),
-            (A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 1),
-            (
-                A::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO,
-                2,
-            ),
-            (A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1),
-            (A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1),
-        ];
-        table
-            .iter()
-            .find(|(a, _)| *a == attr)
-            .map_or(0, |&(_, v)| v)
     }
 
     fn func<R>(
@@ -337,7 +274,7 @@ impl Backend for Simulator {
     }
 
     fn init(&self) -> Result<()> {
-        Ok(())
+        self.sim_init()
     }
 
     fn driver_version(&self) -> Result<i32> {
@@ -345,32 +282,29 @@ impl Backend for Simulator {
     }
 
     fn device_count(&self) -> Result<i32> {
-        Ok(1)
+        Ok(self.devices.n as i32)
     }
 
     fn device_get(&self, ordinal: i32) -> Result<sys::CUdevice> {
         self.check_device(ordinal, "cuDeviceGet")?;
-        Ok(0)
+        Ok(ordinal)
     }
 
     fn device_name(&self, dev: sys::CUdevice) -> Result<String> {
-        self.check_device(dev, "cuDeviceGetName")?;
-        Ok(DEVICE_NAME.to_string())
+        self.sim_device_name(dev)
     }
 
     fn device_attribute(&self, dev: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
         self.check_device(dev, "cuDeviceGetAttribute")?;
-        Ok(self.attribute(attr))
+        Ok(devices::attribute(attr, self.workers))
     }
 
     fn device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]> {
-        self.check_device(dev, "cuDeviceGetUuid_v2")?;
-        Ok(*b"cudajit-simulatr")
+        self.sim_device_uuid(dev)
     }
 
     fn device_pci_bus_id(&self, dev: sys::CUdevice) -> Result<String> {
-        self.check_device(dev, "cuDeviceGetPCIBusId")?;
-        Ok("0000:00:00.0".to_string())
+        self.sim_device_pci_bus_id(dev)
     }
 
     fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
@@ -383,47 +317,27 @@ impl Backend for Simulator {
     }
 
     fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {
-        self.check_device(dev, "cuDevicePrimaryCtxRetain")?;
-        *self.retained.lock() += 1;
-        Ok(CTX as sys::CUcontext)
+        self.sim_primary_ctx_retain(dev)
     }
 
     fn primary_ctx_release(&self, dev: sys::CUdevice) -> Result<()> {
-        self.check_device(dev, "cuDevicePrimaryCtxRelease_v2")?;
-        let mut r = self.retained.lock();
-        *r = r.saturating_sub(1);
-        Ok(())
+        self.sim_primary_ctx_release(dev)
     }
 
     fn primary_ctx_reset(&self, dev: sys::CUdevice) -> Result<()> {
-        self.check_device(dev, "cuDevicePrimaryCtxReset_v2")
+        self.sim_primary_ctx_reset(dev)
     }
 
     fn ctx_get_current(&self) -> Result<sys::CUcontext> {
-        Ok(CURRENT.get() as sys::CUcontext)
+        Ok(self.sim_ctx_get_current())
     }
 
     unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()> {
-        match ctx as usize {
-            0 | CTX => {
-                CURRENT.set(ctx as usize);
-                Ok(())
-            }
-            _ => Err(err(
-                "cuCtxSetCurrent",
-                sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            )),
-        }
+        self.sim_ctx_set_current(ctx)
     }
 
     fn ctx_get_device(&self) -> Result<sys::CUdevice> {
-        if CURRENT.get() == 0 {
-            return Err(err(
-                "cuCtxGetDevice",
-                sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            ));
-        }
-        Ok(0)
+        self.sim_ctx_get_device()
     }
 
     fn ctx_synchronize(&self) -> Result<()> {
@@ -431,31 +345,16 @@ impl Backend for Simulator {
     }
 
     fn ctx_set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<()> {
-        let mut limits = LIMITS.lock();
-        match limits.iter_mut().find(|(l, _)| *l == limit.0) {
-            Some(slot) => slot.1 = value,
-            None => limits.push((limit.0, value)),
-        }
+        self.sim_ctx_set_limit(limit, value);
         Ok(())
     }
 
     fn ctx_get_limit(&self, limit: sys::CUlimit) -> Result<usize> {
-        let set = LIMITS
-            .lock()
-            .iter()
-            .find(|(l, _)| *l == limit.0)
-            .map(|(_, v)| *v);
-        // The driver's defaults: 1 KiB of stack per thread, 1 MiB of printf FIFO, 8 MiB of heap.
-        Ok(set.unwrap_or(match limit {
-            sys::CUlimit::CU_LIMIT_STACK_SIZE => 1024,
-            sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE => 1 << 20,
-            sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE => 8 << 20,
-            _ => 0,
-        }))
+        Ok(self.sim_ctx_get_limit(limit))
     }
 
     fn mem_get_info(&self) -> Result<(usize, usize)> {
-        let used = self.mem.lock().used;
+        let used = self.mem.lock().used[self.current_device()];
         Ok((self.total_mem.saturating_sub(used), self.total_mem))
     }
 
@@ -464,7 +363,7 @@ impl Backend for Simulator {
     }
 
     fn mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
-        self.alloc(bytes, Kind::Device, "cuMemAlloc_v2")
+        self.alloc(bytes, Kind::Device, self.current_device(), "cuMemAlloc_v2")
     }
 
     unsafe fn mem_free(&self, ptr: sys::CUdeviceptr) -> Result<()> {
@@ -472,25 +371,24 @@ impl Backend for Simulator {
     }
 
     fn mem_alloc_managed(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
-        self.alloc(bytes, Kind::Managed, "cuMemAllocManaged")
+        let dev = self.current_device();
+        self.alloc(bytes, Kind::Managed, dev, "cuMemAllocManaged")
     }
 
     unsafe fn mem_alloc_async(
         &self,
         bytes: usize,
-        _stream: sys::CUstream,
+        stream: sys::CUstream,
     ) -> Result<sys::CUdeviceptr> {
-        let p = self.alloc(bytes, Kind::Device, "cuMemAllocAsync")?;
-        let mut pool = self.pool.lock();
-        pool.live.insert(p, bytes as u64);
-        pool.used += bytes as u64;
-        pool.high = pool.high.max(pool.used);
+        // From the default pool of the stream's device.
+        let dev = self.stream_device(&self.handles.lock(), stream);
+        let p = self.alloc(bytes, Kind::Device, dev, "cuMemAllocAsync")?;
+        self.pool_add(dev, p, bytes as u64);
         Ok(p)
     }
 
     fn device_default_mem_pool(&self, dev: sys::CUdevice) -> Result<sys::CUmemoryPool> {
-        self.check_device(dev, "cuDeviceGetDefaultMemPool")?;
-        Ok(POOL as sys::CUmemoryPool)
+        self.sim_device_default_mem_pool(dev)
     }
 
     unsafe fn mem_pool_attribute(
@@ -498,19 +396,7 @@ impl Backend for Simulator {
         pool: sys::CUmemoryPool,
         attr: sys::CUmemPool_attribute,
     ) -> Result<u64> {
-        use sys::CUmemPool_attribute as A;
-        if pool as usize != POOL {
-            return Err(bad_handle("cuMemPoolGetAttribute"));
-        }
-        let p = self.pool.lock();
-        match attr {
-            A::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD => Ok(p.threshold),
-            A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT | A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT => {
-                Ok(p.used)
-            }
-            A::CU_MEMPOOL_ATTR_USED_MEM_HIGH | A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH => Ok(p.high),
-            _ => Err(invalid("cuMemPoolGetAttribute")),
-        }
+        self.sim_mem_pool_attribute(pool, attr)
     }
 
     unsafe fn set_mem_pool_attribute(
@@ -519,28 +405,11 @@ impl Backend for Simulator {
         attr: sys::CUmemPool_attribute,
         value: u64,
     ) -> Result<()> {
-        use sys::CUmemPool_attribute as A;
-        if pool as usize != POOL {
-            return Err(bad_handle("cuMemPoolSetAttribute"));
-        }
-        let mut p = self.pool.lock();
-        match attr {
-            A::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD => p.threshold = value,
-            A::CU_MEMPOOL_ATTR_USED_MEM_HIGH | A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH
-                if value == 0 =>
-            {
-                p.high = p.used
-            }
-            _ => return Err(invalid("cuMemPoolSetAttribute")),
-        }
-        Ok(())
+        self.sim_set_mem_pool_attribute(pool, attr, value)
     }
 
     unsafe fn mem_pool_trim_to(&self, pool: sys::CUmemoryPool, _keep: usize) -> Result<()> {
-        if pool as usize != POOL {
-            return Err(bad_handle("cuMemPoolTrimTo"));
-        }
-        Ok(())
+        self.pool(pool, "cuMemPoolTrimTo", |_| ())
     }
 
     unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<()> {
@@ -550,10 +419,7 @@ impl Backend for Simulator {
             return Ok(());
         }
         self.free(ptr, Some(Kind::Device), "cuMemFreeAsync")?;
-        let mut pool = self.pool.lock();
-        if let Some(bytes) = pool.live.remove(&ptr) {
-            pool.used -= bytes;
-        }
+        self.pool_remove(ptr);
         Ok(())
     }
 
@@ -561,18 +427,22 @@ impl Backend for Simulator {
         &self,
         ptr: sys::CUdeviceptr,
         bytes: usize,
-        _to_host: bool,
-        _dev: sys::CUdevice,
+        to_host: bool,
+        dev: sys::CUdevice,
         _stream: sys::CUstream,
     ) -> Result<()> {
+        if !to_host {
+            self.check_device(dev, "cuMemPrefetchAsync_v2")?;
+        }
         match self.mem.lock().find(ptr, bytes as u64) {
-            Some((_, _, Kind::Managed)) => Ok(()),
+            Some(a) if a.kind == Kind::Managed => Ok(()),
             _ => Err(invalid("cuMemPrefetchAsync_v2")),
         }
     }
 
     fn host_alloc(&self, bytes: usize, _flags: u32) -> Result<*mut c_void> {
-        Ok(self.alloc(bytes, Kind::Host, "cuMemHostAlloc")? as *mut c_void)
+        // Pinned memory is the host's: reachable from every device (device 0 is a label only).
+        Ok(self.alloc(bytes, Kind::Host, 0, "cuMemHostAlloc")? as *mut c_void)
     }
 
     unsafe fn host_free(&self, ptr: *mut c_void) -> Result<()> {
@@ -581,7 +451,7 @@ impl Backend for Simulator {
 
     unsafe fn host_device_pointer(&self, ptr: *mut c_void) -> Result<sys::CUdeviceptr> {
         match self.mem.lock().find(ptr as u64, 1) {
-            Some((_, _, Kind::Host)) => Ok(ptr as u64),
+            Some(a) if a.kind == Kind::Host => Ok(ptr as u64),
             _ => Err(invalid("cuMemHostGetDevicePointer_v2")),
         }
     }
@@ -657,32 +527,31 @@ impl Backend for Simulator {
         bytes: usize,
         stream: Option<sys::CUstream>,
     ) -> Result<()> {
-        // One device, one context: a peer copy is a copy within it.
-        if dst_ctx as usize != CTX || src_ctx as usize != CTX {
-            return Err(err(
-                "cuMemcpyPeer",
-                sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            ));
+        let call = "cuMemcpyPeer";
+        let dst_dev = self.ctx_device(dst_ctx, call)?;
+        let src_dev = self.ctx_device(src_ctx, call)?;
+        // Device memory must be that of the context named with it (managed and pinned memory
+        // belong to every device).
+        {
+            let mem = self.mem.lock();
+            for (p, dev) in [(dst, dst_dev), (src, src_dev)] {
+                if let Some(a) = mem.find(p, bytes as u64) {
+                    if a.kind == Kind::Device && a.dev != dev {
+                        return Err(invalid(call));
+                    }
+                }
+            }
         }
-        // SAFETY: the caller's guarantees are those of memcpy_dtod.
+        // SAFETY: the caller's guarantees are those of memcpy_dtod (which checks the ranges).
         unsafe { self.memcpy_dtod(dst, src, bytes, stream) }
     }
 
     fn device_can_access_peer(&self, dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool> {
-        self.check_device(dev, "cuDeviceCanAccessPeer")?;
-        self.check_device(peer, "cuDeviceCanAccessPeer")?;
-        // Like the driver, a device is not its own peer.
-        Ok(false)
+        self.sim_device_can_access_peer(dev, peer)
     }
 
     unsafe fn ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()> {
-        let code = if CURRENT.get() == 0 || peer as usize != CTX {
-            sys::CUresult::CUDA_ERROR_INVALID_CONTEXT
-        } else {
-            // Its own context: the driver refuses a device as its own peer.
-            sys::CUresult::CUDA_ERROR_INVALID_DEVICE
-        };
-        Err(err("cuCtxEnablePeerAccess", code))
+        self.sim_ctx_enable_peer_access(peer)
     }
 
     unsafe fn memset(
@@ -728,9 +597,18 @@ impl Backend for Simulator {
     }
 
     fn stream_create(&self, flags: u32, priority: i32) -> Result<sys::CUstream> {
+        let dev = self.current_device();
         let mut h = self.handles.lock();
         let s = h.make();
-        h.streams.insert(s, (flags, priority.clamp(-5, 0)));
+        let priority = priority.clamp(-5, 0);
+        h.streams.insert(
+            s,
+            StreamState {
+                flags,
+                priority,
+                dev,
+            },
+        );
         Ok(s as sys::CUstream)
     }
 
@@ -750,6 +628,7 @@ impl Backend for Simulator {
     }
 
     unsafe fn stream_wait_event(&self, _s: sys::CUstream, e: sys::CUevent) -> Result<()> {
+        // An event of any device (as on the driver: a stream may wait on another device's).
         if self.handles.lock().events.contains_key(&(e as usize)) {
             Ok(())
         } else {
@@ -763,7 +642,7 @@ impl Backend for Simulator {
             .lock()
             .streams
             .get(&(s as usize))
-            .map_or(0, |&(_, p)| p))
+            .map_or(0, |st| st.priority))
     }
 
     unsafe fn stream_flags(&self, s: sys::CUstream) -> Result<u32> {
@@ -772,7 +651,7 @@ impl Backend for Simulator {
             .lock()
             .streams
             .get(&(s as usize))
-            .map_or(0, |&(f, _)| f))
+            .map_or(0, |st| st.flags))
     }
 
     unsafe fn launch_host_func(
@@ -812,9 +691,17 @@ impl Backend for Simulator {
 
     fn event_create(&self, flags: u32) -> Result<sys::CUevent> {
         let timing = flags & sys::CUevent_flags::CU_EVENT_DISABLE_TIMING.0 == 0;
+        let dev = self.current_device();
         let mut h = self.handles.lock();
         let e = h.make();
-        h.events.insert(e, EventState { at: None, timing });
+        h.events.insert(
+            e,
+            EventState {
+                at: None,
+                timing,
+                dev,
+            },
+        );
         Ok(e as sys::CUevent)
     }
 
@@ -826,6 +713,18 @@ impl Backend for Simulator {
     }
 
     unsafe fn event_record(&self, e: sys::CUevent, s: sys::CUstream) -> Result<()> {
+        let call = "cuEventRecord";
+        {
+            // As the driver: the event and the stream must be of one context.
+            let h = self.handles.lock();
+            let ev = h
+                .events
+                .get(&(e as usize))
+                .ok_or_else(|| bad_handle(call))?;
+            if ev.dev != self.stream_device(&h, s) {
+                return Err(bad_handle(call));
+            }
+        }
         if self.recorded(Some(s), || graph::Node::EventRecord { e: e as usize }) {
             return Ok(());
         }
@@ -833,7 +732,7 @@ impl Backend for Simulator {
         let ev = h
             .events
             .get_mut(&(e as usize))
-            .ok_or_else(|| bad_handle("cuEventRecord"))?;
+            .ok_or_else(|| bad_handle(call))?;
         ev.at = Some(Instant::now());
         Ok(())
     }
@@ -893,9 +792,10 @@ impl Backend for Simulator {
     }
 
     fn module_load_ir(&self, ir: Arc<FunctionIr>) -> Result<sys::CUmodule> {
+        let dev = self.current_device();
         let mut h = self.handles.lock();
         let m = h.make();
-        h.modules.insert(m, ir);
+        h.modules.insert(m, (ir, dev));
         Ok(m as sys::CUmodule)
     }
 
@@ -916,7 +816,7 @@ impl Backend for Simulator {
         name: &CStr,
     ) -> Result<Option<sys::CUfunction>> {
         let mut h = self.handles.lock();
-        let ir = h
+        let (ir, dev) = h
             .modules
             .get(&(m as usize))
             .ok_or_else(|| bad_handle("cuModuleGetFunction"))?
@@ -936,6 +836,7 @@ impl Backend for Simulator {
             FuncState {
                 ir,
                 module: m as usize,
+                dev,
                 max_dynamic: max_dynamic.max(0),
             },
         );
@@ -1056,7 +957,21 @@ impl Backend for Simulator {
         params: *mut *mut c_void,
     ) -> Result<()> {
         let call = "cuLaunchKernel";
-        let (ir, max_dynamic) = self.func(f, call, |st| (st.ir.clone(), st.max_dynamic))?;
+        let (ir, max_dynamic, dev) = {
+            let h = self.handles.lock();
+            let st = h
+                .functions
+                .get(&(f as usize))
+                .ok_or_else(|| bad_handle(call))?;
+            // As the driver: the function is of the current context, and so is the stream.
+            if st.dev != self.current_device() {
+                return Err(err(call, sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
+            }
+            if st.dev != self.stream_device(&h, stream) {
+                return Err(bad_handle(call));
+            }
+            (st.ir.clone(), st.max_dynamic, st.dev)
+        };
         let node = || {
             // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
             unsafe { graph::kernel_node(&ir, f, grid, block, shared_mem_bytes, params) }
@@ -1073,11 +988,36 @@ impl Backend for Simulator {
         }
         // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
         let l = unsafe { launch::Launch::new(&ir, grid, block, shared_mem_bytes as usize, params) };
-        // Every array argument must be simulator memory covering its extents.
+        // Every array argument must be simulator memory covering its extents, of this device
+        // or of a peer it enabled access to (the kernel touches global memory only through
+        // its array arguments, so this is the one check, per launch, not per access).
         for (i, a) in l.arrays.iter().enumerate() {
             let Some(a) = a else { continue };
             let bytes = a.len.saturating_mul(a.elem.size() as u64);
-            if bytes > 0 && self.mem.lock().find(a.base, bytes).is_none() {
+            if bytes == 0 {
+                continue;
+            }
+            let found = self.mem.lock().find(a.base, bytes);
+            if let Some(owner) = found {
+                if owner.kind == Kind::Device && !self.devices.reaches(dev, owner.dev) {
+                    return Err(Error::Fault {
+                        kernel: ir.name.clone(),
+                        kind: crate::error::FaultKind::PeerAccess,
+                        message: format!(
+                            "array parameter {i} ({} elements of {} at {:#x}) is memory of \
+                             device {}, but the kernel runs on device {dev}, which has not \
+                             enabled peer access to device {}; call \
+                             enable_peer_access on device {dev}'s context first (or copy the \
+                             array to device {dev})",
+                            a.len,
+                            a.elem.name(),
+                            a.base,
+                            owner.dev,
+                            owner.dev
+                        ),
+                    });
+                }
+            } else {
                 return Err(Error::Fault {
                     kernel: ir.name.clone(),
                     kind: crate::error::FaultKind::OutOfBounds,
