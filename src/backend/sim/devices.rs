@@ -39,9 +39,12 @@ thread_local! {
 /// `1..=MAX_DEVICES`; any other value is an error (reported by `init`, so the first cudajit
 /// call fails and says why).
 pub(super) fn devices_from_env() -> std::result::Result<usize, String> {
-    let Ok(v) = std::env::var("CUDAJIT_SIM_DEVICES") else {
-        return Ok(1);
-    };
+    parse_devices(std::env::var("CUDAJIT_SIM_DEVICES").ok().as_deref())
+}
+
+/// The device count a `CUDAJIT_SIM_DEVICES` value (`None`: unset) asks for.
+fn parse_devices(v: Option<&str>) -> std::result::Result<usize, String> {
+    let Some(v) = v else { return Ok(1) };
     match v.trim().parse::<usize>() {
         Ok(n) if (1..=MAX_DEVICES).contains(&n) => Ok(n),
         _ => Err(format!(
@@ -428,3 +431,6 @@ impl Simulator {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
