@@ -7,7 +7,8 @@
 #   bash scripts/test.sh --release -- some_name   # other arguments go to `cargo test` as given
 #
 # After the workspace's tests it runs the GPU tests (tests/gpu) once more on the CPU simulator
-# (CUDAJIT_SIMULATOR=1), skipping those listed with a reason in tests/gpu/simulator-skips.txt;
+# (CUDAJIT_SIMULATOR=1) with two simulated devices (CUDAJIT_SIM_DEVICES=2, so the two-device
+# tests run too), skipping those listed with a reason in tests/gpu/simulator-skips.txt;
 # CUDAJIT_TEST_SIMULATOR=0 leaves that run out.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,9 +40,9 @@ if ((rc == 0)) && [[ "${CUDAJIT_TEST_SIMULATOR:-1}" != 0 ]]; then
         [[ "$a" == -- ]] && break
         cargo_args+=("$a")
     done
-    echo "+ CUDAJIT_SIMULATOR=1 cargo test ${cargo_args[*]} -p cudajit --test gpu -- --include-ignored (skipping the $((${#skips[@]} / 2)) tests listed in tests/gpu/simulator-skips.txt)"
+    echo "+ CUDAJIT_SIMULATOR=1 CUDAJIT_SIM_DEVICES=2 cargo test ${cargo_args[*]} -p cudajit --test gpu -- --include-ignored (skipping the $((${#skips[@]} / 2)) tests listed in tests/gpu/simulator-skips.txt)"
     set +e
-    CUDAJIT_SIMULATOR=1 cargo test "${cargo_args[@]}" -p cudajit --test gpu -- --include-ignored "${skips[@]}" 2>&1 | tee -a "$log"
+    CUDAJIT_SIMULATOR=1 CUDAJIT_SIM_DEVICES=2 cargo test "${cargo_args[@]}" -p cudajit --test gpu -- --include-ignored "${skips[@]}" 2>&1 | tee -a "$log"
     rc=${PIPESTATUS[0]}
     set -e
 fi

@@ -1,5 +1,6 @@
-//! Peer access and copies between devices. The one-device tests also run on the simulator
-//! (one device); the two-device tests skip themselves, printing why, with fewer devices.
+//! Peer access and copies between devices. All run on the simulator too (`scripts/test.sh` runs
+//! it with `CUDAJIT_SIM_DEVICES=2`); the two-device tests skip themselves, printing why, with
+//! fewer devices.
 
 use cudajit::prelude::*;
 

@@ -35,7 +35,7 @@ thread_local! {
     static CURRENT: Cell<usize> = const { Cell::new(0) };
 }
 
-/// The number of devices `CUDAJIT_SIM_DEVICES` asks for: 1 when unset, else an integer in
+/// The number of devices `CUDAJIT_SIM_DEVICES` asks for: 1 when unset or empty, else an integer in
 /// `1..=MAX_DEVICES`; any other value is an error (reported by `init`, so the first cudajit
 /// call fails and says why).
 pub(super) fn devices_from_env() -> std::result::Result<usize, String> {
@@ -44,7 +44,9 @@ pub(super) fn devices_from_env() -> std::result::Result<usize, String> {
 
 /// The device count a `CUDAJIT_SIM_DEVICES` value (`None`: unset) asks for.
 fn parse_devices(v: Option<&str>) -> std::result::Result<usize, String> {
-    let Some(v) = v else { return Ok(1) };
+    let Some(v) = v.filter(|v| !v.trim().is_empty()) else {
+        return Ok(1);
+    };
     match v.trim().parse::<usize>() {
         Ok(n) if (1..=MAX_DEVICES).contains(&n) => Ok(n),
         _ => Err(format!(

@@ -79,9 +79,10 @@ fn download(sim: &Simulator, p: u64) -> Vec<f32> {
 #[test]
 fn the_device_count_comes_from_the_variable_or_is_refused_clearly() {
     assert_eq!(parse_devices(None), Ok(1));
+    assert_eq!(parse_devices(Some(" ")), Ok(1));
     assert_eq!(parse_devices(Some(" 2 ")), Ok(2));
     assert_eq!(parse_devices(Some("8")), Ok(8));
-    for bad in ["0", "9", "two", "-1", ""] {
+    for bad in ["0", "9", "two", "-1", "2.0"] {
         let e = parse_devices(Some(bad)).unwrap_err();
         assert!(
             e.contains("CUDAJIT_SIM_DEVICES") && e.contains("1 to 8"),
