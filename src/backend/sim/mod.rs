@@ -24,6 +24,7 @@ mod block;
 mod devices;
 mod eval;
 mod fault;
+mod functions;
 mod global;
 mod graph;
 mod half;
@@ -43,6 +44,7 @@ use super::{Backend, HostFnPtr, StreamCallbackPtr};
 use crate::codegen::ir::FunctionIr;
 use crate::error::{DriverCode, Error, Result};
 use devices::Devices;
+use functions::{max_threads, static_shared};
 use memory::{Kind, Memory};
 
 /// The CUDA version the simulator reports (`cuDriverGetVersion`): 12.8.
@@ -226,46 +228,6 @@ impl Simulator {
             Err(invalid(call))
         }
     }
-
-    fn func<R>(
-        &self,
-        f: sys::CUfunction,
-        call: &'static str,
-        with: impl FnOnce(&mut FuncState) -> R,
-    ) -> Result<R> {
-        let mut h = self.handles.lock();
-        let st = h
-            .functions
-            .get_mut(&(f as usize))
-            .ok_or_else(|| bad_handle(call))?;
-        Ok(with(st))
-    }
-}
-
-/// Static shared memory of a kernel and the device functions it calls, bytes.
-fn static_shared(f: &FunctionIr) -> usize {
-    let own: usize = f
-        .shared
-        .iter()
-        .map(|s| s.len as usize * s.elem.size())
-        .sum();
-    own + f.callees.iter().map(|c| static_shared(c)).sum::<usize>()
-}
-
-/// Local memory per thread, bytes.
-fn local_bytes(f: &FunctionIr) -> usize {
-    let own: usize = f
-        .locals
-        .iter()
-        .map(|s| s.len as usize * s.elem.size())
-        .sum();
-    own + f.callees.iter().map(|c| local_bytes(c)).max().unwrap_or(0)
-}
-
-/// Most threads per block a kernel may be launched with.
-fn max_threads(f: &FunctionIr) -> i32 {
-    f.launch_bounds
-        .map_or(1024, |(t, _)| t.clamp(1, 1024) as i32)
 }
 
 impl Backend for Simulator {
@@ -856,27 +818,7 @@ impl Backend for Simulator {
         f: sys::CUfunction,
         attr: sys::CUfunction_attribute,
     ) -> Result<i32> {
-        use sys::CUfunction_attribute as A;
-        let (major, minor) = crate::codegen::default_cc();
-        self.func(f, "cuFuncGetAttribute", |st| {
-            if attr == A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK {
-                max_threads(&st.ir)
-            } else if attr == A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES {
-                static_shared(&st.ir) as i32
-            } else if attr == A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES {
-                local_bytes(&st.ir) as i32
-            } else if attr == A::CU_FUNC_ATTRIBUTE_NUM_REGS {
-                32
-            } else if attr == A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES {
-                st.max_dynamic
-            } else if attr == A::CU_FUNC_ATTRIBUTE_PTX_VERSION
-                || attr == A::CU_FUNC_ATTRIBUTE_BINARY_VERSION
-            {
-                (major * 10 + minor) as i32
-            } else {
-                0
-            }
-        })
+        self.sim_func_attribute(f, attr)
     }
 
     unsafe fn func_set_attribute(
@@ -885,36 +827,16 @@ impl Backend for Simulator {
         attr: sys::CUfunction_attribute,
         value: i32,
     ) -> Result<()> {
-        let call = "cuFuncSetAttribute";
-        let dynamic =
-            attr == sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-        self.func(f, call, |st| {
-            if !dynamic {
-                return Ok(());
-            }
-            if value < 0 || value as i64 + static_shared(&st.ir) as i64 > SHARED_OPTIN as i64 {
-                return Err(invalid(call));
-            }
-            st.max_dynamic = value;
-            Ok(())
-        })?
+        self.sim_func_set_attribute(f, attr, value)
     }
 
     unsafe fn occupancy_max_potential_block_size(
         &self,
         f: sys::CUfunction,
-        _dynamic_smem: usize,
+        dynamic_smem: usize,
         block_limit: i32,
     ) -> Result<(i32, i32)> {
-        let limit = self.func(f, "cuOccupancyMaxPotentialBlockSize", |st| {
-            max_threads(&st.ir)
-        })?;
-        let mut block = limit.min(1024);
-        if block_limit > 0 {
-            block = block.min(block_limit);
-        }
-        let per_sm = (2048 / block.max(1)).clamp(1, 32);
-        Ok((per_sm * self.workers as i32, block))
+        self.sim_occupancy_max_potential_block_size(f, dynamic_smem, block_limit)
     }
 
     unsafe fn occupancy_max_active_blocks(
@@ -923,14 +845,7 @@ impl Backend for Simulator {
         block: i32,
         dynamic_smem: usize,
     ) -> Result<i32> {
-        let shared = self.func(f, "cuOccupancyMaxActiveBlocksPerMultiprocessor", |st| {
-            static_shared(&st.ir)
-        })? + dynamic_smem;
-        let by_threads = 2048 / block.max(1);
-        let by_shared = (228 * 1024usize)
-            .checked_div(shared)
-            .map_or(32, |b| b.min(32) as i32);
-        Ok(by_threads.min(by_shared).clamp(0, 32))
+        self.sim_occupancy_max_active_blocks(f, block, dynamic_smem)
     }
 
     unsafe fn launch_cooperative_kernel(
@@ -988,49 +903,7 @@ impl Backend for Simulator {
         }
         // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
         let l = unsafe { launch::Launch::new(&ir, grid, block, shared_mem_bytes as usize, params) };
-        // Every array argument must be simulator memory covering its extents, of this device
-        // or of a peer it enabled access to (the kernel touches global memory only through
-        // its array arguments, so this is the one check, per launch, not per access).
-        for (i, a) in l.arrays.iter().enumerate() {
-            let Some(a) = a else { continue };
-            let bytes = a.len.saturating_mul(a.elem.size() as u64);
-            if bytes == 0 {
-                continue;
-            }
-            let found = self.mem.lock().find(a.base, bytes);
-            if let Some(owner) = found {
-                if owner.kind == Kind::Device && !self.devices.reaches(dev, owner.dev) {
-                    return Err(Error::Fault {
-                        kernel: ir.name.clone(),
-                        kind: crate::error::FaultKind::PeerAccess,
-                        message: format!(
-                            "array parameter {i} ({} elements of {} at {:#x}) is memory of \
-                             device {}, but the kernel runs on device {dev}, which has not \
-                             enabled peer access to device {}; call \
-                             enable_peer_access on device {dev}'s context first (or copy the \
-                             array to device {dev})",
-                            a.len,
-                            a.elem.name(),
-                            a.base,
-                            owner.dev,
-                            owner.dev
-                        ),
-                    });
-                }
-            } else {
-                return Err(Error::Fault {
-                    kernel: ir.name.clone(),
-                    kind: crate::error::FaultKind::OutOfBounds,
-                    message: format!(
-                        "array parameter {i} ({} elements of {} at {:#x}) is not inside one \
-                         allocation of the simulator's memory",
-                        a.len,
-                        a.elem.name(),
-                        a.base
-                    ),
-                });
-            }
-        }
+        self.check_arrays(&ir, &l, dev)?;
         l.run(self.workers).map_err(|fault| Error::Fault {
             kernel: ir.name.clone(),
             kind: fault.kind,
