@@ -60,7 +60,9 @@ fn parse_devices(v: Option<&str>) -> std::result::Result<usize, String> {
 /// nothing cached, so reserved equals used).
 #[derive(Default)]
 pub(super) struct PoolState {
+    /// Live stream-ordered allocations: address -> bytes.
     pub live: std::collections::HashMap<u64, u64>,
+    /// Bytes held now, the high-water mark, and the release threshold (only reported back).
     pub used: u64,
     pub high: u64,
     pub threshold: u64,
@@ -71,6 +73,7 @@ pub(super) struct PoolState {
 pub(super) struct DeviceState {
     /// Retains of its primary context.
     retained: u32,
+    /// Its default memory pool.
     pub pool: PoolState,
     /// Context limits set (`cuCtxSetLimit`): (limit, value), kept only to report them back.
     limits: Vec<(u32, usize)>,
@@ -84,6 +87,7 @@ pub(super) struct Devices {
     pub n: usize,
     /// Why `CUDAJIT_SIM_DEVICES` was refused, reported by `init`.
     pub bad_env: Option<String>,
+    /// Each device's state, by ordinal.
     pub state: Mutex<Vec<DeviceState>>,
 }
 

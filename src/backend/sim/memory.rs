@@ -23,6 +23,7 @@ pub(super) enum Kind {
 /// A live allocation, as [`Memory::find`] returns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Alloc {
+    /// Its first byte's address, its size in bytes, and what it is.
     pub start: u64,
     pub size: usize,
     pub kind: Kind,
