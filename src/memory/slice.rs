@@ -545,4 +545,3 @@ mod tests {
         assert!(e.contains("[4, 6]") && e.contains("[5, 5]"), "{e}");
     }
 }
-
