@@ -1668,7 +1668,10 @@ def cupy_collectives(r, cp, nccl, comms, works):
             fn()
             streams[0].synchronize()
             got = float(parts[0].get())
-            want = sum(float(x.astype(cp.float64).sum().get()) for x in xs)
+            want = 0.0
+            for k, x in enumerate(xs):
+                with cp.cuda.Device(k):
+                    want += float(x.astype(cp.float64).sum().get())
             rel = abs(got - want) / abs(want)
             if not rel <= 1e-5:
                 raise AssertionError("sum_sharded: got %r, want %r (relative %.2e)" % (got, want, rel))

@@ -11,6 +11,7 @@ Lines that are not JSON objects are ignored. Reads standard input when no file i
 
 import argparse
 import json
+import re
 import sys
 
 WORKS = [
@@ -319,6 +320,17 @@ def multi_section(rows, topo):
     return out
 
 
+def size_key(size):
+    """Sorts size labels by magnitude ("4 MiB" before "16 MiB" before "1 GiB"), then by text."""
+    m = re.match(r"(\d+) (MiB|GiB)", size)
+    if m:
+        return (0, int(m.group(1)) << (20 if m.group(2) == "MiB" else 30), size)
+    m = re.match(r"2\^(\d+)", size)
+    if m:
+        return (0, 1 << int(m.group(1)), size)
+    return (1, 0, size)
+
+
 def render(recs, topo=None):
     env = [r for r in recs if r.get("work") == "_env"]
     data = [r for r in recs if r.get("work") != "_env"]
@@ -326,7 +338,7 @@ def render(recs, topo=None):
     for r in data:
         groups.setdefault((r["work"], r.get("size", "?")), []).append(r)
     order = {w: i for i, w in enumerate(WORKS)}
-    keys = sorted(groups, key=lambda k: (order.get(k[0], len(WORKS)), k[0], k[1]))
+    keys = sorted(groups, key=lambda k: (order.get(k[0], len(WORKS)), k[0], size_key(k[1])))
     rows = [Row(w, s, groups[(w, s)]) for w, s in keys]
 
     # The ceiling: our device-to-device copy in this run, else the best peer's.
@@ -378,7 +390,8 @@ def render(recs, topo=None):
             pct = "%.0f%%" % (g / copy_gbs * 100)
         body.append([row.work, row.size, ours_t, fmt_gbs(g)] + peers +
                     ["-" if ratio is None else "%.2fx" % ratio, pct, bar(row, copy_gbs)])
-    out.append(table(headers, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"]))
+    if body:
+        out.append(table(headers, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"]))
     multi = [row for row in rows if row.work in MULTI]
     if multi:
         out += multi_section(multi, topo)
