@@ -9,7 +9,8 @@
 //!
 //! Prints one JSON object per line on stdout, the format `peers.py` prints:
 //! `{"work": "add", "size": "2^28 f32", "impl": "cudajit", "ms": 0.74, "bytes": 3221225472, ...}`;
-//! a workload that fails prints a line with `"error"` and the run goes on. Device work is timed
+//! a workload that fails prints a line with `"error"` and the run goes on; one this machine cannot
+//! run (a multi-GPU row on one GPU or without NCCL) prints a line with `"skip"`. Device work is timed
 //! with CUDA events around each repetition (median of `--reps`, at least 20 by default, after
 //! warm-up); every workload draws fresh random inputs and checks its result against the host
 //! before it is timed. Exits 1 only when there is no device (or a bad argument).
