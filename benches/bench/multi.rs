@@ -411,24 +411,6 @@ impl Bench {
         Ok(())
     }
 
-    /// The sharded rows wait for `cudajit::sharded` (see the `#[cfg(any())]` version below).
-    #[cfg(not(any()))]
-    pub(crate) fn sharded(&self) -> Res<()> {
-        let label = [size_1d(self.sizes.n_multi, "f32")];
-        let why = self
-            .multi_unavailable(false)
-            .unwrap_or_else(|| "cudajit::sharded is not in this build yet".into());
-        self.skip_rows(&["sum_sharded", "add_sharded"], &label, &why);
-        Ok(())
-    }
-
-    // TODO(sharded API): enable (drop the `#[cfg(any())]` here and the `#[cfg(not(any()))]`
-    // stub above) when `cudajit::sharded` lands; written against the API as announced.
-    /// `sum_sharded`: the sum of `n_multi` f32 split over devices 0 and 1 (`ShardedArray`,
-    /// shard k on device k), `sum_to_device` (each shard's sum, combined into one element on
-    /// device 0). `add_sharded`: `c = a + b` by `Elementwise::apply_sharded`, every shard on its
-    /// device. Timed as one span over the mesh's streams.
-    #[cfg(any())]
     pub(crate) fn sharded(&self) -> Res<()> {
         use cudajit::ops::{Elem, Elementwise};
         use cudajit::sharded::{Mesh, ShardedArray};
@@ -454,16 +436,12 @@ impl Bench {
                 ));
             }
             self.c(mesh.synchronize())?;
-            // The results are kept until the timing is done, so that no free falls inside it.
-            // TODO(sharded API): a `sum_into_device(&mut out)` would keep the allocation out.
-            let mut outs = Vec::with_capacity(self.opts.warmup + self.opts.reps);
+            let mut out = self.c(mesh.context(0).alloc::<f32, _>(1))?;
             let t = self.time_multi(&streams, self.opts.warmup, self.opts.reps, &mut || {
-                outs.push(x.sum_to_device()?);
-                Ok(())
+                x.sum_into(&mut out)
             })?;
-            drop(outs);
             Rec::new("sum_sharded", &label[0])
-                .variant("ShardedArray::sum_to_device over devices 0 and 1")
+                .variant("ShardedArray::sum_into over devices 0 and 1")
                 .times(&t)
                 .bytes(n * 4)
                 .devices(mesh.len())

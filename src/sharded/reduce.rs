@@ -8,7 +8,7 @@ use super::array::ShardedArray;
 use super::mesh::PartialSlots;
 use crate::codegen::Scalar as ScalarType;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceArray, DeviceSlice};
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
 use crate::ops::{ReduceScalar, Reduction};
 
 impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
@@ -24,6 +24,37 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         &self,
         r: &Reduction<T, A, R>,
     ) -> Result<DeviceArray<R>> {
+        let out = DeviceArray::<R, Ix1>::alloc_ordered(self.mesh().stream(0), Ix1(1))?;
+        self.reduce_at(r, out.device_ptr())?;
+        Ok(out)
+    }
+
+    /// Reduces the whole array with `r` into `out`, a one-element array on the mesh's first
+    /// device, as [`reduce_to_device`](Self::reduce_to_device) (no allocation, no wait).
+    pub fn reduce_into<A: ScalarType, R: ScalarType, O: DeviceSliceMut<R> + ?Sized>(
+        &self,
+        r: &Reduction<T, A, R>,
+        out: &mut O,
+    ) -> Result<()> {
+        if out.len() != 1 {
+            return Err(Error::Shape {
+                op: "ShardedArray::reduce_into (a one-element output)",
+                expected: vec![1],
+                actual: out.shape().to_vec(),
+            });
+        }
+        self.mesh().context(0).check_same(
+            out.context(),
+            "the output array (it must be on the mesh's first device)",
+        )?;
+        self.reduce_at(r, out.device_ptr())
+    }
+
+    fn reduce_at<A: ScalarType, R: ScalarType>(
+        &self,
+        r: &Reduction<T, A, R>,
+        out: u64,
+    ) -> Result<()> {
         let _nvtx = crate::nvtx::op_range(|| format!("cudajit: sharded {}", r.name()));
         r.check_empty_of(self.len())?;
         let a_size = A::TY.size();
@@ -36,7 +67,6 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         }
         let mesh = self.mesh();
         let s0 = mesh.stream(0);
-        let out = DeviceArray::<R, Ix1>::alloc_ordered(s0, Ix1(1))?;
         let used: Vec<usize> = (0..mesh.len())
             .filter(|&k| !self.shards()[k].is_empty())
             .collect();
@@ -61,15 +91,8 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
             }
         }
         mesh.join(0, used.iter().copied().filter(|&k| k != 0))?;
-        r.combine_partials_raw(
-            s0,
-            slots.slot(0, a_size),
-            used.len(),
-            out.device_ptr(),
-            self.len(),
-        )?;
-        slots.release(mesh)?;
-        Ok(out)
+        r.combine_partials_raw(s0, slots.slot(0, a_size), used.len(), out, self.len())?;
+        slots.release(mesh)
     }
 
     /// Reduces the whole array with `r` and returns the value to the host (waits).
@@ -89,9 +112,13 @@ impl<T: ReduceScalar, D: Dimension> ShardedArray<T, D> {
     pub fn sum(&self) -> Result<T> {
         self.reduce(T::reductions().sum()?)
     }
-    /// The sum into a one-element array on the first device (no host wait).
+    /// The sum into a new one-element array on the first device (no host wait).
     pub fn sum_to_device(&self) -> Result<DeviceArray<T>> {
         self.reduce_to_device(T::reductions().sum()?)
+    }
+    /// The sum into `out`, a one-element array on the first device (no allocation, no wait).
+    pub fn sum_into<O: DeviceSliceMut<T> + ?Sized>(&self, out: &mut O) -> Result<()> {
+        self.reduce_into(T::reductions().sum()?, out)
     }
     /// The sum of all elements, accumulated in `f64`.
     pub fn sum_f64(&self) -> Result<f64> {

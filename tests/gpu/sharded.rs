@@ -197,6 +197,24 @@ fn reductions_combine_every_shard_against_the_host() {
         assert_eq!(d.context().device(), m.context(0).device());
         let dv = d.to_vec_async(m.stream(0)).unwrap()[0] as f64;
         assert!((dv - want).abs() <= 1e-5 * mag + 1e-6);
+        let mut o = m.context(0).alloc::<f32, _>(1).unwrap();
+        o.fill(f32::NAN).unwrap();
+        x.sum_into(&mut o).unwrap();
+        assert_eq!(
+            o.to_vec_async(m.stream(0)).unwrap()[0] as f64,
+            dv,
+            "sum_into"
+        );
+        let mut two = m.context(0).alloc::<f32, _>(2).unwrap();
+        assert!(matches!(
+            x.sum_into(&mut two).unwrap_err(),
+            Error::Shape { .. }
+        ));
+        if m.len() > 1 {
+            let mut elsewhere = m.context(1).alloc::<f32, _>(1).unwrap();
+            let e = x.sum_into(&mut elsewhere).unwrap_err();
+            assert!(e.to_string().contains("first device"), "{e}");
+        }
     }
 }
 
