@@ -9,7 +9,8 @@
 //!
 //! Prints one JSON object per line on stdout, the format `peers.py` prints:
 //! `{"work": "add", "size": "2^28 f32", "impl": "cudajit", "ms": 0.74, "bytes": 3221225472, ...}`;
-//! a workload that fails prints a line with `"error"` and the run goes on. Device work is timed
+//! a workload that fails prints a line with `"error"` and the run goes on; one this machine cannot
+//! run (a multi-GPU row on one GPU or without NCCL) prints a line with `"skip"`. Device work is timed
 //! with CUDA events around each repetition (median of `--reps`, at least 20 by default, after
 //! warm-up); every workload draws fresh random inputs and checks its result against the host
 //! before it is timed. Exits 1 only when there is no device (or a bad argument).
@@ -67,6 +68,12 @@ const WORKS: &[&str] = &[
     "d2h_pinned",
     "h2d_pageable",
     "d2h_pageable",
+    "peer_copy",
+    "all_reduce",
+    "sum_1gpu",
+    "sum_sharded",
+    "add_1gpu",
+    "add_sharded",
 ];
 
 /// Entry point (public so that an example can reuse this file as a module).
@@ -148,6 +155,8 @@ mod data;
 mod device;
 #[path = "bench/host.rs"]
 mod host;
+#[path = "bench/multi.rs"]
+mod multi;
 #[path = "bench/opts.rs"]
 mod opts;
 #[path = "bench/ours.rs"]
@@ -186,9 +195,10 @@ impl Bench {
         let seed = nonce();
         Rec::new("_env", "-")
             .note(format!(
-                "{} (sm_{ma}{mi}, {sms} SMs, {:.0} GiB), driver CUDA {drv}, cudajit {}, {} host threads, seed {seed:x}{}",
+                "{} (sm_{ma}{mi}, {sms} SMs, {:.0} GiB; {} devices), driver CUDA {drv}, cudajit {}, {} host threads, seed {seed:x}{}",
                 dev.name().map_err(e)?,
                 dev.total_memory().map_err(e)? as f64 / (1u64 << 30) as f64,
+                cudajit::device_count().map_err(e)?,
                 env!("CARGO_PKG_VERSION"),
                 threads(),
                 if opts.quick { ", --quick" } else { "" }
@@ -245,6 +255,10 @@ impl Bench {
                 &["h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"],
                 Bench::transfers,
             ),
+            (&["peer_copy"], Bench::peer_copy),
+            (&["all_reduce"], Bench::all_reduce),
+            (&["sum_1gpu", "add_1gpu"], Bench::one_gpu),
+            (&["sum_sharded", "add_sharded"], Bench::sharded),
         ];
         for (names, f) in works {
             if !names.iter().any(|n| self.opts.selected(n)) {
@@ -277,6 +291,11 @@ impl Bench {
             "graph" => format!("{} kernels, 32 elem", runtime::GRAPH_KERNELS),
             "pool" => size_bytes(runtime::POOL_BYTES),
             w if w.starts_with("h2d") || w.starts_with("d2h") => size_bytes(s.xfer * 4),
+            "peer_copy" => multi::peer_label(s.peer_bytes, 0, 1),
+            "all_reduce" => {
+                multi::all_reduce_label(s.all_reduce_bytes.last().copied().unwrap_or(0))
+            }
+            "sum_1gpu" | "sum_sharded" | "add_1gpu" | "add_sharded" => size_1d(s.n_multi, "f32"),
             _ => size_1d(s.n, "f32"),
         }
     }

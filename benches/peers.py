@@ -52,7 +52,17 @@ WORKS = [
     "d2h_pinned",
     "h2d_pageable",
     "d2h_pageable",
+    "peer_copy",
+    "all_reduce",
+    "sum_1gpu",
+    "sum_sharded",
+    "add_1gpu",
+    "add_sharded",
 ]
+# The multi-GPU rows that need two devices (sum_1gpu and add_1gpu run on one).
+MULTI_WORKS = ("peer_copy", "all_reduce", "sum_sharded", "add_sharded")
+# nccl-tests' way of timing an all-reduce: the average over this many back-to-back iterations.
+NCCL_TESTS_ITERS = 20
 IMPLS = ["torch", "cupy", "numba"]
 # The graph row: kernels per graph and graph launches per repetition (bench.rs uses the same).
 GRAPH_KERNELS, GRAPH_LAUNCHES = 100, 100
@@ -98,9 +108,12 @@ class Sizes:
         if quick:
             self.n, self.n64, self.mat, self.xfer = 1 << 22, 1 << 21, 2048, 1 << 24
             self.launches, self.compiles = 1000, 3
+            self.peer_bytes, self.all_reduce_bytes, self.n_multi = 16 << 20, [4 << 20, 16 << 20], 1 << 22
         else:
             self.n, self.n64, self.mat, self.xfer = 1 << 28, 1 << 27, 16384, 1 << 28
             self.launches, self.compiles = 10_000, 7
+            self.peer_bytes, self.all_reduce_bytes = 1 << 30, [4 << 20, 64 << 20, 1 << 30]
+            self.n_multi = 1 << 30
 
     def label(self, work):
         if work == "add_f64":
@@ -121,7 +134,27 @@ class Sizes:
             return size_bytes(POOL_BYTES)
         if work.startswith("h2d") or work.startswith("d2h"):
             return size_bytes(self.xfer * 4)
+        if work == "peer_copy":
+            return peer_label(self.peer_bytes, 0, 1)
+        if work == "all_reduce":
+            return all_reduce_label(self.all_reduce_bytes[-1])
+        if work in ("sum_1gpu", "sum_sharded", "add_1gpu", "add_sharded"):
+            return size_1d(self.n_multi, "f32")
         return size_1d(self.n, "f32")
+
+
+def peer_label(b, src, dst):
+    """The size label of a peer copy of `b` bytes from device src to device dst."""
+    return "%s %d->%d" % (size_bytes(b), src, dst)
+
+
+def all_reduce_label(b):
+    return "%s f32" % size_bytes(b)
+
+
+def busbw_gbs(b, ms, ranks):
+    """nccl-tests' bus bandwidth of an all-reduce: bytes per rank / time * 2(n-1)/n, GB/s."""
+    return b / (ms * 1e-3) / 1e9 * 2.0 * (ranks - 1) / ranks
 
 
 # ------------------------------------------------------------------------------------------
@@ -370,14 +403,21 @@ class Run:
             not self.args.filter or self.args.filter in work
         )
 
-    def peer(self, work, impl, variant, body, bytes_=None, unit=None):
+    def peer(self, work, impl, variant, body, bytes_=None, unit=None, size=None, devices=None,
+             busbw_ranks=None):
         """Runs one peer measurement: `body()` returns (times in ms, note) after checking its
-        result; any exception becomes an error line."""
+        result; any exception becomes an error line. size: the label if not the work's;
+        devices: the device count of a multi-GPU row; busbw_ranks: an all-reduce over this many
+        ranks (adds busbw_gbs)."""
         if impl not in self.args.impls:
             return
-        size = self.sizes.label(work)
+        size = size or self.sizes.label(work)
         try:
             times, note = body()
+            st = stats(times)
+            bw = None
+            if busbw_ranks:
+                bw = round(busbw_gbs(bytes_, st["ms"], busbw_ranks), 6)
             emit(
                 work=work,
                 size=size,
@@ -386,10 +426,13 @@ class Run:
                 bytes=bytes_,
                 unit=unit,
                 note=note,
-                **stats(times)
+                devices=devices,
+                busbw_gbs=bw,
+                **st
             )
         except Exception as e:
-            emit(work=work, size=size, impl=impl, variant=variant, error=short_error(e))
+            emit(work=work, size=size, impl=impl, variant=variant, devices=devices,
+                 error=short_error(e))
             if self.args.verbose:
                 traceback.print_exc(file=sys.stderr)
 
@@ -1288,6 +1331,618 @@ def w_pool(r):
     r.peer("pool", "cupy", "cupy.empty(1 MiB, uint8) + del", cupy_, unit="us")
 
 
+# ------------------------------------------------------------------------------------------
+# Multi-GPU rows. Work on several devices is timed as one span, as bench.rs's time_multi does:
+# a start event on device 0's stream that the other devices' streams wait on, the work, every
+# other stream's end joined back into device 0's stream, and the final event there. The
+# torch.distributed rows (one process per GPU) time each rank with its own events instead;
+# see _dist_worker.
+
+
+def multi_labels(r, work):
+    """Every size label of a multi-GPU work's rows."""
+    if work == "peer_copy":
+        return [peer_label(r.sizes.peer_bytes, 0, 1), peer_label(r.sizes.peer_bytes, 1, 0)]
+    if work == "all_reduce":
+        return [all_reduce_label(b) for b in r.sizes.all_reduce_bytes]
+    return [r.sizes.label(work)]
+
+
+def emit_multi(r, works, impl, **fields):
+    """One line (skip=... or error=...) per row of the selected `works` for `impl`."""
+    if impl not in r.args.impls:
+        return
+    for w in works:
+        if r.selected(w):
+            for label in multi_labels(r, w):
+                emit(work=w, size=label, impl=impl, **fields)
+
+
+def torch_multi(r):
+    """torch with at least two GPUs, else raises with why not (a _Skip when it is the machine)."""
+    torch = r.fw.get("torch")
+    n = torch.cuda.device_count()
+    if n < 2:
+        raise _Skip("needs 2 devices, torch sees %d" % n)
+    return torch
+
+
+def cupy_multi(r):
+    cp = r.fw.get("cupy")
+    n = cp.cuda.runtime.getDeviceCount()
+    if n < 2:
+        raise _Skip("needs 2 devices, CuPy sees %d" % n)
+    return cp
+
+
+class _Skip(Exception):
+    """This machine cannot run the row (one GPU, no NCCL): a "skip" line, not an error."""
+
+
+def multi_setup(r, works, impl, get):
+    """The framework for multi-GPU rows of `impl`, or None after printing why not."""
+    if impl not in r.args.impls:
+        return None
+    try:
+        return get(r)
+    except _Skip as e:
+        emit_multi(r, works, impl, skip=str(e))
+    except Exception as e:
+        emit_multi(r, works, impl, error=short_error(e))
+    return None
+
+
+def torch_time_multi(torch, fn, warmup, reps, devices=(0, 1)):
+    """Spans over the current streams of `devices`; the events on the first one's."""
+    for _ in range(warmup):
+        fn()
+    for d in devices:
+        torch.cuda.synchronize(d)
+    streams = [torch.cuda.current_stream(d) for d in devices]
+    s0, others = streams[0], streams[1:]
+    joins = [torch.cuda.Event() for _ in others]
+    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+           for _ in range(reps)]
+    for start, end in evs:
+        start.record(s0)
+        for o in others:
+            o.wait_event(start)
+        fn()
+        for o, j in zip(others, joins):
+            j.record(o)
+            s0.wait_event(j)
+        end.record(s0)
+    for d in devices:
+        torch.cuda.synchronize(d)
+    return [s.elapsed_time(e) for s, e in evs]
+
+
+def cupy_time_multi(cp, streams, fn, warmup, reps):
+    """The same with CuPy: `streams[k]` is a stream of device k."""
+    for _ in range(warmup):
+        fn()
+    for s in streams:
+        s.synchronize()
+    joins = []
+    for k in range(1, len(streams)):
+        with cp.cuda.Device(k):
+            joins.append(cp.cuda.Event(disable_timing=True))
+    with cp.cuda.Device(0):
+        evs = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)]
+    for start, end in evs:
+        with cp.cuda.Device(0):
+            start.record(streams[0])
+        for k in range(1, len(streams)):
+            with cp.cuda.Device(k):
+                streams[k].wait_event(start)
+        fn()
+        for k in range(1, len(streams)):
+            with cp.cuda.Device(k):
+                joins[k - 1].record(streams[k])
+            with cp.cuda.Device(0):
+                streams[0].wait_event(joins[k - 1])
+        with cp.cuda.Device(0):
+            end.record(streams[0])
+    for s in streams:
+        s.synchronize()
+    return [cp.cuda.get_elapsed_time(s, e) for s, e in evs]
+
+
+def cupy_streams(cp, ndev=2):
+    out = []
+    for k in range(ndev):
+        with cp.cuda.Device(k):
+            out.append(cp.cuda.Stream(non_blocking=True))
+    return out
+
+
+def cupy_peer_access(cp, a, b):
+    """Turns peer access on both ways where the devices can be peers; whether they can."""
+    rt = cp.cuda.runtime
+    if not (rt.deviceCanAccessPeer(a, b) and rt.deviceCanAccessPeer(b, a)):
+        return False
+    for d, p in ((a, b), (b, a)):
+        with cp.cuda.Device(d):
+            try:
+                rt.deviceEnablePeerAccess(p)
+            except rt.CUDARuntimeError as e:
+                if "AlreadyEnabled" not in str(e) and "already" not in str(e).lower():
+                    raise
+    return True
+
+
+def w_peer_copy(r):
+    b = r.sizes.peer_bytes
+    n = b // 4
+    works = ["peer_copy"]
+    torch = multi_setup(r, works, "torch", torch_multi)
+    if torch is not None:
+        for src, dst in ((0, 1), (1, 0)):
+
+            def body(src=src, dst=dst):
+                g = torch.Generator(device="cuda:%d" % src)
+                g.manual_seed(r.next_seed() % (1 << 63))
+                x = torch.empty(n, device="cuda:%d" % src).uniform_(-1.0, 1.0, generator=g)
+                y = torch.full((n,), float("nan"), device="cuda:%d" % dst)
+                y.copy_(x)
+                if not torch.equal(y.cpu(), x.cpu()):
+                    raise AssertionError("peer_copy %d->%d changed the data" % (src, dst))
+                p2p = torch.cuda.can_device_access_peer(src, dst)
+                t = torch_time_multi(torch, lambda: y.copy_(x), r.warmup, r.reps)
+                return t, ("peer access %s (torch enables it itself); bytes moved; span across "
+                           "both devices' current streams" % ("possible" if p2p else "impossible"))
+
+            r.peer("peer_copy", "torch", "dst.copy_(src) (on the source device's stream)", body, b,
+                   size=peer_label(b, src, dst), devices=2)
+            r.free_all()
+    cp = multi_setup(r, works, "cupy", cupy_multi)
+    if cp is not None:
+        for src, dst in ((0, 1), (1, 0)):
+
+            def body(src=src, dst=dst):
+                p2p = cupy_peer_access(cp, 0, 1)
+                streams = cupy_streams(cp)
+                with cp.cuda.Device(src):
+                    x = cp.random.RandomState(r.next_seed() % (1 << 32)).uniform(
+                        -1.0, 1.0, n, dtype=cp.float32)
+                with cp.cuda.Device(dst):
+                    y = cp.full(n, float("nan"), dtype=cp.float32)
+
+                def fn():
+                    with cp.cuda.Device(src):
+                        y.data.copy_from_device_async(x.data, b, stream=streams[src])
+
+                fn()
+                streams[src].synchronize()
+                import numpy as np
+
+                if not np.array_equal(cp.asnumpy(y), cp.asnumpy(x)):
+                    raise AssertionError("peer_copy %d->%d changed the data" % (src, dst))
+                t = cupy_time_multi(cp, streams, fn, r.warmup, r.reps)
+                return t, ("peer access %s; bytes moved; span across both devices' streams"
+                           % ("on both ways" if p2p else "impossible"))
+
+            r.peer("peer_copy", "cupy", "MemoryPointer.copy_from_device_async (cudaMemcpyAsync, UVA)",
+                   body, b, size=peer_label(b, src, dst), devices=2)
+            r.free_all()
+
+
+def w_one_gpu(r):
+    """The baselines of the sharded rows, on device 0: sum_1gpu (torch.sum, cupy.sum) and
+    add_1gpu (w_add's peers at n_multi)."""
+    n = r.sizes.n_multi
+    if r.selected("sum_1gpu"):
+        for impl, variant, make in (
+            ("torch", "torch.sum (device 0)", lambda lib, x: lambda: lib.t.sum(x)),
+            ("cupy", "cupy.sum (device 0, %s)" % _cupy_accel(r), lambda lib, x: lambda: lib.cp.sum(x)),
+        ):
+
+            def body(impl=impl, make=make):
+                lib = r.lib_for(impl)
+                x = lib.rand(n, 0.0, 1.0, r.next_seed())
+                fn = make(lib, x)
+                got = float(lib.item(fn()))
+                want = lib.item(lib.f64(x).sum())
+                rel = abs(got - want) / abs(want)
+                if not rel <= 1e-5:
+                    raise AssertionError("sum: got %r, want %r (relative %.2e)" % (got, want, rel))
+                return r.time(impl, fn), "relative error vs float64 %.1e" % rel
+
+            r.peer("sum_1gpu", impl, variant, body, n * 4, devices=1)
+            r.free_all()
+    if r.selected("add_1gpu"):
+        w_add(r, "add_1gpu", n)
+
+
+def w_sharded(r):
+    """all_reduce, sum_sharded and add_sharded: torch.distributed (one process per GPU, NCCL)
+    and CuPy (one process, cupy.cuda.nccl over both devices)."""
+    works = [w for w in ("all_reduce", "sum_sharded", "add_sharded") if r.selected(w)]
+    torch = multi_setup(r, works, "torch", torch_multi)
+    if torch is not None:
+        r.free_all()
+        run_dist(r, works)
+    cp = multi_setup(r, works, "cupy", cupy_multi)
+    if cp is not None:
+        try:
+            from cupy.cuda import nccl
+
+            if not nccl.available:
+                raise _Skip("cupy.cuda.nccl is not available (CuPy without NCCL)")
+            comms = nccl.NcclCommunicator.initAll([0, 1])
+        except _Skip as e:
+            emit_multi(r, works, "cupy", skip=str(e))
+            return
+        except Exception as e:
+            emit_multi(r, works, "cupy", error=short_error(e))
+            return
+        cupy_collectives(r, cp, nccl, comms, works)
+        del comms
+        r.free_all()
+
+
+def cupy_collectives(r, cp, nccl, comms, works):
+    import numpy as np
+
+    streams = cupy_streams(cp)
+    nd = len(streams)
+
+    def rand(k, m, lo=-1.0):
+        with cp.cuda.Device(k):
+            return cp.random.RandomState(r.next_seed() % (1 << 32)).uniform(lo, 1.0, m, dtype=cp.float32)
+
+    def all_reduce(bufs):
+        nccl.groupStart()
+        try:
+            for k, buf in enumerate(bufs):
+                with cp.cuda.Device(k):
+                    comms[k].allReduce(buf.data.ptr, buf.data.ptr, buf.size, nccl.NCCL_FLOAT32,
+                                       nccl.NCCL_SUM, streams[k].ptr)
+        finally:
+            nccl.groupEnd()
+
+    version = "NCCL %s" % nccl.get_version() if hasattr(nccl, "get_version") else "cupy.cuda.nccl"
+    if "all_reduce" in works:
+        for b in r.sizes.all_reduce_bytes:
+            n = b // 4
+            k_iters = NCCL_TESTS_ITERS
+
+            def setup(n=n):
+                bufs = [rand(k, n) for k in range(nd)]
+                want = sum(cp.asnumpy(x) for x in bufs)
+                all_reduce(bufs)
+                for k, buf in enumerate(bufs):
+                    streams[k].synchronize()
+                    if not np.array_equal(cp.asnumpy(buf), want):
+                        raise AssertionError("all_reduce: rank %d differs from the host's sum" % k)
+                for k, buf in enumerate(bufs):  # in-place sums double: time on zeros
+                    with cp.cuda.Device(k):
+                        buf.fill(0)
+                        cp.cuda.Device().synchronize()
+                return bufs
+
+            cache = {}
+
+            def per_iter(n=n):
+                if n not in cache:
+                    cache[n] = setup(n)
+                bufs = cache[n]
+                return (cupy_time_multi(cp, streams, lambda: all_reduce(bufs), r.warmup, r.reps),
+                        "%s; busbw = bytes / time * 2(n-1)/n; timed on zero-filled buffers" % version)
+
+            def nccl_tests(n=n):
+                if n not in cache:
+                    cache[n] = setup(n)
+                bufs = cache[n]
+
+                def fn():
+                    for _ in range(k_iters):
+                        all_reduce(bufs)
+
+                t = cupy_time_multi(cp, streams, fn, 1, min(r.reps, 5))
+                return [x / k_iters for x in t], "%s; timed on zero-filled buffers" % version
+
+            for variant, body in (("median of per-iteration spans", per_iter),
+                                  ("nccl-tests: average of %d back-to-back" % k_iters, nccl_tests)):
+                r.peer("all_reduce", "cupy", "NcclCommunicator.allReduce in groupStart/End, " + variant,
+                       body, b, size=all_reduce_label(b), devices=nd, busbw_ranks=nd)
+            cache.clear()
+            r.free_all()
+    n = r.sizes.n_multi
+    half = n // nd
+    if "sum_sharded" in works:
+
+        def body():
+            xs = [rand(k, half, 0.0) for k in range(nd)]
+            parts = []
+            for k in range(nd):
+                with cp.cuda.Device(k):
+                    parts.append(cp.empty((), dtype=cp.float32))
+
+            def fn():
+                for k in range(nd):
+                    with cp.cuda.Device(k), streams[k]:
+                        cp.sum(xs[k], out=parts[k])
+                all_reduce(parts)
+
+            fn()
+            streams[0].synchronize()
+            got = float(parts[0].get())
+            want = 0.0
+            for k, x in enumerate(xs):
+                with cp.cuda.Device(k):
+                    want += float(x.astype(cp.float64).sum().get())
+            rel = abs(got - want) / abs(want)
+            if not rel <= 1e-5:
+                raise AssertionError("sum_sharded: got %r, want %r (relative %.2e)" % (got, want, rel))
+            return cupy_time_multi(cp, streams, fn, r.warmup, r.reps), "relative error vs float64 %.1e" % rel
+
+        r.peer("sum_sharded", "cupy", "cupy.sum(out=) per device + NCCL all-reduce of the partials",
+               body, n * 4, devices=nd)
+        r.free_all()
+    if "add_sharded" in works:
+
+        def body():
+            a = [rand(k, half) for k in range(nd)]
+            b = [rand(k, half) for k in range(nd)]
+            c = []
+            for k in range(nd):
+                with cp.cuda.Device(k):
+                    c.append(cp.full(half, float("nan"), dtype=cp.float32))
+
+            def fn():
+                for k in range(nd):
+                    with cp.cuda.Device(k), streams[k]:
+                        cp.add(a[k], b[k], out=c[k])
+
+            fn()
+            for k in range(nd):
+                streams[k].synchronize()
+                with cp.cuda.Device(k):
+                    if not bool((c[k] == (a[k].astype(cp.float64) + b[k]).astype(cp.float32)).all()):
+                        raise AssertionError("add_sharded: shard %d differs from the float64 sum" % k)
+            return cupy_time_multi(cp, streams, fn, r.warmup, r.reps), "span across both devices' streams"
+
+        r.peer("add_sharded", "cupy", "cupy.add(out=) per device", body, 3 * n * 4, devices=nd)
+        r.free_all()
+
+
+# torch.distributed: one process per GPU.
+
+
+def run_dist(r, works):
+    """Runs _dist_worker on ranks 0 and 1 (spawned processes, NCCL, a file store in a new
+    temporary folder) and prints the records rank 0 sends back."""
+    import queue
+    import shutil
+    import tempfile
+
+    import torch.distributed as dist
+    import torch.multiprocessing as tmp
+
+    if not dist.is_available() or not dist.is_nccl_available():
+        emit_multi(r, works, "torch", skip="torch.distributed with NCCL is not available")
+        return
+    world = 2
+    folder = tempfile.mkdtemp(prefix="cudajit-peers-dist-")
+    cfg = dict(
+        works=works,
+        all_reduce_bytes=r.sizes.all_reduce_bytes,
+        n_multi=r.sizes.n_multi,
+        labels={w: multi_labels(r, w) for w in works},
+        warmup=r.warmup,
+        reps=r.reps,
+        seed=r.next_seed(),
+        init="file://" + os.path.join(folder, "store"),
+        verbose=r.args.verbose,
+    )
+    ctx = tmp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_dist_worker, args=(k, world, cfg, q), daemon=True) for k in range(world)]
+    limit = 120 if r.args.quick else 360
+    deadline = time.time() + limit
+    seen, fatal, done = set(), [], 0
+    try:
+        for p in procs:
+            p.start()
+        while done < world:
+            try:
+                msg = q.get(timeout=2)
+            except queue.Empty:
+                if time.time() > deadline:
+                    fatal.append("torch.distributed workers timed out after %d s" % limit)
+                    break
+                if not all(p.is_alive() for p in procs) and q.empty():
+                    codes = [p.exitcode for p in procs]
+                    if any(c not in (None, 0) for c in codes):
+                        fatal.append("a torch.distributed worker exited (exit codes %s)" % codes)
+                        break
+                continue
+            kind = msg[0]
+            if kind == "rec":
+                emit(**msg[1])
+                seen.add((msg[1]["work"], msg[1]["size"]))
+            elif kind == "fatal":
+                fatal.append("rank %d: %s" % (msg[1], msg[2]))
+            elif kind == "done":
+                done += 1
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+        shutil.rmtree(folder, ignore_errors=True)
+    why = "; ".join(fatal) or "no result from the torch.distributed workers"
+    for w in works:
+        for label in multi_labels(r, w):
+            if (w, label) not in seen:
+                emit(work=w, size=label, impl="torch", devices=world, error=why)
+
+
+def _dist_worker(rank, world, cfg, q):
+    """One rank of the torch.distributed rows (in its own process, on GPU `rank`). Rank 0 puts
+    ("rec", record) on `q` for every row; every rank ends with ("done", rank).
+
+    Timing: each rank records CUDA events around every iteration on its current stream after
+    warm-up and a barrier; per iteration the slower rank's time counts (gathered to rank 0),
+    and "ms" is the median over iterations."""
+    try:
+        import torch
+        import torch.distributed as dist
+
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl", init_method=cfg["init"], rank=rank, world_size=world)
+    except BaseException as e:
+        q.put(("fatal", rank, short_error(e)))
+        q.put(("done", rank))
+        return
+    dev = torch.device("cuda", rank)
+    v = torch.cuda.nccl.version()
+    version = "NCCL %s" % (".".join(str(x) for x in v) if isinstance(v, tuple) else v)
+    warmup, reps = cfg["warmup"], cfg["reps"]
+
+    def gen(salt):
+        g = torch.Generator(device=dev)
+        g.manual_seed((cfg["seed"] * 1000003 + salt) % (1 << 63))
+        return g
+
+    def rand(m, salt, lo=-1.0):
+        return torch.empty(m, device=dev).uniform_(lo, 1.0, generator=gen(salt))
+
+    def time_ranks(fn, warmup=warmup, reps=reps):
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        dist.barrier(device_ids=[rank])
+        torch.cuda.synchronize()
+        evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+               for _ in range(reps)]
+        for s, e in evs:
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize()
+        mine = [s.elapsed_time(e) for s, e in evs]
+        every = [None] * world
+        dist.all_gather_object(every, mine)
+        return [max(ts) for ts in zip(*every)]
+
+    def row(work, label, variant, setup, bytes_, note, busbw=False, per=1, **kw):
+        """setup() checks the result and returns the timed fn; a failing check on any rank is
+        an error line (all ranks agree first, so none waits in a collective alone)."""
+        err, fn = None, None
+        try:
+            fn = setup()
+        except Exception as e:
+            err = short_error(e)
+        errs = [None] * world
+        dist.all_gather_object(errs, err)
+        bad = ["rank %d: %s" % (k, e) for k, e in enumerate(errs) if e]
+        rec = dict(work=work, size=label, impl="torch", variant=variant, devices=world)
+        if bad:
+            rec["error"] = "; ".join(bad)
+        else:
+            try:
+                t = [x / per for x in time_ranks(fn, **kw)]
+                rec.update(bytes=bytes_, note=note, **stats(t))
+                if busbw:
+                    rec["busbw_gbs"] = round(busbw_gbs(bytes_, rec["ms"], world), 6)
+            except Exception as e:
+                rec["error"] = short_error(e)
+        if rank == 0:
+            q.put(("rec", rec))
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+    span = ("per iteration the slower rank's CUDA-event time (each rank's current stream), "
+            "median; ranks aligned by a barrier after warm-up")
+    try:
+        if "all_reduce" in cfg["works"]:
+            for b, label in zip(cfg["all_reduce_bytes"], cfg["labels"]["all_reduce"]):
+                n = b // 4
+                t = {}
+
+                def setup(n=n, b=b):
+                    t["x"] = rand(n, b * 4 + rank)
+                    want = sum(rand(n, b * 4 + k) for k in range(world))
+                    dist.all_reduce(t["x"])
+                    if not torch.equal(t["x"], want):
+                        raise AssertionError("all_reduce differs from the sum of the inputs")
+                    t["x"].zero_()  # in-place sums double: time on zeros
+                    t["ok"] = True
+                    return lambda: dist.all_reduce(t["x"])
+
+                k_iters = NCCL_TESTS_ITERS
+
+                def setup_k():
+                    if not t.get("ok"):
+                        raise RuntimeError("not checked (the previous row failed)")
+
+                    def fn():
+                        for _ in range(k_iters):
+                            dist.all_reduce(t["x"])
+                    return fn
+
+                row("all_reduce", label, "dist.all_reduce (sum), median of per-iteration times",
+                    setup, b, "%s; %s; timed on zero-filled buffers" % (version, span), busbw=True)
+                row("all_reduce", label,
+                    "dist.all_reduce (sum), nccl-tests: average of %d back-to-back" % k_iters,
+                    setup_k, b, "%s; one event span of %d iterations per repetition" % (version, k_iters),
+                    busbw=True, per=k_iters, warmup=1, reps=min(reps, 5))
+                t.clear()
+        half = cfg["n_multi"] // world
+        label = cfg["labels"].get("sum_sharded", cfg["labels"].get("add_sharded", [""]))[0]
+        if "sum_sharded" in cfg["works"]:
+            t = {}
+
+            def setup():
+                t["x"] = rand(half, 11 + rank, 0.0)
+
+                def fn():
+                    s = t["x"].sum()
+                    dist.all_reduce(s)
+                    return s
+
+                got = fn().item()
+                want = t["x"].double().sum()
+                dist.all_reduce(want)
+                want = want.item()
+                rel = abs(got - want) / abs(want)
+                if not rel <= 1e-5:
+                    raise AssertionError("sum: got %r, want %r (relative %.2e)" % (got, want, rel))
+                return fn
+
+            row("sum_sharded", label, "x_half.sum() + dist.all_reduce(scalar) per rank", setup,
+                cfg["n_multi"] * 4, span)
+            t.clear()
+        if "add_sharded" in cfg["works"]:
+            t = {}
+
+            def setup():
+                a, b = rand(half, 21 + rank), rand(half, 31 + rank)
+                c = torch.full((half,), float("nan"), device=dev)
+                t.update(a=a, b=b, c=c)
+                torch.add(a, b, out=c)
+                if not torch.equal(c, (a.double() + b.double()).float()):
+                    raise AssertionError("add differs from the float64 sum rounded")
+                return lambda: torch.add(a, b, out=c)
+
+            row("add_sharded", label, "torch.add(out=) on each rank's half", setup,
+                3 * cfg["n_multi"] * 4, span + "; no communication")
+            t.clear()
+    except BaseException as e:
+        q.put(("fatal", rank, short_error(e)))
+        if cfg.get("verbose"):
+            traceback.print_exc(file=sys.stderr)
+    finally:
+        try:
+            dist.destroy_process_group()
+        except Exception:
+            pass
+        q.put(("done", rank))
+
+
 RUNNERS = [
     (("copy",), w_copy),
     (("add",), w_add),
@@ -1303,6 +1958,9 @@ RUNNERS = [
     (("graph",), w_graph),
     (("pool",), w_pool),
     (("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"), w_transfers),
+    (("peer_copy",), w_peer_copy),
+    (("sum_1gpu", "add_1gpu"), w_one_gpu),
+    (("all_reduce", "sum_sharded", "add_sharded"), w_sharded),
 ]
 
 

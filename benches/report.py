@@ -11,6 +11,7 @@ Lines that are not JSON objects are ignored. Reads standard input when no file i
 
 import argparse
 import json
+import re
 import sys
 
 WORKS = [
@@ -37,11 +38,23 @@ WORKS = [
     "d2h_pinned",
     "h2d_pageable",
     "d2h_pageable",
+    "peer_copy",
+    "all_reduce",
+    "sum_1gpu",
+    "sum_sharded",
+    "add_1gpu",
+    "add_sharded",
 ]
 OURS = "cudajit"
 PEERS = ["torch", "cupy", "numba"]
 ELEMENTWISE = {"add", "axpy", "chain", "add_f64", "bcast_add"}
 TRANSFERS = {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"}
+# The multi-GPU rows: their own table (device count, topology, bus bandwidth, scaling).
+MULTI = ["peer_copy", "all_reduce", "sum_1gpu", "sum_sharded", "add_1gpu", "add_sharded"]
+# A sharded row and its one-GPU baseline.
+SHARDED = {"sum_sharded": "sum_1gpu", "add_sharded": "add_1gpu"}
+# The sharded rows' bar: at least this speed-up over one GPU (issue 12).
+SHARDED_BAR = 1.95
 
 
 def load(paths):
@@ -77,6 +90,16 @@ def best(recs):
     """The fastest successful record, or None."""
     good = [r for r in recs if ok(r)]
     return min(good, key=lambda r: r["ms"]) if good else None
+
+
+def status(recs):
+    """The cell of an implementation without a measurement: "skip" when every record of it
+    is a skip (the machine cannot run the row), "error" when one failed, "-" when none."""
+    if not recs:
+        return "-"
+    if all(r.get("skip") is not None for r in recs):
+        return "skip"
+    return "error"
 
 
 def fmt_time(ms, unit):
@@ -222,14 +245,100 @@ def table(headers, rows, align):
     return "\n".join([line(headers), sep] + [line(r) for r in rows])
 
 
-def render(recs):
+def row_gbs(r):
+    """A row's GB/s: the all-reduce's bus bandwidth where the record has one, else bytes/time."""
+    if r is None or not ok(r):
+        return None
+    if isinstance(r.get("busbw_gbs"), (int, float)):
+        return r["busbw_gbs"]
+    return gbs(r)
+
+
+def multi_bar(row, base):
+    """The multi-GPU bars: peer copy and all-reduce at least torch's rate in the same run;
+    a sharded row at least SHARDED_BAR times its one-GPU baseline (ours over ours)."""
+    if row.ours is None:
+        return "-"
+    if row.work in ("peer_copy", "all_reduce"):
+        t = row.ratio(row.peer["torch"])
+        if t is None:
+            return "- (no torch)"
+        return "ok" if t >= 1 else "MISS: %.2fx torch" % t
+    if row.work in SHARDED:
+        if base is None or base.ours is None:
+            return "- (no one-GPU row)"
+        sc = base.ours["ms"] / row.ours["ms"]
+        return "ok" if sc >= SHARDED_BAR else "MISS: %.2fx one GPU < %.2fx" % (sc, SHARDED_BAR)
+    return "-"
+
+
+def multi_section(rows, topo):
+    """The multi-GPU table: per row, the device count, our time and GB/s (all-reduce: busbw),
+    torch's and CuPy's, the ratio (torch's time / ours), the speed-up of a sharded row over its
+    one-GPU row (ours; torch's), and the bar; then the topology."""
+    out = ["", "## Multi-GPU", ""]
+    devices = sorted({r.get("devices") for row in rows for r in row.recs
+                      if ok(r) and isinstance(r.get("devices"), int)})
+    out.append("- devices used by the rows: %s" % (", ".join(map(str, devices)) or "none measured"))
+    skips = sorted({r["skip"] for row in rows for r in row.recs if r.get("skip")})
+    for s in skips:
+        out.append("- skipped: %s" % s)
+    out += ["- GB/s: peer_copy counts bytes moved; all_reduce shows nccl-tests' bus bandwidth "
+            "(busbw = bytes / time * 2(n-1)/n); sum and add count bytes read + written. "
+            "ratio = torch's time / ours (>1: cudajit is faster); scaling = the one-GPU row's time "
+            "/ the sharded row's, each side its own.", ""]
+    by_key = {(row.work, row.size): row for row in rows}
+    headers = ["work", "size", "GPUs", "cudajit", "GB/s", "torch", "GB/s", "cupy", "GB/s",
+               "ratio", "scaling (ours; torch)", "bar"]
+    body = []
+    for row in rows:
+        cells = [row.work, row.size]
+        devs = {r.get("devices") for r in row.recs if ok(r) and r.get("devices")}
+        cells.append("/".join(str(d) for d in sorted(devs)) or "-")
+        for recs, best_rec in ((row.ours_all, row.ours), ) + tuple(
+                ([r for r in row.recs if r.get("impl") == p], row.peer[p]) for p in ("torch", "cupy")):
+            if best_rec is not None:
+                cells += [fmt_time(best_rec["ms"], row.unit), fmt_gbs(row_gbs(best_rec))]
+            else:
+                cells += [status(recs), "-"]
+        t = row.ratio(row.peer["torch"])
+        cells.append("-" if t is None else "%.2fx" % t)
+        base = by_key.get((SHARDED.get(row.work), row.size))
+        sc = "-"
+        if row.work in SHARDED and base is not None:
+            parts = []
+            for mine, one in ((row.ours, base.ours), (row.peer["torch"], base.peer["torch"])):
+                parts.append("%.2fx" % (one["ms"] / mine["ms"]) if mine and one else "-")
+            sc = "; ".join(parts)
+        cells += [sc, multi_bar(row, base)]
+        body.append(cells)
+    out.append(table(headers, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"]))
+    if topo:
+        out += ["", "Topology (`nvidia-smi topo -m`, saved by bench.sh):", "", "```"]
+        out += [line.rstrip() for line in topo.rstrip().splitlines()]
+        out.append("```")
+    return out
+
+
+def size_key(size):
+    """Sorts size labels by magnitude ("4 MiB" before "16 MiB" before "1 GiB"), then by text."""
+    m = re.match(r"(\d+) (MiB|GiB)", size)
+    if m:
+        return (0, int(m.group(1)) << (20 if m.group(2) == "MiB" else 30), size)
+    m = re.match(r"2\^(\d+)", size)
+    if m:
+        return (0, 1 << int(m.group(1)), size)
+    return (1, 0, size)
+
+
+def render(recs, topo=None):
     env = [r for r in recs if r.get("work") == "_env"]
     data = [r for r in recs if r.get("work") != "_env"]
     groups = {}
     for r in data:
         groups.setdefault((r["work"], r.get("size", "?")), []).append(r)
     order = {w: i for i, w in enumerate(WORKS)}
-    keys = sorted(groups, key=lambda k: (order.get(k[0], len(WORKS)), k[0], k[1]))
+    keys = sorted(groups, key=lambda k: (order.get(k[0], len(WORKS)), k[0], size_key(k[1])))
     rows = [Row(w, s, groups[(w, s)]) for w, s in keys]
 
     # The ceiling: our device-to-device copy in this run, else the best peer's.
@@ -259,14 +368,14 @@ def render(recs):
     headers = ["work", "size", "cudajit", "GB/s", "torch", "cupy", "numba", "ratio", "% copy", "bar"]
     body = []
     for row in rows:
+        if row.work in MULTI:
+            continue
         unit = row.unit
         ours = row.ours
         if ours is not None:
             ours_t = fmt_time(ours["ms"], unit)
-        elif row.ours_all:
-            ours_t = "error"
         else:
-            ours_t = "-"
+            ours_t = status(row.ours_all)
         g = gbs(ours) if ours else None
         peers = []
         for p in PEERS:
@@ -274,14 +383,18 @@ def render(recs):
             if pr is not None:
                 peers.append(fmt_time(pr["ms"], unit))
             else:
-                peers.append("error" if row.peer_tried[p] else "-")
+                peers.append(status([r for r in row.recs if r.get("impl") == p]))
         ratio = row.ratio()
         pct = "-"
         if g is not None and copy_gbs and row.work not in TRANSFERS:
             pct = "%.0f%%" % (g / copy_gbs * 100)
         body.append([row.work, row.size, ours_t, fmt_gbs(g)] + peers +
                     ["-" if ratio is None else "%.2fx" % ratio, pct, bar(row, copy_gbs)])
-    out.append(table(headers, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"]))
+    if body:
+        out.append(table(headers, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"]))
+    multi = [row for row in rows if row.work in MULTI]
+    if multi:
+        out += multi_section(multi, topo)
 
     # Every record: variants, notes, errors.
     out += ["", "## Every measurement", ""]
@@ -292,6 +405,8 @@ def render(recs):
             what = r.get("error")
             if what is not None:
                 what = "ERROR: " + what
+            elif r.get("skip") is not None:
+                what = "SKIP: " + r["skip"]
             else:
                 what = r.get("note") or ""
                 if ok(r) and r.get("min_ms") is not None and r.get("max_ms") is not None:
@@ -301,7 +416,7 @@ def render(recs):
                     what = spread + ("; " + what if what else "")
             det.append([row.work, row.size, r.get("impl", "?"), r.get("variant") or "",
                         fmt_time(r["ms"], row.unit) if ok(r) else "-",
-                        fmt_gbs(gbs(r)), what.replace("|", "/")])
+                        fmt_gbs(row_gbs(r)), what.replace("|", "/")])
     out.append(table(["work", "size", "impl", "variant", "time", "GB/s", "notes"], det,
                      ["l", "l", "l", "l", "r", "r", "l"]))
     return "\n".join(out) + "\n"
@@ -313,18 +428,27 @@ def main(argv=None):
     p.add_argument("--markdown", help="also write the report here")
     p.add_argument("--json", help="also write the merged records here, one per line")
     p.add_argument("--summary-only", action="store_true", help="leave out the per-measurement table")
+    p.add_argument("--topo", help="a file with the GPU topology and count (bench.sh's topo.txt), "
+                   "shown under the multi-GPU table")
     a = p.parse_args(argv)
     recs = load(a.files)
     if not recs:
         print("report.py: no records", file=sys.stderr)
         return 1
-    text = render(recs)
+    topo = None
+    if a.topo:
+        try:
+            with open(a.topo) as f:
+                topo = f.read()
+        except OSError as e:
+            topo = "(could not read %s: %s)" % (a.topo, e)
+    text = render(recs, topo)
     if a.summary_only:
         text = text.split("\n## Every measurement")[0] + "\n"
     sys.stdout.write(text)
     if a.markdown:
         with open(a.markdown, "w") as f:
-            f.write(render(recs))
+            f.write(render(recs, topo))
     if a.json:
         with open(a.json, "w") as f:
             for r in recs:

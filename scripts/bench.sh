@@ -18,7 +18,8 @@
 # ./gpu-bundle, then built with cargo (release) when cargo is here.
 #
 # Writes to ${OUT:-bench-out}/: ours.jsonl, peers.jsonl, bench.jsonl (both, merged),
-# bench.md (the report), ours.log and peers.log (stderr). Exits 0 when both sides ran (rows
+# bench.md (the report), ours.log and peers.log (stderr), topo.txt (the GPU count and
+# `nvidia-smi topo -m`, for the multi-GPU rows). Exits 0 when both sides ran (rows
 # that failed are in the table as "error"), 1 when a side could not run at all, 2 on bad usage.
 # Each side has a time limit: $BENCH_TIMEOUT seconds (default 420).
 set -uo pipefail
@@ -146,6 +147,15 @@ status=0
 if command -v nvidia-smi > /dev/null 2>&1; then
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
         --format=csv > "$out/gpu-before.csv" 2>&1 || true
+    # The multi-GPU rows' context: how many GPUs and how they are linked (NVLink, PCIe).
+    {
+        echo "GPUs: $(nvidia-smi --query-gpu=index --format=csv,noheader 2> /dev/null | wc -l)"
+        nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader 2> /dev/null
+        echo
+        nvidia-smi topo -m 2>&1
+    } > "$out/topo.txt" || true
+else
+    echo "GPUs: ? (no nvidia-smi)" > "$out/topo.txt"
 fi
 if ((run_ours)); then
     echo "bench.sh: ours:  $ours ${common[*]} ${ours_args[*]}" >&2
@@ -174,6 +184,6 @@ if [[ ! -s "$out/bench.jsonl" ]]; then
     echo "bench.sh: no results (see $out/ours.log and $out/peers.log)" >&2
     exit 1
 fi
-python3 "$report" "$out/bench.jsonl" --markdown "$out/bench.md" --summary-only || status=1
+python3 "$report" "$out/bench.jsonl" --markdown "$out/bench.md" --summary-only --topo "$out/topo.txt" || status=1
 echo "bench.sh: full report (every variant, notes, errors) in $out/bench.md; raw rows in $out/bench.jsonl" >&2
 exit "$status"

@@ -51,6 +51,7 @@ pub mod nvtx;
 pub mod ops;
 pub mod profiler;
 pub mod random;
+pub mod sharded;
 pub mod stream;
 
 pub use backend::{on_simulator, use_simulator};

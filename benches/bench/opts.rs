@@ -123,6 +123,12 @@ pub(crate) struct Sizes {
     pub(crate) launches: u32,
     /// Kernels built per row of `compile_*`.
     pub(crate) compiles: usize,
+    /// Bytes of each `peer_copy`.
+    pub(crate) peer_bytes: usize,
+    /// Bytes (f32) of each `all_reduce` row.
+    pub(crate) all_reduce_bytes: &'static [usize],
+    /// f32 elements of `sum_1gpu`, `add_1gpu`, `sum_sharded`, `add_sharded` (all devices together).
+    pub(crate) n_multi: usize,
 }
 
 impl Sizes {
@@ -135,6 +141,9 @@ impl Sizes {
                 xfer: 1 << 24,
                 launches: 1000,
                 compiles: 3,
+                peer_bytes: 16 << 20,
+                all_reduce_bytes: &[4 << 20, 16 << 20],
+                n_multi: 1 << 22,
             }
         } else {
             Sizes {
@@ -144,6 +153,9 @@ impl Sizes {
                 xfer: 1 << 28,
                 launches: 10_000,
                 compiles: 7,
+                peer_bytes: 1 << 30,
+                all_reduce_bytes: &[4 << 20, 64 << 20, 1 << 30],
+                n_multi: 1 << 30,
             }
         }
     }

@@ -5,7 +5,8 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // JSON lines.
 
-/// One output line: a measurement or an error.
+/// One output line: a measurement, an error, or a skip (a row this machine cannot run, such
+/// as a multi-GPU row on one GPU: `"skip": why`, not a failure).
 pub(crate) struct Rec {
     pub(crate) work: String,
     pub(crate) size: String,
@@ -19,6 +20,11 @@ pub(crate) struct Rec {
     pub(crate) unit: Option<&'static str>,
     pub(crate) note: Option<String>,
     pub(crate) error: Option<String>,
+    pub(crate) skip: Option<String>,
+    /// Devices the row ran on (multi-GPU rows).
+    pub(crate) devices: Option<usize>,
+    /// All-reduce bus bandwidth in GB/s (nccl-tests' busbw: bytes / time * 2(n-1)/n).
+    pub(crate) busbw_gbs: Option<f64>,
 }
 
 impl Rec {
@@ -36,6 +42,9 @@ impl Rec {
             unit: None,
             note: None,
             error: None,
+            skip: None,
+            devices: None,
+            busbw_gbs: None,
         }
     }
     pub(crate) fn imp(mut self, i: &str) -> Rec {
@@ -68,6 +77,20 @@ impl Rec {
     }
     pub(crate) fn error(mut self, e: &str) -> Rec {
         self.error = Some(e.into());
+        self
+    }
+
+    /// Marks the row skipped on this machine (why), not failed.
+    pub(crate) fn skip(mut self, why: &str) -> Rec {
+        self.skip = Some(why.into());
+        self
+    }
+    pub(crate) fn devices(mut self, n: usize) -> Rec {
+        self.devices = Some(n);
+        self
+    }
+    pub(crate) fn busbw_gbs(mut self, g: f64) -> Rec {
+        self.busbw_gbs = Some(g);
         self
     }
 
@@ -115,8 +138,17 @@ impl Rec {
         if let Some(v) = &self.note {
             field("note", json_str(v));
         }
+        if let Some(v) = self.devices {
+            field("devices", v.to_string());
+        }
+        if let Some(v) = self.busbw_gbs {
+            field("busbw_gbs", num(v));
+        }
         if let Some(v) = &self.error {
             field("error", json_str(v));
+        }
+        if let Some(v) = &self.skip {
+            field("skip", json_str(v));
         }
         s.push('}');
         let mut out = std::io::stdout().lock();

@@ -22,6 +22,7 @@ pub(crate) use layout::Layout;
 pub use managed::{ManagedBuffer, PrefetchTarget};
 pub use pinned::{MappedHostBuffer, PinnedHostBuffer};
 pub use pool::{MemPool, PoolStats};
+pub(crate) use slice::{read_into_uninit, vec_filled_by};
 pub use slice::{DeviceSlice, DeviceSliceMut};
 #[doc(hidden)]
 pub use staging::testing as staging_testing;

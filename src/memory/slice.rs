@@ -474,6 +474,40 @@ pub(crate) fn value_bits<T: DeviceCopy>(value: &T) -> u64 {
     bits
 }
 
+/// A new `Vec` of `n` elements written by `fill` (given the uninitialised elements, it copies
+/// a device value of `T` into every one of them, or errors): for host copies assembled from
+/// several device arrays (a sharded array's shards).
+pub(crate) fn vec_filled_by<T: DeviceCopy>(
+    n: usize,
+    fill: impl FnOnce(&mut [std::mem::MaybeUninit<T>]) -> Result<()>,
+) -> Result<Vec<T>> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    fill(&mut v.spare_capacity_mut()[..n])?;
+    // SAFETY: `fill` returned Ok, so (its contract) it wrote all `n` elements with values the
+    // device held as `T`.
+    unsafe { v.set_len(n) };
+    Ok(v)
+}
+
+/// Copies all of `a` into `dst` (uninitialised host memory of exactly `a.len()` elements),
+/// ordered on `stream`; returns when the data has arrived.
+pub(crate) fn read_into_uninit<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
+    a: &A,
+    dst: &mut [std::mem::MaybeUninit<T>],
+    stream: &Stream,
+) -> Result<()> {
+    check_len("copy_to_host", a.shape(), dst.len())?;
+    check_stream(a.context(), stream)?;
+    transfer::dtoh_pageable(
+        a.context(),
+        dst.as_mut_ptr().cast::<c_void>(),
+        a.device_ptr(),
+        a.num_bytes(),
+        Some(stream),
+    )?;
+    stream.synchronize()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

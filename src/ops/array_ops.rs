@@ -254,7 +254,7 @@ fn nan_max<T: OpsScalar>(a: Expr<T>, b: Expr<T>) -> Expr<T> {
 }
 
 impl<T: ReduceScalar> ReduceKernels<T> {
-    fn sum(&self) -> Result<&Reduction<T, T::Acc, T>> {
+    pub(crate) fn sum(&self) -> Result<&Reduction<T, T::Acc, T>> {
         cached(&self.sum, || {
             Ok(Reduction::new(
                 &format!("sum_{}", T::TY.name()),
@@ -265,7 +265,7 @@ impl<T: ReduceScalar> ReduceKernels<T> {
             .post(|s, _| s.cast::<T>()))
         })
     }
-    fn prod(&self) -> Result<&Reduction<T, T::Acc, T>> {
+    pub(crate) fn prod(&self) -> Result<&Reduction<T, T::Acc, T>> {
         cached(&self.prod, || {
             Ok(Reduction::new(
                 &format!("prod_{}", T::TY.name()),
@@ -276,7 +276,7 @@ impl<T: ReduceScalar> ReduceKernels<T> {
             .post(|s, _| s.cast::<T>()))
         })
     }
-    fn min(&self) -> Result<&Reduction<T, T, T>> {
+    pub(crate) fn min(&self) -> Result<&Reduction<T, T, T>> {
         cached(&self.min, || {
             Ok(Reduction::new(
                 &format!("min_{}", T::TY.name()),
@@ -287,7 +287,7 @@ impl<T: ReduceScalar> ReduceKernels<T> {
             .nonempty())
         })
     }
-    fn max(&self) -> Result<&Reduction<T, T, T>> {
+    pub(crate) fn max(&self) -> Result<&Reduction<T, T, T>> {
         cached(&self.max, || {
             Ok(Reduction::new(
                 &format!("max_{}", T::TY.name()),
@@ -298,7 +298,7 @@ impl<T: ReduceScalar> ReduceKernels<T> {
             .nonempty())
         })
     }
-    fn sum_f64(&self) -> Result<&Reduction<T, f64, f64>> {
+    pub(crate) fn sum_f64(&self) -> Result<&Reduction<T, f64, f64>> {
         cached(&self.sum_f64, || {
             Reduction::new(
                 &format!("sum64_{}", T::TY.name()),
@@ -308,7 +308,7 @@ impl<T: ReduceScalar> ReduceKernels<T> {
             )
         })
     }
-    fn mean(&self) -> Result<&Reduction<T, f64, f64>> {
+    pub(crate) fn mean(&self) -> Result<&Reduction<T, f64, f64>> {
         cached(&self.mean, || {
             Ok(Reduction::new(
                 &format!("mean_{}", T::TY.name()),

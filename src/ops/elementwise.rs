@@ -221,7 +221,7 @@ pub struct ArgInfo<'a> {
 }
 
 impl<'a> ArgInfo<'a> {
-    fn array<T: ScalarType, X: DeviceSlice<T> + ?Sized>(a: &'a X) -> ArgInfo<'a> {
+    pub(crate) fn array<T: ScalarType, X: DeviceSlice<T> + ?Sized>(a: &'a X) -> ArgInfo<'a> {
         ArgInfo {
             shape: Some(a.shape()),
             strides: None,

@@ -6,7 +6,7 @@
 mod arg;
 mod array_ops;
 mod broadcast;
-mod elementwise;
+pub(crate) mod elementwise;
 mod ew_variants;
 mod reduce;
 mod scan;

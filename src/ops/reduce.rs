@@ -78,13 +78,15 @@ pub(super) fn tuning() -> &'static Tuning {
 }
 
 /// The kernels of a reduction, by index (`Reduction::kernels`), and their name suffixes.
-const KERNELS: [&str; 6] = [
+const KERNELS: [&str; 8] = [
     "full1",
     "full_vec",
     "rows",
     "rows_vec",
     "cols",
     "cols_final",
+    "part1",
+    "part_vec",
 ];
 const FULL: usize = 0;
 const FULL_VEC: usize = 1;
@@ -92,6 +94,9 @@ const ROWS: usize = 2;
 const ROWS_VEC: usize = 3;
 const COLS: usize = 4;
 const COLS_FINAL: usize = 5;
+/// Whole-array passes that store the combined value before `post` (a shard's partial result).
+const PART: usize = 6;
+const PART_VEC: usize = 7;
 
 /// A reduction from elements of `T`, accumulating in `A`, giving `R`.
 ///
@@ -180,6 +185,13 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             COLS => cols_partial::<T, A>(k, &*map, &*combine, id),
             ROWS_VEC if width == 2 => rows::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
             ROWS_VEC => rows::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
+            PART => full_pass::<T, A, A, 1>(k, &*map, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id),
+            PART_VEC if width == 2 => {
+                full_pass::<T, A, A, 2>(k, &*map, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id)
+            }
+            PART_VEC => {
+                full_pass::<T, A, A, 4>(k, &*map, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id)
+            }
             _ => cols_final::<A, R>(k, &*combine, &*post, id),
         })
     }
@@ -191,7 +203,9 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
     ) -> Result<Vec<(String, String)>> {
         // The vector variant exists for 4- and 8-byte elements only.
         (0..KERNELS.len())
-            .filter(|&v| (v != FULL_VEC && v != ROWS_VEC) || matches!(T::TY.size(), 4 | 8))
+            .filter(|&v| {
+                ![FULL_VEC, ROWS_VEC, PART_VEC].contains(&v) || matches!(T::TY.size(), 4 | 8)
+            })
             .map(|v| {
                 let k = self.kernel(v)?;
                 Ok((k.name().to_string(), k.compile_ptx(options)?))
@@ -211,8 +225,63 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
 
     /// Launches a whole-array reduction (one kernel), writing the result at `out`.
     fn run_full<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X, out: u64) -> Result<()> {
+        self.check_empty(x.len())?;
+        self.launch_full(stream, x, out, false)
+    }
+
+    /// Launches the whole-array pass over `x` that stores its combined value of type `A`,
+    /// before `post`, at `out`: an address `stream`'s device may write (its own memory, or a
+    /// peer's with peer access on). For sharded reductions: one partial result per shard.
+    pub(crate) fn partial_into_raw<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: u64,
+    ) -> Result<()> {
+        self.launch_full(stream, x, out, true)
+    }
+
+    /// Combines `m` partial results of type `A` at `parts` (in `stream`'s device memory), in
+    /// order, and stores `post(combined, count)` at `out`: the last step of a sharded
+    /// reduction of `count` elements. Checks emptiness as the whole-array reduction does.
+    pub(crate) fn combine_partials_raw(
+        &self,
+        stream: &Stream,
+        parts: u64,
+        m: usize,
+        out: u64,
+        count: usize,
+    ) -> Result<()> {
+        self.check_empty(count)?;
+        let ctx = stream.context();
+        let k = self.kernel(COLS_FINAL)?;
+        k.launch_with(stream, LaunchConfig::new(1, 32), |buf| {
+            buf.push_flat(ctx, parts, m)?;
+            buf.push_flat(ctx, out, 1)?;
+            buf.push_scalar(1u64)?;
+            buf.push_scalar(m as u64)?;
+            buf.push_scalar(count as u64)
+        })
+    }
+
+    /// Whether the reduction refuses empty arrays (see [`nonempty`](Self::nonempty)).
+    pub(crate) fn check_empty_of(&self, n: usize) -> Result<()> {
+        self.check_empty(n)
+    }
+
+    /// The reduction's name (its kernels' prefix).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn launch_full<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: u64,
+        partial: bool,
+    ) -> Result<()> {
         let n = x.len();
-        self.check_empty(n)?;
         let ctx = stream.context();
         let sms = ctx.device().multiprocessor_count()? as usize;
         let size = T::TY.size();
@@ -223,7 +292,12 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             .div_ceil(BLOCK as usize * per_thread)
             .clamp(1, sms * tuning().blocks_per_sm);
         let space = PassSpace::new(stream, blocks * A::TY.size())?;
-        let k = self.kernel(if vec_ok { FULL_VEC } else { FULL })?;
+        let k = self.kernel(match (partial, vec_ok) {
+            (false, false) => FULL,
+            (false, true) => FULL_VEC,
+            (true, false) => PART,
+            (true, true) => PART_VEC,
+        })?;
         k.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
             buf.push_flat(x.context(), x.device_ptr(), n)?;
             buf.push_flat(ctx, space.partials(), blocks)?;

@@ -6,38 +6,7 @@ use std::process::Command;
 use cudajit::codegen::{Kernel, MAX_CONST_BYTES};
 use cudajit::prelude::*;
 
-use crate::common::{ctx, fixture, Rng};
-
-/// f32 inputs: random values mixed with NaN, ±0, ±inf, subnormals and extremes.
-fn special_f32(rng: &mut Rng, n: usize) -> Vec<f32> {
-    let specials = [
-        f32::NAN,
-        -f32::NAN,
-        0.0,
-        -0.0,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::MIN_POSITIVE,
-        f32::from_bits(1),
-        -f32::from_bits(0x007f_ffff),
-        f32::MAX,
-        f32::MIN,
-        1.0,
-        -1.0,
-    ];
-    rng.vec(n, |r| {
-        let u = r.next_u64();
-        match u % 4 {
-            0 => specials[(u >> 8) as usize % specials.len()],
-            1 => f32::from_bits((u >> 16) as u32),
-            _ => r.f32() * 1e3,
-        }
-    })
-}
-
-fn same_f32(got: f32, want: f32) -> bool {
-    (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits()
-}
+use crate::common::{ctx, fixture, same_f32, special_f32, Rng};
 
 type ExtKernel = Kernel<(
     &'static [f32],

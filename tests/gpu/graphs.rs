@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cudajit::codegen::Kernel;
 use cudajit::prelude::*;
 
-use crate::common::{ctx, Rng};
+use crate::common::{ctx, same_f32, special_f32, Rng};
 
 type AddScaled = Kernel<(&'static mut [f32], &'static [f32], f32)>;
 
@@ -22,41 +22,11 @@ fn add_scaled() -> AddScaled {
     .unwrap()
 }
 
-/// Random f32 values with the special ones mixed in.
-fn special_f32(rng: &mut Rng, n: usize) -> Vec<f32> {
-    let specials = [
-        f32::NAN,
-        0.0,
-        -0.0,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        1e-40,
-        -1e-40,
-        f32::MIN,
-        f32::MAX,
-        f32::MIN_POSITIVE,
-        1.0,
-        -1.0,
-    ];
-    rng.vec(n, |r| {
-        let u = r.next_u64();
-        if u % 4 == 0 {
-            specials[(u >> 8) as usize % specials.len()]
-        } else {
-            r.f32() * 1e3
-        }
-    })
-}
-
-fn same(got: f32, want: f32) -> bool {
-    (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits()
-}
-
 fn check(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len());
     for i in 0..got.len() {
         assert!(
-            same(got[i], want[i]),
+            same_f32(got[i], want[i]),
             "{what}: element {i}: got {} ({:#010x}), want {} ({:#010x})",
             got[i],
             got[i].to_bits(),

@@ -31,6 +31,7 @@ mod pool;
 mod profiler;
 mod random;
 mod scan;
+mod sharded;
 mod streams;
 mod strided;
 mod warp;

@@ -1,0 +1,254 @@
+//! `Mesh`: an ordered set of devices, each with its context and a stream of its own, that
+//! sharded arrays are split over.
+
+use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::context::{Context, Device};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::memory::DeviceArray;
+use crate::stream::{Stream, StreamOptions};
+
+/// An ordered set of distinct devices with one stream each: where a
+/// [`ShardedArray`](super::ShardedArray) lives (shard `k` on device `k` of the mesh).
+///
+/// Operations on sharded arrays are queued on the mesh's streams from the calling thread and
+/// return without waiting (except those that return values to the host): every device works
+/// at once. Work that combines the shards (a reduction's last step, a gather) is queued on one
+/// device's stream after waiting for the others' work with events; no host thread waits.
+///
+/// Creating a mesh turns on peer access between its first device and each other one, both
+/// ways, where the hardware allows it ([`Device::can_access_peer`]): a reduction's partial
+/// results then go straight into the first device's memory. Without peer access they are
+/// copied there (`cuMemcpyPeerAsync`, staged by the driver).
+///
+/// Cheap to clone (an `Arc`).
+#[derive(Clone)]
+pub struct Mesh {
+    inner: Arc<MeshInner>,
+}
+
+struct MeshInner {
+    members: Vec<Member>,
+    /// Where reductions gather their partial results, on the first device.
+    partials: Mutex<PartialSlots>,
+    /// Events for the joins between the streams: one per device, recorded on that device's
+    /// stream and waited for by another, under the lock (a wait takes the event's latest
+    /// record at the time of the call, so the lock only spans each record-and-wait).
+    events: Mutex<Vec<Event>>,
+}
+
+struct Member {
+    ctx: Context,
+    stream: Stream,
+    /// Whether this device can write the first device's memory directly.
+    writes_first: bool,
+}
+
+impl Mesh {
+    /// A mesh over the devices of these ordinals, in this order (at least one; no repeats).
+    pub fn new(ordinals: &[usize]) -> Result<Mesh> {
+        if ordinals.is_empty() {
+            return Err(Error::usage(
+                "Mesh::new: no devices given; a mesh needs at least one (`Mesh::all()` takes every device)",
+            ));
+        }
+        let count = crate::context::device_count()?;
+        for (i, &o) in ordinals.iter().enumerate() {
+            if o >= count {
+                return Err(Error::usage(format!(
+                    "Mesh::new: device {o} does not exist: this machine has {count} device(s) (ordinals 0..{count})"
+                )));
+            }
+            if ordinals[..i].contains(&o) {
+                return Err(Error::usage(format!(
+                    "Mesh::new: device {o} is given twice ({ordinals:?}); each device holds one shard"
+                )));
+            }
+        }
+        let mut members = Vec::with_capacity(ordinals.len());
+        let mut events = Vec::with_capacity(ordinals.len());
+        for &o in ordinals {
+            let ctx = Device::get(o)?.primary_context()?;
+            let stream = ctx.new_stream_with(StreamOptions {
+                non_blocking: true,
+                priority: 0,
+            })?;
+            events.push(ctx.new_event_with(false, false)?);
+            members.push(Member {
+                ctx,
+                stream,
+                writes_first: true,
+            });
+        }
+        let first = members[0].ctx.clone();
+        for m in members.iter_mut().skip(1) {
+            let (d0, dk) = (first.device(), m.ctx.device());
+            m.writes_first = dk.can_access_peer(&d0)? && d0.can_access_peer(&dk)?;
+            if m.writes_first {
+                m.ctx.enable_peer_access(&first)?;
+                first.enable_peer_access(&m.ctx)?;
+            }
+        }
+        let partials = PartialSlots {
+            buf: first.zeros::<u64, _>(2 * members.len())?,
+            free: first.new_event_with(false, false)?,
+            recorded: false,
+        };
+        Ok(Mesh {
+            inner: Arc::new(MeshInner {
+                members,
+                partials: Mutex::new(partials),
+                events: Mutex::new(events),
+            }),
+        })
+    }
+
+    /// A mesh over every device of the machine, in ordinal order.
+    pub fn all() -> Result<Mesh> {
+        let n = crate::context::device_count()?;
+        Mesh::new(&(0..n).collect::<Vec<_>>())
+    }
+
+    /// The number of devices.
+    pub fn len(&self) -> usize {
+        self.inner.members.len()
+    }
+
+    /// Whether the mesh has no devices (never: a mesh has at least one).
+    pub fn is_empty(&self) -> bool {
+        self.inner.members.is_empty()
+    }
+
+    /// The context of the mesh's device `k` (shard `k`'s device). Panics if `k >= len()`, as
+    /// slice indexing does.
+    pub fn context(&self, k: usize) -> &Context {
+        &self.inner.members[k].ctx
+    }
+
+    /// The stream of the mesh's device `k`, where the mesh queues that device's work. Panics
+    /// if `k >= len()`.
+    pub fn stream(&self, k: usize) -> &Stream {
+        &self.inner.members[k].stream
+    }
+
+    /// The devices, in mesh order.
+    pub fn devices(&self) -> Vec<Device> {
+        self.inner.members.iter().map(|m| m.ctx.device()).collect()
+    }
+
+    /// Whether device `k` writes the first device's memory directly (peer access is on).
+    pub fn has_peer_access_to_first(&self, k: usize) -> bool {
+        self.inner.members.get(k).is_some_and(|m| m.writes_first)
+    }
+
+    /// Waits until every device's queued work is done; the first error wins, after every
+    /// stream was waited for.
+    pub fn synchronize(&self) -> Result<()> {
+        let mut first = Ok(());
+        for m in &self.inner.members {
+            let r = m.stream.synchronize();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// Makes stream `k` wait for the work queued so far on every other stream of the mesh
+    /// (events; the host does not wait).
+    pub fn join_on(&self, k: usize) -> Result<()> {
+        self.check(k, "join_on")?;
+        self.join(k, (0..self.len()).filter(|&j| j != k))
+    }
+
+    /// Makes every other stream of the mesh wait for the work queued so far on stream `k`.
+    pub fn fork_from(&self, k: usize) -> Result<()> {
+        self.check(k, "fork_from")?;
+        let ev = self.inner.events.lock();
+        ev[k].record(self.stream(k))?;
+        for j in (0..self.len()).filter(|&j| j != k) {
+            self.stream(j).wait_event(&ev[k])?;
+        }
+        Ok(())
+    }
+
+    /// Stream `k` waits for the work queued so far on the streams `from`.
+    pub(crate) fn join(&self, k: usize, from: impl IntoIterator<Item = usize>) -> Result<()> {
+        let ev = self.inner.events.lock();
+        for j in from {
+            ev[j].record(self.stream(j))?;
+            self.stream(k).wait_event(&ev[j])?;
+        }
+        Ok(())
+    }
+
+    fn check(&self, k: usize, op: &str) -> Result<()> {
+        if k < self.len() {
+            Ok(())
+        } else {
+            Err(Error::usage(format!(
+                "Mesh::{op}: device index {k} is out of range for a mesh of {} device(s)",
+                self.len()
+            )))
+        }
+    }
+
+    /// The slots for partial results on the first device, held while a reduction uses them.
+    pub(crate) fn partials(&self) -> parking_lot::MutexGuard<'_, PartialSlots> {
+        self.inner.partials.lock()
+    }
+
+    /// Whether `self` and `other` are the same mesh (clones of one `Mesh::new`).
+    pub fn same_as(&self, other: &Mesh) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl fmt::Debug for Mesh {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ords: Vec<usize> = self.devices().iter().map(|d| d.ordinal()).collect();
+        write!(f, "Mesh(devices {ords:?})")
+    }
+}
+
+/// Room for one partial result (up to 16 bytes) per device on the mesh's first device, packed
+/// as an array of the reduction's accumulator type, where a reduction's shards leave
+/// their partial results for the last step (which reads them on the first device's stream).
+/// Reused by every reduction: a device writes its slot only after the last step of the
+/// previous reduction has read it (`free`, recorded on the first device's stream after it).
+pub(crate) struct PartialSlots {
+    buf: DeviceArray<u64>,
+    free: Event,
+    recorded: bool,
+}
+
+impl PartialSlots {
+    /// The largest partial result a slot holds, in bytes.
+    pub(crate) const SLOT_BYTES: usize = 16;
+
+    /// The device address of partial result `i` of `size` bytes each (at most
+    /// [`SLOT_BYTES`](Self::SLOT_BYTES)).
+    pub(crate) fn slot(&self, i: usize, size: usize) -> u64 {
+        use crate::memory::DeviceSlice;
+        self.buf.device_ptr() + (i * size.min(Self::SLOT_BYTES)) as u64
+    }
+
+    /// Makes the mesh's stream `k` wait until the previous reduction has read the slots.
+    pub(crate) fn wait_free(&self, mesh: &Mesh, k: usize) -> Result<()> {
+        if self.recorded && k != 0 {
+            mesh.stream(k).wait_event(&self.free)?;
+        }
+        Ok(())
+    }
+
+    /// Marks the slots free once the work queued so far on the first device's stream is done.
+    pub(crate) fn release(&mut self, mesh: &Mesh) -> Result<()> {
+        self.free.record(mesh.stream(0))?;
+        self.recorded = true;
+        Ok(())
+    }
+}

@@ -1,0 +1,33 @@
+//! Arrays split over several GPUs of this process: a [`Mesh`] of devices (one stream each)
+//! and [`ShardedArray`]s split along axis 0 over it, with elementwise kernels applied shard by
+//! shard ([`Elementwise::apply_sharded`](crate::ops::Elementwise::apply_sharded)) and
+//! reductions that reduce every shard on its device and combine the partial results on the
+//! first one.
+//!
+//! Everything is queued from one host thread and every device works at once: no host thread
+//! waits between devices, no lock is held across device work; the devices' streams are joined
+//! with events where results meet. Partial results move between devices directly when the
+//! devices are peers (NVLink or PCIe peer-to-peer: [`Mesh::new`] turns peer access on), else by
+//! the driver's staged peer copies. NCCL is not needed (for collectives on your own arrays see
+//! [`crate::nccl`]).
+//!
+//! ```no_run
+//! use cudajit::sharded::{Mesh, ShardedArray};
+//! # fn main() -> cudajit::Result<()> {
+//! let mesh = Mesh::all()?; // every GPU of the machine
+//! let x = ShardedArray::from_host(&mesh, &vec![1.0f32; 1 << 20])?; // split evenly
+//! assert_eq!(x.sum()?, (1 << 20) as f32);
+//! # Ok(()) }
+//! ```
+//!
+//! On the simulator, `CUDAJIT_SIM_DEVICES=N` simulates N devices.
+
+mod array;
+mod ew;
+mod mesh;
+mod reduce;
+mod split;
+
+pub use array::ShardedArray;
+pub use ew::{ShardLayout, ShardedArg, ShardedArgs, ShardedOutArg, ShardedOutArgs};
+pub use mesh::Mesh;

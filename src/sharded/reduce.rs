@@ -1,0 +1,143 @@
+//! Reductions of sharded arrays: every device reduces its shard into a partial result, written
+//! straight into the first device's memory (peer access) or copied there; the first device
+//! then combines the partials in shard order and applies the reduction's last step.
+
+use ndarray::{Dimension, Ix1};
+
+use super::array::ShardedArray;
+use super::mesh::PartialSlots;
+use crate::codegen::Scalar as ScalarType;
+use crate::error::{Error, Result};
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
+use crate::ops::{ReduceScalar, Reduction};
+
+impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
+    /// Reduces the whole array with `r` into a new one-element array on the mesh's first
+    /// device, ordered on its mesh stream after every device's part (the host does not wait).
+    ///
+    /// Each device reduces its shard on its own stream, the devices other than the first
+    /// launched first; their partial results reach the first device's memory, whose stream
+    /// waits for them (events) and combines them in shard order. The result equals a
+    /// one-device reduction's up to the order of floating-point combination (partials per
+    /// shard, then across shards).
+    pub fn reduce_to_device<A: ScalarType, R: ScalarType>(
+        &self,
+        r: &Reduction<T, A, R>,
+    ) -> Result<DeviceArray<R>> {
+        let out = DeviceArray::<R, Ix1>::alloc_ordered(self.mesh().stream(0), Ix1(1))?;
+        self.reduce_at(r, out.device_ptr())?;
+        Ok(out)
+    }
+
+    /// Reduces the whole array with `r` into `out`, a one-element array on the mesh's first
+    /// device, as [`reduce_to_device`](Self::reduce_to_device) (no allocation, no wait).
+    pub fn reduce_into<A: ScalarType, R: ScalarType, O: DeviceSliceMut<R> + ?Sized>(
+        &self,
+        r: &Reduction<T, A, R>,
+        out: &mut O,
+    ) -> Result<()> {
+        if out.len() != 1 {
+            return Err(Error::Shape {
+                op: "ShardedArray::reduce_into (a one-element output)",
+                expected: vec![1],
+                actual: out.shape().to_vec(),
+            });
+        }
+        self.mesh().context(0).check_same(
+            out.context(),
+            "the output array (it must be on the mesh's first device)",
+        )?;
+        self.reduce_at(r, out.device_ptr())
+    }
+
+    fn reduce_at<A: ScalarType, R: ScalarType>(
+        &self,
+        r: &Reduction<T, A, R>,
+        out: u64,
+    ) -> Result<()> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: sharded {}", r.name()));
+        r.check_empty_of(self.len())?;
+        let a_size = A::TY.size();
+        if a_size > PartialSlots::SLOT_BYTES {
+            return Err(Error::usage(format!(
+                "sharded `{}`: partial results of {a_size} bytes are not supported (at most {})",
+                r.name(),
+                PartialSlots::SLOT_BYTES
+            )));
+        }
+        let mesh = self.mesh();
+        let s0 = mesh.stream(0);
+        let used: Vec<usize> = (0..mesh.len())
+            .filter(|&k| !self.shards()[k].is_empty())
+            .collect();
+        let mut slots = mesh.partials();
+        // The other devices first: their results take longer to reach the first device.
+        for (i, &k) in used.iter().enumerate().rev() {
+            let (stream, shard, dst) = (mesh.stream(k), &self.shards()[k], slots.slot(i, a_size));
+            slots.wait_free(mesh, k)?;
+            if k == 0 || mesh.has_peer_access_to_first(k) {
+                r.partial_into_raw(stream, shard, dst)?;
+            } else {
+                let tmp = DeviceArray::<A, Ix1>::alloc_ordered(stream, Ix1(1))?;
+                r.partial_into_raw(stream, shard, tmp.device_ptr())?;
+                crate::memory::transfer::peer(
+                    mesh.context(0),
+                    dst,
+                    mesh.context(k),
+                    tmp.device_ptr(),
+                    a_size,
+                    Some(stream),
+                )?;
+            }
+        }
+        mesh.join(0, used.iter().copied().filter(|&k| k != 0))?;
+        r.combine_partials_raw(s0, slots.slot(0, a_size), used.len(), out, self.len())?;
+        slots.release(mesh)
+    }
+
+    /// Reduces the whole array with `r` and returns the value to the host (waits).
+    pub fn reduce<A: ScalarType, R: ScalarType>(&self, r: &Reduction<T, A, R>) -> Result<R> {
+        let out = self.reduce_to_device(r)?;
+        let v = out.to_vec_async(self.mesh().stream(0))?;
+        v.first().copied().ok_or_else(|| {
+            Error::usage("sharded reduction: the result array is empty (a bug in cudajit)")
+        })
+    }
+}
+
+/// The built-in reductions of sharded arrays (as [`ReduceOps`](crate::ops::ReduceOps) for one
+/// device, with the same accumulation types and empty-array rules).
+impl<T: ReduceScalar, D: Dimension> ShardedArray<T, D> {
+    /// The sum of all elements (0 for an empty array), returned to the host.
+    pub fn sum(&self) -> Result<T> {
+        self.reduce(T::reductions().sum()?)
+    }
+    /// The sum into a new one-element array on the first device (no host wait).
+    pub fn sum_to_device(&self) -> Result<DeviceArray<T>> {
+        self.reduce_to_device(T::reductions().sum()?)
+    }
+    /// The sum into `out`, a one-element array on the first device (no allocation, no wait).
+    pub fn sum_into<O: DeviceSliceMut<T> + ?Sized>(&self, out: &mut O) -> Result<()> {
+        self.reduce_into(T::reductions().sum()?, out)
+    }
+    /// The sum of all elements, accumulated in `f64`.
+    pub fn sum_f64(&self) -> Result<f64> {
+        self.reduce(T::reductions().sum_f64()?)
+    }
+    /// The product of all elements (1 for an empty array).
+    pub fn prod(&self) -> Result<T> {
+        self.reduce(T::reductions().prod()?)
+    }
+    /// The smallest element (NaN if any is NaN); an error for an empty array.
+    pub fn min(&self) -> Result<T> {
+        self.reduce(T::reductions().min()?)
+    }
+    /// The largest element (NaN if any is NaN); an error for an empty array.
+    pub fn max(&self) -> Result<T> {
+        self.reduce(T::reductions().max()?)
+    }
+    /// The mean, accumulated in `f64`; an error for an empty array.
+    pub fn mean(&self) -> Result<f64> {
+        self.reduce(T::reductions().mean()?)
+    }
+}

@@ -1,0 +1,349 @@
+//! Sharded arrays over every device of the machine (`Mesh::all`): on one GPU a mesh of one,
+//! on two GPUs (or the simulator with `CUDAJIT_SIM_DEVICES=2`, as scripts/test.sh runs it)
+//! shards on both. Every result is checked against a host model, outputs poisoned first.
+
+use cudajit::ops::{Elem, Elementwise, Reduction, Scalar};
+use cudajit::prelude::*;
+use cudajit::sharded::{Mesh, ShardedArray};
+use ndarray::{Array2, IxDyn};
+
+use crate::common::{same_f32, special_f32, Rng};
+
+fn mesh() -> Mesh {
+    let m = Mesh::all().expect("a mesh of every device");
+    println!("mesh of {} device(s)", m.len());
+    m
+}
+
+/// Lengths around the interesting edges: empty, fewer elements than devices, odd splits,
+/// and past the size where host copies run one thread per device (16 MiB).
+const LENGTHS: [usize; 6] = [0, 1, 3, 1001, 65_537, (16 << 20) / 4 + 5];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_round_trip_splits_evenly_for_every_length() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    for n in LENGTHS {
+        let host: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
+        let x = ShardedArray::from_host(&m, &host).unwrap();
+        assert_eq!(x.shape(), &[n]);
+        assert_eq!(x.shards().len(), m.len());
+        let mut start = 0;
+        for k in 0..m.len() {
+            let r = x.rows(k);
+            assert_eq!(r.start, start);
+            let want = n / m.len() + usize::from(k < n % m.len());
+            assert_eq!(r.len(), want, "n={n}, shard {k}");
+            assert_eq!(x.shards()[k].context().device(), m.context(k).device());
+            assert_eq!(x.shards()[k].to_vec().unwrap(), &host[r.clone()]);
+            start = r.end;
+        }
+        assert_eq!(x.to_vec().unwrap(), host, "n={n}");
+        let mut back = vec![0xdead_beefu32; n];
+        x.copy_to_host(&mut back).unwrap();
+        assert_eq!(back, host);
+        for k in 0..m.len() {
+            let g = x.gather_to(k).unwrap();
+            assert_eq!(g.context().device(), m.context(k).device());
+            assert_eq!(
+                g.to_vec_async(m.stream(k)).unwrap(),
+                host,
+                "gather to {k}, n={n}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_dimensional_arrays_split_by_rows() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    let host = Array2::from_shape_vec((7, 5), rng.vec(35, |r| r.f64())).unwrap();
+    let mut x = ShardedArray::from_host(&m, &host).unwrap();
+    assert_eq!(x.shape(), &[7, 5]);
+    assert_eq!(x.to_array().unwrap(), host);
+    assert_eq!(x.shards()[0].shape(), &[x.rows(0).len(), 5]);
+    x.fill(-0.0).unwrap();
+    assert!(x
+        .to_vec()
+        .unwrap()
+        .iter()
+        .all(|v| v.to_bits() == (-0.0f64).to_bits()));
+    let wrong = vec![1.0; 34];
+    let e = x.copy_from_host(&wrong).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e:?}");
+    let z = ShardedArray::<i16, _>::zeros(&m, (3, 2)).unwrap();
+    assert_eq!(z.to_vec().unwrap(), vec![0; 6]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn elementwise_runs_on_every_shard_against_the_host() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    let ew =
+        Elementwise::<(Elem<f32>, Elem<f32>, Scalar<f32>), _>::new("sh_diff_scale", |(a, b, s)| {
+            (a - b, a * s)
+        })
+        .unwrap();
+    for n in LENGTHS {
+        let (ha, hb) = (special_f32(&mut rng, n), special_f32(&mut rng, n));
+        let s = rng.f32() * 4.0;
+        let a = ShardedArray::from_host(&m, &ha).unwrap();
+        let b = ShardedArray::from_host(&m, &hb).unwrap();
+        let mut d = ShardedArray::<f32>::alloc(&m, n).unwrap();
+        let mut p = ShardedArray::<f32>::alloc(&m, n).unwrap();
+        d.fill(f32::from_bits(0x7fc0_dead)).unwrap();
+        p.fill(f32::from_bits(0x7fc0_dead)).unwrap();
+        ew.apply_sharded((&a, &b, s), (&mut d, &mut p)).unwrap();
+        let (gd, gp) = (d.to_vec().unwrap(), p.to_vec().unwrap());
+        for i in 0..n {
+            assert!(
+                same_f32(gd[i], ha[i] - hb[i]),
+                "n={n} i={i}: {} - {} gave {}",
+                ha[i],
+                hb[i],
+                gd[i]
+            );
+            assert!(
+                same_f32(gp[i], ha[i] * s),
+                "n={n} i={i}: {} * {s} gave {}",
+                ha[i],
+                gp[i]
+            );
+        }
+    }
+    // A new output from call_sharded: the inputs' shape and split, IxDyn.
+    let host: Vec<i32> = rng.vec(12_345, |r| r.next_u64() as i32);
+    let x = ShardedArray::from_host(&m, &host).unwrap();
+    let neg = Elementwise::<(Elem<i32>,), _>::new("sh_wrapping_neg", |(v,)| -v).unwrap();
+    let y: ShardedArray<i32, IxDyn> = neg.call_sharded((&x,)).unwrap();
+    assert_eq!(y.shape(), &[12_345]);
+    let got = y.to_vec().unwrap();
+    for (i, (&g, &h)) in got.iter().zip(&host).enumerate() {
+        assert_eq!(g, h.wrapping_neg(), "i={i}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn elementwise_refuses_mismatched_sharded_arrays() {
+    let m = mesh();
+    let add = Elementwise::<(Elem<f32>, Elem<f32>), _>::new("sh_add", |(a, b)| a + b).unwrap();
+    let a = ShardedArray::from_host(&m, &vec![1.0f32; 10]).unwrap();
+    let b = ShardedArray::from_host(&m, &vec![1.0f32; 11]).unwrap();
+    let mut out = ShardedArray::<f32>::alloc(&m, 10).unwrap();
+    let e = add.apply_sharded((&a, &b), &mut out).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }), "{e:?}");
+    assert!(e.to_string().contains("no broadcasting"), "{e}");
+    // Another mesh over the same devices is another mesh.
+    let other = mesh();
+    let c = ShardedArray::from_host(&other, &vec![1.0f32; 10]).unwrap();
+    let e = add.apply_sharded((&a, &c), &mut out).unwrap_err();
+    assert!(e.to_string().contains("different meshes"), "{e}");
+}
+
+/// `f32` sum of `x` on the host in `f64`, and the sum of magnitudes (for the tolerance).
+fn host_sum(x: &[f32]) -> (f64, f64) {
+    x.iter().fold((0.0, 0.0), |(s, a), &v| {
+        (s + v as f64, a + (v as f64).abs())
+    })
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn reductions_combine_every_shard_against_the_host() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    for n in LENGTHS {
+        let h: Vec<f32> = rng.vec(n, |r| r.f32());
+        let x = ShardedArray::from_host(&m, &h).unwrap();
+        let (want, mag) = host_sum(&h);
+        let got = x.sum().unwrap() as f64;
+        assert!(
+            (got - want).abs() <= 1e-5 * mag + 1e-6,
+            "n={n}: sum {got} vs {want}"
+        );
+        let got64 = x.sum_f64().unwrap();
+        assert!(
+            (got64 - want).abs() <= 1e-9 * mag + 1e-12,
+            "n={n}: sum_f64 {got64} vs {want}"
+        );
+        if n == 0 {
+            assert_eq!(got, 0.0);
+            assert_eq!(x.prod().unwrap(), 1.0);
+            for e in [
+                x.min().unwrap_err(),
+                x.max().unwrap_err(),
+                x.mean().unwrap_err(),
+            ] {
+                assert!(e.to_string().contains("empty"), "{e}");
+            }
+            continue;
+        }
+        let hmin = h.iter().copied().fold(f32::INFINITY, f32::min);
+        let hmax = h.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        assert_eq!(x.min().unwrap(), hmin, "n={n}");
+        assert_eq!(x.max().unwrap(), hmax, "n={n}");
+        let mean = x.mean().unwrap();
+        assert!(
+            (mean - want / n as f64).abs() <= 1e-9 * mag / n as f64 + 1e-12,
+            "n={n}: mean {mean}"
+        );
+        // On the device, without a host wait until the read.
+        let d = x.sum_to_device().unwrap();
+        assert_eq!(d.context().device(), m.context(0).device());
+        let dv = d.to_vec_async(m.stream(0)).unwrap()[0] as f64;
+        assert!((dv - want).abs() <= 1e-5 * mag + 1e-6);
+        let mut o = m.context(0).alloc::<f32, _>(1).unwrap();
+        o.fill(f32::NAN).unwrap();
+        x.sum_into(&mut o).unwrap();
+        assert_eq!(
+            o.to_vec_async(m.stream(0)).unwrap()[0] as f64,
+            dv,
+            "sum_into"
+        );
+        let mut two = m.context(0).alloc::<f32, _>(2).unwrap();
+        assert!(matches!(
+            x.sum_into(&mut two).unwrap_err(),
+            Error::Shape { .. }
+        ));
+        if m.len() > 1 {
+            let mut elsewhere = m.context(1).alloc::<f32, _>(1).unwrap();
+            let e = x.sum_into(&mut elsewhere).unwrap_err();
+            assert!(e.to_string().contains("first device"), "{e}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn min_max_propagate_nan_and_integer_sums_wrap() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    let n = 100_003;
+    let mut h = special_f32(&mut rng, n);
+    h.retain(|v| !v.is_nan());
+    let x = ShardedArray::from_host(&m, &h).unwrap();
+    assert_eq!(
+        x.min().unwrap(),
+        h.iter().copied().fold(f32::INFINITY, f32::min)
+    );
+    assert_eq!(
+        x.max().unwrap(),
+        h.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+    );
+    // A NaN in the last shard only.
+    let mut h2 = h.clone();
+    let last = h2.len() - 1;
+    h2[last] = f32::NAN;
+    let x2 = ShardedArray::from_host(&m, &h2).unwrap();
+    assert!(x2.min().unwrap().is_nan() && x2.max().unwrap().is_nan());
+    let hi: Vec<i32> = rng.vec(n, |r| r.next_u64() as i32);
+    let xi = ShardedArray::from_host(&m, &hi).unwrap();
+    let want = hi.iter().fold(0i32, |a, &v| a.wrapping_add(v));
+    assert_eq!(xi.sum().unwrap(), want);
+    let hu: Vec<u8> = rng.vec(n, |r| r.next_u64() as u8);
+    let xu = ShardedArray::from_host(&m, &hu).unwrap();
+    assert_eq!(
+        xu.sum().unwrap(),
+        hu.iter().fold(0u8, |a, &v| a.wrapping_add(v))
+    );
+    assert_eq!(xu.max().unwrap(), *hu.iter().max().unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn custom_reduction_posts_once_with_the_whole_count() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    // Root mean square: map x*x, combine +, post sqrt(s / n) with n the whole array's count.
+    let rms = Reduction::<f64, f64, f64>::new("sh_rms", |x| x * x, |a, b| a + b, 0.0)
+        .unwrap()
+        .post(|s, n| (s / n.cast::<f64>()).sqrt());
+    for n in [1usize, 2, 5, 77_777] {
+        let h: Vec<f64> = rng.vec(n, |r| r.f64());
+        let x = ShardedArray::from_host(&m, &h).unwrap();
+        let want = (h.iter().map(|v| v * v).sum::<f64>() / n as f64).sqrt();
+        let got = x.reduce(&rms).unwrap();
+        assert!(
+            (got - want).abs() <= 1e-12 * want.max(1e-300),
+            "n={n}: {got} vs {want}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn back_to_back_reductions_reuse_the_partial_slots_safely() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    let arrays: Vec<(Vec<i64>, ShardedArray<i64>)> = (0..6)
+        .map(|i| {
+            let h: Vec<i64> = rng.vec(200_000 + i * 77, |r| (r.next_u64() >> 20) as i64);
+            let x = ShardedArray::from_host(&m, &h).unwrap();
+            (h, x)
+        })
+        .collect();
+    for _round in 0..5 {
+        // Queue every sum before reading any: the slots are reused while earlier ones run.
+        let outs: Vec<_> = arrays
+            .iter()
+            .map(|(_, x)| x.sum_to_device().unwrap())
+            .collect();
+        for ((h, _), d) in arrays.iter().zip(&outs) {
+            let want = h.iter().fold(0i64, |a, &v| a.wrapping_add(v));
+            assert_eq!(d.to_vec_async(m.stream(0)).unwrap()[0], want);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn arrays_from_existing_shards_with_any_rows() {
+    let m = mesh();
+    let lens: Vec<usize> = (0..m.len()).map(|k| 3 + 5 * k).collect();
+    let mut shards = Vec::new();
+    let mut host = Vec::new();
+    for (k, &len) in lens.iter().enumerate() {
+        let part: Vec<f32> = (0..len).map(|i| (k * 1000 + i) as f32).collect();
+        shards.push(m.context(k).to_device(&part).unwrap());
+        host.extend(part);
+    }
+    let x = ShardedArray::from_shards(&m, shards).unwrap();
+    assert_eq!(x.len(), host.len());
+    assert_eq!(x.to_vec().unwrap(), host);
+    assert_eq!(x.gather_to(0).unwrap().to_vec().unwrap(), host);
+    assert_eq!(x.sum().unwrap(), host.iter().sum::<f32>());
+    // Too few shards, or a shard on the wrong device.
+    let e = ShardedArray::<f32>::from_shards(&m, vec![]).unwrap_err();
+    assert!(e.to_string().contains("one per device"), "{e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn meshes_refuse_bad_device_lists_and_join_streams() {
+    let n = cudajit::device_count().unwrap();
+    for (ords, text) in [
+        (vec![], "at least one"),
+        (vec![0, 0], "given twice"),
+        (vec![n], "does not exist"),
+    ] {
+        let e = Mesh::new(&ords).unwrap_err();
+        assert!(e.to_string().contains(text), "{ords:?}: {e}");
+    }
+    let m = mesh();
+    assert_eq!(m.devices().len(), n);
+    m.fork_from(0).unwrap();
+    m.join_on(0).unwrap();
+    assert!(m.join_on(n).is_err());
+    m.synchronize().unwrap();
+    println!(
+        "{m:?}, peer access to the first: {:?}",
+        (0..n)
+            .map(|k| m.has_peer_access_to_first(k))
+            .collect::<Vec<_>>()
+    );
+}
