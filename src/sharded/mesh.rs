@@ -51,6 +51,16 @@ struct Member {
 impl Mesh {
     /// A mesh over the devices of these ordinals, in this order (at least one; no repeats).
     pub fn new(ordinals: &[usize]) -> Result<Mesh> {
+        Self::build(ordinals, true)
+    }
+
+    /// A mesh that leaves peer access off (for platforms where peer-to-peer is slow or
+    /// unreliable): partial results are copied between devices by the driver instead.
+    pub fn without_peer_access(ordinals: &[usize]) -> Result<Mesh> {
+        Self::build(ordinals, false)
+    }
+
+    fn build(ordinals: &[usize], peer: bool) -> Result<Mesh> {
         if ordinals.is_empty() {
             return Err(Error::usage(
                 "Mesh::new: no devices given; a mesh needs at least one (`Mesh::all()` takes every device)",
@@ -87,7 +97,7 @@ impl Mesh {
         let first = members[0].ctx.clone();
         for m in members.iter_mut().skip(1) {
             let (d0, dk) = (first.device(), m.ctx.device());
-            m.writes_first = dk.can_access_peer(&d0)? && d0.can_access_peer(&dk)?;
+            m.writes_first = peer && dk.can_access_peer(&d0)? && d0.can_access_peer(&dk)?;
             if m.writes_first {
                 m.ctx.enable_peer_access(&first)?;
                 first.enable_peer_access(&m.ctx)?;

@@ -347,3 +347,22 @@ fn meshes_refuse_bad_device_lists_and_join_streams() {
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn reductions_without_peer_access_copy_the_partials() {
+    let n = cudajit::device_count().unwrap();
+    let m = Mesh::without_peer_access(&(0..n).collect::<Vec<_>>()).unwrap();
+    assert!((1..n).all(|k| !m.has_peer_access_to_first(k)));
+    let mut rng = Rng::new();
+    for len in [5usize, 100_001] {
+        let h: Vec<i32> = rng.vec(len, |r| (r.next_u64() >> 40) as i32);
+        let x = ShardedArray::from_host(&m, &h).unwrap();
+        assert_eq!(
+            x.sum().unwrap(),
+            h.iter().fold(0i32, |a, &v| a.wrapping_add(v))
+        );
+        assert_eq!(x.max().unwrap(), *h.iter().max().unwrap());
+        assert_eq!(x.gather_to(n - 1).unwrap().to_vec().unwrap(), h);
+    }
+}
