@@ -221,6 +221,10 @@ cat > "$outdir/run.sh" << 'RUNNER'
 #                     purpose and check each one); SANITIZE_API_ERRORS=explicit shows them.
 #                     The benches, and the test that faults a kernel on purpose
 #                     (modules::kernel_fault_is_a_clear_error), are left out.
+#   --multi-gpu       the multi-GPU checks only: the gpu tests of peers, NCCL and sharded
+#                     arrays with CUDAJIT_TEST_MIN_DEVICES=2 (a machine with fewer than two
+#                     GPUs, or without NCCL, fails them instead of skipping), then the
+#                     multi_gpu example
 #   -- ARGS           more arguments for the test binaries (e.g. -- --nocapture)
 set -uo pipefail
 
@@ -231,6 +235,7 @@ tests_list=""
 examples_list=""
 timeout_s="${RUN_TIMEOUT:-900}"
 sanitize=""
+multi=0
 extra=()
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while (($#)); do
@@ -241,13 +246,22 @@ while (($#)); do
         --examples) examples_list="${2?--examples needs a list}"; shift ;;
         --timeout) timeout_s="${2?--timeout needs seconds}"; shift ;;
         --sanitize) sanitize="${2?--sanitize needs memcheck, racecheck, synccheck or initcheck}"; shift ;;
+        --multi-gpu) multi=1 ;;
         -h | --help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
-case "$only" in all | tests | examples | benches) ;; *) echo "run.sh: --only takes tests, examples or benches" >&2; exit 2 ;; esac
+multi_filters=()
+if ((multi)); then
+    export CUDAJIT_TEST_MIN_DEVICES=2
+    tests_list="${tests_list:-gpu}"
+    examples_list="${examples_list:-multi_gpu}"
+    [[ -n "$filter" ]] || multi_filters=(peer:: nccl:: sharded::)
+    [[ "$only" == all ]] && only=tests+examples
+fi
+case "$only" in all | tests | examples | benches | tests+examples) ;; *) echo "run.sh: --only takes tests, examples or benches" >&2; exit 2 ;; esac
 sanitizer=()
 sanitize_skips=()
 if [[ -n "$sanitize" ]]; then
@@ -358,7 +372,7 @@ if [[ "$only" == all || "$only" == tests || "$only" == tests+examples ]]; then
         [[ -e "$b" ]] || continue
         n="${b##*/}"
         in_list "${n#test-}" "$tests_list" || continue
-        run_one "$n" "$b" --include-ignored --test-threads=1 ${filter:+"$filter"} "${sanitize_skips[@]}" "${extra[@]}"
+        run_one "$n" "$b" --include-ignored --test-threads=1 ${filter:+"$filter"} "${multi_filters[@]}" "${sanitize_skips[@]}" "${extra[@]}"
     done
 fi
 if [[ "$only" == all || "$only" == examples || "$only" == tests+examples ]]; then
@@ -440,6 +454,8 @@ Options: bash run.sh --help
   --timeout N         per-binary time limit in seconds (default 900)
   --sanitize TOOL     under compute-sanitizer: memcheck (with --leak-check full), racecheck,
                       synccheck or initcheck
+  --multi-gpu         on a machine with two or more GPUs: the peer, NCCL and sharded-array
+                      tests (failing, not skipping, with fewer than two GPUs) and multi_gpu
   -- ARGS             more libtest arguments, e.g. -- --nocapture
 
 Test binaries run with the bundle folder as working directory and CUDAJIT_TEST_DATA pointing

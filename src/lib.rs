@@ -14,6 +14,10 @@
 //!   [`Function::launch`].
 //! - Profiler: [`profile_start`], [`profile_stop`], [`profiling`]; NVTX ranges and marks for
 //!   Nsight Systems in [`nvtx`] (loaded at run time; `CUDAJIT_NVTX=1` adds cudajit's own).
+//! - Several GPUs: [`sharded`] (a [`sharded::Mesh`] of devices and [`sharded::ShardedArray`]s
+//!   split over it, with elementwise kernels and reductions on every device at once), peer
+//!   access ([`Device::can_access_peer`], [`Context::enable_peer_access`]) and NCCL
+//!   collectives in [`nccl`] (loaded at run time).
 //! - Without a GPU: [`use_simulator`] (or `CUDAJIT_SIMULATOR=1`) runs everything on cudajit's
 //!   CPU simulator, which also reports out-of-bounds accesses, divergent barriers and
 //!   shared-memory races as [`Error::Fault`]; [`on_simulator`] says which backend runs.

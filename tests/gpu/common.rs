@@ -92,3 +92,28 @@ pub fn special_f32(rng: &mut Rng, n: usize) -> Vec<f32> {
 pub fn same_f32(got: f32, want: f32) -> bool {
     (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits()
 }
+
+/// The device count a multi-GPU run demands (`CUDAJIT_TEST_MIN_DEVICES`; 0 when unset).
+pub fn required_devices() -> usize {
+    std::env::var("CUDAJIT_TEST_MIN_DEVICES")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
+/// Whether this machine has `n` devices; prints why not when it has fewer. With
+/// `CUDAJIT_TEST_MIN_DEVICES=m` set (the multi-GPU run), a machine with fewer than `m` devices
+/// fails instead of skipping, so that a two-GPU run cannot pass by skipping.
+pub fn has_devices(n: usize) -> bool {
+    let count = cudajit::device_count().expect("device count");
+    if count >= n {
+        return true;
+    }
+    let required = required_devices();
+    assert!(
+        count >= required,
+        "CUDAJIT_TEST_MIN_DEVICES={required}, but this machine has {count} device(s)"
+    );
+    println!("skipping: needs {n} CUDA devices, this machine has {count}");
+    false
+}

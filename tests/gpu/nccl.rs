@@ -16,12 +16,14 @@ fn devices_with_nccl(n: usize) -> Option<Vec<Device>> {
         return None;
     }
     if let Err(e) = nccl::version() {
+        assert!(
+            crate::common::required_devices() < 2,
+            "a multi-GPU run (CUDAJIT_TEST_MIN_DEVICES) needs NCCL: {e}"
+        );
         println!("skipping: NCCL is not installed here: {e}");
         return None;
     }
-    let count = cudajit::device_count().expect("device count");
-    if count < n {
-        println!("skipping: needs {n} CUDA devices, this machine has {count}");
+    if !crate::common::has_devices(n) {
         return None;
     }
     Some((0..n).map(|i| Device::get(i).unwrap()).collect())

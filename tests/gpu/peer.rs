@@ -34,9 +34,7 @@ fn stream_waits_on_an_event_and_copies_stay_on_one_device() {
 
 /// Devices 0 and 1 with their contexts, or `None` (printing why) with fewer than two.
 fn two() -> Option<(Context, Context)> {
-    let n = cudajit::device_count().unwrap();
-    if n < 2 {
-        println!("skipping: needs two CUDA devices, this machine has {n}");
+    if !crate::common::has_devices(2) {
         return None;
     }
     Some((Context::new(0).unwrap(), Context::new(1).unwrap()))

@@ -12,6 +12,12 @@ use crate::common::{same_f32, special_f32, Rng};
 fn mesh() -> Mesh {
     let m = Mesh::all().expect("a mesh of every device");
     println!("mesh of {} device(s)", m.len());
+    let required = crate::common::required_devices();
+    assert!(
+        m.len() >= required,
+        "CUDAJIT_TEST_MIN_DEVICES={required}: a mesh of {} device(s)",
+        m.len()
+    );
     m
 }
 
