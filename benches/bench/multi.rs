@@ -456,6 +456,7 @@ impl Bench {
             let a = self.c(ShardedArray::<f32>::from_host(&mesh, &hx))?;
             let b = self.c(ShardedArray::<f32>::from_host(&mesh, &hy))?;
             let mut c = self.c(ShardedArray::<f32>::alloc(&mesh, n))?;
+            self.c(c.fill(f32::NAN))?; // poisoned: a stale buffer cannot pass the check
             let add =
                 Elementwise::<(Elem<f32>, Elem<f32>), Expr<f32>>::new("multi_add", |(x, y)| x + y)
                     .map_err(e)?;

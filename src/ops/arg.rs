@@ -31,12 +31,14 @@ use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
 /// The kernels of one argmin/argmax, in the order of [`ArgExtreme::kernels`].
-const KERNELS: [&str; 5] = ["full", "full_vec", "rows", "cols", "cols_final"];
+const KERNELS: [&str; 6] = ["full", "full_vec", "rows", "cols", "cols_final", "pick"];
 const FULL: usize = 0;
 const FULL_VEC: usize = 1;
 const ROWS: usize = 2;
 const COLS: usize = 3;
 const COLS_FINAL: usize = 4;
+/// A shard's candidate for a sharded argmin/argmax: its value and global index.
+const PICK: usize = 5;
 
 /// `argmin` (`largest == false`) or `argmax` for elements of `T`, kernels built on first use.
 pub(crate) struct ArgExtreme<T> {
@@ -82,6 +84,7 @@ impl<T: Scalar + Num> ArgExtreme<T> {
                 FULL | FULL_VEC => full::<T>(k, largest),
                 ROWS => rows::<T>(k, largest),
                 COLS => cols_partial::<T>(k, largest),
+                PICK => pick::<T>(k),
                 _ => cols_final::<T>(k, largest),
             })
         })
@@ -146,6 +149,54 @@ impl<T: Scalar + Num> ArgExtreme<T> {
                 buf.push_scalar(n as u64)
             })
         // Memory of `space` that is not the stream's own is freed in stream order.
+    }
+
+    /// Stores the value of `x` at the index found by [`run_into`](Self::run_into) at `idx` (in
+    /// `stream`'s device memory) at `val_out`, and that index plus `offset` at `idx_out` (both
+    /// addresses `stream`'s device may write: its own memory, or a peer's with peer access on).
+    /// A shard's candidate for a sharded argmin/argmax.
+    pub(crate) fn pick_raw<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        idx: u64,
+        offset: u64,
+        val_out: u64,
+        idx_out: u64,
+    ) -> Result<()> {
+        let ctx = stream.context();
+        self.kernel(PICK)?
+            .launch_with(stream, LaunchConfig::new(1, 32), |buf| {
+                buf.push_flat(x.context(), x.device_ptr(), x.len())?;
+                buf.push_flat(ctx, idx, 1)?;
+                buf.push_flat(ctx, val_out, 1)?;
+                buf.push_flat(ctx, idx_out, 1)?;
+                buf.push_scalar(offset)
+            })
+    }
+
+    /// Picks the first extreme of `m` candidates (values at `vals`, global indices at `idxs`,
+    /// in `stream`'s device memory, in order) and stores its index at `out`.
+    pub(crate) fn combine_raw(
+        &self,
+        stream: &Stream,
+        vals: u64,
+        idxs: u64,
+        m: usize,
+        out: u64,
+    ) -> Result<()> {
+        if m == 0 {
+            return Err(self.empty_error());
+        }
+        let ctx = stream.context();
+        self.kernel(COLS_FINAL)?
+            .launch_with(stream, LaunchConfig::new(1, 32), |buf| {
+                buf.push_flat(ctx, vals, m)?;
+                buf.push_flat(ctx, idxs, m)?;
+                buf.push_flat(ctx, out, 1)?;
+                buf.push_scalar(1u64)?;
+                buf.push_scalar(m as u64)
+            })
     }
 
     /// The index along `axis` of the first extreme element of every lane through that axis
@@ -448,6 +499,18 @@ fn cols_partial<T: Scalar + Num>(k: &KernelBuilder, largest: bool) {
         k.for_range(start + 1u64, stop, |_, j| best.offer(largest, at(j), j));
         vals.set(chunk * m + c, best.v.get());
         idxs.set(chunk * m + c, best.i.get());
+    });
+}
+
+/// A shard's candidate: its value at the index it found, and that index made global.
+/// Parameters: x, idx (one element), val out, idx out, offset.
+fn pick<T: Scalar + Num>(k: &KernelBuilder) {
+    let (x, idx) = (input::<T>(), input::<u64>());
+    let (vals, idxs, offset) = (output::<T>(), output::<u64>(), scalar::<u64>());
+    k.if_(k.grid1().lt(Expr::lit(1u64)), |_| {
+        let i = idx.at(Expr::lit(0u64));
+        vals.set(Expr::lit(0u64), x.at(i));
+        idxs.set(Expr::lit(0u64), i + offset);
     });
 }
 

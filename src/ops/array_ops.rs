@@ -181,8 +181,8 @@ pub struct ReduceKernels<T: ReduceScalar> {
     max: OnceLock<Result<Reduction<T, T, T>>>,
     sum_f64: OnceLock<Result<Reduction<T, f64, f64>>>,
     mean: OnceLock<Result<Reduction<T, f64, f64>>>,
-    argmin: ArgExtreme<T>,
-    argmax: ArgExtreme<T>,
+    pub(crate) argmin: ArgExtreme<T>,
+    pub(crate) argmax: ArgExtreme<T>,
 }
 
 /// Element types with cached reduction kernels.

@@ -3,7 +3,7 @@
 //! NumPy broadcasting, and the everyday operations on [`DeviceArray`](crate::DeviceArray) built on
 //! them ([`ArrayOps`]).
 
-mod arg;
+pub(crate) mod arg;
 mod array_ops;
 mod broadcast;
 pub(crate) mod elementwise;

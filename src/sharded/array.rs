@@ -234,14 +234,7 @@ impl<T: DeviceCopy, D: Dimension> ShardedArray<T, D> {
                 actual: vec![dst.len()],
             });
         }
-        let per_row = split::row_len(self.shape());
-        let mut rest = dst;
-        let mut jobs = Vec::with_capacity(self.shards.len());
-        for (k, (s, r)) in self.shards.iter().zip(&self.rows).enumerate() {
-            let (part, tail) = rest.split_at_mut(r.len() * per_row);
-            rest = tail;
-            jobs.push((k, s, part));
-        }
+        let jobs = self.with_host_parts(dst);
         let mesh = &self.mesh;
         run_per_device(
             jobs,
@@ -257,15 +250,9 @@ impl<T: DeviceCopy, D: Dimension> ShardedArray<T, D> {
 
     /// Copies the whole array to a new `Vec` in C order (after the work queued on the shards).
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let per_row = split::row_len(self.shape());
         let mesh = &self.mesh;
-        crate::memory::vec_filled_by(self.len(), |mut rest| {
-            let mut jobs = Vec::with_capacity(self.shards.len());
-            for (k, (s, r)) in self.shards.iter().zip(&self.rows).enumerate() {
-                let (part, tail) = rest.split_at_mut(r.len() * per_row);
-                rest = tail;
-                jobs.push((k, s, part));
-            }
+        crate::memory::vec_filled_by(self.len(), |all| {
+            let jobs = self.with_host_parts(all);
             run_per_device(
                 jobs,
                 self.len() * std::mem::size_of::<T>(),
@@ -277,6 +264,23 @@ impl<T: DeviceCopy, D: Dimension> ShardedArray<T, D> {
                 },
             )
         })
+    }
+
+    /// Host memory for the whole array (C order) cut into each shard's part: (device index,
+    /// shard, its part), in mesh order.
+    #[allow(clippy::type_complexity)]
+    fn with_host_parts<'a, E>(
+        &'a self,
+        mut rest: &'a mut [E],
+    ) -> Vec<(usize, &'a DeviceArray<T, D>, &'a mut [E])> {
+        let per_row = split::row_len(self.shape());
+        let mut jobs = Vec::with_capacity(self.shards.len());
+        for (k, (s, r)) in self.shards.iter().zip(&self.rows).enumerate() {
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * per_row);
+            rest = tail;
+            jobs.push((k, s, part));
+        }
+        jobs
     }
 
     /// Copies the whole array to a new ndarray `Array` of its shape.

@@ -22,6 +22,7 @@
 //!
 //! On the simulator, `CUDAJIT_SIM_DEVICES=N` simulates N devices.
 
+mod arg;
 mod array;
 mod ew;
 mod mesh;

@@ -372,3 +372,65 @@ fn reductions_without_peer_access_copy_the_partials() {
         assert_eq!(x.gather_to(n - 1).unwrap().to_vec().unwrap(), h);
     }
 }
+
+/// NumPy's argmax/argmin: the first extreme, the first NaN if any.
+fn host_arg(x: &[f32], largest: bool) -> u64 {
+    let mut best = 0;
+    for i in 1..x.len() {
+        let (a, b) = (x[i], x[best]);
+        if b.is_nan() {
+            break;
+        }
+        if a.is_nan() || (largest && a > b) || (!largest && a < b) {
+            best = i;
+        }
+    }
+    best as u64
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn argmin_argmax_find_the_first_extreme_across_shards() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    for n in [1usize, 2, 3, 1001, 65_537] {
+        // Few distinct values: ties across shards, so "first" matters.
+        let mut h: Vec<f32> = rng.vec(n, |r| (r.next_u64() % 7) as f32 - 3.0);
+        for pass in 0..3 {
+            if pass == 1 {
+                let i = (rng.next_u64() as usize) % n;
+                h[i] = f32::NAN; // a NaN somewhere: it is the extreme
+            }
+            if pass == 2 {
+                h[n - 1] = f32::NAN; // and one in the last shard (the first one still wins)
+            }
+            let x = ShardedArray::from_host(&m, &h).unwrap();
+            assert_eq!(x.argmax().unwrap(), host_arg(&h, true), "n={n} pass {pass}");
+            assert_eq!(
+                x.argmin().unwrap(),
+                host_arg(&h, false),
+                "n={n} pass {pass}"
+            );
+            let mut o = m.context(0).alloc::<u64, _>(1).unwrap();
+            o.fill(u64::MAX).unwrap();
+            x.argmax_into(&mut o).unwrap();
+            assert_eq!(o.to_vec_async(m.stream(0)).unwrap()[0], host_arg(&h, true));
+        }
+    }
+    // A 2-D array: flat C-order indices.
+    let h2: Vec<i32> = rng.vec(6 * 5, |r| (r.next_u64() % 1000) as i32);
+    let x2 =
+        ShardedArray::from_host(&m, &Array2::from_shape_vec((6, 5), h2.clone()).unwrap()).unwrap();
+    let want = h2
+        .iter()
+        .enumerate()
+        .max_by_key(|&(i, v)| (*v, std::cmp::Reverse(i)))
+        .unwrap()
+        .0;
+    assert_eq!(x2.argmax().unwrap(), want as u64);
+    let empty = ShardedArray::from_host(&m, &Vec::<f32>::new()).unwrap();
+    assert!(empty.argmax().unwrap_err().to_string().contains("empty"));
+    let nopeer = Mesh::without_peer_access(&(0..m.len()).collect::<Vec<_>>()).unwrap();
+    let y = ShardedArray::from_host(&nopeer, &h2).unwrap();
+    assert_eq!(y.argmax().unwrap(), want as u64, "without peer access");
+}

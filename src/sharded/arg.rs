@@ -1,0 +1,119 @@
+//! `argmin` / `argmax` of sharded arrays: every device finds its shard's first extreme and
+//! leaves the value and its global index in the first device's memory; the first device picks
+//! the first extreme of those candidates in shard order (a NaN counts as the extreme, as in
+//! NumPy and the one-device [`ReduceOps::argmax`](crate::ops::ReduceOps::argmax)).
+
+use ndarray::{Dimension, Ix1};
+
+use super::array::ShardedArray;
+use super::split;
+use crate::error::{Error, Result};
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
+use crate::ops::arg::ArgExtreme;
+use crate::ops::ReduceScalar;
+
+impl<T: ReduceScalar, D: Dimension> ShardedArray<T, D> {
+    /// The flat (C-order) index of the first largest element (the first NaN if any), returned
+    /// to the host; an error for an empty array.
+    pub fn argmax(&self) -> Result<u64> {
+        self.arg_to_host(&T::reductions().argmax, "argmax")
+    }
+
+    /// The flat index of the first smallest element (the first NaN if any).
+    pub fn argmin(&self) -> Result<u64> {
+        self.arg_to_host(&T::reductions().argmin, "argmin")
+    }
+
+    /// [`argmax`](Self::argmax) into `out`, a one-element array on the mesh's first device (no
+    /// host wait).
+    pub fn argmax_into<O: DeviceSliceMut<u64> + ?Sized>(&self, out: &mut O) -> Result<()> {
+        self.arg_into(&T::reductions().argmax, "argmax", out)
+    }
+
+    /// [`argmin`](Self::argmin) into `out`, a one-element array on the mesh's first device.
+    pub fn argmin_into<O: DeviceSliceMut<u64> + ?Sized>(&self, out: &mut O) -> Result<()> {
+        self.arg_into(&T::reductions().argmin, "argmin", out)
+    }
+
+    fn arg_to_host(&self, k: &ArgExtreme<T>, op: &str) -> Result<u64> {
+        let s0 = self.mesh().stream(0);
+        let mut out = DeviceArray::<u64, Ix1>::alloc_ordered(s0, Ix1(1))?;
+        self.arg_into(k, op, &mut out)?;
+        Ok(out.to_vec_async(s0)?[0])
+    }
+
+    fn arg_into<O: DeviceSliceMut<u64> + ?Sized>(
+        &self,
+        k: &ArgExtreme<T>,
+        op: &str,
+        out: &mut O,
+    ) -> Result<()> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: sharded {op}"));
+        if self.is_empty() {
+            return Err(Error::usage(format!(
+                "{op} of an empty array has no value; check the length first"
+            )));
+        }
+        if out.len() != 1 {
+            return Err(Error::Shape {
+                op: "ShardedArray::argmin/argmax_into (a one-element output)",
+                expected: vec![1],
+                actual: out.shape().to_vec(),
+            });
+        }
+        let mesh = self.mesh();
+        mesh.context(0).check_same(
+            out.context(),
+            "the output array (it must be on the mesh's first device)",
+        )?;
+        let (n, size) = (mesh.len(), std::mem::size_of::<T>());
+        let per_row = split::row_len(self.shape()) as u64;
+        let used: Vec<usize> = (0..n).filter(|&j| !self.shards()[j].is_empty()).collect();
+        let mut slots = mesh.partials();
+        // Candidates' values in the first half of the slots, their indices in the second.
+        let (val_at, idx_at) = (
+            |i: usize| slots.slot(i, size),
+            |i: usize| slots.slot(n + i, 8),
+        );
+        for (i, &j) in used.iter().enumerate().rev() {
+            let (stream, shard) = (mesh.stream(j), &self.shards()[j]);
+            let offset = self.rows(j).start as u64 * per_row;
+            slots.wait_free(mesh, j)?;
+            let local = DeviceArray::<u64, Ix1>::alloc_ordered(stream, Ix1(2))?;
+            k.run_into(stream, shard, local.device_ptr())?;
+            if j == 0 || mesh.has_peer_access_to_first(j) {
+                k.pick_raw(
+                    stream,
+                    shard,
+                    local.device_ptr(),
+                    offset,
+                    val_at(i),
+                    idx_at(i),
+                )?;
+            } else {
+                // The candidate on this device (value, then index), copied to the first.
+                let (v, x) = (local.device_ptr() + 8, local.device_ptr());
+                k.pick_raw(stream, shard, x, offset, v, x)?;
+                for (dst, src, bytes) in [(val_at(i), v, size), (idx_at(i), x, 8)] {
+                    crate::memory::transfer::peer(
+                        mesh.context(0),
+                        dst,
+                        mesh.context(j),
+                        src,
+                        bytes,
+                        Some(stream),
+                    )?;
+                }
+            }
+        }
+        mesh.join(0, used.iter().copied().filter(|&j| j != 0))?;
+        k.combine_raw(
+            mesh.stream(0),
+            val_at(0),
+            idx_at(0),
+            used.len(),
+            out.device_ptr(),
+        )?;
+        slots.release(mesh)
+    }
+}
