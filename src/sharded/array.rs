@@ -25,7 +25,9 @@ const PARALLEL_COPY_BYTES: usize = 16 << 20;
 /// to the host or to one device.
 ///
 /// Operations queue each shard's work on its device's mesh stream and return at once; those
-/// that return host values wait. Elementwise operations
+/// that return host values wait. The shards are allocated in their mesh stream's order
+/// (`cuMemAllocAsync`): work on other streams that uses a shard must be ordered with that
+/// stream (the synchronous calls are, see [`Mesh`]). Elementwise operations
 /// ([`Elementwise::apply_sharded`](crate::ops::Elementwise::apply_sharded)) run shard by shard;
 /// reductions ([`sum`](ShardedArray::sum) and friends) reduce every shard on its device, then
 /// combine the partial results on the first device.

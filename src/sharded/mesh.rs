@@ -15,6 +15,10 @@ use crate::stream::{Stream, StreamOptions};
 /// An ordered set of distinct devices with one stream each: where a
 /// [`ShardedArray`](super::ShardedArray) lives (shard `k` on device `k` of the mesh).
 ///
+/// The streams are blocking streams (not `CU_STREAM_NON_BLOCKING`): the synchronous calls of
+/// cudajit, which use the legacy default stream, wait for the work queued on them, so a
+/// [`gather_to`](super::ShardedArray::gather_to) result may be read with `to_vec()`.
+///
 /// Operations on sharded arrays are queued on the mesh's streams from the calling thread and
 /// return without waiting (except those that return values to the host): every device works
 /// at once. Work that combines the shards (a reduction's last step, a gather) is queued on one
@@ -83,8 +87,11 @@ impl Mesh {
         let mut events = Vec::with_capacity(ordinals.len());
         for &o in ordinals {
             let ctx = Device::get(o)?.primary_context()?;
+            // Blocking streams: the synchronous calls (`to_vec()`, `fill()` on an array, which
+            // run on the legacy default stream) are ordered after the mesh's work, and it after
+            // them, so mixing them with sharded operations is safe.
             let stream = ctx.new_stream_with(StreamOptions {
-                non_blocking: true,
+                non_blocking: false,
                 priority: 0,
             })?;
             events.push(ctx.new_event_with(false, false)?);
