@@ -104,6 +104,54 @@ impl Bench {
         Ok((Devices { ctxs, streams }, note.into()))
     }
 
+    /// Times `f` the way the torch.distributed rows are timed: per repetition each stream's own
+    /// span (an event before `f` and one after, on that stream; no wait between the streams
+    /// other than what `f` itself queues), and the repetition's time is the slowest stream's.
+    pub(crate) fn time_per_device(
+        &self,
+        streams: &[&Stream],
+        warmup: usize,
+        reps: usize,
+        f: &mut dyn FnMut() -> cudajit::Result<()>,
+    ) -> Res<Vec<f64>> {
+        let mut run = || -> cudajit::Result<Vec<f64>> {
+            for _ in 0..warmup {
+                f()?;
+            }
+            for s in streams {
+                s.synchronize()?;
+            }
+            let mut evs = Vec::with_capacity(reps);
+            for _ in 0..reps {
+                let mut per = Vec::with_capacity(streams.len());
+                for s in streams {
+                    per.push((s.context().new_event()?, s.context().new_event()?));
+                }
+                evs.push(per);
+            }
+            for per in &evs {
+                for (s, (start, _)) in streams.iter().zip(per) {
+                    start.record(s)?;
+                }
+                f()?;
+                for (s, (_, end)) in streams.iter().zip(per) {
+                    end.record(s)?;
+                }
+            }
+            for s in streams {
+                s.synchronize()?;
+            }
+            evs.iter()
+                .map(|per| {
+                    per.iter().try_fold(0f64, |m, (s, e)| {
+                        cudajit::elapsed_ms(s, e).map(|t| m.max(t as f64))
+                    })
+                })
+                .collect()
+        };
+        self.c(run())
+    }
+
     /// Times `f`, which enqueues work on some of `streams` (`streams[0]` on device 0, the others
     /// on other devices), as one span across the devices: per repetition, a start event on
     /// `streams[0]` that every other stream waits on, `f`, then each other stream's end recorded
@@ -448,6 +496,18 @@ impl Bench {
                 .note(format!(
                     "relative error {rel:.1e}; span across the mesh's streams"
                 ))
+                .emit();
+            let t =
+                self.time_per_device(&streams, self.opts.warmup, self.opts.reps, &mut || {
+                    x.sum_into(&mut out)
+                })?;
+            Rec::new("sum_sharded", &label[0])
+                .imp("cudajit-diag")
+                .variant("ShardedArray::sum_into, timed per device as torch.distributed is")
+                .times(&t)
+                .bytes(n * 4)
+                .devices(mesh.len())
+                .note("per repetition the slower device's own span (its events around the call)")
                 .emit();
         }
         if self.opts.selected("add_sharded") {
