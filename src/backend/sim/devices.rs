@@ -4,7 +4,7 @@
 //! Every device is the same (the host's cores and memory); each has its own primary context
 //! handle, memory accounting, default memory pool and limits. All pairs of distinct devices
 //! can be peers (as on an NVLink machine); a kernel reaches another device's memory only once
-//! its context enabled peer access to that device (checked at launch, `mod.rs`).
+//! its context enabled peer access to that device (checked at launch, `launch.rs`).
 
 use std::cell::Cell;
 

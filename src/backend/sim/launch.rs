@@ -4,12 +4,16 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use cudajit_sys as sys;
 use parking_lot::Mutex;
 
 use super::block::Block;
 use super::fault::Fault;
+use super::functions::max_threads;
+use super::{bad_handle, err, graph, invalid, Simulator};
 use crate::codegen::ir::{FunctionIr, Param};
 use crate::codegen::ScalarTy;
+use crate::error::{Error, Result};
 
 /// An array argument: its address, extents and element type.
 #[derive(Debug, Clone)]
@@ -178,4 +182,56 @@ fn race_checks_enabled() -> bool {
         !std::env::var("CUDAJIT_SIM_RACECHECK")
             .is_ok_and(|v| matches!(v.trim(), "0" | "off" | "false" | "no"))
     })
+}
+
+/// The simulator's side of a kernel launch (the `Backend` method delegates here).
+impl Simulator {
+    pub(super) unsafe fn sim_launch_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        let call = "cuLaunchKernel";
+        let (ir, max_dynamic, dev) = {
+            let h = self.handles.lock();
+            let st = h
+                .functions
+                .get(&(f as usize))
+                .ok_or_else(|| bad_handle(call))?;
+            // As the driver: the function is of the current context, and so is the stream.
+            if st.dev != self.current_device() {
+                return Err(err(call, sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
+            }
+            if st.dev != self.stream_device(&h, stream) {
+                return Err(bad_handle(call));
+            }
+            (st.ir.clone(), st.max_dynamic, st.dev)
+        };
+        let node = || {
+            // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
+            unsafe { graph::kernel_node(&ir, f, grid, block, shared_mem_bytes, params) }
+        };
+        if self.recorded(Some(stream), node) {
+            return Ok(());
+        }
+        let threads = block.iter().map(|&b| b as u64).product::<u64>();
+        if threads == 0 || threads > max_threads(&ir) as u64 || grid.contains(&0) {
+            return Err(invalid(call));
+        }
+        if shared_mem_bytes as i64 > max_dynamic as i64 {
+            return Err(err(call, sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
+        // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
+        let l = unsafe { Launch::new(&ir, grid, block, shared_mem_bytes as usize, params) };
+        self.check_arrays(&ir, &l, dev)?;
+        l.run(self.workers).map_err(|fault| Error::Fault {
+            kernel: ir.name.clone(),
+            kind: fault.kind,
+            message: fault.message,
+        })
+    }
 }

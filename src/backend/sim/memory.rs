@@ -5,8 +5,13 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
+use std::ffi::c_void;
+
+use cudajit_sys as sys;
 
 use super::devices::MAX_DEVICES;
+use super::{invalid, Simulator};
+use crate::error::Result;
 
 /// Alignment of every allocation (as `cuMemAlloc`'s).
 const ALIGN: usize = 256;
@@ -129,4 +134,62 @@ pub(super) fn host_memory() -> usize {
             Some(kib * 1024)
         })
         .unwrap_or(16 << 30)
+}
+
+/// The simulator's stream-ordered and managed memory calls, and pinned memory's device
+/// pointers (the `Backend` methods delegate here).
+impl Simulator {
+    pub(super) unsafe fn sim_mem_alloc_async(
+        &self,
+        bytes: usize,
+        stream: sys::CUstream,
+    ) -> Result<sys::CUdeviceptr> {
+        // From the default pool of the stream's device.
+        let dev = self.stream_device(&self.handles.lock(), stream);
+        let p = self.alloc(bytes, Kind::Device, dev, "cuMemAllocAsync")?;
+        self.pool_add(dev, p, bytes as u64);
+        Ok(p)
+    }
+
+    pub(super) unsafe fn sim_mem_free_async(
+        &self,
+        ptr: sys::CUdeviceptr,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        if let Some((_, memory)) = self.graphs.lock().capturing.get_mut(&(stream as usize)) {
+            // Freed with the graph (its launches use the memory).
+            memory.push(ptr);
+            return Ok(());
+        }
+        self.free(ptr, Some(Kind::Device), "cuMemFreeAsync")?;
+        self.pool_remove(ptr);
+        Ok(())
+    }
+
+    pub(super) unsafe fn sim_mem_prefetch(
+        &self,
+        ptr: sys::CUdeviceptr,
+        bytes: usize,
+        to_host: bool,
+        dev: sys::CUdevice,
+        _stream: sys::CUstream,
+    ) -> Result<()> {
+        if !to_host {
+            self.check_device(dev, "cuMemPrefetchAsync_v2")?;
+        }
+        match self.mem.lock().find(ptr, bytes as u64) {
+            Some(a) if a.kind == Kind::Managed => Ok(()),
+            _ => Err(invalid("cuMemPrefetchAsync_v2")),
+        }
+    }
+
+    pub(super) unsafe fn sim_host_device_pointer(
+        &self,
+        ptr: *mut c_void,
+    ) -> Result<sys::CUdeviceptr> {
+        match self.mem.lock().find(ptr as u64, 1) {
+            Some(a) if a.kind == Kind::Host => Ok(ptr as u64),
+            _ => Err(invalid("cuMemHostGetDevicePointer_v2")),
+        }
+    }
 }

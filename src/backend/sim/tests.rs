@@ -1,4 +1,6 @@
 //! Unit tests of the simulator backend called directly (not through the safe API).
+use std::ffi::c_void;
+
 use super::*;
 use crate::codegen::{Expr, Kernel};
 use crate::error::FaultKind;

@@ -1,0 +1,126 @@
+//! The driver backend's kernel function calls: attributes, occupancy, and launches.
+
+use std::ffi::c_void;
+
+use cudajit_sys as sys;
+
+use super::CudaDriver;
+use crate::error::{check, Result};
+
+// SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
+// that the callers (the safe types) keep alive, as each method's contract states.
+impl CudaDriver {
+    pub(super) unsafe fn cu_func_attribute(
+        &self,
+        f: sys::CUfunction,
+        attr: sys::CUfunction_attribute,
+    ) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: valid out-pointer; a live function.
+        unsafe { drv!(cuFuncGetAttribute(&mut v, attr, f)) }?;
+        Ok(v)
+    }
+
+    pub(super) unsafe fn cu_func_set_attribute(
+        &self,
+        f: sys::CUfunction,
+        attr: sys::CUfunction_attribute,
+        value: i32,
+    ) -> Result<()> {
+        // SAFETY: a live function; the driver validates the value.
+        unsafe { drv!(cuFuncSetAttribute(f, attr, value)) }
+    }
+
+    pub(super) unsafe fn cu_occupancy_max_potential_block_size(
+        &self,
+        f: sys::CUfunction,
+        dynamic_smem: usize,
+        block_limit: i32,
+    ) -> Result<(i32, i32)> {
+        let (mut grid, mut block) = (0, 0);
+        // SAFETY: valid out-pointers; a live function; no callback.
+        unsafe {
+            drv!(cuOccupancyMaxPotentialBlockSize(
+                &mut grid,
+                &mut block,
+                f,
+                None,
+                dynamic_smem,
+                block_limit
+            ))
+        }?;
+        Ok((grid, block))
+    }
+
+    pub(super) unsafe fn cu_occupancy_max_active_blocks(
+        &self,
+        f: sys::CUfunction,
+        block: i32,
+        dynamic_smem: usize,
+    ) -> Result<i32> {
+        let mut n = 0;
+        // SAFETY: valid out-pointer; a live function.
+        unsafe {
+            drv!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut n,
+                f,
+                block,
+                dynamic_smem
+            ))
+        }?;
+        Ok(n)
+    }
+
+    pub(super) unsafe fn cu_launch_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: the caller passes one pointer per kernel parameter, each to a live value.
+        unsafe {
+            drv!(cuLaunchKernel(
+                f,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared_mem_bytes,
+                stream,
+                params,
+                std::ptr::null_mut(),
+            ))
+        }
+    }
+
+    pub(super) unsafe fn cu_launch_cooperative_kernel(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: the caller passes one pointer per kernel parameter, each to a live value.
+        unsafe {
+            drv!(cuLaunchCooperativeKernel(
+                f,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared_mem_bytes,
+                stream,
+                params,
+            ))
+        }
+    }
+}

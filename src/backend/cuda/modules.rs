@@ -1,0 +1,205 @@
+//! The driver backend's module calls: loading images (through the JIT for PTX), linking,
+//! looking up functions and globals, and the JIT compiler's logs.
+
+use std::ffi::{c_void, CStr};
+
+use cudajit_sys as sys;
+
+use super::CudaDriver;
+use crate::error::{check, Error, Result};
+
+/// A JIT log buffer's text (up to the first NUL).
+fn log_text(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Bytes reserved for each of the JIT compiler's error and info logs.
+const JIT_LOG_BYTES: usize = 64 * 1024;
+
+/// `Ok(None)` for `CUDA_ERROR_NOT_FOUND`, else the call's outcome.
+fn found(res: Result<()>) -> Result<Option<()>> {
+    match res {
+        Ok(()) => Ok(Some(())),
+        Err(e)
+            if e.driver_code()
+                .is_some_and(|c| c.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+// SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
+// that the callers (the safe types) keep alive, as each method's contract states.
+impl CudaDriver {
+    pub(super) unsafe fn cu_module_load(
+        &self,
+        image: *const c_void,
+        kind: &str,
+    ) -> Result<(sys::CUmodule, String)> {
+        let mut m = std::ptr::null_mut();
+        if kind == "cubin" {
+            // Machine code: no JIT, so no logs to collect (and no 128 KiB of log buffers to
+            // clear on the cached-kernel path).
+            // SAFETY: the caller passes a valid, aligned cubin image.
+            unsafe { drv!(cuModuleLoadData(&mut m, image)) }?;
+            return Ok((m, String::new()));
+        }
+        let mut logs = JitLogs::new();
+        let (mut options, mut values, n) = logs.options();
+        // SAFETY: the caller passes a valid image; the option arrays have `n` valid entries and
+        // the log buffers outlive the call.
+        let res = unsafe {
+            drv!(cuModuleLoadDataEx(
+                &mut m,
+                image,
+                n,
+                options.as_mut_ptr(),
+                values.as_mut_ptr()
+            ))
+        };
+        match res {
+            Ok(()) => Ok((m, log_text(&logs.info))),
+            Err(e) => Err(logs.jit_error(e, &format!("loading a {kind} image"))),
+        }
+    }
+
+    pub(super) fn cu_link(
+        &self,
+        inputs: &[crate::backend::LinkInput<'_>],
+    ) -> Result<(Vec<u8>, String)> {
+        let mut logs = JitLogs::new();
+        let (mut options, mut values, n) = logs.options();
+        let mut state: sys::CUlinkState = std::ptr::null_mut();
+        // SAFETY: the option arrays have `n` valid entries; the log buffers outlive the link
+        // state (destroyed below before `logs` is dropped).
+        unsafe {
+            drv!(cuLinkCreate_v2(
+                n,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+                &mut state
+            ))
+        }?;
+        let linked = (|| {
+            for input in inputs {
+                // SAFETY: a live link state; the data outlives the call (the driver copies it).
+                unsafe {
+                    drv!(cuLinkAddData_v2(
+                        state,
+                        input.kind,
+                        input.data.as_ptr().cast_mut().cast(),
+                        input.data.len(),
+                        input.name.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut()
+                    ))
+                }?;
+            }
+            let (mut cubin, mut size) = (std::ptr::null_mut(), 0usize);
+            // SAFETY: a live link state; valid out-pointers.
+            unsafe { drv!(cuLinkComplete(state, &mut cubin, &mut size)) }?;
+            // SAFETY: the driver's cubin is `size` bytes, valid until the state is destroyed.
+            Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
+        })();
+        // SAFETY: created above, destroyed once.
+        let destroyed = unsafe { drv!(cuLinkDestroy(state)) };
+        let cubin = linked.map_err(|e| logs.jit_error(e, "linking"))?;
+        destroyed?;
+        Ok((cubin, log_text(&logs.info)))
+    }
+
+    pub(super) unsafe fn cu_module_unload(&self, m: sys::CUmodule) -> Result<()> {
+        // SAFETY: the caller unloads its own module once.
+        unsafe { drv!(cuModuleUnload(m)) }
+    }
+
+    pub(super) unsafe fn cu_module_function(
+        &self,
+        m: sys::CUmodule,
+        name: &CStr,
+    ) -> Result<Option<sys::CUfunction>> {
+        let mut f = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; a live module; a NUL-terminated name.
+        let res = unsafe { drv!(cuModuleGetFunction(&mut f, m, name.as_ptr())) };
+        Ok(found(res)?.map(|()| f))
+    }
+
+    pub(super) unsafe fn cu_module_global(
+        &self,
+        m: sys::CUmodule,
+        name: &CStr,
+    ) -> Result<Option<(sys::CUdeviceptr, usize)>> {
+        let (mut p, mut b) = (0, 0);
+        // SAFETY: valid out-pointers; a live module; a NUL-terminated name.
+        let res = unsafe { drv!(cuModuleGetGlobal_v2(&mut p, &mut b, m, name.as_ptr())) };
+        Ok(found(res)?.map(|()| (p, b)))
+    }
+}
+
+/// The JIT compiler's error and info log buffers, and the options that pass them (with the
+/// optimisation level when `CUDAJIT_JIT_OPT_LEVEL` sets one).
+struct JitLogs {
+    error: Vec<u8>,
+    info: Vec<u8>,
+}
+
+impl JitLogs {
+    fn new() -> JitLogs {
+        JitLogs {
+            error: vec![0u8; JIT_LOG_BYTES],
+            info: vec![0u8; JIT_LOG_BYTES],
+        }
+    }
+
+    /// The option names, values and count (the values point into `self`'s buffers).
+    fn options(&mut self) -> ([sys::CUjit_option; 5], [*mut c_void; 5], u32) {
+        let level = jit_opt_level();
+        let options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
+        ];
+        let values = [
+            self.error.as_mut_ptr().cast::<c_void>(),
+            JIT_LOG_BYTES as *mut c_void,
+            self.info.as_mut_ptr().cast::<c_void>(),
+            JIT_LOG_BYTES as *mut c_void,
+            level.unwrap_or(4) as usize as *mut c_void,
+        ];
+        // The optimisation level only when asked for (the driver's default is 4).
+        let n = options.len() as u32 - u32::from(level.is_none());
+        (options, values, n)
+    }
+
+    /// A driver error as `Error::Jit` with the error log (or a note that there is none).
+    fn jit_error(&self, e: Error, doing: &str) -> Error {
+        match e {
+            Error::Driver { code, .. } => {
+                let mut log = log_text(&self.error);
+                if log.trim().is_empty() {
+                    log = format!("(no log; {doing})");
+                }
+                Error::Jit { code, log }
+            }
+            e => e,
+        }
+    }
+}
+
+/// The driver JIT's optimisation level for PTX (`CUDAJIT_JIT_OPT_LEVEL`, 0 to 4; unset: the
+/// driver's default, 4). Read once.
+fn jit_opt_level() -> Option<u32> {
+    static LEVEL: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        std::env::var("CUDAJIT_JIT_OPT_LEVEL")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|l| *l <= 4)
+    })
+}

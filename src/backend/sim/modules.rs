@@ -1,0 +1,78 @@
+//! Modules on the simulator: a module is a kernel's IR (`Backend::module_load_ir`) with one
+//! function; PTX, cubin and fatbin images cannot be loaded.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+
+use cudajit_sys as sys;
+
+use super::functions::static_shared;
+use super::{bad_handle, FuncState, Simulator, SHARED_PER_BLOCK};
+use crate::codegen::ir::FunctionIr;
+use crate::error::{Error, Result};
+
+impl Simulator {
+    pub(super) unsafe fn sim_module_load(
+        &self,
+        _image: *const c_void,
+        kind: &str,
+    ) -> Result<(sys::CUmodule, String)> {
+        Err(Error::usage(format!(
+            "loading a {kind} image is not supported on the simulator (CUDAJIT_SIMULATOR=1): it \
+             runs kernels built with cudajit's builder (Kernel, Elementwise, the array \
+             operations), not PTX or machine code; run on a GPU to load {kind}"
+        )))
+    }
+
+    pub(super) fn sim_module_load_ir(&self, ir: Arc<FunctionIr>) -> Result<sys::CUmodule> {
+        let dev = self.current_device();
+        let mut h = self.handles.lock();
+        let m = h.make();
+        h.modules.insert(m, (ir, dev));
+        Ok(m as sys::CUmodule)
+    }
+
+    pub(super) unsafe fn sim_module_unload(&self, m: sys::CUmodule) -> Result<()> {
+        let mut h = self.handles.lock();
+        match h.modules.remove(&(m as usize)) {
+            Some(_) => {
+                h.functions.retain(|_, f| f.module != m as usize);
+                Ok(())
+            }
+            None => Err(bad_handle("cuModuleUnload")),
+        }
+    }
+
+    pub(super) unsafe fn sim_module_function(
+        &self,
+        m: sys::CUmodule,
+        name: &CStr,
+    ) -> Result<Option<sys::CUfunction>> {
+        let mut h = self.handles.lock();
+        let (ir, dev) = h
+            .modules
+            .get(&(m as usize))
+            .ok_or_else(|| bad_handle("cuModuleGetFunction"))?
+            .clone();
+        if name.to_bytes() != ir.name.as_bytes() {
+            return Ok(None);
+        }
+        // One function per module: a module loaded twice from one IR (two threads loading one
+        // kernel at once) has its own, which outlives the other module's unload.
+        if let Some((&f, _)) = h.functions.iter().find(|(_, f)| f.module == m as usize) {
+            return Ok(Some(f as sys::CUfunction));
+        }
+        let f = h.make();
+        let max_dynamic = SHARED_PER_BLOCK - static_shared(&ir) as i32;
+        h.functions.insert(
+            f,
+            FuncState {
+                ir,
+                module: m as usize,
+                dev,
+                max_dynamic: max_dynamic.max(0),
+            },
+        );
+        Ok(Some(f as sys::CUfunction))
+    }
+}
