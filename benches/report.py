@@ -166,6 +166,10 @@ def bar(row, copy_gbs):
         if c < 1:
             misses.append("%.2fx cupy" % c)
     elif w in ("row_sum", "col_sum"):
+        # The bar (docs/ANCHORS): at least the best peer, and 90% of the copy rate.
+        b = row.ratio()
+        if b is not None and b < 1:
+            misses.append("%.2fx the best peer" % b)
         if pct is None:
             return "- (no copy rate)"
         if pct < 90:

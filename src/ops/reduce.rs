@@ -9,7 +9,8 @@
 //! also shortens the rounding chains), combines its threads in shared memory (the last five
 //! steps within one warp) and stores its partial; the last block to finish (counted with an
 //! atomic increment on the stream's workspace) combines the partials. Axis reductions: the
-//! last axis is reduced by one block per row; other axes by one thread per output element
+//! last axis is reduced by one block per row (four vector loads in flight per thread, as the
+//! whole-array pass); other axes by one thread per output element
 //! walking the reduced axis in coalesced steps, split into row chunks across blocks when
 //! there are few outputs, then a second pass.
 
@@ -628,19 +629,7 @@ fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
     // This thread's vectors: first, first + step, ... below end; `unroll` independent loads
     // per iteration keep enough bytes in flight, then the remaining vectors one by one.
     let (first, step, end) = thread_vectors(k, nv);
-    let unroll = tuning().unroll as u64;
-    let count = select(first.lt(end), (end - first + step - 1u64) / step, 0u64);
-    let batches = count / unroll * unroll;
-    k.for_step(0u64, batches, unroll, |_, b| {
-        let j = first + b * step;
-        let loads: Vec<[Expr<T>; W]> = (0..unroll)
-            .map(|u| x.load_lanes::<W>(j + step * u))
-            .collect();
-        loads.into_iter().for_each(add);
-    });
-    k.for_range(batches, count, |_, b| {
-        add(x.load_lanes::<W>(first + b * step))
-    });
+    strided_loads(k, first, step, end, |j| x.load_lanes::<W>(j), add);
     // The tail: at most W - 1 elements, one per thread.
     let t = nv * W as u64 + k.grid1();
     k.if_(t.lt(n), |_| {
@@ -660,6 +649,28 @@ fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
         let r = block_reduce(k, acc.get(), combine);
         k.if_(tid.eq(0u32), |_| out.set(0u32, post(r, n)));
     });
+}
+
+/// Calls `add` with `load(j)` for this thread's vector indices `j = first, first + step, ...`
+/// below `end`, in that order: the tuning's `unroll` independent loads per iteration (enough
+/// bytes in flight), then the remaining vectors one by one.
+fn strided_loads<V>(
+    k: &KernelBuilder,
+    first: Expr<u64>,
+    step: Expr<u64>,
+    end: Expr<u64>,
+    load: impl Fn(Expr<u64>) -> V,
+    add: impl Fn(V),
+) {
+    let unroll = tuning().unroll as u64;
+    let count = select(first.lt(end), (end - first + step - 1u64) / step, 0u64);
+    let batches = count / unroll * unroll;
+    k.for_step(0u64, batches, unroll, |_, b| {
+        let j = first + b * step;
+        let loads: Vec<V> = (0..unroll).map(|u| load(j + step * u)).collect();
+        loads.into_iter().for_each(&add);
+    });
+    k.for_range(batches, count, |_, b| add(load(first + b * step)));
 }
 
 /// Declares the launch bounds of the whole-array kernels ([`BLOCK`] threads, the tuning's
@@ -719,12 +730,13 @@ fn rows<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
     let end = select(row.lt(rows), r / W as u64, 0u64);
     // With W > 1, `r` is a multiple of W, so a row is `r / W` whole vectors.
     let base = row * (r / W as u64);
-    k.for_step(t, end, k.block_dim().x.cast::<u64>(), |_, j| {
-        let lanes: [Expr<T>; W] = x.load_lanes::<W>(base + j);
+    let add = |lanes: [Expr<T>; W]| {
         for (acc, lane) in accs.iter().zip(lanes) {
             acc.set(combine(acc.get(), map(lane)));
         }
-    });
+    };
+    let step = k.block_dim().x.cast::<u64>();
+    strided_loads(k, t, step, end, |j| x.load_lanes::<W>(base + j), add);
     let mut total = accs[0].get();
     for acc in &accs[1..] {
         total = combine(total, acc.get());
