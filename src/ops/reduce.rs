@@ -79,7 +79,7 @@ pub(super) fn tuning() -> &'static Tuning {
 }
 
 /// The kernels of a reduction, by index (`Reduction::kernels`), and their name suffixes.
-const KERNELS: [&str; 8] = [
+const KERNELS: [&str; 9] = [
     "full1",
     "full_vec",
     "rows",
@@ -88,6 +88,7 @@ const KERNELS: [&str; 8] = [
     "cols_final",
     "part1",
     "part_vec",
+    "cols_final_part",
 ];
 const FULL: usize = 0;
 const FULL_VEC: usize = 1;
@@ -98,6 +99,8 @@ const COLS_FINAL: usize = 5;
 /// Whole-array passes that store the combined value before `post` (a shard's partial result).
 const PART: usize = 6;
 const PART_VEC: usize = 7;
+/// The column pass's last step without `post`: a shard's partial results along axis 0.
+const COLS_FINAL_PART: usize = 8;
 
 /// A reduction from elements of `T`, accumulating in `A`, giving `R`.
 ///
@@ -193,6 +196,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             PART_VEC => {
                 full_pass::<T, A, A, 4>(k, &*map, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id)
             }
+            COLS_FINAL_PART => cols_final::<A, A>(k, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id),
             _ => cols_final::<A, R>(k, &*combine, &*post, id),
         })
     }
@@ -261,6 +265,73 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             buf.push_flat(ctx, out, 1)?;
             buf.push_scalar(1u64)?;
             buf.push_scalar(m as u64)?;
+            buf.push_scalar(count as u64)
+        })
+    }
+
+    /// Reduces `x` along axis 0 into its `inner` (the product of the other axes) combined
+    /// values of type `A`, before `post`, stored at `out`: an address `stream`'s device may
+    /// write. A shard's partial results of a sharded reduction along axis 0.
+    pub(crate) fn axis0_partial_raw<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: u64,
+    ) -> Result<()> {
+        let shape = x.shape();
+        let r = shape.first().copied().unwrap_or(1);
+        let m: usize = shape.iter().skip(1).product();
+        if m == 0 {
+            return Ok(());
+        }
+        let ctx = stream.context();
+        let (n_chunks, per_chunk) = column_chunks(ctx, m, r)?;
+        let part = Scratch::<A>::new(stream, n_chunks * m)?;
+        let cfg = LaunchConfig::new((m.div_ceil(BLOCK as usize) as u32, n_chunks as u32), BLOCK);
+        self.kernel(COLS)?.launch_with(stream, cfg, |buf| {
+            buf.push_flat(x.context(), x.device_ptr(), x.len())?;
+            buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
+            buf.push_scalar(1u64)?;
+            buf.push_scalar(r as u64)?;
+            buf.push_scalar(m as u64)?;
+            buf.push_scalar(per_chunk as u64)
+        })?;
+        let cfg = LaunchConfig::for_num_elems(m, BLOCK)?;
+        self.kernel(COLS_FINAL_PART)?
+            .launch_with(stream, cfg, |buf| {
+                buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
+                buf.push_flat(ctx, out, m)?;
+                buf.push_scalar(m as u64)?;
+                buf.push_scalar(n_chunks as u64)?;
+                buf.push_scalar(r as u64)
+            })?;
+        drop(part);
+        Ok(())
+    }
+
+    /// Combines `chunks` rows of `m` partial results (row-major at `parts`, in `stream`'s
+    /// device memory) column by column, in row order, and stores `post(combined, count)` for
+    /// every column at `out`: the last step of a sharded reduction along axis 0.
+    pub(crate) fn combine_columns_raw(
+        &self,
+        stream: &Stream,
+        parts: u64,
+        m: usize,
+        chunks: usize,
+        out: u64,
+        count: usize,
+    ) -> Result<()> {
+        self.check_empty(count)?;
+        if m == 0 {
+            return Ok(());
+        }
+        let ctx = stream.context();
+        let cfg = LaunchConfig::for_num_elems(m, BLOCK)?;
+        self.kernel(COLS_FINAL)?.launch_with(stream, cfg, |buf| {
+            buf.push_flat(ctx, parts, chunks * m)?;
+            buf.push_flat(ctx, out, m)?;
+            buf.push_scalar(m as u64)?;
+            buf.push_scalar(chunks as u64)?;
             buf.push_scalar(count as u64)
         })
     }

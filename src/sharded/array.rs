@@ -114,6 +114,22 @@ impl<T: DeviceCopy, D: Dimension> ShardedArray<T, D> {
         })
     }
 
+    /// An array from its parts (the caller made the shards on the mesh's devices with the
+    /// rows `rows`, and `dim` their stacking).
+    pub(crate) fn from_parts(
+        mesh: &Mesh,
+        dim: D,
+        rows: Vec<Range<usize>>,
+        shards: Vec<DeviceArray<T, D>>,
+    ) -> Self {
+        ShardedArray {
+            mesh: mesh.clone(),
+            dim,
+            rows,
+            shards,
+        }
+    }
+
     /// A new array of `dim`, split evenly, its contents uninitialised (for outputs that a
     /// kernel writes whole).
     pub(crate) fn alloc_uninit(mesh: &Mesh, dim: D, op: &str) -> Result<Self> {

@@ -185,9 +185,14 @@ impl Mesh {
     /// Makes every other stream of the mesh wait for the work queued so far on stream `k`.
     pub fn fork_from(&self, k: usize) -> Result<()> {
         self.check(k, "fork_from")?;
+        self.fork(k, (0..self.len()).filter(|&j| j != k))
+    }
+
+    /// The streams `to` wait for the work queued so far on stream `k`.
+    pub(crate) fn fork(&self, k: usize, to: impl IntoIterator<Item = usize>) -> Result<()> {
         let ev = self.inner.events.lock();
         ev[k].record(self.stream(k))?;
-        for j in (0..self.len()).filter(|&j| j != k) {
+        for j in to {
             self.stream(j).wait_event(&ev[k])?;
         }
         Ok(())

@@ -24,6 +24,7 @@
 
 mod arg;
 mod array;
+mod axis;
 mod ew;
 mod mesh;
 mod reduce;

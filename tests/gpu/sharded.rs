@@ -434,3 +434,105 @@ fn argmin_argmax_find_the_first_extreme_across_shards() {
     let y = ShardedArray::from_host(&nopeer, &h2).unwrap();
     assert_eq!(y.argmax().unwrap(), want as u64, "without peer access");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn axis_reductions_against_the_host() {
+    let m = mesh();
+    let mut rng = Rng::new();
+    for (rows, cols) in [(1usize, 3usize), (2, 1), (7, 5), (1000, 33), (3, 70_000)] {
+        let h: Vec<i64> = rng.vec(rows * cols, |r| (r.next_u64() >> 30) as i64 - (1 << 33));
+        let host = Array2::from_shape_vec((rows, cols), h).unwrap();
+        let x = ShardedArray::from_host(&m, &host).unwrap();
+        // Along axis 1: split like the input.
+        let s1 = x.sum_axis(1, false).unwrap();
+        assert_eq!(s1.shape(), &[rows]);
+        for k in 0..m.len() {
+            assert_eq!(s1.rows(k), x.rows(k));
+        }
+        let want1: Vec<i64> = host.rows().into_iter().map(|r| r.iter().sum()).collect();
+        assert_eq!(s1.to_vec().unwrap(), want1, "{rows}x{cols} axis 1");
+        // Along axis 0: on the first device.
+        let s0 = x.sum_axis(0, false).unwrap();
+        assert_eq!(s0.shape(), &[cols]);
+        assert_eq!(s0.rows(0), 0..cols);
+        let want0: Vec<i64> = host.columns().into_iter().map(|c| c.iter().sum()).collect();
+        assert_eq!(s0.to_vec().unwrap(), want0, "{rows}x{cols} axis 0");
+        assert_eq!(s0.shards()[0].context().device(), m.context(0).device());
+        let k0 = x.max_axis(0, true).unwrap();
+        assert_eq!(k0.shape(), &[1, cols]);
+        let wmax: Vec<i64> = host
+            .columns()
+            .into_iter()
+            .map(|c| *c.iter().max().unwrap())
+            .collect();
+        assert_eq!(k0.to_vec().unwrap(), wmax);
+        // The mean divides by the whole row count, once.
+        let mean = x.mean_axis(0, false).unwrap().to_vec().unwrap();
+        for (c, (&g, &s)) in mean.iter().zip(&want0).enumerate() {
+            let w = s as f64 / rows as f64;
+            assert!(
+                (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                "mean col {c}: {g} vs {w}"
+            );
+        }
+    }
+    // A 3-D f32 array with NaNs, along every axis.
+    let h3: Vec<f32> = special_f32(&mut rng, 5 * 4 * 3);
+    let host3 = ndarray::Array3::from_shape_vec((5, 4, 3), h3).unwrap();
+    let x3 = ShardedArray::from_host(&m, &host3).unwrap();
+    for axis in 0..3 {
+        let got = x3.max_axis(axis, false).unwrap().to_vec().unwrap();
+        let want: Vec<f32> = host3
+            .lanes(ndarray::Axis(axis))
+            .into_iter()
+            .map(|l| {
+                l.iter().copied().fold(f32::NEG_INFINITY, |a, b| {
+                    if a.is_nan() || b.is_nan() {
+                        f32::NAN
+                    } else {
+                        a.max(b)
+                    }
+                })
+            })
+            .collect();
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                same_f32(g, w) || (g == 0.0 && w == 0.0),
+                "axis {axis} [{i}]: {g} vs {w}"
+            );
+        }
+    }
+    // Errors: an axis out of range, axis 0 of a 1-D array, an empty axis for max.
+    let x1 = ShardedArray::from_host(&m, &vec![1.0f32; 9]).unwrap();
+    assert!(x1
+        .sum_axis(1, false)
+        .unwrap_err()
+        .to_string()
+        .contains("out of range"));
+    assert!(x1
+        .sum_axis(0, false)
+        .unwrap_err()
+        .to_string()
+        .contains("whole-array"));
+    assert_eq!(x1.sum_axis(0, true).unwrap().to_vec().unwrap(), vec![9.0]);
+    let e0 = ShardedArray::<f32, _>::zeros(&m, (0, 4)).unwrap();
+    assert_eq!(
+        e0.sum_axis(0, false).unwrap().to_vec().unwrap(),
+        vec![0.0; 4]
+    );
+    assert!(e0
+        .max_axis(0, false)
+        .unwrap_err()
+        .to_string()
+        .contains("empty"));
+    let nopeer = Mesh::without_peer_access(&(0..m.len()).collect::<Vec<_>>()).unwrap();
+    let host = Array2::from_shape_fn((9, 4), |(r, c)| (r * 10 + c) as i32);
+    let y = ShardedArray::from_host(&nopeer, &host).unwrap();
+    let want: Vec<i32> = host.columns().into_iter().map(|c| c.iter().sum()).collect();
+    assert_eq!(
+        y.sum_axis(0, false).unwrap().to_vec().unwrap(),
+        want,
+        "without peer access"
+    );
+}
