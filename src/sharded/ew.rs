@@ -7,6 +7,7 @@ use ndarray::{Dimension, IxDyn};
 
 use super::array::ShardedArray;
 use super::mesh::Mesh;
+use super::replicated::Replicated;
 use crate::codegen::{Expr, Scalar as ScalarType};
 use crate::error::{Error, Result};
 use crate::ops::elementwise::ArgInfo;
@@ -30,16 +31,22 @@ impl<'a> ShardLayout<'a> {
     }
 }
 
-/// An argument of a sharded elementwise launch for input `I`: a `&ShardedArray<T, D>` for
-/// [`Elem<T>`], a `T` for [`Scalar<T>`] (the same value on every device). [`Index`](crate::ops::Index)
+/// An argument of a sharded elementwise launch for input `I`: a `&ShardedArray<T, D>` or a
+/// `&Replicated<T, D>` (whole on every device, broadcast against each shard) for [`Elem<T>`],
+/// a `T` for [`Scalar<T>`] (the same value on every device). [`Index`](crate::ops::Index)
 /// has none: a shard's kernel counts elements from its own start.
 pub trait ShardedArg<I: EwInput> {
     /// Shard `k`'s launch information.
     #[doc(hidden)]
     fn shard_info(&self, k: usize) -> ArgInfo<'_>;
-    /// How it is split (`None` for a scalar).
+    /// How it is split (`None` for a scalar or a replicated array).
     #[doc(hidden)]
     fn layout(&self) -> Option<ShardLayout<'_>>;
+    /// The mesh of an argument that is not split but lives on a mesh (a replicated array).
+    #[doc(hidden)]
+    fn mesh(&self) -> Option<&Mesh> {
+        None
+    }
 }
 
 impl<T: ScalarType, D: Dimension> ShardedArg<Elem<T>> for &ShardedArray<T, D> {
@@ -48,6 +55,19 @@ impl<T: ScalarType, D: Dimension> ShardedArg<Elem<T>> for &ShardedArray<T, D> {
     }
     fn layout(&self) -> Option<ShardLayout<'_>> {
         Some(ShardLayout::of(*self))
+    }
+}
+
+/// A replicated array goes whole to every shard's launch, broadcast against the shard.
+impl<T: ScalarType, D: Dimension> ShardedArg<Elem<T>> for &Replicated<T, D> {
+    fn shard_info(&self, k: usize) -> ArgInfo<'_> {
+        ArgInfo::array(&self.copies()[k])
+    }
+    fn layout(&self) -> Option<ShardLayout<'_>> {
+        None
+    }
+    fn mesh(&self) -> Option<&Mesh> {
+        Some(Replicated::mesh(self))
     }
 }
 
@@ -68,6 +88,9 @@ pub trait ShardedArgs<I: EwInputs> {
     /// How the sharded arguments are split.
     #[doc(hidden)]
     fn layouts(&self) -> Vec<ShardLayout<'_>>;
+    /// The meshes of the replicated arguments.
+    #[doc(hidden)]
+    fn meshes(&self) -> Vec<&Mesh>;
 }
 
 /// A sharded output for output `O`: a `&mut ShardedArray<T, D>` for `Expr<T>`.
@@ -118,6 +141,9 @@ macro_rules! sharded_input_tuples {
             }
             fn layouts(&self) -> Vec<ShardLayout<'_>> {
                 [$(self.$i.layout()),*].into_iter().flatten().collect()
+            }
+            fn meshes(&self) -> Vec<&Mesh> {
+                [$(ShardedArg::<$t>::mesh(&self.$i)),*].into_iter().flatten().collect()
             }
         }
     };
@@ -193,6 +219,13 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
         check_layouts(self.name(), first, &outs)?;
         check_layouts(self.name(), first, &inputs.layouts())?;
         let mesh = first.mesh;
+        if let Some(other) = inputs.meshes().into_iter().find(|m| !m.same_as(mesh)) {
+            return Err(Error::usage(format!(
+                "sharded elementwise `{}`: a replicated input is on another mesh ({other:?}) than \
+                 the sharded arrays ({mesh:?}); replicate it on their mesh",
+                self.name()
+            )));
+        }
         for k in (0..mesh.len()).rev() {
             if first.rows[k].is_empty() {
                 continue;

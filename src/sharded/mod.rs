@@ -2,7 +2,8 @@
 //! and [`ShardedArray`]s split along axis 0 over it, with elementwise kernels applied shard by
 //! shard ([`Elementwise::apply_sharded`](crate::ops::Elementwise::apply_sharded)) and
 //! reductions that reduce every shard on its device and combine the partial results on the
-//! first one.
+//! first one (or, along an axis, keep the split). A [`Replicated`] array, the same data on
+//! every device, is an elementwise input that broadcasts against every shard.
 //!
 //! Everything is queued from one host thread and every device works at once: no host thread
 //! waits between devices, no lock is held across device work; the devices' streams are joined
@@ -28,8 +29,10 @@ mod axis;
 mod ew;
 mod mesh;
 mod reduce;
+mod replicated;
 mod split;
 
 pub use array::ShardedArray;
 pub use ew::{ShardLayout, ShardedArg, ShardedArgs, ShardedOutArg, ShardedOutArgs};
 pub use mesh::Mesh;
+pub use replicated::Replicated;

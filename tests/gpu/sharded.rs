@@ -536,3 +536,51 @@ fn axis_reductions_against_the_host() {
         "without peer access"
     );
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn replicated_inputs_broadcast_against_every_shard() {
+    use cudajit::sharded::Replicated;
+    let m = mesh();
+    let mut rng = Rng::new();
+    let (rows, cols) = (1001usize, 7usize);
+    let hx = Array2::from_shape_vec((rows, cols), special_f32(&mut rng, rows * cols)).unwrap();
+    let hb = special_f32(&mut rng, cols);
+    let x = ShardedArray::from_host(&m, &hx).unwrap();
+    let bias = Replicated::from_host(&m, &hb).unwrap();
+    assert_eq!(bias.shape(), &[cols]);
+    assert_eq!(bias.copies().len(), m.len());
+    let add = Elementwise::<(Elem<f32>, Elem<f32>), _>::new("sh_add_bias", |(v, b)| v + b).unwrap();
+    let y = add.call_sharded((&x, &bias)).unwrap();
+    assert_eq!(y.shape(), &[rows, cols]);
+    let got = y.to_vec().unwrap();
+    for r in 0..rows {
+        for c in 0..cols {
+            let want = hx[[r, c]] + hb[c];
+            assert!(
+                same_f32(got[r * cols + c], want),
+                "[{r}, {c}]: {} vs {want}",
+                got[r * cols + c]
+            );
+        }
+    }
+    // From a device array on device 0, copied to every device.
+    let d = m.context(0).to_device(&hb).unwrap();
+    let bias2 = Replicated::from_device(&m, &d).unwrap();
+    let mut out = ShardedArray::<f32, _>::alloc(&m, (rows, cols)).unwrap();
+    out.fill(f32::from_bits(0x7fc0_dead)).unwrap();
+    add.apply_sharded((&x, &bias2), &mut out).unwrap();
+    assert_eq!(
+        out.to_vec()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<_>>(),
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    // A replicated input on another mesh is refused.
+    let other = mesh();
+    let bias3 = Replicated::from_host(&other, &hb).unwrap();
+    let e = add.apply_sharded((&x, &bias3), &mut out).unwrap_err();
+    assert!(e.to_string().contains("another mesh"), "{e}");
+}
