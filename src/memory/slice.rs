@@ -351,26 +351,7 @@ fn read_vec<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
     a: &A,
     stream: Option<&Stream>,
 ) -> Result<Vec<T>> {
-    let n = a.len();
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    if let Some(s) = stream {
-        check_stream(a.context(), s)?;
-    }
-    transfer::dtoh_pageable(
-        a.context(),
-        v.as_mut_ptr().cast::<c_void>(),
-        a.device_ptr(),
-        a.num_bytes(),
-        stream,
-    )?;
-    if let Some(s) = stream {
-        // A no-op wait for pageable memory; required if the driver overlapped the copy.
-        s.synchronize()?;
-    }
-    // SAFETY: the copy above wrote all `n` elements, with bytes the device holds for `T`
-    // (the array only ever holds values of `T` or, for `AnyBitPattern` types, any bytes).
-    unsafe { v.set_len(n) };
-    Ok(v)
+    vec_filled_by(a.len(), |dst| read_raw(a, dst.as_mut_ptr().cast(), stream))
 }
 
 fn read_into<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
@@ -379,17 +360,22 @@ fn read_into<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
     stream: Option<&Stream>,
 ) -> Result<()> {
     check_len("copy_to_host", a.shape(), dst.len())?;
+    read_raw(a, dst.as_mut_ptr().cast(), stream)
+}
+
+/// Copies all of `a` to host memory at `dst` (room for `a.len()` elements, checked by the
+/// callers), ordered on `stream` if given; returns when the data has arrived.
+fn read_raw<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
+    a: &A,
+    dst: *mut c_void,
+    stream: Option<&Stream>,
+) -> Result<()> {
     if let Some(s) = stream {
         check_stream(a.context(), s)?;
     }
-    transfer::dtoh_pageable(
-        a.context(),
-        dst.as_mut_ptr().cast::<c_void>(),
-        a.device_ptr(),
-        a.num_bytes(),
-        stream,
-    )?;
+    transfer::dtoh_pageable(a.context(), dst, a.device_ptr(), a.num_bytes(), stream)?;
     if let Some(s) = stream {
+        // A no-op wait for pageable memory; required if the driver overlapped the copy.
         s.synchronize()?;
     }
     Ok(())
@@ -484,7 +470,8 @@ pub(crate) fn vec_filled_by<T: DeviceCopy>(
     let mut v: Vec<T> = Vec::with_capacity(n);
     fill(&mut v.spare_capacity_mut()[..n])?;
     // SAFETY: `fill` returned Ok, so (its contract) it wrote all `n` elements with values the
-    // device held as `T`.
+    // device holds for `T` (an array only ever holds values of `T` or, for `AnyBitPattern`
+    // types, any bytes).
     unsafe { v.set_len(n) };
     Ok(v)
 }
@@ -497,15 +484,7 @@ pub(crate) fn read_into_uninit<T: DeviceCopy, A: DeviceSlice<T> + ?Sized>(
     stream: &Stream,
 ) -> Result<()> {
     check_len("copy_to_host", a.shape(), dst.len())?;
-    check_stream(a.context(), stream)?;
-    transfer::dtoh_pageable(
-        a.context(),
-        dst.as_mut_ptr().cast::<c_void>(),
-        a.device_ptr(),
-        a.num_bytes(),
-        Some(stream),
-    )?;
-    stream.synchronize()
+    read_raw(a, dst.as_mut_ptr().cast(), Some(stream))
 }
 
 #[cfg(test)]

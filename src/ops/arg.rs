@@ -101,7 +101,8 @@ impl<T: Scalar + Num> ArgExtreme<T> {
             .collect()
     }
 
-    fn empty_error(&self) -> Error {
+    /// The error for an argmin/argmax of an empty array.
+    pub(crate) fn empty_error(&self) -> Error {
         Error::usage(format!(
             "{} of an empty array has no value; check the length first",
             self.op()
@@ -175,28 +176,30 @@ impl<T: Scalar + Num> ArgExtreme<T> {
             })
     }
 
-    /// Picks the first extreme of `m` candidates (values at `vals`, global indices at `idxs`,
-    /// in `stream`'s device memory, in order) and stores its index at `out`.
-    pub(crate) fn combine_raw(
+    /// For each of `m` outputs, picks the first extreme of its `chunks` candidates (row `j` of
+    /// the values at `vals` and of the indices at `idxs`, `chunks` rows of `m`, in `stream`'s
+    /// device memory) and stores its index at `out`: the last step of an axis argmin/argmax,
+    /// and (one output) of a sharded one.
+    pub(crate) fn combine_chunks_raw(
         &self,
         stream: &Stream,
-        vals: u64,
-        idxs: u64,
+        (vals, idxs): (u64, u64),
         m: usize,
+        chunks: usize,
         out: u64,
     ) -> Result<()> {
-        if m == 0 {
-            return Err(self.empty_error());
-        }
         let ctx = stream.context();
-        self.kernel(COLS_FINAL)?
-            .launch_with(stream, LaunchConfig::new(1, 32), |buf| {
-                buf.push_flat(ctx, vals, m)?;
-                buf.push_flat(ctx, idxs, m)?;
-                buf.push_flat(ctx, out, 1)?;
-                buf.push_scalar(1u64)?;
-                buf.push_scalar(m as u64)
-            })
+        self.kernel(COLS_FINAL)?.launch_with(
+            stream,
+            LaunchConfig::for_num_elems(m, BLOCK)?,
+            |buf| {
+                buf.push_flat(ctx, vals, chunks * m)?;
+                buf.push_flat(ctx, idxs, chunks * m)?;
+                buf.push_flat(ctx, out, m)?;
+                buf.push_scalar(m as u64)?;
+                buf.push_scalar(chunks as u64)
+            },
+        )
     }
 
     /// The index along `axis` of the first extreme element of every lane through that axis
@@ -256,16 +259,12 @@ impl<T: Scalar + Num> ArgExtreme<T> {
             buf.push_scalar(inner as u64)?;
             buf.push_scalar(per_chunk as u64)
         })?;
-        self.kernel(COLS_FINAL)?.launch_with(
+        self.combine_chunks_raw(
             stream,
-            LaunchConfig::for_num_elems(m, BLOCK)?,
-            |buf| {
-                buf.push_flat(ctx, vals.ptr(), n_chunks * m)?;
-                buf.push_flat(ctx, idxs.ptr(), n_chunks * m)?;
-                buf.push_flat(ctx, out.device_ptr(), m)?;
-                buf.push_scalar(m as u64)?;
-                buf.push_scalar(n_chunks as u64)
-            },
+            (vals.ptr(), idxs.ptr()),
+            m,
+            n_chunks,
+            out.device_ptr(),
         )?;
         Ok(out)
     }

@@ -246,29 +246,6 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         self.launch_full(stream, x, out, true)
     }
 
-    /// Combines `m` partial results of type `A` at `parts` (in `stream`'s device memory), in
-    /// order, and stores `post(combined, count)` at `out`: the last step of a sharded
-    /// reduction of `count` elements. Checks emptiness as the whole-array reduction does.
-    pub(crate) fn combine_partials_raw(
-        &self,
-        stream: &Stream,
-        parts: u64,
-        m: usize,
-        out: u64,
-        count: usize,
-    ) -> Result<()> {
-        self.check_empty(count)?;
-        let ctx = stream.context();
-        let k = self.kernel(COLS_FINAL)?;
-        k.launch_with(stream, LaunchConfig::new(1, 32), |buf| {
-            buf.push_flat(ctx, parts, m)?;
-            buf.push_flat(ctx, out, 1)?;
-            buf.push_scalar(1u64)?;
-            buf.push_scalar(m as u64)?;
-            buf.push_scalar(count as u64)
-        })
-    }
-
     /// Reduces `x` along axis 0 into its `inner` (the product of the other axes) combined
     /// values of type `A`, before `post`, stored at `out`: an address `stream`'s device may
     /// write. A shard's partial results of a sharded reduction along axis 0.
@@ -284,29 +261,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         if m == 0 {
             return Ok(());
         }
-        let ctx = stream.context();
-        let (n_chunks, per_chunk) = column_chunks(ctx, m, r)?;
-        let part = Scratch::<A>::new(stream, n_chunks * m)?;
-        let cfg = LaunchConfig::new((m.div_ceil(BLOCK as usize) as u32, n_chunks as u32), BLOCK);
-        self.kernel(COLS)?.launch_with(stream, cfg, |buf| {
-            buf.push_flat(x.context(), x.device_ptr(), x.len())?;
-            buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
-            buf.push_scalar(1u64)?;
-            buf.push_scalar(r as u64)?;
-            buf.push_scalar(m as u64)?;
-            buf.push_scalar(per_chunk as u64)
-        })?;
-        let cfg = LaunchConfig::for_num_elems(m, BLOCK)?;
-        self.kernel(COLS_FINAL_PART)?
-            .launch_with(stream, cfg, |buf| {
-                buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
-                buf.push_flat(ctx, out, m)?;
-                buf.push_scalar(m as u64)?;
-                buf.push_scalar(n_chunks as u64)?;
-                buf.push_scalar(r as u64)
-            })?;
-        drop(part);
-        Ok(())
+        self.run_columns(stream, x, (1, r, m), COLS_FINAL_PART, out)
     }
 
     /// Combines `chunks` rows of `m` partial results (row-major at `parts`, in `stream`'s
@@ -325,15 +280,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         if m == 0 {
             return Ok(());
         }
-        let ctx = stream.context();
-        let cfg = LaunchConfig::for_num_elems(m, BLOCK)?;
-        self.kernel(COLS_FINAL)?.launch_with(stream, cfg, |buf| {
-            buf.push_flat(ctx, parts, chunks * m)?;
-            buf.push_flat(ctx, out, m)?;
-            buf.push_scalar(m as u64)?;
-            buf.push_scalar(chunks as u64)?;
-            buf.push_scalar(count as u64)
-        })
+        self.launch_cols_final(stream, COLS_FINAL, parts, m, chunks, out, count)
     }
 
     /// Whether the reduction refuses empty arrays (see [`nonempty`](Self::nonempty)).
@@ -504,12 +451,27 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             }
             return Ok(());
         }
-        // Columns: split the reduced axis into chunks so that enough threads run.
+        self.run_columns(stream, x, (outer, r, inner), COLS_FINAL, out)
+    }
+
+    /// The column pass over `x` seen as `(outer, r, inner)`, reduced along `r`: the reduced
+    /// axis split into row chunks so that enough threads run, then kernel `last` combines
+    /// every output's chunks in order at `out` (`COLS_FINAL`: `post` with the count `r`;
+    /// `COLS_FINAL_PART`: the combined values before `post`).
+    fn run_columns<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        (outer, r, inner): (usize, usize, usize),
+        last: usize,
+        out: u64,
+    ) -> Result<()> {
+        let m = outer * inner;
+        let ctx = stream.context();
         let (n_chunks, per_chunk) = column_chunks(ctx, m, r)?;
         let part = Scratch::<A>::new(stream, n_chunks * m)?;
-        let k = self.kernel(COLS)?;
         let cfg = LaunchConfig::new((m.div_ceil(BLOCK as usize) as u32, n_chunks as u32), BLOCK);
-        k.launch_with(stream, cfg, |buf| {
+        self.kernel(COLS)?.launch_with(stream, cfg, |buf| {
             buf.push_flat(x.context(), x.device_ptr(), x.len())?;
             buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
             buf.push_scalar(outer as u64)?;
@@ -517,16 +479,33 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             buf.push_scalar(inner as u64)?;
             buf.push_scalar(per_chunk as u64)
         })?;
-        let k2 = self.kernel(COLS_FINAL)?;
-        k2.launch_with(stream, LaunchConfig::for_num_elems(m, BLOCK)?, |buf| {
-            buf.push_flat(ctx, part.ptr(), n_chunks * m)?;
-            buf.push_flat(ctx, out, m)?;
-            buf.push_scalar(m as u64)?;
-            buf.push_scalar(n_chunks as u64)?;
-            buf.push_scalar(r as u64)
-        })?;
+        self.launch_cols_final(stream, last, part.ptr(), m, n_chunks, out, r)?;
         drop(part);
         Ok(())
+    }
+
+    /// Launches kernel `last` (`COLS_FINAL` or `COLS_FINAL_PART`) over `chunks` rows of `m`
+    /// values at `parts`, storing `m` results at `out`; `count` is what `post` is given.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_cols_final(
+        &self,
+        stream: &Stream,
+        last: usize,
+        parts: u64,
+        m: usize,
+        chunks: usize,
+        out: u64,
+        count: usize,
+    ) -> Result<()> {
+        let ctx = stream.context();
+        let cfg = LaunchConfig::for_num_elems(m, BLOCK)?;
+        self.kernel(last)?.launch_with(stream, cfg, |buf| {
+            buf.push_flat(ctx, parts, chunks * m)?;
+            buf.push_flat(ctx, out, m)?;
+            buf.push_scalar(m as u64)?;
+            buf.push_scalar(chunks as u64)?;
+            buf.push_scalar(count as u64)
+        })
     }
 }
 

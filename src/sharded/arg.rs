@@ -7,7 +7,7 @@ use ndarray::{Dimension, Ix1};
 
 use super::array::ShardedArray;
 use super::split;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
 use crate::ops::arg::ArgExtreme;
 use crate::ops::ReduceScalar;
@@ -50,25 +50,16 @@ impl<T: ReduceScalar, D: Dimension> ShardedArray<T, D> {
     ) -> Result<()> {
         let _nvtx = crate::nvtx::op_range(|| format!("cudajit: sharded {op}"));
         if self.is_empty() {
-            return Err(Error::usage(format!(
-                "{op} of an empty array has no value; check the length first"
-            )));
+            return Err(k.empty_error());
         }
-        if out.len() != 1 {
-            return Err(Error::Shape {
-                op: "ShardedArray::argmin/argmax_into (a one-element output)",
-                expected: vec![1],
-                actual: out.shape().to_vec(),
-            });
-        }
-        let mesh = self.mesh();
-        mesh.context(0).check_same(
-            out.context(),
-            "the output array (it must be on the mesh's first device)",
+        self.check_first_scalar(
+            "ShardedArray::argmin/argmax_into (a one-element output)",
+            out,
         )?;
+        let mesh = self.mesh();
         let (n, size) = (mesh.len(), std::mem::size_of::<T>());
         let per_row = split::row_len(self.shape()) as u64;
-        let used: Vec<usize> = (0..n).filter(|&j| !self.shards()[j].is_empty()).collect();
+        let used = self.nonempty_shards();
         let mut slots = mesh.partials();
         // Candidates' values in the first half of the slots, their indices in the second.
         let (val_at, idx_at) = (
@@ -79,41 +70,16 @@ impl<T: ReduceScalar, D: Dimension> ShardedArray<T, D> {
             let (stream, shard) = (mesh.stream(j), &self.shards()[j]);
             let offset = self.rows(j).start as u64 * per_row;
             slots.wait_free(mesh, j)?;
-            let local = DeviceArray::<u64, Ix1>::alloc_ordered(stream, Ix1(2))?;
+            let local = DeviceArray::<u64, Ix1>::alloc_ordered(stream, Ix1(1))?;
             k.run_into(stream, shard, local.device_ptr())?;
-            if j == 0 || mesh.has_peer_access_to_first(j) {
-                k.pick_raw(
-                    stream,
-                    shard,
-                    local.device_ptr(),
-                    offset,
-                    val_at(i),
-                    idx_at(i),
-                )?;
-            } else {
-                // The candidate on this device (value, then index), copied to the first.
-                let (v, x) = (local.device_ptr() + 8, local.device_ptr());
-                k.pick_raw(stream, shard, x, offset, v, x)?;
-                for (dst, src, bytes) in [(val_at(i), v, size), (idx_at(i), x, 8)] {
-                    crate::memory::transfer::peer(
-                        mesh.context(0),
-                        dst,
-                        mesh.context(j),
-                        src,
-                        bytes,
-                        Some(stream),
-                    )?;
-                }
-            }
+            let pieces = [(val_at(i), size), (idx_at(i), 8)];
+            mesh.write_to_first(j, &pieces, |stream, at| {
+                k.pick_raw(stream, shard, local.device_ptr(), offset, at[0], at[1])
+            })?;
         }
         mesh.join(0, used.iter().copied().filter(|&j| j != 0))?;
-        k.combine_raw(
-            mesh.stream(0),
-            val_at(0),
-            idx_at(0),
-            used.len(),
-            out.device_ptr(),
-        )?;
+        let candidates = (val_at(0), idx_at(0));
+        k.combine_chunks_raw(mesh.stream(0), candidates, 1, used.len(), out.device_ptr())?;
         slots.release(mesh)
     }
 }

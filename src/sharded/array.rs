@@ -189,6 +189,33 @@ impl<T: DeviceCopy, D: Dimension> ShardedArray<T, D> {
         self.rows.get(k).cloned().unwrap_or(0..0)
     }
 
+    /// The indices of the shards that hold elements, in mesh order.
+    pub(crate) fn nonempty_shards(&self) -> Vec<usize> {
+        (0..self.shards.len())
+            .filter(|&k| !self.shards[k].is_empty())
+            .collect()
+    }
+
+    /// Checks that `out` is a one-element array on the mesh's first device (where the
+    /// reductions into a caller's array leave their result), naming `op`.
+    pub(crate) fn check_first_scalar<R: DeviceCopy, O: DeviceSlice<R> + ?Sized>(
+        &self,
+        op: &'static str,
+        out: &O,
+    ) -> Result<()> {
+        if out.len() != 1 {
+            return Err(Error::Shape {
+                op,
+                expected: vec![1],
+                actual: out.shape().to_vec(),
+            });
+        }
+        self.mesh.context(0).check_same(
+            out.context(),
+            "the output array (it must be on the mesh's first device)",
+        )
+    }
+
     /// The row ranges of every shard.
     pub(crate) fn row_ranges(&self) -> &[Range<usize>] {
         &self.rows

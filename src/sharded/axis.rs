@@ -92,30 +92,16 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         let a_size = A::TY.size();
         let s0 = mesh.stream(0);
         let out = DeviceArray::<R, IxDyn>::alloc_ordered(s0, IxDyn(&out_shape))?;
-        let used: Vec<usize> = (0..mesh.len())
-            .filter(|&k| !self.shards()[k].is_empty())
-            .collect();
+        let used = self.nonempty_shards();
         let parts = DeviceArray::<A, Ix1>::alloc_ordered(s0, Ix1(used.len() * m))?;
         let others: Vec<usize> = used.iter().copied().filter(|&k| k != 0).collect();
         // The other devices write `parts` after its allocation in the first stream's order.
         mesh.fork(0, others.iter().copied())?;
         for (i, &k) in used.iter().enumerate().rev() {
-            let (stream, shard) = (mesh.stream(k), &self.shards()[k]);
             let dst = parts.device_ptr() + (i * m * a_size) as u64;
-            if k == 0 || mesh.has_peer_access_to_first(k) {
-                r.axis0_partial_raw(stream, shard, dst)?;
-            } else {
-                let tmp = DeviceArray::<A, Ix1>::alloc_ordered(stream, Ix1(m))?;
-                r.axis0_partial_raw(stream, shard, tmp.device_ptr())?;
-                crate::memory::transfer::peer(
-                    mesh.context(0),
-                    dst,
-                    mesh.context(k),
-                    tmp.device_ptr(),
-                    m * a_size,
-                    Some(stream),
-                )?;
-            }
+            mesh.write_to_first(k, &[(dst, m * a_size)], |stream, at| {
+                r.axis0_partial_raw(stream, &self.shards()[k], at[0])
+            })?;
         }
         mesh.join(0, others)?;
         r.combine_columns_raw(

@@ -124,10 +124,10 @@ pub trait ShardedOutArgs<O: EwOutputs> {
 
 impl<T: ScalarType, D: Dimension> ShardedOutArgs<Expr<T>> for &mut ShardedArray<T, D> {
     fn shard_infos(&self, k: usize) -> Vec<ArgInfo<'_>> {
-        vec![ArgInfo::array(&self.shards()[k])]
+        vec![ShardedOutArg::shard_info(self, k)]
     }
     fn layouts(&self) -> Vec<ShardLayout<'_>> {
-        vec![ShardLayout::of(&**self)]
+        vec![ShardedOutArg::layout(self)]
     }
 }
 

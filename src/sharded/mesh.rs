@@ -9,8 +9,9 @@ use parking_lot::Mutex;
 use crate::context::{Context, Device};
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::memory::DeviceArray;
+use crate::memory::{DeviceArray, DeviceSlice};
 use crate::stream::{Stream, StreamOptions};
+use ndarray::Ix1;
 
 /// An ordered set of distinct devices with one stream each: where a
 /// [`ShardedArray`](super::ShardedArray) lives (shard `k` on device `k` of the mesh).
@@ -219,6 +220,48 @@ impl Mesh {
         }
     }
 
+    /// Has device `k` store values in the first device's memory, ordered on its stream:
+    /// `write(stream, addrs)` stores `pieces[i].1` bytes at `addrs[i]`. With peer access (and
+    /// on the first device itself) the addresses are the destinations `pieces[i].0`; without,
+    /// they lie in a temporary on device `k`, and each piece is then copied to its destination
+    /// (`cuMemcpyPeerAsync`, staged by the driver).
+    pub(crate) fn write_to_first(
+        &self,
+        k: usize,
+        pieces: &[(u64, usize)],
+        write: impl FnOnce(&Stream, &[u64]) -> Result<()>,
+    ) -> Result<()> {
+        let stream = self.stream(k);
+        if k == 0 || self.has_peer_access_to_first(k) {
+            let dsts: Vec<u64> = pieces.iter().map(|&(dst, _)| dst).collect();
+            return write(stream, &dsts);
+        }
+        // Every piece 16-byte aligned in one temporary, freed in the stream's order.
+        let mut offsets = Vec::with_capacity(pieces.len());
+        let mut total = 0;
+        for &(_, bytes) in pieces {
+            offsets.push(total);
+            total += bytes.div_ceil(16) * 16;
+        }
+        let tmp = DeviceArray::<u64, Ix1>::alloc_ordered(stream, Ix1(total / 8))?;
+        let srcs: Vec<u64> = offsets
+            .iter()
+            .map(|&o| tmp.device_ptr() + o as u64)
+            .collect();
+        write(stream, &srcs)?;
+        for (&(dst, bytes), &src) in pieces.iter().zip(&srcs) {
+            crate::memory::transfer::peer(
+                self.context(0),
+                dst,
+                self.context(k),
+                src,
+                bytes,
+                Some(stream),
+            )?;
+        }
+        Ok(())
+    }
+
     /// The slots for partial results on the first device, held while a reduction uses them.
     pub(crate) fn partials(&self) -> parking_lot::MutexGuard<'_, PartialSlots> {
         self.inner.partials.lock()
@@ -255,7 +298,6 @@ impl PartialSlots {
     /// The device address of partial result `i` of `size` bytes each (at most
     /// [`SLOT_BYTES`](Self::SLOT_BYTES)).
     pub(crate) fn slot(&self, i: usize, size: usize) -> u64 {
-        use crate::memory::DeviceSlice;
         self.buf.device_ptr() + (i * size.min(Self::SLOT_BYTES)) as u64
     }
 

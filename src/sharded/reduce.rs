@@ -36,17 +36,7 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         r: &Reduction<T, A, R>,
         out: &mut O,
     ) -> Result<()> {
-        if out.len() != 1 {
-            return Err(Error::Shape {
-                op: "ShardedArray::reduce_into (a one-element output)",
-                expected: vec![1],
-                actual: out.shape().to_vec(),
-            });
-        }
-        self.mesh().context(0).check_same(
-            out.context(),
-            "the output array (it must be on the mesh's first device)",
-        )?;
+        self.check_first_scalar("ShardedArray::reduce_into (a one-element output)", out)?;
         self.reduce_at(r, out.device_ptr())
     }
 
@@ -67,31 +57,17 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         }
         let mesh = self.mesh();
         let s0 = mesh.stream(0);
-        let used: Vec<usize> = (0..mesh.len())
-            .filter(|&k| !self.shards()[k].is_empty())
-            .collect();
+        let used = self.nonempty_shards();
         let mut slots = mesh.partials();
         // The other devices first: their results take longer to reach the first device.
         for (i, &k) in used.iter().enumerate().rev() {
-            let (stream, shard, dst) = (mesh.stream(k), &self.shards()[k], slots.slot(i, a_size));
             slots.wait_free(mesh, k)?;
-            if k == 0 || mesh.has_peer_access_to_first(k) {
-                r.partial_into_raw(stream, shard, dst)?;
-            } else {
-                let tmp = DeviceArray::<A, Ix1>::alloc_ordered(stream, Ix1(1))?;
-                r.partial_into_raw(stream, shard, tmp.device_ptr())?;
-                crate::memory::transfer::peer(
-                    mesh.context(0),
-                    dst,
-                    mesh.context(k),
-                    tmp.device_ptr(),
-                    a_size,
-                    Some(stream),
-                )?;
-            }
+            mesh.write_to_first(k, &[(slots.slot(i, a_size), a_size)], |stream, at| {
+                r.partial_into_raw(stream, &self.shards()[k], at[0])
+            })?;
         }
         mesh.join(0, used.iter().copied().filter(|&k| k != 0))?;
-        r.combine_partials_raw(s0, slots.slot(0, a_size), used.len(), out, self.len())?;
+        r.combine_columns_raw(s0, slots.slot(0, a_size), 1, used.len(), out, self.len())?;
         slots.release(mesh)
     }
 
