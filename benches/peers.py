@@ -1358,21 +1358,27 @@ def emit_multi(r, works, impl, **fields):
                 emit(work=w, size=label, impl=impl, **fields)
 
 
-def torch_multi(r):
-    """torch with at least two GPUs, else raises with why not (a _Skip when it is the machine)."""
-    torch = r.fw.get("torch")
-    n = torch.cuda.device_count()
-    if n < 2:
-        raise _Skip("needs 2 devices, torch sees %d" % n)
-    return torch
+def torch_multi(need):
+    """A getter of torch with at least `need` GPUs, which raises with why not (a _Skip when it
+    is the machine)."""
+    def get(r):
+        torch = r.fw.get("torch")
+        n = torch.cuda.device_count()
+        if n < need:
+            raise _Skip("needs %d devices, torch sees %d" % (need, n))
+        return torch
+    return get
 
 
-def cupy_multi(r):
-    cp = r.fw.get("cupy")
-    n = cp.cuda.runtime.getDeviceCount()
-    if n < 2:
-        raise _Skip("needs 2 devices, CuPy sees %d" % n)
-    return cp
+def cupy_multi(need):
+    """The same for CuPy."""
+    def get(r):
+        cp = r.fw.get("cupy")
+        n = cp.cuda.runtime.getDeviceCount()
+        if n < need:
+            raise _Skip("needs %d devices, CuPy sees %d" % (need, n))
+        return cp
+    return get
 
 
 class _Skip(Exception):
@@ -1475,7 +1481,7 @@ def w_peer_copy(r):
     b = r.sizes.peer_bytes
     n = b // 4
     works = ["peer_copy"]
-    torch = multi_setup(r, works, "torch", torch_multi)
+    torch = multi_setup(r, works, "torch", torch_multi(2))
     if torch is not None:
         for src, dst in ((0, 1), (1, 0)):
 
@@ -1495,7 +1501,7 @@ def w_peer_copy(r):
             r.peer("peer_copy", "torch", "dst.copy_(src) (on the source device's stream)", body, b,
                    size=peer_label(b, src, dst), devices=2)
             r.free_all()
-    cp = multi_setup(r, works, "cupy", cupy_multi)
+    cp = multi_setup(r, works, "cupy", cupy_multi(2))
     if cp is not None:
         for src, dst in ((0, 1), (1, 0)):
 
@@ -1558,18 +1564,19 @@ def w_sharded(r):
     """all_reduce, sum_sharded and add_sharded: torch.distributed (one process per GPU, NCCL)
     and CuPy (one process, cupy.cuda.nccl over both devices)."""
     works = [w for w in ("all_reduce", "sum_sharded", "add_sharded") if r.selected(w)]
-    torch = multi_setup(r, works, "torch", torch_multi)
+    g = r.args.gpus
+    torch = multi_setup(r, works, "torch", torch_multi(g))
     if torch is not None:
         r.free_all()
-        run_dist(r, works)
-    cp = multi_setup(r, works, "cupy", cupy_multi)
+        run_dist(r, works, g)
+    cp = multi_setup(r, works, "cupy", cupy_multi(g))
     if cp is not None:
         try:
             from cupy.cuda import nccl
 
             if not nccl.available:
                 raise _Skip("cupy.cuda.nccl is not available (CuPy without NCCL)")
-            comms = nccl.NcclCommunicator.initAll([0, 1])
+            comms = nccl.NcclCommunicator.initAll(list(range(g)))
         except _Skip as e:
             emit_multi(r, works, "cupy", skip=str(e))
             return
@@ -1584,7 +1591,7 @@ def w_sharded(r):
 def cupy_collectives(r, cp, nccl, comms, works):
     import numpy as np
 
-    streams = cupy_streams(cp)
+    streams = cupy_streams(cp, len(comms))
     nd = len(streams)
 
     def rand(k, m, lo=-1.0):
@@ -1710,8 +1717,8 @@ def cupy_collectives(r, cp, nccl, comms, works):
 # torch.distributed: one process per GPU.
 
 
-def run_dist(r, works):
-    """Runs _dist_worker on ranks 0 and 1 (spawned processes, NCCL, a file store in a new
+def run_dist(r, works, world):
+    """Runs _dist_worker on ranks 0..world (spawned processes, NCCL, a file store in a new
     temporary folder) and prints the records rank 0 sends back."""
     import queue
     import shutil
@@ -1723,7 +1730,6 @@ def run_dist(r, works):
     if not dist.is_available() or not dist.is_nccl_available():
         emit_multi(r, works, "torch", skip="torch.distributed with NCCL is not available")
         return
-    world = 2
     folder = tempfile.mkdtemp(prefix="cudajit-peers-dist-")
     cfg = dict(
         works=works,
@@ -1975,6 +1981,9 @@ def parse_args(argv):
     p.add_argument("--torch-compile", action="store_true",
                    help="also time torch.compile on the fused chain (compiles with Inductor/Triton)")
     p.add_argument("--list", action="store_true", help="print the works and exit")
+    p.add_argument("--gpus", type=int, default=2, choices=range(1, 9), metavar="N",
+                   help="devices of the all-reduce and sharded rows (default 2; 1 rehearses "
+                   "them on one device)")
     p.add_argument("--verbose", action="store_true", help="tracebacks of failures on stderr")
     p.add_argument("filter", nargs="?", default=None, help="only works whose name contains this")
     a = p.parse_args(argv)

@@ -263,6 +263,8 @@ def multi_bar(row, base):
     a sharded row at least SHARDED_BAR times its one-GPU baseline (ours over ours)."""
     if row.ours is None:
         return "-"
+    if row.work != "sum_1gpu" and row.work != "add_1gpu" and row.ours.get("devices") == 1:
+        return "- (one device: a rehearsal, --gpus 1)"
     if row.work in ("peer_copy", "all_reduce"):
         t = row.ratio(row.peer["torch"])
         if t is None:

@@ -4,12 +4,15 @@
 #
 #   bash scripts/bench.sh [--ours BIN | --bundle DIR] [--peers PEERS_PY] [--quick]
 #                         [--only w1,w2] [--no-ours] [--no-peers] [--sweep] [--torch-compile]
+#                         [--gpus N]
 #
 #   --ours BIN       cudajit's bench binary (bench.rs built in release; in a GPU bundle: bin/bench-bench)
 #   --bundle DIR     take the binary from a GPU bundle (scripts/gpu-bundle.sh): DIR/bin/ or DIR/bin.tar.xz
 #   --peers FILE     peers.py (default: benches/peers.py next to this script's folder, or DIR/benches/)
 #   --quick          small sizes and few repetitions (a smoke test, seconds)
 #   --only w1,w2     only these workloads (python3 benches/peers.py --list names them)
+#   --gpus N         devices of the all-reduce and sharded rows (default 2; 1 rehearses them on
+#                    one GPU: a communicator and a mesh of one device, no scaling)
 #   --no-ours / --no-peers   run one side only
 #   --sweep          also time our elementwise kernel's launch geometries (rows "cudajit-diag")
 #   --torch-compile  also time torch.compile on the fused chain (slow to compile)
@@ -47,6 +50,7 @@ while (($#)); do
         --peers) peers="${2?--peers needs a path}"; shift ;;
         --quick) common+=(--quick) ;;
         --only) common+=(--only "${2?--only needs a list}"); shift ;;
+        --gpus) common+=(--gpus "${2?--gpus needs a device count}"); shift ;;
         --no-ours) run_ours=0 ;;
         --no-peers) run_peers=0 ;;
         --sweep) ours_args+=(--sweep) ;;

@@ -6,6 +6,8 @@
 //! joined back into device 0's stream before the final event (so the span ends when the
 //! slowest device is done). Rows that need two devices or NCCL print a `"skip"` record on a
 //! machine without them (one GPU, the simulator, no `libnccl.so.2`), and the run goes on.
+//! `--gpus 1` runs the all-reduce and sharded rows on one device instead (a communicator and a
+//! mesh of one): a rehearsal of their code on one GPU, and the sharded path's own cost.
 
 use super::*;
 
@@ -48,12 +50,13 @@ impl Devices {
 }
 
 impl Bench {
-    /// Why this machine cannot run a row on two devices (`nccl`: it needs NCCL too), or `None`.
-    fn multi_unavailable(&self, nccl: bool) -> Option<String> {
+    /// Why this machine cannot run a row on `need` devices (`nccl`: it needs NCCL too), or
+    /// `None`.
+    fn multi_unavailable(&self, need: usize, nccl: bool) -> Option<String> {
         let n = cudajit::device_count().unwrap_or(0);
-        if n < 2 {
+        if n < need {
             return Some(format!(
-                "needs 2 devices, this machine has {n}{}",
+                "needs {need} devices, this machine has {n}{}",
                 if cudajit::on_simulator() {
                     " (the simulator)"
                 } else {
@@ -212,7 +215,7 @@ impl Bench {
     pub(crate) fn peer_copy(&self) -> Res<()> {
         let bytes = self.sizes.peer_bytes;
         let labels = [peer_label(bytes, 0, 1), peer_label(bytes, 1, 0)];
-        if let Some(why) = self.multi_unavailable(false) {
+        if let Some(why) = self.multi_unavailable(2, false) {
             self.skip_rows(&["peer_copy"], &labels, &why);
             return Ok(());
         }
@@ -296,12 +299,13 @@ impl Bench {
             .iter()
             .map(|&b| all_reduce_label(b))
             .collect();
-        if let Some(why) = self.multi_unavailable(true) {
+        let g = self.opts.gpus;
+        if let Some(why) = self.multi_unavailable(g, true) {
             self.skip_rows(&["all_reduce"], &labels, &why);
             return Ok(());
         }
         let devices = self.c(cudajit::devices())?;
-        let comms = self.c(Communicator::init_all(&devices[..2]))?;
+        let comms = self.c(Communicator::init_all(&devices[..g]))?;
         let streams = self.c(comms
             .iter()
             .map(|c| c.context().new_stream())
@@ -311,7 +315,7 @@ impl Bench {
             .unwrap_or_else(|_| "NCCL ?".into());
         for (&bytes, label) in self.sizes.all_reduce_bytes.iter().zip(&labels) {
             if let Err(e) = self.all_reduce_one(&comms, &streams, bytes, &version) {
-                Rec::new("all_reduce", label).devices(2).error(&e).emit();
+                Rec::new("all_reduce", label).devices(g).error(&e).emit();
                 eprintln!("bench: all_reduce {label}: {e}");
             }
             for e in cudajit::take_drop_errors() {
@@ -407,6 +411,8 @@ impl Bench {
             let hx = rand_f32(n, self.seed("multi_sum/x"), 0.0, 1.0);
             let exact: f64 = par_fold(n, || 0f64, |a, i| *a += hx[i] as f64, |a, b| a + b);
             let x = self.upload(&hx)?;
+            // One device's share on two: the first half alone (the sharded rows' reading).
+            let half = self.upload(&hx[..n / 2])?;
             drop(hx);
             let mut one = self.poisoned_f32(1)?;
             let sum = Reduction::<f32, f32, f32>::new("multi_sum", |x| x, |a, b| a + b, 0.0)
@@ -430,6 +436,15 @@ impl Bench {
                 .bytes(n * 4)
                 .devices(1)
                 .note(format!("relative error {rel:.1e}"))
+                .emit();
+            let t = self.time_gpu(|| sum.reduce_into(s, &half, &mut one))?;
+            Rec::new("sum_1gpu", &self.size_of("sum_1gpu"))
+                .imp("cudajit-diag")
+                .variant("Reduction::reduce_into of the first half alone, device 0")
+                .times(&t)
+                .bytes(n / 2 * 4)
+                .devices(1)
+                .note("one device's share of the sum on two devices (its time is the ideal)")
                 .emit();
         }
         if self.opts.selected("add_1gpu") {
@@ -463,13 +478,16 @@ impl Bench {
         use cudajit::ops::{Elem, Elementwise};
         use cudajit::sharded::{Mesh, ShardedArray};
         let label = [size_1d(self.sizes.n_multi, "f32")];
-        if let Some(why) = self.multi_unavailable(false) {
+        let g = self.opts.gpus;
+        if let Some(why) = self.multi_unavailable(g, false) {
             self.skip_rows(&["sum_sharded", "add_sharded"], &label, &why);
             return Ok(());
         }
         let n = self.sizes.n_multi;
         let e = |e: cudajit::Error| e.to_string();
-        let mesh = self.c(Mesh::new(&[0, 1]))?;
+        let ords: Vec<usize> = (0..g).collect();
+        let mesh = self.c(Mesh::new(&ords))?;
+        let over = format!("over devices {ords:?}");
         let streams: Vec<&Stream> = (0..mesh.len()).map(|k| mesh.stream(k)).collect();
         if self.opts.selected("sum_sharded") {
             let hx = rand_f32(n, self.seed("multi_sum/x"), 0.0, 1.0);
@@ -489,7 +507,7 @@ impl Bench {
                 x.sum_into(&mut out)
             })?;
             Rec::new("sum_sharded", &label[0])
-                .variant("ShardedArray::sum_into over devices 0 and 1")
+                .variant(format!("ShardedArray::sum_into {over}"))
                 .times(&t)
                 .bytes(n * 4)
                 .devices(mesh.len())
@@ -534,7 +552,7 @@ impl Bench {
                 add.apply_sharded((&a, &b), &mut c)
             })?;
             Rec::new("add_sharded", &label[0])
-                .variant("Elementwise::apply_sharded x + y over devices 0 and 1")
+                .variant(format!("Elementwise::apply_sharded x + y {over}"))
                 .times(&t)
                 .bytes(3 * n * 4)
                 .devices(mesh.len())

@@ -17,6 +17,10 @@ pub(crate) struct Opts {
     pub(crate) list: bool,
     pub(crate) emit_ptx: Option<std::path::PathBuf>,
     pub(crate) ew: ours::EwConfig,
+    /// Devices the all-reduce and sharded rows use (`--gpus N`, default 2). With 1 they
+    /// rehearse on one device (a communicator and a mesh of one): the code paths and the
+    /// sharded path's own cost, no scaling.
+    pub(crate) gpus: usize,
 }
 
 impl Opts {
@@ -31,6 +35,7 @@ impl Opts {
             list: false,
             emit_ptx: None,
             ew: ours::EwConfig::default(),
+            gpus: 2,
         };
         let mut args = args;
         while let Some(a) = args.next() {
@@ -60,6 +65,13 @@ impl Opts {
                         .filter(|&n: &usize| n > 0)
                         .ok_or("--reps needs a positive number")?
                 }
+                "--gpus" => {
+                    o.gpus = value("--gpus")?
+                        .parse()
+                        .ok()
+                        .filter(|n: &usize| (1..=8).contains(n))
+                        .ok_or("--gpus needs a device count from 1 to 8")?
+                }
                 "--ew" => {
                     let v = value("--ew")?;
                     let p: Vec<u32> = v.split(',').filter_map(|s| s.parse().ok()).collect();
@@ -81,7 +93,7 @@ impl Opts {
                 "-h" | "--help" => {
                     return Err(
                         "usage: bench [--quick] [--only w1,w2] [--reps N] [--sweep] \
-                         [--ew U,BPS,BLOCK] [--list] [--emit-ptx DIR] [FILTER]"
+                         [--ew U,BPS,BLOCK] [--gpus N] [--list] [--emit-ptx DIR] [FILTER]"
                             .into(),
                     )
                 }
