@@ -31,6 +31,9 @@ pub struct Scalar<T>(PhantomData<fn() -> T>);
 /// The output element's flat index (C order) as an input: the closure sees an `Expr<u64>`
 /// (CuPy's `i` in an `ElementwiseKernel`); pass `Index` for it at launch. No memory is read.
 /// With it, counter-based random numbers need no state: `Philox::new(seed).uniform_f32(i)`.
+/// In a sharded launch ([`apply_sharded`](Elementwise::apply_sharded)) it is the index in the
+/// whole sharded array, so every shard sees its own elements' indices (the kernel takes the
+/// launch's first index as a `u64` parameter: 0 on one device, a shard's start on a mesh).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Index;
 
@@ -81,17 +84,20 @@ impl<T: ScalarType> EwInput for Scalar<T> {
     }
 }
 
+/// The kernel holds the index of the launch's first element (a `u64` parameter).
 impl EwInput for Index {
     type Expr = Expr<u64>;
-    type Handle = ();
+    type Handle = Expr<u64>;
     const ELEM_SIZE: Option<usize> = None;
-    fn declare() {}
-    fn lanes<const W: usize>(_h: &(), v: Expr<i64>) -> [Expr<u64>; W] {
-        let first = v.cast::<u64>() * W as u64;
+    fn declare() -> Expr<u64> {
+        declare_scalar::<u64>()
+    }
+    fn lanes<const W: usize>(base: &Expr<u64>, v: Expr<i64>) -> [Expr<u64>; W] {
+        let first = *base + v.cast::<u64>() * W as u64;
         std::array::from_fn(|l| first + l as u64)
     }
-    fn at_offset(_h: &(), off: Option<Expr<i64>>) -> Expr<u64> {
-        off.unwrap_or_else(|| Expr::lit(0i64)).cast()
+    fn at_offset(base: &Expr<u64>, off: Option<Expr<i64>>) -> Expr<u64> {
+        *base + off.unwrap_or_else(|| Expr::lit(0i64)).cast::<u64>()
     }
 }
 
@@ -213,7 +219,7 @@ pub struct ArgInfo<'a> {
     strides: Option<&'a [usize]>,
     ptr: u64,
     bits: u64,
-    /// Element size in bytes; 0 for an input with no kernel parameter ([`Index`]).
+    /// Element size in bytes (of a scalar: its own size).
     size: usize,
     ctx: Option<&'a Context>,
     /// Scalars per element as the kernel sees the array (2 for complex numbers).
@@ -276,14 +282,13 @@ impl<'a> ArgInfo<'a> {
         }
     }
     /// Pushes this argument's parameter slots: an array's lowest address and the scalars it
-    /// spans, a scalar's bits, nothing for [`Index`].
+    /// spans, a scalar's bits (for [`Index`]: the first element's index).
     fn push(&self, buf: &mut crate::codegen::ArgBuffer<'_>, ctx: &Context) -> Result<()> {
         match self.shape {
             Some(_) => {
                 let (base, len, _) = self.extent();
                 buf.push_flat(ctx, base, len * self.parts)
             }
-            None if self.size == 0 => Ok(()),
             None => buf.push_scalar(self.bits),
         }
     }
@@ -343,15 +348,7 @@ impl<T: ScalarType> EwArg<Scalar<T>> for T {
 
 impl EwArg<Index> for Index {
     fn info(&self) -> ArgInfo<'_> {
-        ArgInfo {
-            shape: None,
-            strides: None,
-            ptr: 0,
-            bits: 0,
-            size: 0,
-            ctx: None,
-            parts: 1,
-        }
+        ArgInfo::scalar(0u64)
     }
 }
 

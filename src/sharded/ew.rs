@@ -11,7 +11,7 @@ use super::replicated::Replicated;
 use crate::codegen::{Expr, Scalar as ScalarType};
 use crate::error::{Error, Result};
 use crate::ops::elementwise::ArgInfo;
-use crate::ops::{Elem, Elementwise, EwInput, EwInputs, EwOutputs, Scalar};
+use crate::ops::{Elem, Elementwise, EwInput, EwInputs, EwOutputs, Index, Scalar};
 
 /// How a sharded argument is split: its mesh, whole shape and rows per shard.
 #[doc(hidden)]
@@ -33,12 +33,14 @@ impl<'a> ShardLayout<'a> {
 
 /// An argument of a sharded elementwise launch for input `I`: a `&ShardedArray<T, D>` or a
 /// `&Replicated<T, D>` (whole on every device, broadcast against each shard) for [`Elem<T>`],
-/// a `T` for [`Scalar<T>`] (the same value on every device). [`Index`](crate::ops::Index)
-/// has none: a shard's kernel counts elements from its own start.
+/// a `T` for [`Scalar<T>`] (the same value on every device), `Index` for [`Index`] (the flat
+/// index in the whole sharded array: each shard's kernel counts from the shard's first
+/// element's index).
 pub trait ShardedArg<I: EwInput> {
-    /// Shard `k`'s launch information.
+    /// Shard `k`'s launch information; `first` is the flat index, in the whole array, of the
+    /// shard's first element.
     #[doc(hidden)]
-    fn shard_info(&self, k: usize) -> ArgInfo<'_>;
+    fn shard_info(&self, k: usize, first: u64) -> ArgInfo<'_>;
     /// How it is split (`None` for a scalar or a replicated array).
     #[doc(hidden)]
     fn layout(&self) -> Option<ShardLayout<'_>>;
@@ -50,7 +52,7 @@ pub trait ShardedArg<I: EwInput> {
 }
 
 impl<T: ScalarType, D: Dimension> ShardedArg<Elem<T>> for &ShardedArray<T, D> {
-    fn shard_info(&self, k: usize) -> ArgInfo<'_> {
+    fn shard_info(&self, k: usize, _first: u64) -> ArgInfo<'_> {
         ArgInfo::array(&self.shards()[k])
     }
     fn layout(&self) -> Option<ShardLayout<'_>> {
@@ -60,7 +62,7 @@ impl<T: ScalarType, D: Dimension> ShardedArg<Elem<T>> for &ShardedArray<T, D> {
 
 /// A replicated array goes whole to every shard's launch, broadcast against the shard.
 impl<T: ScalarType, D: Dimension> ShardedArg<Elem<T>> for &Replicated<T, D> {
-    fn shard_info(&self, k: usize) -> ArgInfo<'_> {
+    fn shard_info(&self, k: usize, _first: u64) -> ArgInfo<'_> {
         ArgInfo::array(&self.copies()[k])
     }
     fn layout(&self) -> Option<ShardLayout<'_>> {
@@ -72,8 +74,18 @@ impl<T: ScalarType, D: Dimension> ShardedArg<Elem<T>> for &Replicated<T, D> {
 }
 
 impl<T: ScalarType> ShardedArg<Scalar<T>> for T {
-    fn shard_info(&self, _k: usize) -> ArgInfo<'_> {
+    fn shard_info(&self, _k: usize, _first: u64) -> ArgInfo<'_> {
         ArgInfo::scalar(*self)
+    }
+    fn layout(&self) -> Option<ShardLayout<'_>> {
+        None
+    }
+}
+
+/// The index in the whole array: shard `k`'s kernel starts at its first element's index.
+impl ShardedArg<Index> for Index {
+    fn shard_info(&self, _k: usize, first: u64) -> ArgInfo<'_> {
+        ArgInfo::scalar(first)
     }
     fn layout(&self) -> Option<ShardLayout<'_>> {
         None
@@ -82,9 +94,10 @@ impl<T: ScalarType> ShardedArg<Scalar<T>> for T {
 
 /// The arguments of a sharded elementwise launch for the inputs `I` (a tuple matching it).
 pub trait ShardedArgs<I: EwInputs> {
-    /// Every argument's launch information for shard `k`, in order.
+    /// Every argument's launch information for shard `k` (whose first element has the flat
+    /// index `first` in the whole array), in order.
     #[doc(hidden)]
-    fn shard_infos(&self, k: usize) -> Vec<ArgInfo<'_>>;
+    fn shard_infos(&self, k: usize, first: u64) -> Vec<ArgInfo<'_>>;
     /// How the sharded arguments are split.
     #[doc(hidden)]
     fn layouts(&self) -> Vec<ShardLayout<'_>>;
@@ -136,8 +149,8 @@ macro_rules! sharded_input_tuples {
         impl<$($t: EwInput,)* $($a: ShardedArg<$t>),*> ShardedArgs<($($t,)*)> for ($($a,)*)
         where ($($t,)*): EwInputs
         {
-            fn shard_infos(&self, k: usize) -> Vec<ArgInfo<'_>> {
-                vec![$(self.$i.shard_info(k)),*]
+            fn shard_infos(&self, k: usize, first: u64) -> Vec<ArgInfo<'_>> {
+                vec![$(self.$i.shard_info(k, first)),*]
             }
             fn layouts(&self) -> Vec<ShardLayout<'_>> {
                 [$(self.$i.layout()),*].into_iter().flatten().collect()
@@ -226,13 +239,16 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 self.name()
             )));
         }
+        // Elements per row (of axis 0): shard k's first element's index is its first row's.
+        let row_len: usize = first.shape.iter().skip(1).product();
         for k in (0..mesh.len()).rev() {
             if first.rows[k].is_empty() {
                 continue;
             }
+            let start = (first.rows[k].start * row_len) as u64;
             self.launch_infos(
                 mesh.stream(k),
-                &inputs.shard_infos(k),
+                &inputs.shard_infos(k, start),
                 &outputs.shard_infos(k),
             )?;
         }

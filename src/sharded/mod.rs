@@ -3,7 +3,9 @@
 //! shard ([`Elementwise::apply_sharded`](crate::ops::Elementwise::apply_sharded)) and
 //! reductions that reduce every shard on its device and combine the partial results on the
 //! first one (or, along an axis, keep the split). A [`Replicated`] array, the same data on
-//! every device, is an elementwise input that broadcasts against every shard.
+//! every device, is an elementwise input that broadcasts against every shard, and
+//! [`Index`](crate::ops::Index) counts over the whole array (each shard from its first
+//! element's index).
 //!
 //! Everything is queued from one host thread and every device works at once: no host thread
 //! waits between devices, no lock is held across device work; the devices' streams are joined

@@ -584,3 +584,67 @@ fn replicated_inputs_broadcast_against_every_shard() {
     let e = add.apply_sharded((&x, &bias3), &mut out).unwrap_err();
     assert!(e.to_string().contains("another mesh"), "{e}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn index_counts_over_the_whole_sharded_array() {
+    use cudajit::codegen::Expr;
+    use cudajit::ops::Index;
+    use cudajit::random::Philox;
+    use cudajit::sharded::Replicated;
+    let m = mesh();
+    let mut rng = Rng::new();
+    // The index itself, for every length (odd splits, empty shards, the vector and tail paths).
+    let idx = Elementwise::<(Elem<f32>, Index), _>::new("sh_index", |(_x, i)| i).unwrap();
+    for n in LENGTHS {
+        let x = ShardedArray::from_host(&m, &special_f32(&mut rng, n)).unwrap();
+        let mut out = ShardedArray::<u64>::alloc(&m, n).unwrap();
+        out.fill(u64::MAX).unwrap();
+        idx.apply_sharded((&x, Index), &mut out).unwrap();
+        let got = out.to_vec().unwrap();
+        for (i, &g) in got.iter().enumerate() {
+            assert_eq!(g, i as u64, "n={n}: element {i}");
+        }
+    }
+    // Counter-based random numbers: the same as one device's for the same seed, every element.
+    let seed = rng.next_u64();
+    let noisy = Elementwise::<(Elem<f32>, Index, Scalar<u64>), Expr<f32>>::new(
+        "sh_noisy",
+        |(x, i, seed)| x + Philox::new(seed).uniform_f32(i),
+    )
+    .unwrap();
+    let n = 65_537;
+    let hx = special_f32(&mut rng, n);
+    let x = ShardedArray::from_host(&m, &hx).unwrap();
+    let y = noisy.call_sharded((&x, Index, seed)).unwrap();
+    let ctx = m.context(0);
+    let s = ctx.new_stream().unwrap();
+    let dx = ctx.to_device(&hx).unwrap();
+    let mut want = ctx.alloc::<f32, _>(n).unwrap();
+    noisy.apply(&s, (&dx, Index, seed), &mut want).unwrap();
+    let (got, want) = (y.to_vec().unwrap(), want.to_vec_async(&s).unwrap());
+    for i in 0..n {
+        assert!(
+            same_f32(got[i], want[i]),
+            "i={i}: {} vs {}",
+            got[i],
+            want[i]
+        );
+    }
+    // Broadcasting (a replicated row against a sharded matrix): the output's flat index.
+    let (rows, cols) = (1001usize, 7usize);
+    let hm = Array2::from_shape_vec((rows, cols), special_f32(&mut rng, rows * cols)).unwrap();
+    let xm = ShardedArray::from_host(&m, &hm).unwrap();
+    let row = Replicated::from_host(&m, &special_f32(&mut rng, cols)).unwrap();
+    let flat =
+        Elementwise::<(Elem<f32>, Elem<f32>, Index), _>::new("sh_bcast_index", |(_x, _r, i)| i)
+            .unwrap();
+    let got = flat
+        .call_sharded((&xm, &row, Index))
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    for (i, &g) in got.iter().enumerate() {
+        assert_eq!(g, i as u64, "[{}, {}]", i / cols, i % cols);
+    }
+}
