@@ -234,6 +234,17 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         self.launch_full(stream, x, out, false)
     }
 
+    /// Reduces the whole of `x` (one kernel) and stores the result at `out`: an address
+    /// `stream`'s device may write. A sharded reduction whose elements are all on one device.
+    pub(crate) fn full_into_raw<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: u64,
+    ) -> Result<()> {
+        self.run_full(stream, x, out)
+    }
+
     /// Launches the whole-array pass over `x` that stores its combined value of type `A`,
     /// before `post`, at `out`: an address `stream`'s device may write (its own memory, or a
     /// peer's with peer access on). For sharded reductions: one partial result per shard.

@@ -60,6 +60,10 @@ impl<T: ReduceScalar, D: Dimension> ShardedArray<T, D> {
         let (n, size) = (mesh.len(), std::mem::size_of::<T>());
         let per_row = split::row_len(self.shape()) as u64;
         let used = self.nonempty_shards();
+        if used == [0] {
+            // Every element is on the first device, whose indices are the whole array's.
+            return k.run_into(mesh.stream(0), &self.shards()[0], out.device_ptr());
+        }
         let mut slots = mesh.partials();
         // Candidates' values in the first half of the slots, their indices in the second.
         let (val_at, idx_at) = (

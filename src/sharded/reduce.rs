@@ -58,6 +58,11 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         let mesh = self.mesh();
         let s0 = mesh.stream(0);
         let used = self.nonempty_shards();
+        if used == [0] {
+            // Every element is on the first device (a mesh of one, or an array of fewer rows
+            // than devices): a one-device reduction, straight into `out`.
+            return r.full_into_raw(s0, &self.shards()[0], out);
+        }
         let mut slots = mesh.partials();
         // The other devices first: their results take longer to reach the first device.
         for (i, &k) in used.iter().enumerate().rev() {
