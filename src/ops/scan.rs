@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 use ndarray::{Dimension, Ix1};
 
 use super::array_ops::OpsScalar;
-use super::reduce::{input, output, row_grid, scalar, AxisSplit};
+use super::reduce::{input, output, row_grid, scalar, AxisSplit, Reduction};
 use crate::codegen::{select, Expr, Kernel, KernelBuilder, Num, FULL_MASK};
 use crate::error::{Error, Result};
 use crate::memory::scratch::ScanSpace;
@@ -134,11 +134,21 @@ pub(super) fn ticket_order() -> bool {
 }
 
 /// The kernels of a scan, by index, and their name suffixes.
-const KERNELS: [&str; 4] = ["tiles", "tiles_vec", "rows", "cols"];
+const KERNELS: [&str; 6] = [
+    "tiles",
+    "tiles_vec",
+    "rows",
+    "cols",
+    "tiles_carry",
+    "tiles_carry_vec",
+];
 const TILES: usize = 0;
 const TILES_VEC: usize = 1;
 const ROWS: usize = 2;
 const COLS: usize = 3;
+/// The whole-array pass after a carry (values that come before the array: a sharded scan).
+const TILES_CARRY: usize = 4;
+const TILES_CARRY_VEC: usize = 5;
 
 /// A scan (prefix combination) of elements of `T` with an associative `combine` and its
 /// `identity` (`combine(identity, x) == x == combine(x, identity)` for every `x`, bit for
@@ -168,6 +178,8 @@ pub struct Scan<T: Num> {
     combine: Arc<CombineFn<T>>,
     identity: T,
     kernels: [super::KernelSlot; KERNELS.len()],
+    /// The reduction with the same operator: a sharded scan's shard totals.
+    totals: OnceLock<Result<Reduction<T, T, T>>>,
 }
 
 impl<T: Num> Scan<T> {
@@ -184,7 +196,29 @@ impl<T: Num> Scan<T> {
             combine: Arc::new(combine),
             identity,
             kernels: Default::default(),
+            totals: OnceLock::new(),
         })
+    }
+
+    /// The reduction with this scan's operator and identity (built on first use).
+    pub(crate) fn totals(&self) -> Result<&Reduction<T, T, T>> {
+        self.totals
+            .get_or_init(|| {
+                let combine = self.combine.clone();
+                Reduction::new(
+                    &format!("{}_total", self.name),
+                    |x| x,
+                    move |a, b| combine(a, b),
+                    self.identity,
+                )
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The scan's name (its kernels' prefix).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     fn kernel(&self, v: usize) -> Result<&Kernel<()>> {
@@ -196,9 +230,14 @@ impl<T: Num> Scan<T> {
         let name = format!("{}_{}", self.name, KERNELS[v]);
         let (tune, ticket) = (tuning(T::TY.size()), ticket_order());
         Kernel::<()>::build(&name, move |k, ()| match v {
-            TILES => tiles::<T, 1>(k, &*combine, id, tune, ticket),
-            TILES_VEC if T::TY.size() == 8 => tiles::<T, 2>(k, &*combine, id, tune, ticket),
-            TILES_VEC => tiles::<T, 4>(k, &*combine, id, tune, ticket),
+            TILES => tiles::<T, 1>(k, &*combine, id, tune, ticket, false),
+            TILES_VEC if T::TY.size() == 8 => tiles::<T, 2>(k, &*combine, id, tune, ticket, false),
+            TILES_VEC => tiles::<T, 4>(k, &*combine, id, tune, ticket, false),
+            TILES_CARRY => tiles::<T, 1>(k, &*combine, id, tune, ticket, true),
+            TILES_CARRY_VEC if T::TY.size() == 8 => {
+                tiles::<T, 2>(k, &*combine, id, tune, ticket, true)
+            }
+            TILES_CARRY_VEC => tiles::<T, 4>(k, &*combine, id, tune, ticket, true),
             ROWS => scan_rows::<T>(k, &*combine, id),
             _ => scan_cols::<T>(k, &*combine, id),
         })
@@ -210,7 +249,9 @@ impl<T: Num> Scan<T> {
         options: &crate::codegen::PtxOptions,
     ) -> Result<Vec<(String, String)>> {
         (0..KERNELS.len())
-            .filter(|&v| v != TILES_VEC || matches!(T::TY.size(), 4 | 8))
+            .filter(|&v| {
+                ![TILES_VEC, TILES_CARRY_VEC].contains(&v) || matches!(T::TY.size(), 4 | 8)
+            })
             .map(|v| {
                 let k = self.kernel(v)?;
                 Ok((k.name().to_string(), k.compile_ptx(options)?))
@@ -242,6 +283,49 @@ impl<T: Num> Scan<T> {
         out: &mut O,
     ) -> Result<()> {
         let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {}", self.name));
+        self.check_into(stream, x, out)?;
+        self.run_flat(stream, x, out.device_ptr(), kind)
+    }
+
+    /// [`scan_into`](Self::scan_into) continuing after `carry`: the elements of `carry` (on
+    /// `stream`'s device, at most `u32::MAX`) come before the whole array, so every result also
+    /// combines them, in order, first. To scan a long array chunk by chunk, pass the previous
+    /// chunk's last inclusive result. (Sharded scans use it with the earlier shards' totals.)
+    pub fn scan_into_after<
+        X: DeviceSlice<T> + ?Sized,
+        C: DeviceSlice<T> + ?Sized,
+        O: DeviceSliceMut<T> + ?Sized,
+    >(
+        &self,
+        stream: &Stream,
+        x: &X,
+        kind: ScanKind,
+        carry: &C,
+        out: &mut O,
+    ) -> Result<()> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: {} after a carry", self.name));
+        self.check_into(stream, x, out)?;
+        stream
+            .context()
+            .check_same(carry.context(), "the carry array")?;
+        if u32::try_from(carry.len()).is_err() {
+            return Err(Error::usage(format!(
+                "{}: a carry of {} elements is too long (at most u32::MAX)",
+                self.name,
+                carry.len()
+            )));
+        }
+        let after = (!carry.is_empty()).then(|| (carry.device_ptr(), carry.len()));
+        self.run_flat_after(stream, x, out.device_ptr(), kind, after)
+    }
+
+    /// The checks of a whole-array scan into `out`: as many elements, on `stream`'s context.
+    fn check_into<X: DeviceSlice<T> + ?Sized, O: DeviceSliceMut<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: &O,
+    ) -> Result<()> {
         if out.len() != x.len() {
             return Err(Error::Shape {
                 op: "scan_into (an output of as many elements as the input)",
@@ -252,7 +336,7 @@ impl<T: Num> Scan<T> {
         stream
             .context()
             .check_same(out.context(), "the output array")?;
-        self.run_flat(stream, x, out.device_ptr(), kind)
+        Ok(())
     }
 
     /// Scans along `axis` into a new array of `x`'s shape (NumPy's `cumsum(axis=...)` for a
@@ -352,6 +436,20 @@ impl<T: Num> Scan<T> {
         out: u64,
         kind: ScanKind,
     ) -> Result<()> {
+        self.run_flat_after(stream, x, out, kind, None)
+    }
+
+    /// [`run_flat`](Self::run_flat) after `carry`: `(address, count)` of values that come
+    /// before the whole array, combined in order into the first tile's prefix (an address
+    /// `stream`'s device may read). A sharded scan's shard after the earlier shards' totals.
+    pub(crate) fn run_flat_after<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: u64,
+        kind: ScanKind,
+        carry: Option<(u64, usize)>,
+    ) -> Result<()> {
         let n = x.len();
         if n == 0 {
             return Ok(());
@@ -373,7 +471,12 @@ impl<T: Num> Scan<T> {
                     self.name
                 ))
             })?;
-        let k = self.kernel(if vec_ok { TILES_VEC } else { TILES })?;
+        let k = self.kernel(match (carry.is_some(), vec_ok) {
+            (false, false) => TILES,
+            (false, true) => TILES_VEC,
+            (true, false) => TILES_CARRY,
+            (true, true) => TILES_CARRY_VEC,
+        })?;
         let space = ScanSpace::new(stream, tiles)?;
         let cap = space.tiles();
         let r = k.launch_with(stream, LaunchConfig::new(grid, tune.block), |buf| {
@@ -384,7 +487,12 @@ impl<T: Num> Scan<T> {
             buf.push_flat(ctx, space.values(), 2 * cap * 8 / size)?;
             buf.push_scalar(n as u64)?;
             buf.push_scalar(cap as u64)?;
-            buf.push_scalar((kind == ScanKind::Exclusive) as u64)
+            buf.push_scalar((kind == ScanKind::Exclusive) as u64)?;
+            if let Some((at, count)) = carry {
+                buf.push_flat(ctx, at, count)?;
+                buf.push_scalar(count as u64)?;
+            }
+            Ok(())
         });
         if r.is_err() {
             space.discard();
@@ -470,7 +578,7 @@ scan_scalar!(
 );
 
 impl<T: ScanScalar> ScanKernels<T> {
-    fn sum(&self) -> Result<&Scan<T>> {
+    pub(crate) fn sum(&self) -> Result<&Scan<T>> {
         self.sum
             .get_or_init(|| Scan::new(&format!("cumsum_{}", T::TY.name()), |a, b| a + b, T::ZERO))
             .as_ref()

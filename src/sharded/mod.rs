@@ -5,7 +5,9 @@
 //! first one (or, along an axis, keep the split). A [`Replicated`] array, the same data on
 //! every device, is an elementwise input that broadcasts against every shard, and
 //! [`Index`](crate::ops::Index) counts over the whole array (each shard from its first
-//! element's index).
+//! element's index). Scans ([`ShardedArray::scan`], `cumsum`) run over the whole array in C
+//! order: every device but the last reduces its shard to a total, then every device scans its
+//! shard at once, starting from the totals of the shards before it.
 //!
 //! Everything is queued from one host thread and every device works at once: no host thread
 //! waits between devices, no lock is held across device work; the devices' streams are joined
@@ -32,6 +34,7 @@ mod ew;
 mod mesh;
 mod reduce;
 mod replicated;
+mod scan;
 mod split;
 
 pub use array::ShardedArray;

@@ -504,3 +504,82 @@ fn a_captured_scan_replays() {
         assert_eq!(dx.cumsum(&s).unwrap().to_vec_async(&s).unwrap(), want);
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scans_continue_after_a_carry() {
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let mut rng = Rng::new();
+    // Integer sums, exact: a chunk scanned after the sum of what came before gives the whole
+    // array's scan, for sizes around the tiles (the vector and element-wise kernels), and a
+    // carry of several values combines them all, in order.
+    let sum = Scan::<i32>::new("carry_sum", |a, b| a + b, 0).unwrap();
+    for n in sizes(TILE4) {
+        let hx: Vec<i32> = rng.vec(n, |r| match r.next_u64() % 8 {
+            0 => i32::MAX,
+            1 => i32::MIN,
+            _ => r.next_u64() as i32,
+        });
+        let hc: Vec<i32> = rng.vec(3, |r| r.next_u64() as i32);
+        let (x, c) = (s.to_device(&hx).unwrap(), s.to_device(&hc).unwrap());
+        let start = hc.iter().fold(0i32, |a, &b| a.wrapping_add(b));
+        for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+            let mut out = s.to_device(&vec![0x5a5a_5a5a_i32; n]).unwrap();
+            sum.scan_into_after(&s, &x, kind, &c, &mut out).unwrap();
+            let got = out.to_vec_async(&s).unwrap();
+            let want: Vec<i32> = host_scan(&hx, 0, kind, |a, b| a.wrapping_add(b))
+                .into_iter()
+                .map(|v| start.wrapping_add(v))
+                .collect();
+            assert_eq!(got, want, "n={n} {kind:?}");
+        }
+        // An empty carry is a plain scan.
+        let mut out = s.to_device(&vec![0x5a5a_5a5a_i32; n]).unwrap();
+        let none = s.to_device(&Vec::<i32>::new()).unwrap();
+        sum.scan_into_after(&s, &x, ScanKind::Inclusive, &none, &mut out)
+            .unwrap();
+        let want = host_scan(&hx, 0, ScanKind::Inclusive, |a, b| a.wrapping_add(b));
+        assert_eq!(out.to_vec_async(&s).unwrap(), want, "n={n}, empty carry");
+    }
+    // A non-commutative operator (affine maps x -> a x + b composed in order, exact in
+    // integers): the carry comes first.
+    let compose = Scan::<u64>::new(
+        "carry_affine",
+        |f, g| {
+            let (fa, fb) = (f >> 32u64, f & 0xffff_ffffu64);
+            let (ga, gb) = (g >> 32u64, g & 0xffff_ffffu64);
+            (((ga * fa) & 0xffff_ffffu64) << 32u64) | ((ga * fb + gb) & 0xffff_ffffu64)
+        },
+        1u64 << 32,
+    )
+    .unwrap();
+    let host_compose = |f: u64, g: u64| {
+        let (fa, fb) = (f >> 32, f & 0xffff_ffff);
+        let (ga, gb) = (g >> 32, g & 0xffff_ffff);
+        (((ga.wrapping_mul(fa)) & 0xffff_ffff) << 32)
+            | ((ga.wrapping_mul(fb).wrapping_add(gb)) & 0xffff_ffff)
+    };
+    let n = 3 * TILE8 + 17;
+    let hx: Vec<u64> = rng.vec(n, |r| r.next_u64() & 0x0000_00ff_0000_00ff);
+    let hc: Vec<u64> = rng.vec(2, |r| r.next_u64() & 0x0000_00ff_0000_00ff);
+    let (x, c) = (s.to_device(&hx).unwrap(), s.to_device(&hc).unwrap());
+    let mut out = s.to_device(&vec![0u64; n]).unwrap();
+    compose
+        .scan_into_after(&s, &x, ScanKind::Inclusive, &c, &mut out)
+        .unwrap();
+    let mut all = hc.clone();
+    all.extend_from_slice(&hx);
+    let want = host_scan(&all, 1u64 << 32, ScanKind::Inclusive, host_compose);
+    assert_eq!(
+        out.to_vec_async(&s).unwrap(),
+        want[2..],
+        "affine maps after a carry"
+    );
+    // A wrong output length is refused before anything runs.
+    let mut short = s.to_device(&vec![0u64; n - 1]).unwrap();
+    let e = compose
+        .scan_into_after(&s, &x, ScanKind::Inclusive, &c, &mut short)
+        .unwrap_err();
+    assert!(e.to_string().contains("elements"), "{e}");
+}

@@ -648,3 +648,103 @@ fn index_counts_over_the_whole_sharded_array() {
         assert_eq!(g, i as u64, "[{}, {}]", i / cols, i % cols);
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scans_run_over_the_whole_sharded_array() {
+    use cudajit::codegen::select;
+    use cudajit::ops::{Scan, ScanKind};
+    let m = mesh();
+    let mut rng = Rng::new();
+    // A running maximum that keeps a NaN (exactly associative): bit for bit, special values.
+    let cummax = Scan::<f32>::new(
+        "sh_cummax",
+        |a, b| select(a.gt(b).or(a.ne(a)), a, b),
+        f32::NEG_INFINITY,
+    )
+    .unwrap();
+    let host_max = |a: f32, b: f32| if a > b || a.is_nan() { a } else { b };
+    for n in LENGTHS {
+        let hx = special_f32(&mut rng, n);
+        let x = ShardedArray::from_host(&m, &hx).unwrap();
+        for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+            let got = x.scan(&cummax, kind).unwrap();
+            assert_eq!(got.shape(), &[n]);
+            let got = got.to_vec().unwrap();
+            let mut acc = f32::NEG_INFINITY;
+            for i in 0..n {
+                let want = match kind {
+                    ScanKind::Inclusive => host_max(acc, hx[i]),
+                    ScanKind::Exclusive => acc,
+                };
+                assert!(
+                    same_f32(got[i], want),
+                    "n={n} {kind:?} i={i}: {} vs {want}",
+                    got[i]
+                );
+                acc = host_max(acc, hx[i]);
+            }
+        }
+    }
+    // Integer sums wrap and are exact: every element against the host's, MIN/MAX included.
+    for n in LENGTHS {
+        let hx: Vec<i32> = rng.vec(n, |r| match r.next_u64() % 8 {
+            0 => i32::MAX,
+            1 => i32::MIN,
+            _ => r.next_u64() as i32,
+        });
+        let x = ShardedArray::from_host(&m, &hx).unwrap();
+        let (inc, exc) = (x.cumsum().unwrap(), x.cumsum_exclusive().unwrap());
+        let (inc, exc) = (inc.to_vec().unwrap(), exc.to_vec().unwrap());
+        let mut acc = 0i32;
+        for i in 0..n {
+            assert_eq!(exc[i], acc, "n={n} exclusive i={i}");
+            acc = acc.wrapping_add(hx[i]);
+            assert_eq!(inc[i], acc, "n={n} inclusive i={i}");
+        }
+    }
+    // f32 sums of a 2-D array (values in [0, 1]: no cancellation), in C order across the
+    // shards, against a float64 running sum.
+    let (rows, cols) = (1001usize, 257usize);
+    let hm: Vec<f32> = rng.vec(rows * cols, |r| r.f32().abs());
+    let x = ShardedArray::from_host(
+        &m,
+        &Array2::from_shape_vec((rows, cols), hm.clone()).unwrap(),
+    )
+    .unwrap();
+    let mut out = ShardedArray::<f32, _>::alloc(&m, (rows, cols)).unwrap();
+    out.fill(f32::NAN).unwrap();
+    let sum = Scan::<f32>::new("sh_sum", |a, b| a + b, -0.0).unwrap();
+    x.scan_into(&sum, ScanKind::Inclusive, &mut out).unwrap();
+    let got = out.to_vec().unwrap();
+    let mut acc = 0f64;
+    for (i, (&g, &h)) in got.iter().zip(&hm).enumerate() {
+        acc += h as f64;
+        assert!(
+            ((g as f64 - acc) / acc.max(1e-30)).abs() < 1e-5,
+            "[{}, {}]: {g} vs {acc}",
+            i / cols,
+            i % cols
+        );
+    }
+    // The output must have the input's shape and split; a 1-D output of 2-D data is refused.
+    let mut flat = ShardedArray::<f32>::alloc(&m, rows * cols).unwrap();
+    let e = x
+        .scan_into(&sum, ScanKind::Inclusive, &mut flat)
+        .unwrap_err();
+    assert!(e.to_string().contains("shape"), "{e}");
+    // Without peer access the totals are copied to each device first.
+    let nopeer = Mesh::without_peer_access(&(0..m.len()).collect::<Vec<_>>()).unwrap();
+    let hx: Vec<u32> = rng.vec(65_537, |r| r.next_u64() as u32);
+    let got = ShardedArray::from_host(&nopeer, &hx)
+        .unwrap()
+        .cumsum()
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    let mut acc = 0u32;
+    for (i, (&g, &h)) in got.iter().zip(&hx).enumerate() {
+        acc = acc.wrapping_add(h);
+        assert_eq!(g, acc, "no peer access: i={i}");
+    }
+}

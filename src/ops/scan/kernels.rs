@@ -29,6 +29,7 @@ pub(super) fn tiles<T: Num, const W: usize>(
     id: T,
     tune: ScanTuning,
     ticket: bool,
+    with_carry: bool,
 ) {
     let rows = tune.rows;
     let (x, out, ctl, status, vals) = (
@@ -39,6 +40,9 @@ pub(super) fn tiles<T: Num, const W: usize>(
         output::<T>(),
     );
     let (n, cap, excl) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
+    // With a carry: `ncarry` values that come before the whole array (a sharded scan's earlier
+    // shards' totals), combined in order into the first tile's prefix.
+    let carries = with_carry.then(|| (input::<T>(), scalar::<u32>()));
     let (block, warps) = (tune.block, tune.block as usize / 32);
     k.launch_bounds(block, tune.min_blocks);
     let t = k.thread_idx().x;
@@ -140,11 +144,25 @@ pub(super) fn tiles<T: Num, const W: usize>(
             tile,
             epoch,
         };
+        // The first tile's prefix: the carry (read by that tile alone), else the identity.
+        let carry = k.var(id);
+        if let Some((values, count)) = carries {
+            k.if_(tile.eq(0u32), |k| {
+                k.for_range(0u32, count, |_, j| {
+                    carry.set(combine(carry.get(), values.at(j)))
+                });
+            });
+        }
         k.if_(lane.eq(0u32), |k| {
             let kind = select(tile.eq(0u32), PREFIX, AGGREGATE);
-            publish.store(k, kind, aggregate);
+            let first = if carries.is_some() {
+                select(tile.eq(0u32), combine(carry.get(), aggregate), aggregate)
+            } else {
+                aggregate
+            };
+            publish.store(k, kind, first);
         });
-        let prefix = k.var(id);
+        let prefix = k.var(carry.get());
         k.if_(tile.gt(0u32), |k| {
             prefix.set(look_back(k, &publish, combine, id));
             k.if_(lane.eq(0u32), |k| {
