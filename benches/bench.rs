@@ -74,6 +74,8 @@ const WORKS: &[&str] = &[
     "sum_sharded",
     "add_1gpu",
     "add_sharded",
+    "scan_1gpu",
+    "scan_sharded",
 ];
 
 /// Entry point (public so that an example can reuse this file as a module).
@@ -257,8 +259,11 @@ impl Bench {
             ),
             (&["peer_copy"], Bench::peer_copy),
             (&["all_reduce"], Bench::all_reduce),
-            (&["sum_1gpu", "add_1gpu"], Bench::one_gpu),
-            (&["sum_sharded", "add_sharded"], Bench::sharded),
+            (&["sum_1gpu", "add_1gpu", "scan_1gpu"], Bench::one_gpu),
+            (
+                &["sum_sharded", "add_sharded", "scan_sharded"],
+                Bench::sharded,
+            ),
         ];
         for (names, f) in works {
             if !names.iter().any(|n| self.opts.selected(n)) {
@@ -295,7 +300,8 @@ impl Bench {
             "all_reduce" => {
                 multi::all_reduce_label(s.all_reduce_bytes.last().copied().unwrap_or(0))
             }
-            "sum_1gpu" | "sum_sharded" | "add_1gpu" | "add_sharded" => size_1d(s.n_multi, "f32"),
+            "sum_1gpu" | "sum_sharded" | "add_1gpu" | "add_sharded" | "scan_1gpu"
+            | "scan_sharded" => size_1d(s.n_multi, "f32"),
             _ => size_1d(s.n, "f32"),
         }
     }

@@ -58,6 +58,8 @@ WORKS = [
     "sum_sharded",
     "add_1gpu",
     "add_sharded",
+    "scan_1gpu",
+    "scan_sharded",
 ]
 # The multi-GPU rows that need two devices (sum_1gpu and add_1gpu run on one).
 MULTI_WORKS = ("peer_copy", "all_reduce", "sum_sharded", "add_sharded")
@@ -138,7 +140,8 @@ class Sizes:
             return peer_label(self.peer_bytes, 0, 1)
         if work == "all_reduce":
             return all_reduce_label(self.all_reduce_bytes[-1])
-        if work in ("sum_1gpu", "sum_sharded", "add_1gpu", "add_sharded"):
+        if work in ("sum_1gpu", "sum_sharded", "add_1gpu", "add_sharded", "scan_1gpu",
+                    "scan_sharded"):
             return size_1d(self.n_multi, "f32")
         return size_1d(self.n, "f32")
 
@@ -1534,8 +1537,8 @@ def w_peer_copy(r):
 
 
 def w_one_gpu(r):
-    """The baselines of the sharded rows, on device 0: sum_1gpu (torch.sum, cupy.sum) and
-    add_1gpu (w_add's peers at n_multi)."""
+    """The baselines of the sharded rows, on device 0: sum_1gpu (torch.sum, cupy.sum),
+    add_1gpu (w_add's peers at n_multi) and scan_1gpu (torch.cumsum, cupy.cumsum)."""
     n = r.sizes.n_multi
     if r.selected("sum_1gpu"):
         for impl, variant, make in (
@@ -1558,12 +1561,38 @@ def w_one_gpu(r):
             r.free_all()
     if r.selected("add_1gpu"):
         w_add(r, "add_1gpu", n)
+    if r.selected("scan_1gpu"):
+        for impl, variant in (
+            ("torch", "torch.cumsum(x, 0, out=out) (device 0)"),
+            ("cupy", "cupy.cumsum(x, out=out) (device 0, %s)" % _cupy_accel(r)),
+        ):
+
+            def body(impl=impl):
+                lib = r.lib_for(impl)
+                x = lib.rand(n, 0.0, 1.0, r.next_seed())
+                out = lib.nan(n)
+                if impl == "torch":
+                    t = lib.t
+                    fn = lambda: t.cumsum(x, 0, out=out)  # noqa: E731
+                    wide = lambda: t.cumsum(x.double(), 0)  # noqa: E731
+                else:
+                    cp = lib.cp
+                    fn = lambda: cp.cumsum(x, out=out)  # noqa: E731
+                    wide = lambda: cp.cumsum(x, dtype=cp.float64)  # noqa: E731
+                fn()
+                lib.sync()
+                rel = check_close(lib, "scan_1gpu", out, wide(), 1e-4)
+                return r.time(impl, fn), "relative error vs float64 %.1e" % rel
+
+            r.peer("scan_1gpu", impl, variant, body, 2 * n * 4, devices=1)
+            r.free_all()
 
 
 def w_sharded(r):
-    """all_reduce, sum_sharded and add_sharded: torch.distributed (one process per GPU, NCCL)
-    and CuPy (one process, cupy.cuda.nccl over both devices)."""
-    works = [w for w in ("all_reduce", "sum_sharded", "add_sharded") if r.selected(w)]
+    """all_reduce, sum_sharded, add_sharded and scan_sharded: torch.distributed (one process
+    per GPU, NCCL) and CuPy (one process, cupy.cuda.nccl over both devices)."""
+    works = [w for w in ("all_reduce", "sum_sharded", "add_sharded", "scan_sharded")
+             if r.selected(w)]
     g = r.args.gpus
     torch = multi_setup(r, works, "torch", torch_multi(g))
     if torch is not None:
@@ -1711,6 +1740,50 @@ def cupy_collectives(r, cp, nccl, comms, works):
             return cupy_time_multi(cp, streams, fn, r.warmup, r.reps), "span across both devices' streams"
 
         r.peer("add_sharded", "cupy", "cupy.add(out=) per device", body, 3 * n * 4, devices=nd)
+        r.free_all()
+    if "scan_sharded" in works:
+
+        def body():
+            xs = [rand(k, half, 0.0) for k in range(nd)]
+            outs, totals = [], []
+            for k in range(nd):
+                with cp.cuda.Device(k):
+                    outs.append(cp.full(half, float("nan"), dtype=cp.float32))
+                    totals.append(cp.empty(nd, dtype=cp.float32))
+
+            def fn():
+                for k in range(nd):
+                    with cp.cuda.Device(k), streams[k]:
+                        cp.cumsum(xs[k], out=outs[k])
+                nccl.groupStart()
+                try:
+                    for k in range(nd):
+                        with cp.cuda.Device(k):
+                            comms[k].allGather(outs[k][-1:].data.ptr, totals[k].data.ptr, 1,
+                                               nccl.NCCL_FLOAT32, streams[k].ptr)
+                finally:
+                    nccl.groupEnd()
+                for k in range(1, nd):
+                    with cp.cuda.Device(k), streams[k]:
+                        outs[k] += totals[k][:k].sum()
+
+            fn()
+            before = 0.0
+            for k in range(nd):
+                streams[k].synchronize()
+                with cp.cuda.Device(k):
+                    want = cp.cumsum(xs[k], dtype=cp.float64) + before
+                    rel = float(cp.linalg.norm(outs[k].astype(cp.float64) - want)
+                                / cp.linalg.norm(want))
+                    if not rel <= 1e-4:
+                        raise AssertionError("scan_sharded: device %d relative error %.2e" % (k, rel))
+                    before += float(xs[k].astype(cp.float64).sum())
+            return (cupy_time_multi(cp, streams, fn, r.warmup, r.reps),
+                    "span across the devices' streams")
+
+        r.peer("scan_sharded", "cupy",
+               "cupy.cumsum(out=) per device, NCCL allGather of the last elements, add the "
+               "earlier devices' totals", body, 2 * n * 4, devices=nd)
         r.free_all()
 
 
@@ -1898,7 +1971,8 @@ def _dist_worker(rank, world, cfg, q):
                     busbw=True, per=k_iters, warmup=1, reps=min(reps, 5))
                 t.clear()
         half = cfg["n_multi"] // world
-        label = cfg["labels"].get("sum_sharded", cfg["labels"].get("add_sharded", [""]))[0]
+        label = next((cfg["labels"][w][0] for w in ("sum_sharded", "add_sharded", "scan_sharded")
+                      if w in cfg["labels"]), "")
         if "sum_sharded" in cfg["works"]:
             t = {}
 
@@ -1937,6 +2011,32 @@ def _dist_worker(rank, world, cfg, q):
             row("add_sharded", label, "torch.add(out=) on each rank's half", setup,
                 3 * cfg["n_multi"] * 4, span + "; no communication")
             t.clear()
+        if "scan_sharded" in cfg["works"]:
+
+            def setup():
+                x = rand(half, 41 + rank, 0.0)
+                out = torch.full((half,), float("nan"), device=dev)
+                totals = torch.empty(world, device=dev)
+
+                def fn():
+                    torch.cumsum(x, 0, out=out)
+                    dist.all_gather_into_tensor(totals, out[-1:])
+                    out.add_(totals[:rank].sum())
+
+                fn()
+                # The float64 reference: this rank's running sum after the earlier ranks' sums.
+                sums = torch.empty(world, dtype=torch.float64, device=dev)
+                dist.all_gather_into_tensor(sums, x.double().sum().reshape(1))
+                want = torch.cumsum(x.double(), 0) + sums[:rank].sum()
+                rel = float(torch.linalg.vector_norm(out.double() - want)
+                            / torch.linalg.vector_norm(want))
+                if not rel <= 1e-4:
+                    raise AssertionError("scan: relative error %.2e" % rel)
+                return fn
+
+            row("scan_sharded", label,
+                "torch.cumsum(out=) of each rank's half, all_gather of the last elements, add "
+                "the earlier ranks' totals", setup, 2 * cfg["n_multi"] * 4, span)
     except BaseException as e:
         q.put(("fatal", rank, short_error(e)))
         if cfg.get("verbose"):
@@ -1965,8 +2065,8 @@ RUNNERS = [
     (("pool",), w_pool),
     (("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"), w_transfers),
     (("peer_copy",), w_peer_copy),
-    (("sum_1gpu", "add_1gpu"), w_one_gpu),
-    (("all_reduce", "sum_sharded", "add_sharded"), w_sharded),
+    (("sum_1gpu", "add_1gpu", "scan_1gpu"), w_one_gpu),
+    (("all_reduce", "sum_sharded", "add_sharded", "scan_sharded"), w_sharded),
 ]
 
 

@@ -1,5 +1,5 @@
 //! The multi-GPU rows: a peer copy between devices 0 and 1, NCCL's all-reduce over both, and a
-//! sum and an elementwise add of `2^30` f32 on one GPU and sharded over two.
+//! sum, an elementwise add and an inclusive scan of `2^30` f32 on one GPU and sharded over two.
 //!
 //! Work on several devices is timed as one span by [`Bench::time_multi`]: a start event on
 //! device 0's stream that every other stream waits on, the work, then every other stream's end
@@ -12,6 +12,7 @@
 use super::*;
 
 use cudajit::nccl::{self, Communicator, ReduceOp};
+use cudajit::ops::ScanKind;
 
 /// The size label of a peer copy of `bytes` from device `from` to device `to`.
 pub(crate) fn peer_label(bytes: usize, from: usize, to: usize) -> String {
@@ -447,6 +448,24 @@ impl Bench {
                 .note("one device's share of the sum on two devices (its time is the ideal)")
                 .emit();
         }
+        if self.opts.selected("scan_1gpu") {
+            let hx = rand_f32(n, self.seed("multi_scan/x"), 0.0, 1.0);
+            let x = self.upload(&hx)?;
+            let mut out = self.poisoned_f32(n)?;
+            let scan = multi_cumsum()?;
+            self.c(scan.scan_into(s, &x, ScanKind::Inclusive, &mut out))?;
+            let got = self.c(out.to_vec_async(s))?;
+            let rel = check_running_sum("scan_1gpu", &hx, &got)?;
+            drop((got, hx));
+            let t = self.time_gpu(|| scan.scan_into(s, &x, ScanKind::Inclusive, &mut out))?;
+            Rec::new("scan_1gpu", &self.size_of("scan_1gpu"))
+                .variant("cudajit::ops::Scan (f32 +) scan_into, device 0")
+                .times(&t)
+                .bytes(2 * n * 4)
+                .devices(1)
+                .note(format!("relative error vs float64 {rel:.1e}"))
+                .emit();
+        }
         if self.opts.selected("add_1gpu") {
             let (hx, hy, x, y) = self.two_inputs("multi_add", n)?;
             let mut out = self.poisoned_f32(n)?;
@@ -480,7 +499,11 @@ impl Bench {
         let label = [size_1d(self.sizes.n_multi, "f32")];
         let g = self.opts.gpus;
         if let Some(why) = self.multi_unavailable(g, false) {
-            self.skip_rows(&["sum_sharded", "add_sharded"], &label, &why);
+            self.skip_rows(
+                &["sum_sharded", "add_sharded", "scan_sharded"],
+                &label,
+                &why,
+            );
             return Ok(());
         }
         let n = self.sizes.n_multi;
@@ -559,6 +582,50 @@ impl Bench {
                 .note("span across the mesh's streams")
                 .emit();
         }
+        if self.opts.selected("scan_sharded") {
+            let hx = rand_f32(n, self.seed("multi_scan/x"), 0.0, 1.0);
+            let x = self.c(ShardedArray::<f32>::from_host(&mesh, &hx))?;
+            let mut out = self.c(ShardedArray::<f32>::alloc(&mesh, n))?;
+            self.c(out.fill(f32::NAN))?;
+            let scan = multi_cumsum()?;
+            self.c(x.scan_into(&scan, ScanKind::Inclusive, &mut out))?;
+            let got = self.c(out.to_vec())?;
+            let rel = check_running_sum("scan_sharded", &hx, &got)?;
+            drop((got, hx));
+            let t = self.time_multi(&streams, self.opts.warmup, self.opts.reps, &mut || {
+                x.scan_into(&scan, ScanKind::Inclusive, &mut out)
+            })?;
+            Rec::new("scan_sharded", &label[0])
+                .variant(format!(
+                    "ShardedArray::scan_into (f32 +) {over}: shard totals, then every shard's scan from the totals before it"
+                ))
+                .times(&t)
+                .bytes(2 * n * 4)
+                .devices(mesh.len())
+                .note(format!(
+                    "relative error vs float64 {rel:.1e}; span across the mesh's streams"
+                ))
+                .emit();
+        }
         Ok(())
     }
+}
+
+/// The f32 sum scan of the scan rows (the same operator as `cumsum`).
+fn multi_cumsum() -> Res<cudajit::ops::Scan<f32>> {
+    cudajit::ops::Scan::<f32>::new("multi_cumsum", |a, b| a + b, -0.0).map_err(|e| e.to_string())
+}
+
+/// Checks an inclusive running sum of `x` against the host's, in f64 (relative error of the
+/// whole vector); the error.
+fn check_running_sum(what: &str, x: &[f32], got: &[f32]) -> Res<f64> {
+    let mut acc = 0f64;
+    let want: Vec<f64> = x
+        .iter()
+        .map(|&v| {
+            acc += v as f64;
+            acc
+        })
+        .collect();
+    check(what, x.len(), |i| got[i] as f64, |i| want[i], 1e-4)
 }
