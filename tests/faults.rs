@@ -165,6 +165,10 @@ fn every_failing_call_of_the_workload_is_an_error_without_panic_hang_or_leak() {
                 problems.push(format!("call {nth} ({kind:?}): hung"));
                 break; // the hung thread still holds the device
             }
+            // A failed call must not give a wrong answer that looks right to the library.
+            Outcome::Err(Error::Usage(m)) if m.starts_with("wrong result") => {
+                problems.push(format!("call {nth} ({kind:?}): {m}"))
+            }
             Outcome::Err(_) => errs += 1,
             Outcome::Ok if !dropped.is_empty() => drop_errs += 1,
             Outcome::Ok => handled += 1,
