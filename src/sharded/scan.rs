@@ -36,6 +36,51 @@ impl<T: Num, D: Dimension> ShardedArray<T, D> {
         Ok(out)
     }
 
+    /// The scan along `axis` (NumPy's `cumsum(axis=...)` for a sum), in a new array of this
+    /// shape and split. Along an axis other than 0 every device scans its own rows (as
+    /// [`Scan::scan_axis`] on one device); along axis 0, the split axis, it is an error (for a
+    /// 1-D array use [`scan`](Self::scan)).
+    pub fn scan_axis(
+        &self,
+        s: &Scan<T>,
+        axis: usize,
+        kind: ScanKind,
+    ) -> Result<ShardedArray<T, D>> {
+        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: sharded {} axis {axis}", s.name()));
+        let shape = self.shape();
+        if axis >= shape.len() {
+            return Err(Error::usage(format!(
+                "sharded scan `{}`: axis {axis} is out of range for an array of shape {shape:?}",
+                s.name()
+            )));
+        }
+        if axis == 0 {
+            return Err(Error::usage(format!(
+                "sharded scan `{}` along axis 0, the axis the array is split on, is not supported; \
+                 scan a 1-D array with scan(), or gather the array to one device \
+                 (gather_to) and scan it there",
+                s.name()
+            )));
+        }
+        let mesh = self.mesh();
+        let mut shards = Vec::with_capacity(self.shards().len());
+        for k in (0..mesh.len()).rev() {
+            let shard = &self.shards()[k];
+            shards.push(if shard.is_empty() {
+                DeviceArray::alloc_ordered(mesh.stream(k), shard.dim().clone())?
+            } else {
+                s.scan_axis(mesh.stream(k), shard, axis, kind)?
+            });
+        }
+        shards.reverse();
+        Ok(ShardedArray::from_parts(
+            mesh,
+            self.dim().clone(),
+            self.row_ranges().to_vec(),
+            shards,
+        ))
+    }
+
     /// [`scan`](Self::scan) into `out`, an array on the same mesh of this shape and split.
     pub fn scan_into<D2: Dimension>(
         &self,
@@ -137,6 +182,12 @@ macro_rules! sharded_cumsum {
             /// first is zero: `-0.0` for floats), in a new array of this shape and split.
             pub fn cumsum_exclusive(&self) -> Result<ShardedArray<$t, D>> {
                 self.scan(<$t as crate::ops::ScanScalar>::scans().sum()?, ScanKind::Exclusive)
+            }
+            /// The inclusive cumulative sum along `axis` (not 0, the split axis), in a new
+            /// array of this shape and split: each device sums its own rows.
+            pub fn cumsum_axis(&self, axis: usize) -> Result<ShardedArray<$t, D>> {
+                let s = <$t as crate::ops::ScanScalar>::scans().sum()?;
+                self.scan_axis(s, axis, ScanKind::Inclusive)
             }
         }
     )*};

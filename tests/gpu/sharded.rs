@@ -727,6 +727,26 @@ fn scans_run_over_the_whole_sharded_array() {
             i % cols
         );
     }
+    // Along axis 1 every device scans its own rows (exact: integers); axis 0 is refused.
+    let hi: Vec<i64> = rng.vec(rows * cols, |r| r.next_u64() as i64);
+    let xi = ShardedArray::from_host(
+        &m,
+        &Array2::from_shape_vec((rows, cols), hi.clone()).unwrap(),
+    )
+    .unwrap();
+    let gi = xi.cumsum_axis(1).unwrap();
+    assert_eq!(gi.shape(), &[rows, cols]);
+    let gi = gi.to_vec().unwrap();
+    for r in 0..rows {
+        let mut acc = 0i64;
+        for c in 0..cols {
+            acc = acc.wrapping_add(hi[r * cols + c]);
+            assert_eq!(gi[r * cols + c], acc, "axis 1 [{r}, {c}]");
+        }
+    }
+    let e = xi.cumsum_axis(0).unwrap_err();
+    assert!(e.to_string().contains("axis 0"), "{e}");
+    assert!(xi.cumsum_axis(2).is_err());
     // The output must have the input's shape and split; a 1-D output of 2-D data is refused.
     let mut flat = ShardedArray::<f32>::alloc(&m, rows * cols).unwrap();
     let e = x
