@@ -7,22 +7,13 @@
 //! error) or be handled with a right result, and afterwards a clean run must succeed and leave
 //! exactly what the first clean run left alive.
 
-use std::sync::mpsc;
-use std::time::Duration;
-
-use cudajit::fault_injection::{self as fi, Injected};
 use cudajit::ops::{Elem, Elementwise};
 use cudajit::prelude::*;
 use cudajit::sharded::{Mesh, ShardedArray};
 use ndarray::Array2;
 
-fn check(ok: bool, what: &str) -> cudajit::Result<()> {
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!("wrong result: {what}")))
-    }
-}
+mod fault_harness;
+use fault_harness::check;
 
 /// The workload: the sharded operations, every result verified.
 fn workload() -> cudajit::Result<()> {
@@ -54,113 +45,9 @@ fn workload() -> cudajit::Result<()> {
     nopeer.synchronize()
 }
 
-enum Outcome {
-    Ok,
-    Err(Error),
-    Panicked,
-    Hung,
-}
-
-/// Runs the workload on a thread, with a time limit.
-fn run_once() -> Outcome {
-    let (tx, rx) = mpsc::channel();
-    let h = std::thread::spawn(move || {
-        let r = workload();
-        let _ = tx.send(r);
-    });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(Ok(())) => {
-            let _ = h.join();
-            Outcome::Ok
-        }
-        Ok(Err(e)) => {
-            let _ = h.join();
-            Outcome::Err(e)
-        }
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            let _ = h.join();
-            Outcome::Panicked
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => Outcome::Hung,
-    }
-}
-
 #[test]
 fn every_failing_call_of_the_sharded_workload_is_an_error_without_panic_hang_or_leak() {
     // This test binary is its own process: two simulated devices for it alone.
     std::env::set_var("CUDAJIT_SIM_DEVICES", "2");
-    fi::install().unwrap();
-    for _ in 0..2 {
-        fi::fail_call(0, Injected::OutOfMemory).unwrap();
-        match run_once() {
-            Outcome::Ok => {}
-            Outcome::Err(e) => panic!("the clean workload fails: {e}"),
-            _ => panic!("the clean workload panics or hangs"),
-        }
-    }
-    let _ = cudajit::take_drop_errors();
-    let baseline = fi::live().unwrap();
-    fi::fail_call(0, Injected::OutOfMemory).unwrap();
-    assert!(matches!(run_once(), Outcome::Ok));
-    let calls = fi::calls().unwrap();
-    assert_eq!(
-        fi::live().unwrap(),
-        baseline,
-        "a clean run changed what is alive"
-    );
-    assert!(calls > 50, "only {calls} backend calls in the workload");
-
-    let (mut errs, mut drop_errs, mut handled) = (0, 0, 0);
-    let mut problems = Vec::new();
-    for nth in 1..=calls {
-        let kind = Injected::ALL[nth as usize % Injected::ALL.len()];
-        let before = fi::injected().unwrap();
-        fi::fail_call(nth, kind).unwrap();
-        let outcome = run_once();
-        let fired = fi::injected().unwrap() > before;
-        fi::fail_call(0, kind).unwrap();
-        let dropped = cudajit::take_drop_errors();
-        let what = match &outcome {
-            Outcome::Err(e) => format!("error: {e}"),
-            _ if !dropped.is_empty() => format!("drop error: {}", dropped[0]),
-            _ => "handled".to_string(),
-        };
-        match outcome {
-            Outcome::Panicked => problems.push(format!("call {nth} ({kind:?}): panicked")),
-            Outcome::Hung => {
-                problems.push(format!("call {nth} ({kind:?}): hung"));
-                break; // the hung thread still holds the devices
-            }
-            // A failed call must not give a wrong answer that looks right to the library.
-            Outcome::Err(Error::Usage(m)) if m.starts_with("wrong result") => {
-                problems.push(format!("call {nth} ({kind:?}): {m}"))
-            }
-            Outcome::Err(_) => errs += 1,
-            Outcome::Ok if !dropped.is_empty() => drop_errs += 1,
-            Outcome::Ok => handled += 1,
-        }
-        if !fired {
-            problems.push(format!(
-                "call {nth} ({kind:?}): the failure was not injected"
-            ));
-        }
-        if !matches!(run_once(), Outcome::Ok) {
-            problems.push(format!(
-                "call {nth} ({kind:?}, {what}): a clean run afterwards fails"
-            ));
-        }
-        let _ = cudajit::take_drop_errors();
-        let live = fi::live().unwrap();
-        if live != baseline {
-            problems.push(format!(
-                "call {nth} ({kind:?}, {what}): alive afterwards {live:?}, before {baseline:?}"
-            ));
-        }
-    }
-    println!(
-        "sharded fault injection: {calls} calls failed in turn: {errs} returned an error, \
-         {drop_errs} recorded as drop errors, {handled} handled (result still right); {} problems",
-        problems.len()
-    );
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    fault_harness::fail_every_call("sharded fault injection", workload);
 }

@@ -128,3 +128,17 @@ pub(crate) fn check(
     }
     Ok(rel)
 }
+
+/// Checks an inclusive running sum of `x` against the host's in f64 (the relative error of
+/// the whole vector, at most 1e-4); returns the error.
+pub(crate) fn check_running_sum(what: &str, x: &[f32], got: &[f32]) -> Res<f64> {
+    let mut acc = 0f64;
+    let want: Vec<f64> = x
+        .iter()
+        .map(|&v| {
+            acc += v as f64;
+            acc
+        })
+        .collect();
+    check(what, x.len(), |i| got[i] as f64, |i| want[i], 1e-4)
+}

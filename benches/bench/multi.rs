@@ -615,17 +615,3 @@ impl Bench {
 fn multi_cumsum() -> Res<cudajit::ops::Scan<f32>> {
     cudajit::ops::Scan::<f32>::new("multi_cumsum", |a, b| a + b, -0.0).map_err(|e| e.to_string())
 }
-
-/// Checks an inclusive running sum of `x` against the host's, in f64 (relative error of the
-/// whole vector); the error.
-fn check_running_sum(what: &str, x: &[f32], got: &[f32]) -> Res<f64> {
-    let mut acc = 0f64;
-    let want: Vec<f64> = x
-        .iter()
-        .map(|&v| {
-            acc += v as f64;
-            acc
-        })
-        .collect();
-    check(what, x.len(), |i| got[i] as f64, |i| want[i], 1e-4)
-}
