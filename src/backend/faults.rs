@@ -717,6 +717,16 @@ impl Backend for FaultInjector {
         unsafe { self.inner.mem_pool_trim_to(pool, keep) }
     }
 
+    unsafe fn mem_pool_grant_access(
+        &self,
+        pool: sys::CUmemoryPool,
+        dev: sys::CUdevice,
+    ) -> Result<()> {
+        self.tick("mem_pool_grant_access")?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.mem_pool_grant_access(pool, dev) }
+    }
+
     fn profiler_start(&self) -> Result<()> {
         self.tick("profiler_start")?;
         self.inner.profiler_start()

@@ -117,6 +117,13 @@ pub(crate) trait Backend: Send + Sync {
     ) -> Result<()>;
     /// Releases the pool's unused memory down to `keep` bytes.
     unsafe fn mem_pool_trim_to(&self, pool: sys::CUmemoryPool, keep: usize) -> Result<()>;
+    /// Lets kernels on device `dev` read and write every allocation of `pool`, present and
+    /// future (`cuMemPoolSetAccess`; pool memory ignores `cuCtxEnablePeerAccess`).
+    unsafe fn mem_pool_grant_access(
+        &self,
+        pool: sys::CUmemoryPool,
+        dev: sys::CUdevice,
+    ) -> Result<()>;
     unsafe fn mem_prefetch(
         &self,
         ptr: sys::CUdeviceptr,

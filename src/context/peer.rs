@@ -26,6 +26,12 @@ impl Context {
     /// (`cuCtxEnablePeerAccess`), for kernels that read or write the other device's arrays and
     /// for faster peer copies. One direction only: call it on both contexts for both.
     ///
+    /// It also grants this device access to `peer`'s stream-ordered memory pool
+    /// (`cuMemPoolSetAccess`): stream-ordered allocations ([`Stream::alloc_async`](crate::stream::Stream::alloc_async), the
+    /// results and temporaries of the array operations and of sharded arrays) are pool memory,
+    /// which context peer access does not reach. Without the grant a kernel touching such an
+    /// array of the other device faults with an illegal address.
+    ///
     /// Idempotent: enabling access that is already enabled succeeds. Errors, changing nothing,
     /// when `peer` is on the same device, or when the devices cannot be peers
     /// ([`Device::can_access_peer`] is `false`).
@@ -53,11 +59,12 @@ impl Context {
             Err(e)
                 if e.driver_code().is_some_and(|c| {
                     c.0 == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
-                }) =>
-            {
-                Ok(())
-            }
-            other => other,
+                }) => {}
+            other => other?,
         }
+        let pool = backend().device_default_mem_pool(other.raw())?;
+        // SAFETY: the default pool of a live device; `me` can access `other` (checked above),
+        // and the grant is idempotent.
+        unsafe { backend().mem_pool_grant_access(pool, me.raw()) }
     }
 }

@@ -112,9 +112,13 @@ impl Mesh {
             }
         }
         let partials = PartialSlots {
-            buf: first.zeros::<u64, _>(2 * members.len())?,
-            free: first.new_event_with(false, false)?,
-            recorded: false,
+            buf: first.zeros::<u64, _>(PartialSlots::SETS * 2 * members.len())?,
+            set_words: 2 * members.len(),
+            free: (0..PartialSlots::SETS)
+                .map(|_| first.new_event_with(false, false))
+                .collect::<Result<_>>()?,
+            recorded: [false; PartialSlots::SETS],
+            cur: 0,
         };
         Ok(Mesh {
             inner: Arc::new(MeshInner {
@@ -283,36 +287,53 @@ impl fmt::Debug for Mesh {
 /// Room for one partial result (up to 16 bytes) per device on the mesh's first device, packed
 /// as an array of the reduction's accumulator type, where a reduction's shards leave
 /// their partial results for the last step (which reads them on the first device's stream).
-/// Reused by every reduction: a device writes its slot only after the last step of the
-/// previous reduction has read it (`free`, recorded on the first device's stream after it).
+///
+/// [`SETS`](Self::SETS) such sets, used in turn: a reduction's devices write the current set
+/// only after the last step of the reduction that used it [`SETS`](Self::SETS) reductions
+/// earlier has read it (`free`, recorded on the first device's stream after that step). With
+/// one set every device would wait, at each reduction, for the first device's previous
+/// combining step and then the first device for it: two cross-device signals per call in a
+/// loop of reductions; with several the other devices run ahead.
 pub(crate) struct PartialSlots {
     buf: DeviceArray<u64>,
-    free: Event,
-    recorded: bool,
+    /// The words (u64) of one set.
+    set_words: usize,
+    free: Vec<Event>,
+    recorded: [bool; PartialSlots::SETS],
+    /// The set the next reduction uses.
+    cur: usize,
 }
 
 impl PartialSlots {
     /// The largest partial result a slot holds, in bytes.
     pub(crate) const SLOT_BYTES: usize = 16;
 
+    /// The number of slot sets used in turn.
+    pub(crate) const SETS: usize = 4;
+
     /// The device address of partial result `i` of `size` bytes each (at most
-    /// [`SLOT_BYTES`](Self::SLOT_BYTES)).
+    /// [`SLOT_BYTES`](Self::SLOT_BYTES)) in the current set.
     pub(crate) fn slot(&self, i: usize, size: usize) -> u64 {
-        self.buf.device_ptr() + (i * size.min(Self::SLOT_BYTES)) as u64
+        self.buf.device_ptr()
+            + (self.cur * self.set_words * 8) as u64
+            + (i * size.min(Self::SLOT_BYTES)) as u64
     }
 
-    /// Makes the mesh's stream `k` wait until the previous reduction has read the slots.
+    /// Makes the mesh's stream `k` wait until the reduction that last used the current set
+    /// has read it.
     pub(crate) fn wait_free(&self, mesh: &Mesh, k: usize) -> Result<()> {
-        if self.recorded && k != 0 {
-            mesh.stream(k).wait_event(&self.free)?;
+        if self.recorded[self.cur] && k != 0 {
+            mesh.stream(k).wait_event(&self.free[self.cur])?;
         }
         Ok(())
     }
 
-    /// Marks the slots free once the work queued so far on the first device's stream is done.
+    /// Marks the current set free once the work queued so far on the first device's stream
+    /// is done, and moves to the next set.
     pub(crate) fn release(&mut self, mesh: &Mesh) -> Result<()> {
-        self.free.record(mesh.stream(0))?;
-        self.recorded = true;
+        self.free[self.cur].record(mesh.stream(0))?;
+        self.recorded[self.cur] = true;
+        self.cur = (self.cur + 1) % Self::SETS;
         Ok(())
     }
 }

@@ -102,6 +102,22 @@ impl CudaDriver {
         }
     }
 
+    pub(super) unsafe fn cu_mem_pool_grant_access(
+        &self,
+        pool: sys::CUmemoryPool,
+        dev: sys::CUdevice,
+    ) -> Result<()> {
+        let desc = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: dev,
+            },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: a live pool; one access descriptor, read during the call.
+        unsafe { drv!(cuMemPoolSetAccess(pool, &desc, 1)) }
+    }
+
     pub(super) unsafe fn cu_mem_pool_trim_to(
         &self,
         pool: sys::CUmemoryPool,

@@ -173,6 +173,15 @@ impl Backend for CudaDriver {
         unsafe { self.cu_mem_pool_trim_to(pool, keep) }
     }
 
+    unsafe fn mem_pool_grant_access(
+        &self,
+        pool: sys::CUmemoryPool,
+        dev: sys::CUdevice,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.cu_mem_pool_grant_access(pool, dev) }
+    }
+
     unsafe fn mem_prefetch(
         &self,
         ptr: sys::CUdeviceptr,

@@ -154,6 +154,14 @@ impl Backend for Simulator {
         self.pool(pool, "cuMemPoolTrimTo", |_| ())
     }
 
+    unsafe fn mem_pool_grant_access(
+        &self,
+        pool: sys::CUmemoryPool,
+        dev: sys::CUdevice,
+    ) -> Result<()> {
+        self.sim_mem_pool_grant_access(pool, dev)
+    }
+
     unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
         unsafe { self.sim_mem_free_async(ptr, stream) }

@@ -66,6 +66,9 @@ pub(super) struct PoolState {
     pub used: u64,
     pub high: u64,
     pub threshold: u64,
+    /// Bit `j`: kernels on device `j` may access this pool's allocations
+    /// (`cuMemPoolSetAccess`; peer access enabled on a context does not reach pool memory).
+    pub access: u8,
 }
 
 /// What the simulator keeps per device.
@@ -79,6 +82,17 @@ pub(super) struct DeviceState {
     limits: Vec<(u32, usize)>,
     /// Bit `j`: this device's context enabled peer access to device `j`.
     peers: u8,
+}
+
+/// Whether a device may access an allocation of another ([`Devices::reaches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// It may.
+    Yes,
+    /// Not: a stream-ordered allocation whose pool has not granted the device access.
+    NotPool,
+    /// Not: the device's context has not enabled peer access to the owner.
+    NotPeer,
 }
 
 /// The simulated devices.
@@ -119,10 +133,25 @@ impl Devices {
         (off % HANDLE_STEP == 0 && off / HANDLE_STEP < self.n).then_some(off / HANDLE_STEP)
     }
 
-    /// Whether device `dev` may access memory of device `owner` (its own, or a peer's whose
-    /// access it enabled).
-    pub(super) fn reaches(&self, dev: usize, owner: usize) -> bool {
-        dev == owner || self.state.lock()[dev].peers & (1 << owner) != 0
+    /// Whether device `dev` may access the allocation at `start` of device `owner`: its own;
+    /// a peer's stream-ordered allocation once the peer's pool granted `dev` access; a peer's
+    /// other memory once `dev`'s context enabled peer access to it.
+    pub(super) fn reaches(&self, dev: usize, owner: usize, start: u64) -> Reach {
+        if dev == owner {
+            return Reach::Yes;
+        }
+        let st = self.state.lock();
+        if st[owner].pool.live.contains_key(&start) {
+            if st[owner].pool.access & (1 << dev) != 0 {
+                Reach::Yes
+            } else {
+                Reach::NotPool
+            }
+        } else if st[dev].peers & (1 << owner) != 0 {
+            Reach::Yes
+        } else {
+            Reach::NotPeer
+        }
     }
 }
 
@@ -399,6 +428,18 @@ impl Simulator {
                 return;
             }
         }
+    }
+
+    /// As the driver's `cuMemPoolSetAccess` with one read-write descriptor for device `dev`
+    /// (a no-op for the pool's own device).
+    pub(super) fn sim_mem_pool_grant_access(
+        &self,
+        pool: sys::CUmemoryPool,
+        dev: sys::CUdevice,
+    ) -> Result<()> {
+        let call = "cuMemPoolSetAccess";
+        let d = self.check_device(dev, call)?;
+        self.pool(pool, call, |p| p.access |= 1 << d)
     }
 
     pub(super) fn sim_device_can_access_peer(

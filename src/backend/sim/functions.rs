@@ -3,6 +3,7 @@
 
 use cudajit_sys as sys;
 
+use super::devices::Reach;
 use super::launch::Launch;
 use super::memory::Kind;
 use super::{bad_handle, invalid, FuncState, Simulator, SHARED_OPTIN};
@@ -148,21 +149,38 @@ impl Simulator {
             }
             let found = self.mem.lock().find(a.base, bytes);
             if let Some(owner) = found {
-                if owner.kind == Kind::Device && !self.devices.reaches(dev, owner.dev) {
+                let reach = if owner.kind == Kind::Device {
+                    self.devices.reaches(dev, owner.dev, owner.start)
+                } else {
+                    Reach::Yes
+                };
+                let why = match reach {
+                    Reach::Yes => None,
+                    Reach::NotPeer => Some(format!(
+                        "device {dev} has not enabled peer access to device {}",
+                        owner.dev
+                    )),
+                    Reach::NotPool => Some(format!(
+                        "it is a stream-ordered allocation of device {}'s memory pool, which \
+                         has not granted device {dev} access (peer access on a context does \
+                         not reach pool memory: cuMemPoolSetAccess does)",
+                        owner.dev
+                    )),
+                };
+                if let Some(why) = why {
                     return Err(Error::Fault {
                         kernel: ir.name.clone(),
                         kind: crate::error::FaultKind::PeerAccess,
                         message: format!(
                             "array parameter {i} ({} elements of {} at {:#x}) is memory of \
-                             device {}, but the kernel runs on device {dev}, which has not \
-                             enabled peer access to device {}; call \
-                             enable_peer_access on device {dev}'s context first (or copy the \
-                             array to device {dev})",
+                             device {}, but the kernel runs on device {dev}, and {why}; call \
+                             enable_peer_access on device {dev}'s context first (it also \
+                             grants access to the peer's pool), or copy the array to device \
+                             {dev}",
                             a.len,
                             a.elem.name(),
                             a.base,
                             owner.dev,
-                            owner.dev
                         ),
                     });
                 }

@@ -310,3 +310,42 @@ fn handles_of_another_context_are_refused_as_by_the_driver() {
     }
     no_device(&sim);
 }
+
+#[test]
+fn pool_memory_of_a_peer_needs_the_pools_grant_not_only_peer_access() {
+    let sim = Simulator::with_devices(2);
+    let k = copy_kernel();
+    let c1 = sim.primary_ctx_retain(1).unwrap();
+    use_device(&sim, 1);
+    let s1 = sim.stream_create(0, 0).unwrap();
+    // SAFETY: a stream of the current context.
+    let x1 = unsafe { sim.mem_alloc_async(64, s1) }.unwrap();
+    let host: Vec<f32> = (0..16).map(|i| i as f32 - 3.5).collect();
+    upload(&sim, x1, &host);
+    use_device(&sim, 0);
+    // SAFETY: device 1's context.
+    unsafe { sim.ctx_enable_peer_access(c1) }.unwrap();
+    let f = load(&sim, &k);
+    let out0 = sim.mem_alloc(64).unwrap();
+    // Peer access on the context does not reach device 1's pool (as on the GPU).
+    match launch(&sim, f, std::ptr::null_mut(), x1, out0).unwrap_err() {
+        Error::Fault { kind, message, .. } => {
+            assert_eq!(kind, FaultKind::PeerAccess);
+            assert!(
+                message.contains("memory pool") && message.contains("cuMemPoolSetAccess"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
+    let pool1 = sim.device_default_mem_pool(1).unwrap();
+    // SAFETY: device 1's default pool.
+    unsafe { sim.mem_pool_grant_access(pool1, 0) }.unwrap();
+    launch(&sim, f, std::ptr::null_mut(), x1, out0).unwrap();
+    assert_eq!(download(&sim, out0), host);
+    // A bad device is refused as by the driver.
+    // SAFETY: as above.
+    let e = unsafe { sim.mem_pool_grant_access(pool1, 7) }.unwrap_err();
+    assert_eq!(code(e), sys::CUresult::CUDA_ERROR_INVALID_DEVICE);
+    no_device(&sim);
+}
