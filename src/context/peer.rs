@@ -27,9 +27,10 @@ impl Context {
     /// for faster peer copies. One direction only: call it on both contexts for both.
     ///
     /// It also grants this device access to `peer`'s stream-ordered memory pool
-    /// (`cuMemPoolSetAccess`): stream-ordered allocations ([`Stream::alloc_async`](crate::stream::Stream::alloc_async), the
-    /// results and temporaries of the array operations and of sharded arrays) are pool memory,
-    /// which context peer access does not reach. Without the grant a kernel touching such an
+    /// (`cuMemPoolSetAccess`): stream-ordered allocations
+    /// ([`Stream::alloc_async`](crate::stream::Stream::alloc_async), the results and
+    /// temporaries of the array operations and of sharded arrays) are pool memory, which
+    /// context peer access does not reach. Without the grant a kernel touching such an
     /// array of the other device faults with an illegal address.
     ///
     /// Idempotent: enabling access that is already enabled succeeds. Errors, changing nothing,

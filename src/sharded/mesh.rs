@@ -113,7 +113,6 @@ impl Mesh {
         }
         let partials = PartialSlots {
             buf: first.zeros::<u64, _>(PartialSlots::SETS * 2 * members.len())?,
-            set_words: 2 * members.len(),
             free: (0..PartialSlots::SETS)
                 .map(|_| first.new_event_with(false, false))
                 .collect::<Result<_>>()?,
@@ -296,8 +295,6 @@ impl fmt::Debug for Mesh {
 /// loop of reductions; with several the other devices run ahead.
 pub(crate) struct PartialSlots {
     buf: DeviceArray<u64>,
-    /// The words (u64) of one set.
-    set_words: usize,
     free: Vec<Event>,
     recorded: [bool; PartialSlots::SETS],
     /// The set the next reduction uses.
@@ -315,7 +312,7 @@ impl PartialSlots {
     /// [`SLOT_BYTES`](Self::SLOT_BYTES)) in the current set.
     pub(crate) fn slot(&self, i: usize, size: usize) -> u64 {
         self.buf.device_ptr()
-            + (self.cur * self.set_words * 8) as u64
+            + (self.cur * self.buf.len() / Self::SETS * 8) as u64
             + (i * size.min(Self::SLOT_BYTES)) as u64
     }
 

@@ -28,6 +28,18 @@ fn no_device(sim: &Simulator) {
     unsafe { sim.ctx_set_current(std::ptr::null_mut()) }.unwrap();
 }
 
+/// The message of `e`, which must be a peer-access fault (panics otherwise: a test failure).
+fn peer_fault_message(e: Error) -> String {
+    match e {
+        Error::Fault {
+            kind: FaultKind::PeerAccess,
+            message,
+            ..
+        } => message,
+        other => panic!("expected a peer-access fault, got {other:?}"),
+    }
+}
+
 /// The kernel of these tests' launches.
 type Copy = Kernel<(&'static [f32], &'static mut [f32])>;
 
@@ -220,19 +232,13 @@ fn a_kernel_reaches_another_device_only_with_peer_access() {
     use_device(&sim, 0);
     let f = load(&sim, &k);
     let out0 = sim.mem_alloc(64).unwrap();
-    let e = launch(&sim, f, std::ptr::null_mut(), x1, out0).unwrap_err();
-    match e {
-        Error::Fault { kind, message, .. } => {
-            assert_eq!(kind, FaultKind::PeerAccess);
-            assert!(
-                message.contains("memory of device 1")
-                    && message.contains("runs on device 0")
-                    && message.contains("enable_peer_access"),
-                "{message}"
-            );
-        }
-        other => panic!("expected a fault, got {other:?}"),
-    }
+    let message = peer_fault_message(launch(&sim, f, std::ptr::null_mut(), x1, out0).unwrap_err());
+    assert!(
+        message.contains("memory of device 1")
+            && message.contains("runs on device 0")
+            && message.contains("enable_peer_access"),
+        "{message}"
+    );
     assert_eq!(download(&sim, out0), vec![0.0; 16], "nothing ran");
     // SAFETY: device 1's context.
     unsafe { sim.ctx_enable_peer_access(c1) }.unwrap();
@@ -242,17 +248,7 @@ fn a_kernel_reaches_another_device_only_with_peer_access() {
     use_device(&sim, 1);
     let f1 = load(&sim, &k);
     let out1 = sim.mem_alloc(64).unwrap();
-    let e = launch(&sim, f1, std::ptr::null_mut(), out0, out1).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::Fault {
-                kind: FaultKind::PeerAccess,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    peer_fault_message(launch(&sim, f1, std::ptr::null_mut(), out0, out1).unwrap_err());
     // Managed memory belongs to every device.
     let m = sim.mem_alloc_managed(64).unwrap();
     upload(&sim, m, &host);
@@ -260,17 +256,7 @@ fn a_kernel_reaches_another_device_only_with_peer_access() {
     launch(&sim, f, std::ptr::null_mut(), m, out0).unwrap();
     // A reset of device 1's context ends the peer mapping to it.
     sim.primary_ctx_reset(1).unwrap();
-    let e = launch(&sim, f, std::ptr::null_mut(), x1, out0).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::Fault {
-                kind: FaultKind::PeerAccess,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
+    peer_fault_message(launch(&sim, f, std::ptr::null_mut(), x1, out0).unwrap_err());
     no_device(&sim);
 }
 
@@ -328,16 +314,11 @@ fn pool_memory_of_a_peer_needs_the_pools_grant_not_only_peer_access() {
     let f = load(&sim, &k);
     let out0 = sim.mem_alloc(64).unwrap();
     // Peer access on the context does not reach device 1's pool (as on the GPU).
-    match launch(&sim, f, std::ptr::null_mut(), x1, out0).unwrap_err() {
-        Error::Fault { kind, message, .. } => {
-            assert_eq!(kind, FaultKind::PeerAccess);
-            assert!(
-                message.contains("memory pool") && message.contains("cuMemPoolSetAccess"),
-                "{message}"
-            );
-        }
-        other => panic!("expected a fault, got {other:?}"),
-    }
+    let message = peer_fault_message(launch(&sim, f, std::ptr::null_mut(), x1, out0).unwrap_err());
+    assert!(
+        message.contains("memory pool") && message.contains("cuMemPoolSetAccess"),
+        "{message}"
+    );
     let pool1 = sim.device_default_mem_pool(1).unwrap();
     // SAFETY: device 1's default pool.
     unsafe { sim.mem_pool_grant_access(pool1, 0) }.unwrap();
