@@ -25,8 +25,9 @@ fn llvm_version(cfg: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// A 128-bit FNV-1a hash over every file under `src/codegen` (sorted relative paths and their
-/// bytes): part of the compile cache's key, so changed code generation never reuses old PTX.
+/// A 128-bit FNV-1a hash over every file under `src/ir` and `src/codegen` (the kernel IR and
+/// its lowering; sorted relative paths and their bytes): part of the compile cache's key, so
+/// changed code generation never reuses old PTX.
 fn codegen_fingerprint(root: &Path) -> String {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -41,9 +42,10 @@ fn codegen_fingerprint(root: &Path) -> String {
             }
         }
     }
-    let dir = root.join("src").join("codegen");
     let mut files = Vec::new();
-    walk(&dir, &mut files);
+    for dir in ["ir", "codegen"] {
+        walk(&root.join("src").join(dir), &mut files);
+    }
     files.sort();
     let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
     let prime: u128 = 0x0000000001000000000000000000013B;
@@ -66,6 +68,7 @@ fn codegen_fingerprint(root: &Path) -> String {
 
 fn main() {
     println!("cargo:rerun-if-changed=src/codegen");
+    println!("cargo:rerun-if-changed=src/ir");
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     println!(
         "cargo:rustc-env=CUDAJIT_CODEGEN_FINGERPRINT={}",

@@ -48,6 +48,7 @@ pub mod error;
 pub mod event;
 pub mod fault_injection;
 pub mod graph;
+mod ir;
 pub mod memory;
 pub mod module;
 pub mod nccl;

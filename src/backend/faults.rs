@@ -14,8 +14,8 @@ use cudajit_sys as sys;
 
 use super::sim::Simulator;
 use super::{Backend, HostFnPtr, StreamCallbackPtr};
-use crate::codegen::ir::FunctionIr;
 use crate::error::{DriverCode, Error, Result};
+use crate::ir::FunctionIr;
 
 /// The fault-injecting backend.
 pub(crate) struct FaultInjector {

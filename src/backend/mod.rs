@@ -22,8 +22,8 @@ use std::sync::{Arc, OnceLock};
 
 use cudajit_sys as sys;
 
-use crate::codegen::ir::FunctionIr;
 use crate::error::{Error, Result};
+use crate::ir::FunctionIr;
 
 /// A callback that the backend runs in stream order: `(data)`.
 pub(crate) type HostFnPtr = unsafe extern "C" fn(*mut c_void);

@@ -4,8 +4,8 @@ use std::marker::PhantomData;
 
 use super::builder::with_state;
 use super::expr::Expr;
-use super::ir::{ArrayRef, Op, Stmt, ValueId};
 use super::scalar::Scalar;
+use crate::ir::{ArrayRef, Op, Stmt, ValueId};
 
 /// Read-only access (the array is a `&[T]` parameter).
 pub struct ReadOnly;

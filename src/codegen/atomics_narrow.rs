@@ -17,9 +17,9 @@ use inkwell::types::FloatType;
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, FloatPredicate, IntPredicate};
 
-use super::atomics::AtomicKind;
 use super::lower::Lowerer;
 use crate::error::{Error, Result};
+use crate::ir::AtomicKind;
 
 const RELAXED: AtomicOrdering = AtomicOrdering::Monotonic;
 

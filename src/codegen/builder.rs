@@ -7,8 +7,8 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::ir::{ArrayDecl, FunctionIr, Op, Param, Stmt, ValueDef, ValueId, VarId};
 use super::scalar::ScalarTy;
+use crate::ir::{ArrayDecl, FunctionIr, Op, Param, Stmt, ValueDef, ValueId, VarId};
 
 static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
 

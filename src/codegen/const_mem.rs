@@ -8,10 +8,10 @@ use inkwell::AddressSpace;
 use super::array::{DArray, ReadOnly};
 use super::builder::with_state;
 use super::control::KernelBuilder;
-use super::ir::{ArrayRef, ConstArray, FunctionIr};
 use super::lower::Lowerer;
 use super::scalar::{Scalar, ScalarTy};
 use crate::error::{Error, Result};
+use crate::ir::{ArrayRef, ConstArray, FunctionIr};
 
 /// The most constant memory one module may hold (bytes): CUDA's 64 KiB.
 pub const MAX_CONST_BYTES: usize = 64 * 1024;

@@ -3,8 +3,8 @@
 use super::array::{DArray, ReadWrite, SliceMut};
 use super::builder::with_state;
 use super::expr::{Expr, Var};
-use super::ir::{ArrayRef, Barrier, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
 use super::scalar::{Int, Scalar};
+use crate::ir::{ArrayRef, Barrier, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
 
 /// The handle a kernel's build closure receives (`k`): everything that is not an expression.
 pub struct KernelBuilder {
@@ -215,7 +215,7 @@ impl KernelBuilder {
         let _at = crate::codegen::srcloc::at_block();
         let (start, end, step) = (start.into(), end.into(), step.into());
         with_state(|s| {
-            if let Some(super::ir::Op::Const(bits)) =
+            if let Some(crate::ir::Op::Const(bits)) =
                 s.f.values.get(step.id as usize).map(|d| d.op.clone())
             {
                 let n = T::TY.bits_as_i64(bits);

@@ -21,8 +21,8 @@ use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::{FlagBehavior, Module};
 use inkwell::values::FunctionValue;
 
-use super::ir::{FunctionIr, Stmt};
 use super::srcloc::{post_order, stmt_loc, Loc};
+use crate::ir::{FunctionIr, Stmt};
 
 /// The debug information of one module being lowered.
 pub(crate) struct ModuleDebug<'c> {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use super::builder::{current_tag, record, with_state};
 use super::control::KernelBuilder;
 use super::expr::Expr;
-use super::ir::{FuncId, FunctionIr, Op, Param, Stmt, ValueId};
 use super::kernel::check_name;
 use super::lower;
 use super::options::PtxOptions;
 use super::scalar::{Scalar, ScalarTy};
 use crate::error::{Error, Result};
+use crate::ir::{FuncId, FunctionIr, Op, Param, Stmt, ValueId};
 
 /// A tuple of scalar types: a device function's parameter list.
 pub trait DeviceParams {

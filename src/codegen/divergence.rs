@@ -8,7 +8,7 @@
 //! block to a fixed point over the whole body, then reports every `syncthreads` (and its
 //! count/and/or forms) that only some threads may reach.
 
-use super::ir::{Barrier, FunctionIr, Op, Stmt, ValueId};
+use crate::ir::{Barrier, FunctionIr, Op, Stmt, ValueId};
 
 /// Values whose thread-dependence follows from their operands (the others keep what the
 /// recording found: thread indices, atomics, warp intrinsics, calls).

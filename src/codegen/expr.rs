@@ -4,8 +4,8 @@ use std::marker::PhantomData;
 use std::ops;
 
 use super::builder::{current_tag, with_state, ORPHAN};
-use super::ir::{BinOp, CmpOp, Op, UnOp, VarId};
 use super::scalar::{Int, Num, Scalar, ScalarTy, Signed};
+use crate::ir::{BinOp, CmpOp, Op, UnOp, VarId};
 
 /// A value of type `T` computed by a kernel, evaluated where the Rust code creates it.
 ///
@@ -76,7 +76,7 @@ impl<T: Scalar> Expr<T> {
     #[track_caller]
     pub fn cast<U: Scalar>(self) -> Expr<U> {
         let _at = crate::codegen::srcloc::at();
-        Expr::record(Op::Cast(super::ir::ValueId(self.id)), &[self.raw()], false)
+        Expr::record(Op::Cast(crate::ir::ValueId(self.id)), &[self.raw()], false)
     }
 
     /// Reinterprets the bits as another type of the same size (`f32::to_bits` and friends);
@@ -95,7 +95,7 @@ impl<T: Scalar> Expr<T> {
             });
         }
         Expr::record(
-            Op::Bitcast(super::ir::ValueId(self.id)),
+            Op::Bitcast(crate::ir::ValueId(self.id)),
             &[self.raw()],
             false,
         )
@@ -104,7 +104,7 @@ impl<T: Scalar> Expr<T> {
     fn cmp(self, op: CmpOp, other: impl Into<Expr<T>>) -> Expr<bool> {
         let o = other.into();
         Expr::record(
-            Op::Cmp(op, super::ir::ValueId(self.id), super::ir::ValueId(o.id)),
+            Op::Cmp(op, crate::ir::ValueId(self.id), crate::ir::ValueId(o.id)),
             &[self.raw(), o.raw()],
             false,
         )
@@ -167,9 +167,9 @@ pub fn select<T: Scalar>(
     let (c, a, b) = (cond.into(), a.into(), b.into());
     Expr::record(
         Op::Select(
-            super::ir::ValueId(c.id),
-            super::ir::ValueId(a.id),
-            super::ir::ValueId(b.id),
+            crate::ir::ValueId(c.id),
+            crate::ir::ValueId(a.id),
+            crate::ir::ValueId(b.id),
         ),
         &[c.raw(), a.raw(), b.raw()],
         false,
@@ -178,7 +178,7 @@ pub fn select<T: Scalar>(
 
 pub(crate) fn binary<T: Scalar>(op: BinOp, a: Expr<T>, b: Expr<T>) -> Expr<T> {
     Expr::record(
-        Op::Binary(op, super::ir::ValueId(a.id), super::ir::ValueId(b.id)),
+        Op::Binary(op, crate::ir::ValueId(a.id), crate::ir::ValueId(b.id)),
         &[a.raw(), b.raw()],
         false,
     )
@@ -220,7 +220,7 @@ impl ops::Not for Expr<bool> {
     fn not(self) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();
         Expr::record(
-            Op::Unary(UnOp::Not, super::ir::ValueId(self.id)),
+            Op::Unary(UnOp::Not, crate::ir::ValueId(self.id)),
             &[self.raw()],
             false,
         )
@@ -234,7 +234,7 @@ impl<T: Int> ops::Not for Expr<T> {
     fn not(self) -> Expr<T> {
         let _at = crate::codegen::srcloc::at();
         Expr::record(
-            Op::Unary(UnOp::Not, super::ir::ValueId(self.id)),
+            Op::Unary(UnOp::Not, crate::ir::ValueId(self.id)),
             &[self.raw()],
             false,
         )
@@ -247,7 +247,7 @@ impl<T: Signed> ops::Neg for Expr<T> {
     fn neg(self) -> Expr<T> {
         let _at = crate::codegen::srcloc::at();
         Expr::record(
-            Op::Unary(UnOp::Neg, super::ir::ValueId(self.id)),
+            Op::Unary(UnOp::Neg, crate::ir::ValueId(self.id)),
             &[self.raw()],
             false,
         )

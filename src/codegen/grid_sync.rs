@@ -15,8 +15,8 @@
 use super::array::{DArray, ReadWrite};
 use super::builder::with_state;
 use super::control::KernelBuilder;
-use super::ir::{ArrayRef, Param};
 use super::scalar::ScalarTy;
+use crate::ir::{ArrayRef, Param};
 
 impl KernelBuilder {
     /// Waits until every thread of every block of the grid gets here (Numba's

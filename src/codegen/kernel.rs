@@ -9,7 +9,6 @@ use parking_lot::Mutex;
 use super::builder::record;
 use super::cache::loaded;
 use super::control::KernelBuilder;
-use super::ir::FunctionIr;
 use super::lower;
 use super::options::PtxOptions;
 use super::signature::{ArgBuffer, KernelParams, LaunchArgs};
@@ -17,6 +16,7 @@ use crate::backend::backend;
 use crate::context::{Context, Device};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, GraphNode};
+use crate::ir::FunctionIr;
 use crate::module::{Function, LaunchConfig};
 use crate::stream::Stream;
 

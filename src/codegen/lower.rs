@@ -19,12 +19,12 @@ use inkwell::values::{
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 
-use super::ir::{
-    ArrayRef, Barrier, BinOp, CmpOp, FunctionIr, Op, Param, Sreg, Stmt, SyncReduce, UnOp, ValueId,
-};
 use super::options::PtxOptions;
 use super::scalar::ScalarTy;
 use crate::error::{Error, Result};
+use crate::ir::{
+    ArrayRef, Barrier, BinOp, CmpOp, FunctionIr, Op, Param, Sreg, Stmt, SyncReduce, UnOp, ValueId,
+};
 
 /// Calling convention 71: `PTX_Kernel`.
 const PTX_KERNEL_CC: u32 = 71;
@@ -899,7 +899,7 @@ impl<'c> Lowerer<'c, '_> {
                 ArrayRef::Const(i) => self
                     .ctx
                     .i64_type()
-                    .const_int(super::ir::const_len(self.f, *i), false)
+                    .const_int(crate::ir::const_len(self.f, *i), false)
                     .into(),
             },
             Op::ReadVar(var) => ll!(self, self.b.build_load(rt, self.vars[var.0 as usize], "")),

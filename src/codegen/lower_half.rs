@@ -18,10 +18,10 @@
 
 use inkwell::values::{BasicValueEnum, FloatValue};
 
-use super::ir::BinOp;
 use super::lower::{reg_type, Lowerer};
 use super::scalar::ScalarTy;
 use crate::error::Result;
+use crate::ir::BinOp;
 
 macro_rules! ll {
     ($lw:expr, $e:expr) => {

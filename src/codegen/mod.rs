@@ -29,7 +29,6 @@ mod divergence;
 mod expr;
 pub(crate) mod extern_fn;
 mod grid_sync;
-pub(crate) mod ir;
 mod kernel;
 mod lower;
 mod lower_half;

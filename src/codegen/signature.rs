@@ -11,10 +11,10 @@ use ndarray::Dim;
 use super::array::{DArray, ReadOnly, ReadWrite};
 use super::builder::with_state;
 use super::expr::Expr;
-use super::ir::{ArrayRef, Op, Param};
 use super::scalar::Scalar;
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::ir::{ArrayRef, Op, Param};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
 
 /// Most 8-byte argument slots one launch can take (each array takes 1 + its dimensions).

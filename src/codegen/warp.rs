@@ -12,83 +12,13 @@ use inkwell::values::{BasicValueEnum, IntValue};
 
 use super::control::KernelBuilder;
 use super::expr::Expr;
-use super::ir::{Op, ValueId};
 use super::lower::{reg_type, Lowerer};
 use super::scalar::{Int, Num, Scalar, ScalarTy};
 use crate::error::{Error, Result};
+use crate::ir::{BitFn, LaneMask, Op, ShflKind, ValueId, VoteKind, WarpOp};
 
 /// The mask naming all 32 lanes of a warp (for `*_sync` intrinsics in converged code).
 pub const FULL_MASK: u32 = 0xffff_ffff;
-
-/// How a shuffle picks its source lane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum ShflKind {
-    /// From lane `lane`.
-    Idx,
-    /// From lane `laneid - delta` (lanes below `delta` keep their value).
-    Up,
-    /// From lane `laneid + delta` (lanes past 31 - `delta` keep theirs).
-    Down,
-    /// From lane `laneid ^ lane_mask`.
-    Bfly,
-}
-
-/// Warp votes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum VoteKind {
-    All,
-    Any,
-    /// All lanes' predicates equal.
-    Uni,
-    Ballot,
-}
-
-/// The `%lanemask_*` registers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum LaneMask {
-    Lt,
-    Le,
-    Eq,
-    Ge,
-    Gt,
-}
-
-/// Bit operations on integers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum BitFn {
-    Popc,
-    Clz,
-    Ffs,
-    Brev,
-}
-
-/// A warp intrinsic (or an integer bit operation).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum WarpOp {
-    /// `activemask()`: the lanes executing this together.
-    ActiveMask,
-    /// A `%lanemask_*` register.
-    LaneMask(LaneMask),
-    /// A shuffle of `value` (of the result type).
-    Shfl {
-        kind: ShflKind,
-        mask: ValueId,
-        value: ValueId,
-        lane: ValueId,
-    },
-    /// A vote on a bool: bool result, or u32 for `Ballot`.
-    Vote {
-        kind: VoteKind,
-        mask: ValueId,
-        pred: ValueId,
-    },
-    /// `match.any.sync`: the lanes of `mask` whose `value` equals this lane's.
-    MatchAny { mask: ValueId, value: ValueId },
-    /// `match.all.sync`: `mask` if every lane of it has the same `value`, else 0.
-    MatchAll { mask: ValueId, value: ValueId },
-    /// A bit operation on an integer (result u32, or the operand's type for `Brev`).
-    Bit(BitFn, ValueId),
-}
 
 fn warp<R: Scalar>(op: WarpOp, operands: &[(u32, u32)]) -> Expr<R> {
     // Lanes (and warps) see different results: never uniform across a block.

@@ -104,7 +104,7 @@ impl Context {
     }
 
     /// Loads a kernel's IR (on a backend that executes IR: the simulator).
-    pub(crate) fn load_ir(&self, ir: &Arc<crate::codegen::ir::FunctionIr>) -> Result<Module> {
+    pub(crate) fn load_ir(&self, ir: &Arc<crate::ir::FunctionIr>) -> Result<Module> {
         self.bind()?;
         let raw = backend().module_load_ir(ir.clone())?;
         Ok(Module {

@@ -6,10 +6,10 @@ use super::block::{try_lanes, Block, Frame, Mask, Rec, SharedBuf};
 use super::eval::{Lane, MinMax};
 use super::fault::{array_name, Fault};
 use super::global;
-use crate::codegen::atomics::{AtomicKind, AtomicOp};
-use crate::codegen::ir::{ArrayRef, FunctionIr, ValueId};
-use crate::codegen::ScalarTy;
 use crate::error::FaultKind;
+use crate::ir::atomic::{AtomicKind, AtomicOp};
+use crate::ir::ScalarTy;
+use crate::ir::{ArrayRef, FunctionIr, ValueId};
 
 /// Where an array's elements are.
 #[derive(Clone, Copy)]
@@ -118,7 +118,7 @@ impl Block<'_> {
             },
             ArrayRef::Const(i) => Target::Const {
                 arr: i as usize,
-                len: crate::codegen::ir::const_len(f, i),
+                len: crate::ir::const_len(f, i),
             },
         })
     }

@@ -10,8 +10,8 @@ use cudajit_sys as sys;
 use super::memory::Kind;
 use super::{devices, Simulator, VERSION};
 use crate::backend::{Backend, HostFnPtr, StreamCallbackPtr};
-use crate::codegen::ir::FunctionIr;
 use crate::error::Result;
+use crate::ir::FunctionIr;
 
 impl Backend for Simulator {
     fn is_simulator(&self) -> bool {

@@ -16,9 +16,9 @@ use std::sync::atomic::{fence, Ordering};
 use super::eval;
 use super::fault::{xyz, Fault};
 use super::launch::Launch;
-use crate::codegen::ir::{Barrier, FunctionIr, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
-use crate::codegen::ScalarTy;
 use crate::error::FaultKind;
+use crate::ir::ScalarTy;
+use crate::ir::{Barrier, FunctionIr, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
 
 /// Most warps in a block (1024 threads).
 pub(super) const MAX_WARPS: usize = 32;
@@ -751,10 +751,10 @@ impl<'l> Block<'l> {
     fn array_dim(
         &self,
         f: &FunctionIr,
-        array: crate::codegen::ir::ArrayRef,
+        array: crate::ir::ArrayRef,
         dim: usize,
     ) -> Result<u64, Fault> {
-        use crate::codegen::ir::ArrayRef;
+        use crate::ir::ArrayRef;
         Ok(match array {
             ArrayRef::Param(i) => self
                 .l
@@ -766,13 +766,13 @@ impl<'l> Block<'l> {
             ArrayRef::Shared(i) => f.shared[i as usize].len,
             ArrayRef::Local(i) => f.locals[i as usize].len,
             ArrayRef::DynShared(t) => (self.l.dyn_shared / t.size()) as u64,
-            ArrayRef::Const(i) => crate::codegen::ir::const_len(f, i),
+            ArrayRef::Const(i) => crate::ir::const_len(f, i),
         })
     }
 
     /// `printf`: the active lanes' text, formatted on the host, in thread order, written to
     /// standard output at once.
-    fn printf(&mut self, fr: &Frame<'_>, p: &crate::codegen::printf::PrintfStmt, m: &Mask) {
+    fn printf(&mut self, fr: &Frame<'_>, p: &crate::ir::printf::PrintfStmt, m: &Mask) {
         let (n, f) = (self.n, fr.f);
         let mut text = String::new();
         for_lanes(m, self.nw, |t| {
@@ -781,7 +781,7 @@ impl<'l> Block<'l> {
                 .iter()
                 .map(|a| (fr.regs[a.0 as usize * n + t], f.values[a.0 as usize].ty))
                 .collect();
-            text.push_str(&crate::codegen::printf::format_host(&p.format, &args));
+            text.push_str(&crate::ir::printf::format_host(&p.format, &args));
         });
         use std::io::Write;
         let mut out = std::io::stdout().lock();

@@ -9,12 +9,12 @@
 
 use std::ops::Range;
 
-use crate::codegen::ir::{BinOp, CmpOp, UnOp};
-use crate::codegen::math::alg::{self, Own};
-use crate::codegen::math::host::{H32, H64};
-use crate::codegen::math::MathFn;
-use crate::codegen::warp::BitFn;
-use crate::codegen::ScalarTy;
+use crate::ir::math::alg::{self, Own};
+use crate::ir::math::host::{H32, H64};
+use crate::ir::warp::BitFn;
+use crate::ir::MathFn;
+use crate::ir::ScalarTy;
+use crate::ir::{BinOp, CmpOp, UnOp};
 
 /// A lane value's Rust type and its `u64` encoding.
 pub(super) trait Lane: Copy {
@@ -501,7 +501,7 @@ pub(super) fn math(f: MathFn, arg: ScalarTy, d: &mut [u64], args: &[&[u64]], sp:
                     })
                 }
                 _ => {
-                    let own: Own = match crate::codegen::math::own_fn(f) {
+                    let own: Own = match crate::ir::math::own_fn(f) {
                         Some(o) => o,
                         None => Own::Exp,
                     };

@@ -1,8 +1,8 @@
 //! What the simulator reports when a kernel goes wrong, and how it names places: blocks,
 //! threads and arrays.
 
-use crate::codegen::ir::{ArrayRef, FunctionIr, Param, Stmt};
 use crate::error::FaultKind;
+use crate::ir::{ArrayRef, FunctionIr, Param, Stmt};
 
 /// A fault in one block: its kind and a message naming the block, thread, array and index.
 #[derive(Debug, Clone)]
@@ -44,8 +44,8 @@ impl Fault {
         if self.stopped {
             return self;
         }
-        let order = crate::codegen::srcloc::post_order(&f.body);
-        if let Some(l) = crate::codegen::srcloc::stmt_loc(f, &order, s) {
+        let order = crate::ir::srcloc::post_order(&f.body);
+        if let Some(l) = crate::ir::srcloc::stmt_loc(f, &order, s) {
             let what = if self.located { " (called at" } else { ", at" };
             let close = if self.located { ")" } else { "" };
             self.message

@@ -7,8 +7,8 @@ use super::devices::Reach;
 use super::launch::Launch;
 use super::memory::Kind;
 use super::{bad_handle, invalid, FuncState, Simulator, SHARED_OPTIN};
-use crate::codegen::ir::FunctionIr;
 use crate::error::{Error, Result};
+use crate::ir::FunctionIr;
 
 /// Static shared memory of a kernel and the device functions it calls, bytes.
 pub(super) fn static_shared(f: &FunctionIr) -> usize {

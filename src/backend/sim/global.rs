@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-use crate::codegen::ScalarTy;
+use crate::ir::ScalarTy;
 
 // SAFETY (each function): the caller passes the address of a live, element-aligned value of
 // type `ty` in simulator memory (allocated by the simulator with at least 256-byte alignment,

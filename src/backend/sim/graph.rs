@@ -9,8 +9,8 @@ use std::sync::Arc;
 use cudajit_sys as sys;
 
 use super::{bad_handle, err, Backend, HostFnPtr};
-use crate::codegen::ir::{FunctionIr, Param};
 use crate::error::Result;
+use crate::ir::{FunctionIr, Param};
 
 /// One recorded operation.
 #[derive(Clone)]

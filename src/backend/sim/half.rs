@@ -12,8 +12,8 @@
 use half::{bf16, f16};
 
 use super::eval::{Conv, Lane, MinMax, Spans};
-use crate::codegen::math::MathFn;
-use crate::codegen::ScalarTy;
+use crate::ir::MathFn;
+use crate::ir::ScalarTy;
 
 impl Lane for f16 {
     #[inline(always)]

@@ -11,9 +11,9 @@ use super::block::Block;
 use super::fault::Fault;
 use super::functions::max_threads;
 use super::{bad_handle, err, graph, invalid, Simulator};
-use crate::codegen::ir::{FunctionIr, Param};
-use crate::codegen::ScalarTy;
 use crate::error::{Error, Result};
+use crate::ir::ScalarTy;
+use crate::ir::{FunctionIr, Param};
 
 /// An array argument: its address, extents and element type.
 #[derive(Debug, Clone)]

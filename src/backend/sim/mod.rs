@@ -44,8 +44,8 @@ use cudajit_sys as sys;
 use parking_lot::Mutex;
 
 use super::{Backend, HostFnPtr, StreamCallbackPtr};
-use crate::codegen::ir::FunctionIr;
 use crate::error::{DriverCode, Error, Result};
+use crate::ir::FunctionIr;
 use devices::Devices;
 use memory::{Kind, Memory};
 

@@ -8,8 +8,8 @@ use cudajit_sys as sys;
 
 use super::functions::static_shared;
 use super::{bad_handle, FuncState, Simulator, SHARED_PER_BLOCK};
-use crate::codegen::ir::FunctionIr;
 use crate::error::{Error, Result};
+use crate::ir::FunctionIr;
 
 impl Simulator {
     pub(super) unsafe fn sim_module_load(

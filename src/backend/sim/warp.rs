@@ -9,8 +9,8 @@ use std::ops::Range;
 use super::block::{Block, Frame, Mask};
 use super::eval;
 use super::fault::Fault;
-use crate::codegen::ir::ValueId;
-use crate::codegen::warp::{LaneMask, ShflKind, VoteKind, WarpOp};
+use crate::ir::warp::{LaneMask, ShflKind, VoteKind, WarpOp};
+use crate::ir::ValueId;
 
 impl Block<'_> {
     pub(super) fn warp(

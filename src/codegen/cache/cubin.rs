@@ -8,10 +8,10 @@ use std::sync::{Arc, OnceLock};
 
 use super::{bump, disk_cache, key_for, usable, COUNTERS};
 use crate::backend::backend;
-use crate::codegen::ir::FunctionIr;
 use crate::codegen::options::PtxOptions;
 use crate::context::Context;
 use crate::error::Result;
+use crate::ir::FunctionIr;
 use crate::module::Module;
 
 /// The cubin files' suffix for this driver (`d<version>.cubin`): a newer driver compiles

@@ -14,9 +14,9 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-use crate::codegen::ir::FunctionIr;
 use crate::codegen::options::PtxOptions;
 use crate::context::Context;
+use crate::ir::FunctionIr;
 use crate::module::Function;
 
 /// Most loaded kernels kept.
@@ -46,7 +46,7 @@ pub(crate) fn hash(ir: &FunctionIr, options: &PtxOptions) -> u64 {
     ir.hash(&mut h);
     options.hash(&mut h);
     if options.lineinfo {
-        crate::codegen::srcloc::hash_tree_lines(ir, &mut h);
+        crate::ir::srcloc::hash_tree_lines(ir, &mut h);
     }
     h.finish()
 }
@@ -64,7 +64,7 @@ impl Table {
             e.function.module().context().same_as(ctx)
                 && e.options == *options
                 && *e.ir == *ir
-                && (!options.lineinfo || crate::codegen::srcloc::same_tree_lines(&e.ir, ir))
+                && (!options.lineinfo || crate::ir::srcloc::same_tree_lines(&e.ir, ir))
         })
     }
 }

@@ -26,9 +26,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::ir::FunctionIr;
 use super::options::PtxOptions;
 use crate::error::{Error, Result};
+use crate::ir::FunctionIr;
 
 use disk::{DiskCache, Lookup, Stored};
 use hash::{hex, Sha256};
@@ -449,8 +449,8 @@ mod tests {
     }
 
     fn ir(name: &str, c: u64) -> FunctionIr {
-        use super::super::ir::{Op, ValueDef};
         use super::super::scalar::ScalarTy;
+        use crate::ir::{Op, ValueDef};
         FunctionIr {
             name: name.into(),
             params: vec![],
@@ -477,7 +477,7 @@ mod tests {
 
     fn with_const(bytes: &[u8]) -> FunctionIr {
         let mut f = ir("k", 1);
-        f.consts.push(super::super::ir::ConstArray {
+        f.consts.push(crate::ir::ConstArray {
             elem: super::super::scalar::ScalarTy::U32,
             len: bytes.len() as u64 / 4,
             bytes: bytes.into(),
@@ -516,7 +516,7 @@ mod tests {
 
     fn with_link(data: &[u8]) -> FunctionIr {
         let mut f = ir("k", 1);
-        f.links.push(super::super::ir::LinkData {
+        f.links.push(crate::ir::LinkData {
             kind: super::super::extern_fn::LinkKind::Ptx,
             name: "x.ptx".into(),
             data: data.into(),

@@ -16,32 +16,19 @@ use super::builder::with_state;
 use super::control::KernelBuilder;
 use super::device_fn::DeviceParams;
 use super::expr::Expr;
-use super::ir::{ExternFn, FunctionIr, LinkData, Op, ValueId};
 use super::kernel::check_name;
 use super::lower::{mem_type, Lowerer};
 use super::scalar::{Scalar, ScalarTy};
 use crate::backend::{backend, LinkInput};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::ir::{ExternFn, FunctionIr, LinkData, Op, ValueId};
 
 mod ptx_proto;
 use cudajit_sys as sys;
 use ptx_proto::{declared_widths, defined_funcs, proto_matches, proto_text, Proto};
 
-/// What kind of device code a link input is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum LinkKind {
-    /// PTX text (stored with its terminating NUL).
-    Ptx,
-    /// A cubin (ELF) for the device's architecture.
-    Cubin,
-    /// A fatbin.
-    Fatbin,
-    /// A relocatable device object (`nvcc -dc` output, `.o`).
-    Object,
-    /// A library of relocatable device objects (`.a`).
-    Library,
-}
+pub(crate) use crate::ir::LinkKind;
 
 impl LinkKind {
     fn input_type(self) -> sys::CUjitInputType {

@@ -1,8 +1,8 @@
 //! The prototypes of the functions a PTX text defines (`.visible .func`), read well enough to
 //! check `declare_device` declarations against them: parameter count and widths.
 
-use crate::codegen::ir::ExternFn;
 use crate::codegen::scalar::ScalarTy;
+use crate::ir::ExternFn;
 
 /// A `.func`'s parameter and result widths in bits, as PTX declares them (`None`: a parameter
 /// this check does not understand, such as an aligned byte array).

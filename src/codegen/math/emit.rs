@@ -17,36 +17,8 @@ use inkwell::{FloatPredicate, IntPredicate};
 use super::super::lower::Lowerer;
 use super::super::scalar::ScalarTy;
 use super::alg::{self, Ops, Own};
-use super::{intrinsic, kernel_err, MathFn};
+use super::{intrinsic, kernel_err, own_fn, MathFn};
 use crate::error::Result;
-
-/// The own implementation of `f`, if there is one.
-pub(crate) fn own_fn(f: MathFn) -> Option<Own> {
-    Some(match f {
-        MathFn::Exp => Own::Exp,
-        MathFn::Exp2 => Own::Exp2,
-        MathFn::ExpM1 => Own::ExpM1,
-        MathFn::Ln => Own::Ln,
-        MathFn::Log2 => Own::Log2,
-        MathFn::Log10 => Own::Log10,
-        MathFn::Ln1p => Own::Ln1p,
-        MathFn::Pow => Own::Pow,
-        MathFn::Sin => Own::Sin,
-        MathFn::Cos => Own::Cos,
-        MathFn::Tan => Own::Tan,
-        MathFn::Asin => Own::Asin,
-        MathFn::Acos => Own::Acos,
-        MathFn::Atan => Own::Atan,
-        MathFn::Atan2 => Own::Atan2,
-        MathFn::Sinh => Own::Sinh,
-        MathFn::Cosh => Own::Cosh,
-        MathFn::Tanh => Own::Tanh,
-        MathFn::Erf => Own::Erf,
-        MathFn::Cbrt => Own::Cbrt,
-        MathFn::Rsqrt => Own::Rsqrt,
-        _ => return None,
-    })
-}
 
 /// Lowers `f` with cudajit's own implementation (`fast`: f32 with fastmath).
 pub(crate) fn own<'c>(

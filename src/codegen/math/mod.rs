@@ -19,91 +19,14 @@ use inkwell::values::BasicValueEnum;
 use inkwell::FloatPredicate;
 
 use super::expr::Expr;
-use super::ir::{FunctionIr, Op, ValueId};
 use super::lower::{reg_type, Lowerer};
 use super::scalar::{Float, Scalar, ScalarTy};
 use crate::error::{Error, Result};
+use crate::ir::{FunctionIr, Op, ValueId};
 
-pub(crate) mod alg;
-pub(crate) mod host;
-pub(crate) use emit::own_fn;
+pub(crate) use crate::ir::math::{alg, own_fn, MathFn};
 mod emit;
 mod libdevice;
-
-/// A math function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum MathFn {
-    Sqrt,
-    Rsqrt,
-    Cbrt,
-    Exp,
-    Exp2,
-    ExpM1,
-    Ln,
-    Log2,
-    Log10,
-    Ln1p,
-    Pow,
-    Sin,
-    Cos,
-    Tan,
-    Asin,
-    Acos,
-    Atan,
-    Atan2,
-    Sinh,
-    Cosh,
-    Tanh,
-    Erf,
-    Abs,
-    Floor,
-    Ceil,
-    Trunc,
-    Round,
-    Fma,
-    Copysign,
-    IsNan,
-    IsInfinite,
-}
-
-impl MathFn {
-    /// The method's name (as in Rust's std).
-    pub(crate) fn method(self) -> &'static str {
-        match self {
-            MathFn::Sqrt => "sqrt",
-            MathFn::Rsqrt => "rsqrt",
-            MathFn::Cbrt => "cbrt",
-            MathFn::Exp => "exp",
-            MathFn::Exp2 => "exp2",
-            MathFn::ExpM1 => "exp_m1",
-            MathFn::Ln => "ln",
-            MathFn::Log2 => "log2",
-            MathFn::Log10 => "log10",
-            MathFn::Ln1p => "ln_1p",
-            MathFn::Pow => "powf",
-            MathFn::Sin => "sin",
-            MathFn::Cos => "cos",
-            MathFn::Tan => "tan",
-            MathFn::Asin => "asin",
-            MathFn::Acos => "acos",
-            MathFn::Atan => "atan",
-            MathFn::Atan2 => "atan2",
-            MathFn::Sinh => "sinh",
-            MathFn::Cosh => "cosh",
-            MathFn::Tanh => "tanh",
-            MathFn::Erf => "erf",
-            MathFn::Abs => "abs",
-            MathFn::Floor => "floor",
-            MathFn::Ceil => "ceil",
-            MathFn::Trunc => "trunc",
-            MathFn::Round => "round",
-            MathFn::Fma => "mul_add",
-            MathFn::Copysign => "copysign",
-            MathFn::IsNan => "is_nan",
-            MathFn::IsInfinite => "is_infinite",
-        }
-    }
-}
 
 pub(crate) fn record_math<T: Scalar>(f: MathFn, args: &[Expr<T>]) -> Expr<T> {
     let ids = args.iter().map(|a| ValueId(a.id)).collect();
@@ -546,8 +469,9 @@ fn source_hash() -> u64 {
     *HASH.get_or_init(|| {
         [
             include_str!("mod.rs"),
-            include_str!("alg.rs"),
-            include_str!("alg/consts.rs"),
+            include_str!("../../ir/math/mod.rs"),
+            include_str!("../../ir/math/alg.rs"),
+            include_str!("../../ir/math/alg/consts.rs"),
             include_str!("emit.rs"),
             include_str!("libdevice.rs"),
         ]

@@ -1,10 +1,31 @@
-//! The kernel IR: what the builder records and the lowering turns into LLVM IR.
+//! The kernel IR: what the builder (`codegen`) records, the lowering (`codegen`) turns into
+//! LLVM IR, and the simulator (`backend::sim`) executes. A leaf of the crate: it imports
+//! nothing of it but `error` (see docs/ARCHITECTURE.md).
 //!
 //! Every value is defined once, at the statement where the builder created it (`Stmt::Let`),
 //! so evaluation order is the order of the Rust code that built the kernel. Plain data:
-//! hashable for the compile cache, and a CPU simulator could interpret it.
+//! hashable for the compile cache.
+//!
+//! Beside the statements: the scalar types ([`ScalarTy`]), the op enums of each concern
+//! ([`math`], [`atomic`], [`warp`], [`printf`], [`link`]), source locations ([`srcloc`]),
+//! and the math semantics written once ([`math::alg`], [`math::host`]), which lowering, the
+//! simulator and the tests share.
 
-use super::scalar::ScalarTy;
+pub(crate) mod atomic;
+pub(crate) mod link;
+pub(crate) mod math;
+pub(crate) mod printf;
+mod scalar;
+pub(crate) mod srcloc;
+pub(crate) mod warp;
+
+pub(crate) use atomic::{AtomicKind, AtomicOp};
+pub(crate) use link::LinkKind;
+pub(crate) use math::MathFn;
+pub(crate) use printf::PrintfStmt;
+pub use scalar::ScalarTy;
+pub(crate) use srcloc::SrcLines;
+pub(crate) use warp::{BitFn, LaneMask, ShflKind, VoteKind, WarpOp};
 
 /// A value defined by a `Stmt::Let`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -149,11 +170,11 @@ pub(crate) enum Op {
     /// Calls a device function.
     Call(FuncId, Vec<ValueId>),
     /// A math function (see `math.rs`).
-    Math(super::math::MathFn, Vec<ValueId>),
+    Math(MathFn, Vec<ValueId>),
     /// An atomic read-modify-write returning the old value (see `atomics.rs`).
-    Atomic(super::atomics::AtomicOp),
+    Atomic(AtomicOp),
     /// A warp-level intrinsic (see `warp.rs`).
-    Warp(super::warp::WarpOp),
+    Warp(WarpOp),
     /// Calls an external device function (index into `FunctionIr::externs`), defined in code
     /// linked when the kernel is loaded (see `extern_fn.rs`).
     CallExtern(u32, Vec<ValueId>),
@@ -212,7 +233,7 @@ pub(crate) enum Stmt {
     ReturnValue(ValueId),
     Barrier(Barrier),
     /// Prints `args` with a checked format (see `printf.rs`).
-    Printf(super::printf::PrintfStmt),
+    Printf(PrintfStmt),
 }
 
 /// A parameter of a kernel or device function.
@@ -254,7 +275,7 @@ pub(crate) struct ConstArray {
 /// Device code linked with the kernel when it is loaded (by the driver's linker).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct LinkData {
-    pub kind: super::extern_fn::LinkKind,
+    pub kind: LinkKind,
     /// A name for the linker's log (the file's path, or `link_ptx#N`).
     pub name: String,
     pub data: std::sync::Arc<[u8]>,
@@ -296,7 +317,7 @@ pub(crate) struct FunctionIr {
     /// Device code to link when the kernel is loaded.
     pub links: Vec<LinkData>,
     /// Where each statement was built in the Rust source (outside `Hash` and `Eq`).
-    pub lines: super::srcloc::SrcLines,
+    pub lines: SrcLines,
 }
 
 impl FunctionIr {

@@ -2,7 +2,7 @@
 //! the build-time check accepts.
 
 use super::{parse, Piece, Spec};
-use crate::codegen::scalar::ScalarTy;
+use crate::ir::ScalarTy;
 
 /// Formats one `printf` on the host (the simulator): `args` are each argument's bits and type.
 pub(crate) fn format_host(format: &str, args: &[(u64, ScalarTy)]) -> String {
