@@ -63,7 +63,7 @@ pub enum Error {
         /// The NCCL function that failed (e.g. `ncclAllReduce`).
         call: &'static str,
         /// The code it returned.
-        code: crate::nccl::NcclCode,
+        code: NcclCode,
         /// NCCL's own account of the last error (`ncclGetLastError`), when it has one.
         detail: String,
     },
@@ -198,7 +198,7 @@ impl fmt::Display for DriverCode {
 
 /// The driver's short text for a code, when the driver is loaded and knows the code.
 fn driver_error_string(code: sys::CUresult) -> Option<String> {
-    crate::backend::backend().error_string(code)
+    sys::driver_error_string(code)
 }
 
 impl fmt::Display for Error {
@@ -339,5 +339,57 @@ pub fn take_drop_errors() -> Vec<Error> {
 pub(crate) fn check_in_drop(res: Result<()>) {
     if let Err(e) = res {
         record_drop_error(e);
+    }
+}
+
+/// An NCCL result code (`ncclResult_t`) with its name and description.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NcclCode(pub sys::nccl::ncclResult_t);
+
+impl NcclCode {
+    /// The constant's name (`ncclInvalidUsage`), or `None` for a code unknown to this crate.
+    pub fn name(self) -> Option<&'static str> {
+        sys::nccl::result_name(self.0)
+    }
+
+    /// The numeric value.
+    pub fn value(self) -> u32 {
+        self.0 .0
+    }
+
+    /// A one-line description: NCCL's own (`ncclGetErrorString`) when NCCL can be loaded,
+    /// else the table's.
+    pub fn description(self) -> String {
+        if let Some(s) = sys::nccl::error_string(self.0) {
+            return s;
+        }
+        match sys::nccl::result_description(self.0) {
+            Some(d) => d.to_string(),
+            None => format!(
+                "unknown NCCL result code {} (perhaps from a newer NCCL than this crate knows)",
+                self.value()
+            ),
+        }
+    }
+}
+
+impl fmt::Debug for NcclCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n}({})", self.value()),
+            None => write!(f, "ncclResult_t({})", self.value()),
+        }
+    }
+}
+
+impl fmt::Display for NcclCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.name().unwrap_or("unknown NCCL error"),
+            self.value(),
+            self.description()
+        )
     }
 }

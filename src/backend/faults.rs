@@ -89,9 +89,9 @@ impl Backend for FaultInjector {
         self.inner.module_load_ir(ir)
     }
 
-    fn init(&self) -> Result<()> {
+    fn init(&self, at_exit: fn()) -> Result<()> {
         self.tick("init")?;
-        self.inner.init()
+        self.inner.init(at_exit)
     }
 
     fn driver_version(&self) -> Result<i32> {
@@ -132,10 +132,6 @@ impl Backend for FaultInjector {
     fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
         self.tick("device_total_mem")?;
         self.inner.device_total_mem(dev)
-    }
-
-    fn error_string(&self, code: sys::CUresult) -> Option<String> {
-        self.inner.error_string(code)
     }
 
     fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {

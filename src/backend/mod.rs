@@ -60,7 +60,10 @@ pub(crate) trait Backend: Send + Sync {
     }
 
     // Devices and the driver.
-    fn init(&self) -> Result<()>;
+    /// Initialises the driver (`cuInit`). `at_exit` runs when the process exits normally
+    /// (`exit` or the end of `main`), before the driver's own exit handlers: the runtime types
+    /// free there what they keep for the whole run.
+    fn init(&self, at_exit: fn()) -> Result<()>;
     fn driver_version(&self) -> Result<i32>;
     fn device_count(&self) -> Result<i32>;
     fn device_get(&self, ordinal: i32) -> Result<sys::CUdevice>;
@@ -69,8 +72,6 @@ pub(crate) trait Backend: Send + Sync {
     fn device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]>;
     fn device_pci_bus_id(&self, dev: sys::CUdevice) -> Result<String>;
     fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize>;
-    /// The driver's own text for a result code, if it has one (never loads anything).
-    fn error_string(&self, code: sys::CUresult) -> Option<String>;
 
     // Contexts.
     fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext>;

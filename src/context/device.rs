@@ -15,7 +15,8 @@ static INIT: OnceLock<Result<()>> = OnceLock::new();
 
 /// Loads the driver and calls `cuInit` once per process.
 pub(crate) fn init() -> Result<()> {
-    INIT.get_or_init(|| backend().init()).clone()
+    INIT.get_or_init(|| backend().init(crate::context::release_at_exit))
+        .clone()
 }
 
 /// One CUDA device (a GPU), by ordinal.

@@ -17,6 +17,9 @@ pub(crate) mod math;
 pub(crate) mod printf;
 mod scalar;
 pub(crate) mod srcloc;
+mod target;
+#[cfg(test)]
+pub(crate) mod testing;
 pub(crate) mod warp;
 
 pub(crate) use atomic::{AtomicKind, AtomicOp};
@@ -25,6 +28,7 @@ pub(crate) use math::MathFn;
 pub(crate) use printf::PrintfStmt;
 pub use scalar::ScalarTy;
 pub(crate) use srcloc::SrcLines;
+pub use target::default_cc;
 pub(crate) use warp::{BitFn, LaneMask, ShflKind, VoteKind, WarpOp};
 
 /// A value defined by a `Stmt::Let`.

@@ -9,10 +9,9 @@ mod managed;
 mod pinned;
 mod pool;
 pub(crate) mod scratch;
-mod slice;
+pub(crate) mod slice;
 pub(crate) mod staging;
 mod strided;
-mod strided_copy;
 pub(crate) mod transfer;
 
 pub use array::{DeviceArray, DeviceView, DeviceViewMut};

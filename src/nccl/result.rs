@@ -1,69 +1,10 @@
 //! NCCL result codes as cudajit errors.
 
-use std::fmt;
-
 use cudajit_sys::nccl as nc;
 
 use crate::error::{Error, Result};
 
-/// An NCCL result code (`ncclResult_t`) with its name and description.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct NcclCode(pub nc::ncclResult_t);
-
-impl NcclCode {
-    /// The constant's name (`ncclInvalidUsage`), or `None` for a code unknown to this crate.
-    pub fn name(self) -> Option<&'static str> {
-        nc::result_name(self.0)
-    }
-
-    /// The numeric value.
-    pub fn value(self) -> u32 {
-        self.0 .0
-    }
-
-    /// A one-line description: NCCL's own (`ncclGetErrorString`) when NCCL is loaded, else
-    /// the table's.
-    pub fn description(self) -> String {
-        if nc::nccl_library().is_ok() {
-            // SAFETY: ncclGetErrorString takes any code and returns a static C string.
-            if let Ok(p) = unsafe { nc::ncclGetErrorString(self.0) } {
-                if !p.is_null() {
-                    // SAFETY: NCCL returns a NUL-terminated string that lives for the process.
-                    let s = unsafe { std::ffi::CStr::from_ptr(p) };
-                    return s.to_string_lossy().into_owned();
-                }
-            }
-        }
-        match nc::result_description(self.0) {
-            Some(d) => d.to_string(),
-            None => format!(
-                "unknown NCCL result code {} (perhaps from a newer NCCL than this crate knows)",
-                self.value()
-            ),
-        }
-    }
-}
-
-impl fmt::Debug for NcclCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => write!(f, "{n}({})", self.value()),
-            None => write!(f, "ncclResult_t({})", self.value()),
-        }
-    }
-}
-
-impl fmt::Display for NcclCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}",
-            self.name().unwrap_or("unknown NCCL error"),
-            self.value(),
-            self.description()
-        )
-    }
-}
+pub use crate::error::NcclCode;
 
 /// NCCL's text for the last error of `comm` (or of the process, for a null `comm`).
 fn last_error(comm: nc::ncclComm_t) -> String {

@@ -13,6 +13,7 @@ mod scan;
 mod scan_half;
 pub(crate) mod strided_copy;
 mod strided_ops;
+mod strided_views;
 
 pub use array_ops::{arg_variants_ptx, ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
 pub use broadcast::broadcast_shapes;

@@ -38,7 +38,9 @@ mod functions;
 mod names_table;
 
 pub use functions::*;
-pub use loader::{driver_library, DriverEnv, DriverLibrary, LoadError};
-pub use names::{device_attribute_name, device_attributes, result_description, result_name};
+pub use loader::{driver_library, loaded_driver_library, DriverEnv, DriverLibrary, LoadError};
+pub use names::{
+    device_attribute_name, device_attributes, driver_error_string, result_description, result_name,
+};
 pub use profiler::{cuProfilerStart, cuProfilerStop};
 pub use types::*;

@@ -239,6 +239,11 @@ pub(crate) fn driver_symbol(name: &str) -> Result<*mut c_void, LoadError> {
 
 static DRIVER: OnceLock<Result<DriverLibrary, LoadError>> = OnceLock::new();
 
+/// The process-wide driver library if something has loaded it already (never loads it).
+pub fn loaded_driver_library() -> Option<&'static DriverLibrary> {
+    DRIVER.get().and_then(|r| r.as_ref().ok())
+}
+
 /// The process-wide driver library, loaded on first use from [`DriverEnv::from_process`].
 ///
 /// The outcome (success or error) is decided once per process.

@@ -33,3 +33,22 @@ pub fn device_attribute_name(attr: CUdevice_attribute) -> Option<&'static str> {
         .find(|(v, _)| *v == attr.0)
         .map(|(_, name)| *name)
 }
+
+/// The driver's own short text for `code` (`cuGetErrorString`), when the driver library is
+/// already loaded and knows the code. Never loads the library (on cudajit's simulator, or
+/// before anything used the driver, `None`: [`result_description`] has the table's text).
+pub fn driver_error_string(code: CUresult) -> Option<String> {
+    crate::loader::loaded_driver_library()?;
+    let mut p: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: valid out-pointer; the driver returns a static string or an error.
+    let res = unsafe { crate::cuGetErrorString(code, &mut p) }.ok()?;
+    if res != CUresult::CUDA_SUCCESS || p.is_null() {
+        return None;
+    }
+    // SAFETY: on success the driver returns a NUL-terminated static string.
+    Some(
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}

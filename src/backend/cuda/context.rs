@@ -1,7 +1,7 @@
 //! The driver backend's device and context calls: initialisation, devices and their
 //! attributes, primary contexts, the current context and its limits, peer access, the profiler.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 
 use cudajit_sys as sys;
 
@@ -21,10 +21,10 @@ fn c_buf_to_string(buf: &[c_char]) -> String {
 // SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
 // that the callers (the safe types) keep alive, as each method's contract states.
 impl CudaDriver {
-    pub(super) fn cu_init(&self) -> Result<()> {
+    pub(super) fn cu_init(&self, at_exit: fn()) -> Result<()> {
         // SAFETY: flags 0 is the documented value.
         unsafe { drv!(cuInit(0)) }?;
-        register_at_exit();
+        register_at_exit(at_exit);
         Ok(())
     }
 
@@ -86,18 +86,6 @@ impl CudaDriver {
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuDeviceTotalMem_v2(&mut b, dev)) }?;
         Ok(b)
-    }
-
-    pub(super) fn cu_error_string(&self, code: sys::CUresult) -> Option<String> {
-        sys::driver_library().ok()?;
-        let mut p: *const c_char = std::ptr::null();
-        // SAFETY: valid out-pointer; the driver returns a static string or an error.
-        let res = unsafe { sys::cuGetErrorString(code, &mut p) }.ok()?;
-        if res != sys::CUresult::CUDA_SUCCESS || p.is_null() {
-            return None;
-        }
-        // SAFETY: on success the driver returns a NUL-terminated static string.
-        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     }
 
     pub(super) fn cu_primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {
@@ -196,13 +184,22 @@ extern "C" {
 /// exit handlers (registered earlier, by `cuInit`, so they run later): frees what cudajit keeps
 /// per context for the whole run (the pinned staging buffers), which statics holding contexts
 /// (kernels cached by the array operations, a user's `static` kernel) would otherwise keep past
-/// the end, so that `compute-sanitizer --leak-check full` finds nothing left.
+/// the end, so that `compute-sanitizer --leak-check full` finds nothing left. Calls the hook
+/// that [`Backend::init`](crate::backend::Backend::init) was given.
 extern "C" fn release_at_exit() {
-    // A panic must not cross the C boundary.
-    let _ = std::panic::catch_unwind(crate::context::release_at_exit);
+    if let Some(hook) = AT_EXIT.get() {
+        // A panic must not cross the C boundary.
+        let _ = std::panic::catch_unwind(*hook);
+    }
 }
 
-fn register_at_exit() {
+/// The runtime types' exit hook (set once, by the first `init`).
+static AT_EXIT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+fn register_at_exit(hook: fn()) {
+    if AT_EXIT.set(hook).is_err() {
+        return; // registered already
+    }
     // SAFETY: registers a handler that never unwinds; once per process (init runs once).
     if unsafe { atexit(release_at_exit) } != 0 {
         // Not fatal: the buffers are then freed by the driver's teardown, as before.

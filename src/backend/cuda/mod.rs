@@ -33,8 +33,8 @@ mod streams;
 
 // Each method delegates to `cu_<method>` in the module of its concern (listed above).
 impl Backend for CudaDriver {
-    fn init(&self) -> Result<()> {
-        self.cu_init()
+    fn init(&self, at_exit: fn()) -> Result<()> {
+        self.cu_init(at_exit)
     }
 
     fn driver_version(&self) -> Result<i32> {
@@ -67,10 +67,6 @@ impl Backend for CudaDriver {
 
     fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
         self.cu_device_total_mem(dev)
-    }
-
-    fn error_string(&self, code: sys::CUresult) -> Option<String> {
-        self.cu_error_string(code)
     }
 
     fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {

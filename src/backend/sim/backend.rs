@@ -18,7 +18,7 @@ impl Backend for Simulator {
         true
     }
 
-    fn init(&self) -> Result<()> {
+    fn init(&self, _at_exit: fn()) -> Result<()> {
         self.sim_init()
     }
 
@@ -55,10 +55,6 @@ impl Backend for Simulator {
     fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
         self.check_device(dev, "cuDeviceTotalMem_v2")?;
         Ok(self.total_mem)
-    }
-
-    fn error_string(&self, _code: sys::CUresult) -> Option<String> {
-        None
     }
 
     fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {

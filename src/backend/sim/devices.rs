@@ -159,7 +159,7 @@ impl Devices {
 /// multiprocessors.
 pub(super) fn attribute(attr: sys::CUdevice_attribute, workers: usize) -> i32 {
     use sys::CUdevice_attribute as A;
-    let (major, minor) = crate::codegen::default_cc();
+    let (major, minor) = crate::ir::default_cc();
     let table: &[(A, i32)] = &[
         (A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024),
         (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024),

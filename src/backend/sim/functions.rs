@@ -59,7 +59,7 @@ impl Simulator {
         attr: sys::CUfunction_attribute,
     ) -> Result<i32> {
         use sys::CUfunction_attribute as A;
-        let (major, minor) = crate::codegen::default_cc();
+        let (major, minor) = crate::ir::default_cc();
         self.func(f, "cuFuncGetAttribute", |st| {
             if attr == A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK {
                 max_threads(&st.ir)

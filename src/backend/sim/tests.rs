@@ -2,13 +2,14 @@
 use std::ffi::c_void;
 
 use super::*;
-use crate::codegen::{Expr, Kernel};
 use crate::error::FaultKind;
+use crate::ir::testing::{copy_kernel, vec4_sum_kernel};
+use crate::ir::FunctionIr;
 
 /// Launches `k` directly on a fresh simulator with the given parameter slots.
-fn launch(sim: &Simulator, k: &Kernel<(&[f32], &mut [f32])>, slots: &mut [u64]) -> Result<()> {
-    let m = sim.module_load_ir(k.ir().clone())?;
-    let name = std::ffi::CString::new(k.name()).unwrap();
+fn launch(sim: &Simulator, k: &Arc<FunctionIr>, slots: &mut [u64]) -> Result<()> {
+    let m = sim.module_load_ir(k.clone())?;
+    let name = std::ffi::CString::new(k.name.as_str()).unwrap();
     // SAFETY: a module just loaded; the slots match the kernel's parameters.
     let f = unsafe { sim.module_function(m, &name) }?.expect("the kernel");
     let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
@@ -31,15 +32,11 @@ fn launch(sim: &Simulator, k: &Kernel<(&[f32], &mut [f32])>, slots: &mut [u64]) 
 /// CUDA_ERROR_INVALID_HANDLE).
 #[test]
 fn a_kernel_loaded_twice_keeps_one_function_per_module() {
-    let k = Kernel::<(&[f32], &mut [f32])>::build("twice", |k, (x, out)| {
-        let i = k.grid1();
-        k.if_(i.lt(out.len()), |_| out.set(i, x.at(i)));
-    })
-    .unwrap();
+    let k = copy_kernel("twice");
     let sim = Simulator::new();
-    let name = std::ffi::CString::new(k.name()).unwrap();
-    let m1 = sim.module_load_ir(k.ir().clone()).unwrap();
-    let m2 = sim.module_load_ir(k.ir().clone()).unwrap();
+    let name = std::ffi::CString::new(k.name.as_str()).unwrap();
+    let m1 = sim.module_load_ir(k.clone()).unwrap();
+    let m2 = sim.module_load_ir(k.clone()).unwrap();
     // SAFETY: modules just loaded.
     let (f1, f2) = unsafe {
         (
@@ -58,12 +55,7 @@ fn a_kernel_loaded_twice_keeps_one_function_per_module() {
 fn misaligned_vector_load_is_reported() {
     // The typed launch refuses a misaligned array before it reaches any backend; the
     // simulator checks each vector access itself too.
-    let k = Kernel::<(&[f32], &mut [f32])>::build("vec4", |k, (x, out)| {
-        let i = k.grid1();
-        let v: [Expr<f32>; 4] = x.load_lanes::<4>(i);
-        out.set(i, v[0] + v[1] + v[2] + v[3]);
-    })
-    .unwrap();
+    let k = vec4_sum_kernel("vec4");
     let sim = Simulator::new();
     let x = sim.mem_alloc(65 * 4).unwrap();
     let out = sim.mem_alloc(16 * 4).unwrap();

@@ -57,3 +57,19 @@ pub fn result_codes() -> impl Iterator<Item = (ncclResult_t, &'static str)> {
         .iter()
         .map(|(v, name)| (ncclResult_t(*v), *name))
 }
+
+/// NCCL's own one-line text for `code` (`ncclGetErrorString`), when NCCL can be loaded.
+pub fn error_string(code: ncclResult_t) -> Option<String> {
+    nccl_library().ok()?;
+    // SAFETY: ncclGetErrorString takes any code and returns a static C string.
+    let p = unsafe { ncclGetErrorString(code) }.ok()?;
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: NCCL returns a NUL-terminated string that lives for the process.
+    Some(
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}

@@ -1,10 +1,11 @@
 //! Unit tests of the simulator's devices (`Simulator::with_devices`, not the environment).
 use std::ffi::{c_void, CString};
+use std::sync::Arc;
 
 use super::super::{Backend, Simulator};
 use super::parse_devices;
-use crate::codegen::Kernel;
 use crate::error::{Error, FaultKind, Result};
+use crate::ir::{testing, FunctionIr};
 use cudajit_sys as sys;
 
 /// The driver code of an error (panics on another error: a test failure).
@@ -40,22 +41,15 @@ fn peer_fault_message(e: Error) -> String {
     }
 }
 
-/// The kernel of these tests' launches.
-type Copy = Kernel<(&'static [f32], &'static mut [f32])>;
-
-/// `out[i] = x[i]` for 16 elements.
-fn copy_kernel() -> Copy {
-    Copy::build("copy16", |k, (x, out)| {
-        let i = k.grid1();
-        k.if_(i.lt(out.len()), |_| out.set(i, x.at(i)));
-    })
-    .unwrap()
+/// `out[i] = x[i]` for 16 elements (the kernel of these tests' launches).
+fn copy_kernel() -> Arc<FunctionIr> {
+    testing::copy_kernel("copy16")
 }
 
 /// Loads `k` in the current context; its function.
-fn load(sim: &Simulator, k: &Copy) -> sys::CUfunction {
-    let m = sim.module_load_ir(k.ir().clone()).unwrap();
-    let name = CString::new(k.name()).unwrap();
+fn load(sim: &Simulator, k: &Arc<FunctionIr>) -> sys::CUfunction {
+    let m = sim.module_load_ir(k.clone()).unwrap();
+    let name = CString::new(k.name.as_str()).unwrap();
     // SAFETY: a module just loaded.
     unsafe { sim.module_function(m, &name) }
         .unwrap()

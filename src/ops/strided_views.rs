@@ -1,5 +1,7 @@
-//! Copies of strided views: to and from host arrays of any layout, and between strided views on
-//! the device.
+//! Copies of strided views (`StridedView::to_host`, `copy_from_host`, `fill`, ...): to and from
+//! host arrays of any layout, and between strided views on the device. The methods live here,
+//! beside the kernels they launch (`strided_copy`), not in `memory` (which is below the
+//! builder in the layering).
 //!
 //! A view whose elements are contiguous in C order is copied as an ordinary array. Otherwise a
 //! copy to the host reads the memory the view spans when that is at most twice the view's size
@@ -11,16 +13,16 @@
 
 use ndarray::{Array, ArrayBase, DataMut, Dimension, Ix1};
 
-use super::array::{DeviceArray, DeviceView, DeviceViewMut};
-use super::element::DeviceCopy;
-use super::host::HostSource;
-use super::layout::{for_each_offset, Layout};
-use super::slice::{check_shape, check_stream, value_bits, DeviceSlice, DeviceSliceMut};
-use super::strided::{AsStrided, StridedArray, StridedView, StridedViewMut};
-use super::transfer;
+use super::strided_copy::{copy_strided, fill_strided};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::ops::strided_copy::{copy_strided, fill_strided};
+use crate::memory::layout::{for_each_offset, Layout};
+use crate::memory::slice::{check_shape, check_stream, value_bits};
+use crate::memory::transfer;
+use crate::memory::{
+    AsStrided, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
+    HostSource, StridedArray, StridedView, StridedViewMut,
+};
 use crate::stream::Stream;
 
 fn to_array<T, D: Dimension>(dim: D, v: Vec<T>) -> Result<Array<T, D>> {
