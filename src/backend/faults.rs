@@ -13,7 +13,7 @@ use std::sync::Arc;
 use cudajit_sys as sys;
 
 use super::sim::Simulator;
-use super::{Backend, HostFnPtr, StreamCallbackPtr};
+use super::{Backend, HostFnPtr, ModuleImage, StreamCallbackPtr};
 use crate::error::{DriverCode, Error, Result};
 use crate::ir::FunctionIr;
 
@@ -84,9 +84,13 @@ impl Backend for FaultInjector {
         true
     }
 
-    fn module_load_ir(&self, ir: Arc<FunctionIr>) -> Result<sys::CUmodule> {
-        self.tick("module_load_ir")?;
-        self.inner.module_load_ir(ir)
+    fn module_load_kernel(
+        &self,
+        ir: &Arc<FunctionIr>,
+        machine_code: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<sys::CUmodule>> {
+        self.tick("module_load_kernel")?;
+        self.inner.module_load_kernel(ir, machine_code)
     }
 
     fn init(&self, at_exit: fn()) -> Result<()> {
@@ -442,14 +446,10 @@ impl Backend for FaultInjector {
         unsafe { self.inner.event_elapsed_ms(start, end) }
     }
 
-    unsafe fn module_load(
-        &self,
-        image: *const c_void,
-        kind: &str,
-    ) -> Result<(sys::CUmodule, String)> {
+    unsafe fn module_load(&self, image: ModuleImage<'_>) -> Result<(sys::CUmodule, String)> {
         self.tick("module_load")?;
         // SAFETY: the caller's guarantees are passed on unchanged.
-        unsafe { self.inner.module_load(image, kind) }
+        unsafe { self.inner.module_load(image) }
     }
 
     unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()> {

@@ -9,9 +9,11 @@
 //!
 //! Handles stay the driver's opaque types (the simulator makes up its own values for them),
 //! device pointers are plain addresses, and errors are [`crate::Error`] values carrying driver
-//! result codes. A third backend implements [`Backend`] (a method per driver call it
-//! replaces; `is_simulator`/`module_load_ir` when it executes IR rather than PTX) and is
-//! added to the choice in [`backend`].
+//! result codes. Modules cross the seam as one [`ModuleImage`]; a builder kernel's first load
+//! is [`Backend::module_load_kernel`], which either loads the IR (the simulator) or asks for
+//! machine code, so nothing above this module branches on the backend. A third backend
+//! implements [`Backend`] (a method per driver call it replaces) and is added to the choice in
+//! [`backend`].
 
 pub(crate) mod cuda;
 pub(crate) mod faults;
@@ -30,6 +32,30 @@ pub(crate) type HostFnPtr = unsafe extern "C" fn(*mut c_void);
 /// A callback run in stream order with the stream's status: `(stream, status, data)`.
 pub(crate) type StreamCallbackPtr = unsafe extern "C" fn(sys::CUstream, sys::CUresult, *mut c_void);
 
+/// A module as it crosses the seam: what [`Backend::module_load`] loads.
+pub(crate) enum ModuleImage<'a> {
+    /// PTX text with its terminating NUL.
+    Ptx(&'a std::ffi::CStr),
+    /// A cubin (ELF), copied to 8-byte-aligned words (the driver reads it as structs).
+    Cubin(&'a [u64]),
+    /// A fatbin, copied to 8-byte-aligned words.
+    Fatbin(&'a [u64]),
+    /// A kernel's IR, for a backend that executes IR (the simulator).
+    Ir(Arc<FunctionIr>),
+}
+
+impl ModuleImage<'_> {
+    /// What the image is, for messages (`PTX`, `cubin`, `fatbin`, `kernel IR`).
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            ModuleImage::Ptx(_) => "PTX",
+            ModuleImage::Cubin(_) => "cubin",
+            ModuleImage::Fatbin(_) => "fatbin",
+            ModuleImage::Ir(_) => "kernel IR",
+        }
+    }
+}
+
 /// One input of [`Backend::link`].
 pub(crate) struct LinkInput<'a> {
     /// `CU_JIT_INPUT_PTX`, `CU_JIT_INPUT_CUBIN`, ...
@@ -46,17 +72,10 @@ pub(crate) struct LinkInput<'a> {
 /// live and the host ranges valid for the given byte counts.
 #[allow(clippy::missing_safety_doc)]
 pub(crate) trait Backend: Send + Sync {
-    /// Whether this backend executes kernels' IR itself (the simulator) instead of loading
-    /// their PTX.
+    /// Whether this backend is the simulator (what [`on_simulator`] answers; nothing outside
+    /// this module branches on it).
     fn is_simulator(&self) -> bool {
         false
-    }
-    /// Loads a kernel's IR as a module (backends that execute the IR).
-    fn module_load_ir(&self, ir: Arc<FunctionIr>) -> Result<sys::CUmodule> {
-        let _ = ir;
-        Err(Error::usage(
-            "internal: this backend loads PTX, not kernel IR (please report this)",
-        ))
     }
 
     // Devices and the driver.
@@ -221,13 +240,23 @@ pub(crate) trait Backend: Send + Sync {
     unsafe fn event_elapsed_ms(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32>;
 
     // Modules and launches.
-    /// Loads an image (NUL-terminated PTX, or an aligned cubin/fatbin); a JIT failure is
-    /// `Error::Jit` with the log. Returns the module and the JIT's info log.
-    unsafe fn module_load(
+    /// Loads a module image; a JIT failure is `Error::Jit` with the log, an image of a form
+    /// this backend does not run a clear error. Returns the module and the JIT's info log.
+    /// Unsafe: a cubin or fatbin must be a well-formed image (the driver trusts its headers).
+    unsafe fn module_load(&self, image: ModuleImage<'_>) -> Result<(sys::CUmodule, String)>;
+    /// Loads a kernel built with the builder, in the form this backend runs: one that executes
+    /// IR loads `ir` itself and answers `Ok(Some(module))`; one that runs machine code calls
+    /// `machine_code` (which compiles the IR and loads the result through the compile caches)
+    /// and answers `Ok(None)`.
+    fn module_load_kernel(
         &self,
-        image: *const c_void,
-        kind: &str,
-    ) -> Result<(sys::CUmodule, String)>;
+        ir: &Arc<FunctionIr>,
+        machine_code: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<sys::CUmodule>> {
+        let _ = ir;
+        machine_code()?;
+        Ok(None)
+    }
     unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()>;
     /// Links device code with the driver's linker (`cuLinkCreate`/`cuLinkAddData`/
     /// `cuLinkComplete`) for the current context's device: each input is its type, its bytes

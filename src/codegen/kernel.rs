@@ -223,24 +223,13 @@ impl<P: KernelParams> Kernel<P> {
                 return Ok(f);
             }
             let _nvtx = crate::nvtx::op_range(|| format!("cudajit: load module {}", self.name()));
-            let f = if backend().is_simulator() {
-                if let Some(ext) = super::extern_fn::first_extern(ir) {
-                    return Err(Error::Kernel {
-                        kernel: self.name().to_string(),
-                        message: format!(
-                            "it calls the external device function `{ext}` (declare_device), \
-                             defined in linked PTX or cubin code: the simulator executes kernels' \
-                             IR and cannot run foreign device code; run this kernel on a GPU, or \
-                             write the function with `DeviceFn` to run it on the simulator"
-                        ),
-                    });
-                }
-                // The simulator executes the IR itself: no PTX to compile.
-                ctx.load_ir(ir)?.function(self.name())?
-            } else {
-                super::cache::load_module(ctx, ir, &options, || self.ptx_arc(&options))?
-                    .function(self.name())?
-            };
+            // The backend loads the IR itself (the simulator: no PTX to compile), or asks for
+            // machine code: PTX compiled (or found in the caches) and loaded.
+            let f = ctx
+                .load_kernel(ir, || {
+                    super::cache::load_module(ctx, ir, &options, || self.ptx_arc(&options))
+                })?
+                .function(self.name())?;
             loaded::insert(hash, ir.clone(), options, f.clone());
             Ok(f)
         };

@@ -325,6 +325,17 @@ pub(crate) struct FunctionIr {
 }
 
 impl FunctionIr {
+    /// The name of the first external device function (`declare_device`) that `self` or a
+    /// function it calls uses, if any.
+    pub(crate) fn first_extern(&self) -> Option<String> {
+        self.tree().into_iter().find_map(|g| {
+            g.values.iter().find_map(|v| match &v.op {
+                Op::CallExtern(i, _) => g.externs.get(*i as usize).map(|e| e.name.clone()),
+                _ => None,
+            })
+        })
+    }
+
     /// This function and every device function it calls, directly or not (each once).
     pub(crate) fn tree(&self) -> Vec<&FunctionIr> {
         let mut out: Vec<&FunctionIr> = vec![self];

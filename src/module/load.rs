@@ -1,13 +1,13 @@
 //! Loading PTX, cubin and fatbin images, with the JIT compiler's log on failure.
 
-use std::ffi::{c_void, CString};
+use std::ffi::CString;
 use std::fmt;
 use std::sync::Arc;
 
 use cudajit_sys as sys;
 
 use super::function::Function;
-use crate::backend::backend;
+use crate::backend::{backend, ModuleImage};
 use crate::context::Context;
 use crate::error::{check_in_drop, Error, Result};
 use crate::memory::{DeviceCopy, DeviceView, DeviceViewMut};
@@ -49,7 +49,7 @@ impl Context {
     pub fn load_ptx(&self, ptx: &str) -> Result<Module> {
         let text =
             CString::new(ptx).map_err(|_| Error::usage("PTX text must not contain NUL bytes"))?;
-        self.load_image(text.as_ptr().cast(), "PTX")
+        self.load_image(ModuleImage::Ptx(&text))
     }
 
     /// Compiles PTX text to a cubin for this device with the driver's linker (the JIT that
@@ -74,7 +74,7 @@ impl Context {
                 &cubin[..cubin.len().min(4)]
             )));
         }
-        self.load_aligned(cubin, "cubin")
+        self.load_aligned(cubin, false)
     }
 
     /// Loads a fatbin (device code for several architectures, possibly with PTX); the driver
@@ -86,11 +86,12 @@ impl Context {
                 &fatbin[..fatbin.len().min(4)]
             )));
         }
-        self.load_aligned(fatbin, "fatbin")
+        self.load_aligned(fatbin, true)
     }
 
-    /// Copies a binary image to 8-byte-aligned memory (the driver reads it as structs) and loads it.
-    fn load_aligned(&self, image: &[u8], kind: &str) -> Result<Module> {
+    /// Copies a binary image (a cubin, or a fatbin) to 8-byte-aligned memory (the driver reads it
+    /// as structs) and loads it.
+    fn load_aligned(&self, image: &[u8], fatbin: bool) -> Result<Module> {
         let mut words = vec![0u64; image.len().div_ceil(8)];
         // SAFETY: `words` has at least `image.len()` bytes and does not overlap `image`.
         unsafe {
@@ -100,26 +101,53 @@ impl Context {
                 image.len(),
             )
         };
-        self.load_image(words.as_ptr().cast(), kind)
-    }
-
-    /// Loads a kernel's IR (on a backend that executes IR: the simulator).
-    pub(crate) fn load_ir(&self, ir: &Arc<crate::ir::FunctionIr>) -> Result<Module> {
-        self.bind()?;
-        let raw = backend().module_load_ir(ir.clone())?;
-        Ok(Module {
-            inner: Arc::new(ModuleInner {
-                ctx: self.clone(),
-                raw,
-                info_log: String::new(),
-            }),
+        self.load_image(if fatbin {
+            ModuleImage::Fatbin(&words)
+        } else {
+            ModuleImage::Cubin(&words)
         })
     }
 
-    fn load_image(&self, image: *const c_void, kind: &str) -> Result<Module> {
+    /// Loads a kernel built with the builder, in the form the backend runs: the backend loads
+    /// its IR itself (the simulator), or asks for `machine_code`, which compiles it and loads
+    /// the result (through the compile caches) — the one path of a kernel's first load.
+    pub(crate) fn load_kernel(
+        &self,
+        ir: &Arc<crate::ir::FunctionIr>,
+        machine_code: impl FnOnce() -> Result<Module>,
+    ) -> Result<Module> {
         self.bind()?;
-        // SAFETY: `image` is a NUL-terminated PTX string or an aligned binary image.
-        let (raw, info_log) = unsafe { backend().module_load(image, kind) }?;
+        let mut machine_code = Some(machine_code);
+        let mut compiled = None;
+        let raw = backend().module_load_kernel(ir, &mut || {
+            if let Some(f) = machine_code.take() {
+                compiled = Some(f()?);
+            }
+            Ok(())
+        })?;
+        match (raw, compiled) {
+            (Some(raw), _) => Ok(Module {
+                inner: Arc::new(ModuleInner {
+                    ctx: self.clone(),
+                    raw,
+                    info_log: String::new(),
+                }),
+            }),
+            (None, Some(module)) => Ok(module),
+            (None, None) => Err(Error::Kernel {
+                kernel: ir.name.clone(),
+                message: "internal: the backend neither loaded the kernel's IR nor asked for its \
+                          machine code (please report this)"
+                    .to_string(),
+            }),
+        }
+    }
+
+    fn load_image(&self, image: ModuleImage<'_>) -> Result<Module> {
+        self.bind()?;
+        // SAFETY: the image is NUL-terminated PTX, or an aligned binary image whose magic the
+        // caller checked (the driver validates the rest).
+        let (raw, info_log) = unsafe { backend().module_load(image) }?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 ctx: self.clone(),

@@ -10,8 +10,8 @@ use std::ffi::{c_void, CStr};
 
 use cudajit_sys as sys;
 
-use super::{Backend, HostFnPtr, StreamCallbackPtr};
-use crate::error::Result;
+use super::{Backend, HostFnPtr, ModuleImage, StreamCallbackPtr};
+use crate::error::{Error, Result};
 
 /// libcuda, loaded at run time.
 pub(crate) struct CudaDriver;
@@ -359,13 +359,23 @@ impl Backend for CudaDriver {
         unsafe { self.cu_event_elapsed_ms(start, end) }
     }
 
-    unsafe fn module_load(
-        &self,
-        image: *const c_void,
-        kind: &str,
-    ) -> Result<(sys::CUmodule, String)> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.cu_module_load(image, kind) }
+    unsafe fn module_load(&self, image: ModuleImage<'_>) -> Result<(sys::CUmodule, String)> {
+        let kind = image.kind();
+        let ptr: *const c_void = match image {
+            ModuleImage::Ptx(text) => text.as_ptr().cast(),
+            ModuleImage::Cubin(words) | ModuleImage::Fatbin(words) => words.as_ptr().cast(),
+            ModuleImage::Ir(ir) => {
+                return Err(Error::Kernel {
+                    kernel: ir.name.clone(),
+                    message: "internal: the CUDA driver loads PTX or machine code, not kernel IR \
+                              (please report this)"
+                        .to_string(),
+                })
+            }
+        };
+        // SAFETY: NUL-terminated PTX or an aligned, well-formed image (the caller's contract),
+        // alive for the call.
+        unsafe { self.cu_module_load(ptr, kind) }
     }
 
     fn link(&self, inputs: &[super::LinkInput<'_>]) -> Result<(Vec<u8>, String)> {

@@ -9,7 +9,7 @@ use cudajit_sys as sys;
 
 use super::memory::Kind;
 use super::{devices, Simulator, VERSION};
-use crate::backend::{Backend, HostFnPtr, StreamCallbackPtr};
+use crate::backend::{Backend, HostFnPtr, ModuleImage, StreamCallbackPtr};
 use crate::error::Result;
 use crate::ir::FunctionIr;
 
@@ -341,17 +341,16 @@ impl Backend for Simulator {
         unsafe { self.sim_event_elapsed_ms(start, end) }
     }
 
-    unsafe fn module_load(
-        &self,
-        _image: *const c_void,
-        kind: &str,
-    ) -> Result<(sys::CUmodule, String)> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_module_load(_image, kind) }
+    unsafe fn module_load(&self, image: ModuleImage<'_>) -> Result<(sys::CUmodule, String)> {
+        self.sim_module_load(image)
     }
 
-    fn module_load_ir(&self, ir: Arc<FunctionIr>) -> Result<sys::CUmodule> {
-        self.sim_module_load_ir(ir)
+    fn module_load_kernel(
+        &self,
+        ir: &Arc<FunctionIr>,
+        _machine_code: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<sys::CUmodule>> {
+        self.sim_module_load_kernel(ir).map(Some)
     }
 
     unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()> {

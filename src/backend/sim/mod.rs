@@ -13,7 +13,7 @@
 //!   address, so every copy is a `memcpy`.
 //! - Work runs when it is submitted, in the calling thread: streams are trivially in order,
 //!   host callbacks run at once, events record the wall-clock time.
-//! - Kernels: the module is the kernel's IR ([`Backend::module_load_ir`]); a launch executes it
+//! - Kernels: the module is the kernel's IR (`ModuleImage::Ir`, through [`Backend::module_load_kernel`]); a launch executes it
 //!   block by block on the host's cores (`block.rs`), and reports what the GPU would not:
 //!   out-of-bounds accesses, divergent barriers, shared-memory races, misaligned accesses
 //!   ([`crate::Error::Fault`]). A faulting launch stops cleanly; the context stays usable.

@@ -1,27 +1,48 @@
-//! Modules on the simulator: a module is a kernel's IR (`Backend::module_load_ir`) with one
+//! Modules on the simulator: a module is a kernel's IR (`ModuleImage::Ir`) with one
 //! function; PTX, cubin and fatbin images cannot be loaded.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::CStr;
 use std::sync::Arc;
 
 use cudajit_sys as sys;
 
 use super::functions::static_shared;
 use super::{bad_handle, FuncState, Simulator, SHARED_PER_BLOCK};
+use crate::backend::ModuleImage;
 use crate::error::{Error, Result};
 use crate::ir::FunctionIr;
 
 impl Simulator {
-    pub(super) unsafe fn sim_module_load(
+    pub(super) fn sim_module_load(
         &self,
-        _image: *const c_void,
-        kind: &str,
+        image: ModuleImage<'_>,
     ) -> Result<(sys::CUmodule, String)> {
-        Err(Error::usage(format!(
-            "loading a {kind} image is not supported on the simulator (CUDAJIT_SIMULATOR=1): it \
-             runs kernels built with cudajit's builder (Kernel, Elementwise, the array \
-             operations), not PTX or machine code; run on a GPU to load {kind}"
-        )))
+        let kind = image.kind();
+        match image {
+            ModuleImage::Ir(ir) => Ok((self.sim_module_load_ir(ir)?, String::new())),
+            _ => Err(Error::usage(format!(
+                "loading a {kind} image is not supported on the simulator (CUDAJIT_SIMULATOR=1): \
+                 it runs kernels built with cudajit's builder (Kernel, Elementwise, the array \
+                 operations), not PTX or machine code; run on a GPU to load {kind}"
+            ))),
+        }
+    }
+
+    /// Loads a builder kernel: its IR, unless it calls foreign device code (which only a GPU
+    /// can run).
+    pub(super) fn sim_module_load_kernel(&self, ir: &Arc<FunctionIr>) -> Result<sys::CUmodule> {
+        if let Some(ext) = ir.first_extern() {
+            return Err(Error::Kernel {
+                kernel: ir.name.clone(),
+                message: format!(
+                    "it calls the external device function `{ext}` (declare_device), defined in \
+                     linked PTX or cubin code: the simulator executes kernels' IR and cannot run \
+                     foreign device code; run this kernel on a GPU, or write the function with \
+                     `DeviceFn` to run it on the simulator"
+                ),
+            });
+        }
+        Ok(self.sim_module_load(ModuleImage::Ir(ir.clone()))?.0)
     }
 
     pub(super) fn sim_module_load_ir(&self, ir: Arc<FunctionIr>) -> Result<sys::CUmodule> {

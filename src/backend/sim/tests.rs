@@ -8,7 +8,7 @@ use crate::ir::FunctionIr;
 
 /// Launches `k` directly on a fresh simulator with the given parameter slots.
 fn launch(sim: &Simulator, k: &Arc<FunctionIr>, slots: &mut [u64]) -> Result<()> {
-    let m = sim.module_load_ir(k.clone())?;
+    let m = sim.sim_module_load_ir(k.clone())?;
     let name = std::ffi::CString::new(k.name.as_str()).unwrap();
     // SAFETY: a module just loaded; the slots match the kernel's parameters.
     let f = unsafe { sim.module_function(m, &name) }?.expect("the kernel");
@@ -35,8 +35,8 @@ fn a_kernel_loaded_twice_keeps_one_function_per_module() {
     let k = copy_kernel("twice");
     let sim = Simulator::new();
     let name = std::ffi::CString::new(k.name.as_str()).unwrap();
-    let m1 = sim.module_load_ir(k.clone()).unwrap();
-    let m2 = sim.module_load_ir(k.clone()).unwrap();
+    let m1 = sim.sim_module_load_ir(k.clone()).unwrap();
+    let m2 = sim.sim_module_load_ir(k.clone()).unwrap();
     // SAFETY: modules just loaded.
     let (f1, f2) = unsafe {
         (

@@ -37,7 +37,7 @@ pub(crate) fn load_module(
     let links = crate::codegen::extern_fn::links_of(ir);
     // Without link inputs or external calls, the PTX loads as itself; else the driver's linker
     // joins them (and names an undefined external function in its error).
-    let plain = links.is_empty() && crate::codegen::extern_fn::first_extern(ir).is_none();
+    let plain = links.is_empty() && ir.first_extern().is_none();
     let load = |ptx: &str| -> Result<Module> {
         if plain {
             ctx.load_ptx(ptx)

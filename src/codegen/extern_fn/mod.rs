@@ -301,16 +301,6 @@ pub(crate) fn check_prototypes(f: &FunctionIr) -> Vec<String> {
     errors
 }
 
-/// The first external function the kernel (or a device function it calls) calls, if any.
-pub(crate) fn first_extern(f: &FunctionIr) -> Option<String> {
-    f.tree().into_iter().find_map(|g| {
-        g.values.iter().find_map(|v| match &v.op {
-            Op::CallExtern(i, _) => g.externs.get(*i as usize).map(|e| e.name.clone()),
-            _ => None,
-        })
-    })
-}
-
 /// The link inputs of a kernel and the device functions it calls (each once).
 pub(crate) fn links_of(f: &FunctionIr) -> Vec<LinkData> {
     let mut out: Vec<LinkData> = Vec::new();

@@ -48,7 +48,7 @@ fn copy_kernel() -> Arc<FunctionIr> {
 
 /// Loads `k` in the current context; its function.
 fn load(sim: &Simulator, k: &Arc<FunctionIr>) -> sys::CUfunction {
-    let m = sim.module_load_ir(k.clone()).unwrap();
+    let m = sim.sim_module_load_ir(k.clone()).unwrap();
     let name = CString::new(k.name.as_str()).unwrap();
     // SAFETY: a module just loaded.
     unsafe { sim.module_function(m, &name) }
