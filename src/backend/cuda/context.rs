@@ -6,6 +6,7 @@ use std::ffi::c_char;
 use cudajit_sys as sys;
 
 use super::CudaDriver;
+use crate::backend::DeviceApi;
 use crate::error::{check, Result};
 
 /// Reads a driver-filled, NUL-terminated `c_char` buffer.
@@ -20,156 +21,148 @@ fn c_buf_to_string(buf: &[c_char]) -> String {
 
 // SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
 // that the callers (the safe types) keep alive, as each method's contract states.
-impl CudaDriver {
-    pub(super) fn cu_init(&self, at_exit: fn()) -> Result<()> {
+impl DeviceApi for CudaDriver {
+    fn init(&self, at_exit: fn()) -> Result<()> {
         // SAFETY: flags 0 is the documented value.
         unsafe { drv!(cuInit(0)) }?;
         register_at_exit(at_exit);
         Ok(())
     }
 
-    pub(super) fn cu_driver_version(&self) -> Result<i32> {
+    fn driver_version(&self) -> Result<i32> {
         let mut v = 0;
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuDriverGetVersion(&mut v)) }?;
         Ok(v)
     }
 
-    pub(super) fn cu_device_count(&self) -> Result<i32> {
+    fn device_count(&self) -> Result<i32> {
         let mut n = 0;
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuDeviceGetCount(&mut n)) }?;
         Ok(n)
     }
 
-    pub(super) fn cu_device_get(&self, ordinal: i32) -> Result<sys::CUdevice> {
+    fn device_get(&self, ordinal: i32) -> Result<sys::CUdevice> {
         let mut d = 0;
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuDeviceGet(&mut d, ordinal)) }?;
         Ok(d)
     }
 
-    pub(super) fn cu_device_name(&self, dev: sys::CUdevice) -> Result<String> {
+    fn device_name(&self, dev: sys::CUdevice) -> Result<String> {
         let mut buf = [0 as c_char; 256];
         // SAFETY: the buffer is writable for the length passed.
         unsafe { drv!(cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev)) }?;
         Ok(c_buf_to_string(&buf))
     }
 
-    pub(super) fn cu_device_attribute(
-        &self,
-        dev: sys::CUdevice,
-        attr: sys::CUdevice_attribute,
-    ) -> Result<i32> {
+    fn device_attribute(&self, dev: sys::CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
         let mut v = 0;
         // SAFETY: valid out-pointer; an unknown attribute is an error code.
         unsafe { drv!(cuDeviceGetAttribute(&mut v, attr, dev)) }?;
         Ok(v)
     }
 
-    pub(super) fn cu_device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]> {
+    fn device_uuid(&self, dev: sys::CUdevice) -> Result<[u8; 16]> {
         let mut uuid = sys::CUuuid::default();
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuDeviceGetUuid_v2(&mut uuid, dev)) }?;
         Ok(uuid.bytes.map(|b| b as u8))
     }
 
-    pub(super) fn cu_device_pci_bus_id(&self, dev: sys::CUdevice) -> Result<String> {
+    fn device_pci_bus_id(&self, dev: sys::CUdevice) -> Result<String> {
         let mut buf = [0 as c_char; 64];
         // SAFETY: the buffer is writable for the length passed.
         unsafe { drv!(cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, dev)) }?;
         Ok(c_buf_to_string(&buf))
     }
 
-    pub(super) fn cu_device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
+    fn device_total_mem(&self, dev: sys::CUdevice) -> Result<usize> {
         let mut b = 0;
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuDeviceTotalMem_v2(&mut b, dev)) }?;
         Ok(b)
     }
 
-    pub(super) fn cu_primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {
+    fn primary_ctx_retain(&self, dev: sys::CUdevice) -> Result<sys::CUcontext> {
         let mut c = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuDevicePrimaryCtxRetain(&mut c, dev)) }?;
         Ok(c)
     }
 
-    pub(super) fn cu_primary_ctx_release(&self, dev: sys::CUdevice) -> Result<()> {
+    fn primary_ctx_release(&self, dev: sys::CUdevice) -> Result<()> {
         // SAFETY: releases one retain taken by primary_ctx_retain.
         unsafe { drv!(cuDevicePrimaryCtxRelease_v2(dev)) }
     }
 
-    pub(super) fn cu_primary_ctx_reset(&self, dev: sys::CUdevice) -> Result<()> {
+    fn primary_ctx_reset(&self, dev: sys::CUdevice) -> Result<()> {
         // SAFETY: the device handle is valid.
         unsafe { drv!(cuDevicePrimaryCtxReset_v2(dev)) }
     }
 
-    pub(super) fn cu_ctx_get_current(&self) -> Result<sys::CUcontext> {
+    fn ctx_get_current(&self) -> Result<sys::CUcontext> {
         let mut c = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuCtxGetCurrent(&mut c)) }?;
         Ok(c)
     }
 
-    pub(super) unsafe fn cu_ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()> {
+    unsafe fn ctx_set_current(&self, ctx: sys::CUcontext) -> Result<()> {
         // SAFETY: the caller passes a live context or null.
         unsafe { drv!(cuCtxSetCurrent(ctx)) }
     }
 
-    pub(super) fn cu_ctx_get_device(&self) -> Result<sys::CUdevice> {
+    fn ctx_get_device(&self) -> Result<sys::CUdevice> {
         let mut d = 0;
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuCtxGetDevice(&mut d)) }?;
         Ok(d)
     }
 
-    pub(super) fn cu_ctx_synchronize(&self) -> Result<()> {
+    fn ctx_synchronize(&self) -> Result<()> {
         // SAFETY: no arguments.
         unsafe { drv!(cuCtxSynchronize()) }
     }
 
-    pub(super) fn cu_ctx_set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<()> {
+    fn ctx_set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<()> {
         // SAFETY: plain values.
         unsafe { drv!(cuCtxSetLimit(limit, value)) }
     }
 
-    pub(super) fn cu_ctx_get_limit(&self, limit: sys::CUlimit) -> Result<usize> {
+    fn ctx_get_limit(&self, limit: sys::CUlimit) -> Result<usize> {
         let mut v = 0usize;
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuCtxGetLimit(&mut v, limit)) }?;
         Ok(v)
     }
 
-    pub(super) fn cu_ctx_stream_priority_range(&self) -> Result<(i32, i32)> {
+    fn ctx_stream_priority_range(&self) -> Result<(i32, i32)> {
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: valid out-pointers.
         unsafe { drv!(cuCtxGetStreamPriorityRange(&mut least, &mut greatest)) }?;
         Ok((least, greatest))
     }
 
-    pub(super) fn cu_device_can_access_peer(
-        &self,
-        dev: sys::CUdevice,
-        peer: sys::CUdevice,
-    ) -> Result<bool> {
+    fn device_can_access_peer(&self, dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool> {
         let mut can = 0;
         // SAFETY: a valid out-pointer; device handles are plain ordinals.
         unsafe { drv!(cuDeviceCanAccessPeer(&mut can, dev, peer)) }?;
         Ok(can != 0)
     }
 
-    pub(super) unsafe fn cu_ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()> {
+    unsafe fn ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()> {
         // SAFETY: the caller passes a live context; flags must be 0.
         unsafe { drv!(cuCtxEnablePeerAccess(peer, 0)) }
     }
 
-    pub(super) fn cu_profiler_start(&self) -> Result<()> {
+    fn profiler_start(&self) -> Result<()> {
         // SAFETY: no arguments.
         unsafe { drv!(cuProfilerStart()) }
     }
 
-    pub(super) fn cu_profiler_stop(&self) -> Result<()> {
+    fn profiler_stop(&self) -> Result<()> {
         // SAFETY: no arguments.
         unsafe { drv!(cuProfilerStop()) }
     }

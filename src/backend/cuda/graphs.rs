@@ -5,56 +5,53 @@ use std::ffi::c_void;
 
 use cudajit_sys as sys;
 
-use super::{Backend, CudaDriver};
+use super::CudaDriver;
+use crate::backend::{DeviceApi, GraphApi};
 use crate::error::{check, Result};
 
 // SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
 // that the callers (the safe types) keep alive, as each method's contract states.
-impl CudaDriver {
-    pub(super) unsafe fn cu_stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
+impl GraphApi for CudaDriver {
+    unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
         let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
         // SAFETY: the caller passes a live stream.
         unsafe { drv!(cuStreamBeginCapture_v2(s, mode)) }
     }
 
-    pub(super) unsafe fn cu_stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
+    unsafe fn stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
         let mut g = std::ptr::null_mut();
         // SAFETY: a live stream; a valid out-pointer.
         unsafe { drv!(cuStreamEndCapture(s, &mut g)) }?;
         Ok(g)
     }
 
-    pub(super) unsafe fn cu_stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
+    unsafe fn stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
         let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: a live stream; a valid out-pointer.
         unsafe { drv!(cuStreamIsCapturing(s, &mut status)) }?;
         Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
-    pub(super) unsafe fn cu_graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
+    unsafe fn graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
         let mut n = 0usize;
         // SAFETY: a live graph; a null node array asks for the count only.
         unsafe { drv!(cuGraphGetNodes(g, std::ptr::null_mut(), &mut n)) }?;
         Ok(n)
     }
 
-    pub(super) unsafe fn cu_graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
+    unsafe fn graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
         let mut e = std::ptr::null_mut();
         // SAFETY: a live graph; a valid out-pointer.
         unsafe { drv!(cuGraphInstantiateWithFlags(&mut e, g, 0)) }?;
         Ok(e)
     }
 
-    pub(super) unsafe fn cu_graph_launch(
-        &self,
-        e: sys::CUgraphExec,
-        s: sys::CUstream,
-    ) -> Result<()> {
+    unsafe fn graph_launch(&self, e: sys::CUgraphExec, s: sys::CUstream) -> Result<()> {
         // SAFETY: live handles (the caller's).
         unsafe { drv!(cuGraphLaunch(e, s)) }
     }
 
-    pub(super) unsafe fn cu_graph_exec_update(
+    unsafe fn graph_exec_update(
         &self,
         e: sys::CUgraphExec,
         g: sys::CUgraph,
@@ -74,12 +71,12 @@ impl CudaDriver {
         }
     }
 
-    pub(super) unsafe fn cu_graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
+    unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
         // SAFETY: the caller destroys its own graph once.
         unsafe { drv!(cuGraphDestroy(g)) }
     }
 
-    pub(super) fn cu_graph_create(&self) -> Result<sys::CUgraph> {
+    fn graph_create(&self) -> Result<sys::CUgraph> {
         let mut g = std::ptr::null_mut();
         // SAFETY: a valid out-pointer; flags must be 0.
         unsafe { drv!(cuGraphCreate(&mut g, 0)) }?;
@@ -87,7 +84,7 @@ impl CudaDriver {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn cu_graph_add_kernel(
+    unsafe fn graph_add_kernel(
         &self,
         g: sys::CUgraph,
         deps: &[sys::CUgraphNode],
@@ -124,7 +121,7 @@ impl CudaDriver {
         Ok(node)
     }
 
-    pub(super) unsafe fn cu_graph_add_copy(
+    unsafe fn graph_add_copy(
         &self,
         g: sys::CUgraph,
         deps: &[sys::CUgraphNode],
@@ -157,7 +154,7 @@ impl CudaDriver {
         Ok(node)
     }
 
-    pub(super) unsafe fn cu_graph_add_memset(
+    unsafe fn graph_add_memset(
         &self,
         g: sys::CUgraph,
         deps: &[sys::CUgraphNode],
@@ -190,7 +187,7 @@ impl CudaDriver {
         Ok(node)
     }
 
-    pub(super) unsafe fn cu_graph_add_empty(
+    unsafe fn graph_add_empty(
         &self,
         g: sys::CUgraph,
         deps: &[sys::CUgraphNode],
@@ -201,7 +198,7 @@ impl CudaDriver {
         Ok(node)
     }
 
-    pub(super) unsafe fn cu_graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
+    unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
         // SAFETY: the caller destroys its own instantiated graph once.
         unsafe { drv!(cuGraphExecDestroy(e)) }
     }

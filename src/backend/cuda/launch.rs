@@ -5,12 +5,13 @@ use std::ffi::c_void;
 use cudajit_sys as sys;
 
 use super::CudaDriver;
+use crate::backend::LaunchApi;
 use crate::error::{check, Result};
 
 // SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
 // that the callers (the safe types) keep alive, as each method's contract states.
-impl CudaDriver {
-    pub(super) unsafe fn cu_func_attribute(
+impl LaunchApi for CudaDriver {
+    unsafe fn func_attribute(
         &self,
         f: sys::CUfunction,
         attr: sys::CUfunction_attribute,
@@ -21,7 +22,7 @@ impl CudaDriver {
         Ok(v)
     }
 
-    pub(super) unsafe fn cu_func_set_attribute(
+    unsafe fn func_set_attribute(
         &self,
         f: sys::CUfunction,
         attr: sys::CUfunction_attribute,
@@ -31,7 +32,7 @@ impl CudaDriver {
         unsafe { drv!(cuFuncSetAttribute(f, attr, value)) }
     }
 
-    pub(super) unsafe fn cu_occupancy_max_potential_block_size(
+    unsafe fn occupancy_max_potential_block_size(
         &self,
         f: sys::CUfunction,
         dynamic_smem: usize,
@@ -52,7 +53,7 @@ impl CudaDriver {
         Ok((grid, block))
     }
 
-    pub(super) unsafe fn cu_occupancy_max_active_blocks(
+    unsafe fn occupancy_max_active_blocks(
         &self,
         f: sys::CUfunction,
         block: i32,
@@ -71,7 +72,7 @@ impl CudaDriver {
         Ok(n)
     }
 
-    pub(super) unsafe fn cu_launch_kernel(
+    unsafe fn launch_kernel(
         &self,
         f: sys::CUfunction,
         grid: [u32; 3],
@@ -98,7 +99,7 @@ impl CudaDriver {
         }
     }
 
-    pub(super) unsafe fn cu_launch_cooperative_kernel(
+    unsafe fn launch_cooperative_kernel(
         &self,
         f: sys::CUfunction,
         grid: [u32; 3],

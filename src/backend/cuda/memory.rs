@@ -6,31 +6,32 @@ use std::ffi::c_void;
 use cudajit_sys as sys;
 
 use super::CudaDriver;
+use crate::backend::MemoryApi;
 use crate::error::{check, Error, Result};
 
 // SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
 // that the callers (the safe types) keep alive, as each method's contract states.
-impl CudaDriver {
-    pub(super) fn cu_mem_get_info(&self) -> Result<(usize, usize)> {
+impl MemoryApi for CudaDriver {
+    fn mem_get_info(&self) -> Result<(usize, usize)> {
         let (mut free, mut total) = (0, 0);
         // SAFETY: valid out-pointers.
         unsafe { drv!(cuMemGetInfo_v2(&mut free, &mut total)) }?;
         Ok((free, total))
     }
 
-    pub(super) fn cu_mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+    fn mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
         let mut p = 0;
         // SAFETY: valid out-pointer.
         unsafe { drv!(cuMemAlloc_v2(&mut p, bytes)) }?;
         Ok(p)
     }
 
-    pub(super) unsafe fn cu_mem_free(&self, ptr: sys::CUdeviceptr) -> Result<()> {
+    unsafe fn mem_free(&self, ptr: sys::CUdeviceptr) -> Result<()> {
         // SAFETY: the caller frees its own allocation once.
         unsafe { drv!(cuMemFree_v2(ptr)) }
     }
 
-    pub(super) fn cu_mem_alloc_managed(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+    fn mem_alloc_managed(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
         let mut p = 0;
         let global = sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL.0;
         // SAFETY: valid out-pointer; a documented attach flag.
@@ -38,7 +39,7 @@ impl CudaDriver {
         Ok(p)
     }
 
-    pub(super) unsafe fn cu_mem_alloc_async(
+    unsafe fn mem_alloc_async(
         &self,
         bytes: usize,
         stream: sys::CUstream,
@@ -49,26 +50,19 @@ impl CudaDriver {
         Ok(p)
     }
 
-    pub(super) unsafe fn cu_mem_free_async(
-        &self,
-        ptr: sys::CUdeviceptr,
-        stream: sys::CUstream,
-    ) -> Result<()> {
+    unsafe fn mem_free_async(&self, ptr: sys::CUdeviceptr, stream: sys::CUstream) -> Result<()> {
         // SAFETY: the caller frees its own stream-ordered allocation once, on a live stream.
         unsafe { drv!(cuMemFreeAsync(ptr, stream)) }
     }
 
-    pub(super) fn cu_device_default_mem_pool(
-        &self,
-        dev: sys::CUdevice,
-    ) -> Result<sys::CUmemoryPool> {
+    fn device_default_mem_pool(&self, dev: sys::CUdevice) -> Result<sys::CUmemoryPool> {
         let mut pool = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
         unsafe { drv!(cuDeviceGetDefaultMemPool(&mut pool, dev)) }?;
         Ok(pool)
     }
 
-    pub(super) unsafe fn cu_mem_pool_attribute(
+    unsafe fn mem_pool_attribute(
         &self,
         pool: sys::CUmemoryPool,
         attr: sys::CUmemPool_attribute,
@@ -85,7 +79,7 @@ impl CudaDriver {
         Ok(v)
     }
 
-    pub(super) unsafe fn cu_set_mem_pool_attribute(
+    unsafe fn set_mem_pool_attribute(
         &self,
         pool: sys::CUmemoryPool,
         attr: sys::CUmemPool_attribute,
@@ -102,7 +96,7 @@ impl CudaDriver {
         }
     }
 
-    pub(super) unsafe fn cu_mem_pool_grant_access(
+    unsafe fn mem_pool_grant_access(
         &self,
         pool: sys::CUmemoryPool,
         dev: sys::CUdevice,
@@ -118,16 +112,12 @@ impl CudaDriver {
         unsafe { drv!(cuMemPoolSetAccess(pool, &desc, 1)) }
     }
 
-    pub(super) unsafe fn cu_mem_pool_trim_to(
-        &self,
-        pool: sys::CUmemoryPool,
-        keep: usize,
-    ) -> Result<()> {
+    unsafe fn mem_pool_trim_to(&self, pool: sys::CUmemoryPool, keep: usize) -> Result<()> {
         // SAFETY: a live pool.
         unsafe { drv!(cuMemPoolTrimTo(pool, keep)) }
     }
 
-    pub(super) unsafe fn cu_mem_prefetch(
+    unsafe fn mem_prefetch(
         &self,
         ptr: sys::CUdeviceptr,
         bytes: usize,
@@ -159,7 +149,7 @@ impl CudaDriver {
         }
     }
 
-    pub(super) fn cu_host_alloc(&self, bytes: usize, flags: u32) -> Result<*mut c_void> {
+    fn host_alloc(&self, bytes: usize, flags: u32) -> Result<*mut c_void> {
         let mut p = std::ptr::null_mut();
         // SAFETY: valid out-pointer; cuMemHostAlloc's flags.
         unsafe { drv!(cuMemHostAlloc(&mut p, bytes, flags)) }?;
@@ -169,22 +159,19 @@ impl CudaDriver {
         Ok(p)
     }
 
-    pub(super) unsafe fn cu_host_free(&self, ptr: *mut c_void) -> Result<()> {
+    unsafe fn host_free(&self, ptr: *mut c_void) -> Result<()> {
         // SAFETY: the caller frees its own allocation once.
         unsafe { drv!(cuMemFreeHost(ptr)) }
     }
 
-    pub(super) unsafe fn cu_host_device_pointer(
-        &self,
-        ptr: *mut c_void,
-    ) -> Result<sys::CUdeviceptr> {
+    unsafe fn host_device_pointer(&self, ptr: *mut c_void) -> Result<sys::CUdeviceptr> {
         let mut d = 0;
         // SAFETY: valid out-pointer; the caller passes mapped host memory.
         unsafe { drv!(cuMemHostGetDevicePointer_v2(&mut d, ptr, 0)) }?;
         Ok(d)
     }
 
-    pub(super) fn cu_is_driver_memory(&self, ptr: *const c_void) -> bool {
+    fn is_driver_memory(&self, ptr: *const c_void) -> bool {
         let mut kind: u32 = 0;
         // SAFETY: a valid out-pointer of the attribute's type (CUmemorytype, 32 bits); the
         // driver only looks `ptr` up in its tables and never dereferences it.
@@ -199,7 +186,7 @@ impl CudaDriver {
         matches!(res, Ok(sys::CUresult::CUDA_SUCCESS)) && kind != 0
     }
 
-    pub(super) unsafe fn cu_memcpy_htod(
+    unsafe fn memcpy_htod(
         &self,
         dst: sys::CUdeviceptr,
         src: *const c_void,
@@ -215,7 +202,7 @@ impl CudaDriver {
         }
     }
 
-    pub(super) unsafe fn cu_memcpy_dtoh(
+    unsafe fn memcpy_dtoh(
         &self,
         dst: *mut c_void,
         src: sys::CUdeviceptr,
@@ -231,7 +218,7 @@ impl CudaDriver {
         }
     }
 
-    pub(super) unsafe fn cu_memcpy_dtod(
+    unsafe fn memcpy_dtod(
         &self,
         dst: sys::CUdeviceptr,
         src: sys::CUdeviceptr,
@@ -247,7 +234,7 @@ impl CudaDriver {
         }
     }
 
-    pub(super) unsafe fn cu_memcpy_peer(
+    unsafe fn memcpy_peer(
         &self,
         dst: sys::CUdeviceptr,
         dst_ctx: sys::CUcontext,
@@ -266,7 +253,7 @@ impl CudaDriver {
         }
     }
 
-    pub(super) unsafe fn cu_memset(
+    unsafe fn memset(
         &self,
         dst: sys::CUdeviceptr,
         bits: u32,

@@ -6,6 +6,7 @@ use std::ffi::{c_void, CStr};
 use cudajit_sys as sys;
 
 use super::CudaDriver;
+use crate::backend::{ModuleApi, ModuleImage};
 use crate::error::{check, Error, Result};
 
 /// A JIT log buffer's text (up to the first NUL).
@@ -31,10 +32,11 @@ fn found(res: Result<()>) -> Result<Option<()>> {
     }
 }
 
-// SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
-// that the callers (the safe types) keep alive, as each method's contract states.
+// SAFETY (whole impl): as the trait impl below.
 impl CudaDriver {
-    pub(super) unsafe fn cu_module_load(
+    /// Loads `image` (NUL-terminated PTX, or an aligned cubin or fatbin): through the JIT with
+    /// its logs, except a cubin (machine code, nothing to compile).
+    unsafe fn load_image(
         &self,
         image: *const c_void,
         kind: &str,
@@ -65,11 +67,31 @@ impl CudaDriver {
             Err(e) => Err(logs.jit_error(e, &format!("loading a {kind} image"))),
         }
     }
+}
 
-    pub(super) fn cu_link(
-        &self,
-        inputs: &[crate::backend::LinkInput<'_>],
-    ) -> Result<(Vec<u8>, String)> {
+// SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
+// that the callers (the safe types) keep alive, as each method's contract states.
+impl ModuleApi for CudaDriver {
+    unsafe fn module_load(&self, image: ModuleImage<'_>) -> Result<(sys::CUmodule, String)> {
+        let kind = image.kind();
+        let ptr: *const c_void = match image {
+            ModuleImage::Ptx(text) => text.as_ptr().cast(),
+            ModuleImage::Cubin(words) | ModuleImage::Fatbin(words) => words.as_ptr().cast(),
+            ModuleImage::Ir(ir) => {
+                return Err(Error::Kernel {
+                    kernel: ir.name.clone(),
+                    message: "internal: the CUDA driver loads PTX or machine code, not kernel IR \
+                              (please report this)"
+                        .to_string(),
+                })
+            }
+        };
+        // SAFETY: NUL-terminated PTX or an aligned, well-formed image (the caller's contract),
+        // alive for the call.
+        unsafe { self.load_image(ptr, kind) }
+    }
+
+    fn link(&self, inputs: &[crate::backend::LinkInput<'_>]) -> Result<(Vec<u8>, String)> {
         let mut logs = JitLogs::new();
         let (mut options, mut values, n) = logs.options();
         let mut state: sys::CUlinkState = std::ptr::null_mut();
@@ -112,12 +134,12 @@ impl CudaDriver {
         Ok((cubin, log_text(&logs.info)))
     }
 
-    pub(super) unsafe fn cu_module_unload(&self, m: sys::CUmodule) -> Result<()> {
+    unsafe fn module_unload(&self, m: sys::CUmodule) -> Result<()> {
         // SAFETY: the caller unloads its own module once.
         unsafe { drv!(cuModuleUnload(m)) }
     }
 
-    pub(super) unsafe fn cu_module_function(
+    unsafe fn module_function(
         &self,
         m: sys::CUmodule,
         name: &CStr,
@@ -128,7 +150,7 @@ impl CudaDriver {
         Ok(found(res)?.map(|()| f))
     }
 
-    pub(super) unsafe fn cu_module_global(
+    unsafe fn module_global(
         &self,
         m: sys::CUmodule,
         name: &CStr,

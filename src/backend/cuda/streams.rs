@@ -4,7 +4,8 @@ use std::ffi::c_void;
 
 use cudajit_sys as sys;
 
-use super::{CudaDriver, HostFnPtr, StreamCallbackPtr};
+use super::CudaDriver;
+use crate::backend::{HostFnPtr, StreamApi, StreamCallbackPtr};
 use crate::error::{check, Result};
 
 /// `Ok(false)` for `CUDA_ERROR_NOT_READY`, `Ok(true)` for success.
@@ -20,53 +21,49 @@ fn ready(
 
 // SAFETY (whole impl): every `unsafe` block passes valid out-pointers to locals, and handles
 // that the callers (the safe types) keep alive, as each method's contract states.
-impl CudaDriver {
-    pub(super) fn cu_stream_create(&self, flags: u32, priority: i32) -> Result<sys::CUstream> {
+impl StreamApi for CudaDriver {
+    fn stream_create(&self, flags: u32, priority: i32) -> Result<sys::CUstream> {
         let mut s = std::ptr::null_mut();
         // SAFETY: valid out-pointer; the driver clamps priorities.
         unsafe { drv!(cuStreamCreateWithPriority(&mut s, flags, priority)) }?;
         Ok(s)
     }
 
-    pub(super) unsafe fn cu_stream_destroy(&self, s: sys::CUstream) -> Result<()> {
+    unsafe fn stream_destroy(&self, s: sys::CUstream) -> Result<()> {
         // SAFETY: the caller destroys its own stream once.
         unsafe { drv!(cuStreamDestroy_v2(s)) }
     }
 
-    pub(super) unsafe fn cu_stream_synchronize(&self, s: sys::CUstream) -> Result<()> {
+    unsafe fn stream_synchronize(&self, s: sys::CUstream) -> Result<()> {
         // SAFETY: a live stream.
         unsafe { drv!(cuStreamSynchronize(s)) }
     }
 
-    pub(super) unsafe fn cu_stream_query(&self, s: sys::CUstream) -> Result<bool> {
+    unsafe fn stream_query(&self, s: sys::CUstream) -> Result<bool> {
         // SAFETY: a live stream.
         ready(unsafe { sys::cuStreamQuery(s) }, "cuStreamQuery")
     }
 
-    pub(super) unsafe fn cu_stream_wait_event(
-        &self,
-        s: sys::CUstream,
-        e: sys::CUevent,
-    ) -> Result<()> {
+    unsafe fn stream_wait_event(&self, s: sys::CUstream, e: sys::CUevent) -> Result<()> {
         // SAFETY: live handles.
         unsafe { drv!(cuStreamWaitEvent(s, e, 0)) }
     }
 
-    pub(super) unsafe fn cu_stream_priority(&self, s: sys::CUstream) -> Result<i32> {
+    unsafe fn stream_priority(&self, s: sys::CUstream) -> Result<i32> {
         let mut p = 0;
         // SAFETY: valid out-pointer; a live stream.
         unsafe { drv!(cuStreamGetPriority(s, &mut p)) }?;
         Ok(p)
     }
 
-    pub(super) unsafe fn cu_stream_flags(&self, s: sys::CUstream) -> Result<u32> {
+    unsafe fn stream_flags(&self, s: sys::CUstream) -> Result<u32> {
         let mut f = 0;
         // SAFETY: valid out-pointer; a live stream.
         unsafe { drv!(cuStreamGetFlags(s, &mut f)) }?;
         Ok(f)
     }
 
-    pub(super) unsafe fn cu_launch_host_func(
+    unsafe fn launch_host_func(
         &self,
         s: sys::CUstream,
         f: HostFnPtr,
@@ -76,7 +73,7 @@ impl CudaDriver {
         unsafe { drv!(cuLaunchHostFunc(s, Some(f), data)) }
     }
 
-    pub(super) unsafe fn cu_stream_add_callback(
+    unsafe fn stream_add_callback(
         &self,
         s: sys::CUstream,
         f: StreamCallbackPtr,
@@ -86,38 +83,34 @@ impl CudaDriver {
         unsafe { drv!(cuStreamAddCallback(s, Some(f), data, 0)) }
     }
 
-    pub(super) fn cu_event_create(&self, flags: u32) -> Result<sys::CUevent> {
+    fn event_create(&self, flags: u32) -> Result<sys::CUevent> {
         let mut e = std::ptr::null_mut();
         // SAFETY: valid out-pointer; cuEventCreate's flags.
         unsafe { drv!(cuEventCreate(&mut e, flags)) }?;
         Ok(e)
     }
 
-    pub(super) unsafe fn cu_event_destroy(&self, e: sys::CUevent) -> Result<()> {
+    unsafe fn event_destroy(&self, e: sys::CUevent) -> Result<()> {
         // SAFETY: the caller destroys its own event once.
         unsafe { drv!(cuEventDestroy_v2(e)) }
     }
 
-    pub(super) unsafe fn cu_event_record(&self, e: sys::CUevent, s: sys::CUstream) -> Result<()> {
+    unsafe fn event_record(&self, e: sys::CUevent, s: sys::CUstream) -> Result<()> {
         // SAFETY: live handles.
         unsafe { drv!(cuEventRecord(e, s)) }
     }
 
-    pub(super) unsafe fn cu_event_query(&self, e: sys::CUevent) -> Result<bool> {
+    unsafe fn event_query(&self, e: sys::CUevent) -> Result<bool> {
         // SAFETY: a live event.
         ready(unsafe { sys::cuEventQuery(e) }, "cuEventQuery")
     }
 
-    pub(super) unsafe fn cu_event_synchronize(&self, e: sys::CUevent) -> Result<()> {
+    unsafe fn event_synchronize(&self, e: sys::CUevent) -> Result<()> {
         // SAFETY: a live event.
         unsafe { drv!(cuEventSynchronize(e)) }
     }
 
-    pub(super) unsafe fn cu_event_elapsed_ms(
-        &self,
-        start: sys::CUevent,
-        end: sys::CUevent,
-    ) -> Result<f32> {
+    unsafe fn event_elapsed_ms(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32> {
         let mut ms = 0f32;
         // SAFETY: valid out-pointer; live events.
         match unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) } {

@@ -1,6 +1,8 @@
-//! The simulator's [`Backend`] impl: one method per driver call, each answered here when it is
-//! a line or two, else delegated to the module of its concern (`devices.rs`, `memory.rs`,
-//! `copies.rs`, `streams.rs`, `modules.rs`, `functions.rs`, `launch.rs`, `graph.rs`).
+//! The simulator's impls of the backend traits whose calls are spread over several files
+//! (`DeviceApi`, `MemoryApi`, `ModuleApi`, `LaunchApi`): each method is answered here when it
+//! is a line or two, else delegated to the module of its concern (`devices.rs`, `memory.rs`,
+//! `copies.rs`, `modules.rs`, `functions.rs`, `launch.rs`). `StreamApi` and `GraphApi` are
+//! implemented directly in `streams.rs` and `graph.rs`.
 
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
@@ -9,11 +11,11 @@ use cudajit_sys as sys;
 
 use super::memory::Kind;
 use super::{devices, Simulator, VERSION};
-use crate::backend::{Backend, HostFnPtr, ModuleImage, StreamCallbackPtr};
+use crate::backend::{DeviceApi, LaunchApi, MemoryApi, ModuleApi, ModuleImage};
 use crate::error::Result;
 use crate::ir::FunctionIr;
 
-impl Backend for Simulator {
+impl DeviceApi for Simulator {
     fn is_simulator(&self) -> bool {
         true
     }
@@ -94,13 +96,31 @@ impl Backend for Simulator {
         Ok(self.sim_ctx_get_limit(limit))
     }
 
+    fn ctx_stream_priority_range(&self) -> Result<(i32, i32)> {
+        Ok((0, -5))
+    }
+
+    fn device_can_access_peer(&self, dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool> {
+        self.sim_device_can_access_peer(dev, peer)
+    }
+
+    unsafe fn ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()> {
+        self.sim_ctx_enable_peer_access(peer)
+    }
+
+    fn profiler_start(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn profiler_stop(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl MemoryApi for Simulator {
     fn mem_get_info(&self) -> Result<(usize, usize)> {
         let used = self.mem.lock().used[self.current_device()];
         Ok((self.total_mem.saturating_sub(used), self.total_mem))
-    }
-
-    fn ctx_stream_priority_range(&self) -> Result<(i32, i32)> {
-        Ok((0, -5))
     }
 
     fn mem_alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
@@ -239,14 +259,6 @@ impl Backend for Simulator {
         unsafe { self.sim_memcpy_peer(dst, dst_ctx, src, src_ctx, bytes, stream) }
     }
 
-    fn device_can_access_peer(&self, dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool> {
-        self.sim_device_can_access_peer(dev, peer)
-    }
-
-    unsafe fn ctx_enable_peer_access(&self, peer: sys::CUcontext) -> Result<()> {
-        self.sim_ctx_enable_peer_access(peer)
-    }
-
     unsafe fn memset(
         &self,
         dst: sys::CUdeviceptr,
@@ -259,88 +271,9 @@ impl Backend for Simulator {
         // SAFETY: the caller's contract, passed on.
         unsafe { self.sim_memset(dst, bits, size, count, pitch, stream) }
     }
+}
 
-    fn stream_create(&self, flags: u32, priority: i32) -> Result<sys::CUstream> {
-        self.sim_stream_create(flags, priority)
-    }
-
-    unsafe fn stream_destroy(&self, s: sys::CUstream) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_stream_destroy(s) }
-    }
-
-    unsafe fn stream_synchronize(&self, _s: sys::CUstream) -> Result<()> {
-        Ok(())
-    }
-
-    unsafe fn stream_query(&self, _s: sys::CUstream) -> Result<bool> {
-        Ok(true)
-    }
-
-    unsafe fn stream_wait_event(&self, _s: sys::CUstream, e: sys::CUevent) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_stream_wait_event(_s, e) }
-    }
-
-    unsafe fn stream_priority(&self, s: sys::CUstream) -> Result<i32> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_stream_priority(s) }
-    }
-
-    unsafe fn stream_flags(&self, s: sys::CUstream) -> Result<u32> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_stream_flags(s) }
-    }
-
-    unsafe fn launch_host_func(
-        &self,
-        s: sys::CUstream,
-        f: HostFnPtr,
-        data: *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_launch_host_func(s, f, data) }
-    }
-
-    unsafe fn stream_add_callback(
-        &self,
-        s: sys::CUstream,
-        f: StreamCallbackPtr,
-        data: *mut c_void,
-    ) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_stream_add_callback(s, f, data) }
-    }
-
-    fn event_create(&self, flags: u32) -> Result<sys::CUevent> {
-        self.sim_event_create(flags)
-    }
-
-    unsafe fn event_destroy(&self, e: sys::CUevent) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_event_destroy(e) }
-    }
-
-    unsafe fn event_record(&self, e: sys::CUevent, s: sys::CUstream) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_event_record(e, s) }
-    }
-
-    unsafe fn event_query(&self, e: sys::CUevent) -> Result<bool> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_event_query(e) }
-    }
-
-    unsafe fn event_synchronize(&self, e: sys::CUevent) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_event_synchronize(e) }
-    }
-
-    unsafe fn event_elapsed_ms(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_event_elapsed_ms(start, end) }
-    }
-
+impl ModuleApi for Simulator {
     unsafe fn module_load(&self, image: ModuleImage<'_>) -> Result<(sys::CUmodule, String)> {
         self.sim_module_load(image)
     }
@@ -374,7 +307,9 @@ impl Backend for Simulator {
     ) -> Result<Option<(sys::CUdeviceptr, usize)>> {
         Ok(None)
     }
+}
 
+impl LaunchApi for Simulator {
     unsafe fn func_attribute(
         &self,
         f: sys::CUfunction,
@@ -435,114 +370,5 @@ impl Backend for Simulator {
     ) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
         unsafe { self.sim_launch_kernel(f, grid, block, shared_mem_bytes, stream, params) }
-    }
-
-    unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_stream_begin_capture(s) }
-    }
-
-    unsafe fn stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_stream_end_capture(s) }
-    }
-
-    unsafe fn stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_stream_is_capturing(s) }
-    }
-
-    unsafe fn graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_node_count(g) }
-    }
-
-    unsafe fn graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_instantiate(g) }
-    }
-
-    unsafe fn graph_launch(&self, e: sys::CUgraphExec, s: sys::CUstream) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_launch(e, s) }
-    }
-
-    unsafe fn graph_exec_update(
-        &self,
-        e: sys::CUgraphExec,
-        g: sys::CUgraph,
-    ) -> Result<Option<String>> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_exec_update(e, g) }
-    }
-
-    unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_destroy(g) }
-    }
-
-    fn graph_create(&self) -> Result<sys::CUgraph> {
-        self.sim_graph_create()
-    }
-
-    unsafe fn graph_add_kernel(
-        &self,
-        g: sys::CUgraph,
-        _deps: &[sys::CUgraphNode],
-        f: sys::CUfunction,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_mem_bytes: u32,
-        params: *mut *mut c_void,
-    ) -> Result<sys::CUgraphNode> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_add_kernel(g, _deps, f, grid, block, shared_mem_bytes, params) }
-    }
-
-    unsafe fn graph_add_copy(
-        &self,
-        g: sys::CUgraph,
-        _deps: &[sys::CUgraphNode],
-        dst: sys::CUdeviceptr,
-        src: sys::CUdeviceptr,
-        bytes: usize,
-    ) -> Result<sys::CUgraphNode> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_add_copy(g, _deps, dst, src, bytes) }
-    }
-
-    unsafe fn graph_add_memset(
-        &self,
-        g: sys::CUgraph,
-        _deps: &[sys::CUgraphNode],
-        dst: sys::CUdeviceptr,
-        bits: u32,
-        size: usize,
-        count: usize,
-    ) -> Result<sys::CUgraphNode> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_add_memset(g, _deps, dst, bits, size, count) }
-    }
-
-    unsafe fn graph_add_empty(
-        &self,
-        g: sys::CUgraph,
-        _deps: &[sys::CUgraphNode],
-    ) -> Result<sys::CUgraphNode> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_add_empty(g, _deps) }
-    }
-
-    unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_graph_exec_destroy(e) }
-    }
-
-    fn profiler_start(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn profiler_stop(&self) -> Result<()> {
-        Ok(())
     }
 }

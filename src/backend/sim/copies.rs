@@ -6,7 +6,8 @@ use std::ffi::c_void;
 use cudajit_sys as sys;
 
 use super::memory::Kind;
-use super::{graph, invalid, Backend, Simulator};
+use super::{graph, invalid, Simulator};
+use crate::backend::MemoryApi;
 use crate::error::{Error, Result};
 
 impl Simulator {

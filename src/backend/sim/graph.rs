@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use cudajit_sys as sys;
 
-use super::{bad_handle, err, Backend, HostFnPtr};
+use super::{bad_handle, err, HostFnPtr};
+use crate::backend::{GraphApi, LaunchApi, MemoryApi, StreamApi};
 use crate::error::Result;
 use crate::ir::{FunctionIr, Param};
 
@@ -190,9 +191,8 @@ pub(super) fn graph_handle(h: usize) -> sys::CUgraph {
     h as sys::CUgraph
 }
 
-/// The simulator's side of the graph calls (the `Backend` methods delegate here).
-impl super::Simulator {
-    pub(super) unsafe fn sim_stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
+impl GraphApi for super::Simulator {
+    unsafe fn stream_begin_capture(&self, s: sys::CUstream) -> Result<()> {
         let call = "cuStreamBeginCapture_v2";
         if !self.handles.lock().streams.contains_key(&(s as usize)) {
             return Err(err(
@@ -208,7 +208,7 @@ impl super::Simulator {
         Ok(())
     }
 
-    pub(super) unsafe fn sim_stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
+    unsafe fn stream_end_capture(&self, s: sys::CUstream) -> Result<sys::CUgraph> {
         let (nodes, memory) = self
             .graphs
             .lock()
@@ -229,11 +229,11 @@ impl super::Simulator {
         Ok(graph_handle(h))
     }
 
-    pub(super) unsafe fn sim_stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
+    unsafe fn stream_is_capturing(&self, s: sys::CUstream) -> Result<bool> {
         Ok(self.graphs.lock().capturing.contains_key(&(s as usize)))
     }
 
-    pub(super) unsafe fn sim_graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
+    unsafe fn graph_node_count(&self, g: sys::CUgraph) -> Result<usize> {
         let graphs = self.graphs.lock();
         let graph = graphs
             .graphs
@@ -242,7 +242,7 @@ impl super::Simulator {
         Ok(graph.nodes.len())
     }
 
-    pub(super) unsafe fn sim_graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
+    unsafe fn graph_instantiate(&self, g: sys::CUgraph) -> Result<sys::CUgraphExec> {
         let graph = self
             .graphs
             .lock()
@@ -255,11 +255,7 @@ impl super::Simulator {
         Ok(h as sys::CUgraphExec)
     }
 
-    pub(super) unsafe fn sim_graph_launch(
-        &self,
-        e: sys::CUgraphExec,
-        s: sys::CUstream,
-    ) -> Result<()> {
+    unsafe fn graph_launch(&self, e: sys::CUgraphExec, s: sys::CUstream) -> Result<()> {
         let exec = self
             .graphs
             .lock()
@@ -319,7 +315,7 @@ impl super::Simulator {
         Ok(())
     }
 
-    pub(super) unsafe fn sim_graph_exec_update(
+    unsafe fn graph_exec_update(
         &self,
         e: sys::CUgraphExec,
         g: sys::CUgraph,
@@ -342,7 +338,7 @@ impl super::Simulator {
         Ok(None)
     }
 
-    pub(super) unsafe fn sim_graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
+    unsafe fn graph_destroy(&self, g: sys::CUgraph) -> Result<()> {
         let removed = self.graphs.lock().graphs.remove(&(g as usize));
         // Dropped outside the lock (its memory is freed through the backend).
         removed
@@ -350,7 +346,7 @@ impl super::Simulator {
             .ok_or_else(|| bad_handle("cuGraphDestroy"))
     }
 
-    pub(super) fn sim_graph_create(&self) -> Result<sys::CUgraph> {
+    fn graph_create(&self) -> Result<sys::CUgraph> {
         let h = self.handles.lock().make();
         let graph = SimGraph {
             nodes: Vec::new(),
@@ -361,7 +357,7 @@ impl super::Simulator {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn sim_graph_add_kernel(
+    unsafe fn graph_add_kernel(
         &self,
         g: sys::CUgraph,
         _deps: &[sys::CUgraphNode],
@@ -377,7 +373,7 @@ impl super::Simulator {
         self.add_node(g, node)
     }
 
-    pub(super) unsafe fn sim_graph_add_copy(
+    unsafe fn graph_add_copy(
         &self,
         g: sys::CUgraph,
         _deps: &[sys::CUgraphNode],
@@ -390,7 +386,7 @@ impl super::Simulator {
         self.add_node(g, Node::DtoD { dst, src, bytes })
     }
 
-    pub(super) unsafe fn sim_graph_add_memset(
+    unsafe fn graph_add_memset(
         &self,
         g: sys::CUgraph,
         _deps: &[sys::CUgraphNode],
@@ -412,7 +408,7 @@ impl super::Simulator {
         )
     }
 
-    pub(super) unsafe fn sim_graph_add_empty(
+    unsafe fn graph_add_empty(
         &self,
         g: sys::CUgraph,
         _deps: &[sys::CUgraphNode],
@@ -420,7 +416,7 @@ impl super::Simulator {
         self.add_node(g, Node::Empty)
     }
 
-    pub(super) unsafe fn sim_graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
+    unsafe fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()> {
         let removed = self.graphs.lock().execs.remove(&(e as usize));
         removed
             .map(drop)

@@ -1,4 +1,4 @@
-//! The CPU simulator: a [`Backend`] that runs kernels built with cudajit's builder on the host,
+//! The CPU simulator: a [`Backend`](crate::backend::Backend) that runs kernels built with cudajit's builder on the host,
 //! with no GPU and no driver (numba's `NUMBA_ENABLE_CUDASIM`, with warps).
 //!
 //! - One simulated device, or `CUDAJIT_SIM_DEVICES=N` (1 to 8) identical ones (`devices.rs`):
@@ -13,7 +13,7 @@
 //!   address, so every copy is a `memcpy`.
 //! - Work runs when it is submitted, in the calling thread: streams are trivially in order,
 //!   host callbacks run at once, events record the wall-clock time.
-//! - Kernels: the module is the kernel's IR (`ModuleImage::Ir`, through [`Backend::module_load_kernel`]); a launch executes it
+//! - Kernels: the module is the kernel's IR (`ModuleImage::Ir`, through [`module_load_kernel`](crate::backend::ModuleApi::module_load_kernel)); a launch executes it
 //!   block by block on the host's cores (`block.rs`), and reports what the GPU would not:
 //!   out-of-bounds accesses, divergent barriers, shared-memory races, misaligned accesses
 //!   ([`crate::Error::Fault`]). A faulting launch stops cleanly; the context stays usable.
@@ -43,7 +43,7 @@ use std::time::Instant;
 use cudajit_sys as sys;
 use parking_lot::Mutex;
 
-use super::{Backend, HostFnPtr, StreamCallbackPtr};
+use super::{HostFnPtr, StreamCallbackPtr};
 use crate::error::{DriverCode, Error, Result};
 use crate::ir::FunctionIr;
 use devices::Devices;

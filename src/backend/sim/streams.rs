@@ -9,10 +9,20 @@ use cudajit_sys as sys;
 use super::{
     bad_handle, err, graph, EventState, HostFnPtr, Simulator, StreamCallbackPtr, StreamState,
 };
+use crate::backend::StreamApi;
 use crate::error::Result;
 
-impl Simulator {
-    pub(super) fn sim_stream_create(&self, flags: u32, priority: i32) -> Result<sys::CUstream> {
+impl StreamApi for Simulator {
+    unsafe fn stream_synchronize(&self, _s: sys::CUstream) -> Result<()> {
+        // Work runs when it is issued: there is nothing to wait for.
+        Ok(())
+    }
+
+    unsafe fn stream_query(&self, _s: sys::CUstream) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn stream_create(&self, flags: u32, priority: i32) -> Result<sys::CUstream> {
         let dev = self.current_device();
         let mut h = self.handles.lock();
         let s = h.make();
@@ -28,18 +38,14 @@ impl Simulator {
         Ok(s as sys::CUstream)
     }
 
-    pub(super) unsafe fn sim_stream_destroy(&self, s: sys::CUstream) -> Result<()> {
+    unsafe fn stream_destroy(&self, s: sys::CUstream) -> Result<()> {
         match self.handles.lock().streams.remove(&(s as usize)) {
             Some(_) => Ok(()),
             None => Err(bad_handle("cuStreamDestroy_v2")),
         }
     }
 
-    pub(super) unsafe fn sim_stream_wait_event(
-        &self,
-        _s: sys::CUstream,
-        e: sys::CUevent,
-    ) -> Result<()> {
+    unsafe fn stream_wait_event(&self, _s: sys::CUstream, e: sys::CUevent) -> Result<()> {
         // An event of any device (as on the driver: a stream may wait on another device's).
         if self.handles.lock().events.contains_key(&(e as usize)) {
             Ok(())
@@ -48,7 +54,7 @@ impl Simulator {
         }
     }
 
-    pub(super) unsafe fn sim_stream_priority(&self, s: sys::CUstream) -> Result<i32> {
+    unsafe fn stream_priority(&self, s: sys::CUstream) -> Result<i32> {
         Ok(self
             .handles
             .lock()
@@ -57,7 +63,7 @@ impl Simulator {
             .map_or(0, |st| st.priority))
     }
 
-    pub(super) unsafe fn sim_stream_flags(&self, s: sys::CUstream) -> Result<u32> {
+    unsafe fn stream_flags(&self, s: sys::CUstream) -> Result<u32> {
         Ok(self
             .handles
             .lock()
@@ -66,7 +72,7 @@ impl Simulator {
             .map_or(0, |st| st.flags))
     }
 
-    pub(super) unsafe fn sim_launch_host_func(
+    unsafe fn launch_host_func(
         &self,
         s: sys::CUstream,
         f: HostFnPtr,
@@ -84,7 +90,7 @@ impl Simulator {
         Ok(())
     }
 
-    pub(super) unsafe fn sim_stream_add_callback(
+    unsafe fn stream_add_callback(
         &self,
         s: sys::CUstream,
         f: StreamCallbackPtr,
@@ -101,7 +107,7 @@ impl Simulator {
         Ok(())
     }
 
-    pub(super) fn sim_event_create(&self, flags: u32) -> Result<sys::CUevent> {
+    fn event_create(&self, flags: u32) -> Result<sys::CUevent> {
         let timing = flags & sys::CUevent_flags::CU_EVENT_DISABLE_TIMING.0 == 0;
         let dev = self.current_device();
         let mut h = self.handles.lock();
@@ -117,14 +123,14 @@ impl Simulator {
         Ok(e as sys::CUevent)
     }
 
-    pub(super) unsafe fn sim_event_destroy(&self, e: sys::CUevent) -> Result<()> {
+    unsafe fn event_destroy(&self, e: sys::CUevent) -> Result<()> {
         match self.handles.lock().events.remove(&(e as usize)) {
             Some(_) => Ok(()),
             None => Err(bad_handle("cuEventDestroy_v2")),
         }
     }
 
-    pub(super) unsafe fn sim_event_record(&self, e: sys::CUevent, s: sys::CUstream) -> Result<()> {
+    unsafe fn event_record(&self, e: sys::CUevent, s: sys::CUstream) -> Result<()> {
         let call = "cuEventRecord";
         {
             // As the driver: the event and the stream must be of one context.
@@ -149,7 +155,7 @@ impl Simulator {
         Ok(())
     }
 
-    pub(super) unsafe fn sim_event_query(&self, e: sys::CUevent) -> Result<bool> {
+    unsafe fn event_query(&self, e: sys::CUevent) -> Result<bool> {
         if self.handles.lock().events.contains_key(&(e as usize)) {
             Ok(true)
         } else {
@@ -157,7 +163,7 @@ impl Simulator {
         }
     }
 
-    pub(super) unsafe fn sim_event_synchronize(&self, e: sys::CUevent) -> Result<()> {
+    unsafe fn event_synchronize(&self, e: sys::CUevent) -> Result<()> {
         if self.handles.lock().events.contains_key(&(e as usize)) {
             Ok(())
         } else {
@@ -165,11 +171,7 @@ impl Simulator {
         }
     }
 
-    pub(super) unsafe fn sim_event_elapsed_ms(
-        &self,
-        start: sys::CUevent,
-        end: sys::CUevent,
-    ) -> Result<f32> {
+    unsafe fn event_elapsed_ms(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32> {
         let call = "cuEventElapsedTime_v2";
         let h = self.handles.lock();
         let (a, b) = match (

@@ -2,6 +2,7 @@
 use std::ffi::c_void;
 
 use super::*;
+use crate::backend::{LaunchApi, MemoryApi, ModuleApi};
 use crate::error::FaultKind;
 use crate::ir::testing::{copy_kernel, vec4_sum_kernel};
 use crate::ir::FunctionIr;

@@ -2,8 +2,9 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use super::super::{Backend, Simulator};
+use super::super::Simulator;
 use super::parse_devices;
+use crate::backend::{DeviceApi, LaunchApi, MemoryApi, ModuleApi, StreamApi};
 use crate::error::{Error, FaultKind, Result};
 use crate::ir::{testing, FunctionIr};
 use cudajit_sys as sys;
