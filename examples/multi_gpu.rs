@@ -1,4 +1,4 @@
-//! Two GPUs (the README's "Several GPUs" example): an array sharded over both devices, doubled
+//! Two GPUs (docs/GUIDE.md's "Several GPUs" example): an array sharded over both devices, doubled
 //! and summed by both at once, then an NCCL all-reduce. Needs two devices (on the simulator:
 //! `CUDAJIT_SIMULATOR=1 CUDAJIT_SIM_DEVICES=2`); the all-reduce also needs NCCL
 //! (`pip install nvidia-nccl-cu12`) and real GPUs. Says what it skips and why.

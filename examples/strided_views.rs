@@ -1,6 +1,6 @@
 //! Strided device views: an `s![]` sub-block with a step read back transposed, `Elementwise`
 //! reading a transposed view and writing a reversed one, a kernel with strided parameters
-//! writing a Fortran-order array, and a copy into a Fortran-order host array (the README's
+//! writing a Fortran-order array, and a copy into a Fortran-order host array (docs/GUIDE.md's
 //! "Strided views" example). Runs on the simulator with `CUDAJIT_SIMULATOR=1`.
 
 use cudajit::codegen::{Expr, Kernel, NdStrided, NdStridedMut};

@@ -32,7 +32,7 @@ pub(crate) use sealed::Sealed;
 /// Copies of 16 MiB or more between pageable host memory and the device are staged through
 /// cudajit's own pinned buffers by several host threads, which is faster than the driver's
 /// single-threaded staging (`CUDAJIT_STAGING=0` turns this off, `CUDAJIT_STAGING_THREADS=n`
-/// sets the thread count; the README has the details).
+/// sets the thread count; docs/GUIDE.md has the details).
 pub trait DeviceSlice<T: DeviceCopy>: Sealed {
     /// The shape's dimension type (an ndarray `Dimension`).
     type Dim: Dimension;
