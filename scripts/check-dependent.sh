@@ -4,8 +4,8 @@
 # it to PTX for sm_90 and runs it on the CPU simulator (no GPU or driver needed), checking the
 # result. CI (.ci/run) runs it after the test suite.
 #
-#   bash scripts/check-dependent.sh                 # as a user's first build (CI): about 30 s on 2 cores
-#   bash scripts/check-dependent.sh --reuse-target  # quicker: only the small crate compiles
+#   bash scripts/check-dependent.sh                 # as a user's first build (CI): 30-70 s on 2 cores
+#   bash scripts/check-dependent.sh --reuse-target  # in target/: reuses the workspace's compiled dependencies
 #
 # Cargo runs from a temporary directory outside the checkout, so cudajit's .cargo/config.toml
 # (which sets LLVM_SYS_191_PREFIX for the workspace) does not apply, as for a user's crate.
@@ -16,7 +16,9 @@
 # --reuse-target builds in the workspace's target/ and sets LLVM_SYS_191_PREFIX to the value
 # .cargo/config.toml gives the workspace (when not already set): llvm-sys's and cudajit's build
 # scripts rerun when that variable changes, which would rebuild the LLVM-linked chain twice (here
-# and in the workspace's next build).
+# and in the workspace's next build). It reuses the registry dependencies (llvm-sys, inkwell,
+# ndarray, ...), but cudajit and cudajit-sys still compile once more for this crate: built from
+# another workspace, cargo gives these path packages other hashes (measured: about 20 s).
 #
 # The crate starts from the workspace's Cargo.lock (copied to tests/dependent/Cargo.lock, which
 # git ignores; cargo drops the entries it does not use), so it builds against the versions the
@@ -59,5 +61,5 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-echo "+ (cd $work && CARGO_TARGET_DIR=$CARGO_TARGET_DIR LLVM_SYS_191_PREFIX=${LLVM_SYS_191_PREFIX-<unset>} cargo run --manifest-path tests/dependent/Cargo.toml)"
+echo "+ (cd $work && CARGO_TARGET_DIR=$CARGO_TARGET_DIR LLVM_SYS_191_PREFIX=${LLVM_SYS_191_PREFIX-<unset>} cargo run --manifest-path $crate/Cargo.toml)"
 cargo run --manifest-path "$crate/Cargo.toml"
