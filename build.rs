@@ -2,7 +2,8 @@
 //! message rather than a linker or build-script failure deep in a dependency.
 //!
 //! cudajit compiles kernels with LLVM 19 (linked statically); it looks for it where
-//! `LLVM_SYS_191_PREFIX` points, else for `llvm-config-19` / `llvm-config`.
+//! `LLVM_SYS_191_PREFIX` points, else for `llvm-config-19` / `llvm-config`. The check is skipped
+//! where LLVM is not linked: on docs.rs (`DOCS_RS` set) and with the `no-llvm-linking` feature.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,7 +77,15 @@ fn main() {
     );
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
     println!("cargo:rerun-if-env-changed=CUDAJIT_SKIP_LLVM_CHECK");
-    if std::env::var_os("CUDAJIT_SKIP_LLVM_CHECK").is_some_and(|v| v == "1") {
+    println!("cargo:rerun-if-env-changed=DOCS_RS");
+    // No LLVM is needed (nor looked for) when LLVM is not linked: docs.rs (which sets DOCS_RS and
+    // builds with the `no-llvm-linking` feature, see Cargo.toml) or a build asking for that feature.
+    let docs_rs = std::env::var_os("DOCS_RS").is_some();
+    let no_llvm_linking = std::env::var_os("CARGO_FEATURE_NO_LLVM_LINKING").is_some();
+    if docs_rs
+        || no_llvm_linking
+        || std::env::var_os("CUDAJIT_SKIP_LLVM_CHECK").is_some_and(|v| v == "1")
+    {
         return;
     }
     let found = llvm_config_candidates()

@@ -1,43 +1,117 @@
 //! # cudajit
 //!
-//! Drive NVIDIA GPUs from Rust with nothing but the NVIDIA driver installed: cudajit loads
-//! `libcuda` at run time and wraps it in safe RAII types.
+//! Drive NVIDIA GPUs from Rust with nothing but the NVIDIA driver installed — what Numba's CUDA
+//! target is for Python. cudajit loads `libcuda` at run time and wraps it in safe RAII types
+//! (devices, contexts, streams, events, device arrays, modules, graphs), and builds kernels at
+//! run time from a typed Rust builder, lowered to LLVM IR and compiled to PTX by LLVM's NVPTX
+//! backend (LLVM 19, linked statically). No CUDA toolkit, nvcc or NVRTC at build or run time.
+//! Without a GPU, the same program runs on cudajit's CPU simulator.
 //!
-//! - Enquiry: [`is_available`], [`detect`], [`devices`], [`Device`], [`driver_version`].
-//! - Contexts: [`Context`] (a device's primary context), [`CurrentGuard`], [`current_context`].
-//! - Memory: [`DeviceArray`] (n-D, ndarray shapes) and its views, with copies from the
-//!   [`DeviceSlice`] / [`DeviceSliceMut`] traits; [`PinnedHostBuffer`], [`MappedHostBuffer`],
-//!   [`ManagedBuffer`].
-//! - Streams and events: [`Stream`] (host callbacks, a `Future`, an auto-synchronising guard),
-//!   [`Event`] (timing with [`elapsed_ms`]).
-//! - Modules: [`Module`] from PTX, cubin or fatbin; [`Function`] attributes, occupancy and
-//!   [`Function::launch`].
-//! - Profiler: [`profile_start`], [`profile_stop`], [`profiling`]; NVTX ranges and marks for
-//!   Nsight Systems in [`nvtx`] (loaded at run time; `CUDAJIT_NVTX=1` adds cudajit's own).
-//! - Several GPUs: [`sharded`] (a [`sharded::Mesh`] of devices and [`sharded::ShardedArray`]s
-//!   split over it, with elementwise kernels and reductions on every device at once), peer
-//!   access ([`Device::can_access_peer`], [`Context::enable_peer_access`]) and NCCL
-//!   collectives in [`nccl`] (loaded at run time).
-//! - Without a GPU: [`use_simulator`] (or `CUDAJIT_SIMULATOR=1`) runs everything on cudajit's
-//!   CPU simulator, which also reports out-of-bounds accesses, divergent barriers and
-//!   shared-memory races as [`Error::Fault`]; [`on_simulator`] says which backend runs.
+//! ## A first kernel
 //!
-//! Every fallible call returns [`Result`] with the one [`Error`] type; nothing panics on user
-//! input or driver errors. Errors raised while dropping are kept: see [`take_drop_errors`].
+//! Numba's classic `add_arrays`, built with the kernel builder, compiled to PTX (which needs no
+//! GPU), then launched. [`use_simulator`] sends every device call of the process to the CPU
+//! simulator, so this example runs anywhere; without it (and without `CUDAJIT_SIMULATOR=1`) the
+//! same code runs on the GPU.
 //!
-//! ```no_run
+//! ```
+//! use cudajit::codegen::{Kernel, PtxOptions};
+//! use cudajit::ops::ReduceOps;
 //! use cudajit::prelude::*;
 //!
 //! # fn main() -> cudajit::Result<()> {
+//! cudajit::use_simulator()?; // before any other cudajit call
+//!
+//! // The parameter list is a Rust type: launching with wrong arguments does not compile.
+//! let add = Kernel::<(&[f32], &[f32], &mut [f32])>::build("add_arrays", |k, (x, y, out)| {
+//!     let i = k.grid1(); // numba's cuda.grid(1)
+//!     k.if_(i.lt(out.len()), |_| out.set(i, x.at(i) + y.at(i)));
+//! })?;
+//! let ptx = add.compile_ptx(&PtxOptions::for_cc(9, 0))?;
+//! assert!(ptx.contains(".visible .entry add_arrays"));
+//!
 //! let ctx = Context::new(0)?;
 //! let stream = ctx.new_stream()?;
-//! let x = stream.to_device(&[1.0f32, 2.0, 3.0])?;
-//! let mut y = ctx.zeros::<f32, _>(3)?;
-//! y.copy_from_device_async(&x, &stream)?;
-//! assert_eq!(y.to_vec_async(&stream)?, vec![1.0, 2.0, 3.0]);
+//! let n = 1000;
+//! let x = stream.to_device(&vec![1.0f32; n])?;
+//! let y = stream.to_device(&vec![2.0f32; n])?;
+//! let mut out = ctx.zeros::<f32, _>(n)?;
+//! add.launch(&stream, LaunchConfig::for_num_elems(n, 128)?, (&x, &y, &mut out))?;
+//! assert!(out.to_vec_async(&stream)?.iter().all(|&v| v == 3.0));
+//! assert_eq!(out.sum(&stream)?, 3000.0); // a reduction from `ops`
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Every fallible call returns [`Result`] with the one [`Error`] type; nothing panics on user
+//! input, a missing driver or a driver error. Errors raised while dropping are kept: see
+//! [`take_drop_errors`].
+//!
+//! ## The layers
+//!
+//! From the bottom up; each layer builds on the ones listed before it.
+//!
+//! - [`sys`] (the `cudajit-sys` crate): the driver API's types and functions, generated from
+//!   `cuda.h` and resolved lazily from `libcuda` at run time (and NCCL's, from `libnccl`). For
+//!   calls cudajit does not wrap.
+//! - [`error`]: the one [`Error`] type, with typed kinds (driver codes with their names and
+//!   messages, [`LoadError`], build, launch and codegen errors, simulator [`FaultKind`]s).
+//! - The kernel IR (internal): what the builder records, its scalar types and operations, and the
+//!   math semantics written once; the lowering compiles it and the simulator executes it.
+//! - The backend (internal): the seam every device call passes through, with two
+//!   implementations, the CUDA driver and the CPU simulator ([`use_simulator`] or
+//!   `CUDAJIT_SIMULATOR=1`; [`on_simulator`] says which runs), which also reports out-of-bounds
+//!   accesses, divergent barriers and shared-memory races as [`Error::Fault`]. [`fault_injection`]
+//!   fails chosen backend calls, for testing error paths.
+//! - Run-time types, safe RAII over the backend; each holds what keeps it valid (its context):
+//!   - [`context`]: enquiry ([`is_available`], [`detect`], [`devices`], [`driver_version`]),
+//!     [`Device`], [`Context`] (a device's primary context), [`CurrentGuard`], peer access
+//!     ([`Device::can_access_peer`], [`Context::enable_peer_access`]);
+//!   - [`memory`]: [`DeviceArray`] (n-D, ndarray shapes) and its views, strided views, copies
+//!     through the [`DeviceSlice`] / [`DeviceSliceMut`] traits, [`PinnedHostBuffer`],
+//!     [`MappedHostBuffer`], [`ManagedBuffer`], the stream-ordered [`MemPool`];
+//!   - [`stream`] and [`event`]: [`Stream`] (host callbacks, a `Future`, an auto-synchronising
+//!     guard), [`Event`] (timing with [`elapsed_ms`]);
+//!   - [`graph`]: CUDA graphs, captured or built, instantiated and launched;
+//!   - [`profiler`] ([`profile_start`], [`profile_stop`]) and [`nvtx`] (NVTX ranges and marks
+//!     for Nsight Systems, loaded at run time).
+//! - [`module`]: [`Module`] from PTX, cubin or fatbin, [`Function`] attributes and occupancy,
+//!   [`LaunchConfig`] and launches with typed arguments ([`KernelArgs`]).
+//! - [`codegen`]: the typed kernel builder ([`codegen::Kernel`], [`codegen::KernelBuilder`],
+//!   device functions [`codegen::DeviceFn`], expressions [`codegen::Expr`]), its lowering to LLVM
+//!   IR and PTX ([`codegen::PtxOptions`]), the workarounds for the driver's PTX compiler, and the
+//!   compile cache in memory and on disk ([`codegen::cache_dir`]).
+//! - [`ops`]: array operations on the builder: [`ops::Elementwise`] kernels (CuPy's
+//!   `ElementwiseKernel`, with broadcasting), everyday operations ([`ops::ArrayOps`]),
+//!   reductions ([`ops::ReduceOps`]) and scans ([`ops::ScanOps`]); [`random`]: Numba's
+//!   xoroshiro128+ and Philox4x32-10 generators in kernels, with host models.
+//! - [`sharded`] and [`nccl`]: several GPUs. A [`sharded::Mesh`] of devices and
+//!   [`sharded::ShardedArray`]s split over it, with elementwise kernels and reductions on every
+//!   device at once; NCCL communicators and collectives (`libnccl` loaded at run time).
+//!
+//! [`prelude`] holds what most programs need: `use cudajit::prelude::*;`.
+//!
+//! ## Building
+//!
+//! cudajit links LLVM 19 statically. Its build (llvm-sys's build script, through inkwell, and
+//! cudajit's own) looks for LLVM where `LLVM_SYS_191_PREFIX` points (the directory holding
+//! `bin/llvm-config`), else for `llvm-config-19` (or a 19.x `llvm-config`) on `PATH`. Debian's and
+//! Ubuntu's `llvm-19-dev` (with `libpolly-19-dev`, `libzstd-dev`, `zlib1g-dev`, `libffi-dev`)
+//! install `/usr/bin/llvm-config-19`, so a crate depending on cudajit needs no variable there; the
+//! repository's `scripts/setup.sh` installs them. The `no-llvm-linking` feature builds without
+//! LLVM, for documentation only (docs.rs uses it): a program linked with it fails to link.
+//! The driver is never needed to build, only to run on a GPU.
+//!
+//! ## Where to go next
+//!
+//! - [`codegen::KernelBuilder`] and the builder's arrays ([`codegen::Slice`],
+//!   [`codegen::SliceMut`]): everything a kernel can do (control flow, shared memory, barriers,
+//!   atomics, warp operations, vector loads, printf, grid synchronisation).
+//! - [`ops`] for array operations without writing kernels; [`sharded`] for several GPUs.
+//! - [`Stream`] and [`graph`] for ordering work and replaying it cheaply.
+//! - The repository's README (the simulator's variables and checks, the element types, tuning)
+//!   and its `examples/` (`add_arrays`, `vector_add`, `shared_memory`, `compile_ptx`,
+//!   `multi_gpu`, ...).
 
 #![warn(missing_docs)]
 
