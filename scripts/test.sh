@@ -8,7 +8,8 @@
 #
 # After the workspace's tests it runs the GPU tests (tests/gpu) once more on the CPU simulator
 # (CUDAJIT_SIMULATOR=1) with two simulated devices (CUDAJIT_SIM_DEVICES=2, so the two-device
-# tests run too), skipping those listed with a reason in tests/gpu/simulator-skips.txt;
+# tests run too), skipping those marked at the test as not for the simulator
+# (`#[ignore = "needs a CUDA GPU; not on the simulator: <why>"]`, listed by scripts/sim-skips.py);
 # CUDAJIT_TEST_SIMULATOR=0 leaves that run out.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,19 +29,20 @@ rc=${PIPESTATUS[0]}
 set -e
 
 # The GPU test suite once more, on the CPU simulator (so every kernel test checks its results
-# on every run, GPU or not), skipping the tests listed in tests/gpu/simulator-skips.txt.
+# on every run, GPU or not), skipping the tests marked as not for the simulator (scripts/sim-skips.py).
 # Only when no test filter was given (the arguments after `--` are passed on).
 if ((rc == 0)) && [[ "${CUDAJIT_TEST_SIMULATOR:-1}" != 0 ]]; then
     skips=()
-    while read -r name _; do
-        [[ -z "$name" || "$name" == \#* ]] || skips+=(--skip "$name")
-    done < tests/gpu/simulator-skips.txt
+    skip_list="$(python3 scripts/sim-skips.py)" || exit 1
+    while IFS=$'\t' read -r name _; do
+        [[ -z "$name" ]] || skips+=(--skip "$name")
+    done <<< "$skip_list"
     cargo_args=()
     for a in "$@"; do
         [[ "$a" == -- ]] && break
         cargo_args+=("$a")
     done
-    echo "+ CUDAJIT_SIMULATOR=1 CUDAJIT_SIM_DEVICES=2 cargo test ${cargo_args[*]} -p cudajit --test gpu -- --include-ignored (skipping the $((${#skips[@]} / 2)) tests listed in tests/gpu/simulator-skips.txt)"
+    echo "+ CUDAJIT_SIMULATOR=1 CUDAJIT_SIM_DEVICES=2 cargo test ${cargo_args[*]} -p cudajit --test gpu -- --include-ignored (skipping the $((${#skips[@]} / 2)) tests marked 'not on the simulator')"
     set +e
     CUDAJIT_SIMULATOR=1 CUDAJIT_SIM_DEVICES=2 cargo test "${cargo_args[@]}" -p cudajit --test gpu -- --include-ignored "${skips[@]}" 2>&1 | tee -a "$log"
     rc=${PIPESTATUS[0]}

@@ -103,7 +103,7 @@ fn cache_child_process() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: the simulator compiles no PTX, so nothing goes through the disk cache"]
 fn kernel_from_the_disk_cache_runs_in_a_new_process() {
     let dir = std::env::temp_dir().join(format!("cudajit-gpu-cache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

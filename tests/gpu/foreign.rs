@@ -97,7 +97,7 @@ fn check_ext_kernel(k: &ExtKernel) {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: foreign PTX linked by the driver's linker: the simulator cannot run it (tests/simulator.rs checks its clear error)"]
 fn extern_ptx_functions_from_a_file_match_host() {
     check_ext_kernel(&ext_kernel("ext_from_file", |k| {
         k.link_file(fixture("ext_funcs.ptx"))
@@ -105,14 +105,14 @@ fn extern_ptx_functions_from_a_file_match_host() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: foreign PTX linked by the driver's linker: the simulator cannot run it"]
 fn extern_ptx_functions_from_text_match_host() {
     let text = std::fs::read_to_string(fixture("ext_funcs.ptx")).unwrap();
     check_ext_kernel(&ext_kernel("ext_from_text", |k| k.link_ptx(&text)));
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: a cubin is GPU machine code"]
 fn extern_relocatable_cubin_links_on_sm90() {
     // tests/data/ext_funcs_sm90.cubin: `ptxas -arch=sm_90 -c tests/data/ext_funcs.ptx`.
     let c = ctx();
@@ -137,7 +137,7 @@ fn launch_error(k: &Kernel<(&'static mut [f32],)>) -> String {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: the driver's linker and its log"]
 fn missing_extern_symbol_is_a_clear_link_error() {
     let k = Kernel::<(&mut [f32],)>::build("ext_missing", |k, (o,)| {
         let f = k.declare_device::<(f32,), f32>("no_such_ext_fn");

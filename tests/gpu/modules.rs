@@ -27,7 +27,7 @@ fn check_add(c: &Context, m: &Module) {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: raw PTX modules: the simulator executes the builder's IR, not PTX"]
 fn ptx_kernel_launch_matches_host() {
     let c = ctx();
     let m = c.load_ptx(&kernels_ptx()).unwrap();
@@ -60,7 +60,7 @@ fn ptx_kernel_launch_matches_host() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: raw PTX modules (tests/data/kernels.ptx)"]
 fn dynamic_shared_memory_and_barrier() {
     let c = ctx();
     let s = c.new_stream().unwrap();
@@ -90,7 +90,7 @@ fn dynamic_shared_memory_and_barrier() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: raw PTX modules (module globals live in PTX)"]
 fn module_globals_attributes_and_occupancy() {
     let c = ctx();
     let s = c.new_stream().unwrap();
@@ -127,7 +127,7 @@ fn module_globals_attributes_and_occupancy() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: cubin/fatbin images are GPU machine code"]
 fn cubin_and_fatbin_load() {
     let c = ctx();
     let cubin = std::fs::read(fixture("kernels_sm90.cubin")).unwrap();
@@ -145,7 +145,7 @@ fn cubin_and_fatbin_load() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: the driver's PTX JIT log"]
 fn broken_ptx_gives_the_jit_log() {
     let c = ctx();
     let broken = kernels_ptx().replace("add.f32 f3, f1, f2;", "add.f32 f3, f1, f_undeclared;");
@@ -164,7 +164,7 @@ fn broken_ptx_gives_the_jit_log() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: raw PTX modules (tests/data/kernels.ptx)"]
 fn invalid_launch_configurations_are_errors() {
     let c = ctx();
     let s = c.new_stream().unwrap();
@@ -223,7 +223,7 @@ fn kernel_fault_child() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: a sticky GPU fault from a raw PTX kernel (the simulator's faults are tested in tests/simulator.rs)"]
 fn kernel_fault_is_a_clear_error() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([

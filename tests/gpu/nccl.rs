@@ -2,7 +2,7 @@
 //!
 //! Every test skips itself, printing why, when NCCL is not installed (`pip install
 //! nvidia-nccl-cu12`), and the two-GPU tests when fewer than two devices are visible. NCCL does
-//! not run on the simulator: these tests are listed in simulator-skips.txt, and
+//! not run on the simulator: these tests are marked `not on the simulator` in their ignore reason, and
 //! `simulator_refuses_nccl_clearly` checks the error there.
 
 use cudajit::nccl::{self, Communicator, NcclType, ReduceOp, UniqueId};
@@ -80,7 +80,7 @@ fn identity_all_reduce<T: NcclType + cudajit::AnyBitPattern + PartialEq + std::f
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: NCCL needs real device memory: it cannot run on the simulator (nccl::simulator_refuses_nccl_clearly checks the error)"]
 fn one_rank_all_reduce_is_the_identity_for_every_type_and_op() {
     let Some(comm) = one_rank() else { return };
     let all = [
@@ -119,7 +119,7 @@ fn one_rank_all_reduce_is_the_identity_for_every_type_and_op() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: NCCL needs real device memory: it cannot run on the simulator (nccl::simulator_refuses_nccl_clearly checks the error)"]
 fn one_rank_broadcast_reduce_all_gather_reduce_scatter() {
     let Some(comm) = one_rank() else { return };
     let ctx = comm.context();
@@ -160,7 +160,7 @@ fn one_rank_broadcast_reduce_all_gather_reduce_scatter() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: NCCL needs real device memory: it cannot run on the simulator (nccl::simulator_refuses_nccl_clearly checks the error)"]
 fn one_rank_send_to_itself_inside_a_group() {
     let Some(comm) = one_rank() else { return };
     let ctx = comm.context();
@@ -177,7 +177,7 @@ fn one_rank_send_to_itself_inside_a_group() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: NCCL needs real device memory: it cannot run on the simulator (nccl::simulator_refuses_nccl_clearly checks the error)"]
 fn unique_id_and_init_rank_of_one() {
     let Some(devs) = devices_with_nccl(1) else {
         return;
@@ -203,7 +203,7 @@ fn unique_id_and_init_rank_of_one() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs a CUDA GPU; not on the simulator: NCCL needs real device memory: it cannot run on the simulator (nccl::simulator_refuses_nccl_clearly checks the error)"]
 fn shapes_ranks_and_groups_are_checked_before_nccl() {
     let Some(comm) = one_rank() else { return };
     let ctx = comm.context();
@@ -273,7 +273,7 @@ fn value(rank: usize, i: usize) -> f32 {
 }
 
 #[test]
-#[ignore = "needs two CUDA GPUs"]
+#[ignore = "needs two CUDA GPUs; not on the simulator: NCCL needs real device memory: it cannot run on the simulator (nccl::simulator_refuses_nccl_clearly checks the error)"]
 fn two_ranks_every_collective_against_the_host() {
     let Some(devs) = devices_with_nccl(2) else {
         return;
@@ -408,7 +408,7 @@ fn two_ranks_every_collective_against_the_host() {
 }
 
 #[test]
-#[ignore = "needs two CUDA GPUs"]
+#[ignore = "needs two CUDA GPUs; not on the simulator: NCCL needs real device memory: it cannot run on the simulator (nccl::simulator_refuses_nccl_clearly checks the error)"]
 fn two_ranks_from_two_threads_with_a_unique_id() {
     let Some(devs) = devices_with_nccl(2) else {
         return;
