@@ -59,6 +59,7 @@ use w10_bits_to_float_in_loop as w10;
 use w11_undefined_registers as w11;
 use w12_abs_s32_never_negative as w12;
 
+/// The set of workarounds one compilation applies (chosen from the driver version).
 pub(crate) use registry::WorkaroundSet;
 
 /// Applies the workarounds of `active` to a whole PTX module's text.

@@ -169,7 +169,7 @@ fn blocks<'a>(body: &[PtxLine<'a>]) -> (Vec<Block<'a>>, HashMap<&'a str, usize>)
     (out, labels)
 }
 
-/// IN[i] of the dataflow: the registers written on every path to block `i`'s start, the
+/// `IN[i]` of the dataflow: the registers written on every path to block `i`'s start, the
 /// meet of its predecessors' OUT (the entry starts from nothing); `None` while no
 /// predecessor has been reached.
 fn written_on_entry<'a>(
