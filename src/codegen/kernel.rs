@@ -181,11 +181,11 @@ impl<P: KernelParams> Kernel<P> {
     }
 
     /// The options used for `device`: the build options with its compute capability and the
-    /// installed driver's version (unknown if it cannot be read: every PTX workaround applies).
+    /// installed driver's version.
     pub fn options_for(&self, device: &Device) -> Result<PtxOptions> {
         Ok(PtxOptions {
             cc: device.compute_capability()?,
-            driver: crate::driver_version().ok(),
+            driver: Some(super::options::installed_driver()?),
             ..self.inner.options.clone()
         })
     }

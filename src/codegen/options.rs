@@ -1,6 +1,7 @@
 //! Compilation options (numba's `compile_ptx` options).
 
 use std::hash::{Hash, Hasher};
+use std::sync::OnceLock;
 
 use super::ptx_fix::WorkaroundSet;
 use crate::context::DriverVersion;
@@ -26,6 +27,17 @@ fn lineinfo_from_env() -> bool {
             "1" | "true" | "on" | "yes"
         )
     })
+}
+
+/// The installed driver's CUDA version, read once per process (a driver does not change under
+/// a running process, and options made for it must stay equal); an error is not kept.
+pub(crate) fn installed_driver() -> crate::Result<DriverVersion> {
+    static VERSION: OnceLock<DriverVersion> = OnceLock::new();
+    if let Some(v) = VERSION.get() {
+        return Ok(*v);
+    }
+    let v = crate::driver_version()?;
+    Ok(*VERSION.get_or_init(|| v))
 }
 
 /// How to compile a kernel to PTX.
