@@ -180,10 +180,12 @@ impl<P: KernelParams> Kernel<P> {
         lower::llvm_ir(&self.inner.ir, lower::Role::Kernel, options)
     }
 
-    /// The options used for `device`: the build options with its compute capability.
+    /// The options used for `device`: the build options with its compute capability and the
+    /// installed driver's version.
     pub fn options_for(&self, device: &Device) -> Result<PtxOptions> {
         Ok(PtxOptions {
             cc: device.compute_capability()?,
+            driver: Some(super::options::installed_driver()?),
             ..self.inner.options.clone()
         })
     }

@@ -133,6 +133,7 @@ pub(crate) fn ptx(f: &FunctionIr, role: Role, opts: &PtxOptions) -> Result<Strin
     let text = String::from_utf8_lossy(buf.as_slice());
     Ok(super::ptx_fix::work_around_ptxas(
         text.trim_end_matches('\0'),
+        opts.ptx_workarounds(),
     ))
 }
 

@@ -1,6 +1,10 @@
 //! Compilation options (numba's `compile_ptx` options).
 
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
+use std::sync::OnceLock;
+
+use super::ptx_fix::WorkaroundSet;
+use crate::context::DriverVersion;
 
 pub use crate::ir::default_cc;
 
@@ -15,8 +19,19 @@ fn lineinfo_from_env() -> bool {
     })
 }
 
+/// The installed driver's CUDA version, read once per process (a driver does not change under
+/// a running process, and options made for it must stay equal); an error is not kept.
+pub(crate) fn installed_driver() -> crate::Result<DriverVersion> {
+    static VERSION: OnceLock<DriverVersion> = OnceLock::new();
+    if let Some(v) = VERSION.get() {
+        return Ok(*v);
+    }
+    let v = crate::driver_version()?;
+    Ok(*VERSION.get_or_init(|| v))
+}
+
 /// How to compile a kernel to PTX.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PtxOptions {
     /// Target compute capability (major, minor). The PTX ISA version follows it.
     pub cc: (u32, u32),
@@ -33,6 +48,36 @@ pub struct PtxOptions {
     /// by default (on with `CUDAJIT_LINEINFO=1`); with it off the PTX has no line directives
     /// and kernels that differ only in their source lines share one cache entry.
     pub lineinfo: bool,
+    /// The CUDA version of the driver whose JIT will compile the PTX, when known. cudajit
+    /// rewrites LLVM's PTX around known miscompilations of NVIDIA's PTX compiler
+    /// (`src/codegen/ptx_fix/`); a rewrite is left out when this driver is at or past the
+    /// version known to fix its bug. `None` (the default, as for `compile_ptx` without a GPU):
+    /// every rewrite applies. [`Kernel::options_for`](super::Kernel::options_for) fills it from
+    /// the installed driver. Kernels compiled for drivers that need the same rewrites share
+    /// compile-cache entries.
+    pub driver: Option<DriverVersion>,
+}
+
+impl Hash for PtxOptions {
+    /// Every field but [`driver`](PtxOptions::driver), as `derive(Hash)` wrote them before it
+    /// existed: what a driver changes in the PTX is the set of workarounds it needs, which the
+    /// compile cache's key names itself (`cache::key_with`), so that drivers needing the same
+    /// ones share entries. (`Eq` does tell drivers apart.)
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let PtxOptions {
+            cc,
+            fastmath,
+            opt,
+            debug,
+            lineinfo,
+            driver: _,
+        } = self;
+        cc.hash(state);
+        fastmath.hash(state);
+        opt.hash(state);
+        debug.hash(state);
+        lineinfo.hash(state);
+    }
 }
 
 impl Default for PtxOptions {
@@ -43,6 +88,7 @@ impl Default for PtxOptions {
             opt: 3,
             debug: false,
             lineinfo: lineinfo_from_env(),
+            driver: None,
         }
     }
 }
@@ -67,6 +113,19 @@ impl PtxOptions {
     pub fn fastmath(mut self, on: bool) -> Self {
         self.fastmath = on;
         self
+    }
+
+    /// The same options for PTX that a driver of this CUDA version will compile (`None`:
+    /// unknown; see [`driver`](PtxOptions::driver)).
+    pub fn driver(mut self, version: Option<DriverVersion>) -> Self {
+        self.driver = version;
+        self
+    }
+
+    /// The workarounds for the PTX compiler's bugs that this compilation applies: all, unless
+    /// [`driver`](PtxOptions::driver) is known to fix some.
+    pub(crate) fn ptx_workarounds(&self) -> WorkaroundSet {
+        WorkaroundSet::for_driver(self.driver)
     }
 
     /// The optimisation level actually used.

@@ -5,8 +5,10 @@
 //! (a canonical form for a given build: the IR is plain data in `Vec`s; with `lineinfo`, the
 //! Rust source location of each statement too, which the IR's `Hash` leaves out), the crate version, the
 //! LLVM version (built against and linked), a fingerprint of this build of the code generator
-//! (so a changed lowering never reuses stale PTX, even without a version bump), and the
-//! libdevice settings.
+//! (so a changed lowering never reuses stale PTX, even without a version bump), the
+//! libdevice settings, and the set of driver-JIT workarounds applied (chosen from
+//! [`PtxOptions::driver`], which the options' `Hash` leaves out: drivers that need the same
+//! workarounds share entries).
 //!
 //! Environment (read once per process, at the first compile):
 //! - `CUDAJIT_CACHE_DIR`: the disk cache's directory; else `$XDG_CACHE_HOME/cudajit`, else
@@ -35,8 +37,8 @@ use hash::{hex, Sha256};
 use memory::MEMORY;
 
 /// Bumped whenever what goes into the key changes meaning (2: the IR's `Hash` bytes, not its
-/// `Debug` text).
-const KEY_FORMAT: u32 = 2;
+/// `Debug` text; 3: the workaround set).
+const KEY_FORMAT: u32 = 3;
 
 /// What identifies this build of the code generator, beyond the crate version (which does
 /// not change while cudajit itself is being developed): a hash of the code generator's sources
@@ -115,16 +117,27 @@ impl std::hash::Hasher for HashBytes {
 }
 
 fn key_with(ir: &FunctionIr, opts: &PtxOptions, libdevice: &str) -> Key {
+    key_with_workarounds(ir, opts, libdevice, opts.ptx_workarounds())
+}
+
+/// [`key_with`] for the workaround set `workarounds` (the one `opts` chooses, but for tests).
+fn key_with_workarounds(
+    ir: &FunctionIr,
+    opts: &PtxOptions,
+    libdevice: &str,
+    workarounds: super::ptx_fix::WorkaroundSet,
+) -> Key {
     let (ma, mi, pa) = inkwell::support::get_llvm_version();
     let mut h = Sha256::new();
     // Writing to a `Sha256` cannot fail.
     let _ = write!(
         h,
         "cudajit-ptx-key {KEY_FORMAT}\ncrate {}\nllvm {} {ma}.{mi}.{pa}\nbuild {}\n\
-         libdevice {libdevice}\n",
+         libdevice {libdevice}\nworkarounds {:#x}\n",
         disk::VERSION,
         option_env!("CUDAJIT_LLVM_VERSION").unwrap_or("unknown"),
         build_fingerprint(),
+        workarounds.bits(),
     );
     let mut bytes = HashBytes(Vec::with_capacity(2048));
     std::hash::Hash::hash(opts, &mut bytes);
@@ -569,6 +582,22 @@ mod tests {
         for (i, k) in others.iter().enumerate() {
             assert_ne!(*k, base, "variant {i}");
         }
+        let all = super::super::ptx_fix::WorkaroundSet::ALL;
+        assert_eq!(base, key_with_workarounds(&ir("k", 1), &o, "none", all));
+        assert_ne!(
+            base,
+            key_with_workarounds(&ir("k", 1), &o, "none", all.without(4)),
+            "the workaround set is part of the key"
+        );
+        let driver = crate::context::DriverVersion {
+            major: 13,
+            minor: 0,
+        };
+        assert_eq!(
+            base,
+            key_with(&ir("k", 1), &o.clone().driver(Some(driver)), "none"),
+            "a driver that needs every workaround shares the entries of an unknown one"
+        );
     }
 
     #[test]

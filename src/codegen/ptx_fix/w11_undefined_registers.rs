@@ -1,23 +1,62 @@
-//! Rewrite 11 of `ptx_fix`: registers that may be read before they are written get a zero at
-//! the function's entry.
+//! Workaround 11: **a register undefined on one path was taken to be defined on all.**
 //!
 //! LLVM may leave a register undefined on a path where its value is not used (a phi with an
 //! `undef` input, e.g. after loop unrolling), and that is valid PTX. ptxas then chooses the
-//! undefined value to suit itself, and did so inconsistently: in fuzzer seed 18500719 a
-//! register was written by the same conversion on two paths, one of which it skipped on the
-//! way to the other; ptxas took the register to hold the conversion's value on every path,
-//! dropped the second conversion as redundant, and kept the first only on its own path, so
-//! the path through the second read whatever the physical register held (a thread index). A
-//! zero written at entry to every register that some path may read before writing leaves
-//! nothing undefined; ptxas removes the writes that are dead. Found by a forward "defined on
-//! every path" dataflow over the function's basic blocks.
+//! undefined value to suit itself, and did so inconsistently: in fuzzer seed 18500719 (program
+//! 7, only beside another program: a `while_` loop inside a `for_range` setting a `u64`
+//! variable to `x_f64.cast::<u64>().max(x_u64 * v)` gave `0x800000010000003a` where Rust gives
+//! 0) a register was written by the same conversion on two paths, one of which it skipped on
+//! the way to the other; ptxas took the register to hold the conversion's value on every path,
+//! dropped the second conversion as redundant, and kept the first only on its own path, so the
+//! path through the second read whatever the physical register held (a thread index). A zero
+//! written at entry to every register that some path may read before writing leaves nothing
+//! undefined; ptxas removes the writes that are dead. Found by a forward "defined on every
+//! path" dataflow over the function's basic blocks.
+//!
+//! It stays a rewrite of the PTX (issue 23 asked whether it could be made in the LLVM IR): the
+//! undefined values come from LLVM's own loop transformations, not from cudajit's variables,
+//! which always get a value where they are declared (`Stmt::DeclVar`). In seed 18500719 the
+//! register holds a loop-invariant cast (cudajit's inline-assembly `cvt.rzi` + NaN select)
+//! computed before an unrolled loop on one path and merged with `undef` on the path that skips
+//! it. Storing zero into every variable's `alloca` at the kernel's entry was tried on the 104
+//! kernels of the GPU findings' batches (32 and 64 per kernel) and seeds 1 to 3: it changed the
+//! PTX of 50 of them and left all 7 undefined registers (in 6 kernels) undefined. A `freeze`
+//! in cudajit's IR would not reach the phis that the optimiser creates afterwards either.
 
 use std::collections::{HashMap, HashSet};
 
-use super::writes_nothing;
+use super::ptx::{Edit, Function, Inst, Kind, PtxLine};
+use super::registry::Workaround;
+
+/// Workaround 11's descriptor.
+pub(crate) const W11: Workaround = Workaround {
+    id: 11,
+    name: "undefined_registers",
+    fixes: "a register left undefined on one path is taken to hold the same value on every \
+            path",
+    seen_on: &["CUDA 13.0 driver JIT (driver 580, H200)"],
+    seeds: &[18500719],
+    tests: &[
+        "tests/fuzz.rs::the_batches_of_the_gpu_findings_match_the_host_model",
+        "src/codegen/ptx_fix/w11_undefined_registers.rs::finds_a_register_undefined_on_one_path",
+        "src/codegen/ptx_fix/w11_undefined_registers.rs::loops_and_straight_code_need_nothing",
+    ],
+    upstream: None,
+    fixed_in: None,
+    ptxas_fixed_in: None,
+    apply,
+};
+
+/// The zeroing `mov`s, before the first line after the function's declarations.
+fn apply(f: &Function<'_>) -> Vec<Edit> {
+    zero_maybe_undefined(f)
+        .map(|(at, init)| Edit::InsertBefore(at + 1, init))
+        .into_iter()
+        .collect()
+}
 
 /// One instruction's registers: those it writes on every execution and those it reads.
-struct Inst<'a> {
+struct Regs<'a> {
     defs: Vec<&'a str>,
     uses: Vec<&'a str>,
 }
@@ -52,98 +91,74 @@ fn regs(s: &str) -> Vec<&str> {
     out
 }
 
-/// Parses one instruction's text (no `;`).
-fn inst(text: &str) -> Option<Inst<'_>> {
-    let t = text.trim();
-    if t.is_empty() || t.starts_with('.') || t.starts_with("//") {
-        return None;
-    }
-    let (pred, rest) = match t.strip_prefix('@') {
-        Some(r) => {
-            let (p, rest) = r.split_once(char::is_whitespace)?;
-            (Some(p), rest.trim_start())
-        }
-        None => (None, t),
-    };
-    let (op, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let mut uses: Vec<&str> = pred.map(regs).unwrap_or_default();
+/// The registers one instruction writes for sure (an unguarded write) and reads.
+fn registers<'a>(i: &Inst<'a>) -> Regs<'a> {
+    let mut uses: Vec<&str> = i.guard.map(regs).unwrap_or_default();
     let mut defs = Vec::new();
-    if writes_nothing(op) {
-        uses.extend(regs(args));
+    if i.writes_nothing() {
+        uses.extend(regs(i.args));
     } else {
-        let args = args.trim_start();
-        let split = if args.starts_with('{') {
-            args.find('}').map(|e| e + 1)
+        let split = if i.args.starts_with('{') {
+            i.args.find('}').map(|e| e + 1)
         } else {
-            args.find(',')
+            i.args.find(',')
         }
-        .unwrap_or(args.len());
-        let (first, others) = args.split_at(split);
-        // A predicated write may not happen: it defines nothing for sure.
-        if pred.is_none() {
+        .unwrap_or(i.args.len());
+        let (first, others) = i.args.split_at(split);
+        // A guarded write may not happen: it defines nothing for sure.
+        if i.guard.is_none() {
             defs.extend(regs(first));
         }
         uses.extend(regs(others));
     }
-    Some(Inst { defs, uses })
+    Regs { defs, uses }
 }
 
 /// One basic block: its instructions, successors by label and whether it falls through.
 #[derive(Default)]
 struct Block<'a> {
-    insts: Vec<Inst<'a>>,
+    insts: Vec<Regs<'a>>,
     targets: Vec<&'a str>,
     falls_through: bool,
 }
 
-/// The function's blocks (the first is the entry) and the block index of each label.
-fn blocks<'a>(body: &[&'a str]) -> (Vec<Block<'a>>, HashMap<String, usize>) {
+/// The blocks of `body` (the first is the entry) and the block index of each label.
+fn blocks<'a>(body: &[PtxLine<'a>]) -> (Vec<Block<'a>>, HashMap<&'a str, usize>) {
     let mut out = vec![Block {
         falls_through: true,
         ..Block::default()
     }];
     let mut labels = HashMap::new();
     for line in body {
-        let code = line.split("//").next().unwrap_or("").trim();
-        if let Some(label) = code.strip_suffix(':') {
-            if !out
-                .last()
-                .is_some_and(|b| b.insts.is_empty() && b.targets.is_empty())
-            {
-                out.push(Block {
-                    falls_through: true,
-                    ..Block::default()
-                });
+        let insts = match &line.kind {
+            Kind::Label(label) => {
+                if !out
+                    .last()
+                    .is_some_and(|b| b.insts.is_empty() && b.targets.is_empty())
+                {
+                    out.push(Block {
+                        falls_through: true,
+                        ..Block::default()
+                    });
+                }
+                labels.insert(*label, out.len() - 1);
+                continue;
             }
-            labels.insert(label.trim().to_string(), out.len() - 1);
-            continue;
-        }
-        let pieces: Vec<&str> = match code.strip_prefix('{') {
-            Some(inner) => inner.trim_end_matches('}').split(';').collect(),
-            None if code.ends_with(';') => vec![code.trim_end_matches(';')],
-            None => continue,
+            Kind::Inst(i) => std::slice::from_ref(i),
+            Kind::Scope(insts) => &insts[..],
+            Kind::Other => continue,
         };
-        for piece in pieces {
-            let Some(i) = inst(piece) else { continue };
-            let t = piece.trim();
-            let unpredicated = !t.starts_with('@');
-            let op_at = if unpredicated {
-                t
-            } else {
-                t.split_once(char::is_whitespace)
-                    .map_or("", |(_, r)| r.trim_start())
-            };
-            let (op, args) = op_at.split_once(char::is_whitespace).unwrap_or((op_at, ""));
+        for i in insts {
             let block = out.last_mut().expect("one block at least");
-            block.insts.push(i);
-            let ends = if op.starts_with("bra") {
-                block.targets.push(args.trim());
+            block.insts.push(registers(i));
+            let ends = if i.op.starts_with("bra") {
+                block.targets.push(i.args);
                 true
             } else {
-                op.starts_with("ret") || op.starts_with("exit")
+                i.op.starts_with("ret") || i.op.starts_with("exit")
             };
             if ends {
-                block.falls_through = !unpredicated;
+                block.falls_through = i.guard.is_some();
                 out.push(Block {
                     falls_through: true,
                     ..Block::default()
@@ -154,7 +169,7 @@ fn blocks<'a>(body: &[&'a str]) -> (Vec<Block<'a>>, HashMap<String, usize>) {
     (out, labels)
 }
 
-/// IN[i] of the dataflow: the registers written on every path to block `i`'s start, the
+/// `IN[i]` of the dataflow: the registers written on every path to block `i`'s start, the
 /// meet of its predecessors' OUT (the entry starts from nothing); `None` while no
 /// predecessor has been reached.
 fn written_on_entry<'a>(
@@ -173,7 +188,7 @@ fn written_on_entry<'a>(
 }
 
 /// The registers of `body` that some path from the entry reads before writing.
-fn maybe_undefined<'a>(body: &[&'a str]) -> Vec<&'a str> {
+fn maybe_undefined<'a>(body: &[PtxLine<'a>]) -> Vec<&'a str> {
     let (blocks, labels) = blocks(body);
     let n = blocks.len();
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -182,7 +197,7 @@ fn maybe_undefined<'a>(body: &[&'a str]) -> Vec<&'a str> {
             preds[i + 1].push(i);
         }
         for t in &b.targets {
-            if let Some(&j) = labels.get(*t) {
+            if let Some(&j) = labels.get(t) {
                 preds[j].push(i);
             }
         }
@@ -220,35 +235,28 @@ fn maybe_undefined<'a>(body: &[&'a str]) -> Vec<&'a str> {
     undefined
 }
 
-/// For function `func` (one piece of `ptx_fix::functions`): the index of the line after which
-/// to insert the zeroing `mov`s, and those lines; `None` when no register may be undefined.
-pub(crate) fn zero_maybe_undefined(func: &str) -> Option<(usize, String)> {
-    let lines: Vec<&str> = func.split_inclusive('\n').collect();
-    let open = lines.iter().position(|l| l.trim() == "{")?;
-    let types: HashMap<&str, &str> = lines[open..]
-        .iter()
-        .map_while(|l| {
-            let t = l.trim();
-            (t.is_empty() || t.starts_with(".reg") || t.starts_with(".local") || t == "{")
-                .then_some(t)
-        })
-        .filter_map(|t| {
-            let mut w = t.strip_prefix(".reg")?.split_whitespace();
+/// Whether a line belongs to the declarations at the top of a function's body.
+fn is_declaration(line: &PtxLine<'_>) -> bool {
+    let t = line.text.trim();
+    t.is_empty() || t.starts_with(".reg") || t.starts_with(".local") || t == "{"
+}
+
+/// The index of the function's last declaration line, after which the zeroing `mov`s go, and
+/// those lines; `None` when no register may be undefined.
+fn zero_maybe_undefined(f: &Function<'_>) -> Option<(usize, String)> {
+    let open = f.lines.iter().position(|l| l.text.trim() == "{")?;
+    let decls = f.lines[open..].iter().take_while(|l| is_declaration(l));
+    let types: HashMap<&str, &str> = decls
+        .clone()
+        .filter_map(|l| {
+            let mut w = l.text.trim().strip_prefix(".reg")?.split_whitespace();
             let ty = w.next()?.strip_prefix('.')?;
             let name = w.next()?.split('<').next()?;
             Some((name, ty))
         })
         .collect();
-    let last_decl = open
-        + lines[open..]
-            .iter()
-            .take_while(|l| {
-                let t = l.trim();
-                t.is_empty() || t.starts_with(".reg") || t.starts_with(".local") || t == "{"
-            })
-            .count()
-        - 1;
-    let undefined = maybe_undefined(&lines[last_decl + 1..]);
+    let last_decl = open + decls.count() - 1;
+    let undefined = maybe_undefined(&f.lines[last_decl + 1..]);
     let mut init = String::new();
     for r in undefined {
         let prefix = r.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -279,7 +287,7 @@ mod tests {
                     %fd2, %fd2; selp.b64 %rd95, 0, %rd95, %cj_nan; }\n\
                     $L__BB0_44:\n\t@%p1 mov.u64 \t%rd97, 2;\n\tadd.s64 \t%rd98, %rd95, %rd96;\n\
                     \tadd.s64 \t%rd99, %rd98, %rd97;\n\tst.global.u64 \t[%rd1], %rd99;\n\tret;\n}\n";
-        let (at, init) = zero_maybe_undefined(func).unwrap();
+        let (at, init) = zero_maybe_undefined(&Function::parse(func)).unwrap();
         assert_eq!(at, 4);
         // %rd1 and %fd2 (never written: parameters of the test) and %p1/%p14 are read too.
         assert_eq!(
@@ -287,6 +295,8 @@ mod tests {
             "\tmov.pred \t%p1, 0;\n\tmov.pred \t%p14, 0;\n\tmov.b64 \t%rd1, 0;\n\
              \tmov.b64 \t%rd95, 0;\n\tmov.b64 \t%rd97, 0;\n"
         );
+        let fixed = super::super::tests::fix(func);
+        assert!(fixed.contains("\t.reg .b64 \t%rd<100>;\n\n\tmov.pred \t%p1, 0;\n"));
     }
 
     #[test]
@@ -295,6 +305,6 @@ mod tests {
                     \tld.param.u64 \t%rd1, [k_param_0];\n\tmov.u64 \t%rd2, 0;\n$L__BB0_1:\n\
                     \tadd.s64 \t%rd2, %rd2, 1;\n\tsetp.lt.u64 \t%p1, %rd2, %rd1;\n\
                     \t@%p1 bra \t$L__BB0_1;\n\tst.global.u64 \t[%rd1], %rd2;\n\tret;\n}\n";
-        assert_eq!(zero_maybe_undefined(func), None);
+        assert_eq!(zero_maybe_undefined(&Function::parse(func)), None);
     }
 }
