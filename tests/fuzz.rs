@@ -2,11 +2,7 @@
 //! simulator, every result compared with the host model. The GPU machine runs the example
 //! itself with 10^5+ trees (docs/RELIABILITY.md).
 
-#[path = "../examples/fuzz/engine/mod.rs"]
-#[allow(dead_code)]
-mod engine;
-
-use engine::check::{run, Config};
+use cudajit_fuzz::check::{run, Config};
 
 fn config(trees: usize, programs: usize) -> Config {
     Config {
@@ -70,14 +66,14 @@ fn fixed_seed_programs_match_the_host_model_on_the_simulator() {
 #[test]
 fn fixed_seed_slice_compiles_to_ptx() {
     let mut cfg = config(32 * 40, 32 * 40);
-    let n = engine::check::compile_only(&cfg, (9, 0), |_| {}).unwrap();
+    let n = cudajit_fuzz::check::compile_only(&cfg, (9, 0), |_| {}).unwrap();
     assert_eq!(n, 80);
     cfg.seed = 1100120;
     cfg.trees = 0;
     cfg.programs = 32;
     cfg.threads = 128;
     assert_eq!(
-        engine::check::compile_only(&cfg, (9, 0), |_| {}).unwrap(),
+        cudajit_fuzz::check::compile_only(&cfg, (9, 0), |_| {}).unwrap(),
         1
     );
 }

@@ -23,10 +23,8 @@
 //! vectors, depth 5, no time limit (`--seconds` stops early and reports how many ran); the
 //! first 50 mismatches of each kind are minimised.
 
-mod engine;
-
 use cudajit::prelude::*;
-use engine::check::{run, Config};
+use cudajit_fuzz::check::{run, Config};
 
 fn main() {
     match main_() {
@@ -90,7 +88,7 @@ fn main_() -> Result<usize> {
     let cfg = parse_args().map_err(Error::Usage)?;
     if let Some(cc) = ptx_only() {
         let t0 = std::time::Instant::now();
-        let n = engine::check::compile_only(&cfg, cc, |l| eprintln!("{l}"))?;
+        let n = cudajit_fuzz::check::compile_only(&cfg, cc, |l| eprintln!("{l}"))?;
         println!(
             "fuzz: {n} kernels ({} trees, {} programs) compiled to PTX for sm_{}{} in {:.1} s",
             cfg.trees,
@@ -150,7 +148,7 @@ fn main_() -> Result<usize> {
             m.seed,
             m.tree,
             m.thread,
-            engine::lower::rust(&m.node)
+            cudajit_fuzz::lower::rust(&m.node)
         );
     }
     for m in &r.prog_mismatches {

@@ -2,7 +2,7 @@
 //! operator, cast, bitcast, select and math function, and random statement programs with
 //! control flow (variables, if/else, loops with break/continue, early return, device
 //! functions), run as kernels (on the GPU or the simulator) and compared with a host model in
-//! plain Rust. Shared by `examples/fuzz` (the command) and `tests/fuzz.rs` (CI's fixed-seed
+//! plain Rust. Shared by `examples/fuzz.rs` (the command) and `tests/fuzz.rs` (CI's fixed-seed
 //! slice on the simulator).
 
 pub mod check;
