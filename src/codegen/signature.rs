@@ -79,7 +79,8 @@ impl<'c> ArgBuffer<'c> {
     /// Pushes the address of the next parameter's array after checking its context and the
     /// alignment the kernel's vector accesses need.
     fn push_address(&mut self, ctx: &Context, ptr: u64) -> Result<()> {
-        self.ctx.check_same(ctx, "a kernel's array argument")?;
+        self.ctx
+            .check_same_for_launch(ctx, "a kernel's array argument")?;
         let align = self.align.get(self.param).copied().unwrap_or(0) as u64;
         if align > 1 && ptr % align != 0 {
             return Err(Error::Launch(LaunchError::Misaligned { message: format!(

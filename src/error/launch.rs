@@ -27,6 +27,11 @@ pub enum LaunchError {
         /// What is wrong, and how to fix it.
         message: String,
     },
+    /// An array argument, or the stream, of another context (device) than the kernel's.
+    WrongContext {
+        /// What is wrong, and how to fix it.
+        message: String,
+    },
     /// An array that does not start at the alignment the kernel's vector accesses need.
     Misaligned {
         /// What is wrong, and how to fix it.
@@ -47,6 +52,7 @@ impl LaunchError {
             LaunchError::Config { message }
             | LaunchError::SharedMemory { message }
             | LaunchError::Argument { message }
+            | LaunchError::WrongContext { message }
             | LaunchError::Misaligned { message }
             | LaunchError::Cooperative { message } => message,
         }

@@ -466,3 +466,65 @@ impl fmt::Display for NcclCode {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn kinds_print_as_before_and_chain_their_sources() {
+        let at = std::panic::Location::caller();
+        let e = Error::Build {
+            kernel: "k".into(),
+            errors: vec![
+                BuildError::new(BuildErrorKind::OutOfScope, "in `k`: first", at),
+                BuildError::new(BuildErrorKind::BadCast, "in `k`: second", at),
+            ],
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("kernel `k`: in `k`: first (at {at}); in `k`: second (at {at})")
+        );
+        assert_eq!(e.build_errors()[1].kind(), BuildErrorKind::BadCast);
+        assert_eq!(e.build_errors()[1].message(), "in `k`: second");
+        assert_eq!(
+            e.source().map(|s| s.to_string()),
+            Some(format!("in `k`: first (at {at})"))
+        );
+
+        let e = Error::from(LaunchError::Config {
+            message: "launch of `k`: no".into(),
+        });
+        assert_eq!(e.to_string(), "launch of `k`: no");
+        assert_eq!(
+            e.source().map(|s| s.to_string()).as_deref(),
+            Some("launch of `k`: no")
+        );
+
+        #[derive(Debug)]
+        struct Inner;
+        impl fmt::Display for Inner {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("inner")
+            }
+        }
+        impl std::error::Error for Inner {}
+        let e = Error::from(CodegenError::Llvm {
+            kernel: "k".into(),
+            message: "internal code generation error: inner".into(),
+            source: Some(std::sync::Arc::new(Inner)),
+        });
+        assert_eq!(
+            e.to_string(),
+            "kernel `k`: internal code generation error: inner"
+        );
+        let codegen = e.source().expect("the codegen error");
+        assert_eq!(
+            codegen.source().map(|s| s.to_string()).as_deref(),
+            Some("inner")
+        );
+        assert_eq!(e.clone(), e);
+        assert!(Error::usage("x").source().is_none());
+    }
+}

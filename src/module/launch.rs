@@ -181,7 +181,7 @@ impl Function {
         args: A,
     ) -> Result<()> {
         let ctx = self.module.context();
-        ctx.check_same(stream.context(), "the stream")?;
+        ctx.check_same_for_launch(stream.context(), "the stream")?;
         args.check_context(ctx)?;
         config.validate(self)?;
         ctx.bind()?;

@@ -273,6 +273,58 @@ fn kernel_error<P: cudajit::codegen::KernelParams>(r: cudajit::Result<Kernel<P>>
 }
 
 #[test]
+fn build_errors_are_typed_and_located() {
+    use cudajit::{BuildError, BuildErrorKind};
+    use std::error::Error as _;
+    let (mut scope_line, mut sync_line) = (0, 0);
+    let r = Kernel::<(&[f32], &mut [f32])>::build("typed", |k, (x, out)| {
+        let mut leaked = None;
+        k.if_(k.thread_idx().x.lt(16u32), |k| {
+            leaked = Some(x.at(1u32) * 2.0);
+            sync_line = line!() + 1;
+            k.syncthreads();
+        });
+        if let Some(v) = leaked {
+            scope_line = line!() + 1;
+            out.set(0u32, v);
+        }
+    });
+    let e = r.err().expect("a build error");
+    let errors = e.build_errors();
+    assert_eq!(errors.len(), 2, "{e}");
+    let kinds: Vec<BuildErrorKind> = errors.iter().map(BuildError::kind).collect();
+    assert_eq!(
+        kinds,
+        [BuildErrorKind::DivergentBarrier, BuildErrorKind::OutOfScope],
+        "{e}"
+    );
+    assert!(matches!(errors[1], BuildError::OutOfScope { .. }));
+    for (err, line) in errors.iter().zip([sync_line, scope_line]) {
+        assert!(err.location().file().ends_with("basics.rs"), "{err}");
+        assert_eq!(err.location().line(), line, "{err}");
+        let at = format!("(at {})", err.location());
+        assert!(err.to_string().ends_with(&at), "{err}");
+        assert!(e.to_string().contains(&at), "{e}");
+    }
+    assert!(
+        e.to_string().starts_with("kernel `typed`: in `typed`: "),
+        "{e}"
+    );
+    let first = e.source().expect("the first build error");
+    assert_eq!(first.to_string(), errors[0].to_string());
+
+    // What is checked once the kernel is recorded points at the build call.
+    let line = line!() + 1;
+    let e = Kernel::<(&mut [f32],)>::build("9typed", |_, _| {})
+        .err()
+        .expect("a build error");
+    let errors = e.build_errors();
+    assert_eq!(errors.len(), 1, "{e}");
+    assert_eq!(errors[0].kind(), BuildErrorKind::InvalidName);
+    assert_eq!(errors[0].location().line(), line, "{e}");
+}
+
+#[test]
 fn misuse_is_a_build_error_not_invalid_ptx() {
     // A value computed in a branch, used after it.
     let e = kernel_error(Kernel::<(&[f32], &mut [f32])>::build(
