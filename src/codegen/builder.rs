@@ -18,6 +18,10 @@ static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
 /// The tag of an expression made outside any build (it can never be used).
 pub(crate) const ORPHAN: u32 = 0;
 
+/// A misuse found while recording: its kind, its message, and the location of the builder
+/// call that made it (`None` outside any location guard).
+pub(crate) type Misuse = (Kind, String, Option<Loc>);
+
 /// Recording state of one function being built.
 pub(crate) struct FnState {
     pub tag: u32,
@@ -40,8 +44,7 @@ pub(crate) struct FnState {
     /// The loop depth at each enclosing `while_` condition being recorded (a `break` or
     /// `continue` there, outside any loop of the condition's own, is refused as in Rust).
     while_cond_depths: Vec<u32>,
-    /// The misuses found: kind, message, and the location of the call (if inside a guard).
-    pub errors: Vec<(Kind, String, Option<Loc>)>,
+    pub errors: Vec<Misuse>,
     /// Whether this is a kernel (not a device function).
     pub kernel: bool,
     /// The source location statements are recorded with (see `srcloc.rs`).
@@ -300,7 +303,7 @@ impl FnState {
     }
 
     /// Finishes the function: its IR, or the misuse errors found.
-    pub fn finish(mut self) -> Result<FunctionIr, Vec<(Kind, String, Option<Loc>)>> {
+    pub fn finish(mut self) -> Result<FunctionIr, Vec<Misuse>> {
         if !self.errors.is_empty() {
             return Err(self.errors);
         }
@@ -345,7 +348,7 @@ pub(crate) fn record<R>(
     name: &str,
     ret: Option<ScalarTy>,
     body: impl FnOnce() -> R,
-) -> (R, Result<FunctionIr, Vec<(Kind, String, Option<Loc>)>>) {
+) -> (R, Result<FunctionIr, Vec<Misuse>>) {
     struct Pop;
     impl Drop for Pop {
         fn drop(&mut self) {
@@ -373,11 +376,7 @@ pub(crate) fn record<R>(
 /// The error of a build of `kernel` (a kernel or device function) that found `errors`; those
 /// without a location (found once the whole function was recorded) get `fallback`, the
 /// location of the build call.
-pub(crate) fn build_error(
-    kernel: &str,
-    errors: Vec<(Kind, String, Option<Loc>)>,
-    fallback: Loc,
-) -> Error {
+pub(crate) fn build_error(kernel: &str, errors: Vec<Misuse>, fallback: Loc) -> Error {
     Error::Build {
         kernel: kernel.to_string(),
         errors: errors
