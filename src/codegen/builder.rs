@@ -136,10 +136,10 @@ impl FnState {
             self.error(
                 Kind::OutOfScope,
                 format!(
-                "in `{}`: a value computed inside an if/loop body is used after that body ends; \
-                 declare a variable before it with `k.var(..)` and assign to it inside",
-                self.f.name
-            ),
+                    "in `{}`: a value computed inside an if/loop body is used after that body ends; \
+                     declare a variable before it with `k.var(..)` and assign to it inside",
+                    self.f.name
+                ),
             );
         }
         self.varying[id as usize]
@@ -179,10 +179,10 @@ impl FnState {
                 self.error(
                     Kind::OutOfScope,
                     format!(
-                    "in `{}`: a variable is read outside the block that declared it (after the if \
-                     or loop body it was made in); declare it before that block",
-                    self.f.name
-                ),
+                        "in `{}`: a variable is read outside the block that declared it (after the if \
+                         or loop body it was made in); declare it before that block",
+                        self.f.name
+                    ),
                 );
             }
         }

@@ -228,10 +228,10 @@ impl KernelBuilder {
                     s.error(
                         Kind::ControlFlow,
                         format!(
-                        "in `{}`: for_step with a step of {shown} (it must be positive, as Rust's \
-                         step_by; count down with a positive step and `end - 1 - i`)",
-                        s.f.name
-                    ),
+                            "in `{}`: for_step with a step of {shown} (it must be positive, as Rust's \
+                             step_by; count down with a positive step and `end - 1 - i`)",
+                            s.f.name
+                        ),
                     );
                 }
             }

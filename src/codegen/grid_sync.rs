@@ -34,9 +34,9 @@ impl KernelBuilder {
                 s.error(
                     Kind::KernelOnly,
                     format!(
-                    "in `{}`: grid_sync() works in a kernel's body only, not in a device function",
-                    s.f.name
-                ),
+                        "in `{}`: grid_sync() works in a kernel's body only, not in a device function",
+                        s.f.name
+                    ),
                 );
                 return None;
             }

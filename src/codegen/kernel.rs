@@ -295,11 +295,11 @@ impl<P: KernelParams> Kernel<P> {
         if self.inner.ir.grid_barrier.is_some() {
             return Err(Error::Launch(LaunchError::Cooperative {
                 message: format!(
-                "kernel `{}` calls grid_sync() and needs a cooperative launch with its barrier \
-                 words, which a hand-built graph node does not give: capture its launch instead \
-                 (`Stream::capture`)",
-                self.name()
-            ),
+                    "kernel `{}` calls grid_sync() and needs a cooperative launch with its barrier \
+                     words, which a hand-built graph node does not give: capture its launch instead \
+                     (`Stream::capture`)",
+                    self.name()
+                ),
             }));
         }
         let ctx = graph.context().clone();

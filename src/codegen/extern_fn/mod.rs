@@ -85,11 +85,11 @@ impl<A: DeviceParams, R: Scalar> ExternDeviceFn<A, R> {
                 s.error(
                     Kind::ForeignValue,
                     format!(
-                    "in `{}`: an external device function declared in another kernel is called; \
-                     declare it with `declare_device` in each kernel (or device function) that \
-                     calls it",
-                    s.f.name
-                ),
+                        "in `{}`: an external device function declared in another kernel is called; \
+                         declare it with `declare_device` in each kernel (or device function) that \
+                         calls it",
+                        s.f.name
+                    ),
                 );
             }
         });
@@ -139,12 +139,12 @@ impl KernelBuilder {
                         s.error(
                             Kind::ExternSignature,
                             format!(
-                            "in `{}`: the external device function `{name}` is declared twice with \
-                             different signatures: `{}` and `{}`",
-                            s.f.name,
-                            signature(&s.f.externs[i]),
-                            signature(&decl)
-                        ),
+                                "in `{}`: the external device function `{name}` is declared twice with \
+                                 different signatures: `{}` and `{}`",
+                                s.f.name,
+                                signature(&s.f.externs[i]),
+                                signature(&decl)
+                            ),
                         );
                     }
                     i as u32
