@@ -57,7 +57,8 @@ pub enum Error {
         device: usize,
     },
     /// A kernel (or device function) could not be built: the builder was misused in ways the
-    /// types cannot catch. Every misuse found is listed, in the order it was recorded.
+    /// types cannot catch. Every misuse found is listed, in the order it was recorded
+    /// (`source()` is the first; [`Error::build_errors`] gives them all).
     Build {
         /// The kernel's (or device function's) name.
         kernel: String,

@@ -336,8 +336,12 @@ pub(crate) fn link_cubin(
     ptx: &str,
     links: &[LinkData],
 ) -> Result<Vec<u8>> {
-    let text =
-        CString::new(ptx).map_err(|_| Error::usage("PTX text must not contain NUL bytes"))?;
+    let text = CString::new(ptx).map_err(|_| {
+        Error::Codegen(CodegenError::Link {
+            kernel: f.name.clone(),
+            message: "PTX text must not contain NUL bytes".into(),
+        })
+    })?;
     let names: Vec<CString> = links
         .iter()
         .map(|l| CString::new(l.name.replace('\0', "")).unwrap_or_default())
