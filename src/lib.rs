@@ -138,7 +138,10 @@ pub use context::{
     current_context, current_device, detect, device_count, devices, driver_version, is_available,
     Context, CurrentGuard, Device, DeviceAttribute, DriverVersion,
 };
-pub use error::{take_drop_errors, DriverCode, Error, FaultKind, LoadError, Result};
+pub use error::{
+    take_drop_errors, BuildError, BuildErrorKind, CodegenError, DriverCode, Error, FaultKind,
+    LaunchError, LoadError, Result,
+};
 pub use event::{elapsed_ms, Event};
 pub use graph::{Graph, GraphExec, GraphNode};
 /// The 16-bit float types of kernels and device arrays (from the `half` crate).

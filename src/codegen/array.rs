@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 
-use super::builder::with_state;
+use super::builder::{with_state, Kind};
 use super::expr::Expr;
 use super::scalar::Scalar;
 use crate::ir::{ArrayRef, Op, Stmt, ValueId};
@@ -98,10 +98,10 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
         let tag = self.tag;
         with_state(|s| {
             if s.tag != tag {
-                s.error(format!(
-                    "in `{}`: an array of another kernel is used",
-                    s.f.name
-                ));
+                s.error(
+                    Kind::ForeignValue,
+                    format!("in `{}`: an array of another kernel is used", s.f.name),
+                );
             }
         });
     }
@@ -112,11 +112,16 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
         let _at = crate::codegen::srcloc::at();
         self.check_tag();
         if dim >= N {
-            with_state(|s| s.error(format!("array dimension {dim} requested of a {N}-D array")));
+            with_state(|s| {
+                s.error(
+                    Kind::ArrayAccess,
+                    format!("array dimension {dim} requested of a {N}-D array"),
+                )
+            });
         }
         if let ArrayRef::DynShared(_) = self.array {
             with_state(|s| {
-                s.error(format!(
+                s.error(Kind::ArrayAccess, format!(
                     "in `{}`: the size of the dynamic shared array is set at launch and unknown to the kernel; \
                      pass it as a parameter",
                     s.f.name
@@ -180,7 +185,7 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
         let half2 = width == 2 && T::TY.is_half();
         if !matches!(width, 2 | 4) || !(matches!(bytes, 8 | 16) || half2) {
             with_state(|s| {
-                s.error(format!(
+                s.error(Kind::ArrayAccess, format!(
                     "in `{}`: vector accesses move 8 or 16 bytes in 2 or 4 lanes (4 bytes for 2 x f16 or bf16); {width} x {} is {bytes} bytes",
                     s.f.name,
                     T::TY.name()

@@ -10,11 +10,11 @@ use inkwell::values::{AsValueRef, BasicValue, BasicValueEnum, FloatValue, IntVal
 use inkwell::{AtomicOrdering, AtomicRMWBinOp, FloatPredicate};
 
 use super::array::{DArray, Index, ReadWrite};
-use super::builder::with_state;
+use super::builder::{with_state, Kind};
 use super::expr::Expr;
 use super::lower::{reg_type, Lowerer};
 use super::scalar::{Int, Num, Scalar, ScalarTy};
-use crate::error::{Error, Result};
+use crate::error::{CodegenError, Error, Result};
 use crate::ir::{ArrayRef, AtomicKind, AtomicOp, Op, ValueId};
 
 mod sealed {
@@ -40,13 +40,13 @@ fn record_atomic<T: Scalar, const N: usize>(
     let (tag, array) = (arr.tag, arr.array);
     with_state(|s| {
         if s.tag != tag {
-            s.error(format!(
-                "in `{}`: an array of another kernel is used",
-                s.f.name
-            ));
+            s.error(
+                Kind::ForeignValue,
+                format!("in `{}`: an array of another kernel is used", s.f.name),
+            );
         }
         if let ArrayRef::Local(_) = array {
-            s.error(format!(
+            s.error(Kind::ArrayAccess, format!(
                 "in `{}`: `{}` on a local array: local memory is private to its thread, so it needs \
                  no atomics (and the hardware has none for it); read and write it directly",
                 s.f.name,
@@ -229,10 +229,11 @@ impl<T: AtomicCounter, const N: usize> DArray<T, N, ReadWrite> {
 }
 
 fn gen_err(lw: &Lowerer<'_, '_>, e: BuilderError) -> Error {
-    Error::Kernel {
+    Error::Codegen(CodegenError::Llvm {
         kernel: lw.f.name.clone(),
         message: format!("internal code generation error (atomics): {e}"),
-    }
+        source: Some(std::sync::Arc::new(e)),
+    })
 }
 
 const RELAXED: AtomicOrdering = AtomicOrdering::Monotonic;
@@ -247,10 +248,10 @@ pub(crate) fn lower_atomic<'c>(
         ArrayRef::Param(_) => 1,
         ArrayRef::Shared(_) | ArrayRef::DynShared(_) => 3,
         ArrayRef::Local(_) | ArrayRef::Const(_) => {
-            return Err(Error::Kernel {
-                kernel: lw.f.name.clone(),
-                message: format!("`{}` on a local array", a.kind.name()),
-            })
+            return Err(super::lower::internal_err(
+                &lw.f.name,
+                format!("`{}` on a local array", a.kind.name()),
+            ))
         }
     };
     let ptr = lw.element_ptr(a.array, a.index)?;
@@ -311,10 +312,10 @@ pub(crate) fn lower_atomic<'c>(
             | AtomicKind::Xor
             | AtomicKind::Inc
             | AtomicKind::Dec
-            | AtomicKind::Load => Err(Error::Kernel {
-                kernel: lw.f.name.clone(),
-                message: format!("`{}` needs an integer element type", a.kind.name()),
-            }),
+            | AtomicKind::Load => Err(super::lower::internal_err(
+                &lw.f.name,
+                format!("`{}` needs an integer element type", a.kind.name()),
+            )),
         };
     }
     let x = v.into_int_value();
@@ -324,10 +325,10 @@ pub(crate) fn lower_atomic<'c>(
             None => None,
         };
         if matches!(a.kind, AtomicKind::Inc | AtomicKind::Dec) {
-            return Err(Error::Kernel {
-                kernel: lw.f.name.clone(),
-                message: format!("`{}` needs a u32 or u64 element type", a.kind.name()),
-            });
+            return Err(super::lower::internal_err(
+                &lw.f.name,
+                format!("`{}` needs a u32 or u64 element type", a.kind.name()),
+            ));
         }
         return super::atomics_narrow::lower_narrow_rmw(lw, a.kind, ptr, x, cmp, signed, None);
     }
@@ -356,10 +357,10 @@ pub(crate) fn lower_atomic<'c>(
             let cmp = match a.compare {
                 Some(c) => lw.v(c)?.into_int_value(),
                 None => {
-                    return Err(Error::Kernel {
-                        kernel: lw.f.name.clone(),
-                        message: "internal: atomic_cas without an expected value".into(),
-                    })
+                    return Err(super::lower::internal_err(
+                        &lw.f.name,
+                        "internal: atomic_cas without an expected value",
+                    ))
                 }
             };
             Ok(int_exch_or_cas(lw, ptr, x, Some(cmp))?.into())
@@ -380,9 +381,8 @@ pub(crate) fn lower_atomic<'c>(
                 Some(lw.ctx.i32_type().into()),
                 &[ptr.into(), x.into()],
             )?
-            .ok_or_else(|| Error::Kernel {
-                kernel: lw.f.name.clone(),
-                message: "internal: atom.inc returned nothing".into(),
+            .ok_or_else(|| {
+                super::lower::internal_err(&lw.f.name, "internal: atom.inc returned nothing")
             })
         }
         // u64: LLVM expands these into a compare-and-swap loop with exactly CUDA's semantics.
@@ -402,9 +402,12 @@ fn atomic_load<'c>(
         lw.b.build_load(reg_type(lw.ctx, ty), ptr, "")
             .map_err(|e| gen_err(lw, e))?;
     if let Some(inst) = v.as_instruction_value() {
-        let bad = |m: inkwell::values::InstructionValueError| Error::Kernel {
-            kernel: lw.f.name.clone(),
-            message: format!("internal code generation error (atomic load): {m}"),
+        let bad = |m: inkwell::values::InstructionValueError| {
+            Error::Codegen(CodegenError::Llvm {
+                kernel: lw.f.name.clone(),
+                message: format!("internal code generation error (atomic load): {m}"),
+                source: Some(std::sync::Arc::new(m)),
+            })
         };
         inst.set_alignment(ty.size() as u32).map_err(bad)?;
         inst.set_atomic_ordering(RELAXED).map_err(bad)?;
@@ -498,11 +501,13 @@ fn float_rmw<'c>(
             Some(FloatValue::new(r))
         }
     };
-    r.map(|f| f.as_basic_value_enum())
-        .ok_or_else(|| Error::Kernel {
+    r.map(|f| f.as_basic_value_enum()).ok_or_else(|| {
+        Error::Codegen(CodegenError::Llvm {
             kernel: lw.f.name.clone(),
             message: "internal code generation error: LLVM built no atomicrmw".into(),
+            source: None,
         })
+    })
 }
 
 /// numba's float `atomic.max`/`min`: a compare-and-swap loop that stores `v` only while it is
@@ -527,9 +532,12 @@ fn float_minmax_loop<'c>(
             .ok_or_else(|| e(BuilderError::UnsetPosition))?;
     let first = lw.b.build_load(it, ptr, "").map_err(e)?;
     if let Some(inst) = first.as_instruction_value() {
-        let bad = |m: inkwell::values::InstructionValueError| Error::Kernel {
-            kernel: lw.f.name.clone(),
-            message: format!("internal code generation error (atomics): {m}"),
+        let bad = |m: inkwell::values::InstructionValueError| {
+            Error::Codegen(CodegenError::Llvm {
+                kernel: lw.f.name.clone(),
+                message: format!("internal code generation error (atomics): {m}"),
+                source: Some(std::sync::Arc::new(m)),
+            })
         };
         inst.set_alignment(bytes).map_err(bad)?;
         inst.set_atomic_ordering(RELAXED).map_err(bad)?;

@@ -24,10 +24,11 @@ use crate::ir::AtomicKind;
 const RELAXED: AtomicOrdering = AtomicOrdering::Monotonic;
 
 fn gen_err(lw: &Lowerer<'_, '_>, e: impl std::fmt::Display) -> Error {
-    Error::Kernel {
+    Error::Codegen(crate::error::CodegenError::Llvm {
         kernel: lw.f.name.clone(),
         message: format!("internal code generation error (narrow atomics): {e}"),
-    }
+        source: None,
+    })
 }
 
 /// The new bits of a 16-bit float element for `min`/`max` (numba's: a NaN on either side

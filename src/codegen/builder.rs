@@ -8,12 +8,19 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::scalar::ScalarTy;
+use super::srcloc::Loc;
+pub(crate) use crate::error::BuildErrorKind as Kind;
+use crate::error::{BuildError, Error};
 use crate::ir::{ArrayDecl, FunctionIr, Op, Param, Stmt, ValueDef, ValueId, VarId};
 
 static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
 
 /// The tag of an expression made outside any build (it can never be used).
 pub(crate) const ORPHAN: u32 = 0;
+
+/// A misuse found while recording: its kind, its message, and the location of the builder
+/// call that made it (`None` outside any location guard).
+pub(crate) type Misuse = (Kind, String, Option<Loc>);
 
 /// Recording state of one function being built.
 pub(crate) struct FnState {
@@ -37,7 +44,7 @@ pub(crate) struct FnState {
     /// The loop depth at each enclosing `while_` condition being recorded (a `break` or
     /// `continue` there, outside any loop of the condition's own, is refused as in Rust).
     while_cond_depths: Vec<u32>,
-    pub errors: Vec<String>,
+    pub errors: Vec<Misuse>,
     /// Whether this is a kernel (not a device function).
     pub kernel: bool,
     /// The source location statements are recorded with (see `srcloc.rs`).
@@ -107,16 +114,17 @@ impl FnState {
         }
     }
 
-    pub fn error(&mut self, msg: String) {
-        if !self.errors.contains(&msg) {
-            self.errors.push(msg);
+    /// Records a misuse of kind `kind` at the current location (once per message).
+    pub fn error(&mut self, kind: Kind, msg: String) {
+        if !self.errors.iter().any(|(_, m, _)| *m == msg) {
+            self.errors.push((kind, msg, self.loc));
         }
     }
 
     /// Checks that an operand may be used here; returns whether it varies across threads.
     fn use_value(&mut self, tag: u32, id: u32) -> bool {
         if tag != self.tag {
-            self.error(format!(
+            self.error(Kind::ForeignValue, format!(
                 "in `{}`: an expression from another kernel (or made outside any kernel build) is used; \
                  build each kernel's expressions inside its own closure",
                 self.f.name
@@ -125,11 +133,14 @@ impl FnState {
         }
         let (scope, here) = (self.value_scope[id as usize], self.current_scope());
         if !self.within(here, scope) {
-            self.error(format!(
-                "in `{}`: a value computed inside an if/loop body is used after that body ends; \
-                 declare a variable before it with `k.var(..)` and assign to it inside",
-                self.f.name
-            ));
+            self.error(
+                Kind::OutOfScope,
+                format!(
+                    "in `{}`: a value computed inside an if/loop body is used after that body ends; \
+                     declare a variable before it with `k.var(..)` and assign to it inside",
+                    self.f.name
+                ),
+            );
         }
         self.varying[id as usize]
     }
@@ -165,11 +176,14 @@ impl FnState {
         if let Op::ReadVar(v) = op {
             varying |= self.var_varying[v.0 as usize];
             if !self.within(self.current_scope(), self.var_scope[v.0 as usize]) {
-                self.error(format!(
-                    "in `{}`: a variable is read outside the block that declared it (after the if \
-                     or loop body it was made in); declare it before that block",
-                    self.f.name
-                ));
+                self.error(
+                    Kind::OutOfScope,
+                    format!(
+                        "in `{}`: a variable is read outside the block that declared it (after the if \
+                         or loop body it was made in); declare it before that block",
+                        self.f.name
+                    ),
+                );
             }
         }
         let id = self.f.values.len() as u32;
@@ -202,19 +216,25 @@ impl FnState {
 
     pub fn assign(&mut self, tag: u32, var: u32, value: (u32, u32)) {
         if tag != self.tag {
-            self.error(format!(
-                "in `{}`: a variable of another kernel is assigned",
-                self.f.name
-            ));
+            self.error(
+                Kind::ForeignValue,
+                format!(
+                    "in `{}`: a variable of another kernel is assigned",
+                    self.f.name
+                ),
+            );
             return;
         }
         let varying = self.use_value(value.0, value.1) || self.divergent > 0;
         self.var_varying[var as usize] |= varying;
         if !self.within(self.current_scope(), self.var_scope[var as usize]) {
-            self.error(format!(
-                "in `{}`: a variable is assigned outside the block that declared it",
-                self.f.name
-            ));
+            self.error(
+                Kind::OutOfScope,
+                format!(
+                    "in `{}`: a variable is assigned outside the block that declared it",
+                    self.f.name
+                ),
+            );
         }
         self.push_stmt(Stmt::Assign(VarId(var), ValueId(value.1)));
     }
@@ -283,7 +303,7 @@ impl FnState {
     }
 
     /// Finishes the function: its IR, or the misuse errors found.
-    pub fn finish(mut self) -> Result<FunctionIr, Vec<String>> {
+    pub fn finish(mut self) -> Result<FunctionIr, Vec<Misuse>> {
         if !self.errors.is_empty() {
             return Err(self.errors);
         }
@@ -293,13 +313,14 @@ impl FnState {
             return Err(late
                 .into_iter()
                 .map(|what| {
-                    format!(
+                    let msg = format!(
                         "in `{}`: `{what}` is in a loop where only some threads of a block may reach it \
                          on a later iteration (a variable it depends on, or a `break`/`continue`/`return` \
                          before it, depends on the thread index); every thread of the block must reach \
                          each barrier, or the kernel hangs",
                         self.f.name
-                    )
+                    );
+                    (Kind::DivergentBarrier, msg, None)
                 })
                 .collect());
         }
@@ -327,7 +348,7 @@ pub(crate) fn record<R>(
     name: &str,
     ret: Option<ScalarTy>,
     body: impl FnOnce() -> R,
-) -> (R, Result<FunctionIr, Vec<String>>) {
+) -> (R, Result<FunctionIr, Vec<Misuse>>) {
     struct Pop;
     impl Drop for Pop {
         fn drop(&mut self) {
@@ -343,7 +364,24 @@ pub(crate) fn record<R>(
     let state = STACK.with(|s| s.borrow_mut().pop());
     let ir = match state {
         Some(st) => st.finish(),
-        None => Err(vec!["internal: the build state was lost".to_string()]),
+        None => Err(vec![(
+            Kind::Internal,
+            "internal: the build state was lost".to_string(),
+            None,
+        )]),
     };
     (r, ir)
+}
+
+/// The error of a build of `kernel` (a kernel or device function) that found `errors`; those
+/// without a location (found once the whole function was recorded) get `fallback`, the
+/// location of the build call.
+pub(crate) fn build_error(kernel: &str, errors: Vec<Misuse>, fallback: Loc) -> Error {
+    Error::Build {
+        kernel: kernel.to_string(),
+        errors: errors
+            .into_iter()
+            .map(|(kind, msg, at)| BuildError::new(kind, msg, at.unwrap_or(fallback)))
+            .collect(),
+    }
 }

@@ -6,11 +6,11 @@ use inkwell::values::PointerValue;
 use inkwell::AddressSpace;
 
 use super::array::{DArray, ReadOnly};
-use super::builder::with_state;
+use super::builder::{with_state, Kind};
 use super::control::KernelBuilder;
 use super::lower::Lowerer;
 use super::scalar::{Scalar, ScalarTy};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ir::{ArrayRef, ConstArray, FunctionIr};
 
 /// The most constant memory one module may hold (bytes): CUDA's 64 KiB.
@@ -47,14 +47,14 @@ impl KernelBuilder {
         }
         let id = with_state(|s| {
             if data.is_empty() {
-                s.error(format!(
+                s.error(Kind::EmptyArray, format!(
                     "in `{}`: a constant array needs at least one element",
                     s.f.name
                 ));
             }
             let before: usize = s.f.consts.iter().map(|c| footprint(c.bytes.len())).sum();
             if before + footprint(bytes.len()) > MAX_CONST_BYTES {
-                s.error(format!(
+                s.error(Kind::ConstantMemory, format!(
                     "in `{}`: constant arrays of {} bytes in all exceed the 64 KiB ({MAX_CONST_BYTES} \
                      bytes) of constant memory a module may hold; pass larger tables as array \
                      parameters (read-only `&[T]` parameters are read through the read-only cache)",
@@ -96,9 +96,8 @@ pub(crate) fn check_const_size(f: &FunctionIr) -> Option<String> {
 /// The address of constant array `i` of the function being lowered (a global in the
 /// constant address space, made on first use), and its element type.
 pub(crate) fn const_base<'c>(lw: &Lowerer<'c, '_>, i: u32) -> Result<(PointerValue<'c>, ScalarTy)> {
-    let c = lw.f.consts.get(i as usize).ok_or_else(|| Error::Kernel {
-        kernel: lw.f.name.clone(),
-        message: "internal: unknown constant array".into(),
+    let c = lw.f.consts.get(i as usize).ok_or_else(|| {
+        super::lower::internal_err(&lw.f.name, "internal: unknown constant array")
     })?;
     let name = format!("{}_const{i}", lw.func.get_name().to_string_lossy());
     let g = match lw.module.get_global(&name) {

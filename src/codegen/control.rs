@@ -1,7 +1,7 @@
 //! The kernel builder handle: thread geometry, control flow, variables, shared memory, barriers.
 
 use super::array::{DArray, ReadWrite, SliceMut};
-use super::builder::with_state;
+use super::builder::{with_state, Kind};
 use super::expr::{Expr, Var};
 use super::scalar::{Int, Scalar};
 use crate::ir::{ArrayRef, Barrier, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
@@ -225,11 +225,14 @@ impl KernelBuilder {
                     (bits != 0, bits.to_string())
                 };
                 if !positive {
-                    s.error(format!(
-                        "in `{}`: for_step with a step of {shown} (it must be positive, as Rust's \
-                         step_by; count down with a positive step and `end - 1 - i`)",
-                        s.f.name
-                    ));
+                    s.error(
+                        Kind::ControlFlow,
+                        format!(
+                            "in `{}`: for_step with a step of {shown} (it must be positive, as Rust's \
+                             step_by; count down with a positive step and `end - 1 - i`)",
+                            s.f.name
+                        ),
+                    );
                 }
             }
         });
@@ -283,7 +286,7 @@ impl KernelBuilder {
     fn loop_control(&self, stmt: Stmt, what: &str) {
         with_state(|s| {
             if s.in_while_cond() {
-                s.error(format!(
+                s.error(Kind::ControlFlow, format!(
                     "in `{}`: `{what}` inside a `while_` condition (Rust does not allow it either); \
                      move it into the loop's body",
                     s.f.name
@@ -291,7 +294,10 @@ impl KernelBuilder {
             } else if s.in_loop() {
                 s.push_stmt(stmt);
             } else {
-                s.error(format!("in `{}`: `{what}` outside a loop", s.f.name));
+                s.error(
+                    Kind::ControlFlow,
+                    format!("in `{}`: `{what}` outside a loop", s.f.name),
+                );
             }
         });
     }
@@ -317,7 +323,7 @@ impl KernelBuilder {
         let _at = crate::codegen::srcloc::at();
         with_state(|s| {
             if s.f.ret.is_some() {
-                s.error(format!(
+                s.error(Kind::ControlFlow, format!(
                     "in `{}`: `ret()` in a device function that returns a value; return it from the closure",
                     s.f.name
                 ));
@@ -334,10 +340,13 @@ impl KernelBuilder {
         let _at = crate::codegen::srcloc::at();
         let id = with_state(|s| {
             if len == 0 {
-                s.error(format!(
-                    "in `{}`: a shared array needs at least one element",
-                    s.f.name
-                ));
+                s.error(
+                    Kind::EmptyArray,
+                    format!(
+                        "in `{}`: a shared array needs at least one element",
+                        s.f.name
+                    ),
+                );
             }
             s.add_shared(T::TY, len as u64)
         })
@@ -360,10 +369,13 @@ impl KernelBuilder {
         let _at = crate::codegen::srcloc::at();
         let id = with_state(|s| {
             if len == 0 {
-                s.error(format!(
-                    "in `{}`: a local array needs at least one element",
-                    s.f.name
-                ));
+                s.error(
+                    Kind::EmptyArray,
+                    format!(
+                        "in `{}`: a local array needs at least one element",
+                        s.f.name
+                    ),
+                );
             }
             s.add_local(T::TY, len as u64)
         })
@@ -374,7 +386,7 @@ impl KernelBuilder {
     fn barrier_check(&self, what: &str) {
         with_state(|s| {
             if s.is_divergent() {
-                s.error(format!(
+                s.error(Kind::DivergentBarrier, format!(
                     "in `{}`: `{what}` is in code that only some threads of a block may reach (inside an if or \
                      loop that depends on the thread index, or after such a return); every thread of the \
                      block must reach each barrier, or the kernel hangs",
@@ -439,7 +451,7 @@ impl KernelBuilder {
         let _at = crate::codegen::srcloc::at();
         with_state(|s| {
             if !(1..=1024).contains(&max_threads_per_block) {
-                s.error(format!(
+                s.error(Kind::LaunchBounds, format!(
                     "in `{}`: launch_bounds({max_threads_per_block}, ..): a block has 1 to 1024 threads",
                     s.f.name
                 ));

@@ -10,7 +10,7 @@ use super::kernel::check_name;
 use super::lower;
 use super::options::PtxOptions;
 use super::scalar::{Scalar, ScalarTy};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ir::{FuncId, FunctionIr, Op, Param, Stmt, ValueId};
 
 /// A tuple of scalar types: a device function's parameter list.
@@ -96,17 +96,18 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
                 s.push_stmt(Stmt::ReturnValue(ValueId(r.id)));
             });
         });
-        let mut ir = ir.map_err(|errors| Error::Kernel {
-            kernel: name.to_string(),
-            message: errors.join("; "),
-        })?;
+        let mut ir = ir.map_err(|errors| super::builder::build_error(name, errors, here))?;
         ir.lines.def = Some(here);
         if ir.launch_bounds.is_some() {
-            return Err(Error::Kernel {
-                kernel: name.to_string(),
-                message: "launch_bounds is for kernels; a device function takes its caller's"
-                    .into(),
-            });
+            return Err(super::builder::build_error(
+                name,
+                vec![(
+                    super::builder::Kind::KernelOnly,
+                    "launch_bounds is for kernels; a device function takes its caller's".into(),
+                    None,
+                )],
+                here,
+            ));
         }
         let varying = ir.values.iter().any(|v| match &v.op {
             Op::Special(s) => s.varies_in_block(),

@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 use std::ops;
 
-use super::builder::{current_tag, with_state, ORPHAN};
+use super::builder::{current_tag, with_state, Kind, ORPHAN};
 use super::scalar::{Int, Num, Scalar, ScalarTy, Signed};
 use crate::ir::{BinOp, CmpOp, Op, UnOp, VarId};
 
@@ -86,7 +86,7 @@ impl<T: Scalar> Expr<T> {
         let _at = crate::codegen::srcloc::at();
         if T::TY.size() != U::TY.size() || T::TY == ScalarTy::Bool || U::TY == ScalarTy::Bool {
             with_state(|s| {
-                s.error(format!(
+                s.error(Kind::BadCast, format!(
                     "in `{}`: cannot reinterpret {} as {}: bitcasts need two non-bool types of one size",
                     s.f.name,
                     T::TY.name(),
@@ -350,7 +350,12 @@ impl<T: Scalar> Var<T> {
     pub fn get(self) -> Expr<T> {
         let _at = crate::codegen::srcloc::at();
         if self.tag != current_tag() {
-            with_state(|s| s.error("a variable of another kernel is read".to_string()));
+            with_state(|s| {
+                s.error(
+                    Kind::ForeignValue,
+                    "a variable of another kernel is read".to_string(),
+                )
+            });
         }
         Expr::record(Op::ReadVar(VarId(self.id)), &[], false)
     }

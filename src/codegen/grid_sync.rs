@@ -13,7 +13,7 @@
 //! grid against the occupancy API first.
 
 use super::array::{DArray, ReadWrite};
-use super::builder::with_state;
+use super::builder::{with_state, Kind};
 use super::control::KernelBuilder;
 use super::scalar::ScalarTy;
 use crate::ir::{ArrayRef, Param};
@@ -31,10 +31,13 @@ impl KernelBuilder {
         let _at = crate::codegen::srcloc::at();
         let Some(Some(bar)) = with_state(|s| {
             if !s.kernel {
-                s.error(format!(
-                    "in `{}`: grid_sync() works in a kernel's body only, not in a device function",
-                    s.f.name
-                ));
+                s.error(
+                    Kind::KernelOnly,
+                    format!(
+                        "in `{}`: grid_sync() works in a kernel's body only, not in a device function",
+                        s.f.name
+                    ),
+                );
                 return None;
             }
             let i = *s.f.grid_barrier.get_or_insert_with(|| {

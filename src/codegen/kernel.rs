@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use super::builder::record;
+use super::builder::{record, Kind};
 use super::cache::loaded;
 use super::control::KernelBuilder;
 use super::lower;
@@ -14,7 +14,7 @@ use super::options::PtxOptions;
 use super::signature::{ArgBuffer, KernelParams, LaunchArgs};
 use crate::backend::backend;
 use crate::context::{Context, Device};
-use crate::error::{Error, Result};
+use crate::error::{Error, LaunchError, Result};
 use crate::graph::{Graph, GraphNode};
 use crate::ir::FunctionIr;
 use crate::module::{Function, LaunchConfig};
@@ -74,19 +74,30 @@ struct KernelInner {
     others: Mutex<Vec<&'static Function>>,
 }
 
-/// Checks that `name` can be a PTX symbol.
-pub(crate) fn check_name(name: &str) -> Result<()> {
+/// Why `name` cannot be a PTX symbol, if it cannot.
+pub(crate) fn name_problem(name: &str) -> Option<String> {
     let mut chars = name.chars();
     let ok = chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::usage(format!(
+    (!ok).then(|| {
+        format!(
             "`{name}` cannot name a kernel: use letters, digits and `_`, not starting with a digit"
-        )))
+        )
+    })
+}
+
+/// Checks that `name` can be a PTX symbol (a build error at the caller's location if not).
+#[track_caller]
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    match name_problem(name) {
+        None => Ok(()),
+        Some(msg) => Err(super::builder::build_error(
+            name,
+            vec![(Kind::InvalidName, msg, None)],
+            std::panic::Location::caller(),
+        )),
     }
 }
 
@@ -115,19 +126,18 @@ impl<P: KernelParams> Kernel<P> {
             let handles = P::declare_all();
             body(&KernelBuilder { tag }, handles);
         });
-        let mut ir = ir.map_err(|errors| Error::Kernel {
-            kernel: name.to_string(),
-            message: errors.join("; "),
-        })?;
+        let mut ir = ir.map_err(|errors| super::builder::build_error(name, errors, here))?;
         ir.lines.def = Some(here);
-        let mut errors = super::extern_fn::check_externs(&ir);
-        errors.extend(super::extern_fn::check_prototypes(&ir));
-        errors.extend(super::const_mem::check_const_size(&ir));
+        let externs = super::extern_fn::check_externs(&ir)
+            .into_iter()
+            .chain(super::extern_fn::check_prototypes(&ir))
+            .map(|m| (Kind::ExternSignature, m, None));
+        let consts = super::const_mem::check_const_size(&ir)
+            .into_iter()
+            .map(|m| (Kind::ConstantMemory, m, None));
+        let errors: Vec<_> = externs.chain(consts).collect();
         if !errors.is_empty() {
-            return Err(Error::Kernel {
-                kernel: name.to_string(),
-                message: errors.join("; "),
-            });
+            return Err(super::builder::build_error(name, errors, here));
         }
         Ok(Kernel {
             inner: Arc::new(KernelInner {
@@ -285,12 +295,14 @@ impl<P: KernelParams> Kernel<P> {
         deps: &[GraphNode],
     ) -> Result<GraphNode> {
         if self.inner.ir.grid_barrier.is_some() {
-            return Err(Error::usage(format!(
-                "kernel `{}` calls grid_sync() and needs a cooperative launch with its barrier \
-                 words, which a hand-built graph node does not give: capture its launch instead \
-                 (`Stream::capture`)",
-                self.name()
-            )));
+            return Err(Error::Launch(LaunchError::Cooperative {
+                message: format!(
+                    "kernel `{}` calls grid_sync() and needs a cooperative launch with its barrier \
+                     words, which a hand-built graph node does not give: capture its launch instead \
+                     (`Stream::capture`)",
+                    self.name()
+                ),
+            }));
         }
         let ctx = graph.context().clone();
         let f = self.loaded_function(&ctx)?;
@@ -392,15 +404,17 @@ impl<P: KernelParams> Kernel<P> {
         let (per_sm, sms) = resident_blocks(ctx, f, threads, smem)?;
         let max = per_sm as u64 * sms as u64;
         if blocks > max {
-            return Err(Error::usage(format!(
-                "kernel `{}` calls grid_sync(), so all of its blocks must be resident on the \
+            return Err(Error::Launch(LaunchError::Cooperative {
+                message: format!(
+                    "kernel `{}` calls grid_sync(), so all of its blocks must be resident on the \
                  device at once, but its grid has {blocks} blocks and at most {max} fit \
                  ({per_sm} blocks of {threads} threads with {smem} bytes of dynamic shared \
                  memory per multiprocessor, {sms} multiprocessors): launch at most {max} \
                  blocks (`Kernel::max_cooperative_blocks`) and cover the work with a \
                  grid-stride loop",
-                self.name()
-            )));
+                    self.name()
+                ),
+            }));
         }
         Ok(())
     }

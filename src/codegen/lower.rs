@@ -21,7 +21,7 @@ use inkwell::{AddressSpace, FloatPredicate, IntPredicate, OptimizationLevel};
 
 use super::options::PtxOptions;
 use super::scalar::ScalarTy;
-use crate::error::{Error, Result};
+use crate::error::{CodegenError, Error, ErrorSource, Result};
 use crate::ir::{
     ArrayRef, Barrier, BinOp, CmpOp, FunctionIr, Op, Param, Sreg, Stmt, SyncReduce, UnOp, ValueId,
 };
@@ -31,11 +31,39 @@ const PTX_KERNEL_CC: u32 = 71;
 const GLOBAL: u16 = 1;
 const SHARED: u16 = 3;
 
-fn llvm_err(kernel: &str, what: impl std::fmt::Display) -> Error {
-    Error::Kernel {
+/// An LLVM failure while generating `kernel`'s code; LLVM's error value, if `what` is one,
+/// becomes the error's source.
+pub(crate) fn llvm_err(kernel: &str, what: impl std::fmt::Display + 'static) -> Error {
+    let message = format!("internal code generation error: {what}");
+    let what: Box<dyn std::any::Any> = Box::new(what);
+    let source: Option<ErrorSource> = match what.downcast::<inkwell::builder::BuilderError>() {
+        Ok(e) => Some(Arc::new(*e)),
+        Err(what) => what
+            .downcast::<inkwell::values::InstructionValueError>()
+            .ok()
+            .map(|e| Arc::new(*e) as ErrorSource),
+    };
+    Error::Codegen(CodegenError::Llvm {
         kernel: kernel.to_string(),
-        message: format!("internal code generation error: {what}"),
-    }
+        message,
+        source,
+    })
+}
+
+/// A broken invariant of code generation for `kernel` (the message says which).
+pub(crate) fn internal_err(kernel: &str, message: impl Into<String>) -> Error {
+    Error::Codegen(CodegenError::Internal {
+        kernel: kernel.to_string(),
+        message: message.into(),
+    })
+}
+
+/// `kernel` uses what the compile target (or the installed libraries) lacks.
+pub(crate) fn unsupported_err(kernel: &str, message: impl Into<String>) -> Error {
+    Error::Codegen(CodegenError::Unsupported {
+        kernel: kernel.to_string(),
+        message: message.into(),
+    })
 }
 
 fn init_nvptx() -> std::result::Result<(), String> {
@@ -378,7 +406,7 @@ mod arith;
 mod cast;
 
 impl<'c> Lowerer<'c, '_> {
-    pub(crate) fn err(&self, what: impl std::fmt::Display) -> Error {
+    pub(crate) fn err(&self, what: impl std::fmt::Display + 'static) -> Error {
         llvm_err(&self.f.name, what)
     }
 

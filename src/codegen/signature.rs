@@ -13,7 +13,7 @@ use super::builder::with_state;
 use super::expr::Expr;
 use super::scalar::Scalar;
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::{Error, LaunchError, Result};
 use crate::ir::{ArrayRef, Op, Param};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
 
@@ -49,7 +49,7 @@ impl<'c> ArgBuffer<'c> {
 
     fn push(&mut self, v: u64) -> Result<()> {
         if self.len == MAX_ARG_SLOTS {
-            return Err(Error::usage(format!(
+            return Err(Error::launch_argument(format!(
                 "a kernel launch takes at most {MAX_ARG_SLOTS} argument slots (an n-D array takes n + 1)"
             )));
         }
@@ -79,14 +79,15 @@ impl<'c> ArgBuffer<'c> {
     /// Pushes the address of the next parameter's array after checking its context and the
     /// alignment the kernel's vector accesses need.
     fn push_address(&mut self, ctx: &Context, ptr: u64) -> Result<()> {
-        self.ctx.check_same(ctx, "a kernel's array argument")?;
+        self.ctx
+            .check_same_for_launch(ctx, "a kernel's array argument")?;
         let align = self.align.get(self.param).copied().unwrap_or(0) as u64;
         if align > 1 && ptr % align != 0 {
-            return Err(Error::usage(format!(
+            return Err(Error::Launch(LaunchError::Misaligned { message: format!(
                 "kernel argument {}: the kernel reads or writes this array in {align}-byte vectors, but it \
                  starts at address {ptr:#x}, which is not {align}-byte aligned (a view that starts mid-array?)",
                 self.param
-            )));
+            )}));
         }
         self.param += 1;
         self.push(ptr)

@@ -11,7 +11,7 @@
 use ndarray::Dim;
 
 use super::array::{DArray, Index, ReadOnly, ReadWrite};
-use super::builder::with_state;
+use super::builder::{with_state, Kind};
 use super::expr::Expr;
 use super::scalar::Scalar;
 use super::signature::{declare_scalar_param, ArgBuffer, ArgFor, KernelParam};
@@ -45,7 +45,7 @@ pub type NdStrided<T, const N: usize> = DStrided<T, N, ReadOnly>;
 pub type NdStridedMut<T, const N: usize> = DStrided<T, N, ReadWrite>;
 
 fn builder_error(msg: String) {
-    with_state(|s| s.error(msg));
+    with_state(|s| s.error(Kind::ArrayAccess, msg));
 }
 
 impl<T: Scalar, const N: usize, A> DStrided<T, N, A> {
@@ -228,7 +228,7 @@ where
 
 /// The error for a non-contiguous view given to a contiguous parameter.
 pub(crate) fn not_contiguous(shape: &[usize], strides: &[isize]) -> Error {
-    Error::usage(format!(
+    Error::launch_argument(format!(
         "a kernel parameter for a contiguous array (NdRef/NdMut/&[T]) was given a strided view \
          (shape {shape:?}, strides {strides:?}) that is not contiguous in C order: make a \
          contiguous copy with `.to_contiguous(stream)`, or declare the parameter as \

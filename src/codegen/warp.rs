@@ -257,22 +257,23 @@ impl<T: Int> Expr<T> {
 }
 
 fn gen_err(lw: &Lowerer<'_, '_>, e: impl std::fmt::Display) -> Error {
-    Error::Kernel {
+    Error::Codegen(crate::error::CodegenError::Llvm {
         kernel: lw.f.name.clone(),
         message: format!("internal code generation error (warp intrinsics): {e}"),
-    }
+        source: None,
+    })
 }
 
 /// An error for an intrinsic the compile target lacks (LLVM would abort the process on it).
 fn unsupported(lw: &Lowerer<'_, '_>, what: &str, need: &str) -> Error {
     let (m, n) = lw.opts.sm();
     let (pm, pn) = lw.opts.ptx_isa();
-    Error::Kernel {
-        kernel: lw.f.name.clone(),
-        message: format!(
+    super::lower::unsupported_err(
+        &lw.f.name,
+        format!(
             "`{what}` needs {need}; this kernel is being compiled for sm_{m}{n} with PTX ISA {pm}.{pn}"
         ),
-    }
+    )
 }
 
 fn need_sync_ptx(lw: &Lowerer<'_, '_>, what: &str) -> Result<()> {

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use super::current::CurrentGuard;
 use super::device::Device;
 use crate::backend::backend;
-use crate::error::{check_in_drop, Error, Result};
+use crate::error::{check_in_drop, Error, LaunchError, Result};
 use crate::memory::staging::StagingPool;
 
 /// A device's primary context (the one numba, the runtime API, torch and CuPy also use).
@@ -220,12 +220,29 @@ impl Context {
         if self.same_as(other) {
             Ok(())
         } else {
-            Err(Error::usage(format!(
-                "{what} belongs to device {} but is used with device {}; copy it to this device first",
-                other.device().ordinal(),
-                self.device().ordinal()
-            )))
+            Err(Error::usage(self.other_device_message(other, what)))
         }
+    }
+
+    /// [`check_same`](Self::check_same) for what a launch is given (its stream, its array
+    /// arguments): a launch error.
+    #[inline]
+    pub(crate) fn check_same_for_launch(&self, other: &Context, what: &str) -> Result<()> {
+        if self.same_as(other) {
+            Ok(())
+        } else {
+            Err(Error::Launch(LaunchError::WrongContext {
+                message: self.other_device_message(other, what),
+            }))
+        }
+    }
+
+    fn other_device_message(&self, other: &Context, what: &str) -> String {
+        format!(
+            "{what} belongs to device {} but is used with device {}; copy it to this device first",
+            other.device().ordinal(),
+            self.device().ordinal()
+        )
     }
 }
 

@@ -127,7 +127,7 @@ macro_rules! tuple_args {
             fn check_context(&self, ctx: &Context) -> Result<()> {
                 $(
                     if let Some(c) = self.$idx.arg_context() {
-                        ctx.check_same(c, concat!("kernel argument ", stringify!($idx)))?;
+                        ctx.check_same_for_launch(c, concat!("kernel argument ", stringify!($idx)))?;
                     }
                 )*
                 Ok(())

@@ -3,7 +3,7 @@
 use super::args::KernelArgs;
 use super::function::Function;
 use crate::backend::backend;
-use crate::error::{Error, Result};
+use crate::error::{Error, LaunchError, Result};
 use crate::stream::Stream;
 
 /// A grid or block size in up to three dimensions.
@@ -70,11 +70,11 @@ impl LaunchConfig {
     /// A 1-D launch covering `n` elements with `block` threads each (one element per thread).
     pub fn for_num_elems(n: usize, block: u32) -> Result<Self> {
         if block == 0 {
-            return Err(Error::usage("a block needs at least one thread"));
+            return Err(Error::launch_config("a block needs at least one thread"));
         }
         let blocks = n.div_ceil(block as usize).max(1);
         let blocks = u32::try_from(blocks).map_err(|_| {
-            Error::usage(format!(
+            Error::launch_config(format!(
                 "{n} elements need {blocks} blocks of {block}, more than a grid holds"
             ))
         })?;
@@ -85,13 +85,13 @@ impl LaunchConfig {
     pub(crate) fn validate(&self, f: &Function) -> Result<()> {
         let (g, b) = (self.grid, self.block);
         if g.count() == 0 || b.count() == 0 {
-            return Err(Error::usage(format!(
+            return Err(Error::launch_config(format!(
                 "launch of `{}`: grid {:?} and block {:?} must have no zero dimension",
                 f.name, g, b
             )));
         }
         if b.count() > f.max_threads as u64 {
-            return Err(Error::usage(format!(
+            return Err(Error::launch_config(format!(
                 "launch of `{}`: a block of {} threads ({}x{}x{}) exceeds the kernel's limit of {} threads per block",
                 f.name,
                 b.count(),
@@ -102,7 +102,7 @@ impl LaunchConfig {
             )));
         }
         if b.z > 64 || g.y > 65535 || g.z > 65535 || g.x > i32::MAX as u32 {
-            return Err(Error::usage(format!(
+            return Err(Error::launch_config(format!(
                 "launch of `{}`: grid {:?} / block {:?} exceed the limits (grid y, z <= 65535; block z <= 64)",
                 f.name, g, b
             )));
@@ -137,21 +137,21 @@ pub(crate) fn explain_launch_error(f: &Function, config: &LaunchConfig, err: Err
         .unwrap_or(0);
     let device_room = optin.saturating_sub(static_bytes.max(0) as u32);
     if asked > device_room && optin > 0 {
-        return Error::usage(format!(
+        return Error::Launch(LaunchError::SharedMemory { message: format!(
             "launch of `{}`: {asked} bytes of dynamic shared memory per block exceed what the device allows: \
              {optin} bytes per block with opt-in, of which the kernel's static shared memory takes {static_bytes}, \
              leaving {device_room}; use less shared memory per block (smaller tiles, or more blocks)",
             f.name
-        ));
+        )});
     }
     if asked > max_dyn.max(0) as u32 {
-        return Error::usage(format!(
+        return Error::Launch(LaunchError::SharedMemory { message: format!(
             "launch of `{}`: {asked} bytes of dynamic shared memory per block exceed the kernel's limit of {max_dyn} \
              bytes (48 KiB unless raised); opt in first with `function.set_max_dynamic_shared_memory({asked})` \
              (for a builder kernel: `kernel.function(&ctx)?.set_max_dynamic_shared_memory({asked})`); \
              the device allows up to {device_room} bytes for this kernel",
             f.name
-        ));
+        )});
     }
     err
 }
@@ -181,7 +181,7 @@ impl Function {
         args: A,
     ) -> Result<()> {
         let ctx = self.module.context();
-        ctx.check_same(stream.context(), "the stream")?;
+        ctx.check_same_for_launch(stream.context(), "the stream")?;
         args.check_context(ctx)?;
         config.validate(self)?;
         ctx.bind()?;

@@ -257,7 +257,8 @@ fn atomics_on_local_arrays_are_a_build_error() {
         out.set(0u32, l.atomic_add(0u32, 1u32));
     });
     match r {
-        Err(Error::Kernel { message, .. }) => {
+        Err(e @ Error::Build { .. }) => {
+            let message = e.to_string();
             assert!(
                 message.contains("atomic_add") && message.contains("local array"),
                 "{message}"

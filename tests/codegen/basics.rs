@@ -266,10 +266,62 @@ fn gz_flat(
 
 fn kernel_error<P: cudajit::codegen::KernelParams>(r: cudajit::Result<Kernel<P>>) -> String {
     match r {
-        Err(Error::Kernel { message, .. }) => message,
+        Err(e @ Error::Build { .. }) => e.to_string(),
         Err(e) => panic!("expected a kernel build error, got {e:?}"),
         Ok(_) => panic!("expected a kernel build error"),
     }
+}
+
+#[test]
+fn build_errors_are_typed_and_located() {
+    use cudajit::{BuildError, BuildErrorKind};
+    use std::error::Error as _;
+    let (mut scope_line, mut sync_line) = (0, 0);
+    let r = Kernel::<(&[f32], &mut [f32])>::build("typed", |k, (x, out)| {
+        let mut leaked = None;
+        k.if_(k.thread_idx().x.lt(16u32), |k| {
+            leaked = Some(x.at(1u32) * 2.0);
+            sync_line = line!() + 1;
+            k.syncthreads();
+        });
+        if let Some(v) = leaked {
+            scope_line = line!() + 1;
+            out.set(0u32, v);
+        }
+    });
+    let e = r.err().expect("a build error");
+    let errors = e.build_errors();
+    assert_eq!(errors.len(), 2, "{e}");
+    let kinds: Vec<BuildErrorKind> = errors.iter().map(BuildError::kind).collect();
+    assert_eq!(
+        kinds,
+        [BuildErrorKind::DivergentBarrier, BuildErrorKind::OutOfScope],
+        "{e}"
+    );
+    assert!(matches!(errors[1], BuildError::OutOfScope { .. }));
+    for (err, line) in errors.iter().zip([sync_line, scope_line]) {
+        assert!(err.location().file().ends_with("basics.rs"), "{err}");
+        assert_eq!(err.location().line(), line, "{err}");
+        let at = format!("(at {})", err.location());
+        assert!(err.to_string().ends_with(&at), "{err}");
+        assert!(e.to_string().contains(&at), "{e}");
+    }
+    assert!(
+        e.to_string().starts_with("kernel `typed`: in `typed`: "),
+        "{e}"
+    );
+    let first = e.source().expect("the first build error");
+    assert_eq!(first.to_string(), errors[0].to_string());
+
+    // What is checked once the kernel is recorded points at the build call.
+    let line = line!() + 1;
+    let e = Kernel::<(&mut [f32],)>::build("9typed", |_, _| {})
+        .err()
+        .expect("a build error");
+    let errors = e.build_errors();
+    assert_eq!(errors.len(), 1, "{e}");
+    assert_eq!(errors[0].kind(), BuildErrorKind::InvalidName);
+    assert_eq!(errors[0].location().line(), line, "{e}");
 }
 
 #[test]
@@ -342,7 +394,7 @@ fn misuse_is_a_build_error_not_invalid_ptx() {
 
     assert!(matches!(
         Kernel::<(&mut [f32],)>::build("9lives", |_, _| {}),
-        Err(Error::Usage(_))
+        Err(Error::Build { .. })
     ));
 }
 
@@ -521,7 +573,7 @@ fn device_functions_inlined_or_called() {
         k.ret();
         x
     });
-    assert!(matches!(e, Err(Error::Kernel { .. })));
+    assert!(matches!(e, Err(Error::Build { .. })));
 }
 
 #[test]
@@ -554,7 +606,7 @@ fn vector_loads_and_stores_where_asked() {
     let e = Kernel::<(&[f64],)>::build("bad_vec", |_, (x,)| {
         let _ = x.load_vec::<4>(0u32);
     });
-    assert!(matches!(e, Err(Error::Kernel { .. })));
+    assert!(matches!(e, Err(Error::Build { .. })));
 }
 
 #[test]
@@ -588,7 +640,7 @@ fn bitcasts_between_equal_sizes() {
     let e = Kernel::<(&[f32], &mut [u64])>::build("bad_bits", |k, (x, u)| {
         u.set(k.grid1(), x.at(0u32).bitcast::<u64>())
     });
-    assert!(matches!(e, Err(Error::Kernel { .. })));
+    assert!(matches!(e, Err(Error::Build { .. })));
 }
 
 #[test]
@@ -624,7 +676,7 @@ fn launch_bounds_reach_the_ptx() {
         x
     });
     assert!(
-        matches!(&e, Err(Error::Kernel { message, .. }) if message.contains("for kernels")),
+        matches!(&e, Err(e @ Error::Build { .. }) if e.to_string().contains("for kernels")),
         "{:?}",
         e.err()
     );

@@ -19,7 +19,7 @@ fn words(s: &str) -> String {
 
 fn kernel_message(e: Error) -> String {
     match e {
-        Error::Kernel { message, .. } => message,
+        e @ Error::Build { .. } => e.to_string(),
         other => panic!("expected a kernel build error, got {other:?}"),
     }
 }

@@ -162,7 +162,7 @@ fn bitcasts_between_narrow_types_of_one_size() {
     .err()
     .expect("a bitcast between sizes is a build error");
     assert!(
-        matches!(&e, Error::Kernel { message, .. } if message.contains("cannot reinterpret i8 as u16")),
+        matches!(&e, Error::Build { .. } if e.to_string().contains("cannot reinterpret i8 as u16")),
         "{e}"
     );
 }

@@ -168,7 +168,7 @@ fn bit_operations_for_every_integer_type() {
 
 fn compile_error<P: cudajit::codegen::KernelParams>(k: &Kernel<P>, cc: (u32, u32)) -> String {
     match k.compile_ptx(&PtxOptions::for_cc(cc.0, cc.1)) {
-        Err(Error::Kernel { message, .. }) => message,
+        Err(e @ Error::Codegen(_)) => e.to_string(),
         Err(e) => panic!("expected a kernel error, got {e:?}"),
         Ok(ptx) => panic!("expected an error for sm_{}{}, got PTX:\n{ptx}", cc.0, cc.1),
     }

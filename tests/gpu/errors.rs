@@ -10,7 +10,8 @@ use crate::common::ctx;
 fn usage_text(e: Error) -> String {
     match e {
         Error::Usage(m) => m,
-        other => panic!("expected a usage error, got {other:?}: {other}"),
+        Error::Launch(e) => e.to_string(),
+        other => panic!("expected a usage or launch error, got {other:?}: {other}"),
     }
 }
 

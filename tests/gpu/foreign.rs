@@ -131,7 +131,7 @@ fn launch_error(k: &Kernel<(&'static mut [f32],)>) -> String {
     let s = c.new_stream().unwrap();
     let mut o = c.alloc::<f32, _>(32).unwrap();
     match k.launch(&s, LaunchConfig::new(1, 32), (&mut o,)) {
-        Err(e @ Error::Kernel { .. }) => e.to_string(),
+        Err(e @ (Error::Kernel { .. } | Error::Codegen(_))) => e.to_string(),
         other => panic!("expected a kernel (link) error, got {other:?}"),
     }
 }

@@ -528,7 +528,7 @@ fn launch_errors_are_clear() {
     let e = k
         .launch(&s, LaunchConfig::new(0, 32), (&mut out,))
         .unwrap_err();
-    assert!(matches!(e, cudajit::Error::Usage(_)), "{e:?}");
+    assert!(matches!(e, cudajit::Error::Launch(_)), "{e:?}");
     k.launch(&s, LaunchConfig::new(2, 32), (&mut out,)).unwrap();
     assert_eq!(out.to_vec_async(&s).unwrap(), vec![1u32; 64]);
     let cfg = k.config_for_num_elems(&c, 1000).unwrap();

@@ -178,7 +178,7 @@ fn invalid_launch_configurations_are_errors() {
     ] {
         // SAFETY: bump_counter(u32); the configuration is refused before launching.
         let e = unsafe { f.launch(&s, cfg, (1u32,)) }.unwrap_err();
-        assert!(matches!(e, Error::Usage(_)), "{cfg:?}: {e:?}");
+        assert!(matches!(e, Error::Launch(_)), "{cfg:?}: {e:?}");
     }
     // Too much dynamic shared memory: the driver refuses; an error, not a crash.
     // SAFETY: as above.

@@ -533,7 +533,7 @@ fn contiguous_parameters_refuse_non_contiguous_views() {
         .launch(&s, LaunchConfig::new(1, 32), (d.t(), &mut y))
         .unwrap_err();
     let msg = e.to_string();
-    assert!(matches!(e, Error::Usage(_)), "{e:?}");
+    assert!(matches!(e, Error::Launch(_)), "{e:?}");
     assert!(
         msg.contains("to_contiguous") && msg.contains("NdStrided"),
         "{msg}"

@@ -12,16 +12,16 @@ use inkwell::types::{BasicMetadataTypeEnum, BasicType};
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum};
 use inkwell::IntPredicate;
 
-use super::builder::with_state;
+use super::builder::{with_state, Kind};
 use super::control::KernelBuilder;
 use super::device_fn::DeviceParams;
 use super::expr::Expr;
-use super::kernel::check_name;
+use super::kernel::name_problem;
 use super::lower::{mem_type, Lowerer};
 use super::scalar::{Scalar, ScalarTy};
 use crate::backend::{backend, LinkInput};
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::{CodegenError, Error, Result};
 use crate::ir::{ExternFn, FunctionIr, LinkData, Op, ValueId};
 
 mod ptx_proto;
@@ -82,12 +82,15 @@ impl<A: DeviceParams, R: Scalar> ExternDeviceFn<A, R> {
         let (tag, index) = (self.tag, self.index);
         with_state(|s| {
             if s.tag != tag {
-                s.error(format!(
-                    "in `{}`: an external device function declared in another kernel is called; \
-                     declare it with `declare_device` in each kernel (or device function) that \
-                     calls it",
-                    s.f.name
-                ));
+                s.error(
+                    Kind::ForeignValue,
+                    format!(
+                        "in `{}`: an external device function declared in another kernel is called; \
+                         declare it with `declare_device` in each kernel (or device function) that \
+                         calls it",
+                        s.f.name
+                    ),
+                );
             }
         });
         let ids: Vec<ValueId> = raws.iter().map(|&(_, id)| ValueId(id)).collect();
@@ -124,19 +127,25 @@ impl KernelBuilder {
             ret: Some(R::TY),
         };
         let index = with_state(|s| {
-            if let Err(e) = check_name(name) {
-                s.error(format!("in `{}`: declare_device: {e}", s.f.name));
+            if let Some(e) = name_problem(name) {
+                s.error(
+                    Kind::ExternSignature,
+                    format!("in `{}`: declare_device: {e}", s.f.name),
+                );
             }
             match s.f.externs.iter().position(|e| e.name == decl.name) {
                 Some(i) => {
                     if s.f.externs[i] != decl {
-                        s.error(format!(
-                            "in `{}`: the external device function `{name}` is declared twice with \
-                             different signatures: `{}` and `{}`",
-                            s.f.name,
-                            signature(&s.f.externs[i]),
-                            signature(&decl)
-                        ));
+                        s.error(
+                            Kind::ExternSignature,
+                            format!(
+                                "in `{}`: the external device function `{name}` is declared twice with \
+                                 different signatures: `{}` and `{}`",
+                                s.f.name,
+                                signature(&s.f.externs[i]),
+                                signature(&decl)
+                            ),
+                        );
                     }
                     i as u32
                 }
@@ -162,10 +171,13 @@ impl KernelBuilder {
         let _at = crate::codegen::srcloc::at();
         if ptx.contains('\0') {
             with_state(|s| {
-                s.error(format!(
-                    "in `{}`: link_ptx: PTX text must not contain NUL bytes",
-                    s.f.name
-                ))
+                s.error(
+                    Kind::LinkInput,
+                    format!(
+                        "in `{}`: link_ptx: PTX text must not contain NUL bytes",
+                        s.f.name
+                    ),
+                )
             });
             return;
         }
@@ -198,7 +210,9 @@ impl KernelBuilder {
     pub fn link_file(&self, path: impl AsRef<std::path::Path>) {
         let _at = crate::codegen::srcloc::at();
         let path = path.as_ref();
-        let fail = |what: String| with_state(|s| s.error(format!("in `{}`: {what}", s.f.name)));
+        let fail = |what: String| {
+            with_state(|s| s.error(Kind::LinkInput, format!("in `{}`: {what}", s.f.name)))
+        };
         let Some(kind) = LinkKind::of_path(path) else {
             fail(format!(
                 "link_file: `{}` has no extension naming its kind of device code (.ptx, .cubin, \
@@ -322,8 +336,12 @@ pub(crate) fn link_cubin(
     ptx: &str,
     links: &[LinkData],
 ) -> Result<Vec<u8>> {
-    let text =
-        CString::new(ptx).map_err(|_| Error::usage("PTX text must not contain NUL bytes"))?;
+    let text = CString::new(ptx).map_err(|_| {
+        Error::Codegen(CodegenError::Link {
+            kernel: f.name.clone(),
+            message: "PTX text must not contain NUL bytes".into(),
+        })
+    })?;
     let names: Vec<CString> = links
         .iter()
         .map(|l| CString::new(l.name.replace('\0', "")).unwrap_or_default())
@@ -383,10 +401,10 @@ fn link_error(f: &FunctionIr, links: &[LinkData], log: &str) -> Error {
             log.trim_end()
         )
     };
-    Error::Kernel {
+    Error::Codegen(CodegenError::Link {
         kernel: f.name.clone(),
         message,
-    }
+    })
 }
 
 /// Whether `log` names the symbol `name` (as a whole word).
@@ -405,9 +423,16 @@ pub(crate) fn lower_call_extern<'c>(
     index: u32,
     args: &[ValueId],
 ) -> Result<BasicValueEnum<'c>> {
-    let err = |what: String| Error::Kernel {
-        kernel: lw.f.name.clone(),
-        message: what,
+    let err = |what: String| {
+        if what.starts_with("internal") {
+            super::lower::internal_err(&lw.f.name, what)
+        } else {
+            Error::Codegen(CodegenError::Llvm {
+                kernel: lw.f.name.clone(),
+                message: what,
+                source: None,
+            })
+        }
     };
     let e =
         lw.f.externs

@@ -290,10 +290,13 @@ fn libdevice_names(f: &FunctionIr, fastmath: bool, out: &mut HashSet<String>) {
     }
 }
 
+/// An error of code generation for math: `internal: ..` is a broken invariant, anything else
+/// something the target or the installed libraries (libdevice) lack.
 fn kernel_err(lw: &Lowerer<'_, '_>, message: String) -> Error {
-    Error::Kernel {
-        kernel: lw.f.name.clone(),
-        message,
+    if message.starts_with("internal") {
+        super::lower::internal_err(&lw.f.name, message)
+    } else {
+        super::lower::unsupported_err(&lw.f.name, message)
     }
 }
 

@@ -14,7 +14,7 @@ use inkwell::types::BasicTypeEnum;
 use inkwell::values::BasicValueEnum;
 use inkwell::AddressSpace;
 
-use super::builder::with_state;
+use super::builder::{with_state, Kind};
 use super::control::KernelBuilder;
 use super::expr::Expr;
 use super::lower::Lowerer;
@@ -84,7 +84,12 @@ impl KernelBuilder {
         let (baked, values) = match bake(format, args) {
             Ok(b) => b,
             Err(e) => {
-                with_state(|s| s.error(format!("in `{}`: printf({format:?}): {e}", s.f.name)));
+                with_state(|s| {
+                    s.error(
+                        Kind::Printf,
+                        format!("in `{}`: printf({format:?}): {e}", s.f.name),
+                    )
+                });
                 return;
             }
         };
@@ -93,13 +98,16 @@ impl KernelBuilder {
         let format = baked.as_str();
         with_state(|s| {
             if let Err(e) = check(format, &types) {
-                s.error(format!("in `{}`: printf({format:?}): {e}", s.f.name));
+                s.error(
+                    Kind::Printf,
+                    format!("in `{}`: printf({format:?}): {e}", s.f.name),
+                );
             }
             if format.contains('\0') {
-                s.error(format!(
-                    "in `{}`: printf: the format must not contain NUL",
-                    s.f.name
-                ));
+                s.error(
+                    Kind::Printf,
+                    format!("in `{}`: printf: the format must not contain NUL", s.f.name),
+                );
             }
             s.check_use(&raws);
             s.push_stmt(Stmt::Printf(PrintfStmt {
@@ -165,9 +173,12 @@ fn bake(format: &str, args: &[PrintfArg]) -> std::result::Result<(String, Vec<Va
 /// promoted (f32 to f64, narrower integers and bool to i32) in a local struct.
 pub(crate) fn lower_printf<'c>(lw: &mut Lowerer<'c, '_>, p: &PrintfStmt) -> Result<()> {
     let name = lw.f.name.clone();
-    let err = |e: &dyn std::fmt::Display| Error::Kernel {
-        kernel: name.clone(),
-        message: format!("printf: {e}"),
+    let err = |e: &dyn std::fmt::Display| {
+        Error::Codegen(crate::error::CodegenError::Llvm {
+            kernel: name.clone(),
+            message: format!("printf: {e}"),
+            source: None,
+        })
     };
     let ctx = lw.ctx;
     // The format: a constant global string, cast to a generic pointer.

@@ -1,6 +1,16 @@
-//! The crate's one error type.
+//! The crate's one error type, with its typed kinds: [`BuildError`] (misuse of the kernel
+//! builder), [`LaunchError`] (a launch its configuration or arguments refuse), [`CodegenError`]
+//! (LLVM, PTX and link failures), driver and NCCL codes.
 
 use std::fmt;
+
+mod build;
+mod codegen;
+mod launch;
+
+pub use build::{BuildError, BuildErrorKind};
+pub use codegen::{CodegenError, ErrorSource};
+pub use launch::LaunchError;
 
 use cudajit_sys as sys;
 use parking_lot::Mutex;
@@ -46,8 +56,23 @@ pub enum Error {
         /// The device's ordinal.
         device: usize,
     },
-    /// A kernel could not be built or compiled (misuse of the builder, or a code generation
-    /// failure).
+    /// A kernel (or device function) could not be built: the builder was misused in ways the
+    /// types cannot catch. Every misuse found is listed, in the order it was recorded
+    /// (`source()` is the first; [`Error::build_errors`] gives them all).
+    Build {
+        /// The kernel's (or device function's) name.
+        kernel: String,
+        /// The misuses, each with the source location of the call that made it.
+        errors: Vec<BuildError>,
+    },
+    /// A launch refused before reaching the device: its configuration (grid, block, shared
+    /// memory, cooperative limits) or its arguments.
+    Launch(LaunchError),
+    /// A kernel's code could not be generated or linked (LLVM, the PTX backend, the target, the
+    /// driver's linker).
+    Codegen(CodegenError),
+    /// A kernel that cannot run where it was loaded (the simulator refusing foreign device
+    /// code), or an internal inconsistency while loading one.
     Kernel {
         /// The kernel's name.
         kernel: String,
@@ -228,6 +253,18 @@ impl fmt::Display for Error {
                  memory or use smaller arrays (Context::memory_info() shows what is free)",
                 *requested as f64 / (1u64 << 30) as f64
             ),
+            Error::Build { kernel, errors } => {
+                write!(f, "kernel `{kernel}`: ")?;
+                for (i, e) in errors.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    e.fmt(f)?;
+                }
+                Ok(())
+            }
+            Error::Launch(e) => e.fmt(f),
+            Error::Codegen(e) => e.fmt(f),
             Error::Kernel { kernel, message } => write!(f, "kernel `{kernel}`: {message}"),
             Error::Usage(msg) => f.write_str(msg),
             Error::NcclLoad(e) => e.fmt(f),
@@ -255,6 +292,9 @@ impl std::error::Error for Error {
         match self {
             Error::Load(e) => Some(e),
             Error::NcclLoad(e) => Some(e),
+            Error::Launch(e) => Some(e),
+            Error::Codegen(e) => Some(e),
+            Error::Build { errors, .. } => errors.first().map(|e| e as _),
             _ => None,
         }
     }
@@ -263,6 +303,18 @@ impl std::error::Error for Error {
 impl From<sys::nccl::NcclLoadError> for Error {
     fn from(e: sys::nccl::NcclLoadError) -> Self {
         Error::NcclLoad(e)
+    }
+}
+
+impl From<LaunchError> for Error {
+    fn from(e: LaunchError) -> Self {
+        Error::Launch(e)
+    }
+}
+
+impl From<CodegenError> for Error {
+    fn from(e: CodegenError) -> Self {
+        Error::Codegen(e)
     }
 }
 
@@ -289,8 +341,30 @@ impl Error {
                 .is_some_and(|c| c.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)
     }
 
+    /// The misuses of the builder, if this is a kernel's build error.
+    pub fn build_errors(&self) -> &[BuildError] {
+        match self {
+            Error::Build { errors, .. } => errors,
+            _ => &[],
+        }
+    }
+
     pub(crate) fn usage(msg: impl Into<String>) -> Self {
         Error::Usage(msg.into())
+    }
+
+    /// A launch refused for its grid or block dimensions.
+    pub(crate) fn launch_config(message: impl Into<String>) -> Self {
+        Error::Launch(LaunchError::Config {
+            message: message.into(),
+        })
+    }
+
+    /// A launch refused for one of its arguments.
+    pub(crate) fn launch_argument(message: impl Into<String>) -> Self {
+        Error::Launch(LaunchError::Argument {
+            message: message.into(),
+        })
     }
 }
 
@@ -391,5 +465,67 @@ impl fmt::Display for NcclCode {
             self.value(),
             self.description()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn kinds_print_as_before_and_chain_their_sources() {
+        let at = std::panic::Location::caller();
+        let e = Error::Build {
+            kernel: "k".into(),
+            errors: vec![
+                BuildError::new(BuildErrorKind::OutOfScope, "in `k`: first", at),
+                BuildError::new(BuildErrorKind::BadCast, "in `k`: second", at),
+            ],
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("kernel `k`: in `k`: first (at {at}); in `k`: second (at {at})")
+        );
+        assert_eq!(e.build_errors()[1].kind(), BuildErrorKind::BadCast);
+        assert_eq!(e.build_errors()[1].message(), "in `k`: second");
+        assert_eq!(
+            e.source().map(|s| s.to_string()),
+            Some(format!("in `k`: first (at {at})"))
+        );
+
+        let e = Error::from(LaunchError::Config {
+            message: "launch of `k`: no".into(),
+        });
+        assert_eq!(e.to_string(), "launch of `k`: no");
+        assert_eq!(
+            e.source().map(|s| s.to_string()).as_deref(),
+            Some("launch of `k`: no")
+        );
+
+        #[derive(Debug)]
+        struct Inner;
+        impl fmt::Display for Inner {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("inner")
+            }
+        }
+        impl std::error::Error for Inner {}
+        let e = Error::from(CodegenError::Llvm {
+            kernel: "k".into(),
+            message: "internal code generation error: inner".into(),
+            source: Some(std::sync::Arc::new(Inner)),
+        });
+        assert_eq!(
+            e.to_string(),
+            "kernel `k`: internal code generation error: inner"
+        );
+        let codegen = e.source().expect("the codegen error");
+        assert_eq!(
+            codegen.source().map(|s| s.to_string()).as_deref(),
+            Some("inner")
+        );
+        assert_eq!(e.clone(), e);
+        assert!(Error::usage("x").source().is_none());
     }
 }
