@@ -6,7 +6,12 @@
 //! returns canonical NaNs), in ulps for the math functions (sin/cos/tan beyond the own
 //! implementation's range only bounded, as docs/MATH.md documents).
 //!
+//! Without arguments it does both in one go: records on the GPU, records on the simulator (this
+//! program again, in a child process with `CUDAJIT_SIMULATOR=1`), compares the two, and removes
+//! the recordings (in a temporary folder). Exits 1 if they differ.
+//!
 //! ```sh
+//! cargo run --release --example sim_vs_gpu                                          # on a GPU
 //! cargo run --release --example sim_vs_gpu -- record gpu.bin                         # on a GPU
 //! CUDAJIT_SIMULATOR=1 cargo run --release --example sim_vs_gpu -- record sim.bin
 //! cargo run --release --example sim_vs_gpu -- compare gpu.bin sim.bin
@@ -30,16 +35,48 @@ fn main() {
         .collect::<Vec<_>>()
         .as_slice()
     {
+        [] => record_both_and_compare(),
         ["record", path] => record(path),
         ["compare", a, b] => compare(a, b),
         _ => Err(Error::Usage(
-            "usage: sim_vs_gpu record FILE | sim_vs_gpu compare A B".into(),
+            "usage: sim_vs_gpu [record FILE | compare A B]".into(),
         )),
     };
     if let Err(e) = res {
         eprintln!("sim_vs_gpu: {e}");
         std::process::exit(1);
     }
+}
+
+/// No arguments: `record` here (on the GPU), `record` in a child process on the simulator,
+/// then `compare`, in a temporary folder removed at the end.
+fn record_both_and_compare() -> cudajit::Result<()> {
+    let io = |what: &str, e: std::io::Error| Error::Usage(format!("{what}: {e}"));
+    let dir = std::env::temp_dir().join(format!("sim_vs_gpu.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| io(&dir.display().to_string(), e))?;
+    let res = (|| {
+        let gpu = dir.join("gpu.bin").display().to_string();
+        let sim = dir.join("sim.bin").display().to_string();
+        record(&gpu)?;
+        if cudajit::on_simulator() {
+            println!("already on the simulator (CUDAJIT_SIMULATOR): nothing to compare with");
+            return Ok(());
+        }
+        let exe = std::env::current_exe().map_err(|e| io("finding this program", e))?;
+        let status = std::process::Command::new(exe)
+            .args(["record", &sim])
+            .env("CUDAJIT_SIMULATOR", "1")
+            .status()
+            .map_err(|e| io("running this program on the simulator", e))?;
+        if !status.success() {
+            return Err(Error::Usage(format!(
+                "recording on the simulator failed ({status})"
+            )));
+        }
+        compare(&gpu, &sim)
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    res
 }
 
 /// Deterministic values: special ones first, then a spread of magnitudes and signs.

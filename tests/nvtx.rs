@@ -13,6 +13,9 @@ use std::sync::OnceLock;
 
 use cudajit::nvtx::{self, Attributes, Color, Payload};
 
+#[path = "fixtures/mod.rs"]
+mod fixtures;
+
 /// Set in the child process to the scenario it runs.
 const CHILD: &str = "CUDAJIT_NVTX_TEST_CHILD";
 
@@ -34,10 +37,7 @@ fn scratch() -> PathBuf {
 fn fake_tool() -> Option<&'static Path> {
     static TOOL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     TOOL.get_or_init(|| {
-        let data = std::env::var_os("CUDAJIT_TEST_DATA")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data"));
-        let src = data.join("fake_nvtx_injection.c");
+        let src = fixtures::fixture("fake_nvtx_injection.c");
         // Built under a name of this process, then renamed over the shared name (atomic, so a
         // concurrent run's child always loads a whole library).
         let built = scratch().join(format!("libfake_nvtx.so.{}", std::process::id()));

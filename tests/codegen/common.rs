@@ -6,6 +6,10 @@ use std::sync::OnceLock;
 
 use cudajit::codegen::{Kernel, KernelParams, PtxOptions};
 
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+pub use fixtures::fixture;
+
 /// The targets every test kernel is compiled for and checked by ptxas.
 pub const TARGETS: [(u32, u32); 2] = [(7, 5), (9, 0)];
 

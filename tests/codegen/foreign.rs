@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use cudajit::codegen::{DeviceFn, Kernel, PtxOptions, MAX_CONST_BYTES};
 use cudajit::Error;
 
-use crate::common::{check_ptx, check_ptx_args, compile_all, compile_all_args, TARGETS};
+use crate::common::{check_ptx, check_ptx_args, compile_all, compile_all_args, fixture, TARGETS};
 
 fn ext_ptx_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/ext_funcs.ptx")
+    fixture("ext_funcs.ptx")
 }
 
 /// The text with every run of white space made one space.

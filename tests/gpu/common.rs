@@ -1,7 +1,5 @@
 //! Helpers shared by the GPU tests: the context, random data, fixtures.
 
-use std::path::PathBuf;
-
 use cudajit::Context;
 
 /// Device 0's primary context.
@@ -41,12 +39,9 @@ impl Rng {
 }
 
 /// A test fixture under tests/data (or `CUDAJIT_TEST_DATA` in a GPU bundle).
-pub fn fixture(name: &str) -> PathBuf {
-    let dir = std::env::var_os("CUDAJIT_TEST_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data"));
-    dir.join(name)
-}
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+pub use fixtures::fixture;
 
 pub fn kernels_ptx() -> String {
     std::fs::read_to_string(fixture("kernels.ptx")).expect("tests/data/kernels.ptx")

@@ -124,13 +124,13 @@ pub(super) fn proto_text(p: &Proto) -> String {
 mod tests {
     use super::*;
 
+    mod fixtures {
+        include!("../../../tests/fixtures/mod.rs");
+    }
+
     #[test]
     fn ptx_prototypes_are_read() {
-        let ptx = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/ext_funcs.ptx"
-        ))
-        .unwrap();
+        let ptx = std::fs::read_to_string(fixtures::fixture("ext_funcs.ptx")).unwrap();
         let funcs = defined_funcs(&ptx);
         let names: Vec<&str> = funcs.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["mul_add_ext", "imul_add1_ext", "dsquare_ext"]);

@@ -75,7 +75,12 @@ fn ids_are_unique_and_in_order_and_the_precedence_names_each_once() {
 #[test]
 fn each_descriptor_names_tests_that_exist_and_its_seeds_are_replayed() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let fuzz = std::fs::read_to_string(format!("{root}/tests/fuzz.rs")).unwrap();
+    // This reads the sources: a test binary run away from them (the GPU bundle) has nothing to
+    // check here (CI runs it where they are).
+    let Ok(fuzz) = std::fs::read_to_string(format!("{root}/tests/fuzz.rs")) else {
+        eprintln!("the source tree is not at {root}: nothing to check");
+        return;
+    };
     for w in WORKAROUNDS {
         assert!(!w.tests.is_empty(), "workaround {} names no test", w.id);
         for t in w.tests {
