@@ -112,3 +112,15 @@ pub fn has_devices(n: usize) -> bool {
     println!("skipping: needs {n} CUDA devices, this machine has {count}");
     false
 }
+
+extern "C" {
+    /// C's `erf` (glibc's libm, which Rust's std links).
+    #[link_name = "erf"]
+    fn c_erf(x: f64) -> f64;
+}
+
+/// erf, the reference of the math tests (C's, which is correctly rounded or nearly).
+pub fn erf_ref(x: f64) -> f64 {
+    // SAFETY: a pure libm function.
+    unsafe { c_erf(x) }
+}

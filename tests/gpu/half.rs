@@ -16,12 +16,13 @@
 //!
 //! NaN results are compared as NaN (the GPU's canonical NaN bits are not modelled).
 
-use cudajit::codegen::{Expr, Float, Kernel, KernelParam, Scalar as ScalarT, Signed};
+use cudajit::codegen::{Expr, Float, Kernel, KernelParam, Signed};
 use cudajit::ops::ReduceScalar;
 use cudajit::prelude::*;
 use cudajit::{bf16, f16};
 
-use crate::common::{ctx, Rng};
+use crate::common::{ctx, erf_ref, Rng};
+use crate::gen::Gen;
 
 /// A 16-bit float type under test, with its format for the exact host models.
 pub(crate) trait Half:
@@ -357,80 +358,6 @@ fn half_arithmetic_comparisons_and_mul_add_round_once() {
     arithmetic::<bf16>(&mut rng);
 }
 
-/// A random source value for conversions.
-trait Gen: ScalarT + cudajit::DeviceCopy + std::fmt::Debug + Copy {
-    fn gen(r: &mut Rng) -> Self;
-}
-macro_rules! gen_int {
-    ($($t:ty),*) => {$(
-        impl Gen for $t {
-            fn gen(r: &mut Rng) -> $t {
-                let u = r.next_u64();
-                match u % 4 {
-                    0 => [
-                        0 as $t,
-                        1,
-                        <$t>::MIN,
-                        <$t>::MAX,
-                        <$t>::MAX / 2 + 1,
-                        2048u32 as $t,
-                        2049u32 as $t,
-                        257u32 as $t,
-                        65519u32 as $t,
-                        65520u32 as $t,
-                    ][(u >> 8) as usize % 10],
-                    // Values whose bf16/f16 rounding ties or lands next to a tie.
-                    1 => (((u >> 8) % 4096) as $t).wrapping_shl(((u >> 20) % 50) as u32).wrapping_add(((u >> 40) % 3) as $t),
-                    _ => (u >> 3) as $t,
-                }
-            }
-        }
-    )*};
-}
-gen_int!(i8, u8, i16, u16, i32, u32, i64, u64);
-impl Gen for f32 {
-    fn gen(r: &mut Rng) -> f32 {
-        let u = r.next_u64();
-        match u % 3 {
-            0 => f32::from_bits((u >> 16) as u32),
-            1 => [
-                0.0,
-                -0.0,
-                f32::NAN,
-                f32::INFINITY,
-                f32::MAX,
-                65520.0,
-                65519.99,
-                1.0 + 2f32.powi(-11),
-                3.4e38,
-            ][(u >> 8) as usize % 9],
-            _ => r.f32() * 100.0,
-        }
-    }
-}
-impl Gen for f64 {
-    fn gen(r: &mut Rng) -> f64 {
-        let u = r.next_u64();
-        match u % 3 {
-            0 => f64::from_bits(u.rotate_left(7)),
-            // Just above and below ties of both types, by less than f32 keeps.
-            1 => {
-                let t = [
-                    1.0 + 2f64.powi(-11),
-                    1.0 + 2f64.powi(-8),
-                    3.0 * 2f64.powi(-134),
-                ][(u >> 8) as usize % 3];
-                t + [-1.0, 0.0, 1.0][(u >> 12) as usize % 3] * t * 2f64.powi(-40)
-            }
-            _ => r.f64() * 1e5,
-        }
-    }
-}
-impl Gen for bool {
-    fn gen(r: &mut Rng) -> bool {
-        r.next_u64() & 1 == 1
-    }
-}
 impl Gen for f16 {
     fn gen(r: &mut Rng) -> f16 {
         random(r)
@@ -604,26 +531,6 @@ fn math<H: Half>(rng: &mut Rng) {
         assert_eq!(flags[2 * i], a.is_nan(), "{name} is_nan({a})");
         assert_eq!(flags[2 * i + 1], a.is_infinite(), "{name} is_infinite({a})");
     }
-}
-
-/// erf by its series/continued fraction is long; std has none: Abramowitz-Stegun 7.1.26 is
-/// too coarse, so use the relation with the complementary error function via `libm`-free
-/// numerical integration (Simpson, fine enough for half precision).
-fn erf_ref(x: f64) -> f64 {
-    if x.is_nan() {
-        return x;
-    }
-    if x.abs() > 6.0 {
-        return x.signum();
-    }
-    let n = 2000;
-    let h = x / n as f64;
-    let f = |t: f64| (-t * t).exp();
-    let mut s = f(0.0) + f(x);
-    for k in 1..n {
-        s += f(k as f64 * h) * if k % 2 == 1 { 4.0 } else { 2.0 };
-    }
-    s * h / 3.0 * 2.0 / std::f64::consts::PI.sqrt()
 }
 
 #[test]

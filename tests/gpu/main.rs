@@ -10,6 +10,7 @@ mod enquiry;
 mod errors;
 mod events;
 mod foreign;
+mod gen;
 mod graphs;
 mod grid;
 mod half;

@@ -17,21 +17,10 @@ use cudajit::codegen::{Expr, Float, Kernel, PtxOptions};
 use cudajit::prelude::*;
 use cudajit::DeviceCopy;
 
-use crate::common::{ctx, Rng};
+use crate::common::{ctx, erf_ref, Rng};
 
 const CHILD: &str = "CUDAJIT_MATH_GPU_CHILD";
 const N: usize = 1 << 20;
-
-extern "C" {
-    /// C's `erf` (glibc's libm, which Rust's std links).
-    #[link_name = "erf"]
-    fn c_erf(x: f64) -> f64;
-}
-
-fn erf_ref(x: f64) -> f64 {
-    // SAFETY: a pure libm function.
-    unsafe { c_erf(x) }
-}
 
 /// How arguments are drawn.
 #[derive(Clone, Copy)]

@@ -16,6 +16,7 @@ use cudajit::ops::{
 use cudajit::prelude::*;
 
 use crate::common::{ctx, Rng};
+use crate::gen::Gen;
 use crate::narrow_atomics::A;
 
 /// A narrow integer type under test, with its host models.
@@ -314,61 +315,6 @@ fn narrow_negation_wraps() {
     for i in 0..n {
         assert_eq!(oa[i], a[i].wrapping_neg(), "-{}", a[i]);
         assert_eq!(ob[i], b[i].wrapping_neg(), "-{}", b[i]);
-    }
-}
-
-/// Random values of every scalar type for the cast tests, rich in the values casts treat
-/// specially: the narrow types' bounds and just past them, and for floats NaN, infinities,
-/// signed zeros, fractions and huge values.
-trait Gen: ScalarT + Debug + Copy {
-    fn gen(r: &mut Rng) -> Self;
-}
-
-macro_rules! gen_int {
-    ($($t:ty),*) => {$(
-        impl Gen for $t {
-            fn gen(r: &mut Rng) -> $t {
-                let u = r.next_u64();
-                let specials: [i64; 20] = [
-                    0, 1, -1, 2, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, -32769,
-                    65535, 65536, i64::MIN, i64::MAX, i32::MIN as i64, u32::MAX as i64,
-                ];
-                match u % 4 {
-                    0 | 1 => specials[(u >> 8) as usize % specials.len()] as $t,
-                    2 => (u >> 8) as i16 as $t,
-                    _ => (u >> 3) as $t,
-                }
-            }
-        }
-    )*};
-}
-gen_int!(i8, u8, i16, u16, i32, u32, i64, u64);
-
-macro_rules! gen_float {
-    ($($t:ident),*) => {$(
-        impl Gen for $t {
-            fn gen(r: &mut Rng) -> $t {
-                let u = r.next_u64();
-                let specials: [$t; 32] = [
-                    $t::NAN, -$t::NAN, $t::INFINITY, $t::NEG_INFINITY, 0.0, -0.0, 0.5, -0.5,
-                    -0.9, 0.9, 127.0, 127.5, 127.99, 128.0, -128.0, -128.5, -128.99, -129.0,
-                    255.0, 255.5, 256.0, 32767.5, 32768.0, -32768.9, -32769.0, 65535.9,
-                    65536.0, 1e10, -1e10, $t::MAX, $t::MIN, $t::MIN_POSITIVE / 4.0,
-                ];
-                if u % 2 == 0 {
-                    specials[(u >> 8) as usize % specials.len()]
-                } else {
-                    r.$t() * 70000.0
-                }
-            }
-        }
-    )*};
-}
-gen_float!(f32, f64);
-
-impl Gen for bool {
-    fn gen(r: &mut Rng) -> bool {
-        r.next_u64() % 2 == 0
     }
 }
 
