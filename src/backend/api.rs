@@ -337,18 +337,12 @@ backend_api! {
         /// Unsafe: a cubin or fatbin must be a well-formed image (the driver trusts its headers).
         [counted unsafe]
         fn module_load(&self, image: ModuleImage<'_>) -> Result<(sys::CUmodule, String)>;
-        /// Loads a kernel built with the builder, in the form this backend runs: one that executes
-        /// IR loads `ir` itself and answers `Ok(Some(module))`; one that runs machine code calls
-        /// `machine_code` (which compiles the IR and loads the result through the compile caches)
-        /// and answers `Ok(None)`.
+        /// Loads a kernel built with the builder as its IR, where this backend executes IR (the
+        /// simulator: `Ok(Some(module))`). A backend that runs machine code answers `Ok(None)`,
+        /// and the caller compiles the IR and loads the result (through the compile caches).
         [counted]
-        fn module_load_kernel(
-            &self,
-            ir: &Arc<FunctionIr>,
-            machine_code: &mut dyn FnMut() -> Result<()>,
-        ) -> Result<Option<sys::CUmodule>> = {
+        fn module_load_kernel(&self, ir: &Arc<FunctionIr>) -> Result<Option<sys::CUmodule>> = {
             let _ = ir;
-            machine_code()?;
             Ok(None)
         };
         [releases unsafe]

@@ -10,8 +10,8 @@
 //! Handles stay the driver's opaque types (the simulator makes up its own values for them),
 //! device pointers are plain addresses, and errors are [`crate::Error`] values carrying driver
 //! result codes. Modules cross the seam as one [`ModuleImage`]; a builder kernel's first load
-//! is [`Backend::module_load_kernel`], which either loads the IR (the simulator) or asks for
-//! machine code, so nothing above this module branches on the backend. A third backend
+//! is [`Backend::module_load_kernel`], which either loads the IR (the simulator) or answers
+//! that it needs machine code, so nothing above this module branches on the backend. A third backend
 //! implements [`Backend`] (a method per driver call it replaces) and is added to the choice in
 //! [`backend`].
 

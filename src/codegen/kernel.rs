@@ -7,7 +7,6 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 
 use super::builder::{record, Kind};
-use super::cache::loaded;
 use super::control::KernelBuilder;
 use super::lower;
 use super::options::PtxOptions;
@@ -66,9 +65,8 @@ struct KernelInner {
     /// Byte alignment each parameter's array needs (vector accesses).
     align: Vec<u32>,
     options: PtxOptions,
-    /// PTX compiled so far, per options.
-    ptx: Mutex<Vec<(PtxOptions, Arc<str>)>>,
-    /// The loaded function per device ordinal (lock-free once set).
+    /// The loaded function per device ordinal (lock-free once set; filled by the compile
+    /// cache's load path, `cache::function`).
     loaded: [OnceLock<Function>; FAST_DEVICES],
     /// Functions for other devices, or replacing a stale one after a context reset.
     others: Mutex<Vec<&'static Function>>,
@@ -144,7 +142,6 @@ impl<P: KernelParams> Kernel<P> {
                 align: ir.param_alignments(),
                 ir: Arc::new(ir),
                 options,
-                ptx: Mutex::new(Vec::new()),
                 loaded: Default::default(),
                 others: Mutex::new(Vec::new()),
             }),
@@ -170,19 +167,7 @@ impl<P: KernelParams> Kernel<P> {
 
     /// The kernel's PTX for `options` (works with no GPU and no driver).
     pub fn compile_ptx(&self, options: &PtxOptions) -> Result<String> {
-        Ok(self.ptx_arc(options)?.to_string())
-    }
-
-    fn ptx_arc(&self, options: &PtxOptions) -> Result<Arc<str>> {
-        if let Some((_, p)) = self.inner.ptx.lock().iter().find(|(o, _)| o == options) {
-            return Ok(p.clone());
-        }
-        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: compile {}", self.name()));
-        let ptx = super::cache::cached_ptx_arc(&self.inner.ir, options, || {
-            lower::ptx(&self.inner.ir, lower::Role::Kernel, options)
-        })?;
-        self.inner.ptx.lock().push((options.clone(), ptx.clone()));
-        Ok(ptx)
+        Ok(super::cache::ptx(&self.inner.ir, options)?.to_string())
     }
 
     /// The kernel's optimised LLVM IR for `options`.
@@ -227,23 +212,7 @@ impl<P: KernelParams> Kernel<P> {
     #[cold]
     fn load_slow(&self, ctx: &Context) -> Result<&Function> {
         let load = || -> Result<Function> {
-            let options = self.options_for(&ctx.device())?;
-            let ir = &self.inner.ir;
-            let hash = loaded::hash(ir, &options);
-            if let Some(f) = loaded::find(hash, ir, &options, ctx) {
-                super::cache::count_loaded_hit(self.name());
-                return Ok(f);
-            }
-            let _nvtx = crate::nvtx::op_range(|| format!("cudajit: load module {}", self.name()));
-            // The backend loads the IR itself (the simulator: no PTX to compile), or asks for
-            // machine code: PTX compiled (or found in the caches) and loaded.
-            let f = ctx
-                .load_kernel(ir, || {
-                    super::cache::load_module(ctx, ir, &options, || self.ptx_arc(&options))
-                })?
-                .function(self.name())?;
-            loaded::insert(hash, ir.clone(), options, f.clone());
-            Ok(f)
+            super::cache::function(ctx, &self.inner.ir, &self.options_for(&ctx.device())?)
         };
         if let Some(slot) = self.inner.loaded.get(ctx.device().ordinal()) {
             if slot.get().is_none() {

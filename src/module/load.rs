@@ -108,39 +108,18 @@ impl Context {
         })
     }
 
-    /// Loads a kernel built with the builder, in the form the backend runs: the backend loads
-    /// its IR itself (the simulator), or asks for `machine_code`, which compiles it and loads
-    /// the result (through the compile caches) — the one path of a kernel's first load.
-    pub(crate) fn load_kernel(
-        &self,
-        ir: &Arc<crate::ir::FunctionIr>,
-        machine_code: impl FnOnce() -> Result<Module>,
-    ) -> Result<Module> {
+    /// Loads a kernel built with the builder as its IR, where the backend executes IR (the
+    /// simulator); `None` where it runs machine code, which the caller then compiles and loads
+    /// (the compile cache's load path, `codegen::cache::load`).
+    pub(crate) fn load_kernel_ir(&self, ir: &Arc<crate::ir::FunctionIr>) -> Result<Option<Module>> {
         self.bind()?;
-        let mut machine_code = Some(machine_code);
-        let mut compiled = None;
-        let raw = backend().module_load_kernel(ir, &mut || {
-            if let Some(f) = machine_code.take() {
-                compiled = Some(f()?);
-            }
-            Ok(())
-        })?;
-        match (raw, compiled) {
-            (Some(raw), _) => Ok(Module {
-                inner: Arc::new(ModuleInner {
-                    ctx: self.clone(),
-                    raw,
-                    info_log: String::new(),
-                }),
+        Ok(backend().module_load_kernel(ir)?.map(|raw| Module {
+            inner: Arc::new(ModuleInner {
+                ctx: self.clone(),
+                raw,
+                info_log: String::new(),
             }),
-            (None, Some(module)) => Ok(module),
-            (None, None) => Err(Error::Kernel {
-                kernel: ir.name.clone(),
-                message: "internal: the backend neither loaded the kernel's IR nor asked for its \
-                          machine code (please report this)"
-                    .to_string(),
-            }),
-        }
+        }))
     }
 
     fn load_image(&self, image: ModuleImage<'_>) -> Result<Module> {

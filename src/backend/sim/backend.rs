@@ -278,11 +278,7 @@ impl ModuleApi for Simulator {
         self.sim_module_load(image)
     }
 
-    fn module_load_kernel(
-        &self,
-        ir: &Arc<FunctionIr>,
-        _machine_code: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<Option<sys::CUmodule>> {
+    fn module_load_kernel(&self, ir: &Arc<FunctionIr>) -> Result<Option<sys::CUmodule>> {
         self.sim_module_load_kernel(ir).map(Some)
     }
 

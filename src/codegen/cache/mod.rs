@@ -343,14 +343,8 @@ fn count_store(d: &DiskCache, stored: Stored) {
 }
 
 // After `log!`, which it uses.
-mod cubin;
-pub(crate) use cubin::load_module;
-
-/// Counts a kernel found already loaded (see [`loaded`]).
-pub(crate) fn count_loaded_hit(name: &str) {
-    bump(&COUNTERS.loaded_hits);
-    log!("loaded hit `{name}`");
-}
+mod load;
+pub(crate) use load::{function, ptx};
 
 /// Empties the memory cache and deletes every file of the disk cache (see [`cache_dir`]);
 /// returns how many files were deleted. Other processes using the same directory are not
@@ -368,16 +362,8 @@ pub fn clear_cache() -> Result<usize> {
     }
 }
 
-/// As [`cached_ptx`], without copying the PTX.
-pub(crate) fn cached_ptx_arc(
-    ir: &FunctionIr,
-    opts: &PtxOptions,
-    compile: impl FnOnce() -> Result<String>,
-) -> Result<Arc<str>> {
-    let key = key_for(ir, opts);
-    lookup_or_compile(key, &ir.name, disk_cache(), compile)
-}
-
+/// The PTX for `key` (`name`: the kernel's, for log lines): the memory cache, else the disk
+/// cache `disk`, else `compile` (whose result both caches then keep; errors are not kept).
 fn lookup_or_compile(
     key: Key,
     name: &str,
