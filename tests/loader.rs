@@ -2,11 +2,14 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use cudajit::sys::loader::{DriverEnv, DriverLibrary, SYSTEM_NAMES};
 use cudajit::sys::{CUresult, LoadError};
 use cudajit::{DriverCode, Error};
+
+#[path = "support/mod.rs"]
+mod support;
+use support::child::Child;
 
 fn env_with(var: &str, value: &str) -> DriverEnv {
     let v = Some(OsString::from(value));
@@ -217,19 +220,9 @@ fn public_api_reports_loader_errors() {
         (libm.as_str(), "no function `cuInit`"),
     ];
     for (value, expect) in cases {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "public_api_reports_loader_errors_child",
-                "--exact",
-                "--nocapture",
-            ])
+        Child::test("public_api_reports_loader_errors_child", CHILD, expect)
             .env("CUDAJIT_DRIVER", value)
-            .env(CHILD, expect)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
+            .run_ok();
     }
 }
 
@@ -335,20 +328,11 @@ fn nccl_search_looks_in_python_wheels() {
     std::fs::create_dir_all(&lib_dir).unwrap();
     let fake = lib_dir.join("libnccl.so.2");
     std::fs::copy(libm(), &fake).unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "nccl_search_looks_in_python_wheels_child",
-            "--exact",
-            "--nocapture",
-        ])
+    let out = Child::test("nccl_search_looks_in_python_wheels_child", CHILD, &fake)
         .env("VIRTUAL_ENV", &venv)
-        .env(CHILD, &fake)
-        .output()
-        .unwrap();
+        .run();
     std::fs::remove_dir_all(&venv).unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
+    assert!(out.passed(), "{}", out.text());
 }
 
 #[test]
@@ -411,19 +395,9 @@ fn nccl_public_api_reports_loader_errors() {
         (libm.as_str(), "no function `ncclGetVersion`"),
     ];
     for (value, expect) in cases {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "nccl_public_api_reports_loader_errors_child",
-                "--exact",
-                "--nocapture",
-            ])
+        Child::test("nccl_public_api_reports_loader_errors_child", CHILD, expect)
             .env("CUDAJIT_NCCL", value)
-            .env(CHILD, expect)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
+            .run_ok();
     }
 }
 

@@ -13,8 +13,10 @@ use std::sync::OnceLock;
 
 use cudajit::nvtx::{self, Attributes, Color, Payload};
 
-#[path = "fixtures/mod.rs"]
-mod fixtures;
+#[path = "support/mod.rs"]
+mod support;
+use support::child::Child;
+use support::fixtures;
 
 /// Set in the child process to the scenario it runs.
 const CHILD: &str = "CUDAJIT_NVTX_TEST_CHILD";
@@ -86,27 +88,18 @@ fn run_child(scenario: &str, tool: Option<&Path>, envs: &[(&str, &str)]) -> Chil
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
     let log = scratch().join(format!("{scenario}-{}-{run}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["child", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, scenario)
+    let mut child = Child::test("child", CHILD, scenario)
         .env("FAKE_NVTX_LOG", &log)
         .env_remove("NVTX_INJECTION64_PATH")
         .env_remove("CUDAJIT_NVTX")
         .env_remove("FAKE_NVTX_FAIL")
         .env_remove("FAKE_NVTX_ONLY_A");
     if let Some(t) = tool {
-        cmd.env("NVTX_INJECTION64_PATH", t);
+        child = child.env("NVTX_INJECTION64_PATH", t);
     }
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let output =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && output.contains("CHILD OK"),
-        "child {scenario} failed:\n{output}"
-    );
+    let out = child.envs(envs.iter().copied()).run();
+    let output = out.text();
+    assert!(out.passed(), "child {scenario} failed:\n{output}");
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
     ChildRun {

@@ -163,29 +163,7 @@ fn loops_variables_and_early_return() {
 
 #[test]
 fn shared_memory_block_sum_and_2d_transpose() {
-    let sum = Kernel::<(&[f32], &mut [f32])>::build("block_sum", |k, (x, out)| {
-        let tile = k.shared_array::<f32>(256);
-        let t = k.thread_idx().x;
-        let i = k.grid1();
-        tile.set(
-            t,
-            select(i.lt(x.len()), x.at(i.min(x.len() - 1u64)), 0.0f32),
-        );
-        k.syncthreads();
-        let s = k.var(128u32);
-        k.while_(
-            |_| s.get().gt(0u32),
-            |k| {
-                k.if_(t.lt(s.get()), |_| {
-                    tile.set(t, tile.at(t) + tile.at(t + s.get()))
-                });
-                k.syncthreads();
-                s.set(s.get() >> 1u32);
-            },
-        );
-        k.if_(t.eq(0u32), |k| out.set(k.block_idx().x, tile.at(0u32)));
-    })
-    .unwrap();
+    let sum = crate::support::kernels::block_sum::<f32>("block_sum");
     let (ptx, _) = compile_all(&sum);
     assert!(ptx.contains(".shared") && ptx.contains("bar.sync"), "{ptx}");
 

@@ -6,9 +6,10 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 
 use cudajit::codegen::{Kernel, PtxOptions};
+
+use crate::support::child::{Child, Output};
 
 /// Set in a child: the script it runs.
 const CHILD: &str = "CUDAJIT_CACHE_TEST_CHILD";
@@ -56,18 +57,11 @@ struct Run {
 
 impl Run {
     fn from_output(out: Output) -> Run {
-        let run = Run {
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        };
-        assert!(
-            out.status.success() && run.stdout.contains("CHILD OK"),
-            "child failed ({}):\n{}\n{}",
-            out.status,
-            run.stdout,
-            run.stderr
-        );
-        run
+        assert!(out.passed(), "child failed:\n{}", out.text());
+        Run {
+            stdout: out.stdout,
+            stderr: out.stderr,
+        }
     }
 
     /// Log lines of one kind of cache event.
@@ -104,22 +98,16 @@ impl Run {
 }
 
 /// The environment of a child: no cache variables inherited, logging on, then `env`.
-fn child_command(script: &str, env: &[(&str, OsString)]) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, script)
-        .env("CUDAJIT_LOG_CACHE", "1");
+fn child_command(script: &str, env: &[(&str, OsString)]) -> Child {
+    let mut child = Child::test(CHILD_TEST, CHILD, script).env("CUDAJIT_LOG_CACHE", "1");
     for var in ["CUDAJIT_CACHE", "CUDAJIT_CACHE_DIR", "XDG_CACHE_HOME"] {
-        cmd.env_remove(var);
+        child = child.env_remove(var);
     }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
+    child.envs(env.iter().cloned())
 }
 
 fn run_child(script: &str, env: &[(&str, OsString)]) -> Run {
-    Run::from_output(child_command(script, env).output().unwrap())
+    Run::from_output(child_command(script, env).run())
 }
 
 /// A child with its disk cache in `dir`.
@@ -392,21 +380,18 @@ fn cache_dir_defaults_to_xdg_then_home() {
 #[test]
 fn concurrent_processes_share_one_valid_file() {
     let dir = temp_dir("concurrent");
-    let children: Vec<Child> = (0..4)
+    let children: Vec<_> = (0..4)
         .map(|_| {
             child_command(
                 "13@9.0 14@9.0",
                 &[("CUDAJIT_CACHE_DIR", dir.clone().into())],
             )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .spawn()
-            .unwrap()
         })
         .collect();
     let runs: Vec<Run> = children
         .into_iter()
-        .map(|c| Run::from_output(c.wait_with_output().unwrap()))
+        .map(|c| Run::from_output(c.wait()))
         .collect();
     for r in &runs {
         let (compiled, _, disk, _, rejected) = r.events();

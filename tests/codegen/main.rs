@@ -15,4 +15,6 @@ mod narrow;
 mod ops;
 mod random;
 mod strided;
+#[path = "../support/mod.rs"]
+mod support;
 mod warp;

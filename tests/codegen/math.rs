@@ -3,7 +3,6 @@
 //! The own implementations are tested in a child process with `CUDAJIT_NO_LIBDEVICE=1` (the
 //! switch is read from the environment at every compile).
 
-use std::process::Command;
 use std::time::Instant;
 
 use cudajit::codegen::{Expr, Float, Kernel, PtxOptions};
@@ -209,16 +208,10 @@ fn libdevice_links_at_opt_level_0() {
 }
 
 fn run_child(test: &str, envs: &[(&str, &str)]) -> String {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([test, "--exact", "--nocapture"]).env(CHILD, "1");
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
-    text
+    crate::support::child::Child::test(test, CHILD, "1")
+        .envs(envs.iter().copied())
+        .run_ok()
+        .text()
 }
 
 #[test]

@@ -4,12 +4,11 @@
 //! The cross-process test runs this binary again with a temporary `CUDAJIT_CACHE_DIR`, so the
 //! user's cache is never touched.
 
-use std::process::Command;
-
 use cudajit::codegen::Kernel;
 use cudajit::prelude::*;
 
 use crate::common::{ctx, Rng};
+use crate::support::child::Child;
 
 /// Set in a child: the cache directory's role ("fill" or "read").
 const CHILD: &str = "CUDAJIT_GPU_CACHE_TEST_CHILD";
@@ -108,27 +107,13 @@ fn kernel_from_the_disk_cache_runs_in_a_new_process() {
     let dir = std::env::temp_dir().join(format!("cudajit-gpu-cache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let run = |role: &str| {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "cache::cache_child_process",
-                "--exact",
-                "--include-ignored",
-                "--nocapture",
-            ])
-            .env(CHILD, role)
+        let out = Child::test("cache::cache_child_process", CHILD, role)
             .env("CUDAJIT_CACHE_DIR", &dir)
             .env("CUDAJIT_LOG_CACHE", "1")
             .env_remove("CUDAJIT_CACHE")
-            .output()
-            .unwrap();
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
-        assert!(
-            out.status.success() && stdout.contains("CHILD OK"),
-            "{role}:\n{stdout}\n{stderr}"
-        );
+            .run();
+        assert!(out.passed(), "{role}:\n{}", out.text());
+        let stderr = out.stderr;
         let count = |e: &str| {
             stderr
                 .lines()

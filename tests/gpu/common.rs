@@ -1,4 +1,5 @@
-//! Helpers shared by the GPU tests: the context, random data, fixtures.
+//! Helpers of the GPU tests: the context, special values, the drop-errors lock (and, from
+//! `tests/support`, the random generator and the fixtures).
 
 use cudajit::Context;
 
@@ -7,41 +8,10 @@ pub fn ctx() -> Context {
     Context::new(0).expect("device 0's primary context")
 }
 
-/// A small xorshift generator, seeded from the clock so every run draws fresh data.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new() -> Rng {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x9e37_79b9_7f4a_7c15);
-        Rng(t | 1)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    /// Uniform in [-1, 1).
-    pub fn f32(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-    pub fn f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-    }
-    pub fn vec<T>(&mut self, n: usize, mut f: impl FnMut(&mut Rng) -> T) -> Vec<T> {
-        (0..n).map(|_| f(self)).collect()
-    }
-}
+pub use crate::support::rng::Rng;
 
 /// A test fixture under tests/data (or `CUDAJIT_TEST_DATA` in a GPU bundle).
-#[path = "../fixtures/mod.rs"]
-mod fixtures;
-pub use fixtures::fixture;
+pub use crate::support::fixtures::fixture;
 
 pub fn kernels_ptx() -> String {
     std::fs::read_to_string(fixture("kernels.ptx")).expect("tests/data/kernels.ptx")

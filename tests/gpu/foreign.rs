@@ -1,12 +1,11 @@
 //! Foreign device code linked into builder kernels (`declare_device` + `link_file`/`link_ptx`),
 //! constant memory (`const_array`) and `printf`, checked against host models.
 
-use std::process::Command;
-
 use cudajit::codegen::{Kernel, MAX_CONST_BYTES};
 use cudajit::prelude::*;
 
 use crate::common::{ctx, fixture, same_f32, special_f32, Rng};
+use crate::support::child::Child;
 
 type ExtKernel = Kernel<(
     &'static [f32],
@@ -292,20 +291,9 @@ fn printf_output_matches_host_formatting() {
     // On a GPU the driver writes kernels' printf output to the process's file descriptor 1
     // (not through Rust's captured stdout): run the printing kernel in a child process and
     // read its output.
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "foreign::printf_child_process",
-            "--exact",
-            "--include-ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(PRINTF_CHILD, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+    let out = Child::test("foreign::printf_child_process", PRINTF_CHILD, "1").run();
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert!(out.success, "child failed:\n{stdout}\n{stderr}");
     let mut got: Vec<String> = stdout
         .lines()
         .filter_map(|l| l.find("PF: ").map(|i| l[i..].to_string()))

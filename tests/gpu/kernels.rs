@@ -294,29 +294,7 @@ fn control_flow_loops_and_early_return() {
 fn shared_memory_block_sum() {
     let c = ctx();
     let s = c.new_stream().unwrap();
-    let k = Kernel::<(&[f64], &mut [f64])>::build("block_sum", |k, (x, out)| {
-        let tile = k.shared_array::<f64>(256);
-        let t = k.thread_idx().x;
-        let i = k.grid1();
-        tile.set(
-            t,
-            select(i.lt(x.len()), x.at(i.min(x.len() - 1u64)), 0.0f64),
-        );
-        k.syncthreads();
-        let stride = k.var(128u32);
-        k.while_(
-            |_| stride.get().gt(0u32),
-            |k| {
-                k.if_(t.lt(stride.get()), |_| {
-                    tile.set(t, tile.at(t) + tile.at(t + stride.get()))
-                });
-                k.syncthreads();
-                stride.set(stride.get() >> 1u32);
-            },
-        );
-        k.if_(t.eq(0u32), |k| out.set(k.block_idx().x, tile.at(0u32)));
-    })
-    .unwrap();
+    let k = crate::support::kernels::block_sum::<f64>("block_sum");
     let mut rng = Rng::new();
     let n = 1_000_001usize;
     let x: Vec<f64> = rng.vec(n, |r| r.next_u64() as u32 as f64 / 1024.0);

@@ -10,7 +10,6 @@ mod enquiry;
 mod errors;
 mod events;
 mod foreign;
-mod gen;
 mod graphs;
 mod grid;
 mod half;
@@ -35,4 +34,7 @@ mod scan;
 mod sharded;
 mod streams;
 mod strided;
+#[path = "../support/mod.rs"]
+mod support;
 mod warp;
+use support::gen;

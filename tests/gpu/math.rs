@@ -11,13 +11,12 @@
 //! smallest normal number the ulp is meaningless for most implementations, so there an absolute
 //! error of `bound * MIN_POSITIVE` is accepted. NaN must give NaN, infinities must match.
 
-use std::process::Command;
-
 use cudajit::codegen::{Expr, Float, Kernel, PtxOptions};
 use cudajit::prelude::*;
 use cudajit::DeviceCopy;
 
 use crate::common::{ctx, erf_ref, Rng};
+use crate::support::child::Child;
 
 const CHILD: &str = "CUDAJIT_MATH_GPU_CHILD";
 const N: usize = 1 << 20;
@@ -712,21 +711,12 @@ fn math_functions_own_child() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn math_functions_own() {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "math::math_functions_own_child",
-            "--exact",
-            "--nocapture",
-            "--include-ignored",
-        ])
-        .env(CHILD, "1")
+    let out = Child::test("math::math_functions_own_child", CHILD, "1")
         .env("CUDAJIT_NO_LIBDEVICE", "1")
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        .run();
+    let text = out.text();
     for l in text.lines().filter(|l| l.starts_with("math:")) {
         println!("{l}");
     }
-    assert!(out.status.success() && text.contains("CHILD OK"), "{text}");
+    assert!(out.passed(), "{text}");
 }

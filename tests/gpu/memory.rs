@@ -433,22 +433,13 @@ fn staging_environment_variables() {
         ("CUDAJIT_STAGING_THREADS", "1"),
         ("CUDAJIT_STAGING_THREADS", "3"),
     ] {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "memory::staging_environment_child",
-                "--exact",
-                "--nocapture",
-                "--include-ignored",
-            ])
-            .env(STAGING_CHILD, "1")
-            .env(var, value)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() && text.contains("CHILD OK"),
-            "{var}={value}: {text}"
-        );
+        let out = crate::support::child::Child::test(
+            "memory::staging_environment_child",
+            STAGING_CHILD,
+            "1",
+        )
+        .env(var, value)
+        .run();
+        assert!(out.passed(), "{var}={value}: {}", out.text());
     }
 }

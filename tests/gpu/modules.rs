@@ -1,5 +1,3 @@
-use std::process::Command;
-
 use cudajit::prelude::*;
 use cudajit::{Error, LaunchConfig};
 
@@ -225,20 +223,11 @@ fn kernel_fault_child() {
 #[test]
 #[ignore = "needs a CUDA GPU; not on the simulator: a sticky GPU fault from a raw PTX kernel (the simulator's faults are tested in tests/simulator.rs)"]
 fn kernel_fault_is_a_clear_error() {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "modules::kernel_fault_child",
-            "--exact",
-            "--include-ignored",
-            "--nocapture",
-        ])
-        .env(FAULT_CHILD, "1")
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let out =
+        crate::support::child::Child::test("modules::kernel_fault_child", FAULT_CHILD, "1").run();
+    let text = out.text();
     println!("{text}");
-    assert!(out.status.success(), "child failed:\n{text}");
+    assert!(out.success, "child failed:\n{text}");
     assert!(
         text.contains("FAULT: cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS")
             && text.contains("hint:"),

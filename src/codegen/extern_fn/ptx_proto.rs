@@ -125,7 +125,7 @@ mod tests {
     use super::*;
 
     mod fixtures {
-        include!("../../../tests/fixtures/mod.rs");
+        include!("../../../tests/support/fixtures.rs");
     }
 
     #[test]

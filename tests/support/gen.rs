@@ -3,13 +3,14 @@
 //! them, and values whose f16/bf16 rounding ties; for floats NaN, infinities, signed zeros,
 //! subnormals, MIN/MAX, fractions, integer bounds as floats, values beside the ties of the
 //! 16-bit floats, and raw bit patterns. One generator per type, shared by the cast tests of
-//! `narrow.rs` and `half.rs` (f16/bf16's is in `half.rs`, beside the `Half` helpers it uses).
+//! tests/gpu's `narrow.rs` and `half.rs` (f16/bf16's is in tests/gpu/half.rs, beside the `Half`
+//! helpers it uses).
 
 use std::fmt::Debug;
 
 use cudajit::codegen::Scalar;
 
-use crate::common::Rng;
+use super::rng::Rng;
 
 /// A random value of a scalar type, from [`Rng`] (see the module docs for what it favours).
 pub trait Gen: Scalar + Debug + Copy {
