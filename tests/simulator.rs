@@ -142,6 +142,45 @@ fn barrier_reached_by_part_of_a_block() {
     );
 }
 
+/// The tensor cores' MMA needs all 32 lanes of a warp: a partial warp, or a branch that splits
+/// one, is a fault naming the lanes (on a GPU it is undefined behaviour).
+#[test]
+fn mma_needs_the_whole_warp() {
+    use cudajit::codegen::{FragA, FragB, FragC};
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let build = |name: &str, split: bool| {
+        Kernel::<(&mut [f32],)>::build(name, move |k, (out,)| {
+            let t = k.thread_idx().x;
+            let run = |k: &cudajit::codegen::KernelBuilder| {
+                let a = FragA::<f32>::from_fn(k, |r, c| (r + c).cast::<f32>());
+                let b = FragB::<f32>::from_fn(k, |r, c| (r * c).cast::<f32>());
+                let d = k.mma(&a, &b, &FragC::zeros());
+                out.set(t, d.elems()[0]);
+            };
+            if split {
+                k.if_(t.lt(8u32), run);
+            } else {
+                run(k);
+            }
+        })
+        .unwrap()
+    };
+    let mut out = c.zeros::<f32, _>(64).unwrap();
+    let (_, kind, msg) =
+        fault(build("mma_split", true).launch(&s, LaunchConfig::new(1, 32), (&mut out,)));
+    assert_eq!(kind, FaultKind::DivergentBarrier);
+    assert!(
+        msg.contains("all 32 lanes of a warp must execute it together")
+            && msg.contains("only lanes 0x000000ff are here"),
+        "{msg}"
+    );
+    let (_, kind, msg) =
+        fault(build("mma_partial_warp", false).launch(&s, LaunchConfig::new(1, 48), (&mut out,)));
+    assert_eq!(kind, FaultKind::DivergentBarrier);
+    assert!(msg.contains("the warp has lanes 0x0000ffff"), "{msg}");
+}
+
 #[test]
 fn shared_memory_race_names_both_threads() {
     let c = ctx();

@@ -241,9 +241,20 @@ pub(crate) struct Lowerer<'c, 'm> {
     loops: Vec<(BasicBlock<'c>, BasicBlock<'c>)>,
     /// The last vector load, whose lanes the following `LoadLane`s extract.
     last_vec: Option<(ArrayRef, ValueId, u8, inkwell::values::VectorValue<'c>)>,
+    /// The last tensor-core MMA (its operands, its four results), whose elements the following
+    /// `WarpOp::Mma`s extract.
+    pub(crate) last_mma: Option<(MmaKey, inkwell::values::StructValue<'c>)>,
     /// Debug locations, with line information on.
     dbg: Option<super::debug_info::FnDebug<'c, 'm>>,
 }
+
+/// What identifies one MMA: its kind and operands.
+pub(crate) type MmaKey = (
+    crate::ir::mma::MmaKind,
+    [ValueId; crate::ir::mma::A_REGS],
+    [ValueId; crate::ir::mma::B_REGS],
+    [ValueId; crate::ir::mma::C_ELEMS],
+);
 
 /// LLVM type of a scalar in registers.
 pub(crate) fn reg_type<'c>(ctx: &'c LlContext, ty: ScalarTy) -> BasicTypeEnum<'c> {
@@ -378,6 +389,7 @@ fn lower_function<'c>(
         callees,
         loops: Vec::new(),
         last_vec: None,
+        last_mma: None,
         dbg: fdbg,
     };
     lw.setup()?;

@@ -33,6 +33,7 @@ mod kernel;
 mod lower;
 mod lower_half;
 pub(crate) mod math;
+pub mod mma;
 mod options;
 pub(crate) mod printf;
 mod ptx_fix;
@@ -44,6 +45,7 @@ pub(crate) mod warp;
 
 pub use atomics::*;
 
+pub use mma::{FragA, FragB, FragC, MmaInput};
 pub use warp::*;
 
 pub use array::{DArray, Index, NdMut, NdRef, ReadOnly, ReadWrite, Slice, SliceMut};

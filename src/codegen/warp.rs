@@ -305,6 +305,13 @@ pub(crate) fn lower_warp<'c>(
 ) -> Result<BasicValueEnum<'c>> {
     let i32t = lw.ctx.i32_type();
     match w {
+        WarpOp::Mma {
+            kind,
+            a,
+            b,
+            c,
+            lane,
+        } => super::mma::lower_mma(lw, *kind, a, b, c, *lane),
         WarpOp::ActiveMask => {
             if lw.opts.ptx_isa() >= (6, 2) {
                 call1(lw, "llvm.nvvm.activemask", i32t.into(), &[])

@@ -14,6 +14,7 @@
 pub(crate) mod atomic;
 pub(crate) mod link;
 pub(crate) mod math;
+pub(crate) mod mma;
 pub(crate) mod printf;
 mod scalar;
 pub(crate) mod srcloc;

@@ -1,5 +1,7 @@
-//! Warp-level operations of the kernel IR: shuffles, votes, lane masks, matches, bit operations.
+//! Warp-level operations of the kernel IR: shuffles, votes, lane masks, matches, bit operations,
+//! and the tensor cores' matrix multiply-accumulate.
 
+use super::mma::{MmaKind, A_REGS, B_REGS, C_ELEMS};
 use super::ValueId;
 
 /// How a shuffle picks its source lane.
@@ -70,4 +72,15 @@ pub(crate) enum WarpOp {
     MatchAll { mask: ValueId, value: ValueId },
     /// A bit operation on an integer (result u32, or the operand's type for `Brev`).
     Bit(BitFn, ValueId),
+    /// Element `lane` of D in one warp-wide `D = A·B + C` on the tensor cores (see `mma.rs`):
+    /// `a` and `b` are this lane's 32-bit registers of A and B (u32 values), `c` its
+    /// accumulator elements (of the kind's accumulator type, as is the result). The four
+    /// elements of one MMA are recorded consecutively, element 0 first.
+    Mma {
+        kind: MmaKind,
+        a: [ValueId; A_REGS],
+        b: [ValueId; B_REGS],
+        c: [ValueId; C_ELEMS],
+        lane: u8,
+    },
 }

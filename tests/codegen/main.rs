@@ -11,6 +11,7 @@ mod grid;
 mod half;
 mod lines;
 mod math;
+mod mma;
 mod narrow;
 mod ops;
 mod random;

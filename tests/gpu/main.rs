@@ -18,6 +18,7 @@ mod kernels;
 mod lines;
 mod math;
 mod memory;
+mod mma;
 mod modules;
 mod nan_bits;
 mod nan_compares;

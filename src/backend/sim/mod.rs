@@ -32,6 +32,7 @@ mod graph;
 mod half;
 mod launch;
 mod memory;
+mod mma;
 mod modules;
 mod streams;
 mod warp;

@@ -26,6 +26,13 @@ impl Block<'_> {
         let db = dst.0 as usize * n;
         let at = |v: ValueId| v.0 as usize * n;
         match op {
+            WarpOp::Mma {
+                kind,
+                a,
+                b,
+                c,
+                lane,
+            } => return self.mma(fr, dst, *kind, a, b, c, *lane, m),
             WarpOp::Bit(bf, a) => {
                 let ty = f.values[a.0 as usize].ty;
                 let (before, rest) = fr.regs.split_at_mut(db);
