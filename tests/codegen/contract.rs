@@ -54,7 +54,9 @@ fn abc<T: cudajit::codegen::Float>(
 ) -> Kernel<Abc<T>> {
     Kernel::<Abc<T>>::build_with(name, opts, |k, (a, b, c, out)| {
         let i = k.grid1();
-        k.if_(i.lt(out.len()), |_| out.set(i, f(a.at(i), b.at(i), c.at(i))));
+        k.if_(i.lt(out.len()), |_| {
+            out.set(i, f(a.at(i), b.at(i), c.at(i)))
+        });
     })
     .unwrap()
 }
@@ -73,7 +75,11 @@ fn contraction_is_on_by_default() {
 
 #[test]
 fn the_four_shapes_fuse_in_f32() {
-    let cases: [(&str, fn(Expr<f32>, Expr<f32>, Expr<f32>) -> Expr<f32>, &[&str]); 4] = [
+    let cases: [(
+        &str,
+        fn(Expr<f32>, Expr<f32>, Expr<f32>) -> Expr<f32>,
+        &[&str],
+    ); 4] = [
         ("mul_add", |a, b, c| a * b + c, &["fma.rn.f32"]),
         ("add_mul", |a, b, c| c + a * b, &["fma.rn.f32"]),
         // a*b - c = fma(a, b, -c); c - a*b = fma(-a, b, c): the negation is exact (LLVM
@@ -86,14 +92,21 @@ fn the_four_shapes_fuse_in_f32() {
         let ptx = compile_all(&k).0;
         assert_eq!(float_ops(&ptx), want, "{name}");
         if name.contains("sub") {
-            assert!(ptx.contains("0x80000000") || ptx.contains("neg.f32"), "{ptx}");
+            assert!(
+                ptx.contains("0x80000000") || ptx.contains("neg.f32"),
+                "{ptx}"
+            );
         }
     }
 }
 
 #[test]
 fn the_four_shapes_fuse_in_f64() {
-    let cases: [(&str, fn(Expr<f64>, Expr<f64>, Expr<f64>) -> Expr<f64>, &[&str]); 4] = [
+    let cases: [(
+        &str,
+        fn(Expr<f64>, Expr<f64>, Expr<f64>) -> Expr<f64>,
+        &[&str],
+    ); 4] = [
         ("mul_add", |a, b, c| a * b + c, &["fma.rn.f64"]),
         ("add_mul", |a, b, c| c + a * b, &["fma.rn.f64"]),
         ("mul_sub", |a, b, c| a * b - c, &["fma.rn.f64"]),
@@ -110,14 +123,38 @@ fn the_four_shapes_fuse_in_f64() {
 
 #[test]
 fn contraction_off_keeps_rounded_mul_and_add() {
-    let f32_cases: [(&str, fn(Expr<f32>, Expr<f32>, Expr<f32>) -> Expr<f32>, &[&str]); 4] = [
-        ("mul_add", |a, b, c| a * b + c, &["mul.rn.f32", "add.rn.f32"]),
-        ("add_mul", |a, b, c| c + a * b, &["mul.rn.f32", "add.rn.f32"]),
-        ("mul_sub", |a, b, c| a * b - c, &["mul.rn.f32", "sub.rn.f32"]),
-        ("sub_mul", |a, b, c| c - a * b, &["mul.rn.f32", "sub.rn.f32"]),
+    let f32_cases: [(
+        &str,
+        fn(Expr<f32>, Expr<f32>, Expr<f32>) -> Expr<f32>,
+        &[&str],
+    ); 4] = [
+        (
+            "mul_add",
+            |a, b, c| a * b + c,
+            &["mul.rn.f32", "add.rn.f32"],
+        ),
+        (
+            "add_mul",
+            |a, b, c| c + a * b,
+            &["mul.rn.f32", "add.rn.f32"],
+        ),
+        (
+            "mul_sub",
+            |a, b, c| a * b - c,
+            &["mul.rn.f32", "sub.rn.f32"],
+        ),
+        (
+            "sub_mul",
+            |a, b, c| c - a * b,
+            &["mul.rn.f32", "sub.rn.f32"],
+        ),
     ];
     for (name, f, want) in f32_cases {
-        assert_eq!(ops_of(&abc(&format!("{name}_off"), off(), f)), want, "{name}");
+        assert_eq!(
+            ops_of(&abc(&format!("{name}_off"), off(), f)),
+            want,
+            "{name}"
+        );
     }
     let k = abc::<f64>("mul_add_off_f64", off(), |a, b, c| a * b + c);
     assert_eq!(ops_of(&k), ["mul.rn.f64", "add.rn.f64"]);
@@ -173,7 +210,12 @@ fn fastmath_with_contraction_fuses_with_ftz() {
 
 #[test]
 fn a_product_used_elsewhere_stays_and_the_add_still_fuses() {
-    type P = (&'static [f32], &'static [f32], &'static [f32], &'static mut [f32]);
+    type P = (
+        &'static [f32],
+        &'static [f32],
+        &'static [f32],
+        &'static mut [f32],
+    );
     let k = Kernel::<P>::build("shared_product", |k, (a, b, c, out)| {
         let i = k.grid1();
         k.if_(i.lt(c.len()), |_| {
@@ -193,7 +235,12 @@ fn two_products_fuse_the_left_one() {
     let k = Kernel::<P>::build("left_first", |k, (x, out)| {
         let i = k.grid1();
         k.if_(i.lt(out.len()), |_| {
-            let (a, b, c, d) = (x.at(i * 4u64), x.at(i * 4u64 + 1u64), x.at(i * 4u64 + 2u64), x.at(i * 4u64 + 3u64));
+            let (a, b, c, d) = (
+                x.at(i * 4u64),
+                x.at(i * 4u64 + 1u64),
+                x.at(i * 4u64 + 2u64),
+                x.at(i * 4u64 + 3u64),
+            );
             out.set(i, a * b + c * d);
         });
     })
@@ -290,7 +337,11 @@ fn half_types_fuse_too() {
 fn complex_arithmetic_never_contracts() {
     // Complex formulas round per operation (docs/MATH.md), with contraction on or off; the
     // real parts a user computes still follow the kernel's setting.
-    type P = (&'static [Complex<f64>], &'static [Complex<f64>], &'static mut [Complex<f64>]);
+    type P = (
+        &'static [Complex<f64>],
+        &'static [Complex<f64>],
+        &'static mut [Complex<f64>],
+    );
     let k = Kernel::<P>::build("cmul_on", |k, (x, y, out)| {
         let i = k.grid1();
         k.if_(i.lt(out.len()), |_| {
@@ -319,18 +370,22 @@ fn elementwise_follows_its_options() {
 fn device_functions_take_their_setting_when_built() {
     type P = (&'static [f32], &'static mut [f32]);
     let fused = DeviceFn::<(f32, f32), f32>::build("fused", |_, (a, b)| a * b + b).unwrap();
-    let plain = DeviceFn::<(f32, f32), f32>::build_with("plain", off(), |_, (a, b)| a * b + b)
-        .unwrap();
+    let plain =
+        DeviceFn::<(f32, f32), f32>::build_with("plain", off(), |_, (a, b)| a * b + b).unwrap();
     // A kernel built without contraction calling a device function built with it, and back.
     let k = Kernel::<P>::build_with("calls_fused", off(), |k, (x, out)| {
         let i = k.grid1();
-        k.if_(i.lt(out.len()), |_| out.set(i, fused.call((x.at(i), x.at(i)))));
+        k.if_(i.lt(out.len()), |_| {
+            out.set(i, fused.call((x.at(i), x.at(i))))
+        });
     })
     .unwrap();
     assert_eq!(ops_of(&k), ["fma.rn.f32"]);
     let k = Kernel::<P>::build("calls_plain", |k, (x, out)| {
         let i = k.grid1();
-        k.if_(i.lt(out.len()), |_| out.set(i, plain.call((x.at(i), x.at(i)))));
+        k.if_(i.lt(out.len()), |_| {
+            out.set(i, plain.call((x.at(i), x.at(i))))
+        });
     })
     .unwrap();
     assert_eq!(ops_of(&k), ["mul.rn.f32", "add.rn.f32"]);
@@ -338,7 +393,9 @@ fn device_functions_take_their_setting_when_built() {
     let k = Kernel::<P>::build_with("inner_off", off(), |k, (x, out)| {
         let inner = DeviceFn::<(f32, f32), f32>::build("inner", |_, (a, b)| a * b + b).unwrap();
         let i = k.grid1();
-        k.if_(i.lt(out.len()), |_| out.set(i, inner.call((x.at(i), x.at(i)))));
+        k.if_(i.lt(out.len()), |_| {
+            out.set(i, inner.call((x.at(i), x.at(i))))
+        });
     })
     .unwrap();
     assert_eq!(ops_of(&k), ["mul.rn.f32", "add.rn.f32"]);

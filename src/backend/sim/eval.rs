@@ -715,7 +715,13 @@ mod tests {
                 let (av, bv) = (col(a), col(b));
                 let cv: Vec<u64> = vals.iter().map(|c| c.to_bits() as u64).collect();
                 let mut fused = vec![0u64; n];
-                math(MathFn::Fma, ScalarTy::F32, &mut fused, &[&av, &bv, &cv], &[0..n]);
+                math(
+                    MathFn::Fma,
+                    ScalarTy::F32,
+                    &mut fused,
+                    &[&av, &bv, &cv],
+                    &[0..n],
+                );
                 let mut prod = vec![0u64; n];
                 binary(BinOp::Mul, ScalarTy::F32, &mut prod, &av, &bv, &[0..n]);
                 let mut sum = vec![0u64; n];
@@ -769,7 +775,13 @@ mod tests {
             for &b in &vals {
                 let (av, bv) = (vec![a.to_bits(); n], vec![b.to_bits(); n]);
                 let (mut fused, mut prod, mut sum) = (vec![0; n], vec![0; n], vec![0; n]);
-                math(MathFn::Fma, ScalarTy::F64, &mut fused, &[&av, &bv, &bits], &[0..n]);
+                math(
+                    MathFn::Fma,
+                    ScalarTy::F64,
+                    &mut fused,
+                    &[&av, &bv, &bits],
+                    &[0..n],
+                );
                 binary(BinOp::Mul, ScalarTy::F64, &mut prod, &av, &bv, &[0..n]);
                 binary(BinOp::Sub, ScalarTy::F64, &mut sum, &prod, &bits, &[0..n]);
                 for (j, &c) in vals.iter().enumerate() {
