@@ -44,6 +44,13 @@ fn off() -> PtxOptions {
     PtxOptions::default().contract(false)
 }
 
+/// A named body `f(a, b, c)` and the float instructions it should give.
+type Case<T> = (
+    &'static str,
+    fn(Expr<T>, Expr<T>, Expr<T>) -> Expr<T>,
+    &'static [&'static str],
+);
+
 type Abc<T> = (&'static [T], &'static [T], &'static [T], &'static mut [T]);
 
 /// `out[i] = f(a[i], b[i], c[i])` built with `opts`.
@@ -75,11 +82,7 @@ fn contraction_is_on_by_default() {
 
 #[test]
 fn the_four_shapes_fuse_in_f32() {
-    let cases: [(
-        &str,
-        fn(Expr<f32>, Expr<f32>, Expr<f32>) -> Expr<f32>,
-        &[&str],
-    ); 4] = [
+    let cases: [Case<f32>; 4] = [
         ("mul_add", |a, b, c| a * b + c, &["fma.rn.f32"]),
         ("add_mul", |a, b, c| c + a * b, &["fma.rn.f32"]),
         // a*b - c = fma(a, b, -c); c - a*b = fma(-a, b, c): the negation is exact (LLVM
@@ -102,11 +105,7 @@ fn the_four_shapes_fuse_in_f32() {
 
 #[test]
 fn the_four_shapes_fuse_in_f64() {
-    let cases: [(
-        &str,
-        fn(Expr<f64>, Expr<f64>, Expr<f64>) -> Expr<f64>,
-        &[&str],
-    ); 4] = [
+    let cases: [Case<f64>; 4] = [
         ("mul_add", |a, b, c| a * b + c, &["fma.rn.f64"]),
         ("add_mul", |a, b, c| c + a * b, &["fma.rn.f64"]),
         ("mul_sub", |a, b, c| a * b - c, &["fma.rn.f64"]),
@@ -123,11 +122,7 @@ fn the_four_shapes_fuse_in_f64() {
 
 #[test]
 fn contraction_off_keeps_rounded_mul_and_add() {
-    let f32_cases: [(
-        &str,
-        fn(Expr<f32>, Expr<f32>, Expr<f32>) -> Expr<f32>,
-        &[&str],
-    ); 4] = [
+    let f32_cases: [Case<f32>; 4] = [
         (
             "mul_add",
             |a, b, c| a * b + c,
