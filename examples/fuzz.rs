@@ -16,15 +16,23 @@
 //! ```sh
 //! cargo run --release --example fuzz -- [--trees N] [--programs P] [--seed S] [--per-kernel K]
 //!                                        [--threads T] [--depth D] [--seconds S]
+//!                                        [--contract off|on|alternate]
 //! CUDAJIT_SIMULATOR=1 cargo run --release --example fuzz     # on the CPU simulator
 //! ```
 //!
 //! Defaults: 2,000 trees, 1,000 programs, seed 1, 32 trees (or programs) per kernel, 128 input
 //! vectors, depth 5, no time limit (`--seconds` stops early and reports how many ran); the
 //! first 50 mismatches of each kind are minimised.
+//!
+//! `--contract` sets FMA contraction (`PtxOptions::contract`) of the batch kernels, which the
+//! host model follows (fused `a*b ± c` as `mul_add`): `alternate` (the default) builds the
+//! batches with odd seeds with it and the others without, `on` and `off` every batch. The
+//! setting is not drawn from the random streams, so a seed gives the same trees, programs and
+//! inputs in every mode; `--contract off` rebuilds a batch as it ran before contraction existed
+//! (the GPU findings of docs/RELIABILITY.md).
 
 use cudajit::prelude::*;
-use cudajit_fuzz::check::{run, Config};
+use cudajit_fuzz::check::{run, Config, Contract};
 
 fn main() {
     match main_() {
@@ -55,6 +63,7 @@ fn parse_args() -> std::result::Result<Config, String> {
         depth: 5,
         max_seconds: None,
         minimise: 50,
+        contract: Contract::Alternate,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -72,11 +81,16 @@ fn parse_args() -> std::result::Result<Config, String> {
             "--threads" => cfg.threads = num("--threads")?.max(1) as usize,
             "--depth" => cfg.depth = num("--depth")?.clamp(1, 12) as u32,
             "--seconds" => cfg.max_seconds = Some(num("--seconds")? as f64),
+            "--contract" => {
+                let v = args.next().unwrap_or_default();
+                cfg.contract = Contract::parse(&v)
+                    .ok_or(format!("--contract: off, on or alternate, not `{v}`"))?;
+            }
             "--ptx-only" => {
                 args.next();
             }
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--ptx-only 9.0]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--ptx-only 9.0]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }
@@ -106,13 +120,14 @@ fn main_() -> Result<usize> {
         "the GPU"
     };
     println!(
-        "fuzz: {} trees and {} programs (seed {}, {} per kernel, {} input vectors, depth <= {}) on {on}: {}",
+        "fuzz: {} trees and {} programs (seed {}, {} per kernel, {} input vectors, depth <= {}, contraction {:?}) on {on}: {}",
         cfg.trees,
         cfg.programs,
         cfg.seed,
         cfg.per_kernel,
         cfg.threads,
         cfg.depth,
+        cfg.contract,
         ctx.device().name()?
     );
     let t0 = std::time::Instant::now();

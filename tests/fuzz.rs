@@ -2,7 +2,7 @@
 //! simulator, every result compared with the host model. The GPU machine runs the example
 //! itself with 10^5+ trees (docs/RELIABILITY.md).
 
-use cudajit_fuzz::check::{run, Config};
+use cudajit_fuzz::check::{run, Config, Contract};
 
 fn config(trees: usize, programs: usize) -> Config {
     Config {
@@ -14,6 +14,8 @@ fn config(trees: usize, programs: usize) -> Config {
         depth: 5,
         max_seconds: None,
         minimise: 10,
+        // Both settings: batches with odd seeds are built with FMA contraction.
+        contract: Contract::Alternate,
     }
 }
 
@@ -98,6 +100,8 @@ fn the_batches_of_the_gpu_findings_match_the_host_model() {
                 seed,
                 per_kernel: per,
                 threads: 128,
+                // As they ran: found before the builder contracted.
+                contract: Contract::Off,
                 ..config(per, per)
             };
             let mut lines = Vec::new();
@@ -112,4 +116,55 @@ fn the_batches_of_the_gpu_findings_match_the_host_model() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// The model follows FMA contraction: `a*b + c`, `c - a*b` and `a*b - c*a` on the fixed slice's
+/// input vectors give the device's bits only with the kernel's own setting, and the two
+/// settings differ on some of them (so the slices above test the fused model, not only the
+/// plain one).
+#[test]
+fn the_model_follows_the_contraction_setting_on_the_simulator() {
+    use cudajit::prelude::*;
+    use cudajit_fuzz::check::{batch_inputs, FILL};
+    use cudajit_fuzz::model::Model;
+    use cudajit_fuzz::tree::{Bin, Node, Ty, Val};
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let x = |slot| Box::new(Node::Input(Ty::F64, slot));
+    let mul = |a, b| Box::new(Node::Bin(Bin::Mul, x(a), x(b)));
+    let trees = [
+        Node::Bin(Bin::Add, mul(0, 1), x(2)),
+        Node::Bin(Bin::Sub, x(2), mul(0, 1)),
+        Node::Bin(Bin::Sub, mul(0, 1), mul(2, 0)),
+    ];
+    let inputs = batch_inputs(20261123, 512);
+    let flat: Vec<u64> = inputs.iter().flatten().map(|v| v.to_bits()).collect();
+    let dinp = s.to_device(&flat).unwrap();
+    let mut differ = 0;
+    for contract in [false, true] {
+        let (k, width) = cudajit_fuzz::lower::kernel("contract_model", &trees, contract).unwrap();
+        assert_eq!(width, trees.len());
+        let mut out = s.to_device(&vec![FILL; inputs.len() * width]).unwrap();
+        k.launch(
+            &s,
+            LaunchConfig::for_num_elems(inputs.len(), 128).unwrap(),
+            (&dinp, &mut out),
+        )
+        .unwrap();
+        let got = out.to_vec_async(&s).unwrap();
+        for (i, inp) in inputs.iter().enumerate() {
+            for (j, t) in trees.iter().enumerate() {
+                let g = Val::from_bits(Ty::F64, got[i * width + j]);
+                let want = Model::new(inp, &[]).contracting(contract).eval(t).unwrap();
+                let other = Model::new(inp, &[]).contracting(!contract).eval(t).unwrap();
+                assert!(
+                    want.same(g),
+                    "contract {contract}, vector {i}, tree {j}: {want:?} vs {g:?}"
+                );
+                differ += !other.same(g) as usize;
+            }
+        }
+    }
+    assert!(differ > 0, "no input vector tells the settings apart");
 }

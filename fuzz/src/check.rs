@@ -41,6 +41,52 @@ pub struct Config {
     /// Minimise only the first this many mismatches, of trees and of programs each (each
     /// costs up to 200 small kernels).
     pub minimise: usize,
+    /// FMA contraction of the batch kernels (`PtxOptions::contract`), which the model follows.
+    pub contract: Contract,
+}
+
+/// Which batches are built with FMA contraction (`PtxOptions::contract`). The setting is never
+/// drawn from the random streams: the trees, programs and inputs of a seed are the same in
+/// every mode, and only how the builder records their `a*b ± c` differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contract {
+    /// Off in every batch: the kernels as they were built before contraction existed (how
+    /// the GPU findings of docs/RELIABILITY.md ran; their replays use this).
+    Off,
+    /// On in every batch (the builder's default).
+    On,
+    /// On in the batches whose seed is odd, off in the others: both settings in one run.
+    Alternate,
+}
+
+impl Contract {
+    /// Whether batch `seed` is built with contraction.
+    pub fn for_seed(self, seed: u64) -> bool {
+        match self {
+            Contract::Off => false,
+            Contract::On => true,
+            Contract::Alternate => seed % 2 == 1,
+        }
+    }
+
+    /// The mode named `off`, `on` or `alternate`.
+    pub fn parse(s: &str) -> Option<Contract> {
+        match s {
+            "off" => Some(Contract::Off),
+            "on" => Some(Contract::On),
+            "alternate" => Some(Contract::Alternate),
+            _ => None,
+        }
+    }
+}
+
+/// The line a reproducer starts with when its kernel was built without contraction.
+fn contract_note(contract: bool) -> &'static str {
+    if contract {
+        ""
+    } else {
+        "// built with FMA contraction off: `build_with(name, PtxOptions::default().contract(false), ..)`\n"
+    }
 }
 
 /// One mismatch, minimised.
@@ -60,6 +106,8 @@ pub struct Mismatch {
     pub got: Val,
     /// For an inexact function out of its bounds: why.
     pub math: Option<String>,
+    /// Whether its kernel was built with FMA contraction.
+    pub contract: bool,
 }
 
 impl Mismatch {
@@ -79,7 +127,7 @@ impl Mismatch {
             v.dedup();
             v
         };
-        let mut s = String::new();
+        let mut s = contract_note(self.contract).to_string();
         s.push_str("let k = Kernel::<(&[u64], &mut [u64])>::build(\"repro\", |k, (inp, out)| {\n");
         for (i, (t, slot)) in used.iter().enumerate() {
             let load = format!("inp.at({i}u64)");
@@ -146,12 +194,15 @@ pub struct ProgMismatch {
     /// Where it differs when re-run: alone, with its warp's other input vectors, or only
     /// beside other programs of its batch.
     pub context: String,
+    /// Whether its kernel was built with FMA contraction.
+    pub contract: bool,
 }
 
 impl ProgMismatch {
     /// A Rust snippet that rebuilds the program, its inputs and both outputs.
     pub fn snippet(&self) -> String {
-        let mut s = prog_lower::rust(&self.program);
+        let mut s = contract_note(self.contract).to_string();
+        s.push_str(&prog_lower::rust(&self.program));
         let vals: Vec<String> = prog_lower::used_inputs(&self.program)
             .iter()
             .map(|(t, slot)| {
@@ -244,8 +295,13 @@ pub fn batch_inputs(seed: u64, threads: usize) -> Vec<Vec<Val>> {
 }
 
 /// Runs `trees` on every input vector; returns the output rows and the row width.
-fn launch(stream: &Stream, trees: &[Node], inputs: &[Vec<Val>]) -> Result<(Vec<u64>, usize)> {
-    let (k, width) = lower::kernel("fuzz", trees)?;
+fn launch(
+    stream: &Stream,
+    trees: &[Node],
+    inputs: &[Vec<Val>],
+    contract: bool,
+) -> Result<(Vec<u64>, usize)> {
+    let (k, width) = lower::kernel("fuzz", trees, contract)?;
     let flat: Vec<u64> = inputs.iter().flatten().map(|v| v.to_bits()).collect();
     let dinp = stream.to_device(&flat)?;
     let mut out = stream.context().alloc::<u64, _>(inputs.len() * width)?;
@@ -264,6 +320,7 @@ fn check_one(
     inputs: &[Val],
     result: u64,
     probes: &[u64],
+    contract: bool,
     report: &mut Report,
 ) -> Option<(Option<Val>, Val, Option<String>)> {
     let probe_vals: Vec<Val> = {
@@ -275,7 +332,7 @@ fn check_one(
         }
         ps
     };
-    let mut m = Model::new(inputs, &probe_vals);
+    let mut m = Model::new(inputs, &probe_vals).contracting(contract);
     let want = m.eval(tree);
     report.math_checked += probe_vals.len();
     let got = Val::from_bits(tree.ty(), result);
@@ -300,15 +357,20 @@ type Differs = (Option<Val>, Val, Option<String>);
 
 /// The smallest sub-tree of `tree` that differs on `inputs` (each tried alone in a kernel; a
 /// math function out of its bounds counts as differing).
-fn minimise(stream: &Stream, tree: &Node, inputs: &[Val]) -> Result<Option<(Node, Differs)>> {
+fn minimise(
+    stream: &Stream,
+    tree: &Node,
+    inputs: &[Val],
+    contract: bool,
+) -> Result<Option<(Node, Differs)>> {
     let mut subs: Vec<&Node> = tree.subtrees();
     subs.sort_by_key(|n| n.size());
     subs.dedup();
     let rows = vec![inputs.to_vec()];
     for s in subs.into_iter().filter(|n| n.size() > 1).take(200) {
-        let (out, width) = launch(stream, std::slice::from_ref(s), &rows)?;
+        let (out, width) = launch(stream, std::slice::from_ref(s), &rows, contract)?;
         let mut scratch = Report::default();
-        if let Some(d) = check_one(s, inputs, out[0], &out[1..width], &mut scratch) {
+        if let Some(d) = check_one(s, inputs, out[0], &out[1..width], contract, &mut scratch) {
             return Ok(Some((s.clone(), d)));
         }
     }
@@ -336,7 +398,8 @@ fn dump_trees(
         .flatten()
         .map(|v| format!("{:#018x}", v.to_bits()))
         .collect();
-    let ptx = lower::kernel("fuzz", trees).and_then(|(k, _)| k.compile_ptx_for_current_device());
+    let ptx = lower::kernel("fuzz", trees, mm.contract)
+        .and_then(|(k, _)| k.compile_ptx_for_current_device());
     write_dump(&dir, &stem, ptx, &words, &mm.snippet(), log);
 }
 
@@ -371,8 +434,13 @@ pub fn batch_progs(seed: u64, cfg: &Config) -> Vec<Prog> {
 }
 
 /// Runs `progs` on every input vector; returns the output rows (program-major) and the width.
-fn launch_progs(stream: &Stream, progs: &[Prog], inputs: &[Vec<Val>]) -> Result<(Vec<u64>, usize)> {
-    let (k, width) = prog_lower::kernel("fuzzp", progs, inputs.len())?;
+fn launch_progs(
+    stream: &Stream,
+    progs: &[Prog],
+    inputs: &[Vec<Val>],
+    contract: bool,
+) -> Result<(Vec<u64>, usize)> {
+    let (k, width) = prog_lower::kernel("fuzzp", progs, inputs.len(), contract)?;
     let flat: Vec<u64> = inputs.iter().flatten().map(|v| v.to_bits()).collect();
     let dinp = stream.to_device(&flat)?;
     let n = progs.len() * inputs.len();
@@ -410,8 +478,14 @@ fn slot_ok(want: Slot, ty: Ty, got: u64) -> Option<bool> {
 
 /// Compares one thread's output row of program `p` with the model: `Some(model's row)` if it
 /// differs.
-fn check_prog(p: &Prog, inputs: &[Val], row: &[u64], report: &mut Report) -> Option<Vec<Slot>> {
-    let Ok(mut want) = prog::model(p, inputs, &mut report.coverage) else {
+fn check_prog(
+    p: &Prog,
+    inputs: &[Val],
+    row: &[u64],
+    contract: bool,
+    report: &mut Report,
+) -> Option<Vec<Slot>> {
+    let Ok(mut want) = prog::model(p, inputs, contract, &mut report.coverage) else {
         report.prog_open_runs += 1;
         return None;
     };
@@ -439,6 +513,8 @@ struct ProgCtx {
     pos: usize,
     inputs: Vec<Vec<Val>>,
     thread: usize,
+    /// Whether the kernel is built with FMA contraction.
+    contract: bool,
 }
 
 impl ProgCtx {
@@ -447,11 +523,18 @@ impl ProgCtx {
     fn differs(&self, stream: &Stream, p: &Prog) -> Option<(Vec<Slot>, Vec<u64>)> {
         let mut progs = self.others.clone();
         progs.insert(self.pos, p.clone());
-        let (out, width) = launch_progs(stream, &progs, &self.inputs).ok()?;
+        let (out, width) = launch_progs(stream, &progs, &self.inputs, self.contract).ok()?;
         let t = self.pos * self.inputs.len() + self.thread;
         let row = &out[t * width..(t + 1) * width];
         let mut scratch = Report::default();
-        check_prog(p, &self.inputs[self.thread], row, &mut scratch).map(|want| (want, row.to_vec()))
+        check_prog(
+            p,
+            &self.inputs[self.thread],
+            row,
+            self.contract,
+            &mut scratch,
+        )
+        .map(|want| (want, row.to_vec()))
     }
 
     /// What a reproducer needs besides the program and the watched thread's inputs.
@@ -481,6 +564,7 @@ fn minimise_ctx(
     j: usize,
     inputs: &[Vec<Val>],
     i: usize,
+    contract: bool,
 ) -> Option<ProgCtx> {
     let p = &batch[j];
     let alone = ProgCtx {
@@ -488,6 +572,7 @@ fn minimise_ctx(
         pos: 0,
         inputs: vec![inputs[i].clone()],
         thread: 0,
+        contract,
     };
     if alone.differs(stream, p).is_some() {
         return Some(alone);
@@ -574,7 +659,7 @@ fn dump(ctx: &ProgCtx, mm: &ProgMismatch, log: &mut impl FnMut(&str)) {
         .flatten()
         .map(|v| format!("{:#018x}", v.to_bits()))
         .collect();
-    let ptx = prog_lower::kernel("fuzzp", &progs, ctx.inputs.len())
+    let ptx = prog_lower::kernel("fuzzp", &progs, ctx.inputs.len(), ctx.contract)
         .and_then(|(k, _)| k.compile_ptx_for_current_device());
     write_dump(&dir, &stem, ptx, &words, &mm.snippet(), log);
 }
@@ -591,7 +676,8 @@ fn run_progs(
     let mut progs = batch_progs(seed, cfg);
     progs.truncate(count);
     let inputs = batch_inputs(seed, cfg.threads);
-    let (out, width) = launch_progs(stream, &progs, &inputs)?;
+    let contract = cfg.contract.for_seed(seed);
+    let (out, width) = launch_progs(stream, &progs, &inputs, contract)?;
     report.kernels += 1;
     report.programs += progs.len();
     report.statements += progs.iter().map(Prog::size).sum::<usize>();
@@ -599,7 +685,7 @@ fn run_progs(
         for (i, inp) in inputs.iter().enumerate() {
             let t = j * inputs.len() + i;
             let row = &out[t * width..(t + 1) * width];
-            let Some(want) = check_prog(p, inp, row, report) else {
+            let Some(want) = check_prog(p, inp, row, contract, report) else {
                 continue;
             };
             let mut mm = ProgMismatch {
@@ -612,9 +698,10 @@ fn run_progs(
                 want,
                 got: row.to_vec(),
                 context: "not minimised".into(),
+                contract,
             };
             if report.prog_mismatches.len() < cfg.minimise {
-                match minimise_ctx(stream, &progs, j, &inputs, i) {
+                match minimise_ctx(stream, &progs, j, &inputs, i, contract) {
                     Some(ctx) => {
                         mm.context = ctx.describe(seed);
                         if let Some((program, want, got)) = minimise_prog(stream, p, &ctx) {
@@ -650,7 +737,8 @@ fn run_trees(
     let mut trees = batch_trees(seed, cfg);
     trees.truncate(count);
     let inputs = batch_inputs(seed, cfg.threads);
-    let (out, width) = launch(stream, &trees, &inputs)?;
+    let contract = cfg.contract.for_seed(seed);
+    let (out, width) = launch(stream, &trees, &inputs, contract)?;
     report.kernels += 1;
     report.trees += trees.len();
     report.nodes += trees.iter().map(Node::size).sum::<usize>();
@@ -660,7 +748,8 @@ fn run_trees(
         for (i, inp) in inputs.iter().enumerate() {
             let row = &out[i * width..(i + 1) * width];
             let probes = &row[probe_at..probe_at + np];
-            let Some((want, got, math)) = check_one(tree, inp, row[j], probes, report) else {
+            let Some((want, got, math)) = check_one(tree, inp, row[j], probes, contract, report)
+            else {
                 continue;
             };
             let mut mm = Mismatch {
@@ -672,9 +761,10 @@ fn run_trees(
                 want,
                 got,
                 math,
+                contract,
             };
             if report.mismatches.len() < cfg.minimise {
-                match minimise(stream, tree, inp)? {
+                match minimise(stream, tree, inp, contract)? {
                     Some((node, (want, got, math))) => {
                         (mm.node, mm.want, mm.got, mm.math) = (node, want, got, math);
                         let alone = [mm.node.clone()];
@@ -771,7 +861,9 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
             let mut trees = batch_trees(seed, cfg);
             trees.truncate(cfg.trees - b * per);
             log(&format!("batch {b} (seed {seed}): {} trees", trees.len()));
-            lower::kernel("fuzz", &trees)?.0.compile_ptx(&opts)?;
+            lower::kernel("fuzz", &trees, cfg.contract.for_seed(seed))?
+                .0
+                .compile_ptx(&opts)?;
             n += 1;
         }
         if b < prog_batches {
@@ -781,7 +873,7 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
                 "batch {b} (seed {seed}): {} programs",
                 progs.len()
             ));
-            prog_lower::kernel("fuzzp", &progs, cfg.threads)?
+            prog_lower::kernel("fuzzp", &progs, cfg.threads, cfg.contract.for_seed(seed))?
                 .0
                 .compile_ptx(&opts)?;
             n += 1;

@@ -6,7 +6,7 @@
 //! bits) and writes tree `j`'s result to `out[i * width + j]`, then each inexact node's value
 //! (the probes, tree by tree, post-order) after the trees.
 
-use cudajit::codegen::{select, Expr, Float, Int, Kernel, KernelBuilder, Scalar, Var};
+use cudajit::codegen::{select, Expr, Float, Int, Kernel, KernelBuilder, PtxOptions, Scalar, Var};
 
 use super::tree::{Bin, Cmp, Math, Node, Ty, Un, Val, SLOTS, TYS};
 
@@ -350,10 +350,12 @@ pub fn probes(n: &Node) -> usize {
 /// A batch kernel: inputs in, results and probes out.
 pub type BatchKernel = Kernel<(&'static [u64], &'static mut [u64])>;
 
-/// The batch kernel of `trees`: its output row width is `trees.len() + total probes`.
-pub fn kernel(name: &str, trees: &[Node]) -> cudajit::Result<(BatchKernel, usize)> {
+/// The batch kernel of `trees`, built with FMA contraction on or off (`contract`): its output
+/// row width is `trees.len() + total probes`.
+pub fn kernel(name: &str, trees: &[Node], contract: bool) -> cudajit::Result<(BatchKernel, usize)> {
     let width = trees.len() + trees.iter().map(probes).sum::<usize>();
-    let k = Kernel::<(&[u64], &mut [u64])>::build(name, |k, (inp, out)| {
+    let opts = PtxOptions::default().contract(contract);
+    let k = Kernel::<(&[u64], &mut [u64])>::build_with(name, opts, |k, (inp, out)| {
         let i = k.grid1();
         k.if_(i.lt(inp.len() / INPUTS as u64), |_| {
             let base = i * INPUTS as u64;

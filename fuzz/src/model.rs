@@ -5,6 +5,12 @@
 //! stores each one's result (a "probe"), the model checks that value against std's within the
 //! ulp bounds of docs/MATH.md, then goes on with the device's value, so that everything else is
 //! compared bit for bit.
+//!
+//! FMA contraction: a kernel built with contraction on (`PtxOptions::contract`, the default)
+//! records a float `a*b + c`, `c + a*b`, `a*b - c` and `c - a*b` whose product is a `Mul` node
+//! as one fused multiply-add (docs/GUIDE.md's rule: the left operand's product first; `c - a*b`
+//! as `fma(-a, b, c)`); [`Model::contract`] says which setting the kernel was built with, and
+//! the model then computes those nodes with `mul_add`, rounded once.
 
 use super::tree::{Bin, Cmp, Math, Node, Ty, Un, Val, SLOTS};
 
@@ -19,6 +25,8 @@ pub struct Model<'a> {
     next_probe: usize,
     /// Math results outside their bounds.
     pub errors: Vec<String>,
+    /// Whether the kernel was built with FMA contraction (see the module docs).
+    pub contract: bool,
 }
 
 impl<'a> Model<'a> {
@@ -29,7 +37,14 @@ impl<'a> Model<'a> {
             vars: &[],
             next_probe: 0,
             errors: Vec::new(),
+            contract: false,
         }
+    }
+
+    /// The same model for a kernel built with FMA contraction on or off.
+    pub fn contracting(mut self, on: bool) -> Model<'a> {
+        self.contract = on;
+        self
     }
 
     /// A model of an exact tree that may read a program's variables (no probes).
@@ -43,6 +58,9 @@ impl<'a> Model<'a> {
     /// The tree's value; `None` where Rust leaves it open (the bits of a NaN: a bitcast of a
     /// NaN, or `copysign` with a NaN sign).
     pub fn eval(&mut self, n: &Node) -> Option<Val> {
+        if let Some(v) = self.fused(n) {
+            return v;
+        }
         let kids: Vec<Option<Val>> = n.children().into_iter().map(|c| self.eval(c)).collect();
         if n.is_inexact() {
             let got = self.probes[self.next_probe];
@@ -89,6 +107,48 @@ impl<'a> Model<'a> {
             }
             Node::Select(..) | Node::Var(..) => unreachable!(),
         }
+    }
+}
+
+impl Model<'_> {
+    /// `Some(value)` if `n` is a float add or subtract that the builder fuses with contraction
+    /// on: `a*b ± c` (the left operand a product) or else `c ± a*b`. The children are evaluated
+    /// in the order `eval` takes them (a product's operands, then the other side), so the
+    /// probes, which only inexact nodes take, are met in the same post-order.
+    fn fused(&mut self, n: &Node) -> Option<Option<Val>> {
+        let Node::Bin(op @ (Bin::Add | Bin::Sub), l, r) = n else {
+            return None;
+        };
+        let sub = *op == Bin::Sub;
+        if !self.contract || !n.ty().is_float() {
+            return None;
+        }
+        let (a, b, c, neg_a, neg_c) = match (&**l, &**r) {
+            (Node::Bin(Bin::Mul, a, b), _) => {
+                let (a, b) = (self.eval(a), self.eval(b));
+                (a, b, self.eval(r), false, sub)
+            }
+            (_, Node::Bin(Bin::Mul, a, b)) => {
+                let c = self.eval(l);
+                let (a, b) = (self.eval(a), self.eval(b));
+                (a, b, c, sub, false)
+            }
+            _ => return None,
+        };
+        let (Some(a), Some(b), Some(c)) = (a, b, c) else {
+            return Some(None);
+        };
+        Some(Some(match (a, b, c) {
+            (Val::F32(a), Val::F32(b), Val::F32(c)) => {
+                let a = if neg_a { -a } else { a };
+                Val::F32(a.mul_add(b, if neg_c { -c } else { c }))
+            }
+            (Val::F64(a), Val::F64(b), Val::F64(c)) => {
+                let a = if neg_a { -a } else { a };
+                Val::F64(a.mul_add(b, if neg_c { -c } else { c }))
+            }
+            _ => unreachable!("a fused multiply-add of non-floats"),
+        }))
     }
 }
 

@@ -547,11 +547,15 @@ struct Interp<'a> {
     results: usize,
     out: Vec<Slot>,
     cov: Coverage,
+    /// Whether the kernel (and its device functions) were built with FMA contraction.
+    contract: bool,
 }
 
 impl Interp<'_> {
     fn eval(&self, n: &Node) -> Option<Val> {
-        Model::with_vars(self.inputs, &self.vars).eval(n)
+        Model::with_vars(self.inputs, &self.vars)
+            .contracting(self.contract)
+            .eval(n)
     }
 
     fn cond(&self, n: &Node) -> Result<bool, Open> {
@@ -666,7 +670,12 @@ impl Interp<'_> {
                     None => None,
                     Some(a) => {
                         self.cov.calls += 1;
-                        call(&self.funcs[*func as usize], &a, &mut self.cov)?
+                        call(
+                            &self.funcs[*func as usize],
+                            &a,
+                            self.contract,
+                            &mut self.cov,
+                        )?
                     }
                 };
             }
@@ -697,7 +706,7 @@ fn wrapping_add(a: Val, b: Val) -> Val {
 }
 
 /// A device function's result for `args` (one per type, in `TYS` order).
-fn call(f: &Func, args: &[Val], cov: &mut Coverage) -> Result<Option<Val>, Open> {
+fn call(f: &Func, args: &[Val], contract: bool, cov: &mut Coverage) -> Result<Option<Val>, Open> {
     let inputs: Vec<Val> = (0..INPUTS).map(|c| args[c / SLOTS]).collect();
     let mut it = Interp {
         inputs: &inputs,
@@ -706,6 +715,7 @@ fn call(f: &Func, args: &[Val], cov: &mut Coverage) -> Result<Option<Val>, Open>
         results: 0,
         out: Vec::new(),
         cov: Coverage::default(),
+        contract,
     };
     let flow = it.block(&f.body);
     cov.add(&it.cov);
@@ -714,8 +724,14 @@ fn call(f: &Func, args: &[Val], cov: &mut Coverage) -> Result<Option<Val>, Open>
 }
 
 /// The host model of one thread: every output word of the program, or `Open` when it
-/// branched on a NaN-bit-dependent value. What it did is added to `cov`.
-pub fn model(p: &Prog, inputs: &[Val], cov: &mut Coverage) -> Result<Vec<Slot>, Open> {
+/// branched on a NaN-bit-dependent value. What it did is added to `cov`. `contract`: whether
+/// the kernel was built with FMA contraction (see `model.rs`).
+pub fn model(
+    p: &Prog,
+    inputs: &[Val],
+    contract: bool,
+    cov: &mut Coverage,
+) -> Result<Vec<Slot>, Open> {
     let mut it = Interp {
         inputs,
         funcs: &p.funcs,
@@ -723,6 +739,7 @@ pub fn model(p: &Prog, inputs: &[Val], cov: &mut Coverage) -> Result<Vec<Slot>, 
         results: p.results,
         out: vec![Slot::Unwritten; p.width()],
         cov: Coverage::default(),
+        contract,
     };
     let flow = it.block(&p.body);
     cov.add(&it.cov);

@@ -9,7 +9,9 @@
 
 use std::cell::RefCell;
 
-use cudajit::codegen::{DeviceFn, DeviceParams, Expr, Int, Kernel, KernelBuilder, SliceMut};
+use cudajit::codegen::{
+    DeviceFn, DeviceParams, Expr, Int, Kernel, KernelBuilder, PtxOptions, SliceMut,
+};
 use cudajit::prelude::*;
 
 use super::lower::{self, from_u64, to_u64, BatchKernel, Lower, D, INPUTS, V};
@@ -34,8 +36,8 @@ pub enum F {
 }
 
 impl F {
-    /// Builds `f` as a device function named `name`.
-    pub fn build(name: &str, f: &Func) -> Result<F> {
+    /// Builds `f` as a device function named `name`, with FMA contraction on or off.
+    pub fn build(name: &str, f: &Func, contract: bool) -> Result<F> {
         let body = |k: &KernelBuilder, p: <Params as DeviceParams>::Exprs| {
             let params = [
                 D::B(p.0),
@@ -59,7 +61,8 @@ impl F {
         };
         macro_rules! build {
             ($v:ident, $t:ty) => {{
-                let d = DeviceFn::<Params, $t>::build(name, |k, p| match body(k, p) {
+                let opts = PtxOptions::default().contract(contract);
+                let d = DeviceFn::<Params, $t>::build_with(name, opts, |k, p| match body(k, p) {
                     D::$v(x) => x,
                     _ => unreachable!("a function result of another type"),
                 })?;
@@ -250,8 +253,14 @@ impl ProgLower<'_> {
     }
 }
 
-/// The batch kernel of `progs` for `threads` input vectors, and its output row width.
-pub fn kernel(name: &str, progs: &[Prog], threads: usize) -> Result<(BatchKernel, usize)> {
+/// The batch kernel of `progs` for `threads` input vectors, and its output row width; it and
+/// its device functions are built with FMA contraction on or off (`contract`).
+pub fn kernel(
+    name: &str,
+    progs: &[Prog],
+    threads: usize,
+    contract: bool,
+) -> Result<(BatchKernel, usize)> {
     let width = progs.iter().map(Prog::width).max().unwrap_or(0).max(1);
     let funcs: Vec<Vec<F>> = progs
         .iter()
@@ -260,12 +269,13 @@ pub fn kernel(name: &str, progs: &[Prog], threads: usize) -> Result<(BatchKernel
             p.funcs
                 .iter()
                 .enumerate()
-                .map(|(n, f)| F::build(&format!("{name}_p{j}_f{n}"), f))
+                .map(|(n, f)| F::build(&format!("{name}_p{j}_f{n}"), f, contract))
                 .collect()
         })
         .collect::<Result<_>>()?;
     let total = (progs.len() * threads) as u64;
-    let k = Kernel::<(&[u64], &mut [u64])>::build(name, |k, (inp, out)| {
+    let opts = PtxOptions::default().contract(contract);
+    let k = Kernel::<(&[u64], &mut [u64])>::build_with(name, opts, |k, (inp, out)| {
         let i = k.grid1();
         k.if_(i.lt(total), |k| {
             let p = i / threads as u64;

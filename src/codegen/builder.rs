@@ -47,6 +47,13 @@ pub(crate) struct FnState {
     pub errors: Vec<Misuse>,
     /// Whether this is a kernel (not a device function).
     pub kernel: bool,
+    /// Whether float `a * b ± c` is recorded as one fused multiply-add (FMA contraction, see
+    /// [`FnState::product`] and `expr::binary`): the kernel's or device function's
+    /// `PtxOptions::contract`, set before its body is recorded. The decision is made here, at
+    /// record time, and kept in the IR (as `MathFn::Fma`), not at lowering: the simulator runs
+    /// the IR and not the PTX, so the GPU and the simulator see the same fused operations, and
+    /// the compile caches, keyed by the IR, cannot mix the two settings.
+    pub contract: bool,
     /// The source location statements are recorded with (see `srcloc.rs`).
     pub loc: Option<super::srcloc::Loc>,
     /// How many location guards are open (only the outermost sets `loc`).
@@ -56,7 +63,7 @@ pub(crate) struct FnState {
 }
 
 impl FnState {
-    fn new(name: &str, ret: Option<ScalarTy>) -> FnState {
+    fn new(name: &str, ret: Option<ScalarTy>, contract: bool) -> FnState {
         FnState {
             tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed),
             f: FunctionIr {
@@ -91,6 +98,7 @@ impl FnState {
             while_cond_depths: Vec::new(),
             errors: Vec::new(),
             kernel: false,
+            contract,
             loc: None,
             loc_depth: 0,
             loc_block: false,
@@ -112,6 +120,22 @@ impl FnState {
             }
             inner = self.scope_parent[inner as usize];
         }
+    }
+
+    /// The operands of value `(tag, id)` if contraction is on and that value is a float
+    /// product (`Binary(Mul, a, b)`) of this function that may be used here: what an add or
+    /// subtract of it fuses with. `None` otherwise (the plain operation is recorded, which also
+    /// reports a foreign or out-of-scope operand).
+    pub fn product(&self, (tag, id): (u32, u32)) -> Option<(ValueId, ValueId)> {
+        if !self.contract || tag != self.tag {
+            return None;
+        }
+        let def = self.f.values.get(id as usize)?;
+        let Op::Binary(crate::ir::BinOp::Mul, a, b) = def.op else {
+            return None;
+        };
+        let visible = self.within(self.current_scope(), self.value_scope[id as usize]);
+        (def.ty.is_float() && visible).then_some((a, b))
     }
 
     /// Records a misuse of kind `kind` at the current location (once per message).
@@ -357,7 +381,13 @@ pub(crate) fn record<R>(
             }
         }
     }
-    STACK.with(|s| s.borrow_mut().push(FnState::new(name, ret)));
+    STACK.with(|s| {
+        let mut stack = s.borrow_mut();
+        // A function recorded inside another's build (a device function built in a kernel's
+        // closure) takes its contraction setting; others start with the default (on).
+        let contract = stack.last().map_or(true, |outer| outer.contract);
+        stack.push(FnState::new(name, ret, contract));
+    });
     let guard = Pop;
     let r = body();
     std::mem::forget(guard);
@@ -371,6 +401,21 @@ pub(crate) fn record<R>(
         )]),
     };
     (r, ir)
+}
+
+/// Runs `f` with FMA contraction off in the function being built (and restores the setting):
+/// for formulas whose documented rounding is per operation, such as the complex numbers'.
+pub(crate) fn without_contraction<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<bool>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(on) = self.0 {
+                with_state(|s| s.contract = on);
+            }
+        }
+    }
+    let _restore = Restore(with_state(|s| std::mem::replace(&mut s.contract, false)));
+    f()
 }
 
 /// The error of a build of `kernel` (a kernel or device function) that found `errors`; those

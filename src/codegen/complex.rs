@@ -94,7 +94,7 @@ impl<T: ComplexPart> CExpr<T> {
     #[track_caller]
     pub fn norm_sqr(self) -> Expr<T> {
         let _at = super::srcloc::at();
-        self.re * self.re + self.im * self.im
+        super::builder::without_contraction(|| self.re * self.re + self.im * self.im)
     }
 
     /// The magnitude `|z|` (Numba's `abs`), as a hypotenuse scaled by the larger part: no
@@ -102,7 +102,7 @@ impl<T: ComplexPart> CExpr<T> {
     #[track_caller]
     pub fn abs(self) -> Expr<T> {
         let _at = super::srcloc::at();
-        hypot(self.re, self.im)
+        super::builder::without_contraction(|| hypot(self.re, self.im))
     }
 
     /// The argument (phase) in `[-pi, pi]`: `atan2(im, re)`.
@@ -137,6 +137,10 @@ impl<T: ComplexPart> CExpr<T> {
     #[track_caller]
     pub fn sqrt(self) -> Self {
         let _at = super::srcloc::at();
+        super::builder::without_contraction(|| self.sqrt_uncontracted())
+    }
+
+    fn sqrt_uncontracted(self) -> Self {
         let (x, y) = (self.re, self.im);
         let zero = Expr::lit(T::ZERO);
         let half = Expr::lit(T::HALF);
@@ -171,7 +175,7 @@ impl<T: ComplexPart> ops::Add for CExpr<T> {
     #[track_caller]
     fn add(self, o: CExpr<T>) -> CExpr<T> {
         let _at = super::srcloc::at();
-        CExpr::new(self.re + o.re, self.im + o.im)
+        super::builder::without_contraction(|| CExpr::new(self.re + o.re, self.im + o.im))
     }
 }
 
@@ -180,7 +184,7 @@ impl<T: ComplexPart> ops::Sub for CExpr<T> {
     #[track_caller]
     fn sub(self, o: CExpr<T>) -> CExpr<T> {
         let _at = super::srcloc::at();
-        CExpr::new(self.re - o.re, self.im - o.im)
+        super::builder::without_contraction(|| CExpr::new(self.re - o.re, self.im - o.im))
     }
 }
 
@@ -189,10 +193,12 @@ impl<T: ComplexPart> ops::Mul for CExpr<T> {
     #[track_caller]
     fn mul(self, o: CExpr<T>) -> CExpr<T> {
         let _at = super::srcloc::at();
-        CExpr::new(
-            self.re * o.re - self.im * o.im,
-            self.re * o.im + self.im * o.re,
-        )
+        super::builder::without_contraction(|| {
+            CExpr::new(
+                self.re * o.re - self.im * o.im,
+                self.re * o.im + self.im * o.re,
+            )
+        })
     }
 }
 
@@ -202,26 +208,31 @@ impl<T: ComplexPart> ops::Div for CExpr<T> {
     #[track_caller]
     fn div(self, o: CExpr<T>) -> CExpr<T> {
         let _at = super::srcloc::at();
-        let (ar, ai, br, bi) = (self.re, self.im, o.re, o.im);
-        let zero = Expr::lit(T::ZERO);
-        let nan = Expr::lit(T::NAN);
-        let by_re = br.abs().ge(bi.abs());
-        // Divided through by the real part of the divisor.
-        let ratio1 = bi / br;
-        let denom1 = br + bi * ratio1;
-        let re1 = (ar + ai * ratio1) / denom1;
-        let im1 = (ai - ar * ratio1) / denom1;
-        // Divided through by the imaginary part.
-        let ratio2 = br / bi;
-        let denom2 = br * ratio2 + bi;
-        let re2 = (ar * ratio2 + ai) / denom2;
-        let im2 = (ai * ratio2 - ar) / denom2;
-        let zero_div = select(by_re, br.eq(zero), bi.eq(zero));
-        CExpr::new(
-            select(zero_div, nan, select(by_re, re1, re2)),
-            select(zero_div, nan, select(by_re, im1, im2)),
-        )
+        super::builder::without_contraction(|| smith_div(self, o))
     }
+}
+
+/// `a / b` by Smith's method (recorded without FMA contraction).
+fn smith_div<T: ComplexPart>(a: CExpr<T>, b: CExpr<T>) -> CExpr<T> {
+    let (ar, ai, br, bi) = (a.re, a.im, b.re, b.im);
+    let zero = Expr::lit(T::ZERO);
+    let nan = Expr::lit(T::NAN);
+    let by_re = br.abs().ge(bi.abs());
+    // Divided through by the real part of the divisor.
+    let ratio1 = bi / br;
+    let denom1 = br + bi * ratio1;
+    let re1 = (ar + ai * ratio1) / denom1;
+    let im1 = (ai - ar * ratio1) / denom1;
+    // Divided through by the imaginary part.
+    let ratio2 = br / bi;
+    let denom2 = br * ratio2 + bi;
+    let re2 = (ar * ratio2 + ai) / denom2;
+    let im2 = (ai * ratio2 - ar) / denom2;
+    let zero_div = select(by_re, br.eq(zero), bi.eq(zero));
+    CExpr::new(
+        select(zero_div, nan, select(by_re, re1, re2)),
+        select(zero_div, nan, select(by_re, im1, im2)),
+    )
 }
 
 impl<T: ComplexPart> ops::Neg for CExpr<T> {

@@ -80,14 +80,42 @@ impl<A, R> Clone for DeviceFn<A, R> {
 impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
     /// Builds a device function: `body` receives the builder and the arguments and returns the
     /// result.
+    ///
+    /// FMA contraction ([`PtxOptions::contract`]) follows the kernel or device function being
+    /// built around this call, if any (a device function built inside a kernel's closure), and
+    /// is on otherwise; [`build_with`](DeviceFn::build_with) sets it.
     #[track_caller]
     pub fn build(
         name: &str,
         body: impl FnOnce(&KernelBuilder, A::Exprs) -> Expr<R>,
     ) -> Result<Self> {
+        Self::build_inner(name, None, body)
+    }
+
+    /// [`build`](DeviceFn::build) with FMA contraction as `options` says
+    /// ([`PtxOptions::contract`], applied as the body is recorded). The other options are the
+    /// calling kernel's: a device function is compiled into each kernel that calls it.
+    #[track_caller]
+    pub fn build_with(
+        name: &str,
+        options: PtxOptions,
+        body: impl FnOnce(&KernelBuilder, A::Exprs) -> Expr<R>,
+    ) -> Result<Self> {
+        Self::build_inner(name, Some(options.contract), body)
+    }
+
+    #[track_caller]
+    fn build_inner(
+        name: &str,
+        contract: Option<bool>,
+        body: impl FnOnce(&KernelBuilder, A::Exprs) -> Expr<R>,
+    ) -> Result<Self> {
         let here = std::panic::Location::caller();
         check_name(name)?;
         let ((), ir) = record(name, Some(R::TY), || {
+            if let Some(on) = contract {
+                with_state(|s| s.contract = on);
+            }
             let tag = current_tag();
             let args = A::declare();
             let r = body(&KernelBuilder { tag }, args);

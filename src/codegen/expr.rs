@@ -5,7 +5,7 @@ use std::ops;
 
 use super::builder::{current_tag, with_state, Kind, ORPHAN};
 use super::scalar::{Int, Num, Scalar, ScalarTy, Signed};
-use crate::ir::{BinOp, CmpOp, Op, UnOp, VarId};
+use crate::ir::{BinOp, CmpOp, MathFn, Op, UnOp, ValueId, VarId};
 
 /// A value of type `T` computed by a kernel, evaluated where the Rust code creates it.
 ///
@@ -177,11 +177,49 @@ pub fn select<T: Scalar>(
 }
 
 pub(crate) fn binary<T: Scalar>(op: BinOp, a: Expr<T>, b: Expr<T>) -> Expr<T> {
+    if matches!(op, BinOp::Add | BinOp::Sub) && T::TY.is_float() {
+        if let Some(fused) = contract(op == BinOp::Sub, a, b) {
+            return fused;
+        }
+    }
     Expr::record(
         Op::Binary(op, crate::ir::ValueId(a.id), crate::ir::ValueId(b.id)),
         &[a.raw(), b.raw()],
         false,
     )
+}
+
+/// FMA contraction (docs/GUIDE.md, "FMA contraction"): `x + y` or `x - y` (`sub`) of floats
+/// as one fused multiply-add when contraction is on and an operand is a product recorded with
+/// `*` that may be used here. The left operand's product is taken first:
+///
+/// - `a*b + c` -> `fma(a, b, c)`, `a*b - c` -> `fma(a, b, -c)`;
+/// - otherwise `c + a*b` -> `fma(a, b, c)`, `c - a*b` -> `fma(-a, b, c)` (as nvcc).
+///
+/// The negation is exact, so each is `a*b ± c` rounded once. The product stays recorded where
+/// it was made (it is dead code unless something else uses it). `None`: the plain operation.
+fn contract<T: Scalar>(sub: bool, x: Expr<T>, y: Expr<T>) -> Option<Expr<T>> {
+    let (tag, left, right) = with_state(|s| (s.tag, s.product(x.raw()), s.product(y.raw())))?;
+    // The product's operands belong to this function (`product` checked its tag).
+    let neg = |v: (u32, u32)| -> (u32, u32) {
+        Expr::<T>::record(Op::Unary(UnOp::Neg, ValueId(v.1)), &[v], false).raw()
+    };
+    let (a, b, c) = match (left, right) {
+        (Some((a, b)), _) => {
+            let c = if sub { neg(y.raw()) } else { y.raw() };
+            ((tag, a.0), (tag, b.0), c)
+        }
+        (None, Some((a, b))) => {
+            let a = if sub { neg((tag, a.0)) } else { (tag, a.0) };
+            (a, (tag, b.0), x.raw())
+        }
+        (None, None) => return None,
+    };
+    Some(Expr::record(
+        Op::Math(MathFn::Fma, vec![ValueId(a.1), ValueId(b.1), ValueId(c.1)]),
+        &[a, b, c],
+        false,
+    ))
 }
 
 impl<T: Num> Expr<T> {

@@ -108,8 +108,9 @@ impl<P: KernelParams> Kernel<P> {
         Self::build_with(name, PtxOptions::default(), body)
     }
 
-    /// Builds a kernel with compile options (fastmath, opt level; the target follows the device
-    /// at launch).
+    /// Builds a kernel with compile options (fastmath, opt level, FMA contraction; the target
+    /// follows the device at launch). [`PtxOptions::contract`] is applied now, as the body is
+    /// recorded: the kernel's IR holds its fused multiply-adds.
     #[track_caller]
     pub fn build_with(
         name: &str,
@@ -119,7 +120,11 @@ impl<P: KernelParams> Kernel<P> {
         let here = std::panic::Location::caller();
         check_name(name)?;
         let ((), ir) = record(name, None, || {
-            super::builder::with_state(|s| s.kernel = true);
+            super::builder::with_state(|s| {
+                s.kernel = true;
+                // Decided as the body is recorded (see `FnState::contract`).
+                s.contract = options.contract;
+            });
             let tag = super::builder::current_tag();
             let handles = P::declare_all();
             body(&KernelBuilder { tag }, handles);

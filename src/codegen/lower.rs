@@ -999,11 +999,20 @@ impl<'c> Lowerer<'c, '_> {
     }
 
     /// Applies the kernel's fast-math setting to an f32 instruction (fast math, as CUDA's
-    /// `--use_fast_math`, leaves f64 exact).
+    /// `--use_fast_math`, leaves f64 exact). With FMA contraction off
+    /// ([`PtxOptions::contract`](super::PtxOptions::contract)) the flags leave out LLVM's
+    /// `contract`, so that fastmath does not fuse what the kernel keeps separate (nvcc's
+    /// `--use_fast_math --fmad=false`); with it on, fastmath keeps every flag, as before.
     pub(crate) fn fast(&self, v: BasicValueEnum<'c>) -> BasicValueEnum<'c> {
+        use inkwell::values::FastMathFlags;
         if self.opts.fastmath && v.get_type() == self.ctx.f32_type().into() {
             if let Some(inst) = v.as_instruction_value() {
-                let _ = inst.set_fast_math_flags(inkwell::values::FastMathFlags::all());
+                let flags = if self.opts.contract {
+                    FastMathFlags::all()
+                } else {
+                    FastMathFlags::all().difference(FastMathFlags::AllowContract)
+                };
+                let _ = inst.set_fast_math_flags(flags);
             }
         }
         v

@@ -38,6 +38,18 @@ pub struct PtxOptions {
     /// Fast, approximate floating point: reassociation, approximate division, square root
     /// and math functions, flush-to-zero (numba's `fastmath=True`).
     pub fastmath: bool,
+    /// FMA contraction (nvcc's `--fmad`, on by default as there): a float `a * b + c`,
+    /// `c + a * b`, `a * b - c` or `c - a * b` written with the builder's operators is recorded
+    /// as one fused multiply-add (`fma.rn`, one rounding) instead of a multiply and an add
+    /// (two roundings). The rule is applied by the builder when it records the expression
+    /// (docs/GUIDE.md, "FMA contraction"), so the kernel's IR holds the decision and the GPU
+    /// and the simulator compute the same bits; it is read when a kernel is built
+    /// ([`Kernel::build_with`](super::Kernel::build_with),
+    /// [`DeviceFn::build_with`](super::DeviceFn::build_with), `Elementwise::with_options`),
+    /// not when it is compiled: passing other options to `compile_ptx` does not re-decide it.
+    /// Off (`--fmad=false`), every multiply and add rounds separately (`mul.rn`/`add.rn`,
+    /// which the PTX compiler does not fuse), also under fastmath.
+    pub contract: bool,
     /// LLVM optimisation level, 0 to 3 (default 3).
     pub opt: u8,
     /// Debug build: no optimisation (implies `opt = 0`).
@@ -67,6 +79,7 @@ impl Hash for PtxOptions {
         let PtxOptions {
             cc,
             fastmath,
+            contract,
             opt,
             debug,
             lineinfo,
@@ -74,6 +87,7 @@ impl Hash for PtxOptions {
         } = self;
         cc.hash(state);
         fastmath.hash(state);
+        contract.hash(state);
         opt.hash(state);
         debug.hash(state);
         lineinfo.hash(state);
@@ -85,6 +99,7 @@ impl Default for PtxOptions {
         PtxOptions {
             cc: default_cc(),
             fastmath: false,
+            contract: true,
             opt: 3,
             debug: false,
             lineinfo: lineinfo_from_env(),
@@ -112,6 +127,13 @@ impl PtxOptions {
     /// The same options with fast math on or off.
     pub fn fastmath(mut self, on: bool) -> Self {
         self.fastmath = on;
+        self
+    }
+
+    /// The same options with FMA contraction on or off (see
+    /// [`contract`](PtxOptions::contract); nvcc's `--fmad=true`/`false`).
+    pub fn contract(mut self, on: bool) -> Self {
+        self.contract = on;
         self
     }
 

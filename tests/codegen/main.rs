@@ -6,6 +6,7 @@ mod basics;
 mod cache;
 mod common;
 mod complex;
+mod contract;
 mod foreign;
 mod grid;
 mod half;

@@ -214,8 +214,11 @@ fn arithmetic<H: Half>(rng: &mut Rng) {
     let name = H::TY.name();
     let c = ctx();
     let s = c.new_stream().unwrap();
-    let k = Kernel::<(&[H], &[H], &[H], &mut [H], &mut [bool])>::build(
+    // Without FMA contraction: `x * y + z` is the multiply and the add, each rounded once (the
+    // fused form is `mul_add`'s row; contraction is tested in contract.rs).
+    let k = Kernel::<(&[H], &[H], &[H], &mut [H], &mut [bool])>::build_with(
         &format!("half_arith_{name}"),
+        cudajit::codegen::PtxOptions::default().contract(false),
         |k, (a, b, cc, out, flags)| {
             let i = k.grid1();
             k.if_(i.lt(a.len()), |_| {
@@ -565,8 +568,10 @@ fn bf16_paths_of_older_targets_round_once_on_this_gpu() {
         &'static mut [bf16],
         &'static mut [bf16],
     );
-    let k = Kernel::<Params>::build(
+    // Without FMA contraction: `x * y + z` checks the multiply's and the add's own roundings.
+    let k = Kernel::<Params>::build_with(
         "bf16_fallbacks",
+        cudajit::codegen::PtxOptions::default().contract(false),
         |k, (a, b, cc, ints, uints, dbl, out, sums)| {
             let i = k.grid1();
             k.if_(i.lt(a.len()), |_| {

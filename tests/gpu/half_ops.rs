@@ -177,8 +177,11 @@ fn ops<H: Half + cudajit::ops::OpsScalar>(rng: &mut Rng) {
     let name = H::TY.name();
     let c = ctx();
     let s = c.new_stream().unwrap();
-    let axpy = Elementwise::<(Scalar<H>, Elem<H>, Elem<H>), _>::new(
+    // Without FMA contraction: the product and the sum each round to the half type (the
+    // host model below); contracted half arithmetic is tested in contract.rs and codegen.
+    let axpy = Elementwise::<(Scalar<H>, Elem<H>, Elem<H>), _>::with_options(
         &format!("half_axpy_{name}"),
+        cudajit::codegen::PtxOptions::default().contract(false),
         |(a, x, y)| a * x + y,
     )
     .unwrap();
@@ -321,8 +324,9 @@ fn half_arguments_and_results_of_device_functions_and_local_arrays() {
     let c = ctx();
     let s = c.new_stream().unwrap();
     // A non-inlined call: f16 and bf16 arguments, an f16 result (a * b rounded in f16, then
-    // + b rounded in f16, b converted from bf16 once).
-    let f = DeviceFn::<(f16, bf16), f16>::build("half_fn", |_, (a, b)| {
+    // + b rounded in f16, b converted from bf16 once: built without FMA contraction).
+    let no_fma = cudajit::codegen::PtxOptions::default().contract(false);
+    let f = DeviceFn::<(f16, bf16), f16>::build_with("half_fn", no_fma, |_, (a, b)| {
         let b16 = b.cast::<f16>();
         a * b16 + b16
     })

@@ -51,7 +51,7 @@ fn lineinfo_kernel_with_device_functions_matches_host() {
         .unwrap();
         let got = out.to_vec_async(&s).unwrap();
         for i in 0..n {
-            let mut acc = x[i] * a + 1.0;
+            let mut acc = x[i].mul_add(a, 1.0); // `x * a + 1.0`: contracted
             for j in 0..4u32 {
                 acc += (j as f32).sqrt();
             }

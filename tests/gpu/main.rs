@@ -6,6 +6,7 @@ mod cache;
 mod common;
 mod complex;
 mod context;
+mod contract;
 mod enquiry;
 mod errors;
 mod events;

@@ -663,4 +663,132 @@ mod tests {
         );
         assert_eq!(d[0], u64::MAX);
     }
+
+    /// Values rich in special cases: zeros of both signs, infinities, NaN, subnormals, the
+    /// extremes, ones and values near them.
+    fn specials_f32() -> Vec<f32> {
+        let mut v = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            f32::from_bits(1),
+            f32::from_bits(0x8000_0001),
+            f32::from_bits(0x007f_ffff),
+            f32::MAX,
+            f32::MIN,
+            f32::EPSILON,
+            1.0 + f32::EPSILON,
+            1.0 - f32::EPSILON / 2.0,
+            3.0,
+            1.0e20,
+            -1.0e-20,
+        ];
+        // A few pseudo-random finite values.
+        let mut x = 0x9e37_79b9u32;
+        for _ in 0..12 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            v.push(f32::from_bits(x & 0xbfff_ffff));
+        }
+        v
+    }
+
+    /// `fma` rounds `a * b + c` once (Rust's `mul_add`); the separate multiply and add of an
+    /// uncontracted kernel round twice. Both over every triple of special values, NaN results
+    /// compared as NaN.
+    #[test]
+    fn fused_multiply_add_rounds_once_and_unfused_twice() {
+        let vals = specials_f32();
+        let same = |x: f32, y: f32| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits();
+        let mut differ = 0;
+        for &a in &vals {
+            for &b in &vals {
+                let n = vals.len();
+                let col = |v: f32| vec![v.to_bits() as u64; n];
+                let (av, bv) = (col(a), col(b));
+                let cv: Vec<u64> = vals.iter().map(|c| c.to_bits() as u64).collect();
+                let mut fused = vec![0u64; n];
+                math(
+                    MathFn::Fma,
+                    ScalarTy::F32,
+                    &mut fused,
+                    &[&av, &bv, &cv],
+                    &[0..n],
+                );
+                let mut prod = vec![0u64; n];
+                binary(BinOp::Mul, ScalarTy::F32, &mut prod, &av, &bv, &[0..n]);
+                let mut sum = vec![0u64; n];
+                binary(BinOp::Add, ScalarTy::F32, &mut sum, &prod, &cv, &[0..n]);
+                for (j, &c) in vals.iter().enumerate() {
+                    let f = f32::from_bits(fused[j] as u32);
+                    let u = f32::from_bits(sum[j] as u32);
+                    assert!(same(f, a.mul_add(b, c)), "fma({a:e}, {b:e}, {c:e}) = {f:e}");
+                    assert!(same(u, a * b + c), "{a:e} * {b:e} + {c:e} = {u:e}");
+                    differ += !same(f, u) as usize;
+                }
+            }
+        }
+        assert!(differ > 0, "no triple tells one rounding from two");
+        // The textbook case: (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 exactly, 0 rounded twice.
+        let a = 1.0f32 + 2f32.powi(-12);
+        let c = -(1.0f32 + 2f32.powi(-11));
+        let run = |f: &dyn Fn(&mut [u64])| {
+            let mut d = [0u64; 1];
+            f(&mut d);
+            f32::from_bits(d[0] as u32)
+        };
+        let (ab, cb) = ([a.to_bits() as u64], [c.to_bits() as u64]);
+        let fused = run(&|d| math(MathFn::Fma, ScalarTy::F32, d, &[&ab, &ab, &cb], &[0..1]));
+        assert_eq!(fused, 2f32.powi(-24));
+        let p = run(&|d| binary(BinOp::Mul, ScalarTy::F32, d, &ab, &ab, &[0..1]));
+        let pb = [p.to_bits() as u64];
+        let unfused = run(&|d| binary(BinOp::Add, ScalarTy::F32, d, &pb, &cb, &[0..1]));
+        assert_eq!(unfused, 0.0);
+    }
+
+    /// The same for f64, with values that need the fused product's extra bits.
+    #[test]
+    fn fused_multiply_add_rounds_once_in_f64() {
+        let vals: Vec<f64> = specials_f32()
+            .into_iter()
+            .map(f64::from)
+            .chain([
+                f64::MAX,
+                f64::MIN_POSITIVE,
+                f64::from_bits(1),
+                1.0 + f64::EPSILON,
+                1.0 + 2f64.powi(-27),
+                -(1.0 + 2f64.powi(-26)),
+            ])
+            .collect();
+        let n = vals.len();
+        let bits: Vec<u64> = vals.iter().map(|v| v.to_bits()).collect();
+        let same = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits();
+        for &a in &vals {
+            for &b in &vals {
+                let (av, bv) = (vec![a.to_bits(); n], vec![b.to_bits(); n]);
+                let (mut fused, mut prod, mut sum) = (vec![0; n], vec![0; n], vec![0; n]);
+                math(
+                    MathFn::Fma,
+                    ScalarTy::F64,
+                    &mut fused,
+                    &[&av, &bv, &bits],
+                    &[0..n],
+                );
+                binary(BinOp::Mul, ScalarTy::F64, &mut prod, &av, &bv, &[0..n]);
+                binary(BinOp::Sub, ScalarTy::F64, &mut sum, &prod, &bits, &[0..n]);
+                for (j, &c) in vals.iter().enumerate() {
+                    assert!(same(f64::from_bits(fused[j]), a.mul_add(b, c)));
+                    assert!(same(f64::from_bits(sum[j]), a * b - c));
+                }
+            }
+        }
+    }
 }
