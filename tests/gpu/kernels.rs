@@ -275,7 +275,7 @@ fn control_flow_loops_and_early_return() {
             if r == 7 {
                 continue;
             }
-            acc += x[i] * r as f32;
+            acc = x[i].mul_add(r as f32, acc); // `acc + x * r`: contracted (fma)
             if acc > 50.0 {
                 break;
             }
