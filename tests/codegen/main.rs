@@ -14,5 +14,6 @@ mod math;
 mod narrow;
 mod ops;
 mod random;
+mod shared_nd;
 mod strided;
 mod warp;
