@@ -80,7 +80,10 @@ fn shared_3d_local_3d_and_dynamic_shaped_views_compile() {
     })
     .unwrap();
     let (ptx, _) = compile_all(&cube);
-    assert!(ptx.contains(".shared .align 16 .b8 cube_shared0[1024];"), "{ptx}");
+    assert!(
+        ptx.contains(".shared .align 16 .b8 cube_shared0[1024];"),
+        "{ptx}"
+    );
     // dim(0) * dim(1) + stride(0) = 4 * 8 + 64, folded.
     assert!(ptx.contains("96"), "{ptx}");
 
@@ -118,7 +121,10 @@ fn shared_3d_local_3d_and_dynamic_shaped_views_compile() {
     })
     .unwrap();
     let (ptx, _) = compile_all(&dynamic);
-    assert!(ptx.contains(".extern .shared .align 16 .b8 cudajit_dynamic_shared[]"), "{ptx}");
+    assert!(
+        ptx.contains(".extern .shared .align 16 .b8 cudajit_dynamic_shared[]"),
+        "{ptx}"
+    );
     // The same instructions (the view's extents are converted where it is declared, so the
     // order differs).
     assert_eq!(opcodes(&body(&dynamic)), opcodes(&body(&by_hand)));
@@ -143,7 +149,10 @@ fn atomics_on_a_2d_shared_array() {
     })
     .unwrap();
     let (ptx, _) = compile_all(&k);
-    assert!(ptx.contains("atom.shared.add.u32") || ptx.contains("red.shared.add.u32"), "{ptx}");
+    assert!(
+        ptx.contains("atom.shared.add.u32") || ptx.contains("red.shared.add.u32"),
+        "{ptx}"
+    );
     assert!(ptx.contains("atom.shared.exch.b32"), "{ptx}");
 }
 
@@ -170,7 +179,8 @@ fn misuse_of_nd_arrays_is_a_build_error() {
     assert_eq!(e.len(), 1, "{e:?}");
     assert_eq!(e[0].0, BuildErrorKind::ArrayAccess);
     assert!(
-        e[0].1.contains("`at3` takes 3 indices, but this array has 2 dimensions"),
+        e[0].1
+            .contains("`at3` takes 3 indices, but this array has 2 dimensions"),
         "{e:?}"
     );
 
@@ -191,7 +201,8 @@ fn misuse_of_nd_arrays_is_a_build_error() {
     }));
     assert_eq!(e[0].0, BuildErrorKind::EmptyArray);
     assert!(
-        e[0].1.contains("a shared array of shape [16, 0] has no element: dimension 1 is 0"),
+        e[0].1
+            .contains("a shared array of shape [16, 0] has no element: dimension 1 is 0"),
         "{e:?}"
     );
 

@@ -33,6 +33,7 @@ mod profiler;
 mod random;
 mod scan;
 mod sharded;
+mod shared_nd;
 mod streams;
 mod strided;
 mod warp;
