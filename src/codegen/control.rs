@@ -361,7 +361,7 @@ impl KernelBuilder {
     /// `dim(0)`/`dim(1)` are the extents. A kernel's static shared memory (all its shared
     /// arrays and those of the device functions it calls) must fit the device's static limit,
     /// 48 KiB per block; loading a kernel over it is
-    /// [`LaunchError::SharedMemory`](crate::error::LaunchError::SharedMemory). More needs
+    /// [`LaunchError::SharedMemory`](crate::LaunchError::SharedMemory). More needs
     /// [`dynamic_shared2`](KernelBuilder::dynamic_shared2).
     ///
     /// ```no_run
@@ -531,7 +531,7 @@ impl KernelBuilder {
             let bytes = dims
                 .iter()
                 .try_fold(T::TY.size() as u64, |a, &e| a.checked_mul(e as u64));
-            if bytes.is_none_or(|b| b > u32::MAX as u64) {
+            if !bytes.is_some_and(|b| b <= u32::MAX as u64) {
                 s.error(
                     Kind::ArrayAccess,
                     format!(

@@ -213,3 +213,33 @@ fn misuse_of_nd_arrays_is_a_build_error() {
     assert_eq!(e[0].0, BuildErrorKind::ArrayAccess);
     assert!(e[0].1.contains("would take more than 4 GiB"), "{e:?}");
 }
+
+/// The matmul of docs/GUIDE.md's "Shared and local arrays", as written there.
+#[test]
+fn the_guides_tiled_matmul_compiles() -> cudajit::Result<()> {
+    let matmul = Kernel::<(NdRef<f32, 2>, NdRef<f32, 2>, NdMut<f32, 2>)>::build(
+        "matmul",
+        |k, (a, b, c)| {
+            let (sa, sb) = (
+                k.shared_array2::<f32>(16, 16),
+                k.shared_array2::<f32>(16, 16),
+            );
+            let (tx, ty) = (k.thread_idx().x, k.thread_idx().y);
+            let (row, col) = (k.block_idx().y * 16u32 + ty, k.block_idx().x * 16u32 + tx);
+            let acc = k.var(0.0f32);
+            k.for_range(0u64, a.dim(1) / 16u64, |k, t| {
+                let t = t.cast::<u32>() * 16u32;
+                sa.set2(ty, tx, a.at2(row, t + tx));
+                sb.set2(ty, tx, b.at2(t + ty, col));
+                k.syncthreads();
+                k.for_range(0u32, 16u32, |_, e| {
+                    acc.set(acc.get() + sa.at2(ty, e) * sb.at2(e, tx))
+                });
+                k.syncthreads();
+            });
+            c.set2(row, col, acc.get());
+        },
+    )?;
+    compile_all(&matmul);
+    Ok(())
+}
