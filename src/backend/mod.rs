@@ -18,6 +18,7 @@
 mod api;
 pub(crate) mod cuda;
 pub(crate) mod faults;
+pub(crate) mod limits;
 pub(crate) mod sim;
 
 use std::ffi::c_void;

@@ -15,10 +15,15 @@ pub struct ReadWrite;
 /// An array inside a kernel: `N` dimensions, C order, access `A` ([`ReadOnly`] or
 /// [`ReadWrite`]). Reads with [`at`](DArray::at) / [`at2`](DArray::at2) / [`at3`](DArray::at3),
 /// writes (read-write arrays only) with [`set`](DArray::set) / `set2` / `set3`.
-/// Indices may be any integer expression or literal; there is no bounds check.
+/// Indices may be any integer expression or literal; there is no bounds check on the GPU (the
+/// simulator checks every access: the flat index against the array's length, and for shared
+/// and local arrays each index of `at2`/`at3` against its dimension's extent).
 pub struct DArray<T, const N: usize, A> {
     pub(crate) tag: u32,
     pub(crate) array: ArrayRef,
+    /// A shaped view of the dynamic shared memory: the index of its extents in the builder's
+    /// state (`dyn_shapes`).
+    shape: Option<u32>,
     _t: PhantomData<fn() -> (T, A)>,
 }
 
@@ -90,7 +95,145 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
         DArray {
             tag,
             array,
+            shape: None,
             _t: PhantomData,
+        }
+    }
+
+    /// A shaped view of the dynamic shared memory, its extents recorded at `shape`.
+    pub(crate) fn new_shaped(tag: u32, array: ArrayRef, shape: u32) -> Self {
+        DArray {
+            tag,
+            array,
+            shape: Some(shape),
+            _t: PhantomData,
+        }
+    }
+
+    /// Whether `at2`/`at3` and friends check each index against its extent (on the
+    /// simulator): shared and local arrays, shaped views of the dynamic shared memory.
+    fn checks_dims(&self) -> bool {
+        match self.array {
+            ArrayRef::Shared(_) | ArrayRef::Local(_) => true,
+            ArrayRef::DynShared(_) => self.shape.is_some(),
+            ArrayRef::Param(_) | ArrayRef::Const(_) => false,
+        }
+    }
+
+    /// The extent of each dimension as an `i64` expression: constants for static arrays, the
+    /// launch-time values of a shaped dynamic view.
+    fn extents(&self) -> Vec<Expr<i64>> {
+        /// An extent: a recorded value, or a constant to record.
+        enum Ext {
+            Value(u32),
+            Const(u64),
+        }
+        let (array, shape) = (self.array, self.shape);
+        let exts = with_state(|s| match (array, shape) {
+            (ArrayRef::DynShared(_), Some(sh)) => s
+                .dyn_shapes
+                .get(sh as usize)
+                .map(|ids| ids.iter().map(|&id| Ext::Value(id)).collect())
+                .unwrap_or_default(),
+            (ArrayRef::Shared(i), _) | (ArrayRef::Local(i), _) => {
+                let decls = match array {
+                    ArrayRef::Shared(_) => &s.f.shared,
+                    _ => &s.f.locals,
+                };
+                match decls.get(i as usize) {
+                    Some(d) if !d.dims.is_empty() => {
+                        d.dims.iter().map(|&e| Ext::Const(e)).collect()
+                    }
+                    Some(d) => vec![Ext::Const(d.len)],
+                    None => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        })
+        .unwrap_or_default();
+        exts.into_iter()
+            .map(|e| match e {
+                Ext::Value(id) => Expr::from_raw(self.tag, id),
+                Ext::Const(c) => Expr::lit(c as i64),
+            })
+            .collect()
+    }
+
+    /// The flat index of element `idx` of a shared or local array (or shaped dynamic view):
+    /// one `NdIndex` (the multiply-adds; per-dimension checks on the simulator).
+    fn nd_index(&self, what: &str, idx: Vec<Expr<i64>>) -> Expr<i64> {
+        self.check_tag();
+        let dims = self.extents();
+        if dims.len() != idx.len() || N != idx.len() {
+            let n = idx.len();
+            with_state(|s| {
+                s.error(
+                    Kind::ArrayAccess,
+                    format!(
+                        "in `{}`: `{what}` takes {n} indices, but this array has {N} \
+                         dimension{}; use `at`/`set` (flat), `at2`/`set2` or `at3`/`set3` to \
+                         match its rank",
+                        s.f.name,
+                        if N == 1 { "" } else { "s" }
+                    ),
+                )
+            });
+            return Expr::lit(0i64);
+        }
+        let mut raws: Vec<(u32, u32)> = idx.iter().map(|e| e.raw()).collect();
+        raws.extend(dims.iter().map(|e| e.raw()));
+        Expr::record(
+            Op::NdIndex {
+                array: self.array,
+                indices: idx.iter().map(|e| ValueId(e.id)).collect(),
+                dims: dims.iter().map(|e| ValueId(e.id)).collect(),
+            },
+            &raws,
+            false,
+        )
+    }
+
+    /// The flat (C-order) index of element `[i, j]` of a 2-D array, `i * dim(1) + j`: for the
+    /// methods that take a flat index (atomics, vector accesses). On the simulator, the
+    /// index of a shared or local array is checked per dimension, as [`at2`](DArray::at2)'s.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::Kernel;
+    /// // A 2-D histogram of byte pairs in shared memory.
+    /// let k = Kernel::<(&[u8], &[u8], &mut [u32])>::build("hist2", |k, (a, b, out)| {
+    ///     let h = k.shared_array2::<u32>(16, 16);
+    ///     let t = k.thread_idx().x;
+    ///     h.set(t, 0u32); // launched with 256 threads: one element each
+    ///     k.syncthreads();
+    ///     let i = k.grid1();
+    ///     k.if_(i.lt(a.len()), |_| {
+    ///         let (x, y) = (a.at(i) >> 4u8, b.at(i) >> 4u8);
+    ///         h.atomic_add(h.index2(x, y), 1u32);
+    ///     });
+    ///     k.syncthreads();
+    ///     out.atomic_add(t, h.at(t));
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn index2(&self, i: impl Index, j: impl Index) -> Expr<i64> {
+        let _at = crate::codegen::srcloc::at();
+        if self.checks_dims() {
+            self.nd_index("index2", vec![i.to_index(), j.to_index()])
+        } else {
+            self.flat2(i, j)
+        }
+    }
+
+    /// The flat (C-order) index of element `[i, j, k]` of a 3-D array, `(i * dim(1) + j) *
+    /// dim(2) + k`; see [`index2`](DArray::index2).
+    #[track_caller]
+    pub fn index3(&self, i: impl Index, j: impl Index, k: impl Index) -> Expr<i64> {
+        let _at = crate::codegen::srcloc::at();
+        if self.checks_dims() {
+            self.nd_index("index3", vec![i.to_index(), j.to_index(), k.to_index()])
+        } else {
+            self.flat3(i, j, k)
         }
     }
 
@@ -118,6 +261,12 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
                     format!("array dimension {dim} requested of a {N}-D array"),
                 )
             });
+        }
+        if let (ArrayRef::DynShared(_), Some(_)) = (self.array, self.shape) {
+            return match self.extents().get(dim) {
+                Some(e) => e.cast(),
+                None => Expr::lit(0u64),
+            };
         }
         if let ArrayRef::DynShared(_) = self.array {
             with_state(|s| {
@@ -247,14 +396,22 @@ impl<T: Scalar, const N: usize, A> DArray<T, N, A> {
     #[track_caller]
     pub fn at2(&self, i: impl Index, j: impl Index) -> Expr<T> {
         let _at = crate::codegen::srcloc::at();
-        self.at(self.flat2(i, j))
+        if self.checks_dims() {
+            self.at(self.nd_index("at2", vec![i.to_index(), j.to_index()]))
+        } else {
+            self.at(self.flat2(i, j))
+        }
     }
 
     /// The element at `[i, j, k]` of a 3-D array.
     #[track_caller]
     pub fn at3(&self, i: impl Index, j: impl Index, k: impl Index) -> Expr<T> {
         let _at = crate::codegen::srcloc::at();
-        self.at(self.flat3(i, j, k))
+        if self.checks_dims() {
+            self.at(self.nd_index("at3", vec![i.to_index(), j.to_index(), k.to_index()]))
+        } else {
+            self.at(self.flat3(i, j, k))
+        }
     }
 }
 
@@ -280,7 +437,11 @@ impl<T: Scalar, const N: usize> DArray<T, N, ReadWrite> {
     #[track_caller]
     pub fn set2(&self, i: impl Index, j: impl Index, value: impl Into<Expr<T>>) {
         let _at = crate::codegen::srcloc::at();
-        let f = self.flat2(i, j);
+        let f = if self.checks_dims() {
+            self.nd_index("set2", vec![i.to_index(), j.to_index()])
+        } else {
+            self.flat2(i, j)
+        };
         self.set(f, value)
     }
 
@@ -288,7 +449,11 @@ impl<T: Scalar, const N: usize> DArray<T, N, ReadWrite> {
     #[track_caller]
     pub fn set3(&self, i: impl Index, j: impl Index, k: impl Index, value: impl Into<Expr<T>>) {
         let _at = crate::codegen::srcloc::at();
-        let f = self.flat3(i, j, k);
+        let f = if self.checks_dims() {
+            self.nd_index("set3", vec![i.to_index(), j.to_index(), k.to_index()])
+        } else {
+            self.flat3(i, j, k)
+        };
         self.set(f, value)
     }
 
@@ -325,6 +490,11 @@ impl<T: Scalar, const N: usize> DArray<T, N, ReadWrite> {
 
     /// This array, read-only.
     pub fn as_read_only(&self) -> DArray<T, N, ReadOnly> {
-        DArray::new(self.tag, self.array)
+        DArray {
+            tag: self.tag,
+            array: self.array,
+            shape: self.shape,
+            _t: PhantomData,
+        }
     }
 }

@@ -60,6 +60,19 @@ pub(crate) struct FnState {
     pub loc_depth: u32,
     /// Whether the outermost open location guard is a block-taking method's (`if_`, loops).
     pub loc_block: bool,
+    /// The extents (ids of `i64` values) of each shaped view of the dynamic shared memory
+    /// (`dynamic_shared2`/`3`), by the index its `DArray` holds.
+    pub dyn_shapes: Vec<Vec<u32>>,
+}
+
+/// A declaration of extents `dims`, saturating its length (the shared-memory limit refuses
+/// such a kernel when it is loaded).
+fn decl(elem: ScalarTy, dims: &[u64]) -> ArrayDecl {
+    ArrayDecl {
+        elem,
+        len: dims.iter().fold(1u64, |a, &d| a.saturating_mul(d)),
+        dims: dims.to_vec(),
+    }
 }
 
 impl FnState {
@@ -102,6 +115,7 @@ impl FnState {
             loc: None,
             loc_depth: 0,
             loc_block: false,
+            dyn_shapes: Vec::new(),
         }
     }
 
@@ -316,14 +330,23 @@ impl FnState {
         (self.f.params.len() - 1) as u32
     }
 
-    pub fn add_shared(&mut self, elem: ScalarTy, len: u64) -> u32 {
-        self.f.shared.push(ArrayDecl { elem, len });
+    /// Declares a static shared array of extents `dims` (C order); returns its index.
+    pub fn add_shared(&mut self, elem: ScalarTy, dims: &[u64]) -> u32 {
+        self.f.shared.push(decl(elem, dims));
         (self.f.shared.len() - 1) as u32
     }
 
-    pub fn add_local(&mut self, elem: ScalarTy, len: u64) -> u32 {
-        self.f.locals.push(ArrayDecl { elem, len });
+    /// Declares a per-thread local array of extents `dims` (C order); returns its index.
+    pub fn add_local(&mut self, elem: ScalarTy, dims: &[u64]) -> u32 {
+        self.f.locals.push(decl(elem, dims));
         (self.f.locals.len() - 1) as u32
+    }
+
+    /// Records the extents (`i64` values) of a shaped view of the dynamic shared memory;
+    /// returns the index [`DArray`](super::array::DArray) keeps to find them.
+    pub fn add_dyn_shape(&mut self, dims: Vec<u32>) -> u32 {
+        self.dyn_shapes.push(dims);
+        (self.dyn_shapes.len() - 1) as u32
     }
 
     /// Finishes the function: its IR, or the misuse errors found.

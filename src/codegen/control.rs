@@ -1,10 +1,17 @@
 //! The kernel builder handle: thread geometry, control flow, variables, shared memory, barriers.
 
-use super::array::{DArray, ReadWrite, SliceMut};
+use super::array::{DArray, Index, NdMut, ReadWrite, SliceMut};
 use super::builder::{with_state, Kind};
 use super::expr::{Expr, Var};
 use super::scalar::{Int, Scalar};
 use crate::ir::{ArrayRef, Barrier, Op, Sreg, Stmt, SyncReduce, ValueId, VarId};
+
+/// Where a static array lives.
+#[derive(Clone, Copy)]
+enum Space {
+    Shared,
+    Local,
+}
 
 /// The handle a kernel's build closure receives (`k`): everything that is not an expression.
 pub struct KernelBuilder {
@@ -334,28 +341,74 @@ impl KernelBuilder {
         });
     }
 
-    /// A block-wide shared array of `len` elements (numba's `cuda.shared.array`).
+    /// A block-wide shared array of `len` elements (numba's `cuda.shared.array`). For 2-D and
+    /// 3-D shared arrays: [`shared_array2`](KernelBuilder::shared_array2),
+    /// [`shared_array3`](KernelBuilder::shared_array3).
     #[track_caller]
     pub fn shared_array<T: Scalar>(&self, len: usize) -> SliceMut<T> {
         let _at = crate::codegen::srcloc::at();
-        let id = with_state(|s| {
-            if len == 0 {
-                s.error(
-                    Kind::EmptyArray,
-                    format!(
-                        "in `{}`: a shared array needs at least one element",
-                        s.f.name
-                    ),
-                );
-            }
-            s.add_shared(T::TY, len as u64)
-        })
-        .unwrap_or(0);
-        DArray::new(self.tag, ArrayRef::Shared(id))
+        self.static_array::<T, 1>(Space::Shared, [len])
+    }
+
+    /// A block-wide 2-D shared array of `rows x cols` elements in C order (row-major): numba's
+    /// `cuda.shared.array((rows, cols), dtype)`, CUDA C's `__shared__ T a[rows][cols]`.
+    ///
+    /// Read with [`at2`](DArray::at2), write with [`set2`](DArray::set2); an element's address
+    /// is one multiply-add (`i * cols + j`), with no bounds check on the GPU. The simulator
+    /// checks each index against its own extent: `a.at2(0, cols)` is a fault naming dimension 1
+    /// even though the flat index `cols` is inside the array. Atomics and vector accesses take
+    /// a flat index: [`index2`](DArray::index2) gives it, checked the same way.
+    /// `dim(0)`/`dim(1)` are the extents. A kernel's static shared memory (all its shared
+    /// arrays and those of the device functions it calls) must fit the device's static limit,
+    /// 48 KiB per block; loading a kernel over it is
+    /// [`LaunchError::SharedMemory`](crate::LaunchError::SharedMemory). More needs
+    /// [`dynamic_shared2`](KernelBuilder::dynamic_shared2).
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::{Kernel, NdMut, NdRef};
+    /// // A 16x16 tiled transpose of a matrix whose sides are multiples of 16.
+    /// let transpose = Kernel::<(NdRef<f32, 2>, NdMut<f32, 2>)>::build("transpose", |k, (a, b)| {
+    ///     let tile = k.shared_array2::<f32>(16, 17); // a padded column against bank conflicts
+    ///     let (tx, ty) = (k.thread_idx().x, k.thread_idx().y);
+    ///     let (bx, by) = (k.block_idx().x * 16u32, k.block_idx().y * 16u32);
+    ///     tile.set2(ty, tx, a.at2(by + ty, bx + tx));
+    ///     k.syncthreads();
+    ///     b.set2(bx + ty, by + tx, tile.at2(tx, ty));
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shared_array2<T: Scalar>(&self, rows: usize, cols: usize) -> NdMut<T, 2> {
+        let _at = crate::codegen::srcloc::at();
+        self.static_array::<T, 2>(Space::Shared, [rows, cols])
+    }
+
+    /// A block-wide 3-D shared array of `d0 x d1 x d2` elements in C order (CUDA C's
+    /// `__shared__ T a[d0][d1][d2]`), indexed with [`at3`](DArray::at3) /
+    /// [`set3`](DArray::set3) / [`index3`](DArray::index3); as
+    /// [`shared_array2`](KernelBuilder::shared_array2) otherwise.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::Kernel;
+    /// let k = Kernel::<(&mut [f32],)>::build("cube", |k, (out,)| {
+    ///     let c = k.shared_array3::<f32>(4, 8, 8);
+    ///     let t = k.thread_idx();
+    ///     c.set3(t.z, t.y, t.x, t.x.cast::<f32>());
+    ///     k.syncthreads();
+    ///     out.set(c.index3(t.z, t.y, t.x), c.at3(t.z, t.x, t.y));
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shared_array3<T: Scalar>(&self, d0: usize, d1: usize, d2: usize) -> NdMut<T, 3> {
+        let _at = crate::codegen::srcloc::at();
+        self.static_array::<T, 3>(Space::Shared, [d0, d1, d2])
     }
 
     /// The dynamic shared memory (its size in bytes is given at launch), viewed as `T`s.
-    /// Its length is unknown to the kernel: pass it as a parameter.
+    /// Its length is unknown to the kernel: pass it as a parameter. Shaped views:
+    /// [`dynamic_shared2`](KernelBuilder::dynamic_shared2),
+    /// [`dynamic_shared3`](KernelBuilder::dynamic_shared3).
     #[track_caller]
     pub fn dynamic_shared<T: Scalar>(&self) -> DArray<T, 1, ReadWrite> {
         let _at = crate::codegen::srcloc::at();
@@ -363,24 +416,164 @@ impl KernelBuilder {
         DArray::new(self.tag, ArrayRef::DynShared(T::TY))
     }
 
-    /// A per-thread array of `len` elements (numba's `cuda.local.array`).
+    /// The dynamic shared memory viewed as a 2-D array of `rows x cols` `T`s in C order, the
+    /// extents being values known at launch (typically scalar parameters, or literals):
+    /// CUDA C's `extern __shared__ T s[]` cast to `T (*)[cols]`. Indexed as a static shared
+    /// array ([`shared_array2`](KernelBuilder::shared_array2)): one multiply-add per access,
+    /// each index checked against its extent on the simulator; `dim(0)`/`dim(1)` give the
+    /// extents. The launch must give at least `rows * cols * size_of::<T>()` bytes
+    /// (`LaunchConfig::with_shared_mem`; beyond 48 KiB per block, opt in first with
+    /// `set_max_dynamic_shared_memory`). Views of several types or shapes may share the one
+    /// dynamic shared memory, as in CUDA.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::Kernel;
+    /// // Rows of `cols` elements, one row per warp: the block's tile size chosen at launch.
+    /// let k = Kernel::<(&[f32], &mut [f32], u32)>::build("rows", |k, (x, out, cols)| {
+    ///     let rows = k.block_dim().x / 32u32;
+    ///     let tile = k.dynamic_shared2::<f32>(rows, cols);
+    ///     let (w, lane) = (k.thread_idx().x / 32u32, k.lane_id());
+    ///     k.for_step(lane, cols, 32u32, |_, j| tile.set2(w, j, x.at(j)));
+    ///     k.syncwarp(u32::MAX);
+    ///     k.for_step(lane, cols, 32u32, |_, j| out.set(j, tile.at2(w, j)));
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn dynamic_shared2<T: Scalar>(&self, rows: impl Index, cols: impl Index) -> NdMut<T, 2> {
+        let _at = crate::codegen::srcloc::at();
+        self.dynamic_shaped([rows.to_index(), cols.to_index()])
+    }
+
+    /// The dynamic shared memory viewed as a 3-D array of `d0 x d1 x d2` `T`s in C order, the
+    /// extents being values known at launch; as [`dynamic_shared2`](KernelBuilder::dynamic_shared2)
+    /// otherwise.
+    #[track_caller]
+    pub fn dynamic_shared3<T: Scalar>(
+        &self,
+        d0: impl Index,
+        d1: impl Index,
+        d2: impl Index,
+    ) -> NdMut<T, 3> {
+        let _at = crate::codegen::srcloc::at();
+        self.dynamic_shaped([d0.to_index(), d1.to_index(), d2.to_index()])
+    }
+
+    /// A per-thread array of `len` elements (numba's `cuda.local.array`). For 2-D and 3-D
+    /// local arrays: [`local_array2`](KernelBuilder::local_array2),
+    /// [`local_array3`](KernelBuilder::local_array3).
     #[track_caller]
     pub fn local_array<T: Scalar>(&self, len: usize) -> SliceMut<T> {
         let _at = crate::codegen::srcloc::at();
+        self.static_array::<T, 1>(Space::Local, [len])
+    }
+
+    /// A per-thread 2-D array of `rows x cols` elements in C order (numba's
+    /// `cuda.local.array((rows, cols), dtype)`), indexed with [`at2`](DArray::at2) /
+    /// [`set2`](DArray::set2): one multiply-add per access, each index checked against its
+    /// extent on the simulator.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::Kernel;
+    /// let k = Kernel::<(&mut [f32],)>::build("outer", |k, (out,)| {
+    ///     let m = k.local_array2::<f32>(3, 3);
+    ///     k.for_range(0u32, 3u32, |k, i| {
+    ///         k.for_range(0u32, 3u32, |_, j| m.set2(i, j, (i * j).cast::<f32>()));
+    ///     });
+    ///     out.set(k.grid1(), m.at2(2u32, 1u32));
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn local_array2<T: Scalar>(&self, rows: usize, cols: usize) -> NdMut<T, 2> {
+        let _at = crate::codegen::srcloc::at();
+        self.static_array::<T, 2>(Space::Local, [rows, cols])
+    }
+
+    /// A per-thread 3-D array of `d0 x d1 x d2` elements in C order, indexed with
+    /// [`at3`](DArray::at3) / [`set3`](DArray::set3); as
+    /// [`local_array2`](KernelBuilder::local_array2) otherwise.
+    #[track_caller]
+    pub fn local_array3<T: Scalar>(&self, d0: usize, d1: usize, d2: usize) -> NdMut<T, 3> {
+        let _at = crate::codegen::srcloc::at();
+        self.static_array::<T, 3>(Space::Local, [d0, d1, d2])
+    }
+
+    /// Declares a static shared or local array of extents `dims`.
+    fn static_array<T: Scalar, const N: usize>(
+        &self,
+        space: Space,
+        dims: [usize; N],
+    ) -> DArray<T, N, ReadWrite> {
+        let what = match space {
+            Space::Shared => "shared",
+            Space::Local => "local",
+        };
         let id = with_state(|s| {
-            if len == 0 {
+            if N == 1 && dims[0] == 0 {
                 s.error(
                     Kind::EmptyArray,
                     format!(
-                        "in `{}`: a local array needs at least one element",
+                        "in `{}`: a {what} array needs at least one element",
+                        s.f.name
+                    ),
+                );
+            } else if let Some(d) = dims.iter().position(|&e| e == 0) {
+                s.error(
+                    Kind::EmptyArray,
+                    format!(
+                        "in `{}`: a {what} array of shape {dims:?} has no element: dimension {d} \
+                         is 0; every extent must be at least 1",
                         s.f.name
                     ),
                 );
             }
-            s.add_local(T::TY, len as u64)
+            let bytes = dims
+                .iter()
+                .try_fold(T::TY.size() as u64, |a, &e| a.checked_mul(e as u64));
+            if !bytes.is_some_and(|b| b <= u32::MAX as u64) {
+                s.error(
+                    Kind::ArrayAccess,
+                    format!(
+                        "in `{}`: a {what} array of shape {dims:?} of {} would take more than \
+                         4 GiB; no GPU has that much {what} memory per {}",
+                        s.f.name,
+                        T::TY.name(),
+                        match space {
+                            Space::Shared => "block",
+                            Space::Local => "thread",
+                        }
+                    ),
+                );
+            }
+            let dims = dims.map(|e| e as u64);
+            match space {
+                Space::Shared => s.add_shared(T::TY, &dims),
+                Space::Local => s.add_local(T::TY, &dims),
+            }
         })
         .unwrap_or(0);
-        DArray::new(self.tag, ArrayRef::Local(id))
+        DArray::new(
+            self.tag,
+            match space {
+                Space::Shared => ArrayRef::Shared(id),
+                Space::Local => ArrayRef::Local(id),
+            },
+        )
+    }
+
+    /// A view of the dynamic shared memory with extents `dims` (values known at launch).
+    fn dynamic_shaped<T: Scalar, const N: usize>(
+        &self,
+        dims: [Expr<i64>; N],
+    ) -> DArray<T, N, ReadWrite> {
+        let shape = with_state(|s| {
+            s.f.uses_dynamic_shared = true;
+            s.check_use(&dims.map(|d| d.raw()));
+            s.add_dyn_shape(dims.iter().map(|d| d.id).collect())
+        })
+        .unwrap_or(0);
+        DArray::new_shaped(self.tag, ArrayRef::DynShared(T::TY), shape)
     }
 
     fn barrier_check(&self, what: &str) {

@@ -19,6 +19,7 @@ fn operands(op: &Op) -> Vec<ValueId> {
         Op::Select(c, a, b) => vec![*c, *a, *b],
         Op::Load { index, .. } | Op::LoadLane { index, .. } => vec![*index],
         Op::Math(_, args) | Op::Call(_, args) => args.clone(),
+        Op::NdIndex { indices, dims, .. } => indices.iter().chain(dims).copied().collect(),
         _ => Vec::new(),
     }
 }

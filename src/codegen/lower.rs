@@ -924,16 +924,17 @@ impl<'c> Lowerer<'c, '_> {
                         .ok_or_else(|| self.err("no such dimension"))?)
                     .into()
                 }
-                ArrayRef::Shared(i) => self
-                    .ctx
-                    .i64_type()
-                    .const_int(self.f.shared[*i as usize].len, false)
-                    .into(),
-                ArrayRef::Local(i) => self
-                    .ctx
-                    .i64_type()
-                    .const_int(self.f.locals[*i as usize].len, false)
-                    .into(),
+                ArrayRef::Shared(i) | ArrayRef::Local(i) => {
+                    let decls = match array {
+                        ArrayRef::Shared(_) => &self.f.shared,
+                        _ => &self.f.locals,
+                    };
+                    let e = decls
+                        .get(*i as usize)
+                        .and_then(|d| d.dim(*dim as usize))
+                        .ok_or_else(|| self.err("no such dimension"))?;
+                    self.ctx.i64_type().const_int(e, false).into()
+                }
                 ArrayRef::DynShared(_) => {
                     return Err(self.err("the dynamic shared array has no known length"))
                 }
@@ -943,6 +944,20 @@ impl<'c> Lowerer<'c, '_> {
                     .const_int(crate::ir::const_len(self.f, *i), false)
                     .into(),
             },
+            Op::NdIndex { indices, dims, .. } => {
+                // `(i0 * d1 + i1) * d2 + i2`: the extents of static arrays are constants, so
+                // this folds to shifts or multiply-adds; the leading extent is unused.
+                let first = indices
+                    .first()
+                    .ok_or_else(|| self.err("an n-D index with no index"))?;
+                let mut flat = self.v(*first)?.into_int_value();
+                for (i, d) in indices.iter().zip(dims).skip(1) {
+                    let (i, d) = (self.v(*i)?.into_int_value(), self.v(*d)?.into_int_value());
+                    let scaled = ll!(self, self.b.build_int_mul(flat, d, ""));
+                    flat = ll!(self, self.b.build_int_add(scaled, i, ""));
+                }
+                flat.into()
+            }
             Op::ReadVar(var) => ll!(self, self.b.build_load(rt, self.vars[var.0 as usize], "")),
             Op::SyncReduce(kind, pred) => {
                 let p = self.v(*pred)?.into_int_value();

@@ -169,6 +169,15 @@ pub(crate) enum Op {
         array: ArrayRef,
         dim: u8,
     },
+    /// The flat (C-order) index, an `i64`, of element `indices` of an n-D view of `array`
+    /// whose extents are `dims` (`i64` values, one per index): `(i0 * d1 + i1) * d2 + i2`.
+    /// Lowering emits only the multiply-adds (the first extent is unused there); the
+    /// simulator also checks each index against its extent and faults naming the dimension.
+    NdIndex {
+        array: ArrayRef,
+        indices: Vec<ValueId>,
+        dims: Vec<ValueId>,
+    },
     ReadVar(VarId),
     /// `syncthreads_count/and/or(pred)`: a barrier that also reduces a predicate.
     SyncReduce(SyncReduce, ValueId),
@@ -256,7 +265,33 @@ pub(crate) enum Param {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ArrayDecl {
     pub elem: ScalarTy,
+    /// Elements in all (the product of `dims`).
     pub len: u64,
+    /// The extents, outermost first (C order): `[len]` for a 1-D array.
+    pub dims: Vec<u64>,
+}
+
+impl ArrayDecl {
+    /// The extent of dimension `d` (`len` for dimension 0 of a declaration without a shape).
+    pub(crate) fn dim(&self, d: usize) -> Option<u64> {
+        match self.dims.get(d) {
+            Some(&e) => Some(e),
+            None if d == 0 && self.dims.is_empty() => Some(self.len),
+            None => None,
+        }
+    }
+
+    /// The shape as C declares it, e.g. `f32[16][17]`.
+    pub(crate) fn c_decl(&self) -> String {
+        let mut s = self.elem.name().to_string();
+        if self.dims.is_empty() {
+            s.push_str(&format!("[{}]", self.len));
+        }
+        for e in &self.dims {
+            s.push_str(&format!("[{e}]"));
+        }
+        s
+    }
 }
 
 /// An external device function: declared by name and signature, defined in linked code.

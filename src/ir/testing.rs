@@ -138,3 +138,72 @@ pub(crate) fn vec4_sum_kernel(name: &str) -> std::sync::Arc<FunctionIr> {
     });
     std::sync::Arc::new(r.kernel(name))
 }
+
+/// ```ignore
+/// Kernel::<(&[f32], &mut [f32])>::build(name, |k, (x, out)| {
+///     let tile = k.shared_array2::<f32>(4, 4);
+///     let t = k.thread_idx().x; // launched with 16 threads
+///     let (r, c) = (t / 4, t % 4 + shift);
+///     tile.set2(r, c, x.at(t));
+///     out.set(t, tile.at2(r, c));
+/// })
+/// ```
+pub(crate) fn shared_2d_kernel(name: &str, shift: u32) -> std::sync::Arc<FunctionIr> {
+    let mut r = Recorder::default();
+    let t = r.let_(ScalarTy::U32, Op::Special(Sreg::Tid(0)));
+    let four = r.let_(ScalarTy::U32, Op::Const(4));
+    let row = r.let_(ScalarTy::U32, Op::Binary(BinOp::Div, t, four));
+    let col0 = r.let_(ScalarTy::U32, Op::Binary(BinOp::Rem, t, four));
+    let sh = r.let_(ScalarTy::U32, Op::Const(shift as u64));
+    let col = r.let_(ScalarTy::U32, Op::Binary(BinOp::Add, col0, sh));
+    let (ri, ci) = (
+        r.let_(ScalarTy::I64, Op::Cast(row)),
+        r.let_(ScalarTy::I64, Op::Cast(col)),
+    );
+    let nd = |r: &mut Recorder| {
+        let d0 = r.let_(ScalarTy::I64, Op::Const(4));
+        let d1 = r.let_(ScalarTy::I64, Op::Const(4));
+        r.let_(
+            ScalarTy::I64,
+            Op::NdIndex {
+                array: ArrayRef::Shared(0),
+                indices: vec![ri, ci],
+                dims: vec![d0, d1],
+            },
+        )
+    };
+    let ti = r.let_(ScalarTy::I64, Op::Cast(t));
+    let x = r.let_(
+        ScalarTy::F32,
+        Op::Load {
+            array: ArrayRef::Param(0),
+            index: ti,
+        },
+    );
+    let at = nd(&mut r);
+    r.body.push(Stmt::Store {
+        array: ArrayRef::Shared(0),
+        index: at,
+        value: x,
+    });
+    let at = nd(&mut r);
+    let v = r.let_(
+        ScalarTy::F32,
+        Op::Load {
+            array: ArrayRef::Shared(0),
+            index: at,
+        },
+    );
+    r.body.push(Stmt::Store {
+        array: ArrayRef::Param(1),
+        index: ti,
+        value: v,
+    });
+    let mut f = r.kernel(name);
+    f.shared.push(ArrayDecl {
+        elem: ScalarTy::F32,
+        len: 16,
+        dims: vec![4, 4],
+    });
+    std::sync::Arc::new(f)
+}

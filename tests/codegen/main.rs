@@ -16,6 +16,7 @@ mod mma;
 mod narrow;
 mod ops;
 mod random;
+mod shared_nd;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;

@@ -34,6 +34,7 @@ mod profiler;
 mod random;
 mod scan;
 mod sharded;
+mod shared_nd;
 mod streams;
 mod strided;
 #[path = "../support/mod.rs"]

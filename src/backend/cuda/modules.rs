@@ -6,7 +6,7 @@ use std::ffi::{c_void, CStr};
 use cudajit_sys as sys;
 
 use super::CudaDriver;
-use crate::backend::{ModuleApi, ModuleImage};
+use crate::backend::{DeviceApi, ModuleApi, ModuleImage};
 use crate::error::{check, Error, Result};
 
 /// A JIT log buffer's text (up to the first NUL).
@@ -89,6 +89,28 @@ impl ModuleApi for CudaDriver {
         // SAFETY: NUL-terminated PTX or an aligned, well-formed image (the caller's contract),
         // alive for the call.
         unsafe { self.load_image(ptr, kind) }
+    }
+
+    /// Checks the kernel's static shared memory against the current device's limit (the
+    /// driver's JIT would refuse it with only ptxas's log), then compiles and loads it.
+    fn module_load_kernel(
+        &self,
+        ir: &std::sync::Arc<crate::ir::FunctionIr>,
+        machine_code: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<sys::CUmodule>> {
+        use sys::CUdevice_attribute as A;
+        let dev = self.ctx_get_device()?;
+        let limit =
+            self.device_attribute(dev, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
+        let optin = self
+            .device_attribute(
+                dev,
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .unwrap_or(0);
+        crate::backend::limits::check_static_shared(ir, limit, optin)?;
+        machine_code()?;
+        Ok(None)
     }
 
     fn link(&self, inputs: &[crate::backend::LinkInput<'_>]) -> Result<(Vec<u8>, String)> {

@@ -368,6 +368,54 @@ impl Block<'_> {
         })
     }
 
+    /// The flat (C-order) index of an n-D element (`Op::NdIndex`) into value `dst`, for the
+    /// active lanes; each index is checked against its dimension's extent, so an index outside
+    /// one dimension is a fault even where the flat index would be inside the array.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn nd_index(
+        &mut self,
+        fr: &mut Frame<'_>,
+        dst: ValueId,
+        array: ArrayRef,
+        indices: &[ValueId],
+        dims: &[ValueId],
+        m: &Mask,
+    ) -> Result<(), Fault> {
+        let (n, f) = (self.n, fr.f);
+        if indices.is_empty() || indices.len() != dims.len() {
+            return Err(Fault::internal(
+                "an n-D index whose indices and extents differ",
+            ));
+        }
+        let db = dst.0 as usize * n;
+        let of = |regs: &[u64], v: ValueId, t: usize| index_of(f, v, regs[v.0 as usize * n + t]);
+        try_lanes(m, self.nw, |t| {
+            let idx: Vec<i64> = indices.iter().map(|&v| of(&fr.regs, v, t)).collect();
+            let ext: Vec<i64> = dims.iter().map(|&v| of(&fr.regs, v, t)).collect();
+            if let Some(d) = (0..idx.len()).find(|&d| idx[d] < 0 || idx[d] >= ext[d]) {
+                let view = match array {
+                    ArrayRef::DynShared(_) => format!(", viewed with shape {ext:?}"),
+                    _ => String::new(),
+                };
+                return Err(Fault::new(
+                    FaultKind::OutOfBounds,
+                    format!(
+                        "{} indexes element {idx:?} of {}{view}: index {} of dimension {d} is \
+                         outside its extent {}",
+                        self.who(t),
+                        array_name(f, array, None),
+                        idx[d],
+                        ext[d]
+                    ),
+                ));
+            }
+            let flat =
+                (1..idx.len()).fold(idx[0], |a, d| a.wrapping_mul(ext[d]).wrapping_add(idx[d]));
+            fr.regs[db + t] = flat as u64;
+            Ok(())
+        })
+    }
+
     /// A vector access must start at a multiple of its width in bytes.
     #[allow(clippy::too_many_arguments)]
     fn check_vector(

@@ -518,6 +518,11 @@ impl<'l> Block<'l> {
                 width,
             } => return self.load(fr, id, *array, *index, Some((*lane, *width)), m),
             Op::Atomic(a) => return self.atomic(fr, id, a, m),
+            Op::NdIndex {
+                array,
+                indices,
+                dims,
+            } => return self.nd_index(fr, id, *array, indices, dims, m),
             Op::Warp(w) => return self.warp(fr, id, w, m, sp),
             Op::SyncReduce(kind, pred) => return self.sync_reduce(fr, id, *kind, *pred, m),
             Op::Call(fid, args) => return self.call(fr, id, fid.0 as usize, args, m, sp),
@@ -588,6 +593,7 @@ impl<'l> Block<'l> {
             Op::Load { .. }
             | Op::LoadLane { .. }
             | Op::Atomic(_)
+            | Op::NdIndex { .. }
             | Op::Warp(_)
             | Op::SyncReduce(..)
             | Op::Call(..)
@@ -763,8 +769,16 @@ impl<'l> Block<'l> {
                 .and_then(|a| a.as_ref())
                 .and_then(|a| a.dims.get(dim).copied())
                 .ok_or_else(|| Fault::internal("extent of a missing array dimension"))?,
-            ArrayRef::Shared(i) => f.shared[i as usize].len,
-            ArrayRef::Local(i) => f.locals[i as usize].len,
+            ArrayRef::Shared(i) => f
+                .shared
+                .get(i as usize)
+                .and_then(|d| d.dim(dim))
+                .ok_or_else(|| Fault::internal("extent of a missing array dimension"))?,
+            ArrayRef::Local(i) => f
+                .locals
+                .get(i as usize)
+                .and_then(|d| d.dim(dim))
+                .ok_or_else(|| Fault::internal("extent of a missing array dimension"))?,
             ArrayRef::DynShared(t) => (self.l.dyn_shared / t.size()) as u64,
             ArrayRef::Const(i) => crate::ir::const_len(f, i),
         })

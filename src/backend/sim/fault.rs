@@ -89,12 +89,12 @@ pub(super) fn array_name(f: &FunctionIr, array: ArrayRef, dims: Option<&[u64]>) 
         }
         ArrayRef::Shared(i) => {
             let d = &f.shared[i as usize];
-            format!("shared array {i} ({}[{}]){within}", d.elem.name(), d.len)
+            format!("shared array {i} ({}){within}", d.c_decl())
         }
         ArrayRef::DynShared(t) => format!("the dynamic shared array (as {}){within}", t.name()),
         ArrayRef::Local(i) => {
             let d = &f.locals[i as usize];
-            format!("local array {i} ({}[{}]){within}", d.elem.name(), d.len)
+            format!("local array {i} ({}){within}", d.c_decl())
         }
         ArrayRef::Const(i) => match f.consts.get(i as usize) {
             Some(c) => format!("constant array {i} ({}[{}]){within}", c.elem.name(), c.len),

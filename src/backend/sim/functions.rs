@@ -10,14 +10,10 @@ use super::{bad_handle, invalid, FuncState, Simulator, SHARED_OPTIN};
 use crate::error::{Error, Result};
 use crate::ir::FunctionIr;
 
-/// Static shared memory of a kernel and the device functions it calls, bytes.
+/// Static shared memory of a kernel and the device functions it calls, bytes (at most the
+/// device's limit once loaded: see `backend::limits`).
 pub(super) fn static_shared(f: &FunctionIr) -> usize {
-    let own: usize = f
-        .shared
-        .iter()
-        .map(|s| s.len as usize * s.elem.size())
-        .sum();
-    own + f.callees.iter().map(|c| static_shared(c)).sum::<usize>()
+    crate::backend::limits::static_shared_bytes(f).min(i32::MAX as u64) as usize
 }
 
 /// Local memory per thread, bytes.

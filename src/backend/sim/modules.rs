@@ -29,8 +29,15 @@ impl Simulator {
     }
 
     /// Loads a builder kernel: its IR, unless it calls foreign device code (which only a GPU
-    /// can run).
+    /// can run) or declares more static shared memory than the simulated device allows (as
+    /// the driver refuses it).
     pub(super) fn sim_module_load_kernel(&self, ir: &Arc<FunctionIr>) -> Result<sys::CUmodule> {
+        use sys::CUdevice_attribute as A;
+        let limit =
+            super::devices::attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 1);
+        let optin =
+            super::devices::attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 1);
+        crate::backend::limits::check_static_shared(ir, limit, optin)?;
         if let Some(ext) = ir.first_extern() {
             return Err(Error::Kernel {
                 kernel: ir.name.clone(),

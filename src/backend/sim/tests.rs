@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use super::*;
 use crate::backend::{LaunchApi, MemoryApi, ModuleApi};
 use crate::error::FaultKind;
-use crate::ir::testing::{copy_kernel, vec4_sum_kernel};
+use crate::ir::testing::{copy_kernel, shared_2d_kernel, vec4_sum_kernel};
 use crate::ir::FunctionIr;
 
 /// Launches `k` directly on a fresh simulator with the given parameter slots.
@@ -83,4 +83,41 @@ fn misaligned_vector_load_is_reported() {
     launch(&sim, &k, &mut [x, 64, out, 16]).unwrap();
     let e = launch(&sim, &k, &mut [x + 1024, 64, out, 16]).unwrap_err();
     assert!(e.to_string().contains("not inside one allocation"), "{e}");
+}
+
+/// An n-D index (`Op::NdIndex`) of a 2-D shared array: in range, it is the C-order flat index;
+/// one past a row's end is a fault naming the dimension, the index and the extent, though the
+/// flat index (the next row's first element) is inside the array.
+#[test]
+fn nd_index_is_checked_per_dimension() {
+    let sim = Simulator::new();
+    let x = sim.mem_alloc(16 * 4).unwrap();
+    let out = sim.mem_alloc(16 * 4).unwrap();
+    let vals: Vec<f32> = (0..16).map(|i| i as f32 * 1.5 - 3.0).collect();
+    // SAFETY: `x` has 64 bytes, the source 64 bytes of live data.
+    unsafe { sim.memcpy_htod(x, vals.as_ptr().cast(), 64, None) }.unwrap();
+    launch(&sim, &shared_2d_kernel("nd_ok", 0), &mut [x, 16, out, 16]).unwrap();
+    let mut got = vec![0f32; 16];
+    // SAFETY: `out` has 64 bytes, the destination room for 64.
+    unsafe { sim.memcpy_dtoh(got.as_mut_ptr().cast(), out, 64, None) }.unwrap();
+    assert_eq!(got, vals);
+
+    let e = launch(&sim, &shared_2d_kernel("nd_oob", 1), &mut [x, 16, out, 16]).unwrap_err();
+    match e {
+        Error::Fault {
+            kernel,
+            kind,
+            message,
+        } => {
+            assert_eq!((kernel.as_str(), kind), ("nd_oob", FaultKind::OutOfBounds));
+            assert!(
+                message.contains(
+                    "thread (3, 0, 0) of block (0, 0, 0) indexes element [0, 4] of shared \
+                     array 0 (f32[4][4]): index 4 of dimension 1 is outside its extent 4"
+                ),
+                "{message}"
+            );
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
 }
