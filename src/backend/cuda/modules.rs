@@ -92,11 +92,11 @@ impl ModuleApi for CudaDriver {
     }
 
     /// Checks the kernel's static shared memory against the current device's limit (the
-    /// driver's JIT would refuse it with only ptxas's log), then compiles and loads it.
+    /// driver's JIT would refuse it with only ptxas's log); then answers that the kernel needs
+    /// machine code (which the compile cache's load path compiles, or finds, and loads).
     fn module_load_kernel(
         &self,
         ir: &std::sync::Arc<crate::ir::FunctionIr>,
-        machine_code: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Option<sys::CUmodule>> {
         use sys::CUdevice_attribute as A;
         let dev = self.ctx_get_device()?;
@@ -109,7 +109,6 @@ impl ModuleApi for CudaDriver {
             )
             .unwrap_or(0);
         crate::backend::limits::check_static_shared(ir, limit, optin)?;
-        machine_code()?;
         Ok(None)
     }
 
