@@ -114,21 +114,32 @@ cargo_json() { # $1: output file; rest: cargo arguments. Diagnostics go to the t
 # DT_RELR: glibc >= 2.36). Both are link flags for the bundle's binaries only: with an explicit
 # --target, RUSTFLAGS reach neither build scripts nor proc macros, and the artifacts go to
 # target/<host triple>/release, apart from a plain `cargo build --release`.
-# Opt-in for now (CUDAJIT_BUNDLE_LAYOUT=1): measured on the build machine to make the archive
-# about 1.8x smaller, but its binaries have not yet run on a GPU machine. Without it, the plain
-# release binaries (the default, run green on an H100 on 2026-11-25).
+# On by default where rust-lld can link it (Rust >= 1.90 on x86_64-unknown-linux-gnu; its
+# binaries ran green, bare, on an H100 on 2026-11-26, and the archive is about 1.8x smaller);
+# CUDAJIT_BUNDLE_LAYOUT=0 builds the plain release binaries instead, =1 insists on the layout.
 host="$(rustc -vV | sed -n 's/^host: //p')"
 build=(--release)
-layout="${CUDAJIT_BUNDLE_LAYOUT:-0}"
-if [[ "$layout" != 0 ]]; then
-    rustc_minor="$(rustc -vV | sed -n 's/^release: 1\.\([0-9]*\).*/\1/p')"
-    if [[ "$host" != x86_64-unknown-linux-gnu ]] || ((${rustc_minor:-0} < 90)); then
+rustc_minor="$(rustc -vV | sed -n 's/^release: 1\.\([0-9]*\).*/\1/p')"
+layout_ok=0
+if [[ "$host" == x86_64-unknown-linux-gnu ]] && ((${rustc_minor:-0} >= 90)); then
+    layout_ok=1
+fi
+layout="${CUDAJIT_BUNDLE_LAYOUT:-auto}"
+case "$layout" in
+    auto) layout="$layout_ok" ;;
+    0) ;;
+    *)
         # rust-lld is the default linker there from Rust 1.90 on; the script is written for it.
-        die "the bundle's link layout needs Rust >= 1.90 on x86_64-unknown-linux-gnu (rust-lld); this is $(rustc --version) on $host. leave CUDAJIT_BUNDLE_LAYOUT unset to build without it (a larger bundle)"
-    fi
+        ((layout_ok)) || die "the bundle's link layout needs Rust >= 1.90 on x86_64-unknown-linux-gnu (rust-lld); this is $(rustc --version) on $host. set CUDAJIT_BUNDLE_LAYOUT=0 to build without it (a larger bundle)"
+        layout=1
+        ;;
+esac
+if ((layout)); then
     export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C link-arg=-Wl,-T,$repo_root/scripts/gpu-bundle-layout.ld -C link-arg=-Wl,-z,pack-relative-relocs"
     build+=(--target "$host")
     say "link layout: scripts/gpu-bundle-layout.ld, packed relocations (target/$host/release)"
+else
+    say "no link layout (rustc $(rustc -vV | sed -n 's/^release: //p') on $host, CUDAJIT_BUNDLE_LAYOUT=${CUDAJIT_BUNDLE_LAYOUT:-auto}): plain release binaries, a larger archive"
 fi
 
 excl=(--workspace --exclude cudajit-sys-generate)
@@ -532,13 +543,13 @@ say "total size: $total bytes ($(du -sh --exclude=out "$outdir" | cut -f1))"
 # Measured 2026-11-25 with the link layout: 27 binaries, bin.tar.xz see docs/GPU_BUNDLE.md.
 warn_mib="${CUDAJIT_BUNDLE_WARN_MIB:-30}"
 # Without the layout the archive is about 52 MiB (27 binaries): the limit is then 58 MiB.
-if [[ "$layout" != 0 ]]; then default_max=40; else default_max=58; fi
+if ((layout)); then default_max=40; else default_max=58; fi
 max_mib="${CUDAJIT_BUNDLE_MAX_MIB:-$default_max}"
 if [[ -f "$outdir/bin.tar.xz" ]]; then
     xz_size="$(wc -c < "$outdir/bin.tar.xz")"
     say "bin.tar.xz: $xz_size bytes ($((xz_size / 1024)) KiB) for $count binaries; warning above $warn_mib MiB, error above $max_mib MiB"
     if ((xz_size > max_mib * 1024 * 1024)); then
-        die "bin.tar.xz is $xz_size bytes, over $max_mib MiB: it would leave too little of the device tool's 64 MiB. Was a binary added? The link layout (CUDAJIT_BUNDLE_LAYOUT=1) makes it smaller. See docs/GPU_BUNDLE.md ('Size'). CUDAJIT_BUNDLE_MAX_MIB raises the limit"
+        die "bin.tar.xz is $xz_size bytes, over $max_mib MiB: it would leave too little of the device tool's 64 MiB. Was a binary added? The link layout (on by default where rust-lld links it) makes it smaller. See docs/GPU_BUNDLE.md ('Size'). CUDAJIT_BUNDLE_MAX_MIB raises the limit"
     elif ((xz_size > warn_mib * 1024 * 1024)); then
         say "warning: bin.tar.xz is over $warn_mib MiB; see docs/GPU_BUNDLE.md ('Size')"
     fi
