@@ -56,8 +56,9 @@ pub(crate) fn ptx(ir: &FunctionIr, options: &PtxOptions) -> Result<Arc<str>> {
 }
 
 fn ptx_for(key: Key, ir: &FunctionIr, options: &PtxOptions) -> Result<Arc<str>> {
+    // One NVTX range for getting the PTX, found in a cache or compiled.
+    let _nvtx = crate::nvtx::op_range(|| format!("cudajit: compile {}", ir.name));
     lookup_or_compile(key, &ir.name, disk_cache(), || {
-        let _nvtx = crate::nvtx::op_range(|| format!("cudajit: compile {}", ir.name));
         lower::ptx(ir, lower::Role::Kernel, options)
     })
 }
