@@ -123,7 +123,8 @@ fn matmul_with_16x16_shared_tiles() {
         let cfg = LaunchConfig::new((n.div_ceil(16) as u32, m.div_ceil(16) as u32), (16, 16));
         k.launch(&s, cfg, (&da, &db, &mut dc)).unwrap();
         let got = dc.to_array_async(&s).unwrap();
-        // The kernel's order: k ascending, with the zero padding of the last tile.
+        // The kernel's order: k ascending, with the zero padding of the last tile, each step
+        // one fused multiply-add.
         for ((i, j), &g) in got.indexed_iter() {
             let (mut want, mut scale) = (0.0f32, 0.0f32);
             for e in 0..kk.div_ceil(16) * 16 {
@@ -132,7 +133,7 @@ fn matmul_with_16x16_shared_tiles() {
                 } else {
                     (0.0, 0.0)
                 };
-                want += x * y;
+                want = x.mul_add(y, want); // `acc + a * b`: contracted (fma)
                 scale += (x * y).abs();
             }
             assert!(
