@@ -56,12 +56,36 @@ use super::scalar::Scalar;
 use crate::error::Result;
 use crate::ir::{ArrayRef, AsyncCopy, Stmt, ValueId};
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Where an array lives (an implementation detail of [`CpAsyncSrc`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct ArrayTag(u32, ArrayRef);
+
+/// The source of a [`cp_async`](DArray::cp_async): an array of elements `T` of any rank and
+/// access (`&[T]`, `&mut [T]`, `NdRef`, `NdMut`); it must be a kernel parameter (global
+/// memory), which the build checks.
+pub trait CpAsyncSrc<T>: sealed::Sealed {
+    #[doc(hidden)]
+    fn array_tag(&self) -> ArrayTag;
+}
+
+impl<T, const N: usize, A> sealed::Sealed for DArray<T, N, A> {}
+impl<T: Scalar, const N: usize, A> CpAsyncSrc<T> for DArray<T, N, A> {
+    fn array_tag(&self) -> ArrayTag {
+        ArrayTag(self.tag, self.array)
+    }
+}
+
 /// Records one copy after checking where its arrays live.
 #[track_caller]
-fn copy<T: Scalar, const BYTES: usize, const D: usize, const D2: usize, A2>(
+fn copy<T: Scalar, const BYTES: usize, const D: usize>(
     dst: &DArray<T, D, ReadWrite>,
     dst_index: impl Index,
-    src: &DArray<T, D2, A2>,
+    src: &impl CpAsyncSrc<T>,
     src_index: impl Index,
     src_size: Option<Expr<u32>>,
 ) {
@@ -79,8 +103,9 @@ fn copy<T: Scalar, const BYTES: usize, const D: usize, const D2: usize, A2>(
     };
     let _at = crate::codegen::srcloc::at();
     let (di, si) = (dst_index.to_index(), src_index.to_index());
-    let (dst_arr, src_arr) = (dst.array, src.array);
-    let tags = [dst.tag, src.tag];
+    let ArrayTag(src_tag, src_arr) = src.array_tag();
+    let dst_arr = dst.array;
+    let tags = [dst.tag, src_tag];
     with_state(|s| {
         let name = s.f.name.clone();
         if tags.iter().any(|&t| t != s.tag) {
@@ -150,13 +175,13 @@ impl<T: Scalar, const D: usize> DArray<T, D, ReadWrite> {
     /// # Ok::<(), cudajit::Error>(())
     /// ```
     #[track_caller]
-    pub fn cp_async<const BYTES: usize, const D2: usize, A2>(
+    pub fn cp_async<const BYTES: usize>(
         &self,
         dst_index: impl Index,
-        src: &DArray<T, D2, A2>,
+        src: &impl CpAsyncSrc<T>,
         src_index: impl Index,
     ) {
-        copy::<T, BYTES, D, D2, A2>(self, dst_index, src, src_index, None)
+        copy::<T, BYTES, D>(self, dst_index, src, src_index, None)
     }
 
     /// [`cp_async`](DArray::cp_async) reading only the first `src_bytes` (0 to `BYTES`) of
@@ -183,15 +208,15 @@ impl<T: Scalar, const D: usize> DArray<T, D, ReadWrite> {
     /// # Ok::<(), cudajit::Error>(())
     /// ```
     #[track_caller]
-    pub fn cp_async_zfill<const BYTES: usize, const D2: usize, A2>(
+    pub fn cp_async_zfill<const BYTES: usize>(
         &self,
         dst_index: impl Index,
-        src: &DArray<T, D2, A2>,
+        src: &impl CpAsyncSrc<T>,
         src_index: impl Index,
         src_bytes: impl Into<Expr<u32>>,
     ) {
         let n = src_bytes.into();
-        copy::<T, BYTES, D, D2, A2>(self, dst_index, src, src_index, Some(n))
+        copy::<T, BYTES, D>(self, dst_index, src, src_index, Some(n))
     }
 }
 
