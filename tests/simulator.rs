@@ -556,7 +556,8 @@ fn cp_async_faults() {
     let mut out = c.zeros::<u32, _>(32).unwrap();
     let cfg = LaunchConfig::new(1, 32);
     // (name, destination index, source index, source bytes of a zfill copy, fault, text).
-    let cases: [(&str, u32, u32, Option<u32>, FaultKind, &str); 6] = [
+    type Case = (&'static str, u32, u32, Option<u32>, FaultKind, &'static str);
+    let cases: [Case; 6] = [
         (
             "dst_misaligned",
             2,
