@@ -649,6 +649,15 @@ fn cp_async_faults() {
     out.fill_async(7, &s).unwrap();
     k.launch(&s, cfg, (&x, &mut out)).unwrap();
     assert_eq!(out.to_vec_async(&s).unwrap(), vec![0; 32]);
+    // A source array that does not start at a multiple of the copy's size is refused at
+    // launch, as for vector accesses (a view from element 1: 4-byte aligned only).
+    let view = x.slice(1..).unwrap();
+    let err = k.launch(&s, cfg, (&view, &mut out)).unwrap_err();
+    assert!(
+        matches!(err, Error::Launch(cudajit::LaunchError::Misaligned { .. }))
+            && err.to_string().contains("16-byte"),
+        "{err}"
+    );
 }
 
 /// `ldmatrix` needs the whole warp, 16-byte aligned rows inside the array; the faults name the
