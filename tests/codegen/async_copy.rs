@@ -288,3 +288,70 @@ fn cp_async_f64_and_u8() {
         "cp.async",
     );
 }
+
+/// The double-buffered product of docs/GUIDE.md ("Tensor cores") assembles for sm_80 and
+/// sm_90 without spills: its copies, matrix loads and MMAs are all there.
+#[test]
+fn staged_product_ptx() {
+    use cudajit::codegen::{Expr, Var};
+    let (n, kk) = (32u32, 256u32);
+    let gemm = Kernel::<(&[f16], &[f16], &mut [f32])>::build("gemm", |k, (a, b, d)| {
+        let (t, w) = (k.thread_idx().x, k.thread_idx().x / 32u32);
+        let sa = k.shared_array3::<f16>(2, 64, 16);
+        let sb = k.shared_array3::<f16>(2, 16, 32);
+        let load = |step: Expr<u32>| {
+            let (st, k0, r, c) = (step % 2u32, step * 16u32, t / 2u32, (t % 2u32) * 8u32);
+            sa.cp_async::<16>(sa.index3(st, r, c), &a, r * kk + k0 + c);
+            k.if_(t.lt(64u32), |_| {
+                let (r, c) = (t / 4u32, (t % 4u32) * 8u32);
+                sb.cp_async::<16>(sb.index3(st, r, c), &b, (k0 + r) * n + c);
+            });
+        };
+        let acc: Vec<[Var<f32>; 4]> = (0..4)
+            .map(|_| FragC::<f16>::zeros().elems().map(|e| k.var(e)))
+            .collect();
+        load(k.lit(0u32));
+        k.cp_async_commit();
+        k.for_range(0u32, kk / 16u32, |k, step| {
+            k.if_((step + 1u32).lt(kk / 16u32), |_| load(step + 1u32));
+            k.cp_async_commit();
+            k.cp_async_wait(1);
+            k.syncthreads();
+            let st = step % 2u32;
+            let fa = FragA::<f16>::load_shared(k, &sa, |r, c| sa.index3(st, w * 16u32 + r, c));
+            for (j, acc) in acc.iter().enumerate() {
+                let n0 = j as u32 * 8;
+                let fb = FragB::<f16>::load_shared(k, &sb, |r, c| sb.index3(st, r, n0 + c));
+                let next = k.mma(
+                    &fa,
+                    &fb,
+                    &FragC::from_elems(acc.each_ref().map(|v| v.get())),
+                );
+                acc.iter().zip(next.elems()).for_each(|(v, e)| v.set(e));
+            }
+            k.syncthreads();
+        });
+        for (j, acc) in acc.iter().enumerate() {
+            FragC::<f16>::from_elems(acc.each_ref().map(|v| v.get())).for_each(k, |r, c, v| {
+                d.set((w * 16u32 + r) * n + j as u32 * 8 + c, v)
+            });
+        }
+    })
+    .unwrap();
+    for cc in [(8, 0), (9, 0)] {
+        let ptx = gemm.compile_ptx(&PtxOptions::for_cc(cc.0, cc.1)).unwrap();
+        for w in [
+            "cp.async.cg.shared.global",
+            "cp.async.commit_group;",
+            "cp.async.wait_group 1;",
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+            "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        ] {
+            assert!(ptx.contains(w), "{w}:\n{ptx}");
+        }
+        assert!(!ptx.contains("ld.shared"), "{ptx}");
+        let report = check_ptx(&ptx, cc, gemm.name());
+        assert_eq!(report.spill_bytes, 0, "{}", report.log);
+    }
+}
