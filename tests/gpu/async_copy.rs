@@ -243,10 +243,18 @@ where
     })
     .unwrap();
     let mut rng = Rng::new();
-    let x: Vec<T> = rng.vec(len + 3 * per, T::gen);
+    // x[0] is the shared arrays' poison (outside the copied window), a value no copied
+    // element has, so an element the copy missed cannot pass for a copied one.
+    let poison = T::from_bits(0x5a5a_5a5a_5a5a_5a5a & (u64::MAX >> (64 - 8 * size)));
+    let mut x: Vec<T> = rng.vec(len + 3 * per, |r| loop {
+        let v = T::gen(r);
+        if v.to_bits() != poison.to_bits() && v.to_bits() != 0 {
+            break v;
+        }
+    });
+    x[0] = poison;
     let dx = s.to_device(&x).unwrap();
     let (mut dp, mut dz) = (c.alloc::<T, _>(len).unwrap(), c.alloc::<T, _>(len).unwrap());
-    let poison = T::from_bits(0x5a5a_5a5a_5a5a_5a5a & (u64::MAX >> (64 - 8 * size)));
     dp.fill_async(poison, &s).unwrap();
     dz.fill_async(poison, &s).unwrap();
     k.launch(
