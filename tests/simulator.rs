@@ -465,3 +465,258 @@ fn out_of_bounds_strided_access_is_a_fault() {
     let view = big.strided_mut().slice(s![..;2, ..]).unwrap();
     k.launch(&s, LaunchConfig::new(1, 20), (view,)).unwrap();
 }
+
+/// The classic `cp.async` bug: reading the destination before `cp_async_wait` covers its
+/// group (here the wait keeps the newest group in flight, which is the one read). The fault
+/// names the thread, the element and the issuing thread; with the right wait there is none.
+#[test]
+fn cp_async_read_before_wait() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let build = |name: &str, keep: u8, other: bool| {
+        Kernel::<(&[f32], &mut [f32])>::build(name, move |k, (x, out)| {
+            let tile = k.shared_array2::<f32>(2, 128);
+            let t = k.thread_idx().x;
+            tile.cp_async::<16>(tile.index2(0u32, t * 4u32), &x, t * 4u32);
+            k.cp_async_commit();
+            tile.cp_async::<16>(tile.index2(1u32, t * 4u32), &x, 128u32 + t * 4u32);
+            k.cp_async_commit();
+            k.cp_async_wait(keep);
+            k.syncthreads();
+            // Another thread's element of stage 1, or this thread's own.
+            let j = if other {
+                (t * 4u32 + 4u32) % 128u32
+            } else {
+                t * 4u32
+            };
+            out.set(t, tile.at2(0u32, j) + tile.at2(1u32, j));
+        })
+        .unwrap()
+    };
+    let x = s.to_device(&vec![1.0f32; 256]).unwrap();
+    let mut out = c.zeros::<f32, _>(32).unwrap();
+    let cfg = LaunchConfig::new(1, 32);
+    build("cp_ok", 0, true)
+        .launch(&s, cfg, (&x, &mut out))
+        .unwrap();
+    assert_eq!(out.to_vec_async(&s).unwrap(), vec![2.0; 32]);
+    let (kernel, kind, msg) = fault(build("cp_early", 1, false).launch(&s, cfg, (&x, &mut out)));
+    assert_eq!((kernel.as_str(), kind), ("cp_early", FaultKind::SharedRace));
+    assert!(
+        msg.contains("thread (0, 0, 0) of block (0, 0, 0) reads element 128 of shared array 0")
+            && msg.contains("before cp_async_wait completed its copy: this thread copies into it")
+            && msg.contains("1 committed group(s)")
+            && msg.contains("tests/simulator.rs"),
+        "{msg}"
+    );
+    let (_, kind, msg) = fault(build("cp_early_other", 1, true).launch(&s, cfg, (&x, &mut out)));
+    assert_eq!(kind, FaultKind::SharedRace);
+    assert!(
+        msg.contains("reads element 132 of shared array 0")
+            && msg.contains("thread (1, 0, 0) of block (0, 0, 0) copies into it"),
+        "{msg}"
+    );
+    // Waited for, but read by another thread with no barrier after the wait: a race.
+    let k = Kernel::<(&[f32], &mut [f32])>::build("cp_no_barrier", |k, (x, out)| {
+        let tile = k.shared_array::<f32>(128);
+        let t = k.thread_idx().x;
+        tile.cp_async::<16>(t * 4u32, &x, t * 4u32);
+        k.cp_async_wait_all();
+        out.set(t, tile.at((t * 4u32 + 4u32) % 128u32));
+    })
+    .unwrap();
+    let (_, kind, msg) = fault(k.launch(&s, cfg, (&x, &mut out)));
+    assert_eq!(kind, FaultKind::SharedRace);
+    assert!(msg.contains("with no syncthreads"), "{msg}");
+    // A copy issued over an element another thread read since the last barrier: a race too.
+    let k = Kernel::<(&[f32], &mut [f32])>::build("cp_over_read", |k, (x, out)| {
+        let tile = k.shared_array::<f32>(128);
+        let t = k.thread_idx().x;
+        out.set(t, tile.at((t * 4u32 + 4u32) % 128u32));
+        tile.cp_async::<16>(t * 4u32, &x, t * 4u32);
+        k.cp_async_wait_all();
+    })
+    .unwrap();
+    let (_, kind, msg) = fault(k.launch(&s, cfg, (&x, &mut out)));
+    assert_eq!(kind, FaultKind::SharedRace);
+    assert!(
+        msg.contains("thread (0, 0, 0) of block (0, 0, 0) writes element 0")
+            && msg.contains("after thread (31, 0, 0) of block (0, 0, 0) read it"),
+        "{msg}"
+    );
+}
+
+/// `cp.async` addresses must be aligned to the copy's size, in bounds (the source only for the
+/// bytes read), with a source size at most the copy's; the faults name thread, array, index.
+#[test]
+fn cp_async_faults() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let x = s.to_device(&vec![1u32; 64]).unwrap();
+    let mut out = c.zeros::<u32, _>(32).unwrap();
+    let cfg = LaunchConfig::new(1, 32);
+    // (name, destination index, source index, source bytes of a zfill copy, fault, text).
+    type Case = (&'static str, u32, u32, Option<u32>, FaultKind, &'static str);
+    let cases: [Case; 6] = [
+        (
+            "dst_misaligned",
+            2,
+            0,
+            None,
+            FaultKind::Misaligned,
+            "into element 2 of shared array 0",
+        ),
+        (
+            "src_misaligned",
+            0,
+            6,
+            None,
+            FaultKind::Misaligned,
+            "from element 6 of array parameter 0",
+        ),
+        (
+            "dst_oob",
+            256,
+            0,
+            None,
+            FaultKind::OutOfBounds,
+            "writes element 256 of shared array 0",
+        ),
+        (
+            "src_oob",
+            0,
+            64,
+            None,
+            FaultKind::OutOfBounds,
+            "reads element 64 of array parameter 0",
+        ),
+        (
+            "src_size",
+            0,
+            0,
+            Some(17),
+            FaultKind::OutOfBounds,
+            "source size of 17 bytes",
+        ),
+        (
+            "src_size_partial",
+            0,
+            64,
+            Some(4),
+            FaultKind::OutOfBounds,
+            "reads element 64",
+        ),
+    ];
+    for (name, d, from, zfill, want, text) in cases {
+        let k = Kernel::<(&[u32], &mut [u32])>::build(name, move |k, (x, out)| {
+            let tile = k.shared_array::<u32>(256);
+            let t = k.thread_idx().x;
+            // Thread 5 copies to (or from) the bad place, the others to their own slots.
+            let bad = t.eq(5u32);
+            let di = cudajit::codegen::select(bad, k.lit(d), t * 4u32 + 128u32);
+            let si = cudajit::codegen::select(bad, k.lit(from), 0u32);
+            match zfill {
+                Some(n) => tile.cp_async_zfill::<16>(
+                    di,
+                    &x,
+                    si,
+                    cudajit::codegen::select(bad, k.lit(n), 16u32),
+                ),
+                None => tile.cp_async::<16>(di, &x, si),
+            }
+            k.cp_async_wait_all();
+            k.syncthreads();
+            out.set(t, tile.at(t * 4u32 + 128u32));
+        })
+        .unwrap();
+        let (_, kind, msg) = fault(k.launch(&s, cfg, (&x, &mut out)));
+        assert_eq!(kind, want, "{name}: {msg}");
+        assert!(
+            msg.contains("thread (5, 0, 0) of block (0, 0, 0)") && msg.contains(text),
+            "{name}: {msg}"
+        );
+    }
+    // A zero-filling copy that reads nothing needs no source in bounds.
+    let k = Kernel::<(&[u32], &mut [u32])>::build("src_size_zero", |k, (x, out)| {
+        let tile = k.shared_array::<u32>(128);
+        let t = k.thread_idx().x;
+        tile.cp_async_zfill::<16>(t * 4u32, &x, 64u32, 0u32);
+        k.cp_async_wait_all();
+        k.syncthreads();
+        out.set(t, tile.at(127u32 - t));
+    })
+    .unwrap();
+    out.fill_async(7, &s).unwrap();
+    k.launch(&s, cfg, (&x, &mut out)).unwrap();
+    assert_eq!(out.to_vec_async(&s).unwrap(), vec![0; 32]);
+    // A source array that does not start at a multiple of the copy's size is refused at
+    // launch, as for vector accesses (a view from element 1: 4-byte aligned only).
+    let view = x.slice(1..).unwrap();
+    let err = k.launch(&s, cfg, (&view, &mut out)).unwrap_err();
+    assert!(
+        matches!(err, Error::Launch(cudajit::LaunchError::Misaligned { .. }))
+            && err.to_string().contains("16-byte"),
+        "{err}"
+    );
+}
+
+/// `ldmatrix` needs the whole warp, 16-byte aligned rows inside the array; the faults name the
+/// lane and the index.
+#[test]
+fn ldmatrix_faults() {
+    use cudajit::f16;
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut out = c.zeros::<u32, _>(64).unwrap();
+    let build = |name: &str, row: u32, bad_lane: u32, split: bool| {
+        Kernel::<(&mut [u32],)>::build(name, move |k, (out,)| {
+            let tile = k.shared_array2::<f16>(32, 8);
+            let l = k.lane_id();
+            let t = k.thread_idx().x;
+            k.for_step(t, 256u32, k.block_dim().x, |_, i| {
+                tile.set(i, f16::from_f32(1.0))
+            });
+            k.syncthreads();
+            let idx = cudajit::codegen::select(l.eq(bad_lane), k.lit(row), l * 8u32);
+            let run = |_: &cudajit::codegen::KernelBuilder| {
+                let [r0, r1] = tile.ldmatrix::<2>(idx);
+                out.set(t, r0 ^ r1);
+            };
+            if split {
+                k.if_(l.lt(16u32), run);
+            } else {
+                run(k);
+            }
+        })
+        .unwrap()
+    };
+    let cfg = LaunchConfig::new(1, 32);
+    build("ldm_ok", 0, 99, false)
+        .launch(&s, cfg, (&mut out,))
+        .unwrap();
+    let (_, kind, msg) = fault(build("ldm_misaligned", 4, 3, false).launch(&s, cfg, (&mut out,)));
+    assert_eq!(kind, FaultKind::Misaligned);
+    assert!(
+        msg.contains("thread (3, 0, 0) of block (0, 0, 0) (lane 3) gives ldmatrix.x2")
+            && msg.contains("element 4 of shared array 0"),
+        "{msg}"
+    );
+    let (_, kind, msg) = fault(build("ldm_oob", 256, 9, false).launch(&s, cfg, (&mut out,)));
+    assert_eq!(kind, FaultKind::OutOfBounds);
+    assert!(
+        msg.contains("thread (9, 0, 0) of block (0, 0, 0) reads element 256 of shared array 0")
+            && msg.contains("lane 9's row of matrix 1"),
+        "{msg}"
+    );
+    // Lanes past 8 x count give no address: an index out of bounds there is ignored.
+    build("ldm_unused_lane", 4096, 20, false)
+        .launch(&s, cfg, (&mut out,))
+        .unwrap();
+    let (_, kind, msg) = fault(build("ldm_split", 0, 99, true).launch(&s, cfg, (&mut out,)));
+    assert_eq!(kind, FaultKind::DivergentBarrier);
+    assert!(msg.contains("only lanes 0x0000ffff are here"), "{msg}");
+    let (_, kind, msg) =
+        fault(build("ldm_partial", 0, 99, false).launch(&s, LaunchConfig::new(1, 48), (&mut out,)));
+    assert_eq!(kind, FaultKind::DivergentBarrier);
+    assert!(msg.contains("the warp has lanes 0x0000ffff"), "{msg}");
+}

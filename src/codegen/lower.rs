@@ -244,6 +244,9 @@ pub(crate) struct Lowerer<'c, 'm> {
     /// The last tensor-core MMA (its operands, its four results), whose elements the following
     /// `WarpOp::Mma`s extract.
     pub(crate) last_mma: Option<(MmaKey, inkwell::values::StructValue<'c>)>,
+    /// The last `ldmatrix` (its operands, its registers), whose registers the following
+    /// `WarpOp::LdMatrix`s take.
+    pub(crate) last_ldmatrix: Option<(super::ldmatrix::LdKey, Vec<BasicValueEnum<'c>>)>,
     /// Debug locations, with line information on.
     dbg: Option<super::debug_info::FnDebug<'c, 'm>>,
 }
@@ -390,6 +393,7 @@ fn lower_function<'c>(
         loops: Vec::new(),
         last_vec: None,
         last_mma: None,
+        last_ldmatrix: None,
         dbg: fdbg,
     };
     lw.setup()?;
@@ -700,6 +704,7 @@ impl<'c> Lowerer<'c, '_> {
             }
             Stmt::Barrier(bar) => self.barrier(*bar)?,
             Stmt::Printf(p) => super::printf::lower_printf(self, p)?,
+            Stmt::AsyncCopy(c) => super::async_copy::lower_async_copy(self, c)?,
         }
         Ok(())
     }

@@ -16,6 +16,7 @@
 //! ```
 
 mod array;
+pub mod async_copy;
 pub(crate) mod atomics;
 mod atomics_narrow;
 mod builder;
@@ -30,6 +31,7 @@ mod expr;
 pub(crate) mod extern_fn;
 mod grid_sync;
 mod kernel;
+pub mod ldmatrix;
 mod lower;
 mod lower_half;
 pub(crate) mod math;
@@ -45,6 +47,8 @@ pub(crate) mod warp;
 
 pub use atomics::*;
 
+pub use async_copy::CpAsyncSrc;
+pub use ldmatrix::LdMatrixElem;
 pub use mma::{FragA, FragB, FragC, MmaInput};
 pub use warp::*;
 

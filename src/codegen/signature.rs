@@ -84,7 +84,7 @@ impl<'c> ArgBuffer<'c> {
         let align = self.align.get(self.param).copied().unwrap_or(0) as u64;
         if align > 1 && ptr % align != 0 {
             return Err(Error::Launch(LaunchError::Misaligned { message: format!(
-                "kernel argument {}: the kernel reads or writes this array in {align}-byte vectors, but it \
+                "kernel argument {}: the kernel reads or writes this array in {align}-byte vectors (or cp.async copies), but it \
                  starts at address {ptr:#x}, which is not {align}-byte aligned (a view that starts mid-array?)",
                 self.param
             )}));

@@ -312,6 +312,13 @@ pub(crate) fn lower_warp<'c>(
             c,
             lane,
         } => super::mma::lower_mma(lw, *kind, a, b, c, *lane),
+        WarpOp::LdMatrix {
+            array,
+            index,
+            count,
+            trans,
+            reg,
+        } => super::ldmatrix::lower_ldmatrix(lw, *array, *index, *count, *trans, *reg),
         WarpOp::ActiveMask => {
             if lw.opts.ptx_isa() >= (6, 2) {
                 call1(lw, "llvm.nvvm.activemask", i32t.into(), &[])

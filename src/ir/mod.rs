@@ -11,6 +11,7 @@
 //! and the math semantics written once ([`math::alg`], [`math::host`]), which lowering, the
 //! simulator and the tests share.
 
+pub(crate) mod async_copy;
 pub(crate) mod atomic;
 pub(crate) mod link;
 pub(crate) mod math;
@@ -23,6 +24,7 @@ mod target;
 pub(crate) mod testing;
 pub(crate) mod warp;
 
+pub(crate) use async_copy::AsyncCopy;
 pub(crate) use atomic::{AtomicKind, AtomicOp};
 pub(crate) use link::LinkKind;
 pub(crate) use math::MathFn;
@@ -248,6 +250,8 @@ pub(crate) enum Stmt {
     Barrier(Barrier),
     /// Prints `args` with a checked format (see `printf.rs`).
     Printf(PrintfStmt),
+    /// An asynchronous global-to-shared copy, or its commit or wait (see `async_copy.rs`).
+    AsyncCopy(AsyncCopy),
 }
 
 /// A parameter of a kernel or device function.
@@ -413,6 +417,10 @@ impl FunctionIr {
                             .first()
                             .map_or(0, |v| values[v.0 as usize].ty.size() as u32);
                         need(array, size * vs.len() as u32);
+                    }
+                    // `cp.async` reads its bytes from an address aligned to their number.
+                    Stmt::AsyncCopy(AsyncCopy::Copy { src, bytes, .. }) => {
+                        need(src, *bytes as u32);
                     }
                     Stmt::If {
                         then, otherwise, ..

@@ -2,7 +2,7 @@
 //! and the tensor cores' matrix multiply-accumulate.
 
 use super::mma::{MmaKind, A_REGS, B_REGS, C_ELEMS};
-use super::ValueId;
+use super::{ArrayRef, ValueId};
 
 /// How a shuffle picks its source lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,5 +82,18 @@ pub(crate) enum WarpOp {
         b: [ValueId; B_REGS],
         c: [ValueId; C_ELEMS],
         lane: u8,
+    },
+    /// Register `reg` (a u32 of two 16-bit elements) of a warp-wide
+    /// `ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16` (see `async_copy.rs`): each of
+    /// lanes `0..8 * count` gives in `index` the element index, in the 16-bit shared array
+    /// `array`, of the start of one row of 8 elements (lanes `8i..8i+8` the rows of matrix `i`);
+    /// every lane receives one register per matrix. The `count` registers of one load are
+    /// recorded consecutively, register 0 first.
+    LdMatrix {
+        array: ArrayRef,
+        index: ValueId,
+        count: u8,
+        trans: bool,
+        reg: u8,
     },
 }

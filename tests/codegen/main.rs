@@ -1,6 +1,7 @@
 //! CPU tests of the kernel builder and code generation: every kernel built here is compiled to
 //! PTX for sm_75 and sm_90 and checked by ptxas. No GPU needed.
 
+mod async_copy;
 mod atomics;
 mod basics;
 mod cache;

@@ -13,7 +13,7 @@ use crate::ir::{ArrayRef, FunctionIr, ValueId};
 
 /// Where an array's elements are.
 #[derive(Clone, Copy)]
-enum Target {
+pub(super) enum Target {
     Global {
         base: u64,
         len: u64,
@@ -39,7 +39,7 @@ enum Target {
 }
 
 impl Target {
-    fn len(self) -> u64 {
+    pub(super) fn len(self) -> u64 {
         match self {
             Target::Global { len, .. }
             | Target::Shared { len, .. }
@@ -52,14 +52,14 @@ impl Target {
 
 /// How an access touches memory, for messages and the race check.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(super) enum Access {
     Read,
     Write,
     Atomic,
 }
 
 impl Access {
-    fn verb(self) -> &'static str {
+    pub(super) fn verb(self) -> &'static str {
         match self {
             Access::Read => "reads",
             Access::Write => "writes",
@@ -69,13 +69,18 @@ impl Access {
 }
 
 /// An index value as a signed 64-bit number (indices are i64 values; narrower ones extend).
-fn index_of(f: &FunctionIr, id: ValueId, bits: u64) -> i64 {
+pub(super) fn index_of(f: &FunctionIr, id: ValueId, bits: u64) -> i64 {
     f.values[id.0 as usize].ty.bits_as_i64(bits)
 }
 
 impl Block<'_> {
     /// Finds (or makes, on first use in this worker) the storage of `array`.
-    fn target(&mut self, f: &FunctionIr, array: ArrayRef, elem: ScalarTy) -> Result<Target, Fault> {
+    pub(super) fn target(
+        &mut self,
+        f: &FunctionIr,
+        array: ArrayRef,
+        elem: ScalarTy,
+    ) -> Result<Target, Fault> {
         Ok(match array {
             ArrayRef::Param(i) => {
                 let a = self
@@ -124,7 +129,7 @@ impl Block<'_> {
     }
 
     /// The fault for thread `t` touching element `idx` outside `array`.
-    fn out_of_bounds(
+    pub(super) fn out_of_bounds(
         &self,
         f: &FunctionIr,
         array: ArrayRef,
@@ -155,7 +160,7 @@ impl Block<'_> {
 
     /// Checks and records an access of thread `t` to byte `off` of a shared buffer.
     #[allow(clippy::too_many_arguments)]
-    fn race_check(
+    pub(super) fn race_check(
         &self,
         rec: &mut Rec,
         t: usize,
@@ -240,7 +245,7 @@ impl Block<'_> {
     /// Reads, writes or updates element `idx` of `array` for thread `t`: `op(old) -> new`
     /// (`None`: no write). Returns the old bits.
     #[allow(clippy::too_many_arguments)]
-    fn access(
+    pub(super) fn access(
         &mut self,
         fr: &mut Frame<'_>,
         array: ArrayRef,
@@ -307,6 +312,10 @@ impl Block<'_> {
                 })
             }
             Target::Shared { slot, arr, .. } => {
+                if !self.shared[slot].1[arr].pending.is_empty() {
+                    let p = &self.shared[slot].1[arr].pending;
+                    self.check_pending(p, off, size, t, how.verb(), f, array, idx)?;
+                }
                 let check = self.l.race_checks;
                 let mut rec = self.shared[slot].1[arr].recs[off];
                 if check {
@@ -317,6 +326,10 @@ impl Block<'_> {
                 Ok(bytes_op(&mut buf.bytes[off..off + size]))
             }
             Target::Dyn { .. } => {
+                if !self.dyn_shared.pending.is_empty() {
+                    let p = &self.dyn_shared.pending;
+                    self.check_pending(p, off, size, t, how.verb(), f, array, idx)?;
+                }
                 let check = self.l.race_checks;
                 let mut rec = self.dyn_shared.recs[off];
                 if check {

@@ -181,6 +181,9 @@ impl Rec {
 pub(super) struct SharedBuf {
     pub bytes: Vec<u8>,
     pub recs: Vec<Rec>,
+    /// Per byte, the thread (plus 1) whose `cp.async` into it is still in flight, 0 for none;
+    /// empty until a `cp.async` writes into this buffer (see `async_copy.rs`).
+    pub pending: Vec<u32>,
 }
 
 impl SharedBuf {
@@ -188,6 +191,7 @@ impl SharedBuf {
         SharedBuf {
             bytes: vec![0; bytes],
             recs: vec![Rec::FRESH; bytes],
+            pending: Vec::new(),
         }
     }
 }
@@ -208,6 +212,8 @@ pub(super) struct Block<'l> {
     /// Barrier epoch of the block, and of each warp (`syncwarp`).
     pub bep: u32,
     pub wep: [u32; MAX_WARPS],
+    /// Each thread's `cp.async` copies in flight.
+    pub copies: super::async_copy::Copies,
     kernel: Option<Frame<'l>>,
 }
 
@@ -234,6 +240,7 @@ impl<'l> Block<'l> {
             dyn_shared: SharedBuf::new(l.dyn_shared),
             bep: 0,
             wep: [0; MAX_WARPS],
+            copies: Default::default(),
             kernel: Some(Frame::new(l.ir, n, true)),
         }
     }
@@ -248,6 +255,7 @@ impl<'l> Block<'l> {
         ];
         self.exited = NONE;
         self.bep = self.bep.wrapping_add(1);
+        self.reset_async_copies();
         let mut fr = self
             .kernel
             .take()
@@ -297,6 +305,7 @@ impl<'l> Block<'l> {
                     .map_err(|e| e.at_stmt(fr.f, s))?,
                 Stmt::Barrier(b) => self.barrier(fr, *b, &m).map_err(|e| e.at_stmt(fr.f, s))?,
                 Stmt::Printf(p) => self.printf(fr, p, &m),
+                Stmt::AsyncCopy(c) => self.async_copy(fr, c, &m).map_err(|e| e.at_stmt(fr.f, s))?,
                 Stmt::Break | Stmt::Continue => {
                     let top = fr
                         .loops

@@ -20,6 +20,7 @@
 //! - Loading PTX, cubin or fatbin images is not supported (there is no PTX interpreter).
 
 mod access;
+mod async_copy;
 mod backend;
 mod block;
 mod copies;
@@ -31,6 +32,7 @@ mod global;
 mod graph;
 mod half;
 mod launch;
+mod ldmatrix;
 mod memory;
 mod mma;
 mod modules;

@@ -33,6 +33,13 @@ impl Block<'_> {
                 c,
                 lane,
             } => return self.mma(fr, dst, *kind, a, b, c, *lane, m),
+            WarpOp::LdMatrix {
+                array,
+                index,
+                count,
+                trans,
+                reg,
+            } => return self.ldmatrix(fr, dst, *array, *index, *count, *trans, *reg, m),
             WarpOp::Bit(bf, a) => {
                 let ty = f.values[a.0 as usize].ty;
                 let (before, rest) = fr.regs.split_at_mut(db);

@@ -1,0 +1,114 @@
+//! `ldmatrix` on the simulator: the warp's load of 1, 2 or 4 8×8 matrices of 16-bit elements
+//! from shared memory, executed warp-wide when register 0 is met (the later registers, recorded
+//! consecutively after it, are then already written).
+//!
+//! Lanes `0..8·count` give the rows' element indices: each row must be 16-byte aligned and its
+//! 8 elements inside the array (each read is checked, for bounds, races and copies in flight,
+//! as a read by the lane that gave the address); the other lanes' indices are not used. All
+//! 32 lanes of the warp must execute it together.
+
+// Masks are one word per warp beside per-warp state: index loops over warps read best.
+#![allow(clippy::needless_range_loop)]
+
+use super::access::{index_of, Access};
+use super::block::{Block, Frame, Mask};
+use super::fault::{array_name, Fault};
+use crate::error::FaultKind;
+use crate::ir::async_copy::{ldmatrix_coord, LDM_ROWS, LDM_ROW_BYTES};
+use crate::ir::{ArrayRef, ScalarTy, ValueId};
+
+impl Block<'_> {
+    /// One warp-wide `ldmatrix` for every warp here, writing values `dst..dst + count`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn ldmatrix(
+        &mut self,
+        fr: &mut Frame<'_>,
+        dst: ValueId,
+        array: ArrayRef,
+        index: ValueId,
+        count: u8,
+        trans: bool,
+        reg: u8,
+        m: &Mask,
+    ) -> Result<(), Fault> {
+        if reg != 0 {
+            return Ok(());
+        }
+        let (n, f) = (self.n, fr.f);
+        let what = format!("ldmatrix.x{count}{}", if trans { ".trans" } else { "" });
+        // Elements are read as u16: the type of the bits does not matter here.
+        let tg = self.target(f, array, ScalarTy::U16)?;
+        let ib = index.0 as usize * n;
+        let rows = LDM_ROWS as usize;
+        for w in 0..self.nw {
+            if m[w] == 0 {
+                continue;
+            }
+            let here = m[w];
+            if self.full[w] != u32::MAX || here != u32::MAX {
+                return Err(Fault::new(
+                    FaultKind::DivergentBarrier,
+                    format!(
+                        "{what} in warp {w}: all 32 lanes of a warp must execute it together \
+                         (ldmatrix.sync.aligned), but only lanes {here:#010x} are here{}; keep \
+                         it out of branches that split a warp, and launch blocks of a multiple \
+                         of 32 threads",
+                        if self.full[w] != u32::MAX {
+                            format!(" (the warp has lanes {:#010x})", self.full[w])
+                        } else {
+                            String::new()
+                        }
+                    ),
+                ));
+            }
+            let base = w * 32;
+            // The rows the addressing lanes give: matrix i, row r is lane 8i + r's.
+            let mut data = vec![0u16; count as usize * rows * rows];
+            for l in 0..count as usize * rows {
+                let t = base + l;
+                let idx = index_of(f, index, fr.regs[ib + t]);
+                if idx.wrapping_mul(2) % LDM_ROW_BYTES as i64 != 0 {
+                    return Err(Fault::new(
+                        FaultKind::Misaligned,
+                        format!(
+                            "{} (lane {l}) gives {what} the row starting at element {idx} of {} \
+                             (byte offset {}), which is not 16-byte aligned: each row of 8 \
+                             16-bit elements must start at a multiple of 8 elements",
+                            self.who(t),
+                            array_name(f, array, None),
+                            idx.wrapping_mul(2)
+                        ),
+                    ));
+                }
+                for j in 0..rows {
+                    let e = idx.wrapping_add(j as i64);
+                    let v = self
+                        .access(fr, array, tg, ScalarTy::U16, t, e, Access::Read, |_| None)
+                        .map_err(|mut fault| {
+                            fault.message += &format!(
+                                " (lane {l}'s row of matrix {} of an {what}, elements \
+                                 {idx}..{})",
+                                l / rows,
+                                idx.wrapping_add(rows as i64)
+                            );
+                            fault
+                        })?;
+                    data[l * rows + j] = v as u16;
+                }
+            }
+            for l in 0..32u32 {
+                let t = base + l as usize;
+                for i in 0..count as usize {
+                    let mut bits = 0u32;
+                    for half in 0..2 {
+                        let (r, c) = ldmatrix_coord(l, half, trans);
+                        let v = data[(i * rows + r as usize) * rows + c as usize];
+                        bits |= (v as u32) << (16 * half);
+                    }
+                    fr.regs[(dst.0 as usize + i) * n + t] = bits as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}

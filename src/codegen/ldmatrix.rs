@@ -1,0 +1,374 @@
+//! The warp's matrix loads from shared memory (PTX `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}
+//! {,.trans}.shared.b16`, sm_80 and later here), and the tensor-core fragments loaded with
+//! them.
+//!
+//! One `ldmatrix` loads 1, 2 or 4 matrices of 8×8 16-bit elements for the whole warp: lanes
+//! `8i..8i+8` each give the shared-memory address of one row (8 consecutive elements, 16
+//! bytes, 16-byte aligned) of matrix `i`, and every lane receives one 32-bit register per
+//! matrix holding 2 elements: lane `t` gets row `t / 4`, columns `2·(t % 4)` (low 16 bits) and
+//! `2·(t % 4) + 1` (high 16 bits) — with `.trans`, of the transposed matrix. That is exactly
+//! the tensor cores' fragment layout, so [`FragA::load_shared`] and the `FragB` loaders fill a
+//! fragment with one instruction instead of 8 (or 4) scalar loads and the packing.
+//!
+//! ```no_run
+//! # use cudajit::codegen::{FragA, FragB, FragC, Kernel};
+//! # use cudajit::f16;
+//! // One warp: D (16×8, f32) = A (16×16, row-major) · B (16×8, row-major), through shared memory.
+//! let k = Kernel::<(&[f16], &[f16], &mut [f32])>::build("mma_ldmatrix", |k, (a, b, d)| {
+//!     let (sa, sb) = (k.shared_array2::<f16>(16, 16), k.shared_array2::<f16>(16, 8));
+//!     let l = k.lane_id();
+//!     k.for_step(l, 256u32, 32u32, |_, i| sa.set(i, a.at(i)));
+//!     k.for_step(l, 128u32, 32u32, |_, i| sb.set(i, b.at(i)));
+//!     k.syncwarp(u32::MAX);
+//!     let fa = FragA::<f16>::load_shared(k, &sa, |r, c| sa.index2(r, c));
+//!     let fb = FragB::<f16>::load_shared(k, &sb, |kk, n| sb.index2(kk, n));
+//!     k.mma(&fa, &fb, &FragC::zeros()).for_each(k, |r, c, v| d.set(r * 8u32 + c, v));
+//! })?;
+//! # Ok::<(), cudajit::Error>(())
+//! ```
+
+use half::{bf16, f16};
+use inkwell::values::BasicValueEnum;
+
+use super::array::{DArray, Index};
+use super::builder::{with_state, Kind};
+use super::control::KernelBuilder;
+use super::expr::Expr;
+use super::lower::{unsupported_err, Lowerer};
+use super::mma::{FragA, FragB, MmaInput};
+use super::scalar::Scalar;
+use crate::error::Result;
+use crate::ir::{ArrayRef, Op, ValueId, WarpOp};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A 16-bit element type that `ldmatrix` loads: `half::f16`, `half::bf16`, `u16`, `i16`.
+pub trait LdMatrixElem: Scalar + sealed::Sealed {}
+
+impl sealed::Sealed for f16 {}
+impl sealed::Sealed for bf16 {}
+impl sealed::Sealed for u16 {}
+impl sealed::Sealed for i16 {}
+impl LdMatrixElem for f16 {}
+impl LdMatrixElem for bf16 {}
+impl LdMatrixElem for u16 {}
+impl LdMatrixElem for i16 {}
+
+/// What identifies one `ldmatrix` in the lowering: its array, index value, count and `.trans`.
+pub(crate) type LdKey = (ArrayRef, ValueId, u8, bool);
+
+/// Records an `ldmatrix` of `N` matrices: `N` values, register 0 first.
+#[track_caller]
+fn ldmatrix<T: LdMatrixElem, const N: usize, const D: usize, A>(
+    tile: &DArray<T, D, A>,
+    row: impl Index,
+    trans: bool,
+) -> [Expr<u32>; N] {
+    const {
+        assert!(
+            N == 1 || N == 2 || N == 4,
+            "ldmatrix loads 1, 2 or 4 matrices"
+        )
+    };
+    let _at = crate::codegen::srcloc::at();
+    let (tag, array) = (tile.tag, tile.array);
+    with_state(|s| {
+        if s.tag != tag {
+            s.error(
+                Kind::ForeignValue,
+                format!("in `{}`: an array of another kernel is used", s.f.name),
+            );
+        } else if !matches!(array, ArrayRef::Shared(_) | ArrayRef::DynShared(_)) {
+            s.error(
+                Kind::ArrayAccess,
+                format!(
+                    "in `{}`: ldmatrix loads from shared memory, but this array is a kernel \
+                     parameter, a local or a constant array; copy the tile into a shared array \
+                     (`shared_array2`, `dynamic_shared2`, or with `cp_async`) and load from that",
+                    s.f.name
+                ),
+            );
+        }
+    });
+    let row = row.to_index();
+    std::array::from_fn(|reg| {
+        let op = WarpOp::LdMatrix {
+            array,
+            index: ValueId(row.id),
+            count: N as u8,
+            trans,
+            reg: reg as u8,
+        };
+        // Lanes receive different elements: never uniform across a block.
+        Expr::record(Op::Warp(op), &[row.raw()], true)
+    })
+}
+
+/// `ldmatrix`: the warp's loads of 8×8 matrices of 16-bit elements from a shared array.
+impl<T: LdMatrixElem, const D: usize, A> DArray<T, D, A> {
+    /// Loads `N` (1, 2 or 4) 8×8 matrices for the warp (PTX
+    /// `ldmatrix.sync.aligned.m8n8.xN.shared.b16`, sm_80 and later): lanes `8i..8i+8` each
+    /// give in `row_start` the flat index of the first of 8 consecutive elements of this shared
+    /// array that form one row of matrix `i` (the other lanes' indices are not used); each row
+    /// must start at a 16-byte aligned address (a multiple of 8 elements from the start of the
+    /// array). Every lane receives register `i` of matrix `i`: its row `lane / 4`, columns
+    /// `2·(lane % 4)` (low 16 bits) and `2·(lane % 4) + 1` (high 16 bits). All 32 lanes of the
+    /// warp must execute it together.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::Kernel;
+    /// # use cudajit::f16;
+    /// let k = Kernel::<(&mut [u32],)>::build("ldm", |k, (out,)| {
+    ///     let tile = k.shared_array2::<f16>(16, 16);
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 256u32, 32u32, |_, i| tile.set(i, i.cast::<f16>()));
+    ///     k.syncwarp(u32::MAX);
+    ///     // Lanes 0-15 address rows 0-15 of columns 0-7, lanes 16-31 those of columns 8-15.
+    ///     let regs = tile.ldmatrix::<4>(tile.index2(l & 15u32, (l >> 4u32) * 8u32));
+    ///     for (i, r) in regs.into_iter().enumerate() {
+    ///         out.set(l * 4u32 + i as u32, r);
+    ///     }
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn ldmatrix<const N: usize>(&self, row_start: impl Index) -> [Expr<u32>; N] {
+        ldmatrix::<T, N, D, A>(self, row_start, false)
+    }
+
+    /// [`ldmatrix`](DArray::ldmatrix) with `.trans`: each matrix is transposed as it is
+    /// loaded, so lane `t` receives column `t / 4`, rows `2·(t % 4)` and `2·(t % 4) + 1` of
+    /// the matrix as stored (the rows given by the lanes' addresses).
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::Kernel;
+    /// # use cudajit::f16;
+    /// let k = Kernel::<(&mut [u32],)>::build("ldm_t", |k, (out,)| {
+    ///     let tile = k.shared_array2::<f16>(16, 8);
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 128u32, 32u32, |_, i| tile.set(i, i.cast::<f16>()));
+    ///     k.syncwarp(u32::MAX);
+    ///     let [r0, r1] = tile.ldmatrix_trans::<2>(tile.index2(l & 15u32, 0u32));
+    ///     out.set(l * 2u32, r0);
+    ///     out.set(l * 2u32 + 1u32, r1);
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn ldmatrix_trans<const N: usize>(&self, row_start: impl Index) -> [Expr<u32>; N] {
+        ldmatrix::<T, N, D, A>(self, row_start, true)
+    }
+}
+
+/// This lane's (row, col) in a 16×16 operand stored row-major whose four 8×8 quarters are
+/// addressed by lanes 0-7 (rows 0-7, col 0), 8-15 (rows 8-15, col 0), 16-23 (rows 0-7, col 8)
+/// and 24-31 (rows 8-15, col 8).
+fn quarters_by_rows(l: Expr<u32>) -> (Expr<u32>, Expr<u32>) {
+    (l & 15u32, (l >> 4u32) << 3u32)
+}
+
+/// Loading fragments of A from shared memory with one `ldmatrix.x4` (16-bit inputs).
+impl<T: MmaInput + LdMatrixElem> FragA<T> {
+    /// This lane's A fragment (16×16) from a shared tile holding A row-major: `index(row,
+    /// col)` gives the flat index in `tile` of element `(row, col)` of A, e.g. `|r, c|
+    /// tile.index2(r0 + r, k0 + c)`. It is called once, with this lane's row start (row `lane %
+    /// 16`, column 0 or 8); the 8 elements `(row, col..col + 8)` must be consecutive in `tile`
+    /// and 16-byte aligned. One `ldmatrix.x4` (sm_80 and later); all 32 lanes of the warp must
+    /// execute it together. The result equals [`FragA::from_fn`] of the same elements.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::{FragA, Kernel};
+    /// # use cudajit::f16;
+    /// let k = Kernel::<(&[f16], &mut [u32])>::build("load_a", |k, (a, out)| {
+    ///     let sa = k.shared_array2::<f16>(16, 24); // 16 x 16 used, rows padded to 48 bytes
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 256u32, 32u32, |_, i| sa.set2(i / 16u32, i % 16u32, a.at(i)));
+    ///     k.syncwarp(u32::MAX);
+    ///     let fa = FragA::<f16>::load_shared(k, &sa, |r, c| sa.index2(r, c));
+    ///     for (i, r) in fa.regs().into_iter().enumerate() {
+    ///         out.set(l * 4u32 + i as u32, r);
+    ///     }
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn load_shared<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<T, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> Self {
+        let _at = crate::codegen::srcloc::at();
+        let (r, c) = quarters_by_rows(k.lane_id());
+        Self::from_regs(tile.ldmatrix::<4>(index(r, c)))
+    }
+
+    /// This lane's A fragment (16×16) from a shared tile holding A transposed (Aᵀ row-major,
+    /// i.e. A column-major, K×16): `index(kk, m)` gives the flat index in `tile` of element
+    /// `(kk, m)` of Aᵀ (that is A's `(m, kk)`), e.g. `|kk, m| tile.index2(k0 + kk, m0 + m)`.
+    /// Called once with this lane's row start; the 8 elements `(kk, m..m + 8)` must be
+    /// consecutive and 16-byte aligned. One `ldmatrix.x4.trans`.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::{FragA, Kernel};
+    /// # use cudajit::f16;
+    /// let k = Kernel::<(&[f16], &mut [u32])>::build("load_at", |k, (at, out)| {
+    ///     let st = k.shared_array2::<f16>(16, 16); // Aᵀ: row kk holds A[0..16][kk]
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 256u32, 32u32, |_, i| st.set(i, at.at(i)));
+    ///     k.syncwarp(u32::MAX);
+    ///     let fa = FragA::<f16>::load_shared_transposed(k, &st, |kk, m| st.index2(kk, m));
+    ///     out.set(l, fa.regs()[0]);
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn load_shared_transposed<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<T, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> Self {
+        let _at = crate::codegen::srcloc::at();
+        let l = k.lane_id();
+        // Matrix i (lanes 8i..8i+8) is A's quarter (i % 2, i / 2) in (row, col) blocks: rows
+        // kk of Aᵀ from 8·(i / 2), columns m from 8·(i % 2).
+        let kk = (l & 7u32) + ((l >> 4u32) << 3u32);
+        let m = ((l >> 3u32) & 1u32) << 3u32;
+        Self::from_regs(tile.ldmatrix_trans::<4>(index(kk, m)))
+    }
+}
+
+/// Loading fragments of B from shared memory with one `ldmatrix.x2` (16-bit inputs).
+impl<T: MmaInput + LdMatrixElem> FragB<T> {
+    /// This lane's B fragment (16×8) from a shared tile holding B row-major (K×N, rows along
+    /// K): `index(kk, n)` gives the flat index in `tile` of element `(kk, n)` of B, e.g.
+    /// `|kk, n| tile.index2(k0 + kk, n0 + n)`. Called once, with this lane's row start (row
+    /// `lane % 16`, column 0); the 8 elements `(kk, n..n + 8)` must be consecutive and 16-byte
+    /// aligned. One `ldmatrix.x2.trans` (the MMA wants B by columns). The result equals
+    /// [`FragB::from_fn`] of the same elements.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::{FragB, Kernel};
+    /// # use cudajit::bf16;
+    /// let k = Kernel::<(&[bf16], &mut [u32])>::build("load_b", |k, (b, out)| {
+    ///     let sb = k.shared_array2::<bf16>(16, 8);
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 128u32, 32u32, |_, i| sb.set(i, b.at(i)));
+    ///     k.syncwarp(u32::MAX);
+    ///     let fb = FragB::<bf16>::load_shared(k, &sb, |kk, n| sb.index2(kk, n));
+    ///     out.set(l, fb.regs()[0]);
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn load_shared<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<T, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> Self {
+        let _at = crate::codegen::srcloc::at();
+        // Lanes 16-31 repeat lanes 0-15's addresses (ldmatrix.x2 does not read them).
+        let kk = k.lane_id() & 15u32;
+        Self::from_regs(tile.ldmatrix_trans::<2>(index(kk, Expr::lit(0u32))))
+    }
+
+    /// This lane's B fragment (16×8) from a shared tile holding B transposed (Bᵀ row-major,
+    /// N×K: B column-major, the MMA's own `.col` layout): `index(n, kk)` gives the flat index
+    /// in `tile` of element `(n, kk)` of Bᵀ (B's `(kk, n)`), e.g. `|n, kk| tile.index2(n0 + n,
+    /// k0 + kk)`. Called once with this lane's row start (row `lane % 8`, column 0 or 8); the 8
+    /// elements `(n, kk..kk + 8)` must be consecutive and 16-byte aligned. One `ldmatrix.x2`
+    /// (no transpose).
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::{FragB, Kernel};
+    /// # use cudajit::f16;
+    /// let k = Kernel::<(&[f16], &mut [u32])>::build("load_bt", |k, (bt, out)| {
+    ///     let sbt = k.shared_array2::<f16>(8, 16); // row n holds B[0..16][n]
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 128u32, 32u32, |_, i| sbt.set(i, bt.at(i)));
+    ///     k.syncwarp(u32::MAX);
+    ///     let fb = FragB::<f16>::load_shared_transposed(k, &sbt, |n, kk| sbt.index2(n, kk));
+    ///     out.set(l, fb.regs()[1]);
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn load_shared_transposed<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<T, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> Self {
+        let _at = crate::codegen::srcloc::at();
+        let l = k.lane_id();
+        let n = l & 7u32;
+        let kk = ((l >> 3u32) & 1u32) << 3u32;
+        Self::from_regs(tile.ldmatrix::<2>(index(n, kk)))
+    }
+}
+
+/// Lowers register `reg` of an `ldmatrix`: register 0 emits the instruction, the others extract
+/// from it.
+pub(crate) fn lower_ldmatrix<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    array: ArrayRef,
+    index: ValueId,
+    count: u8,
+    trans: bool,
+    reg: u8,
+) -> Result<BasicValueEnum<'c>> {
+    let key: LdKey = (array, index, count, trans);
+    if reg == 0 {
+        let sm = lw.opts.sm();
+        if sm < (8, 0) {
+            return Err(unsupported_err(
+                &lw.f.name,
+                format!(
+                    "ldmatrix (the warp's matrix load from shared memory, used by \
+                     FragA/FragB::load_shared) needs compute capability 8.0 or later here, and \
+                     this kernel is compiled for sm_{}{}: run it on an Ampere or newer GPU (or \
+                     set PtxOptions::cc), or build the fragments with from_fn",
+                    sm.0, sm.1
+                ),
+            ));
+        }
+        if !matches!(array, ArrayRef::Shared(_) | ArrayRef::DynShared(_)) {
+            return Err(lw.err("ldmatrix from an array outside shared memory"));
+        }
+        let p = lw.element_ptr(array, index)?;
+        let name = format!(
+            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{}.b16.p3",
+            if trans { ".trans" } else { "" }
+        );
+        let i32t = lw.ctx.i32_type();
+        let ret = if count == 1 {
+            i32t.into()
+        } else {
+            lw.ctx
+                .struct_type(&vec![i32t.into(); count as usize], false)
+                .into()
+        };
+        let v = lw
+            .call(&name, Some(ret), &[p.into()])?
+            .ok_or_else(|| lw.err("ldmatrix returned nothing"))?;
+        let regs = if count == 1 {
+            vec![v]
+        } else {
+            let s = v.into_struct_value();
+            (0..count as u32)
+                .map(|i| {
+                    lw.b.build_extract_value(s, i, "")
+                        .map_err(|e| lw.err(e.to_string()))
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        lw.last_ldmatrix = Some((key, regs));
+    }
+    match &lw.last_ldmatrix {
+        Some((k, regs)) if *k == key => regs
+            .get(reg as usize)
+            .copied()
+            .ok_or_else(|| lw.err("an ldmatrix register past its count")),
+        _ => Err(lw.err("an ldmatrix register without its load")),
+    }
+}
