@@ -53,12 +53,14 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
                         });
                     }
                 }
-                (None, true) => return Err(Error::usage(format!(
+                (None, true) => {
+                    return Err(Error::usage(format!(
                     "matmul: the epilogue `{}` takes a {what} vector ({side} elements): pass it \
                          with `run_with(.., EpilogueVectors::new().{}(&v))`",
                     epi.name,
                     if side == "N" { "col" } else { "row" }
-                ))),
+                )))
+                }
                 (Some(_), false) => {
                     return Err(Error::usage(format!(
                         "matmul: a {what} vector was given, but the epilogue `{}` takes none \

@@ -265,4 +265,37 @@ mod tests {
         let col = Operand::from_parts("A", 0, &[5, 1], &[1, 0], Transpose::N, 4).unwrap();
         assert!(col.row_major && col.ld == 1 && col.span() == 5);
     }
+
+    #[test]
+    fn overlap_and_batches() {
+        let op = |ptr: u64, shape: &[usize], strides: &[isize]| {
+            Operand::from_parts("X", ptr, shape, strides, Transpose::N, 4).unwrap()
+        };
+        let a = op(0x1000, &[4, 6], &[6, 1]);
+        let b = op(0x2000, &[6, 3], &[3, 1]);
+        let c = op(0x3000, &[4, 3], &[3, 1]);
+        let p = Problem::new(a, b, c).unwrap();
+        p.check_overlap().unwrap();
+        // C inside A's memory.
+        let c_in_a = op(0x1000 + 8, &[4, 3], &[3, 1]);
+        let e = Problem::new(a, b, c_in_a)
+            .unwrap()
+            .check_overlap()
+            .unwrap_err();
+        assert!(e.to_string().contains("overlaps the input A"), "{e}");
+        // Just after B: no overlap.
+        let c_after_b = op(0x2000 + 18 * 4, &[4, 3], &[3, 1]);
+        Problem::new(a, b, c_after_b)
+            .unwrap()
+            .check_overlap()
+            .unwrap();
+        // Batches: a 3-D A of 2 with a 3-D C of 3 is an error; a batch of 1 broadcasts.
+        let a2 = op(0x1000, &[2, 4, 6], &[24, 6, 1]);
+        let c3 = op(0x9000, &[3, 4, 3], &[12, 3, 1]);
+        assert!(Problem::new(a2, b, c3).is_err());
+        let a1 = op(0x1000, &[1, 4, 6], &[24, 6, 1]);
+        let p = Problem::new(a1, b, c3).unwrap();
+        assert_eq!((p.batch, p.a.bs, p.b.bs, p.c.bs), (3, 0, 0, 12));
+        assert!(Problem::new(a, op(0x2000, &[5, 3], &[3, 1]), c).is_err());
+    }
 }
