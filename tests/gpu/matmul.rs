@@ -371,7 +371,9 @@ fn check<T: MatmulInput + El, O: El>(c: Case) {
                 let idx = at(bi, i, j);
                 touched[idx] = true;
                 let g = got[idx].to_f64();
-                if !((g - want).abs() <= tol) {
+                // NaN fails too.
+                let close = (g - want).abs() <= tol;
+                if !close {
                     bad.push(format!(
                         "C[{bi}][{i}][{j}] = {g}, want {want} (± {tol:.3e})"
                     ));

@@ -104,7 +104,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         while batch0 < p.batch {
             let chunk = (p.batch - batch0).min(MAX_Z);
             let lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
-            push_launch::<T, O>(&kernel, stream, &call, &p, lc, (tiles_n, batch0))?;
+            push_launch(&kernel, stream, &call, &p, lc, (tiles_n, batch0))?;
             batch0 += chunk;
         }
         Ok(())
@@ -118,7 +118,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             None => {
                 let dev = ctx.device();
                 let cc = dev.compute_capability()?;
-                let sms = dev.multiprocessor_count()? as u32;
+                let sms = dev.multiprocessor_count()?;
                 MatmulConfig::choose(self.mma_allowed(), cc, sms, p.m, p.n, p.batch, T::K)
             }
         };
@@ -166,7 +166,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
 
 /// Pushes the parameters (in `Params::declare`'s order) and launches batches
 /// `batch0..batch0 + grid.z`.
-fn push_launch<T: MatmulInput, O: MatmulOutput>(
+fn push_launch(
     kernel: &Kernel<()>,
     stream: &Stream,
     call: &Call<'_>,

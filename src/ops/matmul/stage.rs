@@ -24,9 +24,18 @@ pub(super) struct TileSrc<'a, T: Scalar> {
     pub threads: u32,
 }
 
-/// One thread's part of a fetched tile: `(kk, x, values along the contiguous axis, guard)`.
+/// One load of a fetched tile: `(kk, x)` of its first element, the values along the
+/// contiguous axis, and the guard of a thread past the tile's last load (if any).
+struct Item<T: Scalar> {
+    kk: Expr<u32>,
+    x: Expr<u32>,
+    vals: Vec<Expr<T>>,
+    guard: Option<Expr<bool>>,
+}
+
+/// One thread's part of a fetched tile.
 pub(super) struct Fetched<T: Scalar> {
-    items: Vec<(Expr<u32>, Expr<u32>, Vec<Expr<T>>, Option<Expr<bool>>)>,
+    items: Vec<Item<T>>,
     contig_k: bool,
 }
 
@@ -73,7 +82,7 @@ impl<T: Scalar> TileSrc<'_, T> {
                 _ => vec![self.arr.at(idx)],
             };
             let vals = vals.into_iter().map(|x| select(inside, x, zero)).collect();
-            items.push((kk, x, vals, guard));
+            items.push(Item { kk, x, vals, guard });
         }
         Fetched {
             items,
@@ -85,7 +94,7 @@ impl<T: Scalar> TileSrc<'_, T> {
 impl<T: Scalar> Fetched<T> {
     /// Stores the fetched elements with `store(kk, x, value)` (into a shared tile).
     pub fn store(&self, k: &KernelBuilder, store: &impl Fn(Expr<u32>, Expr<u32>, Expr<T>)) {
-        for (kk, x, vals, guard) in &self.items {
+        for Item { kk, x, vals, guard } in &self.items {
             let put = || {
                 for (q, &val) in vals.iter().enumerate() {
                     let q = q as u32;
