@@ -217,3 +217,53 @@ impl MatmulConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_choice_by_shape_class_and_device() {
+        // Tensor cores only where allowed and on sm_80+.
+        let big = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 16);
+        assert_eq!(big, MatmulConfig::mma(128, 128, 32, 64, 64));
+        let small = MatmulConfig::choose(true, (8, 0), 132, 256, 256, 1, 8);
+        assert_eq!(small, MatmulConfig::mma(64, 64, 16, 32, 32));
+        assert_eq!(small.engine, Engine::Mma);
+        let old = MatmulConfig::choose(true, (7, 5), 80, 4096, 4096, 1, 16);
+        assert_eq!(old, MatmulConfig::simt(128, 128, 8, 8, 8));
+        let f32_small = MatmulConfig::choose(false, (9, 0), 132, 100, 100, 1, 8);
+        assert_eq!(f32_small, MatmulConfig::simt(64, 64, 8, 4, 4));
+        // A batch of small products fills the device: large tiles.
+        let batched = MatmulConfig::choose(false, (9, 0), 132, 128, 128, 200, 8);
+        assert_eq!(batched.block_m, 128);
+        // Every default is valid for its types.
+        for (cfg, k, size) in [(big, 16, 2), (small, 8, 4), (old, 16, 2), (f32_small, 8, 4)] {
+            cfg.validate(k, size).unwrap();
+        }
+    }
+
+    #[test]
+    fn validation() {
+        assert!(MatmulConfig::simt(64, 64, 8, 4, 4).validate(8, 4).is_ok());
+        assert!(MatmulConfig::simt(64, 64, 8, 3, 4).validate(8, 4).is_err());
+        assert!(MatmulConfig::simt(16, 16, 8, 4, 4).validate(8, 4).is_err()); // 16 threads
+        assert!(MatmulConfig::simt(64, 64, 8, 4, 4)
+            .with_stages(3)
+            .validate(8, 4)
+            .is_err());
+        assert!(MatmulConfig::mma(64, 64, 24, 32, 32)
+            .validate(16, 2)
+            .is_err()); // K 16
+        assert!(MatmulConfig::mma(64, 64, 32, 24, 32)
+            .validate(16, 2)
+            .is_err()); // 16-row tiles
+        assert!(MatmulConfig::mma(256, 256, 64, 64, 64)
+            .validate(16, 2)
+            .is_err()); // > 48 KiB
+        assert_eq!(
+            MatmulConfig::mma(128, 128, 32, 64, 64).shared_bytes(2),
+            2 * (128 * 40 + 32 * 136) * 2
+        );
+    }
+}
