@@ -76,6 +76,12 @@ const WORKS: &[&str] = &[
     "add_sharded",
     "scan_1gpu",
     "scan_sharded",
+    "matmul_f32",
+    "matmul_tf32",
+    "matmul_f16",
+    "matmul_bf16",
+    "matmul_batched",
+    "gemm_bias_gelu",
 ];
 
 /// Entry point (public so that an example can reuse this file as a module).
@@ -157,6 +163,8 @@ mod data;
 mod device;
 #[path = "bench/host.rs"]
 mod host;
+#[path = "bench/matmul.rs"]
+mod matmul;
 #[path = "bench/multi.rs"]
 mod multi;
 #[path = "bench/opts.rs"]
@@ -263,6 +271,17 @@ impl Bench {
             (
                 &["sum_sharded", "add_sharded", "scan_sharded"],
                 Bench::sharded,
+            ),
+            (
+                &[
+                    "matmul_f32",
+                    "matmul_tf32",
+                    "matmul_f16",
+                    "matmul_bf16",
+                    "matmul_batched",
+                    "gemm_bias_gelu",
+                ],
+                Bench::matmuls,
             ),
         ];
         for (names, f) in works {

@@ -60,6 +60,12 @@ WORKS = [
     "add_sharded",
     "scan_1gpu",
     "scan_sharded",
+    "matmul_f32",
+    "matmul_tf32",
+    "matmul_f16",
+    "matmul_bf16",
+    "matmul_batched",
+    "gemm_bias_gelu",
 ]
 # The multi-GPU rows that need two devices (sum_1gpu and add_1gpu run on one).
 MULTI_WORKS = ("peer_copy", "all_reduce", "sum_sharded", "add_sharded")
@@ -407,7 +413,7 @@ class Run:
         )
 
     def peer(self, work, impl, variant, body, bytes_=None, unit=None, size=None, devices=None,
-             busbw_ranks=None):
+             busbw_ranks=None, flops=None):
         """Runs one peer measurement: `body()` returns (times in ms, note) after checking its
         result; any exception becomes an error line. size: the label if not the work's;
         devices: the device count of a multi-GPU row; busbw_ranks: an all-reduce over this many
@@ -431,6 +437,7 @@ class Run:
                 note=note,
                 devices=devices,
                 busbw_gbs=bw,
+                flops=flops,
                 **st
             )
         except Exception as e:
@@ -2049,6 +2056,125 @@ def _dist_worker(rank, world, cfg, q):
         q.put(("done", rank))
 
 
+# ------------------------------------------------------------------------------------------
+# Matrix multiply (issue 24): torch.matmul and cupy.matmul (cuBLAS); GEMM + bias + GELU as
+# torch's (and CuPy's) unfused chain: matmul, then add, then gelu. The same shapes and labels
+# as benches/bench/matmul.rs.
+
+
+def matmul_shapes(r):
+    """(batch, m, n, k) of the per-dtype rows: cubes, then the odd size."""
+    env = os.environ.get("CUDAJIT_BENCH_MATMUL")
+    if env:
+        return [(1, c, c, c) for c in (int(x) for x in env.split(",") if x.strip())]
+    cubes = [256, 512] if r.args.quick else [1024, 2048, 4096, 8192]
+    odd = (255, 257, 259) if r.args.quick else (4095, 4097, 4099)
+    return [(1, c, c, c) for c in cubes] + [(1,) + odd]
+
+
+def matmul_label(shape, ty):
+    b, m, n, k = shape
+    pre = "%dx " % b if b > 1 else ""
+    if m == n == k:
+        return "%s%d^3 %s" % (pre, m, ty)
+    return "%s%dx%dx%d %s" % (pre, m, n, k, ty)
+
+
+def one_matmul(r, work, shape, ty, fused=False):
+    b, m, n, k = shape
+    flops = 2 * b * m * n * k
+    dtype = {"f32": "float32", "tf32": "float32", "f16": "float16", "bf16": "bfloat16"}[ty]
+    tol = {"f32": 1e-5, "tf32": 4e-3, "f16": 2e-3, "bf16": 1e-2}[ty]
+    label = matmul_label(shape, ty)
+    for impl in ("torch", "cupy"):
+        variant = ("torch.matmul(out=)" if impl == "torch" else "cupy.matmul(out=)")
+        if fused:
+            variant = ("torch.matmul, then add and gelu" if impl == "torch"
+                       else "cupy.matmul, then an ElementwiseKernel add + gelu")
+        if ty == "tf32":
+            variant += ", allow_tf32"
+
+        def body(impl=impl):
+            if impl == "cupy" and ty == "bf16":
+                raise RuntimeError("CuPy has no bfloat16")
+            if impl == "cupy" and ty == "tf32":
+                raise RuntimeError("CuPy's TF32 is chosen by CUPY_TF32=1 at import, not per call")
+            lib = r.lib_for(impl)
+            lead = (b,) if b > 1 else ()
+            if impl == "torch":
+                t = lib.t
+                t.backends.cuda.matmul.allow_tf32 = ty == "tf32"
+                a = lib.rand(lead + (m, k), -1.0, 1.0, r.next_seed()).to(getattr(t, dtype))
+                bb = lib.rand(lead + (k, n), -1.0, 1.0, r.next_seed()).to(getattr(t, dtype))
+                bias = lib.rand((n,), -1.0, 1.0, r.next_seed()).to(getattr(t, dtype))
+                out = t.full(lead + (m, n), float("nan"), dtype=getattr(t, dtype), device="cuda")
+                gelu = t.nn.functional.gelu
+                if fused:
+                    def fn():
+                        out.copy_(gelu(t.matmul(a, bb) + bias))
+                else:
+                    fn = lambda: t.matmul(a, bb, out=out)  # noqa: E731
+                ref = t.matmul(a.double(), bb.double())
+                mag = t.matmul(a.double().abs(), bb.double().abs())
+                if fused:
+                    ref = gelu(ref + bias.double())
+                fn()
+                lib.sync()
+                err = ((out.double() - ref).abs() / (mag + 1.0)).max().item()
+            else:
+                cp = lib.cp
+                a = lib.rand(lead + (m, k), -1.0, 1.0, r.next_seed()).astype(dtype)
+                bb = lib.rand(lead + (k, n), -1.0, 1.0, r.next_seed()).astype(dtype)
+                bias = lib.rand((n,), -1.0, 1.0, r.next_seed()).astype(dtype)
+                out = cp.full(lead + (m, n), cp.nan, dtype=dtype)
+                if fused:
+                    add_gelu = cp.ElementwiseKernel(
+                        "T x, T bias", "T y",
+                        "float v = (float)x + (float)bias; y = (T)(0.5f * v * (1.0f + erff(v * 0.70710678f)))",
+                        "cudajit_bench_add_gelu")
+
+                    def fn():
+                        cp.matmul(a, bb, out=out)
+                        add_gelu(out, bias, out)
+                else:
+                    fn = lambda: cp.matmul(a, bb, out=out)  # noqa: E731
+                a64, b64 = a.astype("float64"), bb.astype("float64")
+                ref = cp.matmul(a64, b64)
+                mag = cp.matmul(cp.abs(a64), cp.abs(b64))
+                if fused:
+                    v = ref + bias.astype("float64")
+                    from cupyx.scipy.special import erf
+                    ref = 0.5 * v * (1.0 + erf(v / math.sqrt(2.0)))
+                fn()
+                lib.sync()
+                err = float((cp.abs(out.astype("float64") - ref) / (mag + 1.0)).max())
+            if not err <= tol:
+                raise AssertionError("%s %s: error %.2e relative to sum |a*b| exceeds %.0e"
+                                     % (work, label, err, tol))
+            del ref, mag
+            times = r.time(impl, fn)
+            ms = statistics.median(times)
+            return times, "%.1f TFLOP/s; within %.1e of float64 (relative to sum |a*b|)" % (
+                flops / (ms * 1e-3) / 1e12, err)
+
+        r.peer(work, impl, variant, body, size=label, flops=flops)
+        r.free_all()
+
+
+def w_matmul(r):
+    for work, ty in (("matmul_f32", "f32"), ("matmul_tf32", "tf32"), ("matmul_f16", "f16"),
+                     ("matmul_bf16", "bf16")):
+        if r.selected(work):
+            for shape in matmul_shapes(r):
+                one_matmul(r, work, shape, ty)
+    if r.selected("matmul_batched"):
+        one_matmul(r, "matmul_batched", (8, 128, 128, 128) if r.args.quick else (64, 512, 512, 512),
+                   "bf16")
+    if r.selected("gemm_bias_gelu"):
+        c = 512 if r.args.quick else 4096
+        one_matmul(r, "gemm_bias_gelu", (1, c, c, c), "bf16", fused=True)
+
+
 RUNNERS = [
     (("copy",), w_copy),
     (("add",), w_add),
@@ -2067,6 +2193,8 @@ RUNNERS = [
     (("peer_copy",), w_peer_copy),
     (("sum_1gpu", "add_1gpu", "scan_1gpu"), w_one_gpu),
     (("all_reduce", "sum_sharded", "add_sharded", "scan_sharded"), w_sharded),
+    (("matmul_f32", "matmul_tf32", "matmul_f16", "matmul_bf16", "matmul_batched",
+      "gemm_bias_gelu"), w_matmul),
 ]
 
 

@@ -123,6 +123,13 @@ def fmt_gbs(v):
     return "-" if v is None else "%.0f" % v if v >= 100 else "%.1f" % v
 
 
+def fmt_rate(r, g):
+    """The rate column: TFLOP/s for a record with flops (matrix products), else GB/s."""
+    if r is not None and ok(r) and r.get("flops"):
+        return "%.1f TFLOP/s" % (r["flops"] / (r["ms"] * 1e-3) / 1e12)
+    return fmt_gbs(g)
+
+
 class Row:
     def __init__(self, work, size, recs):
         self.work, self.size = work, size
@@ -375,7 +382,8 @@ def render(recs, topo=None):
         "",
         "ratio = best peer's time / ours (>1: cudajit is faster); % copy = our GB/s over the "
         "copy rate; peers show their fastest variant. GB/s counts bytes read + written "
-        "(transfers: bytes moved).",
+        "(transfers: bytes moved); matrix products show TFLOP/s (2·M·N·K per product) "
+        "instead, and their ratio is to cuBLAS (torch.matmul, cupy.matmul).",
         "",
     ]
     headers = ["work", "size", "cudajit", "GB/s", "torch", "cupy", "numba", "ratio", "% copy", "bar"]
@@ -401,7 +409,7 @@ def render(recs, topo=None):
         pct = "-"
         if g is not None and copy_gbs and row.work not in TRANSFERS:
             pct = "%.0f%%" % (g / copy_gbs * 100)
-        body.append([row.work, row.size, ours_t, fmt_gbs(g)] + peers +
+        body.append([row.work, row.size, ours_t, fmt_rate(ours, g)] + peers +
                     ["-" if ratio is None else "%.2fx" % ratio, pct, bar(row, copy_gbs)])
     if body:
         out.append(table(headers, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"]))
@@ -429,7 +437,7 @@ def render(recs, topo=None):
                     what = spread + ("; " + what if what else "")
             det.append([row.work, row.size, r.get("impl", "?"), r.get("variant") or "",
                         fmt_time(r["ms"], row.unit) if ok(r) else "-",
-                        fmt_gbs(row_gbs(r)), what.replace("|", "/")])
+                        fmt_rate(r, row_gbs(r)), what.replace("|", "/")])
     out.append(table(["work", "size", "impl", "variant", "time", "GB/s", "notes"], det,
                      ["l", "l", "l", "l", "r", "r", "l"]))
     return "\n".join(out) + "\n"

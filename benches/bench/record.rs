@@ -18,6 +18,8 @@ pub(crate) struct Rec {
     pub(crate) reps: Option<usize>,
     pub(crate) bytes: Option<u64>,
     pub(crate) unit: Option<&'static str>,
+    /// Floating-point operations of one repetition (matrix products: 2·M·N·K).
+    pub(crate) flops: Option<u64>,
     pub(crate) note: Option<String>,
     pub(crate) error: Option<String>,
     pub(crate) skip: Option<String>,
@@ -39,6 +41,7 @@ impl Rec {
             max_ms: None,
             reps: None,
             bytes: None,
+            flops: None,
             unit: None,
             note: None,
             error: None,
@@ -65,6 +68,10 @@ impl Rec {
     }
     pub(crate) fn bytes(mut self, b: usize) -> Rec {
         self.bytes = Some(b as u64);
+        self
+    }
+    pub(crate) fn flops(mut self, f: u64) -> Rec {
+        self.flops = Some(f);
         self
     }
     pub(crate) fn unit(mut self, u: &'static str) -> Rec {
@@ -131,6 +138,9 @@ impl Rec {
         }
         if let Some(v) = self.bytes {
             field("bytes", v.to_string());
+        }
+        if let Some(v) = self.flops {
+            field("flops", v.to_string());
         }
         if let Some(v) = self.unit {
             field("unit", json_str(v));

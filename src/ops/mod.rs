@@ -8,6 +8,7 @@ mod array_ops;
 mod broadcast;
 pub(crate) mod elementwise;
 mod ew_variants;
+pub mod matmul;
 mod reduce;
 mod scan;
 mod scan_half;
@@ -19,6 +20,10 @@ pub use array_ops::{arg_variants_ptx, ArrayOps, BoolOps, OpsScalar, ReduceOps, R
 pub use broadcast::broadcast_shapes;
 pub use elementwise::{
     Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Index, Scalar,
+};
+pub use matmul::{
+    gelu, gelu_tanh, matmul, relu, Engine, Epilogue, EpilogueArgs, EpilogueVectors, Matmul,
+    MatmulConfig, MatmulInput, MatmulOutput, Transpose,
 };
 pub use reduce::Reduction;
 pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};

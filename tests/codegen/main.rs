@@ -13,6 +13,7 @@ mod grid;
 mod half;
 mod lines;
 mod math;
+mod matmul;
 mod mma;
 mod narrow;
 mod ops;

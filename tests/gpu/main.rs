@@ -19,6 +19,7 @@ mod half_ops;
 mod kernels;
 mod lines;
 mod math;
+mod matmul;
 mod memory;
 mod mma;
 mod modules;

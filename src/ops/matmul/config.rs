@@ -1,0 +1,269 @@
+//! The tile configuration of a matrix-multiply kernel ([`MatmulConfig`]), its checks, and the
+//! default chooser by shape class (the hook a timing-based autotuner will replace).
+
+use crate::error::{Error, Result};
+
+/// Which kernel computes the product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// CUDA cores: each thread computes a register tile of `thread_m × thread_n` outputs with
+    /// f32 fused multiply-adds (inputs converted to f32 in shared memory). Every dtype, every
+    /// device.
+    Simt,
+    /// Tensor cores (`mma.sync`, sm_80 and later): each warp computes a `warp_m × warp_n` tile
+    /// as a grid of 16×8 MMA tiles; f16 and bf16 inputs, or f32 inputs computed as tf32; f32
+    /// accumulation.
+    Mma,
+}
+
+/// The tiles of a matrix-multiply kernel: what an autotuner chooses. Pin one with
+/// [`Matmul::config`](super::Matmul::config); otherwise [`MatmulConfig::choose`] picks one by
+/// the problem's shape class and the device.
+///
+/// ```
+/// use cudajit::ops::MatmulConfig;
+/// // A 64×64 block tile, 8 deep in K, 4×4 outputs per thread: 256 threads.
+/// let simt = MatmulConfig::simt(64, 64, 8, 4, 4);
+/// assert_eq!(simt.threads(), 256);
+/// // A 128×128 block tile of 4 warps, each 64×64 (4×8 MMA tiles), 32 deep in K.
+/// let mma = MatmulConfig::mma(128, 128, 32, 64, 64);
+/// assert_eq!(mma.threads(), 128);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatmulConfig {
+    /// The kernel.
+    pub engine: Engine,
+    /// Rows of C per block.
+    pub block_m: u32,
+    /// Columns of C per block.
+    pub block_n: u32,
+    /// Depth (along K) of the shared-memory tiles.
+    pub block_k: u32,
+    /// SIMT: rows of C per thread; MMA: rows of C per warp (a multiple of 16).
+    pub sub_m: u32,
+    /// SIMT: columns of C per thread; MMA: columns of C per warp (a multiple of 8).
+    pub sub_n: u32,
+    /// Shared-memory buffers: 1 (load, barrier, compute, barrier) or 2 (the next tile is read
+    /// from global memory into registers while the current one is computed, then stored to the
+    /// other buffer: one barrier per tile).
+    pub stages: u32,
+}
+
+impl MatmulConfig {
+    /// A SIMT configuration: a `block_m × block_n` tile of C per block, `block_k` deep, each
+    /// thread computing `thread_m × thread_n` outputs; two stages.
+    pub const fn simt(
+        block_m: u32,
+        block_n: u32,
+        block_k: u32,
+        thread_m: u32,
+        thread_n: u32,
+    ) -> Self {
+        MatmulConfig {
+            engine: Engine::Simt,
+            block_m,
+            block_n,
+            block_k,
+            sub_m: thread_m,
+            sub_n: thread_n,
+            stages: 2,
+        }
+    }
+
+    /// A tensor-core configuration: a `block_m × block_n` tile of C per block, `block_k` deep
+    /// (a multiple of the MMA's K: 16 for f16/bf16, 8 for tf32), each warp computing
+    /// `warp_m × warp_n` outputs; two stages.
+    pub const fn mma(block_m: u32, block_n: u32, block_k: u32, warp_m: u32, warp_n: u32) -> Self {
+        MatmulConfig {
+            engine: Engine::Mma,
+            block_m,
+            block_n,
+            block_k,
+            sub_m: warp_m,
+            sub_n: warp_n,
+            stages: 2,
+        }
+    }
+
+    /// The same configuration with `stages` shared-memory buffers (1 or 2).
+    pub const fn with_stages(mut self, stages: u32) -> Self {
+        self.stages = stages;
+        self
+    }
+
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        let (sm, sn) = (self.sub_m.max(1), self.sub_n.max(1));
+        let units = (self.block_m / sm) * (self.block_n / sn);
+        match self.engine {
+            Engine::Simt => units,
+            Engine::Mma => units * 32,
+        }
+    }
+
+    /// Padding (elements) added to each row of the shared tiles, against bank conflicts.
+    pub(super) fn pad(&self, elem_size: usize) -> u32 {
+        // 16 bytes: keeps 16-byte alignment of rows for later vector/ldmatrix loads.
+        (16 / elem_size) as u32
+    }
+
+    /// Bytes of static shared memory the kernel declares, for inputs of `elem_size` bytes
+    /// (the SIMT kernel keeps f32 tiles).
+    pub fn shared_bytes(&self, elem_size: usize) -> usize {
+        let size = match self.engine {
+            Engine::Simt => 4,
+            Engine::Mma => elem_size,
+        };
+        let pad = self.pad(size) as usize;
+        let (bm, bn, bk) = (
+            self.block_m as usize,
+            self.block_n as usize,
+            self.block_k as usize,
+        );
+        let per_stage = match self.engine {
+            // sA[bk][bm + pad], sB[bk][bn + pad]
+            Engine::Simt => bk * (bm + pad) + bk * (bn + pad),
+            // sA[bm][bk + pad], sB[bk][bn + pad]
+            Engine::Mma => bm * (bk + pad) + bk * (bn + pad),
+        };
+        per_stage * self.stages as usize * size
+    }
+
+    /// Checks the configuration for inputs whose MMA is `mma_k` deep and `elem_size` bytes
+    /// wide: every tile divides as it must, the block has 32 to 1024 threads (a whole number
+    /// of warps) and the shared tiles fit the 48 KiB of static shared memory.
+    pub fn validate(&self, mma_k: u32, elem_size: usize) -> Result<()> {
+        let bad = |why: String| {
+            Err(Error::usage(format!(
+                "matmul: {self:?} is not a valid configuration: {why}"
+            )))
+        };
+        let (bm, bn, bk, sm, sn) = (
+            self.block_m,
+            self.block_n,
+            self.block_k,
+            self.sub_m,
+            self.sub_n,
+        );
+        if [bm, bn, bk, sm, sn].contains(&0) {
+            return bad("every extent must be at least 1".into());
+        }
+        if !matches!(self.stages, 1 | 2) {
+            return bad(format!("stages must be 1 or 2, not {}", self.stages));
+        }
+        if bm % sm != 0 || bn % sn != 0 {
+            return bad("the block tile must be a whole number of thread (or warp) tiles".into());
+        }
+        if self.engine == Engine::Mma {
+            if sm % 16 != 0 || sn % 8 != 0 {
+                return bad(
+                    "a warp tile is a grid of 16×8 MMA tiles: warp_m a multiple of 16, warp_n of 8"
+                        .into(),
+                );
+            }
+            if bk % mma_k != 0 {
+                return bad(format!(
+                    "block_k must be a multiple of the MMA's K ({mma_k}) for this type"
+                ));
+            }
+        } else if sm > 16 || sn > 16 {
+            return bad("at most 16×16 outputs per thread".into());
+        }
+        if bk > 64 || bm > 256 || bn > 256 {
+            return bad("at most 256×256 per block and 64 deep".into());
+        }
+        let threads = self.threads();
+        if threads % 32 != 0 || !(32..=1024).contains(&threads) {
+            return bad(format!(
+                "{threads} threads per block; it must be a multiple of 32 from 32 to 1024"
+            ));
+        }
+        let bytes = self.shared_bytes(elem_size);
+        if bytes > 48 * 1024 {
+            return bad(format!(
+                "its shared tiles take {bytes} bytes, over the 48 KiB of static shared memory"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The default configuration for an `m × n × k` product (per batch, `batch` of them) on a
+    /// device of compute capability `cc`, by shape class: tensor cores when `mma_ok` (f16/bf16,
+    /// or f32 with tf32 allowed) and the device has them (sm_80+), else SIMT; large tiles when
+    /// the large tiles still give every multiprocessor (`sms`) a block, else 64×64 tiles.
+    pub fn choose(
+        engine_mma: bool,
+        cc: (u32, u32),
+        sms: u32,
+        m: usize,
+        n: usize,
+        batch: usize,
+        mma_k: u32,
+    ) -> Self {
+        let blocks_large = m.div_ceil(128) * n.div_ceil(128) * batch;
+        let large = blocks_large >= sms.max(1) as usize;
+        if engine_mma && cc >= (8, 0) {
+            // block_k: 32 for f16/bf16 (2 MMAs deep), 16 for tf32 (2 MMAs deep).
+            let bk = 2 * mma_k;
+            if large {
+                MatmulConfig::mma(128, 128, bk, 64, 64)
+            } else {
+                MatmulConfig::mma(64, 64, bk, 32, 32)
+            }
+        } else if large {
+            MatmulConfig::simt(128, 128, 8, 8, 8)
+        } else {
+            MatmulConfig::simt(64, 64, 8, 4, 4)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_choice_by_shape_class_and_device() {
+        // Tensor cores only where allowed and on sm_80+.
+        let big = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 16);
+        assert_eq!(big, MatmulConfig::mma(128, 128, 32, 64, 64));
+        let small = MatmulConfig::choose(true, (8, 0), 132, 256, 256, 1, 8);
+        assert_eq!(small, MatmulConfig::mma(64, 64, 16, 32, 32));
+        assert_eq!(small.engine, Engine::Mma);
+        let old = MatmulConfig::choose(true, (7, 5), 80, 4096, 4096, 1, 16);
+        assert_eq!(old, MatmulConfig::simt(128, 128, 8, 8, 8));
+        let f32_small = MatmulConfig::choose(false, (9, 0), 132, 100, 100, 1, 8);
+        assert_eq!(f32_small, MatmulConfig::simt(64, 64, 8, 4, 4));
+        // A batch of small products fills the device: large tiles.
+        let batched = MatmulConfig::choose(false, (9, 0), 132, 128, 128, 200, 8);
+        assert_eq!(batched.block_m, 128);
+        // Every default is valid for its types.
+        for (cfg, k, size) in [(big, 16, 2), (small, 8, 4), (old, 16, 2), (f32_small, 8, 4)] {
+            cfg.validate(k, size).unwrap();
+        }
+    }
+
+    #[test]
+    fn validation() {
+        assert!(MatmulConfig::simt(64, 64, 8, 4, 4).validate(8, 4).is_ok());
+        assert!(MatmulConfig::simt(64, 64, 8, 3, 4).validate(8, 4).is_err());
+        assert!(MatmulConfig::simt(16, 16, 8, 4, 4).validate(8, 4).is_err()); // 16 threads
+        assert!(MatmulConfig::simt(64, 64, 8, 4, 4)
+            .with_stages(3)
+            .validate(8, 4)
+            .is_err());
+        assert!(MatmulConfig::mma(64, 64, 24, 32, 32)
+            .validate(16, 2)
+            .is_err()); // K 16
+        assert!(MatmulConfig::mma(64, 64, 32, 24, 32)
+            .validate(16, 2)
+            .is_err()); // 16-row tiles
+        assert!(MatmulConfig::mma(256, 256, 64, 64, 64)
+            .validate(16, 2)
+            .is_err()); // > 48 KiB
+        assert_eq!(
+            MatmulConfig::mma(128, 128, 32, 64, 64).shared_bytes(2),
+            2 * (128 * 40 + 32 * 136) * 2
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! The epilogue of a matrix multiply: what happens to each accumulator between the last MMA
+//! (or FMA) and the store. `alpha·acc + beta·C` first, then the user's [`Epilogue`] closure
+//! (a bias, an activation, a scale), then a cast to the output type, all in the same kernel.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::codegen::{Expr, KernelBuilder};
+use crate::context::Context;
+use crate::error::Result;
+use crate::memory::DeviceSlice;
+
+use super::params::Params;
+use super::types::{MatmulInput, MatmulOutput};
+use super::variant::Variant;
+
+/// The epilogue's closure type.
+pub type EpilogueFn = dyn Fn(EpilogueArgs) -> Expr<f32> + Send + Sync;
+
+/// What an epilogue closure sees for one element of C.
+#[derive(Clone, Copy, Debug)]
+pub struct EpilogueArgs {
+    /// `alpha·(op(A)·op(B))[row, col] + beta·C[row, col]`, in f32 (the C term only when beta
+    /// is not 0: with beta 0 C is not read, as BLAS).
+    pub value: Expr<f32>,
+    /// The element's row in C.
+    pub row: Expr<u32>,
+    /// The element's column in C.
+    pub col: Expr<u32>,
+    /// The per-column vector's element at `col` (a bias, as torch's `addmm`), in f32; 0 when
+    /// the epilogue takes no column vector ([`Epilogue::with_col_vector`]).
+    pub col_vec: Expr<f32>,
+    /// The per-row vector's element at `row`, in f32; 0 when the epilogue takes no row vector
+    /// ([`Epilogue::with_row_vector`]).
+    pub row_vec: Expr<f32>,
+}
+
+/// An expression applied to every element of C before it is stored, fused into the matrix
+/// multiply's kernel (as an [`Elementwise`](crate::ops::Elementwise) closure: recorded once,
+/// run per element). Its result, an f32, is rounded once to the output type.
+///
+/// ```
+/// use cudajit::ops::{gelu, Epilogue};
+/// // torch: gelu(a @ b + bias), one kernel.
+/// let bias_gelu = Epilogue::new("bias_gelu", |e| gelu(e.value + e.col_vec))?.with_col_vector();
+/// let scaled_relu = Epilogue::new("relu2", |e| (e.value * 2.0f32).max(0.0f32))?;
+/// # Ok::<(), cudajit::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Epilogue {
+    pub(super) name: String,
+    pub(super) f: Arc<EpilogueFn>,
+    pub(super) col: bool,
+    pub(super) row: bool,
+}
+
+impl std::fmt::Debug for Epilogue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Epilogue")
+            .field("name", &self.name)
+            .field("col_vector", &self.col)
+            .field("row_vector", &self.row)
+            .finish()
+    }
+}
+
+impl Epilogue {
+    /// An epilogue computing `f(args)` for every element; `name` (a C identifier) goes into
+    /// the kernel's name, so that the compile caches tell epilogues apart in their listings.
+    pub fn new(
+        name: &str,
+        f: impl Fn(EpilogueArgs) -> Expr<f32> + Send + Sync + 'static,
+    ) -> Result<Self> {
+        crate::codegen::check_kernel_name(name)?;
+        Ok(Epilogue {
+            name: name.to_string(),
+            f: Arc::new(f),
+            col: false,
+            row: false,
+        })
+    }
+
+    /// The plain epilogue: the value as it is.
+    pub fn identity() -> Self {
+        Epilogue {
+            name: "id".into(),
+            f: Arc::new(|e| e.value),
+            col: false,
+            row: false,
+        }
+    }
+
+    /// `max(value, 0)`.
+    pub fn relu() -> Self {
+        Epilogue {
+            name: "relu".into(),
+            f: Arc::new(|e| relu(e.value)),
+            col: false,
+            row: false,
+        }
+    }
+
+    /// `value + bias[col]` (a per-column vector of N elements).
+    pub fn bias() -> Self {
+        Epilogue {
+            name: "bias".into(),
+            f: Arc::new(|e| e.value + e.col_vec),
+            col: true,
+            row: false,
+        }
+    }
+
+    /// `relu(value + bias[col])`.
+    pub fn bias_relu() -> Self {
+        Epilogue {
+            name: "bias_relu".into(),
+            f: Arc::new(|e| relu(e.value + e.col_vec)),
+            col: true,
+            row: false,
+        }
+    }
+
+    /// `gelu(value + bias[col])` with the exact (erf) GELU, as torch's default.
+    pub fn bias_gelu() -> Self {
+        Epilogue {
+            name: "bias_gelu".into(),
+            f: Arc::new(|e| gelu(e.value + e.col_vec)),
+            col: true,
+            row: false,
+        }
+    }
+
+    /// The same epilogue, taking a per-column vector (N elements of the output type) at run
+    /// time ([`EpilogueVectors::col`]): `args.col_vec` is its element at the column.
+    pub fn with_col_vector(mut self) -> Self {
+        self.col = true;
+        self
+    }
+
+    /// The same epilogue, taking a per-row vector (M elements of the output type) at run time
+    /// ([`EpilogueVectors::row`]): `args.row_vec` is its element at the row.
+    pub fn with_row_vector(mut self) -> Self {
+        self.row = true;
+        self
+    }
+
+    /// The epilogue's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether it takes a per-column vector.
+    pub fn takes_col_vector(&self) -> bool {
+        self.col
+    }
+
+    /// Whether it takes a per-row vector.
+    pub fn takes_row_vector(&self) -> bool {
+        self.row
+    }
+}
+
+/// `max(x, 0)` (ReLU).
+pub fn relu(x: Expr<f32>) -> Expr<f32> {
+    x.max(0.0f32)
+}
+
+/// The exact GELU, `x·Φ(x) = 0.5·x·(1 + erf(x/√2))` (torch's `gelu`, approximate='none').
+pub fn gelu(x: Expr<f32>) -> Expr<f32> {
+    x * 0.5f32 * ((x * std::f32::consts::FRAC_1_SQRT_2).erf() + 1.0f32)
+}
+
+/// The tanh GELU, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (torch's approximate='tanh').
+pub fn gelu_tanh(x: Expr<f32>) -> Expr<f32> {
+    let c = (2.0f32 / std::f32::consts::PI).sqrt();
+    x * 0.5f32 * ((x + x * x * x * 0.044715f32) * c).tanh() + x * 0.5f32
+}
+
+/// One vector of an epilogue: where it is and how long.
+#[derive(Clone, Copy)]
+pub(super) struct VecArg<'a> {
+    pub ptr: u64,
+    pub len: usize,
+    pub ctx: &'a Context,
+}
+
+/// The vectors an [`Epilogue`] reads at run time, of the output type `O`.
+///
+/// ```no_run
+/// # use cudajit::prelude::*;
+/// use cudajit::ops::{Epilogue, EpilogueVectors, Matmul};
+/// # let ctx = Context::new(0)?; let s = ctx.new_stream()?;
+/// # let a = ctx.zeros::<f32, _>((64, 32))?; let b = ctx.zeros::<f32, _>((32, 16))?;
+/// let bias = ctx.zeros::<f32, _>(16)?;
+/// let mut c = ctx.zeros::<f32, _>((64, 16))?;
+/// let mm = Matmul::<f32>::new().epilogue(Epilogue::bias_relu());
+/// mm.run_with(&s, &a, &b, &mut c, EpilogueVectors::new().col(&bias))?;
+/// # Ok::<(), cudajit::Error>(())
+/// ```
+pub struct EpilogueVectors<'a, O> {
+    pub(super) col: Option<VecArg<'a>>,
+    pub(super) row: Option<VecArg<'a>>,
+    _t: PhantomData<fn() -> O>,
+}
+
+impl<O> Default for EpilogueVectors<'_, O> {
+    fn default() -> Self {
+        EpilogueVectors {
+            col: None,
+            row: None,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<'a, O: MatmulOutput> EpilogueVectors<'a, O> {
+    /// No vectors.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The per-column vector: N contiguous elements (any shape of N elements).
+    pub fn col<X: DeviceSlice<O> + ?Sized>(mut self, v: &'a X) -> Self {
+        self.col = Some(VecArg {
+            ptr: v.device_ptr(),
+            len: v.len(),
+            ctx: v.context(),
+        });
+        self
+    }
+
+    /// The per-row vector: M contiguous elements.
+    pub fn row<X: DeviceSlice<O> + ?Sized>(mut self, v: &'a X) -> Self {
+        self.row = Some(VecArg {
+            ptr: v.device_ptr(),
+            len: v.len(),
+            ctx: v.context(),
+        });
+        self
+    }
+}
+
+/// Stores the accumulator `acc` of C's element `(row, col)` of the batch whose C starts at
+/// `cbase`: predicated on the element being inside C, then `alpha·acc (+ beta·C)`, the
+/// epilogue, and the cast to `O`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn store_out<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    p: &Params<T, O>,
+    v: &Variant,
+    epi: &EpilogueFn,
+    cbase: Expr<u64>,
+    row: Expr<u32>,
+    col: Expr<u32>,
+    acc: Expr<f32>,
+) {
+    k.if_(row.lt(p.m).and(col.lt(p.n)), |_| {
+        let (r64, c64) = (row.cast::<u64>(), col.cast::<u64>());
+        let idx = if v.c_row {
+            cbase + r64 * p.ldc + c64
+        } else {
+            cbase + c64 * p.ldc + r64
+        };
+        let mut value = acc * p.alpha;
+        if v.read_c {
+            value = p.c.at(idx).cast::<f32>() * p.beta + value;
+        }
+        let zero = Expr::lit(0.0f32);
+        let args = EpilogueArgs {
+            value,
+            row,
+            col,
+            col_vec: p.colv.map_or(zero, |cv| cv.at(col).cast::<f32>()),
+            row_vec: p.rowv.map_or(zero, |rv| rv.at(row).cast::<f32>()),
+        };
+        p.c.set(idx, epi(args).cast::<O>());
+    });
+}

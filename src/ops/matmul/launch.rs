@@ -1,0 +1,195 @@
+//! Launching a matrix multiply: the checks of a call, the variant and configuration chosen for
+//! it, the grid (tiles of C along x, batches along z in chunks of at most 65,535), and the
+//! parameters in the order `Params::declare` declares them.
+
+use crate::codegen::{Kernel, Scalar};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::module::LaunchConfig;
+use crate::stream::Stream;
+
+use super::config::{Engine, MatmulConfig};
+use super::epilogue::VecArg;
+use super::shape::{Operand, Problem};
+use super::types::{MatmulInput, MatmulOutput};
+use super::variant::Variant;
+use super::Matmul;
+
+/// The largest grid z (batches per launch).
+const MAX_Z: usize = 65_535;
+
+/// One call's operands, each with its context.
+pub(super) struct Call<'a> {
+    pub a: (Operand, &'a Context),
+    pub b: (Operand, &'a Context),
+    pub c: (Operand, &'a Context),
+    pub col: Option<VecArg<'a>>,
+    pub row: Option<VecArg<'a>>,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
+    /// Checks `call` and launches its kernel(s) on `stream`.
+    pub(super) fn launch(&self, stream: &Stream, call: Call<'_>) -> Result<()> {
+        let ctx = stream.context();
+        ctx.check_same(call.a.1, "matmul's A")?;
+        ctx.check_same(call.b.1, "matmul's B")?;
+        ctx.check_same(call.c.1, "matmul's output C")?;
+        let p = Problem::new(call.a.0, call.b.0, call.c.0)?;
+        let epi = &self.epilogue;
+        for (given, takes, len, what, side) in [
+            (call.col, epi.col, p.n, "per-column", "N"),
+            (call.row, epi.row, p.m, "per-row", "M"),
+        ] {
+            match (given, takes) {
+                (Some(v), true) => {
+                    ctx.check_same(v.ctx, "matmul's epilogue vector")?;
+                    if v.len != len {
+                        return Err(Error::Shape {
+                            op: "matmul: an epilogue vector (N elements per column, M per row)",
+                            expected: vec![len],
+                            actual: vec![v.len],
+                        });
+                    }
+                }
+                (None, true) => {
+                    return Err(Error::usage(format!(
+                    "matmul: the epilogue `{}` takes a {what} vector ({side} elements): pass it \
+                         with `run_with(.., EpilogueVectors::new().{}(&v))`",
+                    epi.name,
+                    if side == "N" { "col" } else { "row" }
+                )))
+                }
+                (Some(_), false) => {
+                    return Err(Error::usage(format!(
+                        "matmul: a {what} vector was given, but the epilogue `{}` takes none \
+                         (declare it with `Epilogue::with_{}_vector`)",
+                        epi.name,
+                        if side == "N" { "col" } else { "row" }
+                    )))
+                }
+                (None, false) => {}
+            }
+        }
+        if !call.alpha.is_finite() || !call.beta.is_finite() {
+            return Err(Error::usage(format!(
+                "matmul: alpha ({}) and beta ({}) must be finite",
+                call.alpha, call.beta
+            )));
+        }
+        if p.is_noop() {
+            return Ok(());
+        }
+        p.check_overlap()?;
+        let max = u32::MAX as usize / 2;
+        if p.m > max || p.n > max || p.k > max {
+            return Err(Error::usage(format!(
+                "matmul: dimensions up to {max} are supported; this product is {} × {} × {}",
+                p.m, p.n, p.k
+            )));
+        }
+        let cfg = self.config_for_problem(ctx, &p)?;
+        let v = self.variant(&p, cfg, call.beta != 0.0);
+        let kernel = self.kernel(&v)?;
+        let tiles_m = p.m.div_ceil(cfg.block_m as usize);
+        let tiles_n = p.n.div_ceil(cfg.block_n as usize);
+        let tiles = tiles_m * tiles_n;
+        if tiles > i32::MAX as usize {
+            return Err(Error::usage(format!(
+                "matmul: {tiles} tiles of C are more than one grid holds"
+            )));
+        }
+        let mut batch0 = 0;
+        while batch0 < p.batch {
+            let chunk = (p.batch - batch0).min(MAX_Z);
+            let lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
+            push_launch(&kernel, stream, &call, &p, lc, (tiles_n, batch0))?;
+            batch0 += chunk;
+        }
+        Ok(())
+    }
+
+    /// The configuration for problem `p`: the pinned one, or the default for its shape class
+    /// on this device; checked.
+    pub(super) fn config_for_problem(&self, ctx: &Context, p: &Problem) -> Result<MatmulConfig> {
+        let cfg = match self.config {
+            Some(c) => c,
+            None => {
+                let dev = ctx.device();
+                let cc = dev.compute_capability()?;
+                let sms = dev.multiprocessor_count()?;
+                MatmulConfig::choose(self.mma_allowed(), cc, sms, p.m, p.n, p.batch, T::K)
+            }
+        };
+        self.check_config(&cfg)?;
+        Ok(cfg)
+    }
+
+    /// Whether the tensor cores may compute this product: f16 and bf16 always, f32 when tf32
+    /// is allowed.
+    pub(super) fn mma_allowed(&self) -> bool {
+        <T as Scalar>::TY.size() == 2 || self.tf32
+    }
+
+    pub(super) fn check_config(&self, cfg: &MatmulConfig) -> Result<()> {
+        cfg.validate(T::K, <T as Scalar>::TY.size())?;
+        if cfg.engine == Engine::Mma && !self.mma_allowed() {
+            return Err(Error::usage(
+                "matmul: the tensor-core configuration computes f32 inputs as tf32 (10-bit \
+                 mantissas); allow it with `.tf32(true)`, or pin a SIMT configuration",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The kernel variant for `p` under `cfg`.
+    pub(super) fn variant(&self, p: &Problem, cfg: MatmulConfig, read_c: bool) -> Variant {
+        // Vector loads need whole vectors along the tile's contiguous extent too.
+        let vec = |o: &Operand, contig_k: bool, x_tile: u32| {
+            let tile = if contig_k { cfg.block_k } else { x_tile };
+            o.vec4_ok() && tile % 4 == 0
+        };
+        Variant {
+            cfg,
+            a_row: p.a.row_major,
+            b_row: p.b.row_major,
+            c_row: p.c.row_major,
+            vec_a: vec(&p.a, p.a.row_major, cfg.block_m),
+            vec_b: vec(&p.b, !p.b.row_major, cfg.block_n),
+            read_c,
+            col_vec: self.epilogue.col,
+            row_vec: self.epilogue.row,
+        }
+    }
+}
+
+/// Pushes the parameters (in `Params::declare`'s order) and launches batches
+/// `batch0..batch0 + grid.z`.
+fn push_launch(
+    kernel: &Kernel<()>,
+    stream: &Stream,
+    call: &Call<'_>,
+    p: &Problem,
+    lc: LaunchConfig,
+    (tiles_n, batch0): (usize, usize),
+) -> Result<()> {
+    kernel.launch_with(stream, lc, |buf| {
+        buf.push_flat(call.a.1, p.a.ptr, p.a.span())?;
+        buf.push_flat(call.b.1, p.b.ptr, p.b.span())?;
+        buf.push_flat(call.c.1, p.c.ptr, p.c.span())?;
+        for v in [call.col, call.row].into_iter().flatten() {
+            buf.push_flat(v.ctx, v.ptr, v.len)?;
+        }
+        for x in [p.m, p.n, p.k] {
+            buf.push_scalar(x as u64)?;
+        }
+        for x in [p.a.ld, p.b.ld, p.c.ld, p.a.bs, p.b.bs, p.c.bs] {
+            buf.push_scalar(x as u64)?;
+        }
+        buf.push_scalar(Scalar::to_bits(call.alpha))?;
+        buf.push_scalar(Scalar::to_bits(call.beta))?;
+        buf.push_scalar(tiles_n as u64)?;
+        buf.push_scalar(batch0 as u64)
+    })
+}

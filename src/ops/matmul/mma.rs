@@ -1,0 +1,138 @@
+//! The tensor-core kernel (`mma.sync`, sm_80 and later): each block computes a
+//! `block_m × block_n` tile of C from `block_k`-deep tiles of A (`[m][k]`) and B (`[k][n]`)
+//! staged in shared memory in the input type; its warps split the tile into `warp_m × warp_n`
+//! tiles, each a grid of 16×8 MMA tiles accumulated in f32 registers.
+//!
+//! The fragments are read from shared memory element by element (`FragA::from_fn`), behind
+//! [`frag_a`] and [`frag_b`], so that `ldmatrix` can replace them later.
+
+use crate::codegen::{Expr, FragA, FragB, FragC, KernelBuilder, NdMut};
+
+use super::epilogue::{store_out, EpilogueFn};
+use super::params::{tile_origin, Params};
+use super::simt::select_u32;
+use super::stage::{main_loop, TileSrc};
+use super::types::{MatmulInput, MatmulOutput};
+use super::variant::Variant;
+
+/// The A fragment of the 16×K MMA tile at `(row0, k0)` of shared buffer `buf` (`[m][k]`).
+fn frag_a<T: MatmulInput>(
+    k: &KernelBuilder,
+    sa: &NdMut<T, 3>,
+    buf: Expr<u32>,
+    row0: Expr<u32>,
+    k0: u32,
+) -> FragA<T> {
+    FragA::<T>::from_fn(k, |r, c| sa.at3(buf, row0 + r, c + k0))
+}
+
+/// The B fragment of the K×8 MMA tile at `(k0, col0)` of shared buffer `buf` (`[k][n]`).
+fn frag_b<T: MatmulInput>(
+    k: &KernelBuilder,
+    sb: &NdMut<T, 3>,
+    buf: Expr<u32>,
+    k0: u32,
+    col0: Expr<u32>,
+) -> FragB<T> {
+    FragB::<T>::from_fn(k, |r, c| sb.at3(buf, r + k0, col0 + c))
+}
+
+/// Records the tensor-core kernel of variant `v` in the kernel being built.
+pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    v: &Variant,
+    epi: &EpilogueFn,
+) {
+    let p = Params::<T, O>::declare(v);
+    let cfg = v.cfg;
+    let (bm, bn, bk) = (cfg.block_m, cfg.block_n, cfg.block_k);
+    let (wm, wn) = (cfg.sub_m, cfg.sub_n);
+    let (mi_n, ni_n) = ((wm / 16) as usize, (wn / 8) as usize);
+    let threads = cfg.threads();
+    let stages = cfg.stages as usize;
+    let pad = cfg.pad(T::TY.size()) as usize;
+    let warp = k.thread_idx().x / 32u32;
+    let warps_n = bn / wn;
+    let (wr, wc) = (warp / warps_n, warp % warps_n);
+    let (wrow, wcol) = (wr * wm, wc * wn);
+    let o = tile_origin(k, &p, bm, bn);
+    let sa = k.shared_array3::<T>(stages, bm as usize, bk as usize + pad);
+    let sb = k.shared_array3::<T>(stages, bk as usize, bn as usize + pad);
+    let zero = Expr::lit(0.0f32);
+    let acc: Vec<Vec<[crate::codegen::Var<f32>; 4]>> = (0..mi_n)
+        .map(|_| {
+            (0..ni_n)
+                .map(|_| std::array::from_fn(|_| k.var(zero)))
+                .collect()
+        })
+        .collect();
+    let kt = p.k / bk + select_u32(p.k % bk);
+    let src_a = TileSrc {
+        arr: &p.a,
+        base: o.abase,
+        ld: p.lda,
+        contig_k: v.a_row,
+        x0: o.m0,
+        x_total: p.m,
+        k_total: p.k,
+        x_tile: bm,
+        k_tile: bk,
+        vec: if v.vec_a { 4 } else { 1 },
+        threads,
+    };
+    let src_b = TileSrc {
+        arr: &p.b,
+        base: o.bbase,
+        ld: p.ldb,
+        contig_k: !v.b_row,
+        x0: o.n0,
+        x_total: p.n,
+        k_total: p.k,
+        x_tile: bn,
+        k_tile: bk,
+        vec: if v.vec_b { 4 } else { 1 },
+        threads,
+    };
+    main_loop(
+        k,
+        cfg.stages,
+        kt,
+        |k, t| {
+            let k0 = t * bk;
+            (src_a.fetch(k, k0), src_b.fetch(k, k0))
+        },
+        |k, buf, (fa, fb)| {
+            fa.store(k, &|kk, m, x| sa.set3(buf, m, kk, x));
+            fb.store(k, &|kk, n, x| sb.set3(buf, kk, n, x));
+        },
+        |k, buf| {
+            for ks in 0..bk / T::K {
+                let k0 = ks * T::K;
+                let fa: Vec<FragA<T>> = (0..mi_n)
+                    .map(|mi| frag_a(k, &sa, buf, wrow + mi as u32 * 16, k0))
+                    .collect();
+                let fb: Vec<FragB<T>> = (0..ni_n)
+                    .map(|ni| frag_b(k, &sb, buf, k0, wcol + ni as u32 * 8))
+                    .collect();
+                for (mi, a) in fa.iter().enumerate() {
+                    for (ni, b) in fb.iter().enumerate() {
+                        let vars = &acc[mi][ni];
+                        let c = FragC::<T>::from_elems(vars.map(|x| x.get()));
+                        let d = k.mma(a, b, &c);
+                        for (x, e) in vars.iter().zip(d.elems()) {
+                            x.set(e);
+                        }
+                    }
+                }
+            }
+        },
+    );
+    for (mi, row) in acc.iter().enumerate() {
+        for (ni, vars) in row.iter().enumerate() {
+            let (r0, c0) = (o.m0 + wrow + mi as u32 * 16, o.n0 + wcol + ni as u32 * 8);
+            FragC::<T>::from_elems(vars.map(|x| x.get())).for_each(k, |r, c, val| {
+                store_out(k, &p, v, epi, o.cbase, r0 + r, c0 + c, val);
+            });
+        }
+    }
+}

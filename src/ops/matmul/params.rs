@@ -1,0 +1,91 @@
+//! The parameters every matrix-multiply kernel declares, in the order the launch pushes them,
+//! and where a block's tile of C is.
+
+use crate::codegen::{
+    declare_scalar_param, DArray, Expr, KernelBuilder, KernelParam, ReadOnly, ReadWrite,
+};
+
+use super::types::{MatmulInput, MatmulOutput};
+use super::variant::Variant;
+
+/// The kernel's parameters (see `launch::push_params` for the order).
+pub(super) struct Params<T: MatmulInput, O: MatmulOutput> {
+    pub a: DArray<T, 1, ReadOnly>,
+    pub b: DArray<T, 1, ReadOnly>,
+    pub c: DArray<O, 1, ReadWrite>,
+    pub colv: Option<DArray<O, 1, ReadOnly>>,
+    pub rowv: Option<DArray<O, 1, ReadOnly>>,
+    pub m: Expr<u32>,
+    pub n: Expr<u32>,
+    pub k: Expr<u32>,
+    pub lda: Expr<u64>,
+    pub ldb: Expr<u64>,
+    pub ldc: Expr<u64>,
+    pub sa: Expr<u64>,
+    pub sb: Expr<u64>,
+    pub sc: Expr<u64>,
+    pub alpha: Expr<f32>,
+    pub beta: Expr<f32>,
+    /// Tiles of C along N (the grid's x runs over the tiles, row by row of tiles).
+    pub tiles_n: Expr<u32>,
+    /// The first batch of this launch (the grid's z is added).
+    pub batch0: Expr<u32>,
+}
+
+impl<T: MatmulInput, O: MatmulOutput> Params<T, O> {
+    pub fn declare(v: &Variant) -> Self {
+        let a = <&[T] as KernelParam>::declare();
+        let b = <&[T] as KernelParam>::declare();
+        let c = <&mut [O] as KernelParam>::declare();
+        let colv = v.col_vec.then(<&[O] as KernelParam>::declare);
+        let rowv = v.row_vec.then(<&[O] as KernelParam>::declare);
+        Params {
+            a,
+            b,
+            c,
+            colv,
+            rowv,
+            m: declare_scalar_param::<u32>(),
+            n: declare_scalar_param::<u32>(),
+            k: declare_scalar_param::<u32>(),
+            lda: declare_scalar_param::<u64>(),
+            ldb: declare_scalar_param::<u64>(),
+            ldc: declare_scalar_param::<u64>(),
+            sa: declare_scalar_param::<u64>(),
+            sb: declare_scalar_param::<u64>(),
+            sc: declare_scalar_param::<u64>(),
+            alpha: declare_scalar_param::<f32>(),
+            beta: declare_scalar_param::<f32>(),
+            tiles_n: declare_scalar_param::<u32>(),
+            batch0: declare_scalar_param::<u32>(),
+        }
+    }
+}
+
+/// Where this block works: its tile's first row and column of C, and the element offsets of
+/// its batch's A, B and C.
+pub(super) struct TileOrigin {
+    pub m0: Expr<u32>,
+    pub n0: Expr<u32>,
+    pub abase: Expr<u64>,
+    pub bbase: Expr<u64>,
+    pub cbase: Expr<u64>,
+}
+
+pub(super) fn tile_origin<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    p: &Params<T, O>,
+    bm: u32,
+    bn: u32,
+) -> TileOrigin {
+    let tile = k.block_idx().x;
+    let (tm, tn) = (tile / p.tiles_n, tile % p.tiles_n);
+    let batch = (k.block_idx().z + p.batch0).cast::<u64>();
+    TileOrigin {
+        m0: tm * bm,
+        n0: tn * bn,
+        abase: batch * p.sa,
+        bbase: batch * p.sb,
+        cbase: batch * p.sc,
+    }
+}

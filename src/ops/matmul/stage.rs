@@ -1,0 +1,155 @@
+//! Global → shared staging of the operand tiles, and the main loop over K that pipelines it
+//! with the compute. Kept behind two small steps (`fetch`: global memory to registers,
+//! `Fetched::store`: registers to shared memory) so that `cp.async` (global to shared without
+//! registers) can replace the pair later.
+
+use crate::codegen::{select, DArray, Expr, KernelBuilder, ReadOnly, Scalar};
+
+/// One operand's tile source: the `x_tile × k_tile` tile at `(x0, k0)` of a matrix whose
+/// element `(x, kk)` is at `base + x·ld + kk` (K contiguous) or `base + x + kk·ld` (X
+/// contiguous). X is M for A and N for B.
+pub(super) struct TileSrc<'a, T: Scalar> {
+    pub arr: &'a DArray<T, 1, ReadOnly>,
+    pub base: Expr<u64>,
+    pub ld: Expr<u64>,
+    pub contig_k: bool,
+    pub x0: Expr<u32>,
+    pub x_total: Expr<u32>,
+    pub k_total: Expr<u32>,
+    pub x_tile: u32,
+    pub k_tile: u32,
+    /// Elements per load along the contiguous axis: 1 or 4 (the launch checked alignment
+    /// and that the contiguous extent is a multiple of 4).
+    pub vec: u32,
+    pub threads: u32,
+}
+
+/// One load of a fetched tile: `(kk, x)` of its first element, the values along the
+/// contiguous axis, and the guard of a thread past the tile's last load (if any).
+struct Item<T: Scalar> {
+    kk: Expr<u32>,
+    x: Expr<u32>,
+    vals: Vec<Expr<T>>,
+    guard: Option<Expr<bool>>,
+}
+
+/// One thread's part of a fetched tile.
+pub(super) struct Fetched<T: Scalar> {
+    items: Vec<Item<T>>,
+    contig_k: bool,
+}
+
+impl<T: Scalar> TileSrc<'_, T> {
+    /// Loads this thread's part of the tile at depth `k0` into registers: consecutive threads
+    /// take consecutive (vectors of) elements along the contiguous axis (coalesced). Elements
+    /// outside the matrix read as 0 (the load's index is clamped inside it, so every load is
+    /// in bounds and nothing branches).
+    pub fn fetch(&self, k: &KernelBuilder, k0: Expr<u32>) -> Fetched<T> {
+        let tid = k.thread_idx().x;
+        let w = self.vec;
+        let (c_len, o_len) = if self.contig_k {
+            (self.k_tile / w, self.x_tile)
+        } else {
+            (self.x_tile / w, self.k_tile)
+        };
+        let total = c_len * o_len;
+        let per = total.div_ceil(self.threads);
+        let zero = Expr::lit(T::from_bits(0));
+        let mut items = Vec::with_capacity(per as usize);
+        for r in 0..per {
+            let v = tid + r * self.threads;
+            let guard = (total % self.threads != 0).then(|| v.lt(total));
+            let (ci, oi) = (v % c_len, v / c_len);
+            let (kk, x) = if self.contig_k {
+                (ci * w, oi)
+            } else {
+                (oi, ci * w)
+            };
+            let (gx, gk) = (self.x0 + x, k0 + kk);
+            let inside = gx.lt(self.x_total).and(gk.lt(self.k_total));
+            // Clamped inside the matrix (the launch guarantees both totals are at least 1
+            // whenever a tile is fetched; along the contiguous axis, to a whole vector).
+            let (xl, kl) = if self.contig_k { (1, w) } else { (w, 1) };
+            let cx = gx.min(self.x_total - xl).cast::<u64>();
+            let ck = gk.min(self.k_total - kl).cast::<u64>();
+            let idx = if self.contig_k {
+                self.base + cx * self.ld + ck
+            } else {
+                self.base + cx + ck * self.ld
+            };
+            let vals: Vec<Expr<T>> = match w {
+                4 => self.arr.load_vec::<4>(idx / 4u64).to_vec(),
+                _ => vec![self.arr.at(idx)],
+            };
+            let vals = vals.into_iter().map(|x| select(inside, x, zero)).collect();
+            items.push(Item { kk, x, vals, guard });
+        }
+        Fetched {
+            items,
+            contig_k: self.contig_k,
+        }
+    }
+}
+
+impl<T: Scalar> Fetched<T> {
+    /// Stores the fetched elements with `store(kk, x, value)` (into a shared tile).
+    pub fn store(&self, k: &KernelBuilder, store: &impl Fn(Expr<u32>, Expr<u32>, Expr<T>)) {
+        for Item { kk, x, vals, guard } in &self.items {
+            let put = || {
+                for (q, &val) in vals.iter().enumerate() {
+                    let q = q as u32;
+                    if self.contig_k {
+                        store(*kk + q, *x, val)
+                    } else {
+                        store(*kk, *x + q, val)
+                    }
+                }
+            };
+            match guard {
+                Some(g) => k.if_(*g, |_| put()),
+                None => put(),
+            }
+        }
+    }
+}
+
+/// The main loop over the `kt` tiles along K. `fetch(k, t)` reads tile `t` of both operands
+/// into registers, `store(k, buf, fetched)` writes them to shared buffer `buf`, `compute(k,
+/// buf)` multiplies buffer `buf` into the accumulators.
+///
+/// One stage: fetch, store, barrier, compute, barrier, per tile. Two stages: tile `t + 1` is
+/// fetched before tile `t` is computed (its loads in flight meanwhile), then stored to the
+/// other buffer, with one barrier per tile. (The last iteration fetches a tile past K: every
+/// element reads as 0 from a clamped, in-bounds index, and the buffer it fills is never read.)
+pub(super) fn main_loop<F>(
+    k: &KernelBuilder,
+    stages: u32,
+    kt: Expr<u32>,
+    fetch: impl Fn(&KernelBuilder, Expr<u32>) -> F,
+    store: impl Fn(&KernelBuilder, Expr<u32>, &F),
+    compute: impl Fn(&KernelBuilder, Expr<u32>),
+) {
+    if stages == 1 {
+        let zero = Expr::lit(0u32);
+        k.for_range(0u32, kt, |k, t| {
+            let f = fetch(k, t);
+            store(k, zero, &f);
+            k.syncthreads();
+            compute(k, zero);
+            k.syncthreads();
+        });
+        return;
+    }
+    k.if_(kt.gt(0u32), |k| {
+        let f = fetch(k, Expr::lit(0u32));
+        store(k, Expr::lit(0u32), &f);
+    });
+    k.syncthreads();
+    k.for_range(0u32, kt, |k, t| {
+        let f = fetch(k, t + 1u32);
+        let buf = t & 1u32;
+        compute(k, buf);
+        store(k, buf ^ 1u32, &f);
+        k.syncthreads();
+    });
+}

@@ -1,0 +1,57 @@
+//! What tells one matrix-multiply kernel from another of the same [`Matmul`](super::Matmul):
+//! the configuration, the operands' layouts, the vector loads, whether C is read, which
+//! epilogue vectors are passed. Kernels are built once per variant and kept.
+
+use super::config::MatmulConfig;
+
+/// One kernel of a `Matmul` (its element types and epilogue are the `Matmul`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Variant {
+    pub cfg: MatmulConfig,
+    /// op(A) row-major: K is contiguous.
+    pub a_row: bool,
+    /// op(B) row-major: N is contiguous.
+    pub b_row: bool,
+    /// C row-major.
+    pub c_row: bool,
+    /// 4-element vector loads of A along its contiguous axis.
+    pub vec_a: bool,
+    /// 4-element vector loads of B along its contiguous axis.
+    pub vec_b: bool,
+    /// beta is not 0: C is read.
+    pub read_c: bool,
+    /// The epilogue takes a per-column vector.
+    pub col_vec: bool,
+    /// The epilogue takes a per-row vector.
+    pub row_vec: bool,
+}
+
+impl Variant {
+    /// A short tag for the kernel's name.
+    pub fn tag(&self) -> String {
+        let c = &self.cfg;
+        let e = match c.engine {
+            super::config::Engine::Simt => "simt",
+            super::config::Engine::Mma => "mma",
+        };
+        let l = |row: bool| if row { 'r' } else { 'c' };
+        let b = |x: bool| if x { '1' } else { '0' };
+        format!(
+            "{e}_{}x{}x{}_{}x{}_s{}_{}{}{}_v{}{}_{}{}{}",
+            c.block_m,
+            c.block_n,
+            c.block_k,
+            c.sub_m,
+            c.sub_n,
+            c.stages,
+            l(self.a_row),
+            l(self.b_row),
+            l(self.c_row),
+            b(self.vec_a),
+            b(self.vec_b),
+            b(self.read_c),
+            b(self.col_vec),
+            b(self.row_vec)
+        )
+    }
+}

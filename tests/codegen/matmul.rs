@@ -1,0 +1,136 @@
+//! `ops::Matmul`'s kernels in PTX: the SIMT kernel (f32, FMA-contracted: `fma.rn.f32`, 16-byte
+//! vector loads) and the tensor-core kernel for f16, bf16 and tf32 (`mma.sync`), with and
+//! without a fused epilogue, compile for sm_80 and sm_90 and pass ptxas; the tensor-core kernel
+//! for an older target is a clear error. ptxas's register and spill counts are printed.
+
+use cudajit::codegen::PtxOptions;
+use cudajit::ops::{Epilogue, Matmul, MatmulConfig, MatmulInput, MatmulOutput, Transpose};
+use cudajit::{bf16, f16, Error};
+
+use crate::common::check_ptx;
+
+const CCS: [(u32, u32); 2] = [(8, 0), (9, 0)];
+
+/// Compiles `mm` under `cfg` for sm_80 and sm_90, checks with ptxas, returns the sm_90 PTX.
+fn compile<T: MatmulInput, O: MatmulOutput>(
+    mm: &Matmul<T, O>,
+    cfg: MatmulConfig,
+    what: &str,
+) -> String {
+    let mut last = String::new();
+    for cc in CCS {
+        let ptx = mm
+            .compile_ptx(cfg, &PtxOptions::for_cc(cc.0, cc.1))
+            .unwrap_or_else(|e| panic!("{what} for sm_{}{}: {e}", cc.0, cc.1));
+        let r = check_ptx(&ptx, cc, what);
+        println!(
+            "{what} sm_{}{}: {} registers, {} bytes spilled",
+            cc.0, cc.1, r.registers, r.spill_bytes
+        );
+        last = ptx;
+    }
+    last
+}
+
+#[test]
+fn simt_f32_contracts_to_fma_and_loads_vectors() {
+    for (cfg, name) in [
+        (MatmulConfig::simt(128, 128, 8, 8, 8), "simt_128"),
+        (MatmulConfig::simt(64, 64, 8, 4, 4), "simt_64"),
+        (
+            MatmulConfig::simt(64, 64, 8, 4, 4).with_stages(1),
+            "simt_64_s1",
+        ),
+    ] {
+        let ptx = compile(&Matmul::<f32>::new(), cfg, name);
+        // Every multiply-add of the register tile is one fma.rn.f32 (the main loop's body,
+        // unrolled over block_k; the loop itself is not unrolled).
+        let fmas = ptx.matches("fma.rn.f32").count();
+        let per_tile = (cfg.sub_m * cfg.sub_n * cfg.block_k) as usize;
+        assert!(
+            fmas >= per_tile,
+            "{name}: {fmas} fma.rn.f32, want at least {per_tile}"
+        );
+        // The only separate products are the epilogue's alpha·acc, one per output.
+        let muls = ptx.matches("mul.rn.f32").count();
+        assert!(
+            muls <= (cfg.sub_m * cfg.sub_n) as usize,
+            "{name}: {muls} mul.rn.f32"
+        );
+        assert!(!ptx.contains("add.rn.f32"), "{name}");
+        assert!(
+            ptx.contains("ld.global.nc.v4.f32"),
+            "{name}: no 16-byte vector loads:\n{ptx}"
+        );
+    }
+    // Transposed operands read along M and N: vector loads there too.
+    let t = Matmul::<f32>::new()
+        .trans_a(Transpose::T)
+        .trans_b(Transpose::T);
+    let ptx = compile(&t, MatmulConfig::simt(64, 64, 8, 4, 4), "simt_tt");
+    assert!(ptx.contains("ld.global.nc.v4.f32"));
+}
+
+fn mma_kernel<T: MatmulInput, O: MatmulOutput>(instruction: &str, name: &str) {
+    let k = T::K;
+    for (cfg, tiles) in [
+        (MatmulConfig::mma(128, 128, 2 * k, 64, 64), 4 * 8 * 2),
+        (MatmulConfig::mma(64, 64, 2 * k, 32, 32), 2 * 4 * 2),
+    ] {
+        let mm = Matmul::<T, O>::new().tf32(true);
+        let what = format!("{name}_{}", cfg.block_m);
+        let ptx = compile(&mm, cfg, &what);
+        let n = ptx.matches(instruction).count();
+        assert_eq!(n, tiles, "{what}: {n} × {instruction}");
+        let err = mm.compile_ptx(cfg, &PtxOptions::for_cc(7, 5)).unwrap_err();
+        assert!(
+            matches!(err, Error::Codegen(_)) && err.to_string().contains("compute capability 8.0"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn mma_f16() {
+    mma_kernel::<f16, f16>(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        "mma_f16",
+    );
+    mma_kernel::<f16, f32>(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        "mma_f16_f32",
+    );
+}
+
+#[test]
+fn mma_bf16() {
+    mma_kernel::<bf16, bf16>(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        "mma_bf16",
+    );
+}
+
+#[test]
+fn mma_tf32() {
+    mma_kernel::<f32, f32>(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        "mma_tf32",
+    );
+}
+
+#[test]
+fn fused_epilogues_compile() {
+    let cfg = MatmulConfig::mma(128, 128, 32, 64, 64);
+    let gelu = Matmul::<f16>::new()
+        .beta(1.0)
+        .epilogue(Epilogue::bias_gelu());
+    let ptx = compile(&gelu, cfg, "mma_f16_bias_gelu");
+    assert!(ptx.contains("mma.sync"));
+    let simt = Matmul::<f32>::new().epilogue(Epilogue::bias_relu());
+    let ptx = compile(
+        &simt,
+        MatmulConfig::simt(128, 128, 8, 8, 8),
+        "simt_bias_relu",
+    );
+    assert!(ptx.contains("max.f32"), "ReLU as max.f32");
+}
