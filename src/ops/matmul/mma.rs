@@ -3,8 +3,8 @@
 //! staged in shared memory in the input type; its warps split the tile into `warp_m × warp_n`
 //! tiles, each a grid of 16×8 MMA tiles accumulated in f32 registers.
 //!
-//! The fragments are read from shared memory element by element (`FragA::from_fn`), behind
-//! [`frag_a`] and [`frag_b`], so that `ldmatrix` can replace them later.
+//! The fragments are read from shared memory by [`frag_a`] and [`frag_b`]: one `ldmatrix` per
+//! fragment for f16/bf16, element loads (`FragA::from_fn`) for tf32.
 
 use crate::codegen::{Expr, FragA, FragB, FragC, KernelBuilder, NdMut};
 
@@ -23,7 +23,7 @@ fn frag_a<T: MatmulInput>(
     row0: Expr<u32>,
     k0: u32,
 ) -> FragA<T> {
-    FragA::<T>::from_fn(k, |r, c| sa.at3(buf, row0 + r, c + k0))
+    T::frag_a(k, sa, buf, row0, k0)
 }
 
 /// The B fragment of the K×8 MMA tile at `(k0, col0)` of shared buffer `buf` (`[k][n]`).
@@ -34,7 +34,7 @@ fn frag_b<T: MatmulInput>(
     k0: u32,
     col0: Expr<u32>,
 ) -> FragB<T> {
-    FragB::<T>::from_fn(k, |r, c| sb.at3(buf, r + k0, col0 + c))
+    T::frag_b(k, sb, buf, k0, col0)
 }
 
 /// Records the tensor-core kernel of variant `v` in the kernel being built.

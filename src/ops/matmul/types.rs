@@ -3,7 +3,7 @@
 
 use half::{bf16, f16};
 
-use crate::codegen::{Float, MmaInput, Scalar};
+use crate::codegen::{Expr, FragA, FragB, Float, KernelBuilder, MmaInput, NdMut, Scalar};
 
 mod sealed {
     pub trait Sealed {}
@@ -18,11 +18,80 @@ mod sealed {
 pub trait MatmulInput:
     Float + MmaInput<Acc = f32> + MatmulOutput + sealed::Sealed + Send + Sync + 'static
 {
+    /// The A fragment of the 16×K MMA tile at `(row0, k0)` of shared buffer `buf` (`[m][k]`,
+    /// rows 16-byte aligned): one `ldmatrix.x4` for the 16-bit types, element loads for tf32.
+    #[doc(hidden)]
+    fn frag_a(
+        k: &KernelBuilder,
+        sa: &NdMut<Self, 3>,
+        buf: Expr<u32>,
+        row0: Expr<u32>,
+        k0: u32,
+    ) -> FragA<Self>;
+
+    /// The B fragment of the K×8 MMA tile at `(k0, col0)` of shared buffer `buf` (`[k][n]`,
+    /// rows 16-byte aligned): one `ldmatrix.x2.trans` for the 16-bit types, element loads for
+    /// tf32.
+    #[doc(hidden)]
+    fn frag_b(
+        k: &KernelBuilder,
+        sb: &NdMut<Self, 3>,
+        buf: Expr<u32>,
+        k0: u32,
+        col0: Expr<u32>,
+    ) -> FragB<Self>;
 }
 
-impl MatmulInput for f32 {}
-impl MatmulInput for f16 {}
-impl MatmulInput for bf16 {}
+impl MatmulInput for f32 {
+    fn frag_a(
+        k: &KernelBuilder,
+        sa: &NdMut<f32, 3>,
+        buf: Expr<u32>,
+        row0: Expr<u32>,
+        k0: u32,
+    ) -> FragA<f32> {
+        FragA::from_fn(k, |r, c| sa.at3(buf, row0 + r, c + k0))
+    }
+
+    fn frag_b(
+        k: &KernelBuilder,
+        sb: &NdMut<f32, 3>,
+        buf: Expr<u32>,
+        k0: u32,
+        col0: Expr<u32>,
+    ) -> FragB<f32> {
+        FragB::from_fn(k, |r, c| sb.at3(buf, r + k0, col0 + c))
+    }
+}
+
+macro_rules! ldmatrix_input {
+    ($t:ty) => {
+        impl MatmulInput for $t {
+            fn frag_a(
+                k: &KernelBuilder,
+                sa: &NdMut<$t, 3>,
+                buf: Expr<u32>,
+                row0: Expr<u32>,
+                k0: u32,
+            ) -> FragA<$t> {
+                FragA::load_shared(k, sa, |r, c| sa.index3(buf, row0 + r, c + k0))
+            }
+
+            fn frag_b(
+                k: &KernelBuilder,
+                sb: &NdMut<$t, 3>,
+                buf: Expr<u32>,
+                k0: u32,
+                col0: Expr<u32>,
+            ) -> FragB<$t> {
+                FragB::load_shared(k, sb, |r, c| sb.index3(buf, r + k0, col0 + c))
+            }
+        }
+    };
+}
+
+ldmatrix_input!(f16);
+ldmatrix_input!(bf16);
 
 /// An output element type of [`Matmul`](super::Matmul): `f32`, `half::f16`, `half::bf16`. The
 /// f32 result of the epilogue is rounded once to it (to nearest, ties to even).
