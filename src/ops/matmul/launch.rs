@@ -225,3 +225,57 @@ fn push_launch(
         buf.push_scalar(batch0 as u64)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::matmul::shape::Transpose;
+    use half::f16;
+
+    /// A `rows × cols` f16 operand at `ptr`, row-major with leading dimension `ld`.
+    fn op(ptr: u64, rows: usize, cols: usize, ld: usize) -> Operand {
+        Operand::from_parts("X", ptr, &[rows, cols], &[ld as isize, 1], Transpose::N, 2).unwrap()
+    }
+
+    fn problem(a: Operand, b: Operand) -> Problem {
+        Problem {
+            m: a.rows,
+            n: b.cols,
+            k: a.cols,
+            batch: 1,
+            a,
+            b,
+            c: op(0, a.rows, b.cols, b.cols),
+        }
+    }
+
+    #[test]
+    fn pipeline_where_the_operands_allow_16_byte_chunks() {
+        let mm = Matmul::<f16>::new();
+        let cfg = MatmulConfig::mma(128, 128, 32, 64, 64).with_stages(3);
+        // Aligned, leading dimensions whole chunks (8 f16): the pipeline, at 3 stages.
+        let v = mm.variant(
+            &problem(op(256, 65, 40, 48), op(512, 40, 33, 40)),
+            cfg,
+            false,
+        );
+        assert!(v.pipe);
+        assert_eq!(v.cfg.stages, 3);
+        // A leading dimension of 41 elements, or a start off 16 bytes: the 2-stage kernel.
+        for p in [
+            problem(op(256, 65, 40, 41), op(512, 40, 33, 40)),
+            problem(op(256, 65, 40, 48), op(514, 40, 33, 40)),
+        ] {
+            let v = mm.variant(&p, cfg, false);
+            assert!(!v.pipe);
+            assert_eq!(v.cfg.stages, 2);
+        }
+        // 2 stages never pipeline.
+        let v = mm.variant(
+            &problem(op(256, 65, 40, 48), op(512, 40, 33, 40)),
+            cfg.with_stages(2),
+            false,
+        );
+        assert!(!v.pipe);
+    }
+}
