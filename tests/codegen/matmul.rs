@@ -118,6 +118,73 @@ fn mma_tf32() {
     );
 }
 
+/// The tensor-core kernel's `cp.async` pipeline (3 and 4 stages), every operand layout: the
+/// tiles staged with 16-byte `cp.async` (zero-filling at the edges), the f16/bf16 fragments by
+/// `ldmatrix`, one `mma.sync` per MMA tile and k-step, and no spills (ptxas's report).
+fn pipelined<T: MatmulInput>(instruction: &str, name: &str, ldmatrix: bool) {
+    let k = T::K;
+    for stages in [3, 4] {
+        let cfg = MatmulConfig::mma(128, 128, 2 * k, 64, 64).with_stages(stages);
+        for (ta, tb) in [
+            (Transpose::N, Transpose::N),
+            (Transpose::N, Transpose::T),
+            (Transpose::T, Transpose::N),
+            (Transpose::T, Transpose::T),
+        ] {
+            let mm = Matmul::<T>::new().tf32(true).trans_a(ta).trans_b(tb);
+            let what = format!("{name}_s{stages}_{ta:?}{tb:?}");
+            let mut spills = Vec::new();
+            for cc in CCS {
+                let ptx = mm
+                    .compile_ptx(cfg, &PtxOptions::for_cc(cc.0, cc.1))
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(
+                    ptx.contains("cp.async.cg.shared.global"),
+                    "{what}: no cp.async"
+                );
+                assert!(ptx.contains("cp.async.wait_group"), "{what}");
+                assert_eq!(ldmatrix, ptx.contains("ldmatrix.sync.aligned"), "{what}");
+                let n = ptx.matches(instruction).count();
+                assert_eq!(n, 4 * 8 * 2, "{what}: {n} × {instruction}");
+                let r = check_ptx(&ptx, cc, &what);
+                println!(
+                    "{what} sm_{}{}: {} registers, {} bytes spilled",
+                    cc.0, cc.1, r.registers, r.spill_bytes
+                );
+                spills.push(r.spill_bytes);
+            }
+            assert!(spills.iter().all(|&b| b == 0), "{what}: spills {spills:?}");
+        }
+    }
+}
+
+#[test]
+fn mma_pipeline_f16() {
+    pipelined::<f16>(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        "pipe_f16",
+        true,
+    );
+}
+
+#[test]
+fn mma_pipeline_bf16() {
+    pipelined::<bf16>(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        "pipe_bf16",
+        true,
+    );
+}
+
+#[test]
+fn mma_pipeline_tf32() {
+    pipelined::<f32>(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        "pipe_tf32",
+        false,
+    );
+}
+
 #[test]
 fn fused_epilogues_compile() {
     let cfg = MatmulConfig::mma(128, 128, 32, 64, 64);

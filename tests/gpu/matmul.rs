@@ -535,6 +535,83 @@ fn bf16_on_the_tensor_cores() {
     halves_on_the_tensor_cores::<bf16>();
 }
 
+/// The `cp.async` pipeline (3 and 4 stages) of the tensor-core kernel: every operand layout
+/// (A `[m][k]` and `[k][m]` in shared memory, B `[k][n]` and `[n][k]`), whole tiles, edges of
+/// M, N and K (lines padded to whole 16-byte chunks, so the pipeline applies), fewer k-tiles
+/// than the prologue issues, a batch, and an unaligned layout (the 2-stage fallback).
+fn pipeline_cases<T: MatmulInput + El>() {
+    let tf32 = std::mem::size_of::<T>() == 4;
+    let lay = |col_major: bool, pad: usize| Lay { col_major, pad };
+    for stages in [3, 4] {
+        let cfg = MatmulConfig::mma(64, 64, 2 * T::K, 32, 32).with_stages(stages);
+        for (ta, tb) in [
+            (Transpose::N, Transpose::N),
+            (Transpose::N, Transpose::T),
+            (Transpose::T, Transpose::N),
+            (Transpose::T, Transpose::T),
+        ] {
+            check::<T, T>(Case {
+                ta,
+                tb,
+                config: Some(cfg),
+                tf32,
+                ..case(128, 64, 96)
+            });
+        }
+        // Edges: A stored 65 × 47 (lines of 48), B 47 × 63 (lines of 64).
+        check::<T, f32>(Case {
+            la: lay(false, 1),
+            lb: lay(false, 1),
+            config: Some(cfg),
+            tf32,
+            ..case(65, 63, 47)
+        });
+        // Column-major: A's lines of 65 rows (72), B's lines of 47 (48).
+        check::<T, f32>(Case {
+            la: lay(true, 7),
+            lb: lay(true, 1),
+            config: Some(cfg),
+            tf32,
+            ..case(65, 63, 47)
+        });
+    }
+    let cfg = MatmulConfig::mma(64, 64, 2 * T::K, 32, 32).with_stages(4);
+    // One k-tile (the prologue's other tiles are past K), a batch (strides 136 and 128).
+    check::<T, T>(Case {
+        batch: Some(2),
+        lb: lay(false, 1),
+        config: Some(cfg),
+        tf32,
+        ..case(17, 15, 8)
+    });
+    // Unaligned lines (3 elements of padding): the register-staged fallback.
+    check::<T, T>(Case {
+        la: ROW_PAD,
+        lb: COL_PAD,
+        config: Some(cfg),
+        tf32,
+        ..case(40, 24, 33)
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f16_cp_async_pipeline() {
+    pipeline_cases::<f16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_cp_async_pipeline() {
+    pipeline_cases::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tf32_cp_async_pipeline() {
+    pipeline_cases::<f32>();
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn halves_on_the_simt_kernel() {

@@ -3,6 +3,11 @@
 
 use crate::error::{Error, Result};
 
+/// The most dynamic shared memory a block may opt in to on sm_80 and later (227 KiB on
+/// H100; an A100 allows 163 KiB, a consumer Ampere 99 KiB: the launch's opt-in fails there
+/// with the driver's error).
+pub(super) const MAX_DYNAMIC_SHARED: usize = 227 * 1024;
+
 /// Which kernel computes the product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Engine {
@@ -45,7 +50,10 @@ pub struct MatmulConfig {
     pub sub_n: u32,
     /// Shared-memory buffers: 1 (load, barrier, compute, barrier) or 2 (the next tile is read
     /// from global memory into registers while the current one is computed, then stored to the
-    /// other buffer: one barrier per tile).
+    /// other buffer: one barrier per tile). Tensor cores also 3 or 4: a `cp.async` pipeline
+    /// (tiles copied global → shared with no registers, `stages - 1` of them in flight, in
+    /// dynamic shared memory) where the operands allow 16-byte copies (16-byte aligned, leading
+    /// dimensions and batch strides whole 16-byte chunks); elsewhere the 2-stage kernel runs.
     pub stages: u32,
 }
 
@@ -85,7 +93,8 @@ impl MatmulConfig {
         }
     }
 
-    /// The same configuration with `stages` shared-memory buffers (1 or 2).
+    /// The same configuration with `stages` shared-memory buffers (1 or 2; 3 or 4 for the
+    /// tensor cores' `cp.async` pipeline).
     pub const fn with_stages(mut self, stages: u32) -> Self {
         self.stages = stages;
         self
@@ -129,6 +138,45 @@ impl MatmulConfig {
         per_stage * self.stages as usize * size
     }
 
+    /// The stages of the register-staged kernel that runs for this configuration: its own
+    /// (1 or 2), or for a pipeline (3 or 4) where the operands do not allow it, 2 if its tiles
+    /// fit the 48 KiB of static shared memory, else 1.
+    pub(super) fn fallback_stages(&self, elem_size: usize) -> u32 {
+        if self.stages <= 2 {
+            self.stages
+        } else if self.with_stages(2).shared_bytes(elem_size) <= 48 * 1024 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Bytes of dynamic shared memory the `cp.async` pipeline (3 or 4 stages, tensor cores)
+    /// takes for inputs of `elem_size` bytes, each operand's tile kept as its global layout has
+    /// it (`[row][k]` or `[k][row]`, each line padded by 16 bytes): `a_contig_k` when op(A) is
+    /// row-major, `b_contig_k` when op(B) is column-major.
+    pub fn pipeline_shared_bytes(
+        &self,
+        elem_size: usize,
+        a_contig_k: bool,
+        b_contig_k: bool,
+    ) -> usize {
+        let pad = self.pad(elem_size) as usize;
+        let (bm, bn, bk) = (
+            self.block_m as usize,
+            self.block_n as usize,
+            self.block_k as usize,
+        );
+        let tile = |x: usize, contig_k: bool| {
+            if contig_k {
+                x * (bk + pad)
+            } else {
+                bk * (x + pad)
+            }
+        };
+        (tile(bm, a_contig_k) + tile(bn, b_contig_k)) * self.stages as usize * elem_size
+    }
+
     /// Checks the configuration for inputs whose MMA is `mma_k` deep and `elem_size` bytes
     /// wide: every tile divides as it must, the block has 32 to 1024 threads (a whole number
     /// of warps) and the shared tiles fit the 48 KiB of static shared memory.
@@ -148,8 +196,15 @@ impl MatmulConfig {
         if [bm, bn, bk, sm, sn].contains(&0) {
             return bad("every extent must be at least 1".into());
         }
-        if !matches!(self.stages, 1 | 2) {
-            return bad(format!("stages must be 1 or 2, not {}", self.stages));
+        let max_stages = match self.engine {
+            Engine::Simt => 2,
+            Engine::Mma => 4,
+        };
+        if !(1..=max_stages).contains(&self.stages) {
+            return bad(format!(
+                "stages must be 1 to {max_stages} for this engine, not {}",
+                self.stages
+            ));
         }
         if bm % sm != 0 || bn % sn != 0 {
             return bad("the block tile must be a whole number of thread (or warp) tiles".into());
@@ -178,11 +233,35 @@ impl MatmulConfig {
                 "{threads} threads per block; it must be a multiple of 32 from 32 to 1024"
             ));
         }
-        let bytes = self.shared_bytes(elem_size);
+        // 3 or 4 stages fall back to the register-staged kernel (static shared memory) where
+        // the operands do not allow 16-byte copies: both must fit.
+        let bytes = self
+            .with_stages(self.fallback_stages(elem_size))
+            .shared_bytes(elem_size);
         if bytes > 48 * 1024 {
             return bad(format!(
                 "its shared tiles take {bytes} bytes, over the 48 KiB of static shared memory"
             ));
+        }
+        if self.stages >= 3 {
+            let chunk = (16 / elem_size) as u32;
+            if bk % chunk != 0 || bm % chunk != 0 || bn % chunk != 0 {
+                return bad(format!(
+                    "the cp.async pipeline copies 16-byte chunks: block_m, block_n and block_k \
+                     must be multiples of {chunk} for this type"
+                ));
+            }
+            let most = [(true, true), (true, false), (false, true), (false, false)]
+                .into_iter()
+                .map(|(a, b)| self.pipeline_shared_bytes(elem_size, a, b))
+                .max()
+                .unwrap_or(0);
+            if most > MAX_DYNAMIC_SHARED {
+                return bad(format!(
+                    "its pipeline takes up to {most} bytes of shared memory, over the \
+                     {MAX_DYNAMIC_SHARED} bytes (227 KiB) a block of sm_80+ may have"
+                ));
+            }
         }
         Ok(())
     }
@@ -203,12 +282,16 @@ impl MatmulConfig {
         let blocks_large = m.div_ceil(128) * n.div_ceil(128) * batch;
         let large = blocks_large >= sms.max(1) as usize;
         if engine_mma && cc >= (8, 0) {
-            // block_k: 32 for f16/bf16 (2 MMAs deep), 16 for tf32 (2 MMAs deep).
+            // block_k: 32 for f16/bf16 (2 MMAs deep), 16 for tf32 (2 MMAs deep): 64 bytes of
+            // K per line either way. The cp.async pipeline (CUTLASS's sm80 default shape for
+            // f16: 128×128×32, 4 warps of 64×64, 3 stages; tf32 4 stages of half the depth),
+            // which falls back to 2 register-staged stages where the operands are not aligned.
             let bk = 2 * mma_k;
+            let stages = if mma_k == 8 { 4 } else { 3 };
             if large {
-                MatmulConfig::mma(128, 128, bk, 64, 64)
+                MatmulConfig::mma(128, 128, bk, 64, 64).with_stages(stages)
             } else {
-                MatmulConfig::mma(64, 64, bk, 32, 32)
+                MatmulConfig::mma(64, 64, bk, 32, 32).with_stages(stages)
             }
         } else if large {
             MatmulConfig::simt(128, 128, 8, 8, 8)
@@ -216,6 +299,37 @@ impl MatmulConfig {
             MatmulConfig::simt(64, 64, 8, 4, 4)
         }
     }
+}
+
+/// Candidate tensor-core configurations for a timing-based autotuner, for inputs whose MMA is
+/// `mma_k` deep and `elem_size` bytes wide: the pipelined shapes of CUTLASS's sm80 GEMMs
+/// (128×128, 128×256, 256×128, 64×64 block tiles; 4 or 8 warps; 3 or 4 stages) and the
+/// 2-stage kernel, each valid for the type. The first is the default for large products.
+#[cfg_attr(not(test), allow(dead_code))] // for the autotuner (ops/matmul/tune.rs)
+pub(crate) fn candidates(mma_k: u32, elem_size: usize) -> Vec<MatmulConfig> {
+    let bk = 2 * mma_k;
+    let deep = 4 * mma_k;
+    let mut out = Vec::new();
+    for (bm, bn, bk, wm, wn, stages) in [
+        (128, 128, bk, 64, 64, 3),
+        (128, 128, bk, 64, 64, 4),
+        (128, 128, deep, 64, 64, 3),
+        (128, 256, bk, 64, 64, 3),
+        (256, 128, bk, 64, 64, 3),
+        (128, 256, deep, 64, 64, 3),
+        (256, 128, deep, 64, 64, 3),
+        (128, 128, bk, 32, 64, 4),
+        (64, 64, bk, 32, 32, 3),
+        (64, 64, bk, 32, 32, 4),
+        (128, 128, bk, 64, 64, 2),
+        (64, 64, bk, 32, 32, 2),
+    ] {
+        let c = MatmulConfig::mma(bm, bn, bk, wm, wn).with_stages(stages);
+        if c.validate(mma_k, elem_size).is_ok() && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -226,9 +340,9 @@ mod tests {
     fn default_choice_by_shape_class_and_device() {
         // Tensor cores only where allowed and on sm_80+.
         let big = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 16);
-        assert_eq!(big, MatmulConfig::mma(128, 128, 32, 64, 64));
+        assert_eq!(big, MatmulConfig::mma(128, 128, 32, 64, 64).with_stages(3));
         let small = MatmulConfig::choose(true, (8, 0), 132, 256, 256, 1, 8);
-        assert_eq!(small, MatmulConfig::mma(64, 64, 16, 32, 32));
+        assert_eq!(small, MatmulConfig::mma(64, 64, 16, 32, 32).with_stages(4));
         assert_eq!(small.engine, Engine::Mma);
         let old = MatmulConfig::choose(true, (7, 5), 80, 4096, 4096, 1, 16);
         assert_eq!(old, MatmulConfig::simt(128, 128, 8, 8, 8));
@@ -265,5 +379,38 @@ mod tests {
             MatmulConfig::mma(128, 128, 32, 64, 64).shared_bytes(2),
             2 * (128 * 40 + 32 * 136) * 2
         );
+        // The pipeline: 3 or 4 stages for the tensor cores only, in dynamic shared memory.
+        let p3 = MatmulConfig::mma(128, 128, 32, 64, 64).with_stages(3);
+        assert!(p3.validate(16, 2).is_ok());
+        assert_eq!(
+            p3.pipeline_shared_bytes(2, true, false),
+            3 * (128 * 40 + 32 * 136) * 2
+        );
+        assert!(p3.with_stages(4).validate(16, 2).is_ok());
+        assert!(p3.with_stages(5).validate(16, 2).is_err());
+        assert!(MatmulConfig::simt(64, 64, 8, 4, 4)
+            .with_stages(3)
+            .validate(8, 4)
+            .is_err());
+        // 16-byte chunks: a 4-deep f16 tile is not whole chunks.
+        assert!(MatmulConfig::mma(64, 64, 16, 32, 32)
+            .with_stages(3)
+            .validate(16, 2)
+            .is_ok());
+    }
+
+    #[test]
+    fn autotuner_candidates_are_valid() {
+        for (k, size) in [(16, 2), (8, 4)] {
+            let c = candidates(k, size);
+            assert!(c.len() >= 6, "{c:?}");
+            assert_eq!(
+                c[0],
+                MatmulConfig::mma(128, 128, 2 * k, 64, 64).with_stages(3)
+            );
+            for x in c {
+                x.validate(k, size).unwrap();
+            }
+        }
     }
 }

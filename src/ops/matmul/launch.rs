@@ -92,6 +92,16 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let cfg = self.config_for_problem(ctx, &p)?;
         let v = self.variant(&p, cfg, call.beta != 0.0);
         let kernel = self.kernel(&v)?;
+        let shared = if v.pipe {
+            let size = <T as Scalar>::TY.size();
+            let bytes = cfg.pipeline_shared_bytes(size, v.a_row, !v.b_row) as u32;
+            if bytes > 48 * 1024 {
+                kernel.function(ctx)?.set_max_dynamic_shared_memory(bytes)?;
+            }
+            bytes
+        } else {
+            0
+        };
         let tiles_m = p.m.div_ceil(cfg.block_m as usize);
         let tiles_n = p.n.div_ceil(cfg.block_n as usize);
         let tiles = tiles_m * tiles_n;
@@ -103,7 +113,10 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let mut batch0 = 0;
         while batch0 < p.batch {
             let chunk = (p.batch - batch0).min(MAX_Z);
-            let lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
+            let mut lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
+            if shared > 0 {
+                lc = lc.with_shared_mem(shared);
+            }
             push_launch(&kernel, stream, &call, &p, lc, (tiles_n, batch0))?;
             batch0 += chunk;
         }
@@ -145,6 +158,24 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
 
     /// The kernel variant for `p` under `cfg`.
     pub(super) fn variant(&self, p: &Problem, cfg: MatmulConfig, read_c: bool) -> Variant {
+        let size = <T as Scalar>::TY.size();
+        // The cp.async pipeline copies 16-byte chunks along each operand's contiguous axis:
+        // aligned starts, leading dimensions and batch strides, and whole chunks per tile line
+        // (a chunk that the matrix ends in is zero-filled past its end).
+        let chunk = |o: &Operand, contig_k: bool, x_tile: u32| {
+            let e = (16 / size) as u64;
+            let tile = if contig_k { cfg.block_k } else { x_tile };
+            o.ptr % 16 == 0 && o.ld as u64 % e == 0 && o.bs as u64 % e == 0 && tile as u64 % e == 0
+        };
+        let pipe = cfg.engine == Engine::Mma
+            && cfg.stages >= 3
+            && chunk(&p.a, p.a.row_major, cfg.block_m)
+            && chunk(&p.b, !p.b.row_major, cfg.block_n);
+        let cfg = if pipe {
+            cfg
+        } else {
+            cfg.with_stages(cfg.fallback_stages(size))
+        };
         // Vector loads need whole vectors along the tile's contiguous extent too.
         let vec = |o: &Operand, contig_k: bool, x_tile: u32| {
             let tile = if contig_k { cfg.block_k } else { x_tile };
@@ -152,6 +183,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         };
         Variant {
             cfg,
+            pipe,
             a_row: p.a.row_major,
             b_row: p.b.row_major,
             c_row: p.c.row_major,
@@ -192,4 +224,58 @@ fn push_launch(
         buf.push_scalar(tiles_n as u64)?;
         buf.push_scalar(batch0 as u64)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::matmul::shape::Transpose;
+    use half::f16;
+
+    /// A `rows × cols` f16 operand at `ptr`, row-major with leading dimension `ld`.
+    fn op(ptr: u64, rows: usize, cols: usize, ld: usize) -> Operand {
+        Operand::from_parts("X", ptr, &[rows, cols], &[ld as isize, 1], Transpose::N, 2).unwrap()
+    }
+
+    fn problem(a: Operand, b: Operand) -> Problem {
+        Problem {
+            m: a.rows,
+            n: b.cols,
+            k: a.cols,
+            batch: 1,
+            a,
+            b,
+            c: op(0, a.rows, b.cols, b.cols),
+        }
+    }
+
+    #[test]
+    fn pipeline_where_the_operands_allow_16_byte_chunks() {
+        let mm = Matmul::<f16>::new();
+        let cfg = MatmulConfig::mma(128, 128, 32, 64, 64).with_stages(3);
+        // Aligned, leading dimensions whole chunks (8 f16): the pipeline, at 3 stages.
+        let v = mm.variant(
+            &problem(op(256, 65, 40, 48), op(512, 40, 33, 40)),
+            cfg,
+            false,
+        );
+        assert!(v.pipe);
+        assert_eq!(v.cfg.stages, 3);
+        // A leading dimension of 41 elements, or a start off 16 bytes: the 2-stage kernel.
+        for p in [
+            problem(op(256, 65, 40, 41), op(512, 40, 33, 40)),
+            problem(op(256, 65, 40, 48), op(514, 40, 33, 40)),
+        ] {
+            let v = mm.variant(&p, cfg, false);
+            assert!(!v.pipe);
+            assert_eq!(v.cfg.stages, 2);
+        }
+        // 2 stages never pipeline.
+        let v = mm.variant(
+            &problem(op(256, 65, 40, 48), op(512, 40, 33, 40)),
+            cfg.with_stages(2),
+            false,
+        );
+        assert!(!v.pipe);
+    }
 }

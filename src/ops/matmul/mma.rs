@@ -5,11 +5,16 @@
 //!
 //! The fragments are read from shared memory by [`frag_a`] and [`frag_b`]: one `ldmatrix` per
 //! fragment for f16/bf16, element loads (`FragA::from_fn`) for tf32.
+//!
+//! Two main loops: the register-staged one of `stage` (1 or 2 stages, static shared memory),
+//! and the `cp.async` pipeline of `pipeline` (3 or 4 stages, dynamic shared memory, tiles in
+//! their global layout) where the variant says so.
 
-use crate::codegen::{Expr, FragA, FragB, FragC, KernelBuilder, NdMut};
+use crate::codegen::{Expr, FragA, FragB, FragC, KernelBuilder, NdMut, Var};
 
 use super::epilogue::{store_out, EpilogueFn};
-use super::params::{tile_origin, Params};
+use super::params::{tile_origin, Params, TileOrigin};
+use super::pipeline::{self, PipeSrc};
 use super::simt::select_u32;
 use super::stage::{main_loop, TileSrc};
 use super::types::{MatmulInput, MatmulOutput};
@@ -56,10 +61,8 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let (wr, wc) = (warp / warps_n, warp % warps_n);
     let (wrow, wcol) = (wr * wm, wc * wn);
     let o = tile_origin(k, &p, bm, bn);
-    let sa = k.shared_array3::<T>(stages, bm as usize, bk as usize + pad);
-    let sb = k.shared_array3::<T>(stages, bk as usize, bn as usize + pad);
     let zero = Expr::lit(0.0f32);
-    let acc: Vec<Vec<[crate::codegen::Var<f32>; 4]>> = (0..mi_n)
+    let acc: Vec<Vec<[Var<f32>; 4]>> = (0..mi_n)
         .map(|_| {
             (0..ni_n)
                 .map(|_| std::array::from_fn(|_| k.var(zero)))
@@ -67,6 +70,72 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
         })
         .collect();
     let kt = p.k / bk + select_u32(p.k % bk);
+    // D += A·B of one k-step's fragments.
+    let mma_all = |k: &KernelBuilder, fa: &[FragA<T>], fb: &[FragB<T>]| {
+        for (mi, a) in fa.iter().enumerate() {
+            for (ni, b) in fb.iter().enumerate() {
+                let vars = &acc[mi][ni];
+                let c = FragC::<T>::from_elems(vars.map(|x| x.get()));
+                let d = k.mma(a, b, &c);
+                for (x, e) in vars.iter().zip(d.elems()) {
+                    x.set(e);
+                }
+            }
+        }
+    };
+    if v.pipe {
+        let sh = k.dynamic_shared::<T>();
+        let a = PipeSrc {
+            arr: &p.a,
+            base: o.abase,
+            ld: p.lda,
+            contig_k: v.a_row,
+            x0: o.m0,
+            x_total: p.m,
+            k_total: p.k,
+            x_tile: bm,
+            k_tile: bk,
+            offset: 0,
+            pad: pad as u32,
+        };
+        let b = PipeSrc {
+            arr: &p.b,
+            base: o.bbase,
+            ld: p.ldb,
+            contig_k: !v.b_row,
+            x0: o.n0,
+            x_total: p.n,
+            k_total: p.k,
+            x_tile: bn,
+            k_tile: bk,
+            offset: cfg.stages * a.stage_elems(),
+            pad: pad as u32,
+        };
+        pipeline::main_loop(k, &sh, cfg.stages, threads, kt, [&a, &b], |k, buf| {
+            for ks in 0..bk / T::K {
+                let k0 = ks * T::K;
+                let fa: Vec<FragA<T>> = (0..mi_n)
+                    .map(|mi| {
+                        let m0 = wrow + mi as u32 * 16;
+                        let idx = |m: Expr<u32>, kk: Expr<u32>| a.index(buf, m0 + m, kk + k0);
+                        T::frag_a_flat(k, &sh, !a.contig_k, &idx)
+                    })
+                    .collect();
+                let fb: Vec<FragB<T>> = (0..ni_n)
+                    .map(|ni| {
+                        let n0 = wcol + ni as u32 * 8;
+                        let idx = |kk: Expr<u32>, n: Expr<u32>| b.index(buf, n0 + n, kk + k0);
+                        T::frag_b_flat(k, &sh, b.contig_k, &idx)
+                    })
+                    .collect();
+                mma_all(k, &fa, &fb);
+            }
+        });
+        epilogue(k, &p, v, epi, &o, &acc, wrow, wcol);
+        return;
+    }
+    let sa = k.shared_array3::<T>(stages, bm as usize, bk as usize + pad);
+    let sb = k.shared_array3::<T>(stages, bk as usize, bn as usize + pad);
     let src_a = TileSrc {
         arr: &p.a,
         base: o.abase,
@@ -114,24 +183,30 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
                 let fb: Vec<FragB<T>> = (0..ni_n)
                     .map(|ni| frag_b(k, &sb, buf, k0, wcol + ni as u32 * 8))
                     .collect();
-                for (mi, a) in fa.iter().enumerate() {
-                    for (ni, b) in fb.iter().enumerate() {
-                        let vars = &acc[mi][ni];
-                        let c = FragC::<T>::from_elems(vars.map(|x| x.get()));
-                        let d = k.mma(a, b, &c);
-                        for (x, e) in vars.iter().zip(d.elems()) {
-                            x.set(e);
-                        }
-                    }
-                }
+                mma_all(k, &fa, &fb);
             }
         },
     );
+    epilogue(k, &p, v, epi, &o, &acc, wrow, wcol);
+}
+
+/// The accumulators through the epilogue into C.
+#[allow(clippy::too_many_arguments)]
+fn epilogue<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    p: &Params<T, O>,
+    v: &Variant,
+    epi: &EpilogueFn,
+    o: &TileOrigin,
+    acc: &[Vec<[Var<f32>; 4]>],
+    wrow: Expr<u32>,
+    wcol: Expr<u32>,
+) {
     for (mi, row) in acc.iter().enumerate() {
         for (ni, vars) in row.iter().enumerate() {
             let (r0, c0) = (o.m0 + wrow + mi as u32 * 16, o.n0 + wcol + ni as u32 * 8);
             FragC::<T>::from_elems(vars.map(|x| x.get())).for_each(k, |r, c, val| {
-                store_out(k, &p, v, epi, o.cbase, r0 + r, c0 + c, val);
+                store_out(k, p, v, epi, o.cbase, r0 + r, c0 + c, val);
             });
         }
     }

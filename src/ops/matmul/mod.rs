@@ -40,6 +40,7 @@ mod epilogue;
 mod launch;
 mod mma;
 mod params;
+mod pipeline;
 mod shape;
 mod simt;
 mod stage;
@@ -331,13 +332,16 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
 
     /// The PTX of the kernel this `Matmul` runs under `config` (row-major C; A and B
     /// row-major before their ops, 16-byte aligned, so with vector loads where the tiles
-    /// allow; C read when beta is not 0), for `options`' target: for tests and inspection.
+    /// allow, and the `cp.async` pipeline for a tensor-core configuration of 3 or 4 stages; C
+    /// read when beta is not 0), for `options`' target: for tests and inspection.
     pub fn compile_ptx(&self, config: MatmulConfig, options: &PtxOptions) -> Result<String> {
         self.check_config(&config)?;
         let rm = |op: Transpose| op == Transpose::N;
         let (a_row, b_row) = (rm(self.trans_a), rm(self.trans_b));
+        let pipe = config.engine == Engine::Mma && config.stages >= 3;
         let v = Variant {
             cfg: config,
+            pipe,
             a_row,
             b_row,
             c_row: true,

@@ -3,7 +3,9 @@
 
 use half::{bf16, f16};
 
-use crate::codegen::{Expr, Float, FragA, FragB, KernelBuilder, MmaInput, NdMut, Scalar};
+use crate::codegen::{
+    DArray, Expr, Float, FragA, FragB, KernelBuilder, MmaInput, NdMut, ReadWrite, Scalar,
+};
 
 mod sealed {
     pub trait Sealed {}
@@ -40,6 +42,30 @@ pub trait MatmulInput:
         k0: u32,
         col0: Expr<u32>,
     ) -> FragB<Self>;
+
+    /// The A fragment (16×K) from the flat shared array `sh`: `idx(m, kk)` is the flat index
+    /// of the fragment's element `(m, kk)`; `trans` when the tile is stored `[k][m]` (lines
+    /// along M), else `[m][k]`. Lines 16-byte aligned. One `ldmatrix.x4` (`.trans` when
+    /// `trans`) for the 16-bit types, element loads for tf32.
+    #[doc(hidden)]
+    fn frag_a_flat(
+        k: &KernelBuilder,
+        sh: &DArray<Self, 1, ReadWrite>,
+        trans: bool,
+        idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+    ) -> FragA<Self>;
+
+    /// The B fragment (K×8) from the flat shared array `sh`: `idx(kk, n)` is the flat index
+    /// of the fragment's element `(kk, n)`; `trans` when the tile is stored `[n][k]` (lines
+    /// along K), else `[k][n]`. One `ldmatrix.x2` (`.trans` for `[k][n]`) for the 16-bit
+    /// types, element loads for tf32.
+    #[doc(hidden)]
+    fn frag_b_flat(
+        k: &KernelBuilder,
+        sh: &DArray<Self, 1, ReadWrite>,
+        trans: bool,
+        idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+    ) -> FragB<Self>;
 }
 
 impl MatmulInput for f32 {
@@ -61,6 +87,24 @@ impl MatmulInput for f32 {
         col0: Expr<u32>,
     ) -> FragB<f32> {
         FragB::from_fn(k, |r, c| sb.at3(buf, r + k0, col0 + c))
+    }
+
+    fn frag_a_flat(
+        k: &KernelBuilder,
+        sh: &DArray<f32, 1, ReadWrite>,
+        _trans: bool,
+        idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+    ) -> FragA<f32> {
+        FragA::from_fn(k, |r, c| sh.at(idx(r, c)))
+    }
+
+    fn frag_b_flat(
+        k: &KernelBuilder,
+        sh: &DArray<f32, 1, ReadWrite>,
+        _trans: bool,
+        idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+    ) -> FragB<f32> {
+        FragB::from_fn(k, |r, c| sh.at(idx(r, c)))
     }
 }
 
@@ -85,6 +129,32 @@ macro_rules! ldmatrix_input {
                 col0: Expr<u32>,
             ) -> FragB<$t> {
                 FragB::load_shared(k, sb, |r, c| sb.index3(buf, r + k0, col0 + c))
+            }
+
+            fn frag_a_flat(
+                k: &KernelBuilder,
+                sh: &DArray<$t, 1, ReadWrite>,
+                trans: bool,
+                idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+            ) -> FragA<$t> {
+                if trans {
+                    FragA::load_shared_transposed(k, sh, |kk, m| idx(m, kk))
+                } else {
+                    FragA::load_shared(k, sh, |m, kk| idx(m, kk))
+                }
+            }
+
+            fn frag_b_flat(
+                k: &KernelBuilder,
+                sh: &DArray<$t, 1, ReadWrite>,
+                trans: bool,
+                idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+            ) -> FragB<$t> {
+                if trans {
+                    FragB::load_shared_transposed(k, sh, |n, kk| idx(kk, n))
+                } else {
+                    FragB::load_shared(k, sh, |kk, n| idx(kk, n))
+                }
             }
         }
     };

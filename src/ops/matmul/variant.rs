@@ -18,6 +18,9 @@ pub(super) struct Variant {
     pub vec_a: bool,
     /// 4-element vector loads of B along its contiguous axis.
     pub vec_b: bool,
+    /// The tensor cores' `cp.async` pipeline (`cfg.stages` 3 or 4, both operands in 16-byte
+    /// chunks); otherwise `cfg.stages` is 1 or 2 (a pipeline that does not apply falls back).
+    pub pipe: bool,
     /// beta is not 0: C is read.
     pub read_c: bool,
     /// The epilogue takes a per-column vector.
@@ -37,13 +40,14 @@ impl Variant {
         let l = |row: bool| if row { 'r' } else { 'c' };
         let b = |x: bool| if x { '1' } else { '0' };
         format!(
-            "{e}_{}x{}x{}_{}x{}_s{}_{}{}{}_v{}{}_{}{}{}",
+            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}_{}{}{}",
             c.block_m,
             c.block_n,
             c.block_k,
             c.sub_m,
             c.sub_n,
             c.stages,
+            if self.pipe { "p" } else { "" },
             l(self.a_row),
             l(self.b_row),
             l(self.c_row),

@@ -1,0 +1,214 @@
+//! The tensor-core kernel's `cp.async` multistage main loop (CUTLASS's sm80 "multistage"
+//! structure): A and B tiles are copied global → shared in 16-byte chunks with no registers
+//! (`cp.async.cg`), into `stages` buffers of the dynamic shared memory; the prologue issues
+//! `stages - 1` tiles (one commit group each), then each k-tile waits for its group
+//! (`cp.async.wait_group stages - 2`), synchronises the block, issues the tile `stages - 1`
+//! ahead into the buffer computed last, and computes its own buffer with `ldmatrix` + `mma`.
+//!
+//! Each operand's tile is kept as its global layout has it, lines along the contiguous axis
+//! (A `[m][k]` or `[k][m]`, B `[k][n]` or `[n][k]`), each line padded by 16 bytes against
+//! bank conflicts; the transposed layouts use the transposing fragment loaders. Edges need no
+//! branch: a chunk the matrix ends in reads only its elements inside (`cp.async` with a
+//! source size, the rest zero-filled), a chunk wholly outside reads nothing from a clamped,
+//! in-bounds, aligned address. Shared indices are u32, and each thread's copy addresses are
+//! computed once, outside the loop (only the K offset moves).
+
+use crate::codegen::{select, DArray, Expr, KernelBuilder, ReadOnly, ReadWrite, Scalar};
+
+use super::types::MatmulInput;
+
+/// One operand's source and shared tile in the pipeline.
+pub(super) struct PipeSrc<'a, T: Scalar> {
+    pub arr: &'a DArray<T, 1, ReadOnly>,
+    /// Element offset of this block's batch.
+    pub base: Expr<u64>,
+    pub ld: Expr<u64>,
+    /// K is the contiguous axis (lines `[x][k]`); else X is (lines `[k][x]`).
+    pub contig_k: bool,
+    /// This block's first row (A: M, B: N).
+    pub x0: Expr<u32>,
+    pub x_total: Expr<u32>,
+    pub k_total: Expr<u32>,
+    pub x_tile: u32,
+    pub k_tile: u32,
+    /// Where the operand's buffers start in the dynamic shared memory (elements).
+    pub offset: u32,
+    /// Elements of padding per line.
+    pub pad: u32,
+}
+
+impl<T: Scalar> PipeSrc<'_, T> {
+    /// (lines, elements per line) of one buffer, padding included.
+    fn lines(&self) -> (u32, u32) {
+        if self.contig_k {
+            (self.x_tile, self.k_tile + self.pad)
+        } else {
+            (self.k_tile, self.x_tile + self.pad)
+        }
+    }
+
+    /// Elements per line (the stride between lines).
+    pub fn stride(&self) -> u32 {
+        self.lines().1
+    }
+
+    /// Elements of one buffer.
+    pub fn stage_elems(&self) -> u32 {
+        let (l, s) = self.lines();
+        l * s
+    }
+
+    /// The flat index in the dynamic shared memory of the tile's element `(x, kk)` in
+    /// buffer `buf`.
+    pub fn index(&self, buf: Expr<u32>, x: Expr<u32>, kk: Expr<u32>) -> Expr<u32> {
+        let (o, c) = if self.contig_k { (x, kk) } else { (kk, x) };
+        buf * self.stage_elems() + self.offset + o * self.stride() + c
+    }
+
+    /// This thread's copies, prepared once: per chunk, its destination within a buffer and
+    /// the parts of its source that do not move with K.
+    fn plan(&self, k: &KernelBuilder, threads: u32) -> Vec<Chunk> {
+        let e = (16 / T::TY.size()) as u32;
+        let (o_len, c_len) = if self.contig_k {
+            (self.x_tile, self.k_tile)
+        } else {
+            (self.k_tile, self.x_tile)
+        };
+        let per_line = c_len / e;
+        let total = o_len * per_line;
+        let tid = k.thread_idx().x;
+        (0..total.div_ceil(threads))
+            .map(|r| {
+                let v = tid + r * threads;
+                let guard = (total % threads != 0).then(|| v.lt(total));
+                let (o, c) = (v / per_line, (v % per_line) * e);
+                let dst = o * self.stride() + c + self.offset;
+                let fixed = if self.contig_k {
+                    // The line (a row of the matrix) is fixed: clamp it, keep its start.
+                    let gx = self.x0 + o;
+                    let row = gx.min(self.x_total - 1u32).cast::<u64>();
+                    Fixed::Line {
+                        start: self.base + row * self.ld,
+                        inside: gx.lt(self.x_total),
+                        c,
+                    }
+                } else {
+                    // The position along the line is fixed: its valid elements too.
+                    let gx = self.x0 + c;
+                    let valid = (self.x_total.max(gx) - gx).min(e);
+                    let col = select(valid.gt(0u32), gx, 0u32).cast::<u64>();
+                    Fixed::Column {
+                        start: self.base + col,
+                        valid,
+                        o,
+                    }
+                };
+                Chunk { dst, fixed, guard }
+            })
+            .collect()
+    }
+
+    /// Issues this thread's copies of the tile at depth `k0` into buffer `buf` (not
+    /// committed).
+    fn issue(
+        &self,
+        k: &KernelBuilder,
+        sh: &DArray<T, 1, ReadWrite>,
+        plan: &[Chunk],
+        k0: Expr<u32>,
+        buf: Expr<u32>,
+    ) {
+        let e = (16 / T::TY.size()) as u32;
+        let size = T::TY.size() as u32;
+        let base = buf * self.stage_elems();
+        for ch in plan {
+            let (src, valid) = match &ch.fixed {
+                Fixed::Line { start, inside, c } => {
+                    let gk = k0 + *c;
+                    let valid = select(*inside, (self.k_total.max(gk) - gk).min(e), 0u32);
+                    let col = select(valid.gt(0u32), gk, 0u32).cast::<u64>();
+                    (*start + col, valid)
+                }
+                Fixed::Column { start, valid, o } => {
+                    let gk = k0 + *o;
+                    let valid = select(gk.lt(self.k_total), *valid, 0u32);
+                    let row = gk.min(self.k_total - 1u32).cast::<u64>();
+                    (*start + row * self.ld, valid)
+                }
+            };
+            let put = || sh.cp_async_zfill::<16>(base + ch.dst, self.arr, src, valid * size);
+            match ch.guard {
+                Some(g) => k.if_(g, |_| put()),
+                None => put(),
+            }
+        }
+    }
+}
+
+/// The parts of a chunk's source that do not move with K.
+enum Fixed {
+    /// Lines along K (a row of the matrix): its start (clamped inside the matrix), whether
+    /// the row is inside, the chunk's offset along K in the tile.
+    Line {
+        start: Expr<u64>,
+        inside: Expr<bool>,
+        c: Expr<u32>,
+    },
+    /// Lines along X: the chunk's start along X (0 when wholly outside), its elements inside
+    /// the matrix, its line (K offset) in the tile.
+    Column {
+        start: Expr<u64>,
+        valid: Expr<u32>,
+        o: Expr<u32>,
+    },
+}
+
+/// One 16-byte copy of a thread: its destination within a buffer (the operand's offset
+/// included), what of its source is fixed, the guard of a thread past the tile's last chunk.
+struct Chunk {
+    dst: Expr<u32>,
+    fixed: Fixed,
+    guard: Option<Expr<bool>>,
+}
+
+/// The pipelined main loop over the `kt` k-tiles: `compute(k, buf)` multiplies buffer `buf`
+/// (of both operands) into the accumulators. Nothing is done when `kt` is 0.
+pub(super) fn main_loop<T: MatmulInput>(
+    k: &KernelBuilder,
+    sh: &DArray<T, 1, ReadWrite>,
+    stages: u32,
+    threads: u32,
+    kt: Expr<u32>,
+    srcs: [&PipeSrc<'_, T>; 2],
+    compute: impl Fn(&KernelBuilder, Expr<u32>),
+) {
+    let k_tile = srcs[0].k_tile;
+    k.if_(kt.gt(0u32), |k| {
+        let plans: Vec<Vec<Chunk>> = srcs.iter().map(|s| s.plan(k, threads)).collect();
+        let issue = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
+            for (s, plan) in srcs.iter().zip(&plans) {
+                s.issue(k, sh, plan, t * k_tile, buf);
+            }
+            k.cp_async_commit();
+        };
+        // Prologue: tiles 0..stages-1 (tiles past K read nothing and are never computed).
+        for s in 0..stages - 1 {
+            issue(k, Expr::lit(s), Expr::lit(s));
+        }
+        let read = k.var(0u32);
+        let write = k.var(stages - 1);
+        let next = |b: Expr<u32>| select((b + 1u32).lt(stages), b + 1u32, 0u32);
+        k.for_range(0u32, kt, |k, t| {
+            // This tile's group is in (for this thread), and for the block after the barrier,
+            // which also says every warp is done with the buffer computed last.
+            k.cp_async_wait((stages - 2) as u8);
+            k.syncthreads();
+            issue(k, t + (stages - 1), write.get());
+            compute(k, read.get());
+            read.set(next(read.get()));
+            write.set(next(write.get()));
+        });
+        // The groups of the tiles past K (zero-filled, never read) end before the epilogue.
+        k.cp_async_wait(0);
+    });
+}
