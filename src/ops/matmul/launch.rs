@@ -89,41 +89,43 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
                 p.m, p.n, p.k
             )));
         }
-        let cfg = self.config_for_problem(ctx, &p)?;
+        let (mut cfg, tune_key) = self.choice(ctx, &p)?;
+        if let Some(key) = tune_key {
+            cfg = self.tune_now(stream, &call, &p, cfg, key);
+        }
         let v = self.variant(&p, cfg, call.beta != 0.0);
         let kernel = self.kernel(&v)?;
-        let tiles_m = p.m.div_ceil(cfg.block_m as usize);
-        let tiles_n = p.n.div_ceil(cfg.block_n as usize);
-        let tiles = tiles_m * tiles_n;
-        if tiles > i32::MAX as usize {
-            return Err(Error::usage(format!(
-                "matmul: {tiles} tiles of C are more than one grid holds"
-            )));
-        }
-        let mut batch0 = 0;
-        while batch0 < p.batch {
-            let chunk = (p.batch - batch0).min(MAX_Z);
-            let lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
-            push_launch(&kernel, stream, &call, &p, lc, (tiles_n, batch0))?;
-            batch0 += chunk;
-        }
-        Ok(())
+        launch_cfg(&kernel, stream, &call, &p, cfg)
     }
 
     /// The configuration for problem `p`: the pinned one, or the default for its shape class
     /// on this device; checked.
     pub(super) fn config_for_problem(&self, ctx: &Context, p: &Problem) -> Result<MatmulConfig> {
-        let cfg = match self.config {
-            Some(c) => c,
-            None => {
-                let dev = ctx.device();
-                let cc = dev.compute_capability()?;
-                let sms = dev.multiprocessor_count()?;
-                MatmulConfig::choose(self.mma_allowed(), cc, sms, p.m, p.n, p.batch, T::K)
-            }
-        };
+        Ok(self.choice(ctx, p)?.0)
+    }
+
+    /// The configuration for problem `p` (checked) and, when it is the default choice and
+    /// should be tuned now, the tuning key: the pinned configuration; else a known tuning
+    /// winner (see `tune.rs`); else [`MatmulConfig::choose`]'s.
+    pub(super) fn choice(
+        &self,
+        ctx: &Context,
+        p: &Problem,
+    ) -> Result<(MatmulConfig, Option<String>)> {
+        if let Some(c) = self.config {
+            self.check_config(&c)?;
+            return Ok((c, None));
+        }
+        let dev = ctx.device();
+        let cc = dev.compute_capability()?;
+        let sms = dev.multiprocessor_count()?;
+        let cfg = MatmulConfig::choose(self.mma_allowed(), cc, sms, p.m, p.n, p.batch, T::K);
         self.check_config(&cfg)?;
-        Ok(cfg)
+        match self.known_winner(ctx, p) {
+            Some((Some(won), _)) => Ok((won, None)),
+            Some((None, key)) if super::tune::tuning_enabled() => Ok((cfg, Some(key))),
+            _ => Ok((cfg, None)),
+        }
     }
 
     /// Whether the tensor cores may compute this product: f16 and bf16 always, f32 when tf32
@@ -162,6 +164,33 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             row_vec: self.epilogue.row,
         }
     }
+}
+
+/// Launches `kernel` (built for `cfg`) on `p`: the tiles of C along x, the batches along z
+/// in chunks of at most 65,535.
+pub(super) fn launch_cfg(
+    kernel: &Kernel<()>,
+    stream: &Stream,
+    call: &Call<'_>,
+    p: &Problem,
+    cfg: MatmulConfig,
+) -> Result<()> {
+    let tiles_m = p.m.div_ceil(cfg.block_m as usize);
+    let tiles_n = p.n.div_ceil(cfg.block_n as usize);
+    let tiles = tiles_m * tiles_n;
+    if tiles > i32::MAX as usize {
+        return Err(Error::usage(format!(
+            "matmul: {tiles} tiles of C are more than one grid holds"
+        )));
+    }
+    let mut batch0 = 0;
+    while batch0 < p.batch {
+        let chunk = (p.batch - batch0).min(MAX_Z);
+        let lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
+        push_launch(kernel, stream, call, p, lc, (tiles_n, batch0))?;
+        batch0 += chunk;
+    }
+    Ok(())
 }
 
 /// Pushes the parameters (in `Params::declare`'s order) and launches batches

@@ -3,7 +3,7 @@
 
 use half::{bf16, f16};
 
-use crate::codegen::{Expr, FragA, FragB, Float, KernelBuilder, MmaInput, NdMut, Scalar};
+use crate::codegen::{Expr, Float, FragA, FragB, KernelBuilder, MmaInput, NdMut, Scalar};
 
 mod sealed {
     pub trait Sealed {}
