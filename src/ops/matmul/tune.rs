@@ -512,7 +512,8 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
     }
 
     /// Times the candidates for `p` (on a scratch C; the user's C is not touched), records
-    /// and returns the fastest; `default` if none could be timed (nothing is recorded then).
+    /// and returns the fastest; `default` if none could be timed or `stream` is capturing a
+    /// graph (nothing is recorded then).
     pub(super) fn tune_now(
         &self,
         stream: &Stream,
@@ -521,6 +522,11 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         default: MatmulConfig,
         key: String,
     ) -> MatmulConfig {
+        // Timing needs events and waits, which a stream capturing a graph does not allow:
+        // the default choice is captured, and the key is tuned on a later uncaptured call.
+        if stream.is_capturing().unwrap_or(true) {
+            return default;
+        }
         let mut launches = 0;
         let mut skipped = 0;
         let r = self.time_candidates(stream, call, p, default, (&mut launches, &mut skipped));
