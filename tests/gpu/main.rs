@@ -20,6 +20,7 @@ mod kernels;
 mod lines;
 mod math;
 mod matmul;
+mod matmul_tune;
 mod memory;
 mod mma;
 mod modules;

@@ -89,54 +89,44 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
                 p.m, p.n, p.k
             )));
         }
-        let cfg = self.config_for_problem(ctx, &p)?;
+        let (mut cfg, tune_key) = self.choice(ctx, &p)?;
+        if let Some(key) = tune_key {
+            cfg = self.tune_now(stream, &call, &p, cfg, key);
+        }
         let v = self.variant(&p, cfg, call.beta != 0.0);
         let kernel = self.kernel(&v)?;
-        let shared = if v.pipe {
-            let size = <T as Scalar>::TY.size();
-            let bytes = cfg.pipeline_shared_bytes(size, v.a_row, !v.b_row) as u32;
-            if bytes > 48 * 1024 {
-                kernel.function(ctx)?.set_max_dynamic_shared_memory(bytes)?;
-            }
-            bytes
-        } else {
-            0
-        };
-        let tiles_m = p.m.div_ceil(cfg.block_m as usize);
-        let tiles_n = p.n.div_ceil(cfg.block_n as usize);
-        let tiles = tiles_m * tiles_n;
-        if tiles > i32::MAX as usize {
-            return Err(Error::usage(format!(
-                "matmul: {tiles} tiles of C are more than one grid holds"
-            )));
-        }
-        let mut batch0 = 0;
-        while batch0 < p.batch {
-            let chunk = (p.batch - batch0).min(MAX_Z);
-            let mut lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
-            if shared > 0 {
-                lc = lc.with_shared_mem(shared);
-            }
-            push_launch(&kernel, stream, &call, &p, lc, (tiles_n, batch0))?;
-            batch0 += chunk;
-        }
-        Ok(())
+        let shared = self.dynamic_shared(ctx, &kernel, &v)?;
+        launch_cfg(&kernel, stream, &call, &p, v.cfg, shared)
     }
 
     /// The configuration for problem `p`: the pinned one, or the default for its shape class
     /// on this device; checked.
     pub(super) fn config_for_problem(&self, ctx: &Context, p: &Problem) -> Result<MatmulConfig> {
-        let cfg = match self.config {
-            Some(c) => c,
-            None => {
-                let dev = ctx.device();
-                let cc = dev.compute_capability()?;
-                let sms = dev.multiprocessor_count()?;
-                MatmulConfig::choose(self.mma_allowed(), cc, sms, p.m, p.n, p.batch, T::K)
-            }
-        };
+        Ok(self.choice(ctx, p)?.0)
+    }
+
+    /// The configuration for problem `p` (checked) and, when it is the default choice and
+    /// should be tuned now, the tuning key: the pinned configuration; else a known tuning
+    /// winner (see `tune.rs`); else [`MatmulConfig::choose`]'s.
+    pub(super) fn choice(
+        &self,
+        ctx: &Context,
+        p: &Problem,
+    ) -> Result<(MatmulConfig, Option<String>)> {
+        if let Some(c) = self.config {
+            self.check_config(&c)?;
+            return Ok((c, None));
+        }
+        let dev = ctx.device();
+        let cc = dev.compute_capability()?;
+        let sms = dev.multiprocessor_count()?;
+        let cfg = MatmulConfig::choose(self.mma_allowed(), cc, sms, p.m, p.n, p.batch, T::K);
         self.check_config(&cfg)?;
-        Ok(cfg)
+        match self.known_winner(ctx, p) {
+            Some((Some(won), _)) => Ok((won, None)),
+            Some((None, key)) if super::tune::tuning_enabled() => Ok((cfg, Some(key))),
+            _ => Ok((cfg, None)),
+        }
     }
 
     /// Whether the tensor cores may compute this product: f16 and bf16 always, f32 when tf32
@@ -154,6 +144,25 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             ));
         }
         Ok(())
+    }
+
+    /// The dynamic shared memory of variant `v`'s kernel: the cp.async pipeline's buffers (with
+    /// the kernel's opt-in set above 48 KiB), 0 for the register-staged kernels.
+    pub(super) fn dynamic_shared(
+        &self,
+        ctx: &Context,
+        kernel: &Kernel<()>,
+        v: &Variant,
+    ) -> Result<u32> {
+        if !v.pipe {
+            return Ok(0);
+        }
+        let size = <T as Scalar>::TY.size();
+        let bytes = v.cfg.pipeline_shared_bytes(size, v.a_row, !v.b_row) as u32;
+        if bytes > 48 * 1024 {
+            kernel.function(ctx)?.set_max_dynamic_shared_memory(bytes)?;
+        }
+        Ok(bytes)
     }
 
     /// The kernel variant for `p` under `cfg`.
@@ -194,6 +203,37 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             row_vec: self.epilogue.row,
         }
     }
+}
+
+/// Launches `kernel` (built for `cfg`) on `p`: the tiles of C along x, the batches along z
+/// in chunks of at most 65,535.
+pub(super) fn launch_cfg(
+    kernel: &Kernel<()>,
+    stream: &Stream,
+    call: &Call<'_>,
+    p: &Problem,
+    cfg: MatmulConfig,
+    shared: u32,
+) -> Result<()> {
+    let tiles_m = p.m.div_ceil(cfg.block_m as usize);
+    let tiles_n = p.n.div_ceil(cfg.block_n as usize);
+    let tiles = tiles_m * tiles_n;
+    if tiles > i32::MAX as usize {
+        return Err(Error::usage(format!(
+            "matmul: {tiles} tiles of C are more than one grid holds"
+        )));
+    }
+    let mut batch0 = 0;
+    while batch0 < p.batch {
+        let chunk = (p.batch - batch0).min(MAX_Z);
+        let mut lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
+        if shared > 0 {
+            lc = lc.with_shared_mem(shared);
+        }
+        push_launch(kernel, stream, call, p, lc, (tiles_n, batch0))?;
+        batch0 += chunk;
+    }
+    Ok(())
 }
 
 /// Pushes the parameters (in `Params::declare`'s order) and launches batches

@@ -44,12 +44,14 @@ mod pipeline;
 mod shape;
 mod simt;
 mod stage;
+mod tune;
 mod types;
 mod variant;
 
 pub use config::{Engine, MatmulConfig};
 pub use epilogue::{gelu, gelu_tanh, relu, Epilogue, EpilogueArgs, EpilogueFn, EpilogueVectors};
 pub use shape::Transpose;
+pub use tune::{load_matmul_tuning, matmul_tuning_file, matmul_tuning_stats, MatmulTuningStats};
 pub use types::{MatmulInput, MatmulOutput};
 
 use std::any::{Any, TypeId};
@@ -90,6 +92,7 @@ pub struct Matmul<T: MatmulInput, O: MatmulOutput = T> {
     trans_b: Transpose,
     tf32: bool,
     config: Option<MatmulConfig>,
+    tune: bool,
     epilogue: Epilogue,
     kernels: Mutex<HashMap<Variant, Result<Kernel<()>>>>,
     _t: PhantomData<fn() -> (T, O)>,
@@ -111,6 +114,7 @@ impl<T: MatmulInput, O: MatmulOutput> Clone for Matmul<T, O> {
             trans_b: self.trans_b,
             tf32: self.tf32,
             config: self.config,
+            tune: self.tune,
             epilogue: self.epilogue.clone(),
             kernels: Mutex::default(),
             _t: PhantomData,
@@ -129,6 +133,7 @@ impl<T: MatmulInput, O: MatmulOutput> std::fmt::Debug for Matmul<T, O> {
             .field("trans_b", &self.trans_b)
             .field("tf32", &self.tf32)
             .field("config", &self.config)
+            .field("tune", &self.tune)
             .field("epilogue", &self.epilogue)
             .finish()
     }
@@ -145,6 +150,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             trans_b: Transpose::N,
             tf32: false,
             config: None,
+            tune: true,
             epilogue: Epilogue::identity(),
             kernels: Mutex::default(),
             _t: PhantomData,
@@ -189,6 +195,18 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
     /// or later: on an older GPU its kernel fails to compile with a clear error.
     pub fn config(mut self, config: MatmulConfig) -> Self {
         self.config = Some(config);
+        self
+    }
+
+    /// Whether an unpinned product may be autotuned (default `true`): on the first product of
+    /// each tuning key (device, driver, types, layouts, shape class) the candidate
+    /// configurations are timed and the fastest kept, in memory and in the tuning file beside
+    /// the compile cache ([`matmul_tuning_file`]); later products (and later processes) use
+    /// the winner without timing. `false`: the default choice by shape class
+    /// ([`MatmulConfig::choose`]), as on the simulator (which never tunes) or with
+    /// `CUDAJIT_MATMUL_TUNE=0`. A pinned [`config`](Self::config) is never tuned.
+    pub fn tune(mut self, tune: bool) -> Self {
+        self.tune = tune;
         self
     }
 
