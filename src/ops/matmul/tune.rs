@@ -449,7 +449,7 @@ pub(crate) fn tune_candidates(
     cc: (u32, u32),
     mma_k: u32,
     elem_size: usize,
-    max_shared: usize,
+    (max_shared, max_optin): (usize, usize),
 ) -> Vec<MatmulConfig> {
     let mut all = vec![
         default,
@@ -471,12 +471,22 @@ pub(crate) fn tune_candidates(
             MatmulConfig::mma(128, 128, 4 * mma_k, 64, 64),
             MatmulConfig::mma(64, 64, 4 * mma_k, 32, 32),
         ]);
+        // The cp.async pipelines (3-4 stages, dynamic shared memory) and their tile shapes.
+        all.extend(super::config::candidates(mma_k, elem_size));
     }
     let mut out: Vec<MatmulConfig> = Vec::new();
     for c in all {
-        let ok = (c.engine == Engine::Simt || mma_ok)
-            && c.validate(mma_k, elem_size).is_ok()
-            && c.shared_bytes(elem_size) <= max_shared;
+        // A pipelined configuration keeps its buffers in dynamic shared memory (up to the
+        // opt-in limit; the largest layout of its operands), the others in static.
+        let fits = if c.engine == Engine::Mma && c.stages >= 3 {
+            c.pipeline_shared_bytes(elem_size, false, false)
+                .max(c.pipeline_shared_bytes(elem_size, true, true))
+                <= max_optin
+        } else {
+            c.shared_bytes(elem_size) <= max_shared
+        };
+        let ok =
+            (c.engine == Engine::Simt || mma_ok) && c.validate(mma_k, elem_size).is_ok() && fits;
         if ok && !out.contains(&c) {
             out.push(c);
         }
@@ -560,13 +570,14 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let dev = ctx.device();
         let cc = dev.compute_capability()?;
         let max_shared = dev.max_shared_memory_per_block()? as usize;
+        let max_optin = dev.max_shared_memory_per_block_optin()? as usize;
         let cands = tune_candidates(
             default,
             self.mma_allowed(),
             cc,
             T::K,
             <T as Scalar>::TY.size(),
-            max_shared,
+            (max_shared, max_optin.max(max_shared)),
         );
         // A scratch C of C's shape and layout (packed); beta 0, so it is never read.
         let (b, m, n) = (p.batch, p.m, p.n);
@@ -832,7 +843,7 @@ mod tests {
     #[test]
     fn candidates_are_valid_and_fit() {
         let def = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 16);
-        let c = tune_candidates(def, true, (9, 0), 16, 2, 48 * 1024);
+        let c = tune_candidates(def, true, (9, 0), 16, 2, (48 * 1024, 227 * 1024));
         assert_eq!(c[0], def);
         assert!(c.iter().any(|c| c.engine == Engine::Mma));
         assert!(c.iter().any(|c| c.engine == Engine::Simt));
@@ -842,13 +853,15 @@ mod tests {
         // No tensor cores before sm_80 or for exact f32; a small shared memory drops the
         // large tiles.
         let def = MatmulConfig::choose(false, (9, 0), 132, 64, 64, 1, 8);
-        let c = tune_candidates(def, false, (9, 0), 8, 4, 48 * 1024);
+        let c = tune_candidates(def, false, (9, 0), 8, 4, (48 * 1024, 227 * 1024));
         assert!(c.iter().all(|c| c.engine == Engine::Simt));
-        let c = tune_candidates(def, true, (7, 5), 8, 4, 48 * 1024);
+        let c = tune_candidates(def, true, (7, 5), 8, 4, (48 * 1024, 227 * 1024));
         assert!(c.iter().all(|c| c.engine == Engine::Simt));
-        let small = tune_candidates(def, false, (9, 0), 8, 4, 8 * 1024);
+        let small = tune_candidates(def, false, (9, 0), 8, 4, (8 * 1024, 8 * 1024));
         assert!(small.iter().all(|c| c.shared_bytes(4) <= 8 * 1024));
-        assert!(small.len() < tune_candidates(def, false, (9, 0), 8, 4, 48 * 1024).len());
+        assert!(
+            small.len() < tune_candidates(def, false, (9, 0), 8, 4, (48 * 1024, 227 * 1024)).len()
+        );
     }
 
     #[test]
