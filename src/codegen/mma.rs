@@ -126,6 +126,24 @@ fn coords(g: Expr<u32>, t: Expr<u32>, a: Affine) -> (Expr<u32>, Expr<u32>) {
     (affine_part(g, t, a.row), affine_part(g, t, a.col))
 }
 
+/// This lane's `n` elements of an operand whose element `e` of lane `l` sits at
+/// `coord(kind, l, e)`: `elem(row, col)` for each, in order.
+fn lane_elems<T: MmaInput>(
+    k: &KernelBuilder,
+    n: usize,
+    coord: fn(MmaKind, u32, u32) -> (u32, u32),
+    elem: &mut impl FnMut(Expr<u32>, Expr<u32>) -> Expr<T>,
+) -> Vec<Expr<T>> {
+    let kind = kind_of::<T>();
+    let (g, t) = group(k);
+    (0..n as u32)
+        .map(|e| {
+            let (r, c) = coords(g, t, mma::affine(|l, e| coord(kind, l, e), e));
+            elem(r, c)
+        })
+        .collect()
+}
+
 /// Packs `per` elements per 32-bit register, lower elements in lower bits.
 fn pack<T: MmaInput, const R: usize>(elems: Vec<Expr<T>>) -> [Expr<u32>; R] {
     let per = kind_of::<T>().per_reg() as usize;
@@ -180,14 +198,7 @@ impl<T: MmaInput> FragA<T> {
         mut elem: impl FnMut(Expr<u32>, Expr<u32>) -> Expr<T>,
     ) -> Self {
         let _at = crate::codegen::srcloc::at();
-        let kind = kind_of::<T>();
-        let (g, t) = group(k);
-        let elems = (0..Self::ELEMS as u32)
-            .map(|e| {
-                let (r, c) = coords(g, t, mma::affine(|l, e| mma::a_coord(kind, l, e), e));
-                elem(r, c)
-            })
-            .collect();
+        let elems = lane_elems(k, Self::ELEMS, mma::a_coord, &mut elem);
         Self::from_regs(pack::<T, A_REGS>(elems))
     }
 
@@ -219,14 +230,7 @@ impl<T: MmaInput> FragB<T> {
         mut elem: impl FnMut(Expr<u32>, Expr<u32>) -> Expr<T>,
     ) -> Self {
         let _at = crate::codegen::srcloc::at();
-        let kind = kind_of::<T>();
-        let (g, t) = group(k);
-        let elems = (0..Self::ELEMS as u32)
-            .map(|e| {
-                let (r, c) = coords(g, t, mma::affine(|l, e| mma::b_coord(kind, l, e), e));
-                elem(r, c)
-            })
-            .collect();
+        let elems = lane_elems(k, Self::ELEMS, mma::b_coord, &mut elem);
         Self::from_regs(pack::<T, B_REGS>(elems))
     }
 

@@ -2,7 +2,7 @@
 //! evaluated for every lane of a span of threads at once.
 //!
 //! Values are kept as `u64` bit patterns (a value's bits zero-extended, `bool` as 0 or 1, the
-//! same encoding as [`Scalar::to_bits`](crate::codegen::Scalar::to_bits)). Each operation has
+//! same encoding as the builder's `Scalar::to_bits`). Each operation has
 //! the semantics its lowering gives on the GPU (codegen/lower.rs): wrapping integer arithmetic,
 //! shifts by the amount modulo the width, defined division by zero, Rust's `as` for casts,
 //! IEEE comparisons, minNum/maxNum for float min/max.

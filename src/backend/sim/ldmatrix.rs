@@ -45,22 +45,7 @@ impl Block<'_> {
                 continue;
             }
             let here = m[w];
-            if self.full[w] != u32::MAX || here != u32::MAX {
-                return Err(Fault::new(
-                    FaultKind::DivergentBarrier,
-                    format!(
-                        "{what} in warp {w}: all 32 lanes of a warp must execute it together \
-                         (ldmatrix.sync.aligned), but only lanes {here:#010x} are here{}; keep \
-                         it out of branches that split a warp, and launch blocks of a multiple \
-                         of 32 threads",
-                        if self.full[w] != u32::MAX {
-                            format!(" (the warp has lanes {:#010x})", self.full[w])
-                        } else {
-                            String::new()
-                        }
-                    ),
-                ));
-            }
+            self.whole_warp(w, here, &what, "ldmatrix.sync.aligned", "it")?;
             let base = w * 32;
             // The rows the addressing lanes give: matrix i, row r is lane 8i + r's.
             let mut data = vec![0u16; count as usize * rows * rows];

@@ -15,7 +15,6 @@ use super::block::{Block, Frame, Mask};
 use super::fault::Fault;
 use crate::ir::mma::{self, MmaKind, A_REGS, B_REGS, C_ELEMS};
 use crate::ir::ValueId;
-use crate::FaultKind;
 
 /// Element `e` (of `per` per register) of a 32-bit register, as f64 or as an integer.
 fn element(kind: MmaKind, reg: u32, e: u32) -> f64 {
@@ -62,23 +61,13 @@ impl Block<'_> {
                 continue;
             }
             let here = m[w];
-            if self.full[w] != u32::MAX || here != u32::MAX {
-                return Err(Fault::new(
-                    FaultKind::DivergentBarrier,
-                    format!(
-                        "mma ({} inputs) in warp {w}: all 32 lanes of a warp must execute it \
-                         together (mma.sync.aligned), but only lanes {here:#010x} are here{}; \
-                         keep tensor-core code out of branches that split a warp, and launch \
-                         blocks of a multiple of 32 threads",
-                        kind.name(),
-                        if self.full[w] != u32::MAX {
-                            format!(" (the warp has lanes {:#010x})", self.full[w])
-                        } else {
-                            String::new()
-                        }
-                    ),
-                ));
-            }
+            self.whole_warp(
+                w,
+                here,
+                &format!("mma ({} inputs)", kind.name()),
+                "mma.sync.aligned",
+                "tensor-core code",
+            )?;
             let base = w * 32;
             let (mut am, mut bm, mut cm) = (
                 vec![0f64; mma::M as usize * k],

@@ -9,6 +9,7 @@ use std::ops::Range;
 use super::block::{Block, Frame, Mask};
 use super::eval;
 use super::fault::Fault;
+use crate::error::FaultKind;
 use crate::ir::warp::{LaneMask, ShflKind, VoteKind, WarpOp};
 use crate::ir::ValueId;
 
@@ -203,6 +204,35 @@ impl Block<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A `.sync.aligned` warp-wide instruction (`ptx`, named `op` in the message) needs all 32
+    /// lanes of warp `w` (`here`: the lanes that reached it) together: a split or partial warp
+    /// is a fault saying to keep `keep` out of branches that split a warp.
+    pub(super) fn whole_warp(
+        &self,
+        w: usize,
+        here: u32,
+        op: &str,
+        ptx: &str,
+        keep: &str,
+    ) -> Result<(), Fault> {
+        if self.full[w] == u32::MAX && here == u32::MAX {
+            return Ok(());
+        }
+        let partial = if self.full[w] != u32::MAX {
+            format!(" (the warp has lanes {:#010x})", self.full[w])
+        } else {
+            String::new()
+        };
+        Err(Fault::new(
+            FaultKind::DivergentBarrier,
+            format!(
+                "{op} in warp {w}: all 32 lanes of a warp must execute it together ({ptx}), but \
+                 only lanes {here:#010x} are here{partial}; keep {keep} out of branches that \
+                 split a warp, and launch blocks of a multiple of 32 threads"
+            ),
+        ))
     }
 
     /// The lanes a `*_sync` intrinsic names (the first active lane's mask) must all be here.
