@@ -136,32 +136,7 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     }
     let sa = k.shared_array3::<T>(stages, bm as usize, bk as usize + pad);
     let sb = k.shared_array3::<T>(stages, bk as usize, bn as usize + pad);
-    let src_a = TileSrc {
-        arr: &p.a,
-        base: o.abase,
-        ld: p.lda,
-        contig_k: v.a_row,
-        x0: o.m0,
-        x_total: p.m,
-        k_total: p.k,
-        x_tile: bm,
-        k_tile: bk,
-        vec: if v.vec_a { 4 } else { 1 },
-        threads,
-    };
-    let src_b = TileSrc {
-        arr: &p.b,
-        base: o.bbase,
-        ld: p.ldb,
-        contig_k: !v.b_row,
-        x0: o.n0,
-        x_total: p.n,
-        k_total: p.k,
-        x_tile: bn,
-        k_tile: bk,
-        vec: if v.vec_b { 4 } else { 1 },
-        threads,
-    };
+    let (src_a, src_b) = TileSrc::operands(&p, &o, v);
     main_loop(
         k,
         cfg.stages,

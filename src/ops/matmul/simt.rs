@@ -25,7 +25,6 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let (bm, bn, bk) = (cfg.block_m, cfg.block_n, cfg.block_k);
     let (tm, tn) = (cfg.sub_m, cfg.sub_n);
     let (rows_step, cols_step) = (bm / tm, bn / tn);
-    let threads = cfg.threads();
     let stages = cfg.stages as usize;
     let pad = cfg.pad(4) as usize;
     let tid = k.thread_idx().x;
@@ -35,32 +34,7 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let sb = k.shared_array3::<f32>(stages, bk as usize, bn as usize + pad);
     let acc: Vec<_> = (0..tm * tn).map(|_| k.var(0.0f32)).collect();
     let kt = p.k / bk + select_u32(p.k % bk);
-    let src_a = TileSrc {
-        arr: &p.a,
-        base: o.abase,
-        ld: p.lda,
-        contig_k: v.a_row,
-        x0: o.m0,
-        x_total: p.m,
-        k_total: p.k,
-        x_tile: bm,
-        k_tile: bk,
-        vec: if v.vec_a { 4 } else { 1 },
-        threads,
-    };
-    let src_b = TileSrc {
-        arr: &p.b,
-        base: o.bbase,
-        ld: p.ldb,
-        contig_k: !v.b_row,
-        x0: o.n0,
-        x_total: p.n,
-        k_total: p.k,
-        x_tile: bn,
-        k_tile: bk,
-        vec: if v.vec_b { 4 } else { 1 },
-        threads,
-    };
+    let (src_a, src_b) = TileSrc::operands(&p, &o, v);
     main_loop(
         k,
         cfg.stages,

@@ -5,6 +5,10 @@
 
 use crate::codegen::{select, DArray, Expr, KernelBuilder, ReadOnly, Scalar};
 
+use super::params::{Params, TileOrigin};
+use super::types::{MatmulInput, MatmulOutput};
+use super::variant::Variant;
+
 /// One operand's tile source: the `x_tile × k_tile` tile at `(x0, k0)` of a matrix whose
 /// element `(x, kk)` is at `base + x·ld + kk` (K contiguous) or `base + x + kk·ld` (X
 /// contiguous). X is M for A and N for B.
@@ -37,6 +41,52 @@ struct Item<T: Scalar> {
 pub(super) struct Fetched<T: Scalar> {
     items: Vec<Item<T>>,
     contig_k: bool,
+}
+
+impl<'a, T: MatmulInput> TileSrc<'a, T> {
+    /// The sources of A's and B's tiles of this block (origin `o`) under variant `v`.
+    pub fn operands<O: MatmulOutput>(
+        p: &'a Params<T, O>,
+        o: &TileOrigin,
+        v: &Variant,
+    ) -> (Self, Self) {
+        let cfg = v.cfg;
+        let src = |arr, base, ld, contig_k, x0, x_total, x_tile, vec: bool| TileSrc {
+            arr,
+            base,
+            ld,
+            contig_k,
+            x0,
+            x_total,
+            k_total: p.k,
+            x_tile,
+            k_tile: cfg.block_k,
+            vec: if vec { 4 } else { 1 },
+            threads: cfg.threads(),
+        };
+        (
+            src(
+                &p.a,
+                o.abase,
+                p.lda,
+                v.a_row,
+                o.m0,
+                p.m,
+                cfg.block_m,
+                v.vec_a,
+            ),
+            src(
+                &p.b,
+                o.bbase,
+                p.ldb,
+                !v.b_row,
+                o.n0,
+                p.n,
+                cfg.block_n,
+                v.vec_b,
+            ),
+        )
+    }
 }
 
 impl<T: Scalar> TileSrc<'_, T> {
