@@ -246,6 +246,11 @@ impl Bench {
         let dbias = self.c(self.ctx.to_device(&bias))?;
         let mut c = self.c(self.ctx.alloc::<O, _>(dims(m, n)))?;
         self.c(c.fill_async(o_from_f64(f64::NAN), s))?;
+        // A pinned configuration for experiments (`mma 128x128x64 64x64 s3`).
+        let mm = match std::env::var("CUDAJIT_BENCH_MATMUL_CONFIG") {
+            Ok(c) if !c.is_empty() => mm.config(c.parse().map_err(|e| format!("{e}"))?),
+            _ => mm,
+        };
         let fused = mm_has_bias(work);
         let go = |c: &mut DeviceArray<O, IxDyn>| {
             if fused {

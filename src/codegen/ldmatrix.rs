@@ -307,6 +307,61 @@ impl<T: MmaInput + LdMatrixElem> FragB<T> {
     }
 }
 
+/// Loading two adjacent B fragments (16×16: columns `n..n + 8` and `n + 8..n + 16`) with one
+/// `ldmatrix.x4` (16-bit inputs): half the instructions of two [`FragB::load_shared`].
+impl<T: MmaInput + LdMatrixElem> FragB<T> {
+    /// The B fragments of columns `0..8` and `8..16` of a 16×16 block of B held row-major
+    /// (rows along K): `index(kk, n)` as for [`FragB::load_shared`], called once with this
+    /// lane's row start (row `lane % 16`, column 0 or 8). One `ldmatrix.x4.trans`. The results
+    /// equal two `load_shared` of columns `0..8` and `8..16`.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::{FragB, Kernel};
+    /// # use cudajit::f16;
+    /// let k = Kernel::<(&[f16], &mut [u32])>::build("load_b2", |k, (b, out)| {
+    ///     let sb = k.shared_array2::<f16>(16, 16);
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 256u32, 32u32, |_, i| sb.set(i, b.at(i)));
+    ///     k.syncwarp(u32::MAX);
+    ///     let [b0, b1] = FragB::<f16>::load_shared_pair(k, &sb, |kk, n| sb.index2(kk, n));
+    ///     out.set(l, b1.regs()[0]);
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn load_shared_pair<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<T, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> [Self; 2] {
+        let _at = crate::codegen::srcloc::at();
+        let l = k.lane_id();
+        // Matrix i (lanes 8i..8i+8): rows kk from 8·(i % 2), columns n from 8·(i / 2).
+        let (kk, n) = quarters_by_rows(l);
+        let [r0, r1, r2, r3] = tile.ldmatrix_trans::<4>(index(kk, n));
+        [Self::from_regs([r0, r1]), Self::from_regs([r2, r3])]
+    }
+
+    /// The B fragments of columns `0..8` and `8..16` of a 16×16 block of B held transposed
+    /// (Bᵀ row-major, rows along N): `index(n, kk)` as for
+    /// [`FragB::load_shared_transposed`]. One `ldmatrix.x4` (no transpose). The results equal
+    /// two `load_shared_transposed` of columns `0..8` and `8..16`.
+    #[track_caller]
+    pub fn load_shared_transposed_pair<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<T, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> [Self; 2] {
+        let _at = crate::codegen::srcloc::at();
+        let l = k.lane_id();
+        // Matrix i: rows n from 8·(i / 2), columns kk from 8·(i % 2).
+        let n = (l & 7u32) + ((l >> 4u32) << 3u32);
+        let kk = ((l >> 3u32) & 1u32) << 3u32;
+        let [r0, r1, r2, r3] = tile.ldmatrix::<4>(index(n, kk));
+        [Self::from_regs([r0, r1]), Self::from_regs([r2, r3])]
+    }
+}
+
 /// Lowers register `reg` of an `ldmatrix`: register 0 emits the instruction, the others extract
 /// from it.
 pub(crate) fn lower_ldmatrix<'c>(

@@ -57,6 +57,30 @@ pub struct MatmulConfig {
     pub stages: u32,
 }
 
+/// The form of tuning files and logs: `mma 128x128x32 64x64 s3` (engine, block
+/// `m×n×k`, warp or thread tile `m×n`, stages).
+impl std::fmt::Display for MatmulConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&super::tune::config_to_text(self))
+    }
+}
+
+/// Parses [`Display`](std::fmt::Display)'s form, e.g. `"mma 128x128x64 64x64 s3".parse()`;
+/// the configuration is checked for a type when it is used.
+impl std::str::FromStr for MatmulConfig {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        super::tune::config_from_text(s).ok_or_else(|| {
+            Error::usage(format!(
+                "`{s}` is not a matmul configuration: write it as `mma 128x128x32 64x64 s3` \
+                 or `simt 128x128x8 8x8 s2` (engine, block MxNxK, warp or thread tile MxN, \
+                 stages)"
+            ))
+        })
+    }
+}
+
 impl MatmulConfig {
     /// A SIMT configuration: a `block_m × block_n` tile of C per block, `block_k` deep, each
     /// thread computing `thread_m × thread_n` outputs; two stages.

@@ -58,11 +58,21 @@ impl<T: Scalar> PipeSrc<'_, T> {
         l * s
     }
 
-    /// The flat index in the dynamic shared memory of the tile's element `(x, kk)` in
-    /// buffer `buf`.
-    pub fn index(&self, buf: Expr<u32>, x: Expr<u32>, kk: Expr<u32>) -> Expr<u32> {
+    /// The flat index in the dynamic shared memory of buffer `buf`'s first element.
+    pub fn buffer(&self, buf: Expr<u32>) -> Expr<u32> {
+        buf * self.stage_elems() + self.offset
+    }
+
+    /// The offset within a buffer of the tile's element `(x, kk)`.
+    pub fn offset_of(&self, x: Expr<u32>, kk: Expr<u32>) -> Expr<u32> {
         let (o, c) = if self.contig_k { (x, kk) } else { (kk, x) };
-        buf * self.stage_elems() + self.offset + o * self.stride() + c
+        o * self.stride() + c
+    }
+
+    /// [`offset_of`](PipeSrc::offset_of) of a constant position.
+    pub fn offset_of_lit(&self, x: u32, kk: u32) -> u32 {
+        let (o, c) = if self.contig_k { (x, kk) } else { (kk, x) };
+        o * self.stride() + c
     }
 
     /// This thread's copies, prepared once: per chunk, its destination within a buffer and
@@ -106,6 +116,63 @@ impl<T: Scalar> PipeSrc<'_, T> {
                 Chunk { dst, fixed, guard }
             })
             .collect()
+    }
+
+    /// Whether this block's tile lies wholly inside the matrix along X (every chunk of every
+    /// line is whole there, whatever K).
+    fn inside(&self) -> Expr<bool> {
+        (self.x0 + self.x_tile).le(self.x_total)
+    }
+
+    /// This thread's copies for tiles wholly inside the matrix, when its chunks are whole
+    /// lines apart (`None` otherwise): chunk `r` is line `o0 + r·lines`, the same position
+    /// along the line, so its source is chunk 0's plus `r` line steps and its destination
+    /// chunk 0's plus a constant.
+    fn fast_plan(&self, k: &KernelBuilder, threads: u32) -> Option<Fast> {
+        let e = (16 / T::TY.size()) as u32;
+        let (o_len, c_len) = if self.contig_k {
+            (self.x_tile, self.k_tile)
+        } else {
+            (self.k_tile, self.x_tile)
+        };
+        let per_line = c_len / e;
+        let total = o_len * per_line;
+        if threads % per_line != 0 || total % threads != 0 {
+            return None;
+        }
+        let lines = threads / per_line;
+        let tid = k.thread_idx().x;
+        let (o, c) = (tid / per_line, (tid % per_line) * e);
+        let src0 = if self.contig_k {
+            self.base + (self.x0 + o).cast::<u64>() * self.ld + c.cast::<u64>()
+        } else {
+            self.base + (self.x0 + c).cast::<u64>() + o.cast::<u64>() * self.ld
+        };
+        Some(Fast {
+            src0,
+            step: self.ld * u64::from(lines),
+            dst0: o * self.stride() + c + self.offset,
+            dst_step: lines * self.stride(),
+            chunks: total / threads,
+        })
+    }
+
+    /// Issues this thread's copies of the tile at depth `k0` into buffer `buf` for a tile
+    /// wholly inside the matrix (no bounds, whole 16-byte copies).
+    fn issue_fast(&self, sh: &DArray<T, 1, ReadWrite>, f: &Fast, k0: Expr<u32>, buf: Expr<u32>) {
+        let koff = if self.contig_k {
+            k0.cast::<u64>()
+        } else {
+            k0.cast::<u64>() * self.ld
+        };
+        let base = buf * self.stage_elems() + f.dst0;
+        let mut src = f.src0 + koff;
+        for r in 0..f.chunks {
+            if r > 0 {
+                src = src + f.step;
+            }
+            sh.cp_async::<16>(base + r * f.dst_step, self.arr, src);
+        }
     }
 
     /// Issues this thread's copies of the tile at depth `k0` into buffer `buf` (not
@@ -163,6 +230,20 @@ enum Fixed {
     },
 }
 
+/// A thread's copies of a tile wholly inside the matrix ([`PipeSrc::fast_plan`]).
+struct Fast {
+    /// The source element of chunk 0 at K offset 0.
+    src0: Expr<u64>,
+    /// Source elements from one chunk to the next.
+    step: Expr<u64>,
+    /// The destination of chunk 0 within a buffer (the operand's offset included).
+    dst0: Expr<u32>,
+    /// Shared elements from one chunk to the next.
+    dst_step: u32,
+    /// Chunks per thread.
+    chunks: u32,
+}
+
 /// One 16-byte copy of a thread: its destination within a buffer (the operand's offset
 /// included), what of its source is fixed, the guard of a thread past the tile's last chunk.
 struct Chunk {
@@ -184,10 +265,30 @@ pub(super) fn main_loop<T: MatmulInput>(
 ) {
     let k_tile = srcs[0].k_tile;
     k.if_(kt.gt(0u32), |k| {
-        let plans: Vec<Vec<Chunk>> = srcs.iter().map(|s| s.plan(k, threads)).collect();
+        // Tiles wholly inside the matrix (the block's rows and columns, and K up to the last
+        // whole tile) take the copies without bounds; the others compute their bounds where
+        // they are issued.
+        let fast: Option<Vec<Fast>> = srcs.iter().map(|s| s.fast_plan(k, threads)).collect();
+        let inside = srcs[0].inside().and(srcs[1].inside());
+        let whole = srcs[0].k_total / k_tile;
+        let general = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
+            for s in srcs {
+                let plan = s.plan(k, threads);
+                s.issue(k, sh, &plan, t * k_tile, buf);
+            }
+        };
         let issue = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
-            for (s, plan) in srcs.iter().zip(&plans) {
-                s.issue(k, sh, plan, t * k_tile, buf);
+            match &fast {
+                Some(f) => k.if_else(
+                    inside.and(t.lt(whole)),
+                    |_| {
+                        for (s, f) in srcs.iter().zip(f) {
+                            s.issue_fast(sh, f, t * k_tile, buf);
+                        }
+                    },
+                    |k| general(k, t, buf),
+                ),
+                None => general(k, t, buf),
             }
             k.cp_async_commit();
         };

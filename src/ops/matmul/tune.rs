@@ -636,6 +636,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             };
             match time() {
                 Ok(ms) => {
+                    log_line(format_args!("  {}: {ms:.4} ms", config_to_text(&cfg)));
                     if best.map_or(true, |(_, b)| ms < b) {
                         best = Some((cfg, ms));
                     }

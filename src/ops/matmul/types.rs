@@ -66,6 +66,22 @@ pub trait MatmulInput:
         trans: bool,
         idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
     ) -> FragB<Self>;
+
+    /// The B fragments of columns `0..8` and `8..16` (K×16) from the flat shared array `sh`,
+    /// `idx` and `trans` as for [`frag_b_flat`](MatmulInput::frag_b_flat) with `n` in
+    /// `0..16`. One `ldmatrix.x4` for the 16-bit types, element loads for tf32.
+    #[doc(hidden)]
+    fn frag_b2_flat(
+        k: &KernelBuilder,
+        sh: &DArray<Self, 1, ReadWrite>,
+        trans: bool,
+        idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+    ) -> [FragB<Self>; 2] {
+        [
+            Self::frag_b_flat(k, sh, trans, idx),
+            Self::frag_b_flat(k, sh, trans, &|kk, n| idx(kk, n + 8u32)),
+        ]
+    }
 }
 
 impl MatmulInput for f32 {
@@ -154,6 +170,19 @@ macro_rules! ldmatrix_input {
                     FragB::load_shared_transposed(k, sh, |n, kk| idx(kk, n))
                 } else {
                     FragB::load_shared(k, sh, |kk, n| idx(kk, n))
+                }
+            }
+
+            fn frag_b2_flat(
+                k: &KernelBuilder,
+                sh: &DArray<$t, 1, ReadWrite>,
+                trans: bool,
+                idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+            ) -> [FragB<$t>; 2] {
+                if trans {
+                    FragB::load_shared_transposed_pair(k, sh, |n, kk| idx(kk, n))
+                } else {
+                    FragB::load_shared_pair(k, sh, |kk, n| idx(kk, n))
                 }
             }
         }
