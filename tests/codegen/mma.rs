@@ -1,6 +1,7 @@
 //! The tensor cores' MMA in PTX: every input type compiles to its `mma.sync` for sm_80 and
 //! sm_90 and passes ptxas; tf32 inputs are rounded with `cvt.rna.tf32.f32`; an older target is
-//! a clear error.
+//! a clear error. And the tensor-core code that README.md and docs/GUIDE.md show is
+//! examples/tensor_cores.rs's (which runs it).
 
 use cudajit::codegen::{FragA, FragB, FragC, Kernel, MmaInput, PtxOptions};
 use cudajit::{bf16, f16, Error};
@@ -77,4 +78,41 @@ fn mma_i8() {
 #[test]
 fn mma_u8() {
     check::<u8>("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32");
+}
+
+/// The tensor-core code of README.md (its "Tensor cores" section) and of docs/GUIDE.md (the
+/// first block of its "Tensor cores") is examples/tensor_cores.rs's, which builds it, runs it
+/// and checks it against the host: every line of each block stands in the example, in the same
+/// order (indentation aside).
+#[test]
+fn documented_tensor_cores_are_the_example() {
+    let example = include_str!("../../examples/tensor_cores.rs");
+    let docs = [
+        (
+            "README.md",
+            include_str!("../../README.md"),
+            "\n## Tensor cores\n",
+        ),
+        (
+            "docs/GUIDE.md",
+            include_str!("../../docs/GUIDE.md"),
+            "\n### Tensor cores\n",
+        ),
+    ];
+    for (doc, text, heading) in docs {
+        let block = text
+            .split_once(heading)
+            .and_then(|(_, section)| section.split_once("```rust\n"))
+            .and_then(|(_, rest)| rest.split_once("\n```"))
+            .unwrap_or_else(|| panic!("{doc}: no rust block after {heading:?}"))
+            .0;
+        let mut lines = example.lines().map(str::trim);
+        for want in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            assert!(
+                lines.any(|l| l == want),
+                "{doc}'s tensor-core line\n    {want}\nis not in examples/tensor_cores.rs \
+                 (after the lines before it)"
+            );
+        }
+    }
 }

@@ -12,9 +12,9 @@
 //!   `cp.async` in two stages (the next tile's copies in flight while the tensor cores work on
 //!   the current one) and loaded into fragments with `ldmatrix`, for f16 and bf16, B row-major
 //!   and B stored transposed; fresh random inputs with the generators' special values, outputs
-//!   poisoned first, every element checked against the host model of tests/gpu/mma.rs (exact
-//!   products summed in f64 per MMA, rounded once; on the GPU within `2^-20` of the sum of the
-//!   terms' magnitudes).
+//!   poisoned first, every element checked against the host model of
+//!   tests/support/mma_model.rs (exact products summed in f64 per MMA, rounded once; on the GPU
+//!   within `2^-20` of the sum of the terms' magnitudes).
 
 use cudajit::codegen::{FragA, FragB, FragC, Kernel, KernelParam, LdMatrixElem, MmaInput};
 use cudajit::prelude::*;
@@ -22,6 +22,7 @@ use cudajit::{bf16, f16};
 
 use crate::common::{ctx, Rng};
 use crate::gen::Gen;
+use crate::support::mma_model::{check_product, draw, AccModel, MmaModel};
 
 /// Whether this device runs sm_80 code (the simulator always does).
 fn sm80(c: &Context) -> bool {
@@ -316,8 +317,7 @@ const STEPS: u32 = KK / 16;
 /// The staged product for inputs `T`; `bt`: B is given transposed (N×K, row-major).
 fn staged_matmul<T>(bt: bool)
 where
-    T: MmaInput<Acc = f32> + LdMatrixElem + KernelParam + Gen + cudajit::AnyBitPattern,
-    T: Half,
+    T: MmaModel<Acc = f32> + LdMatrixElem + KernelParam + Gen + cudajit::AnyBitPattern,
 {
     let c = ctx();
     if !sm80(&c) {
@@ -393,90 +393,24 @@ where
     })
     .unwrap();
     let mut rng = Rng::new();
-    let draw = |r: &mut Rng| {
-        if r.next_u64() % 48 == 0 {
-            T::gen(r)
-        } else {
-            // Small values exact in the type: multiples of 1/16 in [-2, 2].
-            T::exact(((r.next_u64() % 65) as f32 - 32.0) / 16.0)
-        }
-    };
     let a: Vec<T> = rng.vec((M * KK) as usize, draw);
     let b: Vec<T> = rng.vec((KK * N) as usize, draw); // B row-major, K×N
     let btv: Vec<T> = (0..(N * KK) as usize)
         .map(|i| b[(i % KK as usize) * N as usize + i / KK as usize])
         .collect();
-    let cv: Vec<f32> = rng.vec((M * N) as usize, |r| {
-        ((r.next_u64() % 201) as f32 - 100.0) / 8.0
-    });
+    let cv: Vec<f32> = rng.vec((M * N) as usize, <f32 as AccModel>::small);
     let (da, db, dc) = (
         s.to_device(&a).unwrap(),
         s.to_device(if bt { &btv } else { &b }).unwrap(),
         s.to_device(&cv).unwrap(),
     );
     let mut dd = c.alloc::<f32, _>((M * N) as usize).unwrap();
-    dd.fill_async(f32::from_bits(0x7fa5_a5a5), &s).unwrap();
+    dd.fill_async(<f32 as AccModel>::poison(), &s).unwrap();
     kern.launch(&s, LaunchConfig::new(1, 128), (&da, &db, &dc, &mut dd))
         .unwrap();
     let got = dd.to_vec_async(&s).unwrap();
-    let exact = cudajit::on_simulator();
-    let mut bad = Vec::new();
-    for i in 0..M as usize {
-        for j in 0..N as usize {
-            let products: Vec<f64> = (0..KK as usize)
-                .map(|x| a[i * KK as usize + x].value() * b[x * N as usize + j].value())
-                .collect();
-            let cij = cv[i * N as usize + j];
-            // One MMA after the other, each rounded once.
-            let want = products.chunks(16).fold(cij, |acc, p| {
-                (p.iter().fold(acc as f64, |s, &x| s + x)) as f32
-            });
-            let magnitude = cij.abs() as f64 + products.iter().map(|p| p.abs()).sum::<f64>();
-            let g = got[i * N as usize + j];
-            let ok = if want.is_nan() {
-                g.is_nan()
-            } else if exact {
-                g.to_bits() == want.to_bits()
-            } else if want.is_infinite() {
-                g == want
-            } else {
-                (g as f64 - want as f64).abs() <= magnitude * 2f64.powi(-20) + 2f64.powi(-126)
-            };
-            if !ok {
-                bad.push(format!("D[{i}][{j}] = {g:?}, want {want:?} (C {cij:?})"));
-            }
-        }
-    }
-    assert!(
-        bad.is_empty(),
-        "{name}: {} of {} elements differ, e.g.\n{}",
-        bad.len(),
-        M * N,
-        bad[..bad.len().min(10)].join("\n")
-    );
-}
-
-/// A 16-bit float input of the model.
-trait Half: Copy {
-    fn value(self) -> f64;
-    /// `x`, which is exact in the type.
-    fn exact(x: f32) -> Self;
-}
-impl Half for f16 {
-    fn value(self) -> f64 {
-        self.to_f64()
-    }
-    fn exact(x: f32) -> f16 {
-        f16::from_f32(x)
-    }
-}
-impl Half for bf16 {
-    fn value(self) -> f64 {
-        self.to_f64()
-    }
-    fn exact(x: f32) -> bf16 {
-        bf16::from_f32(x)
-    }
+    let dims = (M as usize, N as usize, KK as usize);
+    check_product(&name, dims, (&a, &b, &cv), &got);
 }
 
 #[test]
