@@ -165,6 +165,8 @@ mod device;
 mod host;
 #[path = "bench/matmul.rs"]
 mod matmul;
+#[path = "bench/mma_peak.rs"]
+mod mma_peak;
 #[path = "bench/multi.rs"]
 mod multi;
 #[path = "bench/opts.rs"]

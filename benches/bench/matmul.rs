@@ -191,6 +191,11 @@ impl Bench {
                     .emit();
             }
         }
+        if self.opts.selected("matmul_f16") {
+            if let Err(e) = self.mma_peaks() {
+                Rec::new("mma_peak", "-").error(&e).emit();
+            }
+        }
         if self.opts.selected("gemm_bias_gelu") {
             let c = if self.opts.quick { 512 } else { 4096 };
             let sh = Shape {

@@ -4,8 +4,9 @@
 //! - `ldmatrix` of 1, 2 and 4 matrices, plain and transposed, against a host model of the PTX
 //!   ISA's layout (lane `t` receives row `t / 4`, columns `2·(t % 4)` and `2·(t % 4) + 1`);
 //! - the fragments loaded with it (`FragA::load_shared`, `load_shared_transposed`, the same for
-//!   `FragB`) equal the fragments `from_fn` builds from the same shared tile, register for
-//!   register, and both equal a host model of the MMA fragment layout;
+//!   `FragB`, and `FragB`'s pair loaders of two fragments at once) equal the fragments
+//!   `from_fn` builds from the same shared tile, register for register, and all equal a host
+//!   model of the MMA fragment layout;
 //! - `cp.async` of 4, 8 and 16 bytes for 1-, 2-, 4- and 8-byte elements, and its zero-filling
 //!   form with every source size from 0 to the copy's size, against the host;
 //! - a 64×32 matrix product `D = A·B + C` (K = 64) whose tiles are staged into shared memory by
@@ -142,9 +143,14 @@ fn fragments_equal<T: MmaInput + LdMatrixElem + KernelParam + Gen + cudajit::Any
             FragB::<T>::load_shared_transposed(k, &tile, |n, kk| tile.index2(n, kk + 8u32)).regs(),
             FragB::<T>::from_fn(k, |kk, n| tile.at2(n, kk + 8u32)).regs(),
         ];
+        // Two fragments per load: columns 0..8 and 8..16.
+        let [p0, p1] = FragB::<T>::load_shared_pair(k, &tile, |kk, n| tile.index2(kk, n));
+        let [t0, t1] =
+            FragB::<T>::load_shared_transposed_pair(k, &tile, |n, kk| tile.index2(n, kk + 8u32));
+        let pairs = [p0.regs(), p1.regs(), t0.regs(), t1.regs()];
         let regs = a.iter().flatten().chain(b.iter().flatten());
-        for (i, &r) in regs.enumerate() {
-            out.set(l * 24u32 + i as u32, r);
+        for (i, &r) in regs.chain(pairs.iter().flatten()).enumerate() {
+            out.set(l * 32u32 + i as u32, r);
         }
     })
     .unwrap();
@@ -152,7 +158,7 @@ fn fragments_equal<T: MmaInput + LdMatrixElem + KernelParam + Gen + cudajit::Any
     let x: Vec<T> = rng.vec((16 * COLS) as usize, T::gen);
     let bits: Vec<u32> = x.iter().map(|v| v.to_bits() as u32).collect();
     let dx = s.to_device(&x).unwrap();
-    let mut out = c.alloc::<u32, _>(32 * 24).unwrap();
+    let mut out = c.alloc::<u32, _>(32 * 32).unwrap();
     out.fill_async(POISON, &s).unwrap();
     k.launch(&s, LaunchConfig::new(1, 32), (&dx, &mut out))
         .unwrap();
@@ -161,7 +167,7 @@ fn fragments_equal<T: MmaInput + LdMatrixElem + KernelParam + Gen + cudajit::Any
     let reg = |f: &dyn Fn(usize) -> u32| f(0) | (f(1) << 16);
     let mut bad = Vec::new();
     for l in 0..32 {
-        let g = &got[l * 24..(l + 1) * 24];
+        let g = &got[l * 32..(l + 1) * 32];
         let a_rm: Vec<u32> = (0..4)
             .map(|r| reg(&|h| at(a_elem(l, r, h).0, a_elem(l, r, h).1)))
             .collect();
@@ -174,8 +180,26 @@ fn fragments_equal<T: MmaInput + LdMatrixElem + KernelParam + Gen + cudajit::Any
         let b_tr: Vec<u32> = (0..2)
             .map(|r| reg(&|h| at(b_elem(l, r, h).1, b_elem(l, r, h).0 + 8)))
             .collect();
+        // B's fragment of columns n0..n0 + 8, row-major from column 0 and transposed from
+        // column 8 of the tile.
+        let b_at = |n0: usize, tr: bool| -> Vec<u32> {
+            (0..2)
+                .map(|r| {
+                    reg(&|h| {
+                        let (kk, n) = b_elem(l, r, h);
+                        if tr {
+                            at(n + n0, kk + 8)
+                        } else {
+                            at(kk, n + n0)
+                        }
+                    })
+                })
+                .collect()
+        };
+        let pairs = [b_at(0, false), b_at(8, false), b_at(0, true), b_at(8, true)];
         let want: Vec<u32> = [&a_rm, &a_rm, &a_tr, &a_tr, &b_rm, &b_rm, &b_tr, &b_tr]
             .into_iter()
+            .chain(pairs.iter())
             .flatten()
             .copied()
             .collect();

@@ -14,7 +14,7 @@ use crate::codegen::{Expr, FragA, FragB, FragC, KernelBuilder, NdMut, Var};
 
 use super::epilogue::{store_out, EpilogueFn};
 use super::params::{tile_origin, Params, TileOrigin};
-use super::pipeline::{self, PipeSrc};
+use super::pipeline::{self, Frags, PipeSrc};
 use super::simt::select_u32;
 use super::stage::{main_loop, TileSrc};
 use super::types::{MatmulInput, MatmulOutput};
@@ -111,38 +111,47 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             offset: cfg.stages * a.stage_elems(),
             pad: pad as u32,
         };
-        pipeline::main_loop(k, &sh, cfg.stages, threads, kt, [&a, &b], |k, buf| {
-            // Each fragment's index is this lane's (per buffer) plus a constant, which the
-            // lowering folds into the load's address.
+        // Each fragment's index is this lane's (per buffer) plus a constant, which the
+        // lowering folds into the load's address.
+        let load = |k: &KernelBuilder, buf: Expr<u32>, ks: u32| {
             let (abuf, bbuf) = (a.buffer(buf), b.buffer(buf));
-            for ks in 0..bk / T::K {
-                let k0 = ks * T::K;
-                let fa: Vec<FragA<T>> = (0..mi_n)
-                    .map(|mi| {
-                        let m0 = mi as u32 * 16;
-                        let idx = |m: Expr<u32>, kk: Expr<u32>| {
-                            abuf + a.offset_of(wrow + m, kk) + a.offset_of_lit(m0, k0)
-                        };
-                        T::frag_a_flat(k, &sh, !a.contig_k, &idx)
-                    })
-                    .collect();
-                // Two fragments per load where there are two.
-                let fb: Vec<FragB<T>> = (0..ni_n.div_ceil(2))
-                    .flat_map(|nj| {
-                        let n0 = nj as u32 * 16;
-                        let idx = |kk: Expr<u32>, n: Expr<u32>| {
-                            bbuf + b.offset_of(wcol + n, kk) + b.offset_of_lit(n0, k0)
-                        };
-                        if 2 * nj + 1 < ni_n {
-                            T::frag_b2_flat(k, &sh, b.contig_k, &idx).to_vec()
-                        } else {
-                            vec![T::frag_b_flat(k, &sh, b.contig_k, &idx)]
-                        }
-                    })
-                    .collect();
-                mma_all(k, &fa, &fb);
-            }
-        });
+            let k0 = ks * T::K;
+            let fa: Vec<FragA<T>> = (0..mi_n)
+                .map(|mi| {
+                    let m0 = mi as u32 * 16;
+                    let idx = |m: Expr<u32>, kk: Expr<u32>| {
+                        abuf + a.offset_of(wrow + m, kk) + a.offset_of_lit(m0, k0)
+                    };
+                    T::frag_a_flat(k, &sh, !a.contig_k, &idx)
+                })
+                .collect();
+            // Two fragments per load where there are two.
+            let fb: Vec<FragB<T>> = (0..ni_n.div_ceil(2))
+                .flat_map(|nj| {
+                    let n0 = nj as u32 * 16;
+                    let idx = |kk: Expr<u32>, n: Expr<u32>| {
+                        bbuf + b.offset_of(wcol + n, kk) + b.offset_of_lit(n0, k0)
+                    };
+                    if 2 * nj + 1 < ni_n {
+                        T::frag_b2_flat(k, &sh, b.contig_k, &idx).to_vec()
+                    } else {
+                        vec![T::frag_b_flat(k, &sh, b.contig_k, &idx)]
+                    }
+                })
+                .collect();
+            Frags { a: fa, b: fb }
+        };
+        pipeline::main_loop(
+            k,
+            &sh,
+            cfg.stages,
+            threads,
+            kt,
+            [&a, &b],
+            bk / T::K,
+            load,
+            |k, f| mma_all(k, &f.a, &f.b),
+        );
         epilogue(k, &p, v, epi, &o, &acc, wrow, wcol);
         return;
     }

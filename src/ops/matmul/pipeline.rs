@@ -13,7 +13,9 @@
 //! in-bounds, aligned address. Shared indices are u32, and each thread's copy addresses are
 //! computed once, outside the loop (only the K offset moves).
 
-use crate::codegen::{select, DArray, Expr, KernelBuilder, ReadOnly, ReadWrite, Scalar};
+use crate::codegen::{
+    select, DArray, Expr, FragA, FragB, KernelBuilder, MmaInput, ReadOnly, ReadWrite, Scalar, Var,
+};
 
 use super::types::MatmulInput;
 
@@ -252,8 +254,15 @@ struct Chunk {
     guard: Option<Expr<bool>>,
 }
 
-/// The pipelined main loop over the `kt` k-tiles: `compute(k, buf)` multiplies buffer `buf`
-/// (of both operands) into the accumulators. Nothing is done when `kt` is 0.
+/// The pipelined main loop over the `kt` k-tiles of `steps` MMA k-steps each:
+/// `load(k, buf, step)` reads k-step `step`'s fragments of buffer `buf` (of both operands),
+/// `mma(k, a, b)` multiplies them into the accumulators. Nothing is done when `kt` is 0.
+///
+/// The fragments are loaded one k-step ahead of the MMAs that use them, across tiles too: in
+/// each tile's last k-step the block waits for the next tile's copies and synchronises, loads
+/// that tile's first fragments, and only then issues the last k-step's MMAs, so the tensor
+/// cores have work while the loads are in flight (CUTLASS's sm80 multistage order).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn main_loop<T: MatmulInput>(
     k: &KernelBuilder,
     sh: &DArray<T, 1, ReadWrite>,
@@ -261,7 +270,9 @@ pub(super) fn main_loop<T: MatmulInput>(
     threads: u32,
     kt: Expr<u32>,
     srcs: [&PipeSrc<'_, T>; 2],
-    compute: impl Fn(&KernelBuilder, Expr<u32>),
+    steps: u32,
+    load: impl Fn(&KernelBuilder, Expr<u32>, u32) -> Frags<T>,
+    mma: impl Fn(&KernelBuilder, &Frags<T>),
 ) {
     let k_tile = srcs[0].k_tile;
     k.if_(kt.gt(0u32), |k| {
@@ -292,24 +303,90 @@ pub(super) fn main_loop<T: MatmulInput>(
             }
             k.cp_async_commit();
         };
-        // Prologue: tiles 0..stages-1 (tiles past K read nothing and are never computed).
+        // Prologue: tiles 0..stages-1 (tiles past K read nothing and are never computed), then
+        // tile 0's first fragments.
         for s in 0..stages - 1 {
             issue(k, Expr::lit(s), Expr::lit(s));
         }
+        k.cp_async_wait((stages - 2) as u8);
+        k.syncthreads();
         let read = k.var(0u32);
         let write = k.var(stages - 1);
         let next = |b: Expr<u32>| select((b + 1u32).lt(stages), b + 1u32, 0u32);
+        let first = load(k, read.get(), 0);
+        let held = FragVars::new(k, &first);
         k.for_range(0u32, kt, |k, t| {
-            // This tile's group is in (for this thread), and for the block after the barrier,
-            // which also says every warp is done with the buffer computed last.
-            k.cp_async_wait((stages - 2) as u8);
-            k.syncthreads();
-            issue(k, t + (stages - 1), write.get());
-            compute(k, read.get());
-            read.set(next(read.get()));
-            write.set(next(write.get()));
+            let mut cur = held.get();
+            for step in 0..steps {
+                if step == steps - 1 {
+                    // The next tile's group is in (for this thread), and for the block after
+                    // the barrier.
+                    k.cp_async_wait((stages - 2) as u8);
+                    k.syncthreads();
+                    read.set(next(read.get()));
+                }
+                let ahead = load(k, read.get(), (step + 1) % steps);
+                if step == 0 {
+                    // Into the buffer of the tile before this one, which every warp finished
+                    // reading before the last barrier.
+                    issue(k, t + (stages - 1), write.get());
+                    write.set(next(write.get()));
+                }
+                mma(k, &cur);
+                cur = ahead;
+            }
+            held.set(&cur);
         });
         // The groups of the tiles past K (zero-filled, never read) end before the epilogue.
         k.cp_async_wait(0);
     });
+}
+
+/// One k-step's fragments of a warp: its A fragments (along M), then its B fragments (along N).
+pub(super) struct Frags<T: MmaInput> {
+    pub a: Vec<FragA<T>>,
+    pub b: Vec<FragB<T>>,
+}
+
+/// Fragments kept in variables from one iteration of the main loop to the next.
+struct FragVars {
+    a: Vec<[Var<u32>; 4]>,
+    b: Vec<[Var<u32>; 2]>,
+}
+
+impl FragVars {
+    fn new<T: MmaInput>(k: &KernelBuilder, f: &Frags<T>) -> Self {
+        FragVars {
+            a: f.a.iter().map(|x| x.regs().map(|r| k.var(r))).collect(),
+            b: f.b.iter().map(|x| x.regs().map(|r| k.var(r))).collect(),
+        }
+    }
+
+    fn get<T: MmaInput>(&self) -> Frags<T> {
+        Frags {
+            a: self
+                .a
+                .iter()
+                .map(|v| FragA::from_regs(v.map(|x| x.get())))
+                .collect(),
+            b: self
+                .b
+                .iter()
+                .map(|v| FragB::from_regs(v.map(|x| x.get())))
+                .collect(),
+        }
+    }
+
+    fn set<T: MmaInput>(&self, f: &Frags<T>) {
+        for (v, x) in self.a.iter().zip(&f.a) {
+            for (var, r) in v.iter().zip(x.regs()) {
+                var.set(r);
+            }
+        }
+        for (v, x) in self.b.iter().zip(&f.b) {
+            for (var, r) in v.iter().zip(x.regs()) {
+                var.set(r);
+            }
+        }
+    }
 }
