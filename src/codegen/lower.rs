@@ -66,10 +66,34 @@ pub(crate) fn unsupported_err(kernel: &str, message: impl Into<String>) -> Error
     })
 }
 
-fn init_nvptx() -> std::result::Result<(), String> {
+/// Initialises LLVM's NVPTX target, once per process; every NVPTX target machine is created
+/// after this.
+///
+/// It also turns on NVPTX's `-nvptx-short-ptr` (what clang's `-fcuda-short-ptr` passes, and
+/// what nvcc's PTX does): pointers into shared, local and constant memory (address spaces 3, 5
+/// and 4) are 32 bits wide, so shared-memory addresses are computed and passed to `ld.shared`,
+/// `ldmatrix` and `cp.async` in 32-bit registers instead of 64-bit ones (fewer registers and
+/// instructions in the matmul's inner loops). A target machine reads the option when it is
+/// created and puts it in its data layout (`p3:32:32-p4:32:32-p5:32:32`); every module takes
+/// its data layout from the target machine (libdevice's from the module), so all of the
+/// process's NVPTX code agrees. Pointers into global memory and generic pointers stay 64-bit.
+pub(crate) fn init_nvptx() -> std::result::Result<(), String> {
     static INIT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     INIT.get_or_init(|| {
         Target::initialize_nvptx(&InitializationConfig::default());
+        let argv = [c"cudajit".as_ptr(), c"-nvptx-short-ptr".as_ptr()];
+        // SAFETY: `argv` holds two pointers to NUL-terminated static strings and outlives
+        // the call, the overview is one too; LLVM copies what it keeps. The C API passes
+        // `nulls()` as the error stream, so a parse error is ignored (never `exit`). The call
+        // runs once (this `OnceLock`), before any target machine exists: every one is made
+        // after `init_nvptx`, which reads the option's value when it is created.
+        unsafe {
+            inkwell::llvm_sys::support::LLVMParseCommandLineOptions(
+                argv.len() as std::ffi::c_int,
+                argv.as_ptr(),
+                c"cudajit".as_ptr(),
+            );
+        }
         Ok(())
     })
     .clone()
