@@ -793,3 +793,21 @@ impl<'c> Lowerer<'c, '_> {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `init_nvptx` makes pointers into shared, constant and local memory 32 bits wide
+    /// (`-nvptx-short-ptr`), and leaves generic and global pointers 64-bit.
+    #[test]
+    fn shared_constant_and_local_pointers_are_32_bit() {
+        let tm = target_machine(&PtxOptions::for_cc(9, 0)).unwrap();
+        let td = tm.get_target_data();
+        let bytes = |space: u16| td.get_pointer_byte_size(Some(AddressSpace::from(space)));
+        assert_eq!([0, 1, 3, 4, 5].map(bytes), [8, 8, 4, 4, 4]);
+        let layout = td.get_data_layout();
+        let layout = layout.as_str().to_string_lossy();
+        assert!(layout.contains("p3:32:32"), "{layout}");
+    }
+}
