@@ -128,9 +128,9 @@ pub fn wide_shared_or_local_addresses(ptx: &str) -> Vec<&str> {
         .filter(|l| {
             let Some(at) = l.find('[') else { return false };
             let addr = &l[at + 1..];
-            let reg32 = addr.strip_prefix("%r").is_some_and(|r| {
-                r.starts_with(|c: char| c.is_ascii_digit())
-            });
+            let reg32 = addr
+                .strip_prefix("%r")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
             let symbol = addr.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
             !(reg32 || symbol)
         })

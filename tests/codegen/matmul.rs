@@ -149,7 +149,8 @@ fn pipelined<T: MatmulInput>(instruction: &str, name: &str, ldmatrix: bool) {
                 let wide = wide_shared_or_local_addresses(&ptx);
                 assert!(wide.is_empty(), "{what}: 64-bit shared addresses: {wide:?}");
                 assert!(
-                    ptx.lines().any(|l| l.trim().starts_with("cp.async.cg.shared.global [%r")),
+                    ptx.lines()
+                        .any(|l| l.trim().starts_with("cp.async.cg.shared.global [%r")),
                     "{what}"
                 );
                 let n = ptx.matches(instruction).count();

@@ -153,7 +153,11 @@ fn shared_and_local_addresses_are_32_bit() {
     let (ptx, _) = compile_all(&k);
     let wide = crate::common::wide_shared_or_local_addresses(&ptx);
     assert!(wide.is_empty(), "64-bit addresses: {wide:?}\n{ptx}");
-    for (what, n) in [("ld.shared.f32", 2), ("st.shared.f32", 2), ("ld.local.f32", 1)] {
+    for (what, n) in [
+        ("ld.shared.f32", 2),
+        ("st.shared.f32", 2),
+        ("ld.local.f32", 1),
+    ] {
         let got = ptx
             .lines()
             .filter(|l| l.trim().starts_with(what) && l.contains("[%r"))
@@ -163,12 +167,16 @@ fn shared_and_local_addresses_are_32_bit() {
     assert!(ptx.contains("mov.u32 \t%r"), "{ptx}");
     for sym in ["addr32_shared0", "cudajit_dynamic_shared"] {
         assert!(
-            ptx.lines().any(|l| l.contains("mov.u32") && l.contains(sym)),
+            ptx.lines()
+                .any(|l| l.contains("mov.u32") && l.contains(sym)),
             "{sym} not in a 32-bit register:\n{ptx}"
         );
     }
     assert!(!ptx.contains("mul.wide"), "{ptx}");
-    assert!(!ptx.contains("cvta.shared") && !ptx.contains("cvta.to.shared"), "{ptx}");
+    assert!(
+        !ptx.contains("cvta.shared") && !ptx.contains("cvta.to.shared"),
+        "{ptx}"
+    );
 }
 
 /// Atomics on the elements of a 2-D shared array, through `index2`.

@@ -328,7 +328,10 @@ mod tests {
         };
         assert_eq!(last.len(), 1);
         assert_eq!(last[0].written().collect::<Vec<_>>(), ["%r1"]);
-        assert_eq!((&f.lines[10].kind, f.lines[10].newline()), (&Kind::Other, ""));
+        assert_eq!(
+            (&f.lines[10].kind, f.lines[10].newline()),
+            (&Kind::Other, "")
+        );
         assert_eq!(f.write_counts().get("%f6"), Some(&1));
         assert_eq!(f.readers("%fd1").count(), 1);
     }
