@@ -145,19 +145,21 @@ pub(crate) fn lower_narrow_rmw<'c>(
     let (i8t, i32t) = (lw.ctx.i8_type(), lw.ctx.i32_type());
     let nt = v.get_type();
     let width = nt.get_bit_width() as u64;
-    // The word: the element's address rounded down to a multiple of 4. Only the address's low
-    // two bits matter, so its low 32 bits serve for every pointer width (64-bit global
-    // pointers, 32-bit shared ones).
-    let addr = b.build_ptr_to_int(ptr, i32t, "").map_err(e)?;
-    let off = b.build_and(addr, i32t.const_int(3, false), "").map_err(e)?;
+    // The word: the element's address rounded down to a multiple of 4, in an integer as wide
+    // as the pointer (64-bit global, 32-bit shared), so that LLVM folds the GEP below into one
+    // `and` of the address.
+    let at = super::lower::address_int_type(lw.ctx, ptr);
+    let addr = b.build_ptr_to_int(ptr, at, "").map_err(e)?;
+    let off = b.build_and(addr, at.const_int(3, false), "").map_err(e)?;
     let back = b.build_int_neg(off, "").map_err(e)?;
     // SAFETY (LLVM): a GEP of at most 3 bytes back from a valid element address, to the start
     // of the aligned word that contains it (allocations are at least 4-byte aligned, and
     // cudajit's are whole words long, so the word lies inside the allocation).
     let word = unsafe { b.build_gep(i8t, ptr, &[back], "") }.map_err(e)?;
     // Little-endian: the element's bits start at bit 8 * (address % 4) of the word.
+    let off32 = b.build_int_truncate_or_bit_cast(off, i32t, "").map_err(e)?;
     let shift = b
-        .build_left_shift(off, i32t.const_int(3, false), "")
+        .build_left_shift(off32, i32t.const_int(3, false), "")
         .map_err(e)?;
     let ones = i32t.const_int((1u64 << width) - 1, false);
     let mask = b.build_left_shift(ones, shift, "").map_err(e)?;

@@ -99,6 +99,22 @@ pub(crate) fn init_nvptx() -> std::result::Result<(), String> {
     .clone()
 }
 
+/// The integer type as wide as a pointer into `ptr`'s address space under the data layout
+/// that [`init_nvptx`] sets: 32 bits for shared, constant and local memory, 64 for global and
+/// generic pointers.
+pub(crate) fn address_int_type<'c>(
+    ctx: &'c LlContext,
+    ptr: PointerValue<'c>,
+) -> inkwell::types::IntType<'c> {
+    // Shared, constant, local.
+    let short = [3u16, 4, 5].map(AddressSpace::from);
+    if short.contains(&ptr.get_type().get_address_space()) {
+        ctx.i32_type()
+    } else {
+        ctx.i64_type()
+    }
+}
+
 /// What a target machine is made for: CPU, features, optimisation level.
 type TmKey = (String, String, u8);
 
