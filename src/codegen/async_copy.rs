@@ -55,6 +55,8 @@ use super::lower::{unsupported_err, Lowerer};
 use super::scalar::Scalar;
 use crate::error::Result;
 use crate::ir::{ArrayRef, AsyncCopy, Stmt, ValueId};
+use inkwell::types::BasicMetadataTypeEnum;
+use inkwell::values::BasicMetadataValueEnum;
 
 mod sealed {
     pub trait Sealed {}
@@ -334,13 +336,36 @@ pub(crate) fn lower_async_copy(lw: &mut Lowerer<'_, '_>, c: &AsyncCopy) -> Resul
             } else {
                 "ca"
             };
-            let mut name = format!("llvm.nvvm.cp.async.{level}.shared.global.{bytes}");
-            let mut args = vec![d.into(), s.into()];
+            // Inline PTX rather than `llvm.nvvm.cp.async.*`: with 32-bit shared pointers
+            // (`-nvptx-short-ptr`, see `lower::init_nvptx`) LLVM 19 cannot select those
+            // intrinsics ("Cannot select: intrinsic %llvm.nvvm.cp.async...", a fatal error),
+            // as its patterns take the shared address in a 64-bit register only. The shared
+            // address goes in a 32-bit register (`r`), as CUTLASS writes it; a shared address
+            // fits in 32 bits whatever the pointer's width. The statement has side effects
+            // and clobbers memory, so nothing moves across it.
+            let i32t = lw.ctx.i32_type();
+            let d32 =
+                lw.b.build_ptr_to_int(d, i32t, "")
+                    .map_err(|e| lw.err(e.to_string()))?;
+            let mut text = format!("cp.async.{level}.shared.global [$0], [$1], {bytes}");
+            let mut constraints = "r,l".to_string();
+            let mut args: Vec<BasicMetadataValueEnum> = vec![d32.into(), s.into()];
+            let mut tys: Vec<BasicMetadataTypeEnum> = vec![i32t.into(), s.get_type().into()];
             if let Some(n) = src_size {
-                name.push_str(".s");
-                args.push(lw.v(*n)?);
+                let n = lw.v(*n)?.into_int_value();
+                text.push_str(", $2");
+                constraints.push_str(",r");
+                args.push(n.into());
+                tys.push(n.get_type().into());
             }
-            lw.call(&name, None, &args)?;
+            text.push(';');
+            constraints.push_str(",~{memory}");
+            let fty = lw.ctx.void_type().fn_type(&tys, false);
+            let asm = lw
+                .ctx
+                .create_inline_asm(fty, text, constraints, true, false, None, false);
+            lw.b.build_indirect_call(fty, asm, &args, "")
+                .map_err(|e| lw.err(e.to_string()))?;
         }
         AsyncCopy::Commit => {
             lw.call("llvm.nvvm.cp.async.commit.group", None, &[])?;

@@ -142,19 +142,22 @@ pub(crate) fn lower_narrow_rmw<'c>(
 ) -> Result<BasicValueEnum<'c>> {
     let e = |err: BuilderError| gen_err(lw, err);
     let b = &lw.b;
-    let (i8t, i32t, i64t) = (lw.ctx.i8_type(), lw.ctx.i32_type(), lw.ctx.i64_type());
+    let (i8t, i32t) = (lw.ctx.i8_type(), lw.ctx.i32_type());
     let nt = v.get_type();
     let width = nt.get_bit_width() as u64;
-    // The word: the element's address rounded down to a multiple of 4.
-    let addr = b.build_ptr_to_int(ptr, i64t, "").map_err(e)?;
-    let off = b.build_and(addr, i64t.const_int(3, false), "").map_err(e)?;
+    // The word: the element's address rounded down to a multiple of 4, in an integer as wide
+    // as the pointer (64-bit global, 32-bit shared), so that LLVM folds the GEP below into one
+    // `and` of the address.
+    let at = super::lower::address_int_type(lw.ctx, ptr);
+    let addr = b.build_ptr_to_int(ptr, at, "").map_err(e)?;
+    let off = b.build_and(addr, at.const_int(3, false), "").map_err(e)?;
     let back = b.build_int_neg(off, "").map_err(e)?;
     // SAFETY (LLVM): a GEP of at most 3 bytes back from a valid element address, to the start
     // of the aligned word that contains it (allocations are at least 4-byte aligned, and
     // cudajit's are whole words long, so the word lies inside the allocation).
     let word = unsafe { b.build_gep(i8t, ptr, &[back], "") }.map_err(e)?;
     // Little-endian: the element's bits start at bit 8 * (address % 4) of the word.
-    let off32 = b.build_int_truncate(off, i32t, "").map_err(e)?;
+    let off32 = b.build_int_truncate_or_bit_cast(off, i32t, "").map_err(e)?;
     let shift = b
         .build_left_shift(off32, i32t.const_int(3, false), "")
         .map_err(e)?;

@@ -66,13 +66,53 @@ pub(crate) fn unsupported_err(kernel: &str, message: impl Into<String>) -> Error
     })
 }
 
-fn init_nvptx() -> std::result::Result<(), String> {
+/// Initialises LLVM's NVPTX target, once per process; every NVPTX target machine is created
+/// after this.
+///
+/// It also turns on NVPTX's `-nvptx-short-ptr` (what clang's `-fcuda-short-ptr` passes, and
+/// what nvcc's PTX does): pointers into shared, local and constant memory (address spaces 3, 5
+/// and 4) are 32 bits wide, so shared-memory addresses are computed and passed to `ld.shared`,
+/// `ldmatrix` and `cp.async` in 32-bit registers instead of 64-bit ones (fewer registers and
+/// instructions in the matmul's inner loops). A target machine reads the option when it is
+/// created and puts it in its data layout (`p3:32:32-p4:32:32-p5:32:32`); every module takes
+/// its data layout from the target machine (libdevice's from the module), so all of the
+/// process's NVPTX code agrees. Pointers into global memory and generic pointers stay 64-bit.
+pub(crate) fn init_nvptx() -> std::result::Result<(), String> {
     static INIT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     INIT.get_or_init(|| {
         Target::initialize_nvptx(&InitializationConfig::default());
+        let argv = [c"cudajit".as_ptr(), c"-nvptx-short-ptr".as_ptr()];
+        // SAFETY: `argv` holds two pointers to NUL-terminated static strings and outlives
+        // the call, the overview is one too; LLVM copies what it keeps. The C API passes
+        // `nulls()` as the error stream, so a parse error is ignored (never `exit`). The call
+        // runs once (this `OnceLock`), before any target machine exists: every one is made
+        // after `init_nvptx`, which reads the option's value when it is created.
+        unsafe {
+            inkwell::llvm_sys::support::LLVMParseCommandLineOptions(
+                argv.len() as std::ffi::c_int,
+                argv.as_ptr(),
+                c"cudajit".as_ptr(),
+            );
+        }
         Ok(())
     })
     .clone()
+}
+
+/// The integer type as wide as a pointer into `ptr`'s address space under the data layout
+/// that [`init_nvptx`] sets: 32 bits for shared, constant and local memory, 64 for global and
+/// generic pointers.
+pub(crate) fn address_int_type<'c>(
+    ctx: &'c LlContext,
+    ptr: PointerValue<'c>,
+) -> inkwell::types::IntType<'c> {
+    // Shared, constant, local.
+    let short = [3u16, 4, 5].map(AddressSpace::from);
+    if short.contains(&ptr.get_type().get_address_space()) {
+        ctx.i32_type()
+    } else {
+        ctx.i64_type()
+    }
 }
 
 /// What a target machine is made for: CPU, features, optimisation level.
@@ -767,5 +807,23 @@ impl<'c> Lowerer<'c, '_> {
             }
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `init_nvptx` makes pointers into shared, constant and local memory 32 bits wide
+    /// (`-nvptx-short-ptr`), and leaves generic and global pointers 64-bit.
+    #[test]
+    fn shared_constant_and_local_pointers_are_32_bit() {
+        let tm = target_machine(&PtxOptions::for_cc(9, 0)).unwrap();
+        let td = tm.get_target_data();
+        let bytes = |space: u16| td.get_pointer_byte_size(Some(AddressSpace::from(space)));
+        assert_eq!([0, 1, 3, 4, 5].map(bytes), [8, 8, 4, 4, 4]);
+        let layout = td.get_data_layout();
+        let layout = layout.as_str().to_string_lossy();
+        assert!(layout.contains("p3:32:32"), "{layout}");
     }
 }

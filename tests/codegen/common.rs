@@ -107,3 +107,32 @@ pub fn compile_all_args<P: KernelParams>(k: &Kernel<P>, args: &[&str]) -> (Strin
     }
     last.unwrap()
 }
+
+/// The instructions of `ptx` that address shared or local memory whose address operand (the
+/// first `[..]`: the shared destination of a `cp.async`, whose global source comes second) is
+/// not a 32-bit register (`%r<n>`, with or without an offset) or a symbol: e.g. `[%rd12]`.
+/// cudajit's shared and local pointers are 32-bit (`-nvptx-short-ptr`).
+pub fn wide_shared_or_local_addresses(ptx: &str) -> Vec<&str> {
+    ptx.lines()
+        .map(str::trim)
+        .filter(|l| {
+            // The opcode, after a guard (`@%p1 `); declarations (`.shared ..`) are not.
+            let mut words = l.split_whitespace();
+            let op = match words.next() {
+                Some(g) if g.starts_with('@') => words.next().unwrap_or(""),
+                w => w.unwrap_or(""),
+            };
+            let shared_or_local = op.split('.').any(|s| s == "shared" || s == "local");
+            shared_or_local && !op.starts_with('.') && !op.starts_with("cvta")
+        })
+        .filter(|l| {
+            let Some(at) = l.find('[') else { return false };
+            let addr = &l[at + 1..];
+            let reg32 = addr
+                .strip_prefix("%r")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+            let symbol = addr.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+            !(reg32 || symbol)
+        })
+        .collect()
+}

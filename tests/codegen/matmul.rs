@@ -7,7 +7,7 @@ use cudajit::codegen::PtxOptions;
 use cudajit::ops::{Epilogue, Matmul, MatmulConfig, MatmulInput, MatmulOutput, Transpose};
 use cudajit::{bf16, f16, Error};
 
-use crate::common::check_ptx;
+use crate::common::{check_ptx, wide_shared_or_local_addresses};
 
 const CCS: [(u32, u32); 2] = [(8, 0), (9, 0)];
 
@@ -144,6 +144,15 @@ fn pipelined<T: MatmulInput>(instruction: &str, name: &str, ldmatrix: bool) {
                 );
                 assert!(ptx.contains("cp.async.wait_group"), "{what}");
                 assert_eq!(ldmatrix, ptx.contains("ldmatrix.sync.aligned"), "{what}");
+                // 32-bit shared addresses: no `[%rd..]` as an `ldmatrix` source or a
+                // `cp.async` destination (nor any other shared access).
+                let wide = wide_shared_or_local_addresses(&ptx);
+                assert!(wide.is_empty(), "{what}: 64-bit shared addresses: {wide:?}");
+                assert!(
+                    ptx.lines()
+                        .any(|l| l.trim().starts_with("cp.async.cg.shared.global [%r")),
+                    "{what}"
+                );
                 let n = ptx.matches(instruction).count();
                 assert_eq!(n, 4 * 8 * 2, "{what}: {n} × {instruction}");
                 let r = check_ptx(&ptx, cc, &what);

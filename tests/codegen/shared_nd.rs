@@ -130,6 +130,55 @@ fn shared_3d_local_3d_and_dynamic_shaped_views_compile() {
     assert_eq!(opcodes(&body(&dynamic)), opcodes(&body(&by_hand)));
 }
 
+/// Shared and local addresses are 32-bit (`-nvptx-short-ptr`, as nvcc's): a 2-D shared
+/// tile's n-D index (flattened in `i64`), the dynamic shared array and a local array are
+/// addressed with 32-bit registers (`ld.shared.f32 %f1, [%r9]`), the shared arrays' addresses
+/// are moved into 32-bit registers, and nothing widens an index (`mul.wide`) or converts a
+/// generic address (`cvta`) on the way; the only global access here has a constant index.
+#[test]
+fn shared_and_local_addresses_are_32_bit() {
+    let k = Kernel::<(&mut [f32], u32)>::build("addr32", |k, (out, n)| {
+        let tile = k.shared_array2::<f32>(32, 33);
+        let dynamic = k.dynamic_shared::<f32>();
+        let l = k.local_array::<f32>(16);
+        let (tx, ty) = (k.thread_idx().x, k.thread_idx().y);
+        tile.set2(ty, tx, (tx + ty).cast::<f32>());
+        dynamic.set(ty * 32u32 + tx, tx.cast::<f32>());
+        k.for_range(0u32, 16u32, |_, j| l.set(j, (j * n).cast::<f32>()));
+        k.syncthreads();
+        let v = tile.at2(tx, ty) + dynamic.at(n - tx - 1u32) + l.at((tx + n) % 16u32);
+        k.if_(tx.eq(0u32).and(ty.eq(0u32)), |_| out.set(0u32, v));
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    let wide = crate::common::wide_shared_or_local_addresses(&ptx);
+    assert!(wide.is_empty(), "64-bit addresses: {wide:?}\n{ptx}");
+    for (what, n) in [
+        ("ld.shared.f32", 2),
+        ("st.shared.f32", 2),
+        ("ld.local.f32", 1),
+    ] {
+        let got = ptx
+            .lines()
+            .filter(|l| l.trim().starts_with(what) && l.contains("[%r"))
+            .count();
+        assert!(got >= n, "{got} × `{what}` with `[%r..]`, want {n}:\n{ptx}");
+    }
+    assert!(ptx.contains("mov.u32 \t%r"), "{ptx}");
+    for sym in ["addr32_shared0", "cudajit_dynamic_shared"] {
+        assert!(
+            ptx.lines()
+                .any(|l| l.contains("mov.u32") && l.contains(sym)),
+            "{sym} not in a 32-bit register:\n{ptx}"
+        );
+    }
+    assert!(!ptx.contains("mul.wide"), "{ptx}");
+    assert!(
+        !ptx.contains("cvta.shared") && !ptx.contains("cvta.to.shared"),
+        "{ptx}"
+    );
+}
+
 /// Atomics on the elements of a 2-D shared array, through `index2`.
 #[test]
 fn atomics_on_a_2d_shared_array() {

@@ -233,6 +233,7 @@ fn pruned<'c>(
 
 /// A target machine for running the pruning pass on the libdevice module.
 fn target_machine(opts: &PtxOptions) -> Result<TargetMachine, String> {
+    crate::codegen::lower::init_nvptx()?;
     let triple = TargetTriple::create("nvptx64-nvidia-cuda");
     let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
     let (m, n) = opts.sm();

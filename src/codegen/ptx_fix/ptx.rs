@@ -2,8 +2,10 @@
 //! workaround reads (instead of splitting the text again), and the edits a workaround makes.
 //!
 //! The parse follows the text LLVM's NVPTX back end writes (one instruction per line, `\t`
-//! before the operands, no comment after an instruction) and cudajit's inline assembly (a
-//! scope `{ .reg ..; a; b; }` on one line, or one instruction per line).
+//! before the operands, no comment after an instruction; a scope over several lines for the
+//! conversions between 32-bit shared/local and 64-bit generic addresses, `{ .reg .b64 %tmp;`,
+//! one instruction a line, the last ending in `}`) and cudajit's inline assembly (a scope
+//! `{ .reg ..; a; b; }` on one line, or one instruction per line).
 
 use std::collections::HashMap;
 
@@ -116,6 +118,8 @@ pub(crate) enum Kind<'a> {
     /// One instruction.
     Inst(Inst<'a>),
     /// A scope on one line, `{ .reg ..; a; b; }` (cudajit's inline assembly): its instructions.
+    /// Also the first and last lines of a scope LLVM writes over several lines (`{ .reg .b64
+    /// %tmp;` and `cvt.u32.u64 %r1, %tmp; }`), the lines between being instructions.
     Scope(Vec<Inst<'a>>),
     /// Anything else: a directive or declaration, a brace alone, a piece of a multi-line
     /// `call`, a comment, a blank line.
@@ -149,6 +153,9 @@ impl<'a> PtxLine<'a> {
                     .filter_map(Inst::parse)
                     .collect(),
             )
+        } else if let Some(inner) = code.strip_suffix('}').filter(|c| c.trim().ends_with(';')) {
+            // The last line of a scope that spans several lines.
+            Kind::Scope(inner.split(';').filter_map(Inst::parse).collect())
         } else if code.ends_with(';') {
             Inst::parse(code.trim_end_matches(';')).map_or(Kind::Other, Kind::Inst)
         } else {
@@ -285,7 +292,9 @@ mod tests {
         let f = Function::parse(
             "\t@!%p1 selp.f32 \t%f6, 0f00000001, 0f00000000, %p11;\n$L__BB0_2:\n\tret;\n\
              \t{ .reg .pred %cj_q; setp.nan.f32 %cj_q, %f1, %f1; @%cj_q bra $L; }\n\
-             \t.reg .b32 \t%r<5>;\n\tcall.uni \n\tmov.b64 \t{%r1, %r2}, %fd1;",
+             \t.reg .b32 \t%r<5>;\n\tcall.uni \n\tmov.b64 \t{%r1, %r2}, %fd1;\n\
+             \t{ .reg .b64 %tmp;\n\t  cvta.to.local.u64 \t%tmp, %rd3;\n\
+             \t  cvt.u32.u64 \t%r1, %tmp; }\n\t} // callseq 0",
         );
         let i = f.lines[0].inst().unwrap();
         assert_eq!(
@@ -309,7 +318,20 @@ mod tests {
         );
         let unpack = f.lines[6].inst().unwrap();
         assert_eq!(unpack.written().collect::<Vec<_>>(), ["%r1", "%r2"]);
-        assert_eq!(f.lines[6].newline(), "");
+        assert_eq!(f.lines[6].newline(), "\n");
+        // A scope over three lines (LLVM's address conversions): its last line's instruction
+        // writes %r1; a closing brace alone is nothing.
+        assert_eq!(f.lines[7].kind, Kind::Scope(Vec::new()));
+        assert_eq!(f.lines[8].inst().unwrap().op, "cvta.to.local.u64");
+        let Kind::Scope(last) = &f.lines[9].kind else {
+            panic!("the scope's last line")
+        };
+        assert_eq!(last.len(), 1);
+        assert_eq!(last[0].written().collect::<Vec<_>>(), ["%r1"]);
+        assert_eq!(
+            (&f.lines[10].kind, f.lines[10].newline()),
+            (&Kind::Other, "")
+        );
         assert_eq!(f.write_counts().get("%f6"), Some(&1));
         assert_eq!(f.readers("%fd1").count(), 1);
     }
