@@ -256,12 +256,13 @@ struct Chunk {
 
 /// The pipelined main loop over the `kt` k-tiles of `steps` MMA k-steps each:
 /// `load(k, buf, step)` reads k-step `step`'s fragments of buffer `buf` (of both operands),
-/// `mma(k, a, b)` multiplies them into the accumulators. Nothing is done when `kt` is 0.
+/// `mma(k, frags)` multiplies them into the accumulators. Nothing is done when `kt` is 0.
 ///
-/// The fragments are loaded one k-step ahead of the MMAs that use them, across tiles too: in
-/// each tile's last k-step the block waits for the next tile's copies and synchronises, loads
-/// that tile's first fragments, and only then issues the last k-step's MMAs, so the tensor
-/// cores have work while the loads are in flight (CUTLASS's sm80 multistage order).
+/// A block whose tiles lie wholly inside the matrix (most blocks of a large product) runs a
+/// loop over the whole k-tiles with the copies of [`PipeSrc::issue_fast`] (no bounds), then
+/// the partial last k-tile, if K has one, on its own; the other blocks run the loop with the
+/// bounded copies of [`PipeSrc::issue`]. Two loops, so that neither carries the other's
+/// address arithmetic (ptxas would predicate both into one).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn main_loop<T: MatmulInput>(
     k: &KernelBuilder,
@@ -275,36 +276,75 @@ pub(super) fn main_loop<T: MatmulInput>(
     mma: impl Fn(&KernelBuilder, &Frags<T>),
 ) {
     let k_tile = srcs[0].k_tile;
-    k.if_(kt.gt(0u32), |k| {
-        // Tiles wholly inside the matrix (the block's rows and columns, and K up to the last
-        // whole tile) take the copies without bounds; the others compute their bounds where
-        // they are issued.
-        let fast: Option<Vec<Fast>> = srcs.iter().map(|s| s.fast_plan(k, threads)).collect();
-        let inside = srcs[0].inside().and(srcs[1].inside());
-        let whole = srcs[0].k_total / k_tile;
-        let general = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
-            for s in srcs {
-                let plan = s.plan(k, threads);
-                s.issue(k, sh, &plan, t * k_tile, buf);
-            }
-        };
-        let issue = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
-            match &fast {
-                Some(f) => k.if_else(
-                    inside.and(t.lt(whole)),
-                    |_| {
-                        for (s, f) in srcs.iter().zip(f) {
-                            s.issue_fast(sh, f, t * k_tile, buf);
-                        }
-                    },
-                    |k| general(k, t, buf),
-                ),
-                None => general(k, t, buf),
-            }
-            k.cp_async_commit();
-        };
-        // Prologue: tiles 0..stages-1 (tiles past K read nothing and are never computed), then
-        // tile 0's first fragments.
+    let general = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
+        for s in srcs {
+            let plan = s.plan(k, threads);
+            s.issue(k, sh, &plan, t * k_tile, buf);
+        }
+    };
+    let pipe = |k: &KernelBuilder,
+                tiles: Expr<u32>,
+                issue: &dyn Fn(&KernelBuilder, Expr<u32>, Expr<u32>)| {
+        pipelined(k, stages, tiles, steps, issue, &load, &mma)
+    };
+    let fast_possible = srcs.iter().all(|s| s.fast_plan(k, threads).is_some());
+    if !fast_possible {
+        return pipe(k, kt, &general);
+    }
+    let inside = srcs[0].inside().and(srcs[1].inside());
+    let whole = srcs[0].k_total / k_tile;
+    k.if_else(
+        inside,
+        |k| {
+            let plans: Vec<Fast> = srcs
+                .iter()
+                .filter_map(|s| s.fast_plan(k, threads))
+                .collect();
+            pipe(k, whole, &|_, t, buf| {
+                for (s, f) in srcs.iter().zip(&plans) {
+                    s.issue_fast(sh, f, t * k_tile, buf);
+                }
+            });
+            // The partial last k-tile: into buffer 0 once every warp is done with the loop.
+            k.if_(whole.lt(kt), |k| {
+                k.syncthreads();
+                general(k, whole, Expr::lit(0));
+                k.cp_async_commit();
+                k.cp_async_wait(0);
+                k.syncthreads();
+                for step in 0..steps {
+                    let f = load(k, Expr::lit(0), step);
+                    mma(k, &f);
+                }
+            });
+        },
+        |k| pipe(k, kt, &general),
+    );
+}
+
+/// The multistage loop over `tiles` k-tiles, whose copies `issue(k, tile, buf)` issues (not
+/// committed); tiles from `tiles` on are not copied. Nothing is done when `tiles` is 0; every
+/// copy has landed when it ends.
+///
+/// The fragments are loaded one k-step ahead of the MMAs that use them, across tiles too: in
+/// each tile's last k-step the block waits for the next tile's copies and synchronises, loads
+/// that tile's first fragments, and only then issues the last k-step's MMAs, so the tensor
+/// cores have work while the loads are in flight (CUTLASS's sm80 multistage order).
+fn pipelined<T: MatmulInput>(
+    k: &KernelBuilder,
+    stages: u32,
+    tiles: Expr<u32>,
+    steps: u32,
+    issue: &dyn Fn(&KernelBuilder, Expr<u32>, Expr<u32>),
+    load: &dyn Fn(&KernelBuilder, Expr<u32>, u32) -> Frags<T>,
+    mma: &dyn Fn(&KernelBuilder, &Frags<T>),
+) {
+    let issue = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
+        k.if_(t.lt(tiles), |k| issue(k, t, buf));
+        k.cp_async_commit();
+    };
+    k.if_(tiles.gt(0u32), |k| {
+        // Prologue: tiles 0..stages-1, then tile 0's first fragments.
         for s in 0..stages - 1 {
             issue(k, Expr::lit(s), Expr::lit(s));
         }
@@ -315,7 +355,7 @@ pub(super) fn main_loop<T: MatmulInput>(
         let next = |b: Expr<u32>| select((b + 1u32).lt(stages), b + 1u32, 0u32);
         let first = load(k, read.get(), 0);
         let held = FragVars::new(k, &first);
-        k.for_range(0u32, kt, |k, t| {
+        k.for_range(0u32, tiles, |k, t| {
             let mut cur = held.get();
             for step in 0..steps {
                 if step == steps - 1 {
@@ -337,7 +377,6 @@ pub(super) fn main_loop<T: MatmulInput>(
             }
             held.set(&cur);
         });
-        // The groups of the tiles past K (zero-filled, never read) end before the epilogue.
         k.cp_async_wait(0);
     });
 }
