@@ -537,8 +537,10 @@ fn bf16_on_the_tensor_cores() {
 
 /// The `cp.async` pipeline (3 and 4 stages) of the tensor-core kernel: every operand layout
 /// (A `[m][k]` and `[k][m]` in shared memory, B `[k][n]` and `[n][k]`), whole tiles, edges of
-/// M, N and K (lines padded to whole 16-byte chunks, so the pipeline applies), fewer k-tiles
-/// than the prologue issues, a batch, and an unaligned layout (the 2-stage fallback).
+/// M, N and K (lines padded to whole 16-byte chunks, so the pipeline applies), blocks wholly
+/// inside the matrix with a partial last k-tile and the shared-memory epilogue to C of either
+/// layout, fewer k-tiles than the prologue issues, a batch, and an unaligned layout (the
+/// 2-stage fallback).
 fn pipeline_cases<T: MatmulInput + El>() {
     let tf32 = std::mem::size_of::<T>() == 4;
     let lay = |col_major: bool, pad: usize| Lay { col_major, pad };
@@ -575,6 +577,24 @@ fn pipeline_cases<T: MatmulInput + El>() {
             ..case(65, 63, 47)
         });
     }
+    // Blocks wholly inside the matrix (their own loop, then the partial last k-tile: K is
+    // 2.5 tiles) through the shared-memory epilogue: C row-major with a fused epilogue, and C
+    // column-major with beta and a fused epilogue.
+    let cfg = MatmulConfig::mma(64, 64, 2 * T::K, 32, 32).with_stages(3);
+    check::<T, T>(Case {
+        epi: Epi::BiasRelu,
+        config: Some(cfg),
+        tf32,
+        ..case(128, 128, 5 * T::K as usize)
+    });
+    check::<T, f32>(Case {
+        lc: COL,
+        beta: 0.5,
+        epi: Epi::BiasGelu,
+        config: Some(cfg),
+        tf32,
+        ..case(128, 64, 5 * T::K as usize)
+    });
     let cfg = MatmulConfig::mma(64, 64, 2 * T::K, 32, 32).with_stages(4);
     // One k-tile (the prologue's other tiles are past K), a batch (strides 136 and 128).
     check::<T, T>(Case {

@@ -152,7 +152,10 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             load,
             |k, f| mma_all(k, &f.a, &f.b),
         );
-        epilogue(k, &p, v, epi, &o, &acc, wrow, wcol);
+        let pipe_bytes = (a.stage_elems() + b.stage_elems()) * cfg.stages * T::TY.size() as u32;
+        if !staged_epilogue(k, &p, v, epi, &o, &acc, (wrow, wcol), pipe_bytes) {
+            epilogue(k, &p, v, epi, &o, &acc, wrow, wcol);
+        }
         return;
     }
     let sa = k.shared_array3::<T>(stages, bm as usize, bk as usize + pad);
@@ -206,4 +209,68 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
             });
         }
     }
+}
+
+/// The accumulators through shared memory into C (the pipelined kernel's epilogue, in the
+/// dynamic shared memory of its `shared_bytes` once the main loop is done): per 16-row slice
+/// of its tile, each warp writes its accumulators to a region of its own, then walks the
+/// region along C's contiguous axis, consecutive lanes on consecutive elements, so that each
+/// store instruction of the warp writes whole runs of C, and the epilogue's code is one loop
+/// body instead of one copy per accumulator. `false` (nothing recorded) where the warp tile is
+/// not a whole number of 32-column runs or the regions do not fit.
+#[allow(clippy::too_many_arguments)]
+fn staged_epilogue<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    p: &Params<T, O>,
+    v: &Variant,
+    epi: &EpilogueFn,
+    o: &TileOrigin,
+    acc: &[Vec<[Var<f32>; 4]>],
+    (wrow, wcol): (Expr<u32>, Expr<u32>),
+    shared_bytes: u32,
+) -> bool {
+    let cfg = v.cfg;
+    let (wn, warps) = (cfg.sub_n, cfg.threads() / 32);
+    // A region: 16 rows of the warp tile, rows padded by one word against bank conflicts.
+    let stride = wn + 1;
+    let region = 16 * stride;
+    if wn % 32 != 0 || warps * region * 4 > shared_bytes {
+        return false;
+    }
+    let st = k.dynamic_shared::<f32>();
+    let lane = k.lane_id();
+    let base = k.thread_idx().x / 32u32 * region;
+    // Every warp is past its last read of the pipeline's buffers.
+    k.syncthreads();
+    for (mi, row) in acc.iter().enumerate() {
+        for (ni, vars) in row.iter().enumerate() {
+            let c0 = ni as u32 * 8;
+            FragC::<T>::from_elems(vars.map(|x| x.get())).for_each(k, |r, c, val| {
+                st.set(base + r * stride + c + c0, val);
+            });
+        }
+        k.syncwarp(u32::MAX);
+        let (r0, c0) = (o.m0 + wrow + mi as u32 * 16, o.n0 + wcol);
+        if v.c_row {
+            // Rows of C: lane l takes columns l, l + 32, ... of each row.
+            k.for_range(0u32, 16u32, |k, r| {
+                for j in 0..wn / 32 {
+                    let c = lane + j * 32;
+                    let val = st.at(base + r * stride + c);
+                    store_out(k, p, v, epi, o.cbase, r0 + r, c0 + c, val);
+                }
+            });
+        } else {
+            // Columns of C: lanes 0-15 take the 16 rows of one column, lanes 16-31 the next.
+            let r = lane & 15u32;
+            k.for_range(0u32, wn / 2, |k, cc| {
+                let c = cc * 2u32 + (lane >> 4u32);
+                let val = st.at(base + r * stride + c);
+                store_out(k, p, v, epi, o.cbase, r0 + r, c0 + c, val);
+            });
+        }
+        // Every lane has read the region before the next slice overwrites it.
+        k.syncwarp(u32::MAX);
+    }
+    true
 }

@@ -282,9 +282,7 @@ pub(super) fn main_loop<T: MatmulInput>(
             s.issue(k, sh, &plan, t * k_tile, buf);
         }
     };
-    let pipe = |k: &KernelBuilder,
-                tiles: Expr<u32>,
-                issue: &dyn Fn(&KernelBuilder, Expr<u32>, Expr<u32>)| {
+    let pipe = |k: &KernelBuilder, tiles: Expr<u32>, issue: &IssueFn<'_>| {
         pipelined(k, stages, tiles, steps, issue, &load, &mma)
     };
     let fast_possible = srcs.iter().all(|s| s.fast_plan(k, threads).is_some());
@@ -335,9 +333,9 @@ fn pipelined<T: MatmulInput>(
     stages: u32,
     tiles: Expr<u32>,
     steps: u32,
-    issue: &dyn Fn(&KernelBuilder, Expr<u32>, Expr<u32>),
-    load: &dyn Fn(&KernelBuilder, Expr<u32>, u32) -> Frags<T>,
-    mma: &dyn Fn(&KernelBuilder, &Frags<T>),
+    issue: &IssueFn<'_>,
+    load: &LoadFn<'_, T>,
+    mma: &MmaFn<'_, T>,
 ) {
     let issue = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
         k.if_(t.lt(tiles), |k| issue(k, t, buf));
@@ -380,6 +378,13 @@ fn pipelined<T: MatmulInput>(
         k.cp_async_wait(0);
     });
 }
+
+/// Issues the copies of k-tile `t` into buffer `buf` (not committed).
+type IssueFn<'a> = dyn Fn(&KernelBuilder, Expr<u32>, Expr<u32>) + 'a;
+/// Loads k-step `step`'s fragments of buffer `buf`.
+type LoadFn<'a, T> = dyn Fn(&KernelBuilder, Expr<u32>, u32) -> Frags<T> + 'a;
+/// Multiplies one k-step's fragments into the accumulators.
+type MmaFn<'a, T> = dyn Fn(&KernelBuilder, &Frags<T>) + 'a;
 
 /// One k-step's fragments of a warp: its A fragments (along M), then its B fragments (along N).
 pub(super) struct Frags<T: MmaInput> {
