@@ -62,6 +62,15 @@ fn simt_f32_contracts_to_fma_and_loads_vectors() {
             ptx.contains("ld.global.nc.v4.f32"),
             "{name}: no 16-byte vector loads:\n{ptx}"
         );
+        // The register tile's runs of 4 from shared memory: one 16-byte load per run and
+        // k-step, no single-word loads.
+        let lds = ptx.matches("ld.shared.v4.f32").count();
+        let runs = ((cfg.sub_m + cfg.sub_n) / 4 * cfg.block_k) as usize;
+        assert!(lds >= runs, "{name}: {lds} ld.shared.v4.f32, want {runs}");
+        assert!(
+            !ptx.contains("ld.shared.f32"),
+            "{name}: single shared loads"
+        );
     }
     // Transposed operands read along M and N: vector loads there too.
     let t = Matmul::<f32>::new()

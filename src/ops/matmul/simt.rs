@@ -2,11 +2,13 @@
 //! tiles of A and B staged in shared memory (as f32), each thread a `thread_m × thread_n`
 //! register tile with f32 fused multiply-adds (the builder contracts `acc + a·b`).
 //!
-//! Thread `(ty, tx)` owns rows `ty + i·(block_m/thread_m)` and columns `tx + j·(block_n/thread_n)`:
-//! the shared reads of a warp are broadcasts or consecutive words (no bank conflicts), and the
-//! stores of C are coalesced along its rows.
+//! Thread `(ty, tx)` owns runs of 4 rows `4·ty + g·(4·block_m/thread_m) + 0..4` and likewise
+//! of columns, read from shared memory as 16-byte vectors (one per run: a quarter of the
+//! shared-memory instructions of single reads), broadcast or consecutive across a warp (no
+//! bank conflicts); with register tiles not a multiple of 4, single rows `ty +
+//! i·(block_m/thread_m)` and columns.
 
-use crate::codegen::{Expr, KernelBuilder};
+use crate::codegen::{Expr, KernelBuilder, NdMut};
 
 use super::epilogue::{store_out, EpilogueFn};
 use super::params::{tile_origin, Params};
@@ -29,12 +31,39 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let pad = cfg.pad(4) as usize;
     let tid = k.thread_idx().x;
     let (ty, tx) = (tid / cols_step, tid % cols_step);
+    // Where the register tile's rows and columns are in the block's tile. With 4 | thread_m
+    // and 4 | thread_n, runs of 4 (read from shared memory as one 16-byte vector each:
+    // thread `ty` owns rows `g·(block_m·4/thread_m) + 4·ty + 0..4` for each run g); else
+    // single rows and columns a stride apart.
+    let vec = tm % 4 == 0 && tn % 4 == 0;
+    let places = |t: Expr<u32>, count: u32, extent: u32, step: u32| -> Vec<Expr<u32>> {
+        if vec {
+            let run_step = extent * 4 / count;
+            (0..count)
+                .map(|i| t * 4u32 + (i / 4) * run_step + i % 4)
+                .collect()
+        } else {
+            (0..count).map(|i| t + i * step).collect()
+        }
+    };
+    let rows = places(ty, tm, bm, rows_step);
+    let cols = places(tx, tn, bn, cols_step);
     let o = tile_origin(k, &p, bm, bn);
     let sa = k.shared_array3::<f32>(stages, bk as usize, bm as usize + pad);
     let sb = k.shared_array3::<f32>(stages, bk as usize, bn as usize + pad);
     let acc: Vec<_> = (0..tm * tn).map(|_| k.var(0.0f32)).collect();
     let kt = p.k / bk + select_u32(p.k % bk);
     let (src_a, src_b) = TileSrc::operands(&p, &o, v);
+    // One row of a tile at the register tile's places: 16-byte vectors or single elements.
+    let read = |s: &NdMut<f32, 3>, buf: Expr<u32>, kk: u32, at: &[Expr<u32>]| -> Vec<Expr<f32>> {
+        if vec {
+            at.chunks(4)
+                .flat_map(|run| s.load_vec::<4>(s.index3(buf, kk, run[0]) / 4i64))
+                .collect()
+        } else {
+            at.iter().map(|&x| s.at3(buf, kk, x)).collect()
+        }
+    };
     main_loop(
         k,
         cfg.stages,
@@ -49,12 +78,8 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
         },
         |_, buf| {
             for kk in 0..bk {
-                let a: Vec<Expr<f32>> = (0..tm)
-                    .map(|i| sa.at3(buf, kk, ty + i * rows_step))
-                    .collect();
-                let b: Vec<Expr<f32>> = (0..tn)
-                    .map(|j| sb.at3(buf, kk, tx + j * cols_step))
-                    .collect();
+                let a = read(&sa, buf, kk, &rows);
+                let b = read(&sb, buf, kk, &cols);
                 for i in 0..tm as usize {
                     for j in 0..tn as usize {
                         let c = &acc[i * tn as usize + j];
@@ -64,12 +89,10 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             }
         },
     );
-    for i in 0..tm {
-        for j in 0..tn {
-            let row = o.m0 + ty + i * rows_step;
-            let col = o.n0 + tx + j * cols_step;
-            let a = acc[(i * tn + j) as usize].get();
-            store_out(k, &p, v, epi, o.cbase, row, col, a);
+    for (i, &r) in rows.iter().enumerate() {
+        for (j, &c) in cols.iter().enumerate() {
+            let a = acc[i * tn as usize + j].get();
+            store_out(k, &p, v, epi, o.cbase, o.m0 + r, o.n0 + c, a);
         }
     }
 }
