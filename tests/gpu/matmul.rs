@@ -604,14 +604,20 @@ fn pipeline_cases<T: MatmulInput + El>() {
         tf32,
         ..case(17, 15, 8)
     });
-    // Unaligned lines (3 elements of padding): the register-staged fallback.
-    check::<T, T>(Case {
-        la: ROW_PAD,
-        lb: COL_PAD,
-        config: Some(cfg),
-        tf32,
-        ..case(40, 24, 33)
-    });
+    // Unaligned lines (3 elements of padding): the register-staged fallback, also of a deep
+    // pipeline whose fallback is one stage of half its depth.
+    for cfg in [
+        cfg,
+        MatmulConfig::mma(128, 256, 4 * T::K, 64, 64).with_stages(4),
+    ] {
+        check::<T, T>(Case {
+            la: ROW_PAD,
+            lb: COL_PAD,
+            config: Some(cfg),
+            tf32,
+            ..case(40, 24, 33)
+        });
+    }
 }
 
 #[test]

@@ -162,17 +162,24 @@ impl MatmulConfig {
         per_stage * self.stages as usize * size
     }
 
-    /// The stages of the register-staged kernel that runs for this configuration: its own
-    /// (1 or 2), or for a pipeline (3 or 4) where the operands do not allow it, 2 if its tiles
-    /// fit the 48 KiB of static shared memory, else 1.
-    pub(super) fn fallback_stages(&self, elem_size: usize) -> u32 {
+    /// The register-staged configuration that runs for this one: itself (1 or 2 stages), or
+    /// for a pipeline (3 or 4 stages) where the operands do not allow it, the same tiles in 2
+    /// stages if they fit the 48 KiB of static shared memory, else 1, else with `block_k`
+    /// halved (down to `mma_k`) until one stage fits.
+    pub(super) fn fallback(&self, mma_k: u32, elem_size: usize) -> MatmulConfig {
         if self.stages <= 2 {
-            self.stages
-        } else if self.with_stages(2).shared_bytes(elem_size) <= 48 * 1024 {
-            2
-        } else {
-            1
+            return *self;
         }
+        let fits = |c: &MatmulConfig| c.shared_bytes(elem_size) <= 48 * 1024;
+        let mut c = self.with_stages(2);
+        if fits(&c) {
+            return c;
+        }
+        c = c.with_stages(1);
+        while !fits(&c) && c.block_k / 2 >= mma_k.max(1) && (c.block_k / 2) % mma_k.max(1) == 0 {
+            c.block_k /= 2;
+        }
+        c
     }
 
     /// Bytes of dynamic shared memory the `cp.async` pipeline (3 or 4 stages, tensor cores)
@@ -259,9 +266,7 @@ impl MatmulConfig {
         }
         // 3 or 4 stages fall back to the register-staged kernel (static shared memory) where
         // the operands do not allow 16-byte copies: both must fit.
-        let bytes = self
-            .with_stages(self.fallback_stages(elem_size))
-            .shared_bytes(elem_size);
+        let bytes = self.fallback(mma_k, elem_size).shared_bytes(elem_size);
         if bytes > 48 * 1024 {
             return bad(format!(
                 "its shared tiles take {bytes} bytes, over the 48 KiB of static shared memory"
@@ -344,6 +349,8 @@ pub(crate) fn candidates(mma_k: u32, elem_size: usize) -> Vec<MatmulConfig> {
         (256, 128, bk, 64, 64, 4),
         (128, 256, deep, 64, 64, 3),
         (256, 128, deep, 64, 64, 3),
+        (128, 256, deep, 64, 64, 4),
+        (256, 128, deep, 64, 64, 4),
         (128, 128, bk, 32, 64, 4),
         (64, 64, bk, 32, 32, 3),
         (64, 64, bk, 32, 32, 4),
@@ -381,6 +388,25 @@ mod tests {
         for (cfg, k, size) in [(big, 16, 2), (small, 8, 4), (old, 16, 2), (f32_small, 8, 4)] {
             cfg.validate(k, size).unwrap();
         }
+    }
+
+    #[test]
+    fn fallback_fits_static_shared_memory() {
+        // 2 stages where they fit, else 1, else a shallower block_k.
+        let c = MatmulConfig::mma(128, 128, 32, 64, 64).with_stages(3);
+        assert_eq!(c.fallback(16, 2), c.with_stages(2));
+        let deep = MatmulConfig::mma(128, 256, 64, 64, 64).with_stages(4);
+        assert_eq!(
+            deep.fallback(16, 2),
+            MatmulConfig::mma(128, 256, 32, 64, 64).with_stages(1)
+        );
+        assert_eq!(
+            deep.with_stages(3).fallback(8, 4),
+            MatmulConfig::mma(128, 256, 16, 64, 64).with_stages(1)
+        );
+        deep.validate(16, 2).unwrap();
+        let two = MatmulConfig::mma(64, 64, 32, 32, 32).with_stages(2);
+        assert_eq!(two.fallback(16, 2), two);
     }
 
     #[test]

@@ -180,11 +180,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             && cfg.stages >= 3
             && chunk(&p.a, p.a.row_major, cfg.block_m)
             && chunk(&p.b, !p.b.row_major, cfg.block_n);
-        let cfg = if pipe {
-            cfg
-        } else {
-            cfg.with_stages(cfg.fallback_stages(size))
-        };
+        let cfg = if pipe { cfg } else { cfg.fallback(T::K, size) };
         // Vector loads need whole vectors along the tile's contiguous extent too.
         let vec = |o: &Operand, contig_k: bool, x_tile: u32| {
             let tile = if contig_k { cfg.block_k } else { x_tile };
