@@ -221,18 +221,3 @@ fn fused_epilogues_compile() {
     );
     assert!(ptx.contains("max.f32"), "ReLU as max.f32");
 }
-
-/// Scratch: writes the PTX of a config to $CUDAJIT_MM_DUMP (not a check).
-#[test]
-fn dump_matmul_ptx() {
-    let Ok(path) = std::env::var("CUDAJIT_MM_DUMP") else {
-        return;
-    };
-    let cfg = MatmulConfig::mma(128, 128, 32, 64, 64).with_stages(3);
-    let ptx = Matmul::<f16>::new()
-        .compile_ptx(cfg, &PtxOptions::for_cc(9, 0))
-        .unwrap();
-    let r = check_ptx(&ptx, (9, 0), "dump");
-    println!("{} registers {} spill", r.registers, r.spill_bytes);
-    std::fs::write(path, ptx).unwrap();
-}
