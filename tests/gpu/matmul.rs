@@ -458,6 +458,9 @@ fn f32_vector_loads_large_tiles_and_one_stage() {
         MatmulConfig::simt(128, 128, 8, 8, 8).with_stages(1),
         simt_small().with_stages(1),
         MatmulConfig::simt(32, 64, 16, 2, 8),
+        // Register tiles of 8×16 and 16×8: four and two runs of 4 per thread.
+        MatmulConfig::simt(128, 256, 8, 8, 16),
+        MatmulConfig::simt(256, 128, 8, 16, 8),
     ] {
         check::<f32, f32>(Case {
             config: Some(cfg),
