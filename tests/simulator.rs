@@ -762,15 +762,15 @@ fn ldmatrix_faults_f32() {
     assert_eq!(kind, FaultKind::Misaligned);
     assert!(
         msg.contains("(lane 3) gives ldmatrix.x2")
-            && msg.contains("element 6 of shared array 0 (byte offset 24)")
+            && msg.contains("element 6 of shared array 0 (f32[16][4]) (byte offset 24)")
             && msg.contains("4 32-bit elements"),
         "{msg}"
     );
     let (_, kind, msg) = fault(build("ldm32_oob", 64, 9).launch(&s, cfg, (&mut out,)));
     assert_eq!(kind, FaultKind::OutOfBounds);
     assert!(
-        msg.contains("reads element 64 of shared array 0, which has 64 elements")
-            && msg.contains("lane 9's row of matrix 1"),
+        msg.contains("reads element 64 of shared array 0 (f32[16][4]), which has 64 elements")
+            && msg.contains("lane 9's row of matrix 1 of an ldmatrix.x2, elements 64..68"),
         "{msg}"
     );
 }

@@ -47,7 +47,16 @@ mod sealed {
 /// An element type of a shared array that `ldmatrix` (without `.trans`) loads from: the
 /// 16-bit types ([`LdMatrixElem`]) and the 32-bit `f32`, `u32`, `i32`. A matrix row is 16 bytes
 /// either way: 8 16-bit elements, or 4 32-bit ones (each then one whole register of the lane
-/// that receives it, as the tf32 fragments want).
+/// that receives it, as the tf32 fragments want). Other element types do not compile:
+///
+/// ```compile_fail
+/// # use cudajit::codegen::Kernel;
+/// Kernel::<(&mut [u32],)>::build("ldm_f64", |k, (out,)| {
+///     let tile = k.shared_array2::<f64>(8, 2);
+///     let [r] = tile.ldmatrix::<1>(k.lane_id() * 2u32); // f64: not a 16- or 32-bit type
+///     out.set(k.lane_id(), r);
+/// });
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`ldmatrix` loads from shared arrays of 16-bit (`f16`, `bf16`, `u16`, `i16`) or \
                32-bit (`f32`, `u32`, `i32`) elements, not `{Self}`",
@@ -67,6 +76,27 @@ pub trait LdMatrixSrc: Scalar + sealed::Sealed {
             a K-contiguous layout: see `FragA::<f32>::load_shared_tf32` and \
             `FragB::<f32>::load_shared_transposed_tf32`"
 )]
+///
+/// `.trans` and the 16-bit fragment loaders do not compile for f32 tiles (use the `_tf32`
+/// loaders):
+///
+/// ```compile_fail
+/// # use cudajit::codegen::Kernel;
+/// Kernel::<(&mut [u32],)>::build("ldm_t_f32", |k, (out,)| {
+///     let tile = k.shared_array2::<f32>(8, 4);
+///     let [r] = tile.ldmatrix_trans::<1>(k.lane_id() * 4u32); // .trans moves 16-bit halves
+///     out.set(k.lane_id(), r);
+/// });
+/// ```
+///
+/// ```compile_fail
+/// # use cudajit::codegen::{FragA, Kernel};
+/// Kernel::<(&mut [u32],)>::build("frag_f32", |k, (out,)| {
+///     let tile = k.shared_array2::<f32>(16, 8);
+///     let fa = FragA::<f32>::load_shared(k, &tile, |r, c| tile.index2(r, c)); // load_shared_tf32
+///     out.set(k.lane_id(), fa.regs()[0]);
+/// });
+/// ```
 pub trait LdMatrixElem: LdMatrixSrc {}
 
 macro_rules! ldm_src {
