@@ -427,9 +427,9 @@ impl<T: MmaInput + LdMatrixElem> FragB<T> {
 /// Loading tf32 fragments (`f32` inputs, m16n8k8) from shared memory with `ldmatrix` (no
 /// `.trans`), where the tile is stored K-contiguous: a 16-byte matrix row is then 4 f32 along
 /// K, and lane `l` receives the whole element at row `l / 4`, column `l % 4` of each 8×4
-/// block — exactly the tf32 fragment layout (A: `a0` `(g, t)`, `a1` `(g + 8, t)`, `a2` `(g, t
-/// + 4)`, `a3` `(g + 8, t + 4)`; B: `b0` `(k t, n g)`, `b1` `(k t + 4, n g)`, with `g = lane /
-/// 4`, `t = lane % 4`). The registers hold the f32 bits as stored; the MMA rounds them to
+/// block — exactly the tf32 fragment layout (A: `a0` `(g, t)`, `a1` `(g + 8, t)`,
+/// `a2` `(g, t + 4)`, `a3` `(g + 8, t + 4)`; B: `b0` `(k t, n g)`, `b1` `(k t + 4, n g)`, with
+/// `g = lane / 4`, `t = lane % 4`). The registers hold the f32 bits as stored; the MMA rounds them to
 /// tf32 as it does for [`FragA::from_fn`]'s, so the fragments are the same bit for bit. Tiles
 /// with M (or N) contiguous have no such load (`.trans` moves 16-bit halves): use `from_fn`.
 impl FragA<f32> {

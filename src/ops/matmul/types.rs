@@ -118,7 +118,7 @@ impl MatmulInput for f32 {
             FragA::from_fn(k, |r, c| sh.at(idx(r, c)))
         } else {
             // [m][k]: K-contiguous rows of 4 f32 are ldmatrix rows.
-            FragA::load_shared_tf32(k, sh, |m, kk| idx(m, kk))
+            FragA::load_shared_tf32(k, sh, idx)
         }
     }
 
