@@ -720,3 +720,57 @@ fn ldmatrix_faults() {
     assert_eq!(kind, FaultKind::DivergentBarrier);
     assert!(msg.contains("the warp has lanes 0x0000ffff"), "{msg}");
 }
+
+/// `ldmatrix` of a 32-bit (f32) array: rows of 4 elements, each lane's register one whole
+/// element; a row start that is not a multiple of 4 elements (16 bytes) faults, and one past
+/// the end reads out of bounds at the element (not at a 16-bit half).
+#[test]
+fn ldmatrix_faults_f32() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut out = c.zeros::<u32, _>(64).unwrap();
+    let build = |name: &str, row: u32, bad_lane: u32| {
+        Kernel::<(&mut [u32],)>::build(name, move |k, (out,)| {
+            let tile = k.shared_array2::<f32>(16, 4);
+            let l = k.lane_id();
+            k.for_step(l, 64u32, 32u32, |_, i| tile.set(i, i.cast::<f32>()));
+            k.syncwarp(u32::MAX);
+            let idx = cudajit::codegen::select(l.eq(bad_lane), k.lit(row), l * 4u32);
+            let [r0, r1] = tile.ldmatrix::<2>(idx);
+            out.set(l * 2u32, r0);
+            out.set(l * 2u32 + 1u32, r1);
+        })
+        .unwrap()
+    };
+    let cfg = LaunchConfig::new(1, 32);
+    build("ldm32_ok", 0, 99)
+        .launch(&s, cfg, (&mut out,))
+        .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    for l in 0..32u32 {
+        for i in 0..2u32 {
+            // Matrix i is rows 8i..8i+8 (lanes 8i..8i+8 address row l): row l / 4, word l % 4.
+            let want = ((8 * i + l / 4) * 4 + l % 4) as f32;
+            assert_eq!(
+                got[(l * 2 + i) as usize],
+                want.to_bits(),
+                "lane {l} reg {i}"
+            );
+        }
+    }
+    let (_, kind, msg) = fault(build("ldm32_misaligned", 6, 3).launch(&s, cfg, (&mut out,)));
+    assert_eq!(kind, FaultKind::Misaligned);
+    assert!(
+        msg.contains("(lane 3) gives ldmatrix.x2")
+            && msg.contains("element 6 of shared array 0 (f32[16][4]) (byte offset 24)")
+            && msg.contains("4 32-bit elements"),
+        "{msg}"
+    );
+    let (_, kind, msg) = fault(build("ldm32_oob", 64, 9).launch(&s, cfg, (&mut out,)));
+    assert_eq!(kind, FaultKind::OutOfBounds);
+    assert!(
+        msg.contains("reads element 64 of shared array 0 (f32[16][4]), which has 64 elements")
+            && msg.contains("lane 9's row of matrix 1 of an ldmatrix.x2, elements 64..68"),
+        "{msg}"
+    );
+}

@@ -44,13 +44,70 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A 16-bit element type that `ldmatrix` loads: `half::f16`, `half::bf16`, `u16`, `i16`.
-pub trait LdMatrixElem: Scalar + sealed::Sealed {}
+/// An element type of a shared array that `ldmatrix` (without `.trans`) loads from: the
+/// 16-bit types ([`LdMatrixElem`]) and the 32-bit `f32`, `u32`, `i32`. A matrix row is 16 bytes
+/// either way: 8 16-bit elements, or 4 32-bit ones (each then one whole register of the lane
+/// that receives it, as the tf32 fragments want). Other element types do not compile:
+///
+/// ```compile_fail
+/// # use cudajit::codegen::Kernel;
+/// Kernel::<(&mut [u32],)>::build("ldm_f64", |k, (out,)| {
+///     let tile = k.shared_array2::<f64>(8, 2);
+///     let [r] = tile.ldmatrix::<1>(k.lane_id() * 2u32); // f64: not a 16- or 32-bit type
+///     out.set(k.lane_id(), r);
+/// });
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`ldmatrix` loads from shared arrays of 16-bit (`f16`, `bf16`, `u16`, `i16`) or \
+               32-bit (`f32`, `u32`, `i32`) elements, not `{Self}`",
+    note = "load other element types with element loads (`at`, `FragA::from_fn`)"
+)]
+pub trait LdMatrixSrc: Scalar + sealed::Sealed {
+    /// Elements in one 16-byte matrix row: 8 for 16-bit types, 4 for 32-bit ones.
+    const ROW_ELEMS: u32;
+}
 
-impl sealed::Sealed for f16 {}
-impl sealed::Sealed for bf16 {}
-impl sealed::Sealed for u16 {}
-impl sealed::Sealed for i16 {}
+/// A 16-bit element type that `ldmatrix` loads, also with `.trans`: `half::f16`, `half::bf16`,
+/// `u16`, `i16`.
+#[diagnostic::on_unimplemented(
+    message = "this `ldmatrix` form works on 16-bit elements (`f16`, `bf16`, `u16`, `i16`), not \
+               `{Self}`",
+    note = "`.trans` transposes 16-bit elements; 32-bit (tf32) tiles load only without it, from \
+            a K-contiguous layout: see `FragA::<f32>::load_shared_tf32` and \
+            `FragB::<f32>::load_shared_transposed_tf32`"
+)]
+///
+/// `.trans` and the 16-bit fragment loaders do not compile for f32 tiles (use the `_tf32`
+/// loaders):
+///
+/// ```compile_fail
+/// # use cudajit::codegen::Kernel;
+/// Kernel::<(&mut [u32],)>::build("ldm_t_f32", |k, (out,)| {
+///     let tile = k.shared_array2::<f32>(8, 4);
+///     let [r] = tile.ldmatrix_trans::<1>(k.lane_id() * 4u32); // .trans moves 16-bit halves
+///     out.set(k.lane_id(), r);
+/// });
+/// ```
+///
+/// ```compile_fail
+/// # use cudajit::codegen::{FragA, Kernel};
+/// Kernel::<(&mut [u32],)>::build("frag_f32", |k, (out,)| {
+///     let tile = k.shared_array2::<f32>(16, 8);
+///     let fa = FragA::<f32>::load_shared(k, &tile, |r, c| tile.index2(r, c)); // load_shared_tf32
+///     out.set(k.lane_id(), fa.regs()[0]);
+/// });
+/// ```
+pub trait LdMatrixElem: LdMatrixSrc {}
+
+macro_rules! ldm_src {
+    ($($t:ty => $n:expr),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl LdMatrixSrc for $t {
+            const ROW_ELEMS: u32 = $n;
+        }
+    )*};
+}
+ldm_src!(f16 => 8, bf16 => 8, u16 => 8, i16 => 8, f32 => 4, u32 => 4, i32 => 4);
 impl LdMatrixElem for f16 {}
 impl LdMatrixElem for bf16 {}
 impl LdMatrixElem for u16 {}
@@ -61,7 +118,7 @@ pub(crate) type LdKey = (ArrayRef, ValueId, u8, bool);
 
 /// Records an `ldmatrix` of `N` matrices: `N` values, register 0 first.
 #[track_caller]
-fn ldmatrix<T: LdMatrixElem, const N: usize, const D: usize, A>(
+fn ldmatrix<T: LdMatrixSrc, const N: usize, const D: usize, A>(
     tile: &DArray<T, D, A>,
     row: impl Index,
     trans: bool,
@@ -106,16 +163,18 @@ fn ldmatrix<T: LdMatrixElem, const N: usize, const D: usize, A>(
     })
 }
 
-/// `ldmatrix`: the warp's loads of 8×8 matrices of 16-bit elements from a shared array.
-impl<T: LdMatrixElem, const D: usize, A> DArray<T, D, A> {
+/// `ldmatrix`: the warp's loads of 8×8 matrices of 16-bit elements (8×4 of 32-bit ones) from a
+/// shared array.
+impl<T: LdMatrixSrc, const D: usize, A> DArray<T, D, A> {
     /// Loads `N` (1, 2 or 4) 8×8 matrices for the warp (PTX
     /// `ldmatrix.sync.aligned.m8n8.xN.shared.b16`, sm_80 and later): lanes `8i..8i+8` each
-    /// give in `row_start` the flat index of the first of 8 consecutive elements of this shared
-    /// array that form one row of matrix `i` (the other lanes' indices are not used); each row
-    /// must start at a 16-byte aligned address (a multiple of 8 elements from the start of the
-    /// array). Every lane receives register `i` of matrix `i`: its row `lane / 4`, columns
-    /// `2·(lane % 4)` (low 16 bits) and `2·(lane % 4) + 1` (high 16 bits). All 32 lanes of the
-    /// warp must execute it together.
+    /// give in `row_start` the flat index of the first of the consecutive elements of this
+    /// shared array that form one 16-byte row of matrix `i` (8 16-bit elements, or 4 32-bit
+    /// ones; the other lanes' indices are not used); each row must start at a 16-byte aligned
+    /// address (a multiple of 8, or 4, elements from the start of the array). Every lane
+    /// receives register `i` of matrix `i`: its row `lane / 4`, columns `2·(lane % 4)` (low 16
+    /// bits) and `2·(lane % 4) + 1` (high 16 bits) — for 32-bit elements, element `lane % 4`
+    /// of the row, whole. All 32 lanes of the warp must execute it together.
     ///
     /// ```no_run
     /// # use cudajit::codegen::Kernel;
@@ -137,7 +196,10 @@ impl<T: LdMatrixElem, const D: usize, A> DArray<T, D, A> {
     pub fn ldmatrix<const N: usize>(&self, row_start: impl Index) -> [Expr<u32>; N] {
         ldmatrix::<T, N, D, A>(self, row_start, false)
     }
+}
 
+/// `ldmatrix.trans`: the warp's transposing loads of 8×8 matrices of 16-bit elements.
+impl<T: LdMatrixElem, const D: usize, A> DArray<T, D, A> {
     /// [`ldmatrix`](DArray::ldmatrix) with `.trans`: each matrix is transposed as it is
     /// loaded, so lane `t` receives column `t / 4`, rows `2·(t % 4)` and `2·(t % 4) + 1` of
     /// the matrix as stored (the rows given by the lanes' addresses).
@@ -357,6 +419,107 @@ impl<T: MmaInput + LdMatrixElem> FragB<T> {
         // Matrix i: rows n from 8·(i / 2), columns kk from 8·(i % 2).
         let n = (l & 7u32) + ((l >> 4u32) << 3u32);
         let kk = ((l >> 3u32) & 1u32) << 3u32;
+        let [r0, r1, r2, r3] = tile.ldmatrix::<4>(index(n, kk));
+        [Self::from_regs([r0, r1]), Self::from_regs([r2, r3])]
+    }
+}
+
+/// Loading tf32 fragments (`f32` inputs, m16n8k8) from shared memory with `ldmatrix` (no
+/// `.trans`), where the tile is stored K-contiguous: a 16-byte matrix row is then 4 f32 along
+/// K, and lane `l` receives the whole element at row `l / 4`, column `l % 4` of each 8×4
+/// block — exactly the tf32 fragment layout (A: `a0` `(g, t)`, `a1` `(g + 8, t)`,
+/// `a2` `(g, t + 4)`, `a3` `(g + 8, t + 4)`; B: `b0` `(k t, n g)`, `b1` `(k t + 4, n g)`, with
+/// `g = lane / 4`, `t = lane % 4`). The registers hold the f32 bits as stored; the MMA rounds them to
+/// tf32 as it does for [`FragA::from_fn`]'s, so the fragments are the same bit for bit. Tiles
+/// with M (or N) contiguous have no such load (`.trans` moves 16-bit halves): use `from_fn`.
+impl FragA<f32> {
+    /// This lane's A fragment (16×8) from a shared f32 tile holding A row-major (`[m][k]`):
+    /// `index(row, col)` gives the flat index in `tile` of element `(row, col)` of A, e.g.
+    /// `|r, c| tile.index2(r0 + r, k0 + c)`. It is called once, with this lane's row start (row
+    /// `lane % 16`, column 0 or 4); the 4 elements `(row, col..col + 4)` must be consecutive
+    /// in `tile` and 16-byte aligned. One `ldmatrix.x4` (sm_80 and later) instead of 4 element
+    /// loads; all 32 lanes of the warp must execute it together. The result equals
+    /// [`FragA::from_fn`] of the same elements.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::{FragA, Kernel};
+    /// let k = Kernel::<(&[f32], &mut [u32])>::build("load_a_tf32", |k, (a, out)| {
+    ///     let sa = k.shared_array2::<f32>(16, 12); // 16 x 8 used, rows padded to 48 bytes
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 128u32, 32u32, |_, i| sa.set2(i / 8u32, i % 8u32, a.at(i)));
+    ///     k.syncwarp(u32::MAX);
+    ///     let fa = FragA::<f32>::load_shared_tf32(k, &sa, |r, c| sa.index2(r, c));
+    ///     for (i, r) in fa.regs().into_iter().enumerate() {
+    ///         out.set(l * 4u32 + i as u32, r);
+    ///     }
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn load_shared_tf32<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<f32, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> Self {
+        let _at = crate::codegen::srcloc::at();
+        let l = k.lane_id();
+        // Matrix i (lanes 8i..8i+8): rows from 8·(i % 2), columns from 4·(i / 2).
+        let (r, c) = (l & 15u32, (l >> 4u32) << 2u32);
+        Self::from_regs(tile.ldmatrix::<4>(index(r, c)))
+    }
+}
+
+/// Loading tf32 B fragments from a shared f32 tile holding B transposed (`[n][k]`, K
+/// contiguous): see [`FragA::load_shared_tf32`].
+impl FragB<f32> {
+    /// This lane's B fragment (8×8) from a shared f32 tile holding B transposed (Bᵀ row-major,
+    /// N×K): `index(n, kk)` gives the flat index in `tile` of element `(n, kk)` of Bᵀ (B's
+    /// `(kk, n)`), e.g. `|n, kk| tile.index2(n0 + n, k0 + kk)`. Called once with this lane's row
+    /// start (row `lane % 8`, column 0 or 4); the 4 elements `(n, kk..kk + 4)` must be
+    /// consecutive and 16-byte aligned. One `ldmatrix.x2` instead of 2 element loads. The
+    /// result equals [`FragB::from_fn`] of the same elements.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::{FragB, Kernel};
+    /// let k = Kernel::<(&[f32], &mut [u32])>::build("load_bt_tf32", |k, (bt, out)| {
+    ///     let sbt = k.shared_array2::<f32>(8, 8); // row n holds B[0..8][n]
+    ///     let l = k.lane_id();
+    ///     k.for_step(l, 64u32, 32u32, |_, i| sbt.set(i, bt.at(i)));
+    ///     k.syncwarp(u32::MAX);
+    ///     let fb = FragB::<f32>::load_shared_transposed_tf32(k, &sbt, |n, kk| sbt.index2(n, kk));
+    ///     out.set(l, fb.regs()[1]);
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn load_shared_transposed_tf32<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<f32, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> Self {
+        let _at = crate::codegen::srcloc::at();
+        let l = k.lane_id();
+        // Matrix i (lanes 8i..8i+8; lanes 16-31 repeat 0-15, unread): columns from 4·i.
+        let n = l & 7u32;
+        let kk = ((l >> 3u32) & 1u32) << 2u32;
+        Self::from_regs(tile.ldmatrix::<2>(index(n, kk)))
+    }
+
+    /// The B fragments of columns `0..8` and `8..16` of an 8×16 block of B held transposed
+    /// (`[n][k]`): `index(n, kk)` as for [`FragB::load_shared_transposed_tf32`] with `n` in
+    /// `0..16`. One `ldmatrix.x4`. The results equal two `load_shared_transposed_tf32` of
+    /// columns `0..8` and `8..16`.
+    #[track_caller]
+    pub fn load_shared_transposed_pair_tf32<const D: usize, A, I: Index>(
+        k: &KernelBuilder,
+        tile: &DArray<f32, D, A>,
+        index: impl FnOnce(Expr<u32>, Expr<u32>) -> I,
+    ) -> [Self; 2] {
+        let _at = crate::codegen::srcloc::at();
+        let l = k.lane_id();
+        // Matrix i: rows n from 8·(i / 2), columns kk from 4·(i % 2).
+        let n = (l & 7u32) + ((l >> 4u32) << 3u32);
+        let kk = ((l >> 3u32) & 1u32) << 2u32;
         let [r0, r1, r2, r3] = tile.ldmatrix::<4>(index(n, kk));
         [Self::from_regs([r0, r1]), Self::from_regs([r2, r3])]
     }

@@ -48,7 +48,7 @@ pub(crate) mod warp;
 pub use atomics::*;
 
 pub use async_copy::CpAsyncSrc;
-pub use ldmatrix::LdMatrixElem;
+pub use ldmatrix::{LdMatrixElem, LdMatrixSrc};
 pub use mma::{FragA, FragB, FragC, MmaInput};
 pub use warp::*;
 

@@ -83,11 +83,11 @@ pub(crate) enum WarpOp {
         c: [ValueId; C_ELEMS],
         lane: u8,
     },
-    /// Register `reg` (a u32 of two 16-bit elements) of a warp-wide
+    /// Register `reg` (a u32 of two 16-bit elements, or one 32-bit one) of a warp-wide
     /// `ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16` (see `async_copy.rs`): each of
-    /// lanes `0..8 * count` gives in `index` the element index, in the 16-bit shared array
-    /// `array`, of the start of one row of 8 elements (lanes `8i..8i+8` the rows of matrix `i`);
-    /// every lane receives one register per matrix. The `count` registers of one load are
+    /// lanes `0..8 * count` gives in `index` the element index, in the 16- or 32-bit shared
+    /// array `array`, of the start of one 16-byte row (8 or 4 elements; lanes `8i..8i+8` the
+    /// rows of matrix `i`); every lane receives one register per matrix. The `count` registers of one load are
     /// recorded consecutively, register 0 first.
     LdMatrix {
         array: ArrayRef,

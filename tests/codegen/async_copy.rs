@@ -1,5 +1,5 @@
 //! The data movement of a tensor-core matrix product in PTX: `ldmatrix` (every count, with and
-//! without `.trans`, every 16-bit type, the fragment loaders) and `cp.async` (every size, `.cg`
+//! without `.trans`, every 16-bit type, 32-bit arrays, the fragment loaders, tf32's included) and `cp.async` (every size, `.cg`
 //! for 16 bytes, the zero-filling form, commit and waits), for sm_80 and sm_90 through ptxas;
 //! older targets and arrays in the wrong memory are clear errors.
 
@@ -119,6 +119,49 @@ fn fragments_loaded_with_ldmatrix() {
         "ldmatrix",
     );
     assert!(!ptx.contains("ld.shared"), "{ptx}");
+}
+
+/// The tf32 fragment loaders from K-contiguous f32 tiles: one x4 for A `[m][k]`, one x2 for B
+/// `[n][k]`, one x4 for the pair; each register rounded to tf32 (`cvt.rna.tf32.f32`) as it
+/// enters the MMA; no scalar shared loads. Plain `ldmatrix` of u32 and i32 arrays compiles too.
+#[test]
+fn tf32_fragments_loaded_with_ldmatrix() {
+    let k = Kernel::<(&mut [f32], &mut [u32])>::build("frag_ldm_tf32", |k, (d, w)| {
+        let sa = k.shared_array2::<f32>(16, 12);
+        let sbt = k.shared_array2::<f32>(16, 8);
+        let su = k.shared_array2::<u32>(8, 4);
+        let si = k.shared_array2::<i32>(8, 4);
+        let l = k.lane_id();
+        k.for_step(l, 192u32, 32u32, |_, i| sa.set(i, i.cast::<f32>()));
+        k.for_step(l, 128u32, 32u32, |_, i| sbt.set(i, i.cast::<f32>()));
+        su.set(l, l);
+        si.set(l, l.cast::<i32>());
+        k.syncthreads();
+        let fa = FragA::<f32>::load_shared_tf32(k, &sa, |r, c| sa.index2(r, c));
+        let fb = FragB::<f32>::load_shared_transposed_tf32(k, &sbt, |n, kk| sbt.index2(n, kk));
+        let [f0, f1] =
+            FragB::<f32>::load_shared_transposed_pair_tf32(k, &sbt, |n, kk| sbt.index2(n, kk));
+        let acc = k.mma(&fa, &fb, &FragC::zeros());
+        let acc = k.mma(&fa, &f0, &acc);
+        let acc = k.mma(&fa, &f1, &acc);
+        acc.for_each(k, |r, c, v| d.set(r * 8u32 + c, v));
+        let [u] = su.ldmatrix::<1>((l & 7u32) * 4u32);
+        let [i] = si.ldmatrix::<1>((l & 7u32) * 4u32);
+        w.set(l, u ^ i.bitcast::<u32>());
+    })
+    .unwrap();
+    let ptx = check(
+        &k,
+        &[
+            ("ldmatrix.sync.aligned.m8n8.x4.shared.b16", 2),
+            ("ldmatrix.sync.aligned.m8n8.x2.shared.b16", 1),
+            ("ldmatrix.sync.aligned.m8n8.x1.shared.b16", 2),
+            ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 3),
+        ],
+        "ldmatrix",
+    );
+    assert!(!ptx.contains("ld.shared"), "{ptx}");
+    assert!(ptx.contains("cvt.rna.tf32.f32"), "{ptx}");
 }
 
 /// Every copy size, `.cg` for 16 bytes, the zero-filling forms, commit, wait_group and

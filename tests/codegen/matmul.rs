@@ -128,9 +128,14 @@ fn mma_tf32() {
 }
 
 /// The tensor-core kernel's `cp.async` pipeline (3 and 4 stages), every operand layout: the
-/// tiles staged with 16-byte `cp.async` (zero-filling at the edges), the f16/bf16 fragments by
-/// `ldmatrix`, one `mma.sync` per MMA tile and k-step, and no spills (ptxas's report).
-fn pipelined<T: MatmulInput>(instruction: &str, name: &str, ldmatrix: bool) {
+/// tiles staged with 16-byte `cp.async` (zero-filling at the edges), the fragments by `ldmatrix`
+/// where `ldmatrix(ta, tb)` says so (f16/bf16 always; tf32 where a tile is K-contiguous), one
+/// `mma.sync` per MMA tile and k-step, and no spills (ptxas's report).
+fn pipelined<T: MatmulInput>(
+    instruction: &str,
+    name: &str,
+    ldmatrix: fn(Transpose, Transpose) -> bool,
+) {
     let k = T::K;
     for stages in [3, 4] {
         let cfg = MatmulConfig::mma(128, 128, 2 * k, 64, 64).with_stages(stages);
@@ -152,7 +157,11 @@ fn pipelined<T: MatmulInput>(instruction: &str, name: &str, ldmatrix: bool) {
                     "{what}: no cp.async"
                 );
                 assert!(ptx.contains("cp.async.wait_group"), "{what}");
-                assert_eq!(ldmatrix, ptx.contains("ldmatrix.sync.aligned"), "{what}");
+                assert_eq!(
+                    ldmatrix(ta, tb),
+                    ptx.contains("ldmatrix.sync.aligned"),
+                    "{what}"
+                );
                 // 32-bit shared addresses: no `[%rd..]` as an `ldmatrix` source or a
                 // `cp.async` destination (nor any other shared access).
                 let wide = wide_shared_or_local_addresses(&ptx);
@@ -183,7 +192,7 @@ fn mma_pipeline_f16() {
     pipelined::<f16>(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
         "pipe_f16",
-        true,
+        |_, _| true,
     );
 }
 
@@ -192,7 +201,7 @@ fn mma_pipeline_bf16() {
     pipelined::<bf16>(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "pipe_bf16",
-        true,
+        |_, _| true,
     );
 }
 
@@ -201,7 +210,9 @@ fn mma_pipeline_tf32() {
     pipelined::<f32>(
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
         "pipe_tf32",
-        false,
+        // A `[m][k]` (not transposed) and B `[n][k]` (transposed) are K-contiguous: their
+        // fragments by `ldmatrix` (no `.trans`); the other layouts by element loads.
+        |ta, tb| ta == Transpose::N || tb == Transpose::T,
     );
 }
 

@@ -6,7 +6,9 @@
 //! - the fragments loaded with it (`FragA::load_shared`, `load_shared_transposed`, the same for
 //!   `FragB`, and `FragB`'s pair loaders of two fragments at once) equal the fragments
 //!   `from_fn` builds from the same shared tile, register for register, and all equal a host
-//!   model of the MMA fragment layout;
+//!   model of the MMA fragment layout; the same for `ldmatrix` of a 32-bit tile and the tf32
+//!   fragments loaded with it from K-contiguous tiles (`FragA::<f32>::load_shared_tf32`,
+//!   `FragB::<f32>::load_shared_transposed_tf32` and its pair version);
 //! - `cp.async` of 4, 8 and 16 bytes for 1-, 2-, 4- and 8-byte elements, and its zero-filling
 //!   form with every source size from 0 to the copy's size, against the host;
 //! - a 64×32 matrix product `D = A·B + C` (K = 64) whose tiles are staged into shared memory by
@@ -17,7 +19,7 @@
 //!   tests/support/mma_model.rs (exact products summed in f64 per MMA, rounded once; on the GPU
 //!   within `2^-20` of the sum of the terms' magnitudes).
 
-use cudajit::codegen::{FragA, FragB, FragC, Kernel, KernelParam, LdMatrixElem, MmaInput};
+use cudajit::codegen::{Expr, FragA, FragB, FragC, Kernel, KernelParam, LdMatrixElem, MmaInput};
 use cudajit::prelude::*;
 use cudajit::{bf16, f16};
 
@@ -220,6 +222,93 @@ fn ldmatrix_fragments_f16() {
 #[ignore = "needs a CUDA GPU"]
 fn ldmatrix_fragments_bf16() {
     fragments_equal::<bf16>();
+}
+
+/// The fragment layout of the tf32 MMA's A (16×8) and B (8×8) (PTX ISA, "Matrix fragments for
+/// mma.m16n8k8", `.tf32`), written out independently of the crate: register `r` of lane `l`
+/// holds A's element (g + 8·(r % 2), t + 4·(r / 2)) and B's (t + 4r, g), g = l / 4, t = l % 4.
+fn a_elem_tf32(l: usize, r: usize) -> (usize, usize) {
+    (l / 4 + 8 * (r % 2), l % 4 + 4 * (r / 2))
+}
+fn b_elem_tf32(l: usize, r: usize) -> (usize, usize) {
+    (l % 4 + 4 * r, l / 4)
+}
+
+/// `ldmatrix` of a 32-bit (f32) tile and the tf32 fragments loaded with it from K-contiguous
+/// tiles (`FragA::<f32>::load_shared_tf32` from A `[m][k]`, `FragB`'s
+/// `load_shared_transposed_tf32` and its pair version from B `[n][k]`) equal the fragments
+/// `from_fn` builds from the same tile, bit for bit, and all equal the host model: the raw
+/// `ldmatrix.x4` gives lane `l` word `l % 4` of row `l / 4` of each 8×4 block, whole.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ldmatrix_fragments_tf32() {
+    let c = ctx();
+    if !sm80(&c) {
+        return;
+    }
+    let s = c.new_stream().unwrap();
+    // A 16×12 f32 tile (rows of 48 bytes): A in columns 0..8, Bᵀ (rows n) in columns 4..12.
+    const COLS: u32 = 12;
+    const REGS: u32 = 20;
+    let k = Kernel::<(&[f32], &mut [u32])>::build("frag_ldm_tf32", |k, (x, out)| {
+        let tile = k.shared_array2::<f32>(16, COLS as usize);
+        let l = k.lane_id();
+        k.for_step(l, 16 * COLS, 32u32, |_, i| tile.set(i, x.at(i)));
+        k.syncwarp(u32::MAX);
+        let mut regs: Vec<Expr<u32>> = Vec::new();
+        regs.extend(FragA::<f32>::load_shared_tf32(k, &tile, |r, c| tile.index2(r, c)).regs());
+        regs.extend(FragA::<f32>::from_fn(k, |r, c| tile.at2(r, c)).regs());
+        let bt = |n, kk| tile.index2(n, kk + 4u32);
+        regs.extend(FragB::<f32>::load_shared_transposed_tf32(k, &tile, bt).regs());
+        regs.extend(FragB::<f32>::from_fn(k, |kk, n| tile.at2(n, kk + 4u32)).regs());
+        let [p0, p1] = FragB::<f32>::load_shared_transposed_pair_tf32(k, &tile, bt);
+        regs.extend(p0.regs());
+        regs.extend(p1.regs());
+        // Raw: rows l % 16 from column 4 (lanes 0-15) and 8 (lanes 16-31).
+        regs.extend(tile.ldmatrix::<4>(tile.index2(l & 15u32, ((l >> 4u32) + 1u32) * 4u32)));
+        for (i, r) in regs.into_iter().enumerate() {
+            out.set(l * REGS + i as u32, r);
+        }
+    })
+    .unwrap();
+    let mut rng = Rng::new();
+    let x: Vec<f32> = rng.vec((16 * COLS) as usize, f32::gen);
+    let bits: Vec<u32> = x.iter().map(|v| v.to_bits()).collect();
+    let dx = s.to_device(&x).unwrap();
+    let mut out = c.alloc::<u32, _>(32 * REGS as usize).unwrap();
+    out.fill_async(POISON, &s).unwrap();
+    k.launch(&s, LaunchConfig::new(1, 32), (&dx, &mut out))
+        .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    let at = |r: usize, c: usize| bits[r * COLS as usize + c];
+    let mut bad = Vec::new();
+    for l in 0..32 {
+        let g = &got[l * REGS as usize..(l + 1) * REGS as usize];
+        let a: Vec<u32> = (0..4)
+            .map(|r| at(a_elem_tf32(l, r).0, a_elem_tf32(l, r).1))
+            .collect();
+        // B's fragment of columns n0..n0 + 8 from Bᵀ at column 4.
+        let b = |n0: usize| -> Vec<u32> {
+            (0..2)
+                .map(|r| {
+                    let (kk, n) = b_elem_tf32(l, r);
+                    at(n + n0, kk + 4)
+                })
+                .collect()
+        };
+        let raw: Vec<u32> = (0..4)
+            .map(|i| at((8 * i + l / 4) % 16, 4 * (i / 2 + 1) + l % 4))
+            .collect();
+        let want: Vec<u32> = [&a, &a, &b(0), &b(0), &b(0), &b(8), &raw]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
+        if g != want.as_slice() {
+            bad.push(format!("lane {l}: got {g:08x?}\n        want {want:08x?}"));
+        }
+    }
+    assert!(bad.is_empty(), "frag_ldm_tf32:\n{}", bad.join("\n"));
 }
 
 /// `cp.async` of `BYTES` for elements `T`: 64 threads each copy one chunk of a window of the

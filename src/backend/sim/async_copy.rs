@@ -58,7 +58,7 @@ pub(crate) struct Copies {
 }
 
 /// The element type of an array.
-fn elem_ty(f: &FunctionIr, array: ArrayRef) -> Option<ScalarTy> {
+pub(super) fn elem_ty(f: &FunctionIr, array: ArrayRef) -> Option<ScalarTy> {
     Some(match array {
         ArrayRef::Param(i) => match f.params.get(i as usize)? {
             Param::Array { elem, .. } => *elem,

@@ -21,7 +21,7 @@ pub trait MatmulInput:
     Float + MmaInput<Acc = f32> + MatmulOutput + sealed::Sealed + Send + Sync + 'static
 {
     /// The A fragment of the 16×K MMA tile at `(row0, k0)` of shared buffer `buf` (`[m][k]`,
-    /// rows 16-byte aligned): one `ldmatrix.x4` for the 16-bit types, element loads for tf32.
+    /// rows 16-byte aligned): one `ldmatrix.x4` (for tf32 too: its rows are K-contiguous).
     #[doc(hidden)]
     fn frag_a(
         k: &KernelBuilder,
@@ -46,7 +46,8 @@ pub trait MatmulInput:
     /// The A fragment (16×K) from the flat shared array `sh`: `idx(m, kk)` is the flat index
     /// of the fragment's element `(m, kk)`; `trans` when the tile is stored `[k][m]` (lines
     /// along M), else `[m][k]`. Lines 16-byte aligned. One `ldmatrix.x4` (`.trans` when
-    /// `trans`) for the 16-bit types, element loads for tf32.
+    /// `trans`) for the 16-bit types; for tf32 one `ldmatrix.x4` from `[m][k]`, element loads
+    /// from `[k][m]`.
     #[doc(hidden)]
     fn frag_a_flat(
         k: &KernelBuilder,
@@ -58,7 +59,7 @@ pub trait MatmulInput:
     /// The B fragment (K×8) from the flat shared array `sh`: `idx(kk, n)` is the flat index
     /// of the fragment's element `(kk, n)`; `trans` when the tile is stored `[n][k]` (lines
     /// along K), else `[k][n]`. One `ldmatrix.x2` (`.trans` for `[k][n]`) for the 16-bit
-    /// types, element loads for tf32.
+    /// types; for tf32 one `ldmatrix.x2` from `[n][k]`, element loads from `[k][n]`.
     #[doc(hidden)]
     fn frag_b_flat(
         k: &KernelBuilder,
@@ -69,7 +70,8 @@ pub trait MatmulInput:
 
     /// The B fragments of columns `0..8` and `8..16` (K×16) from the flat shared array `sh`,
     /// `idx` and `trans` as for [`frag_b_flat`](MatmulInput::frag_b_flat) with `n` in
-    /// `0..16`. One `ldmatrix.x4` for the 16-bit types, element loads for tf32.
+    /// `0..16`. One `ldmatrix.x4` for the 16-bit types, and for tf32 from `[n][k]`; element
+    /// loads for tf32 from `[k][n]`.
     #[doc(hidden)]
     fn frag_b2_flat(
         k: &KernelBuilder,
@@ -92,7 +94,8 @@ impl MatmulInput for f32 {
         row0: Expr<u32>,
         k0: u32,
     ) -> FragA<f32> {
-        FragA::from_fn(k, |r, c| sa.at3(buf, row0 + r, c + k0))
+        // [m][k]: K-contiguous rows of 4 f32 are ldmatrix rows.
+        FragA::load_shared_tf32(k, sa, |r, c| sa.index3(buf, row0 + r, c + k0))
     }
 
     fn frag_b(
@@ -108,19 +111,45 @@ impl MatmulInput for f32 {
     fn frag_a_flat(
         k: &KernelBuilder,
         sh: &DArray<f32, 1, ReadWrite>,
-        _trans: bool,
+        trans: bool,
         idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
     ) -> FragA<f32> {
-        FragA::from_fn(k, |r, c| sh.at(idx(r, c)))
+        if trans {
+            FragA::from_fn(k, |r, c| sh.at(idx(r, c)))
+        } else {
+            // [m][k]: K-contiguous rows of 4 f32 are ldmatrix rows.
+            FragA::load_shared_tf32(k, sh, idx)
+        }
     }
 
     fn frag_b_flat(
         k: &KernelBuilder,
         sh: &DArray<f32, 1, ReadWrite>,
-        _trans: bool,
+        trans: bool,
         idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
     ) -> FragB<f32> {
-        FragB::from_fn(k, |r, c| sh.at(idx(r, c)))
+        if trans {
+            // [n][k]: K-contiguous rows of 4 f32 are ldmatrix rows.
+            FragB::load_shared_transposed_tf32(k, sh, |n, kk| idx(kk, n))
+        } else {
+            FragB::from_fn(k, |r, c| sh.at(idx(r, c)))
+        }
+    }
+
+    fn frag_b2_flat(
+        k: &KernelBuilder,
+        sh: &DArray<f32, 1, ReadWrite>,
+        trans: bool,
+        idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+    ) -> [FragB<f32>; 2] {
+        if trans {
+            FragB::load_shared_transposed_pair_tf32(k, sh, |n, kk| idx(kk, n))
+        } else {
+            [
+                Self::frag_b_flat(k, sh, false, idx),
+                Self::frag_b_flat(k, sh, false, &|kk, n| idx(kk, n + 8u32)),
+            ]
+        }
     }
 }
 
