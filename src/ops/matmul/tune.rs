@@ -459,8 +459,6 @@ pub(crate) fn tune_candidates(
         MatmulConfig::simt(64, 128, 8, 4, 8),
         MatmulConfig::simt(128, 128, 16, 8, 8),
         MatmulConfig::simt(32, 64, 8, 4, 4),
-        MatmulConfig::simt(128, 256, 8, 8, 16),
-        MatmulConfig::simt(256, 128, 8, 16, 8),
     ];
     if mma_ok && cc >= (8, 0) {
         let bk = 2 * mma_k;
