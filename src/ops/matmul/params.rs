@@ -72,6 +72,13 @@ pub(super) struct TileOrigin {
     pub cbase: Expr<u64>,
 }
 
+/// Rows of tiles in a group of the block order ([`tile_origin`]).
+const GROUP_M: u32 = 8;
+
+/// This block's tile and batch. Consecutive blocks walk down a group of [`GROUP_M`] rows of
+/// tiles before moving one column to the right (Triton's grouped order), so that the blocks
+/// resident at once share rows of A and columns of B in L2 instead of sweeping all of B for
+/// every row of tiles.
 pub(super) fn tile_origin<T: MatmulInput, O: MatmulOutput>(
     k: &KernelBuilder,
     p: &Params<T, O>,
@@ -79,7 +86,12 @@ pub(super) fn tile_origin<T: MatmulInput, O: MatmulOutput>(
     bn: u32,
 ) -> TileOrigin {
     let tile = k.block_idx().x;
-    let (tm, tn) = (tile / p.tiles_n, tile % p.tiles_n);
+    let tiles_m = (p.m + (bm - 1)) / bm;
+    let per_group = p.tiles_n * GROUP_M;
+    let first = tile / per_group * GROUP_M;
+    let rows = (tiles_m - first).min(GROUP_M);
+    let within = tile % per_group;
+    let (tm, tn) = (first + within % rows, within / rows);
     let batch = (k.block_idx().z + p.batch0).cast::<u64>();
     TileOrigin {
         m0: tm * bm,
