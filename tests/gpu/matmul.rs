@@ -641,18 +641,18 @@ fn tf32_cp_async_pipeline() {
     pipeline_cases::<f32>();
 }
 
-/// More rows of tiles than one group of the block order (8): a whole group, then a group of
-/// 2 rows, on both kernels.
+/// Rows of C of more than 16 tiles (the grouped block order) and more rows of tiles than one
+/// group (8): a whole group, then one of 2 or 3 rows, on both kernels.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn many_tiles_in_grouped_order() {
     check::<f16, f32>(Case {
         config: Some(mma_small::<f16>()),
-        ..case(600, 130, 24)
+        ..case(600, 1100, 24)
     });
     check::<f32, f32>(Case {
         config: Some(simt_small()),
-        ..case(650, 70, 9)
+        ..case(650, 1090, 9)
     });
 }
 
