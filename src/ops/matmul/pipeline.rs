@@ -77,17 +77,21 @@ impl<T: Scalar> PipeSrc<'_, T> {
         o * self.stride() + c
     }
 
-    /// This thread's copies, prepared once: per chunk, its destination within a buffer and
-    /// the parts of its source that do not move with K.
-    fn plan(&self, k: &KernelBuilder, threads: u32) -> Vec<Chunk> {
+    /// The tile's 16-byte chunks: (elements per chunk, chunks per line, chunks in all).
+    fn chunks(&self) -> (u32, u32, u32) {
         let e = (16 / T::TY.size()) as u32;
         let (o_len, c_len) = if self.contig_k {
             (self.x_tile, self.k_tile)
         } else {
             (self.k_tile, self.x_tile)
         };
-        let per_line = c_len / e;
-        let total = o_len * per_line;
+        (e, c_len / e, o_len * (c_len / e))
+    }
+
+    /// This thread's copies, prepared once: per chunk, its destination within a buffer and
+    /// the parts of its source that do not move with K.
+    fn plan(&self, k: &KernelBuilder, threads: u32) -> Vec<Chunk> {
+        let (e, per_line, total) = self.chunks();
         let tid = k.thread_idx().x;
         (0..total.div_ceil(threads))
             .map(|r| {
@@ -131,14 +135,7 @@ impl<T: Scalar> PipeSrc<'_, T> {
     /// along the line, so its source is chunk 0's plus `r` line steps and its destination
     /// chunk 0's plus a constant.
     fn fast_plan(&self, k: &KernelBuilder, threads: u32) -> Option<Fast> {
-        let e = (16 / T::TY.size()) as u32;
-        let (o_len, c_len) = if self.contig_k {
-            (self.x_tile, self.k_tile)
-        } else {
-            (self.k_tile, self.x_tile)
-        };
-        let per_line = c_len / e;
-        let total = o_len * per_line;
+        let (e, per_line, total) = self.chunks();
         if threads % per_line != 0 || total % threads != 0 {
             return None;
         }
