@@ -85,31 +85,17 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     };
     if v.pipe {
         let sh = k.dynamic_shared::<T>();
+        let (src_a, src_b) = TileSrc::operands(&p, &o, v);
+        let pad = pad as u32;
         let a = PipeSrc {
-            arr: &p.a,
-            base: o.abase,
-            ld: p.lda,
-            contig_k: v.a_row,
-            x0: o.m0,
-            x_total: p.m,
-            k_total: p.k,
-            x_tile: bm,
-            k_tile: bk,
+            src: src_a,
             offset: 0,
-            pad: pad as u32,
+            pad,
         };
         let b = PipeSrc {
-            arr: &p.b,
-            base: o.bbase,
-            ld: p.ldb,
-            contig_k: !v.b_row,
-            x0: o.n0,
-            x_total: p.n,
-            k_total: p.k,
-            x_tile: bn,
-            k_tile: bk,
+            src: src_b,
             offset: cfg.stages * a.stage_elems(),
-            pad: pad as u32,
+            pad,
         };
         // Each fragment's index is this lane's (per buffer) plus a constant, which the
         // lowering folds into the load's address.
@@ -122,7 +108,7 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
                     let idx = |m: Expr<u32>, kk: Expr<u32>| {
                         abuf + a.offset_of(wrow + m, kk) + a.offset_of_lit(m0, k0)
                     };
-                    T::frag_a_flat(k, &sh, !a.contig_k, &idx)
+                    T::frag_a_flat(k, &sh, !a.src.contig_k, &idx)
                 })
                 .collect();
             // Two fragments per load where there are two.
@@ -133,9 +119,9 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
                         bbuf + b.offset_of(wcol + n, kk) + b.offset_of_lit(n0, k0)
                     };
                     if 2 * nj + 1 < ni_n {
-                        T::frag_b2_flat(k, &sh, b.contig_k, &idx).to_vec()
+                        T::frag_b2_flat(k, &sh, b.src.contig_k, &idx).to_vec()
                     } else {
-                        vec![T::frag_b_flat(k, &sh, b.contig_k, &idx)]
+                        vec![T::frag_b_flat(k, &sh, b.src.contig_k, &idx)]
                     }
                 })
                 .collect();

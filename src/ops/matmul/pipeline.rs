@@ -14,25 +14,16 @@
 //! computed once, outside the loop (only the K offset moves).
 
 use crate::codegen::{
-    select, DArray, Expr, FragA, FragB, KernelBuilder, MmaInput, ReadOnly, ReadWrite, Scalar, Var,
+    select, DArray, Expr, FragA, FragB, KernelBuilder, MmaInput, ReadWrite, Scalar, Var,
 };
 
+use super::stage::TileSrc;
 use super::types::MatmulInput;
 
-/// One operand's source and shared tile in the pipeline.
+/// One operand's source (as the register-staged loop's [`TileSrc`] describes it) and its
+/// shared tile in the pipeline.
 pub(super) struct PipeSrc<'a, T: Scalar> {
-    pub arr: &'a DArray<T, 1, ReadOnly>,
-    /// Element offset of this block's batch.
-    pub base: Expr<u64>,
-    pub ld: Expr<u64>,
-    /// K is the contiguous axis (lines `[x][k]`); else X is (lines `[k][x]`).
-    pub contig_k: bool,
-    /// This block's first row (A: M, B: N).
-    pub x0: Expr<u32>,
-    pub x_total: Expr<u32>,
-    pub k_total: Expr<u32>,
-    pub x_tile: u32,
-    pub k_tile: u32,
+    pub src: TileSrc<'a, T>,
     /// Where the operand's buffers start in the dynamic shared memory (elements).
     pub offset: u32,
     /// Elements of padding per line.
@@ -42,10 +33,10 @@ pub(super) struct PipeSrc<'a, T: Scalar> {
 impl<T: Scalar> PipeSrc<'_, T> {
     /// (lines, elements per line) of one buffer, padding included.
     fn lines(&self) -> (u32, u32) {
-        if self.contig_k {
-            (self.x_tile, self.k_tile + self.pad)
+        if self.src.contig_k {
+            (self.src.x_tile, self.src.k_tile + self.pad)
         } else {
-            (self.k_tile, self.x_tile + self.pad)
+            (self.src.k_tile, self.src.x_tile + self.pad)
         }
     }
 
@@ -67,23 +58,23 @@ impl<T: Scalar> PipeSrc<'_, T> {
 
     /// The offset within a buffer of the tile's element `(x, kk)`.
     pub fn offset_of(&self, x: Expr<u32>, kk: Expr<u32>) -> Expr<u32> {
-        let (o, c) = if self.contig_k { (x, kk) } else { (kk, x) };
+        let (o, c) = if self.src.contig_k { (x, kk) } else { (kk, x) };
         o * self.stride() + c
     }
 
     /// [`offset_of`](PipeSrc::offset_of) of a constant position.
     pub fn offset_of_lit(&self, x: u32, kk: u32) -> u32 {
-        let (o, c) = if self.contig_k { (x, kk) } else { (kk, x) };
+        let (o, c) = if self.src.contig_k { (x, kk) } else { (kk, x) };
         o * self.stride() + c
     }
 
     /// The tile's 16-byte chunks: (elements per chunk, chunks per line, chunks in all).
     fn chunks(&self) -> (u32, u32, u32) {
         let e = (16 / T::TY.size()) as u32;
-        let (o_len, c_len) = if self.contig_k {
-            (self.x_tile, self.k_tile)
+        let (o_len, c_len) = if self.src.contig_k {
+            (self.src.x_tile, self.src.k_tile)
         } else {
-            (self.k_tile, self.x_tile)
+            (self.src.k_tile, self.src.x_tile)
         };
         (e, c_len / e, o_len * (c_len / e))
     }
@@ -99,22 +90,22 @@ impl<T: Scalar> PipeSrc<'_, T> {
                 let guard = (total % threads != 0).then(|| v.lt(total));
                 let (o, c) = (v / per_line, (v % per_line) * e);
                 let dst = o * self.stride() + c + self.offset;
-                let fixed = if self.contig_k {
+                let fixed = if self.src.contig_k {
                     // The line (a row of the matrix) is fixed: clamp it, keep its start.
-                    let gx = self.x0 + o;
-                    let row = gx.min(self.x_total - 1u32).cast::<u64>();
+                    let gx = self.src.x0 + o;
+                    let row = gx.min(self.src.x_total - 1u32).cast::<u64>();
                     Fixed::Line {
-                        start: self.base + row * self.ld,
-                        inside: gx.lt(self.x_total),
+                        start: self.src.base + row * self.src.ld,
+                        inside: gx.lt(self.src.x_total),
                         c,
                     }
                 } else {
                     // The position along the line is fixed: its valid elements too.
-                    let gx = self.x0 + c;
-                    let valid = (self.x_total.max(gx) - gx).min(e);
+                    let gx = self.src.x0 + c;
+                    let valid = (self.src.x_total.max(gx) - gx).min(e);
                     let col = select(valid.gt(0u32), gx, 0u32).cast::<u64>();
                     Fixed::Column {
-                        start: self.base + col,
+                        start: self.src.base + col,
                         valid,
                         o,
                     }
@@ -127,7 +118,7 @@ impl<T: Scalar> PipeSrc<'_, T> {
     /// Whether this block's tile lies wholly inside the matrix along X (every chunk of every
     /// line is whole there, whatever K).
     fn inside(&self) -> Expr<bool> {
-        (self.x0 + self.x_tile).le(self.x_total)
+        (self.src.x0 + self.src.x_tile).le(self.src.x_total)
     }
 
     /// This thread's copies for tiles wholly inside the matrix, when its chunks are whole
@@ -142,14 +133,14 @@ impl<T: Scalar> PipeSrc<'_, T> {
         let lines = threads / per_line;
         let tid = k.thread_idx().x;
         let (o, c) = (tid / per_line, (tid % per_line) * e);
-        let src0 = if self.contig_k {
-            self.base + (self.x0 + o).cast::<u64>() * self.ld + c.cast::<u64>()
+        let src0 = if self.src.contig_k {
+            self.src.base + (self.src.x0 + o).cast::<u64>() * self.src.ld + c.cast::<u64>()
         } else {
-            self.base + (self.x0 + c).cast::<u64>() + o.cast::<u64>() * self.ld
+            self.src.base + (self.src.x0 + c).cast::<u64>() + o.cast::<u64>() * self.src.ld
         };
         Some(Fast {
             src0,
-            step: self.ld * u64::from(lines),
+            step: self.src.ld * u64::from(lines),
             dst0: o * self.stride() + c + self.offset,
             dst_step: lines * self.stride(),
             chunks: total / threads,
@@ -159,10 +150,10 @@ impl<T: Scalar> PipeSrc<'_, T> {
     /// Issues this thread's copies of the tile at depth `k0` into buffer `buf` for a tile
     /// wholly inside the matrix (no bounds, whole 16-byte copies).
     fn issue_fast(&self, sh: &DArray<T, 1, ReadWrite>, f: &Fast, k0: Expr<u32>, buf: Expr<u32>) {
-        let koff = if self.contig_k {
+        let koff = if self.src.contig_k {
             k0.cast::<u64>()
         } else {
-            k0.cast::<u64>() * self.ld
+            k0.cast::<u64>() * self.src.ld
         };
         let base = buf * self.stage_elems() + f.dst0;
         let mut src = f.src0 + koff;
@@ -170,7 +161,7 @@ impl<T: Scalar> PipeSrc<'_, T> {
             if r > 0 {
                 src = src + f.step;
             }
-            sh.cp_async::<16>(base + r * f.dst_step, self.arr, src);
+            sh.cp_async::<16>(base + r * f.dst_step, self.src.arr, src);
         }
     }
 
@@ -191,18 +182,18 @@ impl<T: Scalar> PipeSrc<'_, T> {
             let (src, valid) = match &ch.fixed {
                 Fixed::Line { start, inside, c } => {
                     let gk = k0 + *c;
-                    let valid = select(*inside, (self.k_total.max(gk) - gk).min(e), 0u32);
+                    let valid = select(*inside, (self.src.k_total.max(gk) - gk).min(e), 0u32);
                     let col = select(valid.gt(0u32), gk, 0u32).cast::<u64>();
                     (*start + col, valid)
                 }
                 Fixed::Column { start, valid, o } => {
                     let gk = k0 + *o;
-                    let valid = select(gk.lt(self.k_total), *valid, 0u32);
-                    let row = gk.min(self.k_total - 1u32).cast::<u64>();
-                    (*start + row * self.ld, valid)
+                    let valid = select(gk.lt(self.src.k_total), *valid, 0u32);
+                    let row = gk.min(self.src.k_total - 1u32).cast::<u64>();
+                    (*start + row * self.src.ld, valid)
                 }
             };
-            let put = || sh.cp_async_zfill::<16>(base + ch.dst, self.arr, src, valid * size);
+            let put = || sh.cp_async_zfill::<16>(base + ch.dst, self.src.arr, src, valid * size);
             match ch.guard {
                 Some(g) => k.if_(g, |_| put()),
                 None => put(),
@@ -272,7 +263,7 @@ pub(super) fn main_loop<T: MatmulInput>(
     load: impl Fn(&KernelBuilder, Expr<u32>, u32) -> Frags<T>,
     mma: impl Fn(&KernelBuilder, &Frags<T>),
 ) {
-    let k_tile = srcs[0].k_tile;
+    let k_tile = srcs[0].src.k_tile;
     let general = |k: &KernelBuilder, t: Expr<u32>, buf: Expr<u32>| {
         for s in srcs {
             let plan = s.plan(k, threads);
@@ -287,7 +278,7 @@ pub(super) fn main_loop<T: MatmulInput>(
         return pipe(k, kt, &general);
     }
     let inside = srcs[0].inside().and(srcs[1].inside());
-    let whole = srcs[0].k_total / k_tile;
+    let whole = srcs[0].src.k_total / k_tile;
     k.if_else(
         inside,
         |k| {
