@@ -127,8 +127,11 @@ thread_local! {
 
 /// The LLVM target machine for the options (reused from the last compile on this thread when
 /// the CPU, features and level are the same).
-fn target_machine(opts: &PtxOptions) -> std::result::Result<std::rc::Rc<TargetMachine>, String> {
-    let (cpu, features) = opts.llvm_cpu_and_features();
+fn target_machine(
+    opts: &PtxOptions,
+    hopper: super::hopper::HopperUse,
+) -> std::result::Result<std::rc::Rc<TargetMachine>, String> {
+    let (cpu, features) = opts.llvm_cpu_and_features_for(hopper);
     let key = (cpu, features, opts.effective_opt());
     if let Some(tm) = LAST_TM.with_borrow(|last| {
         last.as_ref()
@@ -137,17 +140,20 @@ fn target_machine(opts: &PtxOptions) -> std::result::Result<std::rc::Rc<TargetMa
     }) {
         return Ok(tm);
     }
-    let tm = std::rc::Rc::new(new_target_machine(opts)?);
+    let tm = std::rc::Rc::new(new_target_machine(opts, hopper)?);
     LAST_TM.with_borrow_mut(|last| *last = Some((key, tm.clone())));
     Ok(tm)
 }
 
 /// A new LLVM target machine for the options' compute capability.
-fn new_target_machine(opts: &PtxOptions) -> std::result::Result<TargetMachine, String> {
+fn new_target_machine(
+    opts: &PtxOptions,
+    hopper: super::hopper::HopperUse,
+) -> std::result::Result<TargetMachine, String> {
     init_nvptx()?;
     let triple = TargetTriple::create("nvptx64-nvidia-cuda");
     let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
-    let (cpu, features) = opts.llvm_cpu_and_features();
+    let (cpu, features) = opts.llvm_cpu_and_features_for(hopper);
     let level = match opts.effective_opt() {
         0 => OptimizationLevel::None,
         1 => OptimizationLevel::Less,
@@ -211,7 +217,7 @@ fn build_module<'c>(
     role: Role,
     opts: &PtxOptions,
 ) -> Result<(Module<'c>, std::rc::Rc<TargetMachine>)> {
-    let tm = target_machine(opts).map_err(|e| llvm_err(&f.name, e))?;
+    let tm = target_machine(opts, super::hopper::hopper_use(f)).map_err(|e| llvm_err(&f.name, e))?;
     let module = ctx.create_module(&f.name);
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
@@ -225,6 +231,40 @@ fn build_module<'c>(
         // bounds become `.maxntid` and `.minnctapersm` (0: none).
         func.set_call_conventions(PTX_KERNEL_CC);
         let (threads, blocks) = f.launch_bounds.unwrap_or((0, 0));
+        // Tensor maps are `__grid_constant__`: NVPTX reads them in place (`cvta.param`)
+        // instead of copying them to local memory, which TMA could not read.
+        let maps: Vec<_> = f
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p, Param::TensorMap { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        if !maps.is_empty() {
+            // Indices count LLVM parameters from 1.
+            let idx: Vec<_> = maps
+                .iter()
+                .map(|&i| {
+                    let slot: usize = f.params[..i]
+                        .iter()
+                        .map(|p| match p {
+                            Param::Array { ndim, .. } => 1 + *ndim as usize,
+                            _ => 1,
+                        })
+                        .sum();
+                    ctx.i32_type().const_int(slot as u64 + 1, false).into()
+                })
+                .collect();
+            let list = ctx.metadata_node(&idx);
+            let md = ctx.metadata_node(&[
+                func.as_global_value().as_pointer_value().into(),
+                ctx.metadata_string("grid_constant").into(),
+                list.into(),
+            ]);
+            module
+                .add_global_metadata("nvvm.annotations", &md)
+                .map_err(|e| llvm_err(&f.name, e))?;
+        }
         for (what, v) in [("kernel", 1), ("maxntidx", threads), ("minctasm", blocks)] {
             if v == 0 {
                 continue;
@@ -287,6 +327,9 @@ pub(crate) struct Lowerer<'c, 'm> {
     /// The last `ldmatrix` (its operands, its registers), whose registers the following
     /// `WarpOp::LdMatrix`s take.
     pub(crate) last_ldmatrix: Option<(super::ldmatrix::LdKey, Vec<BasicValueEnum<'c>>)>,
+    /// The last multi-result instruction (a wgmma or its wait): the id of its element 0 and
+    /// its results, which the following elements extract.
+    pub(crate) last_multi: Option<(ValueId, inkwell::values::StructValue<'c>)>,
     /// Debug locations, with line information on.
     dbg: Option<super::debug_info::FnDebug<'c, 'm>>,
 }
@@ -332,6 +375,8 @@ fn param_types<'c>(ctx: &'c LlContext, params: &[Param]) -> Vec<BasicMetadataTyp
                 out.push(ctx.ptr_type(AddressSpace::from(GLOBAL)).into());
                 out.extend((0..*ndim).map(|_| BasicMetadataTypeEnum::from(ctx.i64_type())));
             }
+            // A pointer to the 128 bytes, `byval` (passed by value in the parameter space).
+            Param::TensorMap { .. } => out.push(ctx.ptr_type(AddressSpace::default()).into()),
         }
     }
     out
@@ -398,6 +443,19 @@ fn lower_function<'c>(
     for p in &f.params {
         match p {
             Param::Scalar(_) => slot += 1,
+            Param::TensorMap { .. } => {
+                let bytes = ctx.i8_type().array_type(128);
+                let byval = ctx.create_type_attribute(
+                    Attribute::get_named_enum_kind_id("byval"),
+                    bytes.into(),
+                );
+                func.add_attribute(AttributeLoc::Param(slot), byval);
+                func.add_attribute(
+                    AttributeLoc::Param(slot),
+                    ctx.create_enum_attribute(Attribute::get_named_enum_kind_id("align"), 64),
+                );
+                slot += 1;
+            }
             Param::Array { ndim, mutable, .. } => {
                 if is_kernel {
                     func.add_attribute(AttributeLoc::Param(slot), attr("noalias"));
@@ -434,6 +492,7 @@ fn lower_function<'c>(
         last_vec: None,
         last_mma: None,
         last_ldmatrix: None,
+        last_multi: None,
         dbg: fdbg,
     };
     lw.setup()?;
@@ -468,6 +527,18 @@ impl<'c> Lowerer<'c, '_> {
         llvm_err(&self.f.name, what)
     }
 
+    /// The generic address (i64) of tensor-map parameter `map`.
+    pub(crate) fn tensor_map_address(&mut self, map: u32) -> Result<BasicValueEnum<'c>> {
+        let p = self
+            .scalars
+            .get(map as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err("not a tensor-map parameter"))?
+            .into_pointer_value();
+        Ok(ll!(self, self.b.build_ptr_to_int(p, self.ctx.i64_type(), "")).into())
+    }
+
     /// Parameters, variables, shared and local arrays.
     fn setup(&mut self) -> Result<()> {
         let mut slot = 0u32;
@@ -494,6 +565,12 @@ impl<'c> Lowerer<'c, '_> {
                         .into();
                     }
                     self.scalars.push(Some(v));
+                    self.arrays.push(None);
+                    slot += 1;
+                }
+                Param::TensorMap { .. } => {
+                    let p = get(slot)?;
+                    self.scalars.push(Some(p));
                     self.arrays.push(None);
                     slot += 1;
                 }
@@ -747,6 +824,7 @@ impl<'c> Lowerer<'c, '_> {
             Stmt::Barrier(bar) => self.barrier(*bar)?,
             Stmt::Printf(p) => super::printf::lower_printf(self, p)?,
             Stmt::AsyncCopy(c) => super::async_copy::lower_async_copy(self, c)?,
+            Stmt::Hopper(h) => super::hopper::lower_hopper_stmt(self, h)?,
         }
         Ok(())
     }
@@ -818,7 +896,7 @@ mod tests {
     /// (`-nvptx-short-ptr`), and leaves generic and global pointers 64-bit.
     #[test]
     fn shared_constant_and_local_pointers_are_32_bit() {
-        let tm = target_machine(&PtxOptions::for_cc(9, 0)).unwrap();
+        let tm = target_machine(&PtxOptions::for_cc(9, 0), super::hopper::HopperUse::None).unwrap();
         let td = tm.get_target_data();
         let bytes = |space: u16| td.get_pointer_byte_size(Some(AddressSpace::from(space)));
         assert_eq!([0, 1, 3, 4, 5].map(bytes), [8, 8, 4, 4, 4]);

@@ -30,6 +30,7 @@ mod divergence;
 mod expr;
 pub(crate) mod extern_fn;
 mod grid_sync;
+pub mod hopper;
 mod kernel;
 pub mod ldmatrix;
 mod lower;
@@ -48,6 +49,9 @@ pub(crate) mod warp;
 pub use atomics::*;
 
 pub use async_copy::CpAsyncSrc;
+pub use hopper::{
+    Mbarriers, SmemMatrix, Tma, TmaDesc, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
+};
 pub use ldmatrix::{LdMatrixElem, LdMatrixSrc};
 pub use mma::{FragA, FragB, FragC, MmaInput};
 pub use warp::*;

@@ -190,4 +190,18 @@ impl PtxOptions {
         let (pm, pn) = self.ptx_isa();
         (format!("sm_{m}{n}"), format!("+ptx{pm}{pn}"))
     }
+
+    /// LLVM's CPU name and feature string for a kernel with Hopper operations (`hopper`):
+    /// PTX ISA 8.0 on sm_90, and the architecture-specific `sm_90a` for wgmma and setmaxnreg.
+    pub(crate) fn llvm_cpu_and_features_for(
+        &self,
+        hopper: super::hopper::HopperUse,
+    ) -> (String, String) {
+        use super::hopper::HopperUse;
+        match hopper {
+            HopperUse::Sm90 if self.sm() == (9, 0) => ("sm_90".into(), "+ptx80".into()),
+            HopperUse::Sm90a if self.sm() == (9, 0) => ("sm_90a".into(), "+ptx80".into()),
+            _ => self.llvm_cpu_and_features(),
+        }
+    }
 }

@@ -20,10 +20,22 @@ use crate::memory::{DeviceSlice, DeviceSliceMut};
 /// Most 8-byte argument slots one launch can take (each array takes 1 + its dimensions).
 pub const MAX_ARG_SLOTS: usize = 64;
 
+/// Most tensor maps (128 bytes each, passed by value) one launch can take.
+pub const MAX_TENSOR_MAPS: usize = 8;
+
+/// One tensor map's bytes as a kernel receives them (`CUtensorMap`: 128 bytes, aligned to 64).
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+pub(crate) struct MapBytes(pub(crate) [u8; 128]);
+
 /// The launch-time values of a kernel's parameters, kept on the stack.
 pub struct ArgBuffer<'c> {
     slots: [u64; MAX_ARG_SLOTS],
     len: usize,
+    /// Tensor maps; a slot whose bit is set in `map_slots` holds the index of its map here.
+    maps: [MapBytes; MAX_TENSOR_MAPS],
+    n_maps: usize,
+    map_slots: u64,
     ctx: &'c Context,
     /// Required byte alignment of each parameter's array (0: none).
     align: &'c [u32],
@@ -36,6 +48,9 @@ impl<'c> ArgBuffer<'c> {
         ArgBuffer {
             slots: [0; MAX_ARG_SLOTS],
             len: 0,
+            maps: [MapBytes([0; 128]); MAX_TENSOR_MAPS],
+            n_maps: 0,
+            map_slots: 0,
             ctx,
             align,
             param: 0,
@@ -93,11 +108,37 @@ impl<'c> ArgBuffer<'c> {
         self.push(ptr)
     }
 
-    /// Calls `f` with one pointer per slot, as `cuLaunchKernel` takes them.
+    /// Pushes a tensor map (its 128 bytes, passed by value) after checking its context.
+    pub(crate) fn push_tensor_map(&mut self, ctx: &Context, bytes: &[u8; 128]) -> Result<()> {
+        self.ctx
+            .check_same_for_launch(ctx, "a kernel's tensor-map argument")?;
+        if self.n_maps == MAX_TENSOR_MAPS {
+            return Err(Error::launch_argument(format!(
+                "a kernel launch takes at most {MAX_TENSOR_MAPS} tensor maps"
+            )));
+        }
+        self.maps[self.n_maps] = MapBytes(*bytes);
+        self.map_slots |= 1 << self.len;
+        self.n_maps += 1;
+        self.param += 1;
+        self.push((self.n_maps - 1) as u64)
+    }
+
+    /// Calls `f` with one pointer per slot, as `cuLaunchKernel` takes them (a tensor map's
+    /// slot points at its 128 bytes).
     pub(crate) fn with_params<R>(&mut self, f: impl FnOnce(*mut *mut c_void) -> R) -> R {
         let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX_ARG_SLOTS];
-        for (p, s) in ptrs.iter_mut().zip(self.slots[..self.len].iter_mut()) {
-            *p = (s as *mut u64).cast();
+        let maps = &mut self.maps;
+        for (i, (p, s)) in ptrs
+            .iter_mut()
+            .zip(self.slots[..self.len].iter_mut())
+            .enumerate()
+        {
+            *p = if self.map_slots & (1 << i) != 0 {
+                (&mut maps[*s as usize] as *mut MapBytes).cast()
+            } else {
+                (s as *mut u64).cast()
+            };
         }
         f(ptrs.as_mut_ptr())
     }

@@ -110,6 +110,9 @@ build_errors! {
     KernelOnly,
     /// `launch_bounds` with a block size outside 1 to 1024 threads.
     LaunchBounds,
+    /// A Hopper operation used wrongly: a wgmma shape or operand layout, a matrix
+    /// descriptor's offsets, a register budget.
+    Hopper,
     /// An inconsistency of cudajit's builder (please report it).
     Internal,
 }

@@ -124,6 +124,9 @@ pub enum FaultKind {
     /// A kernel given memory of another device whose context has not enabled peer access to
     /// that device (on a GPU, an illegal address; see `Context::enable_peer_access`).
     PeerAccess,
+    /// Threads waiting for something that can no longer happen: an `mbarrier` phase whose
+    /// arrivals or transaction bytes will never come (on a GPU, a hang).
+    Deadlock,
 }
 
 impl fmt::Display for FaultKind {
@@ -133,6 +136,7 @@ impl fmt::Display for FaultKind {
             FaultKind::DivergentBarrier => "divergent barrier",
             FaultKind::SharedRace => "data race on shared memory",
             FaultKind::Misaligned => "misaligned access",
+            FaultKind::Deadlock => "deadlock",
             FaultKind::Unsupported => "unsupported operation",
             FaultKind::PeerAccess => "access to another device's memory without peer access",
         })

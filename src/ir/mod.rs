@@ -13,6 +13,7 @@
 
 pub(crate) mod async_copy;
 pub(crate) mod atomic;
+pub(crate) mod hopper;
 pub(crate) mod link;
 pub(crate) mod math;
 pub(crate) mod mma;
@@ -26,6 +27,7 @@ pub(crate) mod warp;
 
 pub(crate) use async_copy::AsyncCopy;
 pub(crate) use atomic::{AtomicKind, AtomicOp};
+pub(crate) use hopper::{HopperOp, HopperStmt};
 pub(crate) use link::LinkKind;
 pub(crate) use math::MathFn;
 pub(crate) use printf::PrintfStmt;
@@ -194,6 +196,8 @@ pub(crate) enum Op {
     /// Calls an external device function (index into `FunctionIr::externs`), defined in code
     /// linked when the kernel is loaded (see `extern_fn.rs`).
     CallExtern(u32, Vec<ValueId>),
+    /// Hopper's barriers, addresses and warpgroup MMA (see `hopper.rs`).
+    Hopper(HopperOp),
 }
 
 /// A value's definition.
@@ -252,6 +256,8 @@ pub(crate) enum Stmt {
     Printf(PrintfStmt),
     /// An asynchronous global-to-shared copy, or its commit or wait (see `async_copy.rs`).
     AsyncCopy(AsyncCopy),
+    /// Hopper's barriers, tile copies and fences (see `hopper.rs`).
+    Hopper(HopperStmt),
 }
 
 /// A parameter of a kernel or device function.
@@ -263,6 +269,9 @@ pub(crate) enum Param {
         ndim: u8,
         mutable: bool,
     },
+    /// A TMA tensor map (`CUtensorMap`, 128 bytes aligned to 64) of `rank` dimensions over
+    /// elements of `elem`, passed by value (a `__grid_constant__` parameter).
+    TensorMap { elem: ScalarTy, rank: u8 },
 }
 
 /// A static array declaration (shared or local).

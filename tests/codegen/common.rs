@@ -27,13 +27,18 @@ pub fn check_ptx(ptx: &str, cc: (u32, u32), what: &str) -> PtxasReport {
 
 /// [`check_ptx`] with more ptxas arguments (e.g. `-c` for PTX that calls external functions).
 pub fn check_ptx_args(ptx: &str, cc: (u32, u32), what: &str, args: &[&str]) -> PtxasReport {
+    check_ptx_arch(ptx, &format!("sm_{}{}", cc.0, cc.1), what, args)
+}
+
+/// [`check_ptx_args`] for a named architecture (e.g. `sm_90a`).
+pub fn check_ptx_arch(ptx: &str, arch: &str, what: &str, args: &[&str]) -> PtxasReport {
     let dir = std::env::temp_dir().join(format!("cudajit-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let stem = format!("{what}_sm{}{}_{:x}", cc.0, cc.1, fxhash(ptx));
+    let stem = format!("{what}_{arch}_{:x}", fxhash(ptx));
     let src = dir.join(format!("{stem}.ptx"));
     std::fs::write(&src, ptx).unwrap();
     let out = Command::new(ptxas())
-        .arg(format!("-arch=sm_{}{}", cc.0, cc.1))
+        .arg(format!("-arch={arch}"))
         .arg("-v")
         .args(args)
         .arg(&src)
@@ -45,10 +50,7 @@ pub fn check_ptx_args(ptx: &str, cc: (u32, u32), what: &str, args: &[&str]) -> P
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     if log.contains("is not defined for option 'gpu-name'") {
         // CUDA 13's ptxas dropped targets below sm_75; CI's ptxas (12.x) still checks them.
-        eprintln!(
-            "note: this ptxas cannot assemble sm_{}{}; {what} not checked for it",
-            cc.0, cc.1
-        );
+        eprintln!("note: this ptxas cannot assemble {arch}; {what} not checked for it");
         return PtxasReport {
             registers: 0,
             spill_bytes: 0,
@@ -58,9 +60,7 @@ pub fn check_ptx_args(ptx: &str, cc: (u32, u32), what: &str, args: &[&str]) -> P
     }
     assert!(
         out.status.success(),
-        "ptxas rejected {what} for sm_{}{}:\n{log}\n--- PTX ---\n{ptx}",
-        cc.0,
-        cc.1
+        "ptxas rejected {what} for {arch}:\n{log}\n--- PTX ---\n{ptx}"
     );
     let num = |key: &str| -> u32 {
         log.lines()

@@ -11,6 +11,7 @@ mod contract;
 mod foreign;
 mod grid;
 mod half;
+mod hopper;
 mod lines;
 mod math;
 mod matmul;

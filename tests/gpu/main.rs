@@ -43,4 +43,5 @@ mod strided;
 #[path = "../support/mod.rs"]
 mod support;
 mod warp;
+mod wgmma;
 use support::gen;

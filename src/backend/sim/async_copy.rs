@@ -62,7 +62,7 @@ pub(super) fn elem_ty(f: &FunctionIr, array: ArrayRef) -> Option<ScalarTy> {
     Some(match array {
         ArrayRef::Param(i) => match f.params.get(i as usize)? {
             Param::Array { elem, .. } => *elem,
-            Param::Scalar(_) => return None,
+            Param::Scalar(_) | Param::TensorMap { .. } => return None,
         },
         ArrayRef::Shared(i) => f.shared.get(i as usize)?.elem,
         ArrayRef::DynShared(t) => t,

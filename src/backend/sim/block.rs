@@ -164,7 +164,7 @@ pub(super) struct Rec {
 }
 
 impl Rec {
-    const FRESH: Rec = Rec {
+    pub(super) const FRESH: Rec = Rec {
         w_tid: u32::MAX,
         w_bep: u32::MAX,
         w_wep: 0,
@@ -214,6 +214,8 @@ pub(super) struct Block<'l> {
     pub wep: [u32; MAX_WARPS],
     /// Each thread's `cp.async` copies in flight.
     pub copies: super::async_copy::Copies,
+    /// The block's transaction barriers (`mbarrier`s), by their shared-memory place.
+    pub bars: super::hopper::Bars,
     kernel: Option<Frame<'l>>,
 }
 
@@ -241,6 +243,7 @@ impl<'l> Block<'l> {
             bep: 0,
             wep: [0; MAX_WARPS],
             copies: Default::default(),
+            bars: Default::default(),
             kernel: Some(Frame::new(l.ir, n, true)),
         }
     }
@@ -256,6 +259,7 @@ impl<'l> Block<'l> {
         self.exited = NONE;
         self.bep = self.bep.wrapping_add(1);
         self.reset_async_copies();
+        self.bars = Default::default();
         let mut fr = self
             .kernel
             .take()
@@ -306,6 +310,7 @@ impl<'l> Block<'l> {
                 Stmt::Barrier(b) => self.barrier(fr, *b, &m).map_err(|e| e.at_stmt(fr.f, s))?,
                 Stmt::Printf(p) => self.printf(fr, p, &m),
                 Stmt::AsyncCopy(c) => self.async_copy(fr, c, &m).map_err(|e| e.at_stmt(fr.f, s))?,
+                Stmt::Hopper(h) => self.hopper(fr, h, &m).map_err(|e| e.at_stmt(fr.f, s))?,
                 Stmt::Break | Stmt::Continue => {
                     let top = fr
                         .loops
@@ -533,6 +538,7 @@ impl<'l> Block<'l> {
                 dims,
             } => return self.nd_index(fr, id, *array, indices, dims, m),
             Op::Warp(w) => return self.warp(fr, id, w, m, sp),
+            Op::Hopper(h) => return self.hopper_op(fr, id, h, m),
             Op::SyncReduce(kind, pred) => return self.sync_reduce(fr, id, *kind, *pred, m),
             Op::Call(fid, args) => return self.call(fr, id, fid.0 as usize, args, m, sp),
             Op::CallExtern(e, _) => return Err(extern_call_fault(f, *e)),
@@ -604,6 +610,7 @@ impl<'l> Block<'l> {
             | Op::Atomic(_)
             | Op::NdIndex { .. }
             | Op::Warp(_)
+            | Op::Hopper(_)
             | Op::SyncReduce(..)
             | Op::Call(..)
             | Op::CallExtern(..) => unreachable!("handled above"),

@@ -110,6 +110,7 @@ fn slot_sizes(ir: &FunctionIr) -> Vec<usize> {
     for p in &ir.params {
         match p {
             Param::Scalar(t) => sizes.push(t.size()),
+            Param::TensorMap { .. } => sizes.push(128),
             Param::Array { ndim, .. } => {
                 sizes.extend(std::iter::repeat(8).take(1 + *ndim as usize))
             }

@@ -39,6 +39,8 @@ pub(super) struct Launch<'a> {
     pub scalars: Vec<u64>,
     /// Each parameter's array (`None` for scalars).
     pub arrays: Vec<Option<ArrayArg>>,
+    /// Each parameter's tensor map bytes (`None` for the others).
+    pub maps: Vec<Option<Box<[u8; 128]>>>,
     /// Each thread's index within the block, per dimension.
     pub tid: [Vec<u32>; 3],
     /// Set when a block faults: the others stop at their next block.
@@ -73,7 +75,25 @@ impl<'a> Launch<'a> {
         };
         let mut scalars = Vec::with_capacity(ir.params.len());
         let mut arrays = Vec::with_capacity(ir.params.len());
+        let mut maps = Vec::with_capacity(ir.params.len());
         for p in &ir.params {
+            if let Param::TensorMap { .. } = p {
+                let mut b = Box::new([0u8; 128]);
+                // SAFETY: the caller guarantees the slot points to the map's 128 bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        *params.add(slot) as *const u8,
+                        b.as_mut_ptr(),
+                        128,
+                    );
+                }
+                scalars.push(0);
+                arrays.push(None);
+                maps.push(Some(b));
+                slot += 1;
+                continue;
+            }
+            maps.push(None);
             match p {
                 Param::Scalar(t) => {
                     let mut v = read(slot, t.size());
@@ -84,6 +104,7 @@ impl<'a> Launch<'a> {
                     arrays.push(None);
                     slot += 1;
                 }
+                Param::TensorMap { .. } => unreachable!("handled above"),
                 Param::Array { elem, ndim, .. } => {
                     let base = read(slot, 8);
                     let dims: Vec<u64> =
@@ -120,6 +141,7 @@ impl<'a> Launch<'a> {
             dyn_shared,
             scalars,
             arrays,
+            maps,
             tid,
             abort: AtomicBool::new(false),
             race_checks: race_checks_enabled(),

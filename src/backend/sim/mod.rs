@@ -31,6 +31,7 @@ mod functions;
 mod global;
 mod graph;
 mod half;
+mod hopper;
 mod launch;
 mod ldmatrix;
 mod memory;

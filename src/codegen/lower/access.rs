@@ -50,7 +50,9 @@ impl<'c> Lowerer<'c, '_> {
                     .ok_or_else(|| self.err("not an array parameter"))?;
                 let elem = match &self.f.params[i as usize] {
                     Param::Array { elem, .. } => *elem,
-                    Param::Scalar(_) => return Err(self.err("not an array parameter")),
+                    Param::Scalar(_) | Param::TensorMap { .. } => {
+                        return Err(self.err("not an array parameter"))
+                    }
                 };
                 (*p, elem)
             }

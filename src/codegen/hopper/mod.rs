@@ -1,0 +1,187 @@
+//! Hopper (sm_90) in the kernel language: transaction barriers in shared memory
+//! ([`Mbarriers`]), tile copies by the Tensor Memory Accelerator from a [`TensorMap`]
+//! parameter ([`TmaDesc`]), the proxy fences between ordinary and asynchronous accesses, and the
+//! warpgroup's matrix multiply-accumulate on shared-memory operands ([`KernelBuilder::wgmma`],
+//! sm_90a) with its descriptors ([`SmemMatrix`]).
+//!
+//! A kernel using any of these compiles for PTX ISA 8.0; one using `wgmma` or `setmaxnreg`
+//! compiles for the architecture-specific target `sm_90a`, which only an sm_90 device (H100,
+//! H200) loads. Tiles that TMA writes and wgmma reads live in the dynamic shared memory (their
+//! descriptors hold shared-window addresses; 128-byte swizzled tiles start on a 1024-byte
+//! boundary). The simulator executes them all: a TMA copy lands when issued and completes its
+//! barrier's transactions, a wgmma computes when issued (each element of D as `C + Σ A·B`, exact
+//! products summed in f64 in order of k, rounded once), and a wait on a phase that can no
+//! longer complete is reported as a deadlock.
+//!
+//! [`TensorMap`]: crate::memory::TensorMap
+//! [`KernelBuilder::wgmma`]: super::KernelBuilder::wgmma
+
+mod mbarrier;
+mod tma;
+mod wgmma;
+
+pub use mbarrier::Mbarriers;
+pub use tma::{Tma, TmaDesc};
+pub use wgmma::{SmemMatrix, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle};
+
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum};
+
+use super::lower::{unsupported_err, Lowerer};
+use crate::error::Result;
+use crate::ir::{HopperOp, HopperStmt, ValueId};
+
+/// What a kernel needs of the target for its Hopper operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum HopperUse {
+    /// None: the target the options name.
+    None,
+    /// sm_90 with PTX ISA 8.0 (barriers, TMA, fences).
+    Sm90,
+    /// sm_90a (wgmma, setmaxnreg).
+    Sm90a,
+}
+
+/// What `f` and the device functions it calls need of the target.
+pub(crate) fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
+    fn walk(stmts: &[crate::ir::Stmt], u: &mut HopperUse) {
+        use crate::ir::Stmt;
+        for s in stmts {
+            match s {
+                Stmt::Hopper(HopperStmt::SetMaxNReg { .. }) | Stmt::Hopper(HopperStmt::WgmmaFence)
+                | Stmt::Hopper(HopperStmt::WgmmaCommit) => *u = HopperUse::Sm90a,
+                Stmt::Hopper(_) => *u = (*u).max(HopperUse::Sm90),
+                Stmt::If { then, otherwise, .. } => {
+                    walk(then, u);
+                    walk(otherwise, u);
+                }
+                Stmt::For { body, .. } => walk(body, u),
+                Stmt::While { cond_stmts, body, .. } => {
+                    walk(cond_stmts, u);
+                    walk(body, u);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut u = HopperUse::None;
+    for g in f.tree() {
+        for v in &g.values {
+            if let crate::ir::Op::Hopper(op) = &v.op {
+                u = u.max(match op {
+                    HopperOp::Wgmma { .. } | HopperOp::WgmmaWait { .. } => HopperUse::Sm90a,
+                    _ => HopperUse::Sm90,
+                });
+            }
+        }
+        if g.params.iter().any(|p| matches!(p, crate::ir::Param::TensorMap { .. })) {
+            u = u.max(HopperUse::Sm90);
+        }
+        walk(&g.body, &mut u);
+    }
+    u
+}
+
+/// The error for a Hopper operation (`what`) in a kernel compiled for an older target.
+fn needs_sm90(lw: &Lowerer<'_, '_>, what: &str) -> Result<()> {
+    let sm = lw.opts.sm();
+    if sm >= (9, 0) {
+        return Ok(());
+    }
+    Err(unsupported_err(
+        &lw.f.name,
+        format!(
+            "{what} needs an sm_90 GPU (Hopper: H100, H200), and this kernel is compiled for \
+             sm_{}{}: run it on a Hopper GPU (or set PtxOptions::cc to (9, 0))",
+            sm.0, sm.1
+        ),
+    ))
+}
+
+/// Emits inline PTX `text` with `constraints` over `args`, returning `ret` (or nothing): a
+/// statement with side effects that clobbers memory when `volatile`.
+pub(crate) fn asm<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    text: String,
+    constraints: String,
+    args: &[BasicValueEnum<'c>],
+    ret: Option<BasicTypeEnum<'c>>,
+) -> Result<Option<BasicValueEnum<'c>>> {
+    let tys: Vec<BasicMetadataTypeEnum<'c>> = args.iter().map(|a| a.get_type().into()).collect();
+    let margs: Vec<BasicMetadataValueEnum<'c>> = args.iter().map(|&a| a.into()).collect();
+    let fty = match ret {
+        Some(r) => r.fn_type(&tys, false),
+        None => lw.ctx.void_type().fn_type(&tys, false),
+    };
+    let f = lw
+        .ctx
+        .create_inline_asm(fty, text, constraints, true, false, None, false);
+    let call = lw
+        .b
+        .build_indirect_call(fty, f, &margs, "")
+        .map_err(|e| lw.err(e.to_string()))?;
+    Ok(call.try_as_basic_value().basic())
+}
+
+/// The 32-bit shared-window address of element `index` of shared array `array`.
+fn shared_addr<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    array: crate::ir::ArrayRef,
+    index: ValueId,
+) -> Result<BasicValueEnum<'c>> {
+    let p = lw.element_ptr(array, index)?;
+    let i32t = lw.ctx.i32_type();
+    Ok(lw
+        .b
+        .build_ptr_to_int(p, i32t, "")
+        .map_err(|e| lw.err(e.to_string()))?
+        .into())
+}
+
+/// Lowers a statement of Hopper's machinery.
+pub(crate) fn lower_hopper_stmt(lw: &mut Lowerer<'_, '_>, s: &HopperStmt) -> Result<()> {
+    match s {
+        HopperStmt::BarInit { .. }
+        | HopperStmt::BarArrive { .. }
+        | HopperStmt::BarExpectTx { .. }
+        | HopperStmt::FenceBarrierInit => {
+            needs_sm90(lw, "an mbarrier (a transaction barrier in shared memory)")?;
+            mbarrier::lower_stmt(lw, s)
+        }
+        HopperStmt::FenceProxyAsync => {
+            needs_sm90(lw, "fence.proxy.async")?;
+            asm(lw, "fence.proxy.async.shared::cta;".into(), "~{memory}".into(), &[], None)
+                .map(|_| ())
+        }
+        HopperStmt::TmaLoad { .. }
+        | HopperStmt::TmaStore { .. }
+        | HopperStmt::BulkCommit
+        | HopperStmt::BulkWait { .. } => {
+            needs_sm90(lw, "a TMA tile copy (cp.async.bulk.tensor)")?;
+            tma::lower_stmt(lw, s)
+        }
+        HopperStmt::WgmmaFence | HopperStmt::WgmmaCommit | HopperStmt::SetMaxNReg { .. } => {
+            needs_sm90(lw, "the warpgroup MMA (wgmma) and setmaxnreg")?;
+            wgmma::lower_stmt(lw, s)
+        }
+    }
+}
+
+/// Lowers an operation of Hopper's machinery that defines value `id`.
+pub(crate) fn lower_hopper_op<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    id: ValueId,
+    op: &HopperOp,
+) -> Result<BasicValueEnum<'c>> {
+    match op {
+        HopperOp::BarTryWait { .. } => {
+            needs_sm90(lw, "an mbarrier wait")?;
+            mbarrier::lower_try_wait(lw, op)
+        }
+        HopperOp::SharedAddr { array, index } => shared_addr(lw, *array, *index),
+        HopperOp::Wgmma { .. } | HopperOp::WgmmaWait { .. } => {
+            needs_sm90(lw, "the warpgroup MMA (wgmma)")?;
+            wgmma::lower_op(lw, id, op)
+        }
+    }
+}

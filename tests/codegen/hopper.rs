@@ -1,0 +1,103 @@
+//! Hopper's operations in PTX: a kernel with transaction barriers, a TMA tile load from a
+//! tensor-map parameter and warpgroup MMAs compiles for `sm_90a` with PTX ISA 8.0 and passes
+//! ptxas; the tensor map is read in place (`__grid_constant__`), not copied to local memory;
+//! an older target, a tf32 MN-major operand and a bad N are clear errors.
+
+use cudajit::codegen::{
+    Kernel, PtxOptions, SmemMatrix, Tma, WgmmaAcc, WgmmaMajor, WgmmaSwizzle,
+};
+use cudajit::{f16, Error};
+
+use crate::common::check_ptx_arch;
+
+/// One block, one warpgroup: thread 0 loads a 64×64 f16 box of A and of B by TMA onto one
+/// barrier, everyone waits, four wgmmas m64n64k16, the 64×64 f32 tile stored.
+fn tma_wgmma() -> Kernel<(Tma<f16, 2>, Tma<f16, 2>, &'static mut [f32])> {
+    Kernel::<(Tma<f16, 2>, Tma<f16, 2>, &mut [f32])>::build("tma_wgmma", |k, (ma, mb, d)| {
+        let smem = k.dynamic_shared::<f16>();
+        let bars = k.mbarriers(1);
+        let t = k.thread_idx().x;
+        let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+        k.if_(t.eq(0u32), |k| {
+            bars.init(0u32, 1u32);
+            k.fence_barrier_init();
+        });
+        k.syncthreads();
+        k.if_(t.eq(0u32), |k| {
+            bars.arrive_expect_tx(0u32, 2u32 * 64 * 64 * 2);
+            let zero = k.lit(0i32);
+            ma.load([zero, zero], &smem, pad, &bars, 0u32);
+            mb.load([zero, zero], &smem, pad + 4096u32, &bars, 0u32);
+        });
+        bars.wait(k, 0u32, 0u32);
+        let a = SmemMatrix::new(&smem, pad, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
+        let b = SmemMatrix::new(&smem, pad + 4096u32, WgmmaMajor::MN, WgmmaSwizzle::B128, 8192, 1024);
+        k.wgmma_fence();
+        let mut acc = WgmmaAcc::zeros(64);
+        for s in 0..4u32 {
+            acc = k.wgmma(&a.advance(s * 32), &b.advance(s * 2048), &acc, s > 0);
+        }
+        k.wgmma_commit();
+        let acc = k.wgmma_wait(0, &acc);
+        acc.for_each(k, |r, c, v| d.set(r * 64u32 + c, v));
+    })
+    .unwrap()
+}
+
+#[test]
+fn tma_wgmma_compiles_for_sm90a() {
+    let k = tma_wgmma();
+    let ptx = k.compile_ptx(&PtxOptions::for_cc(9, 0)).unwrap();
+    for want in [
+        ".version 8.0",
+        ".target sm_90a",
+        ".param .align 64 .b8 tma_wgmma_param_0[128]",
+        "mbarrier.init.shared::cta.b64",
+        "mbarrier.arrive.expect_tx.shared::cta.b64",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+        "wgmma.wait_group.sync.aligned 0",
+        "fence.mbarrier_init.release.cluster",
+    ] {
+        assert!(ptx.contains(want), "{want} missing:\n{ptx}");
+    }
+    assert_eq!(ptx.matches("wgmma.mma_async").count(), 4, "{ptx}");
+    // The map is read in place: no copy of it to local memory.
+    assert!(!ptx.contains("__local_depot"), "the tensor map was copied:\n{ptx}");
+    let rep = check_ptx_arch(&ptx, "sm_90a", k.name(), &[]);
+    assert_eq!(rep.spill_bytes, 0, "{}", rep.log);
+}
+
+#[test]
+fn hopper_needs_sm90() {
+    let k = tma_wgmma();
+    let err = k.compile_ptx(&PtxOptions::for_cc(8, 0)).unwrap_err();
+    assert!(
+        matches!(err, Error::Codegen(_)) && err.to_string().contains("sm_90") && err.to_string().contains("sm_80"),
+        "{err}"
+    );
+}
+
+#[test]
+fn wgmma_misuse_is_a_build_error() {
+    let err = Kernel::<(&mut [f32],)>::build("tf32_mn", |k, (d,)| {
+        let smem = k.dynamic_shared::<f32>();
+        let a = SmemMatrix::new(&smem, 0u32, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
+        let b = SmemMatrix::new(&smem, 4096u32, WgmmaMajor::MN, WgmmaSwizzle::B128, 16, 1024);
+        let acc = k.wgmma(&a, &b, &WgmmaAcc::zeros(64), false);
+        d.set(0u32, acc.elems()[0]);
+    })
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("tf32 wgmma reads both operands K-major"), "{err}");
+    let err = Kernel::<(&mut [f32],)>::build("bad_n", |k, (d,)| {
+        let smem = k.dynamic_shared::<f16>();
+        let a = SmemMatrix::new(&smem, 0u32, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
+        let acc = k.wgmma(&a, &a, &WgmmaAcc::zeros(12), false);
+        d.set(0u32, acc.elems()[0]);
+    })
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("multiple of 8 from 8 to 256"), "{err}");
+}

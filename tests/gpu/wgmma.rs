@@ -1,0 +1,154 @@
+//! Hopper's warpgroup MMA (`KernelBuilder::wgmma`, sm_90a) on the GPU and on the simulator:
+//! one warpgroup computes a 64×N tile `D = C + A·B` (K one 128-byte row: 64 f16/bf16 or 32
+//! tf32 elements, four wgmmas deep), its operands placed in the dynamic shared memory with
+//! ordinary stores in the 128-byte swizzled layouts that TMA writes (A K-major; B K-major, or
+//! MN-major for the 16-bit types), on fresh random inputs rich in special values, outputs
+//! poisoned first, every element of D checked against the host model of
+//! tests/support/mma_model.rs (exact products summed in f64 per instruction's K, rounded once;
+//! on the GPU within `2^-20` of the terms' magnitudes). The layouts the simulator reads through
+//! the descriptors are the ones the GPU reads: a wrong one fails here on both.
+
+use cudajit::codegen::{
+    Kernel, KernelParam, SmemMatrix, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
+};
+use cudajit::prelude::*;
+use cudajit::{bf16, f16};
+
+use crate::common::{ctx, Rng};
+use crate::gen::Gen;
+use crate::support::mma_model::{check_product, draw, AccModel, MmaModel};
+
+/// An input type under test.
+trait Case: MmaModel<Acc = f32> + WgmmaInput + Gen + KernelParam + cudajit::AnyBitPattern {}
+impl<T> Case for T where
+    T: MmaModel<Acc = f32> + WgmmaInput + Gen + KernelParam + cudajit::AnyBitPattern
+{
+}
+
+/// The 128-byte swizzle of a byte offset from a 1024-byte aligned base.
+fn swz(off: cudajit::codegen::Expr<u32>) -> cudajit::codegen::Expr<u32> {
+    off ^ (((off >> 7u32) & 7u32) << 4u32)
+}
+
+/// One warpgroup's `D = C + A·B` (64×n, K = one 128-byte row), B `mn_major` or not, the first
+/// wgmma ignoring C when `zero_first`.
+fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
+    let c = ctx();
+    if !cudajit::on_simulator() && c.device().compute_capability().unwrap() != (9, 0) {
+        println!("skipped: wgmma needs an sm_90 GPU");
+        return;
+    }
+    let s = c.new_stream().unwrap();
+    let es = std::mem::size_of::<T>() as u32;
+    let kd = 128 / es;
+    let steps = kd / T::K;
+    let name = format!(
+        "wgmma_{}_n{n}{}{}",
+        T::TY.name(),
+        if mn_major { "_mn" } else { "" },
+        if zero_first { "_zero" } else { "" }
+    );
+    let b_bytes = if mn_major { n.div_ceil(64) * kd * 128 } else { n * 128 };
+    let smem_bytes = 1024 + 64 * 128 + b_bytes;
+    let kern = Kernel::<(&[T], &[T], &[f32], &mut [f32])>::build(&name, |k, (a, b, cm, d)| {
+        let smem = k.dynamic_shared::<T>();
+        let t = k.thread_idx().x;
+        let base = smem.shared_address(0u32);
+        let pad = ((1024u32 - (base & 1023u32)) & 1023u32) / es;
+        let b0 = pad + 64 * 128 / es;
+        // A (64 × kd, row-major): row m is one swizzled 128-byte row.
+        k.for_step(t, 64 * kd, 128u32, |_, i| {
+            let (m, kk) = (i / kd, i % kd);
+            smem.set(pad + swz(m * 128u32 + kk * es) / es, a.at(i));
+        });
+        // B: K-major, given as its transpose (n × kd); or MN-major, row-major kd × n.
+        k.for_step(t, n * kd, 128u32, |_, i| {
+            let off = if mn_major {
+                let (kk, nn) = (i / n, i % n);
+                (nn / 64u32) * (kd * 128) + swz(kk * 128u32 + (nn % 64u32) * es)
+            } else {
+                let (nn, kk) = (i / kd, i % kd);
+                swz(nn * 128u32 + kk * es)
+            };
+            smem.set(b0 + off / es, b.at(i));
+        });
+        k.fence_proxy_async();
+        k.syncthreads();
+        let mut init = Vec::new();
+        WgmmaAcc::zeros(n).for_each(k, |r, col, _| init.push(cm.at(r * n + col)));
+        let mut acc = WgmmaAcc::from_elems(init);
+        let da = SmemMatrix::new(&smem, pad, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
+        let db = if mn_major {
+            SmemMatrix::new(&smem, b0, WgmmaMajor::MN, WgmmaSwizzle::B128, kd * 128, 1024)
+        } else {
+            SmemMatrix::new(&smem, b0, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024)
+        };
+        k.wgmma_fence();
+        for st in 0..steps {
+            let step_b = if mn_major { st * T::K * 128 } else { st * 32 };
+            let accumulate = !(zero_first && st == 0);
+            acc = k.wgmma(&da.advance(st * 32), &db.advance(step_b), &acc, accumulate);
+        }
+        k.wgmma_commit();
+        let acc = k.wgmma_wait(0, &acc);
+        acc.for_each(k, |r, col, v| d.set(r * n + col, v));
+    })
+    .unwrap();
+    let mut rng = Rng::new();
+    let (m, kk) = (64usize, kd as usize);
+    let nu = n as usize;
+    let a: Vec<T> = rng.vec(m * kk, draw);
+    // B row-major (kk × n) for the model; the kernel takes it as stored.
+    let b: Vec<T> = rng.vec(kk * nu, draw);
+    let stored: Vec<T> = if mn_major {
+        b.clone()
+    } else {
+        (0..nu * kk).map(|i| b[(i % kk) * nu + i / kk]).collect()
+    };
+    let cv: Vec<f32> = rng.vec(m * nu, <f32 as AccModel>::small);
+    let (da, db, dc) = (
+        s.to_device(&a).unwrap(),
+        s.to_device(&stored).unwrap(),
+        s.to_device(&cv).unwrap(),
+    );
+    let mut dd = c.alloc::<f32, _>(m * nu).unwrap();
+    dd.fill_async(<f32 as AccModel>::poison(), &s).unwrap();
+    kern.launch(
+        &s,
+        LaunchConfig::new(1, 128).with_shared_mem(smem_bytes),
+        (&da, &db, &dc, &mut dd),
+    )
+    .unwrap();
+    let got = dd.to_vec_async(&s).unwrap();
+    let c_model = if zero_first { vec![0.0f32; m * nu] } else { cv };
+    check_product(&name, (m, nu, kk), (&a, &b, &c_model), &got);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_f16_k_major() {
+    wgmma_tile::<f16>(8, false, false);
+    wgmma_tile::<f16>(64, false, true);
+    wgmma_tile::<f16>(256, false, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_f16_mn_major() {
+    wgmma_tile::<f16>(64, true, false);
+    wgmma_tile::<f16>(128, true, true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_bf16() {
+    wgmma_tile::<bf16>(128, false, false);
+    wgmma_tile::<bf16>(192, true, false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_tf32() {
+    wgmma_tile::<f32>(32, false, false);
+    wgmma_tile::<f32>(128, false, true);
+}
