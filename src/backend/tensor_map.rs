@@ -379,3 +379,6 @@ pub(crate) fn validate(desc: &TensorMapDesc) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
