@@ -42,5 +42,6 @@ mod streams;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
+mod tensor_map;
 mod warp;
 use support::gen;
