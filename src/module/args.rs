@@ -108,7 +108,7 @@ buffer_args!(MappedHostBuffer, ManagedBuffer);
 /// (`.param .align 64 .b8 name[128]`). The driver copies each parameter from the pointer it is
 /// given, and [`KernelArgs::with_params`] points at the value kept (64-byte aligned, as the
 /// type is) for the duration of the launch call.
-impl<'m, T: TensorMapElement, const R: usize> KernelArg for &'m TensorMap<'_, T, R> {
+impl<T: TensorMapElement, const R: usize> KernelArg for &TensorMap<'_, T, R> {
     type Raw = TensorMapBytes;
     #[inline]
     fn to_raw(&self) -> TensorMapBytes {
