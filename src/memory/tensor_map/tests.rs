@@ -211,3 +211,10 @@ fn options_builder() {
     let o = o.interleave(TensorMapInterleave::B16);
     assert_eq!(o.interleave, TensorMapInterleave::B16);
 }
+
+#[test]
+fn maps_are_send_and_sync() {
+    fn send_sync<X: Send + Sync>() {}
+    send_sync::<TensorMap<'static, half::bf16, 2>>();
+    assert_eq!(std::mem::align_of::<TensorMap<'static, f32, 1>>(), 64);
+}
