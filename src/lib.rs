@@ -150,6 +150,7 @@ pub use memory::{
     AnyBitPattern, AsStrided, AsStridedMut, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut,
     DeviceView, DeviceViewMut, HostSource, ManagedBuffer, MappedHostBuffer, MemPool,
     PinnedHostBuffer, PoolStats, PrefetchTarget, StridedArray, StridedView, StridedViewMut,
+    TensorMap, TensorMapOptions, TensorMapSwizzle,
 };
 pub use module::{Dim3, Function, FunctionAttributes, KernelArg, KernelArgs, LaunchConfig, Module};
 pub use profiler::{profile_start, profile_stop, profiling, Profiling};
@@ -162,6 +163,6 @@ pub use cudajit_sys as sys;
 pub mod prelude {
     pub use crate::{
         AsStrided, AsStridedMut, Context, Device, DeviceArray, DeviceSlice, DeviceSliceMut, Error,
-        Event, LaunchConfig, Module, Result, Stream,
+        Event, LaunchConfig, Module, Result, Stream, TensorMap, TensorMapOptions, TensorMapSwizzle,
     };
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use cudajit_sys as sys;
 
 use super::faults::FaultInjector;
+use super::tensor_map::{TensorMapBytes, TensorMapDesc};
 use super::{HostFnPtr, LinkInput, ModuleImage, StreamCallbackPtr};
 use crate::error::{Error, Result};
 use crate::ir::FunctionIr;
@@ -278,6 +279,11 @@ backend_api! {
             pitch: usize,
             stream: Option<sys::CUstream>,
         ) -> Result<()>;
+        /// Encodes a tiled tensor map (`cuTensorMapEncodeTiled`) after checking every rule of
+        /// the driver's documentation ([`validate`](super::tensor_map::validate)). A pure
+        /// encoding: nothing is dereferenced, no context is needed.
+        [counted]
+        fn tensor_map_encode_tiled(&self, desc: &TensorMapDesc) -> Result<TensorMapBytes>;
     }
 }
 

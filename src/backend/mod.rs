@@ -20,6 +20,7 @@ pub(crate) mod cuda;
 pub(crate) mod faults;
 pub(crate) mod limits;
 pub(crate) mod sim;
+pub(crate) mod tensor_map;
 
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};

@@ -1,5 +1,6 @@
 //! Device memory (`DeviceArray` and its views), host memory the device can use (pinned, mapped,
-//! managed), and the copies between them.
+//! managed), the copies between them, and tensor maps over device arrays ([`TensorMap`], for
+//! Hopper's TMA copies).
 
 mod array;
 mod element;
@@ -12,8 +13,11 @@ pub(crate) mod scratch;
 pub(crate) mod slice;
 pub(crate) mod staging;
 mod strided;
+mod tensor_map;
 pub(crate) mod transfer;
 
+/// The 128 bytes of an encoded tensor map, as kernels receive them.
+pub use crate::backend::tensor_map::TensorMapBytes;
 pub use array::{DeviceArray, DeviceView, DeviceViewMut};
 pub use element::{AnyBitPattern, DeviceCopy};
 pub use host::HostSource;
@@ -26,3 +30,7 @@ pub use slice::{DeviceSlice, DeviceSliceMut};
 #[doc(hidden)]
 pub use staging::testing as staging_testing;
 pub use strided::{AsStrided, AsStridedMut, StridedArray, StridedView, StridedViewMut};
+pub use tensor_map::{
+    TensorMap, TensorMapElement, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
+    TensorMapOptions, TensorMapSwizzle,
+};

@@ -9,13 +9,13 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::memory::{
     DeviceArray, DeviceCopy, DeviceSlice, DeviceView, DeviceViewMut, ManagedBuffer,
-    MappedHostBuffer,
+    MappedHostBuffer, TensorMap, TensorMapBytes, TensorMapElement,
 };
 
-/// A value that can be passed to a kernel parameter: a scalar by value, or a device array
-/// or view as its device pointer.
+/// A value that can be passed to a kernel parameter: a scalar by value, a device array
+/// or view as its device pointer, or a [`TensorMap`] by value (its 128 bytes).
 pub trait KernelArg {
-    /// What the kernel receives (the scalar, or a `CUdeviceptr`).
+    /// What the kernel receives (the scalar, a `CUdeviceptr`, or [`TensorMapBytes`]).
     type Raw: Copy;
     /// The value passed to the kernel.
     fn to_raw(&self) -> Self::Raw;
@@ -103,6 +103,22 @@ macro_rules! buffer_args {
     )*};
 }
 buffer_args!(MappedHostBuffer, ManagedBuffer);
+
+/// A tensor map is passed by value: the kernel's parameter is the 128-byte `CUtensorMap`
+/// (`.param .align 64 .b8 name[128]`). The driver copies each parameter from the pointer it is
+/// given, and [`KernelArgs::with_params`] points at the value kept (64-byte aligned, as the
+/// type is) for the duration of the launch call.
+impl<T: TensorMapElement, const R: usize> KernelArg for &TensorMap<'_, T, R> {
+    type Raw = TensorMapBytes;
+    #[inline]
+    fn to_raw(&self) -> TensorMapBytes {
+        *self.raw()
+    }
+    #[inline]
+    fn arg_context(&self) -> Option<&Context> {
+        Some(self.context())
+    }
+}
 
 /// A tuple of [`KernelArg`]s: a kernel's whole argument list.
 pub trait KernelArgs {

@@ -42,6 +42,7 @@ mod streams;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
+mod tensor_map;
 mod warp;
 mod wgmma;
 use support::gen;

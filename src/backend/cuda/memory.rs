@@ -6,6 +6,7 @@ use std::ffi::c_void;
 use cudajit_sys as sys;
 
 use super::CudaDriver;
+use crate::backend::tensor_map::{self, TensorMapBytes, TensorMapDesc};
 use crate::backend::MemoryApi;
 use crate::error::{check, Error, Result};
 
@@ -278,5 +279,42 @@ impl MemoryApi for CudaDriver {
                 ))),
             }
         }
+    }
+
+    fn tensor_map_encode_tiled(&self, desc: &TensorMapDesc) -> Result<TensorMapBytes> {
+        tensor_map::validate(desc)?;
+        let data_type = tensor_map::data_type_code(desc.elem).ok_or_else(|| {
+            Error::usage(format!(
+                "tensor map: no TMA data type for {}",
+                desc.elem.name()
+            ))
+        })?;
+        let mut map = sys::CUtensorMap::default();
+        // The driver takes the strides of dimensions 1..rank (dimension 0 is contiguous).
+        let strides = &desc.global_strides[1..];
+        // SAFETY: `map` is a 64-byte-aligned `CUtensorMap` the driver writes; the four arrays
+        // hold 5 entries, at least the rank (validated: 1..=5) that the driver reads (4 for the
+        // strides, rank - 1 read); the global address is only recorded, not dereferenced.
+        unsafe {
+            drv!(cuTensorMapEncodeTiled(
+                &mut map,
+                sys::CUtensorMapDataType(data_type),
+                desc.rank,
+                desc.global_address as *mut c_void,
+                desc.global_dims.as_ptr(),
+                strides.as_ptr(),
+                desc.box_dims.as_ptr(),
+                desc.element_strides.as_ptr(),
+                sys::CUtensorMapInterleave(desc.interleave.code()),
+                sys::CUtensorMapSwizzle(desc.swizzle.code()),
+                sys::CUtensorMapL2promotion(desc.l2_promotion.code()),
+                sys::CUtensorMapFloatOOBfill(desc.oob_fill.code()),
+            ))
+        }?;
+        let mut bytes = [0u8; 128];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(map.opaque) {
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        Ok(TensorMapBytes(bytes))
     }
 }

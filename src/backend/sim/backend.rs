@@ -11,6 +11,7 @@ use cudajit_sys as sys;
 
 use super::memory::Kind;
 use super::{devices, Simulator, VERSION};
+use crate::backend::tensor_map::{TensorMapBytes, TensorMapDesc};
 use crate::backend::{DeviceApi, LaunchApi, MemoryApi, ModuleApi, ModuleImage};
 use crate::error::Result;
 use crate::ir::FunctionIr;
@@ -270,6 +271,10 @@ impl MemoryApi for Simulator {
     ) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
         unsafe { self.sim_memset(dst, bits, size, count, pitch, stream) }
+    }
+
+    fn tensor_map_encode_tiled(&self, desc: &TensorMapDesc) -> Result<TensorMapBytes> {
+        self.sim_tensor_map_encode_tiled(desc)
     }
 }
 

@@ -38,6 +38,7 @@ mod memory;
 mod mma;
 mod modules;
 mod streams;
+pub(crate) mod tensor_map;
 mod warp;
 
 use std::collections::HashMap;
