@@ -217,7 +217,8 @@ fn build_module<'c>(
     role: Role,
     opts: &PtxOptions,
 ) -> Result<(Module<'c>, std::rc::Rc<TargetMachine>)> {
-    let tm = target_machine(opts, super::hopper::hopper_use(f)).map_err(|e| llvm_err(&f.name, e))?;
+    let tm =
+        target_machine(opts, super::hopper::hopper_use(f)).map_err(|e| llvm_err(&f.name, e))?;
     let module = ctx.create_module(&f.name);
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());

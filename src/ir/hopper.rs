@@ -152,7 +152,10 @@ impl SmemDesc {
     /// swizzle, 0: none).
     pub(crate) fn encode(&self) -> u64 {
         let f = |b: u32| ((b / DESC_UNIT) & 0x3fff) as u64;
-        f(self.start) | f(self.lbo) << 16 | f(self.sbo) << 32 | (layout_type(self.swizzle_bits) << 62)
+        f(self.start)
+            | f(self.lbo) << 16
+            | f(self.sbo) << 32
+            | (layout_type(self.swizzle_bits) << 62)
     }
 
     /// Decodes a descriptor.
@@ -227,7 +230,10 @@ pub(crate) fn operand_addr(d: &SmemDesc, mn_major: bool, esize: u32, mn: u32, k:
 pub(crate) fn acc_coord(t: u32, e: u32) -> (u32, u32) {
     let (w, lane) = (t / 32, t % 32);
     let (g, q) = (lane / 4, lane % 4);
-    (16 * w + g + 8 * ((e / 2) % 2), 8 * (e / 4) + 2 * q + (e % 2))
+    (
+        16 * w + g + 8 * ((e / 2) % 2),
+        8 * (e / 4) + 2 * q + (e % 2),
+    )
 }
 
 /// The wgmma shapes' N: multiples of 8 from 8 to 256.
@@ -282,7 +288,10 @@ mod tests {
             sbo: 1024,
             swizzle_bits: 3,
         };
-        assert_eq!(operand_addr(&m, true, 2, 70, 9), swizzle(8192 + 12 + 128 + 1024, 3));
+        assert_eq!(
+            operand_addr(&m, true, 2, 70, 9),
+            swizzle(8192 + 12 + 128 + 1024, 3)
+        );
         assert_eq!(swizzle(0x80, 3), 0x90);
         assert_eq!(swizzle(0x3f0, 1), 0x3f0 ^ 0x10);
     }

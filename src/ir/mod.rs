@@ -271,7 +271,10 @@ pub(crate) enum Param {
     },
     /// A TMA tensor map (`CUtensorMap`, 128 bytes aligned to 64) of `rank` dimensions over
     /// elements of `elem`, passed by value (a `__grid_constant__` parameter).
-    TensorMap { elem: ScalarTy, rank: u8 },
+    TensorMap {
+        elem: ScalarTy,
+        rank: u8,
+    },
 }
 
 /// A static array declaration (shared or local).

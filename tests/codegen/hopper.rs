@@ -3,9 +3,7 @@
 //! ptxas; the tensor map is read in place (`__grid_constant__`), not copied to local memory;
 //! an older target, a tf32 MN-major operand and a bad N are clear errors.
 
-use cudajit::codegen::{
-    Kernel, PtxOptions, SmemMatrix, Tma, WgmmaAcc, WgmmaMajor, WgmmaSwizzle,
-};
+use cudajit::codegen::{Kernel, PtxOptions, SmemMatrix, Tma, WgmmaAcc, WgmmaMajor, WgmmaSwizzle};
 use cudajit::{f16, Error};
 
 use crate::common::check_ptx_arch;
@@ -31,7 +29,14 @@ fn tma_wgmma() -> Kernel<(Tma<f16, 2>, Tma<f16, 2>, &'static mut [f32])> {
         });
         bars.wait(k, 0u32, 0u32);
         let a = SmemMatrix::new(&smem, pad, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
-        let b = SmemMatrix::new(&smem, pad + 4096u32, WgmmaMajor::MN, WgmmaSwizzle::B128, 8192, 1024);
+        let b = SmemMatrix::new(
+            &smem,
+            pad + 4096u32,
+            WgmmaMajor::MN,
+            WgmmaSwizzle::B128,
+            8192,
+            1024,
+        );
         k.wgmma_fence();
         let mut acc = WgmmaAcc::zeros(64);
         for s in 0..4u32 {
@@ -64,7 +69,10 @@ fn tma_wgmma_compiles_for_sm90a() {
     }
     assert_eq!(ptx.matches("wgmma.mma_async").count(), 4, "{ptx}");
     // The map is read in place: no copy of it to local memory.
-    assert!(!ptx.contains("__local_depot"), "the tensor map was copied:\n{ptx}");
+    assert!(
+        !ptx.contains("__local_depot"),
+        "the tensor map was copied:\n{ptx}"
+    );
     let rep = check_ptx_arch(&ptx, "sm_90a", k.name(), &[]);
     assert_eq!(rep.spill_bytes, 0, "{}", rep.log);
 }
@@ -74,7 +82,9 @@ fn hopper_needs_sm90() {
     let k = tma_wgmma();
     let err = k.compile_ptx(&PtxOptions::for_cc(8, 0)).unwrap_err();
     assert!(
-        matches!(err, Error::Codegen(_)) && err.to_string().contains("sm_90") && err.to_string().contains("sm_80"),
+        matches!(err, Error::Codegen(_))
+            && err.to_string().contains("sm_90")
+            && err.to_string().contains("sm_80"),
         "{err}"
     );
 }
@@ -90,7 +100,11 @@ fn wgmma_misuse_is_a_build_error() {
     })
     .err()
     .unwrap();
-    assert!(err.to_string().contains("tf32 wgmma reads both operands K-major"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("tf32 wgmma reads both operands K-major"),
+        "{err}"
+    );
     let err = Kernel::<(&mut [f32],)>::build("bad_n", |k, (d,)| {
         let smem = k.dynamic_shared::<f16>();
         let a = SmemMatrix::new(&smem, 0u32, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
@@ -99,5 +113,8 @@ fn wgmma_misuse_is_a_build_error() {
     })
     .err()
     .unwrap();
-    assert!(err.to_string().contains("multiple of 8 from 8 to 256"), "{err}");
+    assert!(
+        err.to_string().contains("multiple of 8 from 8 to 256"),
+        "{err}"
+    );
 }

@@ -43,6 +43,7 @@ mod strided;
 #[path = "../support/mod.rs"]
 mod support;
 mod tensor_map;
+mod tma;
 mod warp;
 mod wgmma;
 use support::gen;

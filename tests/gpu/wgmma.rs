@@ -48,7 +48,11 @@ fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
         if mn_major { "_mn" } else { "" },
         if zero_first { "_zero" } else { "" }
     );
-    let b_bytes = if mn_major { n.div_ceil(64) * kd * 128 } else { n * 128 };
+    let b_bytes = if mn_major {
+        n.div_ceil(64) * kd * 128
+    } else {
+        n * 128
+    };
     let smem_bytes = 1024 + 64 * 128 + b_bytes;
     let kern = Kernel::<(&[T], &[T], &[f32], &mut [f32])>::build(&name, |k, (a, b, cm, d)| {
         let smem = k.dynamic_shared::<T>();
@@ -79,7 +83,14 @@ fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
         let mut acc = WgmmaAcc::from_elems(init);
         let da = SmemMatrix::new(&smem, pad, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
         let db = if mn_major {
-            SmemMatrix::new(&smem, b0, WgmmaMajor::MN, WgmmaSwizzle::B128, kd * 128, 1024)
+            SmemMatrix::new(
+                &smem,
+                b0,
+                WgmmaMajor::MN,
+                WgmmaSwizzle::B128,
+                kd * 128,
+                1024,
+            )
         } else {
             SmemMatrix::new(&smem, b0, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024)
         };

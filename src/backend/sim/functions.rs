@@ -194,6 +194,38 @@ impl Simulator {
                 });
             }
         }
+        // Every tensor map must be one the simulator encoded, over simulator memory.
+        for (i, b) in l.maps.iter().enumerate() {
+            let Some(b) = b else { continue };
+            let fault = |kind, message: String| Error::Fault {
+                kernel: ir.name.clone(),
+                kind,
+                message,
+            };
+            let Some(d) =
+                super::tensor_map::decode(&crate::backend::tensor_map::TensorMapBytes(**b))
+            else {
+                return Err(fault(
+                    crate::error::FaultKind::Unsupported,
+                    format!(
+                        "tensor-map parameter {i} holds bytes that are not a tensor map the                          simulator encoded (make it with TensorMap::tiled in this process)"
+                    ),
+                ));
+            };
+            let extent = (0..d.rank as usize)
+                .map(|k| (d.global_dims[k] - 1) * d.global_strides[k])
+                .sum::<u64>()
+                + d.elem.size() as u64;
+            if self.mem.lock().find(d.global_address, extent).is_none() {
+                return Err(fault(
+                    crate::error::FaultKind::OutOfBounds,
+                    format!(
+                        "tensor-map parameter {i} describes {extent} bytes at {:#x}, which are not                          inside one allocation of the simulator's memory (was the array freed?)",
+                        d.global_address
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 }

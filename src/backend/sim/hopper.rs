@@ -22,10 +22,13 @@ use half::{bf16, f16};
 use super::access::index_of;
 use super::block::{for_lanes, Block, Frame, Mask, Rec};
 use super::fault::Fault;
+use crate::backend::tensor_map::{
+    TensorMapBytes, TensorMapInterleave, TensorMapOobFill, TensorMapSwizzle,
+};
 use crate::error::FaultKind;
 use crate::ir::hopper::{self, SmemDesc, WARPGROUP, WG_M};
 use crate::ir::mma::{self as mma_ir, MmaKind};
-use crate::ir::{ArrayRef, FunctionIr, HopperOp, HopperStmt, ValueId};
+use crate::ir::{ArrayRef, FunctionIr, HopperOp, HopperStmt, ScalarTy, ValueId};
 
 /// Polls of barrier phases that cannot complete, with no barrier progress in the block,
 /// before the simulator reports a deadlock.
@@ -171,9 +174,7 @@ impl Block<'_> {
                 });
                 res
             }
-            HopperStmt::TmaLoad { .. } | HopperStmt::TmaStore { .. } => {
-                self.tma(fr, s, m)
-            }
+            HopperStmt::TmaLoad { .. } | HopperStmt::TmaStore { .. } => self.tma(fr, s, m),
             // Copies complete when issued; the fences order what the schedule already orders.
             HopperStmt::FenceProxyAsync
             | HopperStmt::FenceBarrierInit
@@ -193,7 +194,11 @@ impl Block<'_> {
             if ws.clone().all(|w| m[w] == 0) {
                 continue;
             }
-            if ws.len() < 4 || ws.clone().any(|w| m[w] != u32::MAX || self.full[w] != u32::MAX) {
+            if ws.len() < 4
+                || ws
+                    .clone()
+                    .any(|w| m[w] != u32::MAX || self.full[w] != u32::MAX)
+            {
                 return Err(Fault::new(
                     FaultKind::DivergentBarrier,
                     format!(
@@ -260,7 +265,11 @@ impl Block<'_> {
             HopperOp::SharedAddr { array, index } => {
                 let size = match array {
                     ArrayRef::DynShared(t) => t.size() as i64,
-                    _ => return Err(Fault::internal("a shared address outside dynamic shared memory")),
+                    _ => {
+                        return Err(Fault::internal(
+                            "a shared address outside dynamic shared memory",
+                        ))
+                    }
                 };
                 for_lanes(m, self.nw, |t| {
                     let idx = index_of(f, *index, reg(fr, n, *index, t));
@@ -281,7 +290,17 @@ impl Block<'_> {
                 ..
             } => {
                 self.whole_warpgroups(m, "a wgmma")?;
-                self.wgmma(fr, dst, *kind, *cols as u32, [*a, *b], [*a_mn_major, *b_mn_major], *scale_d, c, m)
+                self.wgmma(
+                    fr,
+                    dst,
+                    *kind,
+                    *cols as u32,
+                    [*a, *b],
+                    [*a_mn_major, *b_mn_major],
+                    *scale_d,
+                    c,
+                    m,
+                )
             }
             HopperOp::WgmmaWait { elem, .. } if *elem != 0 => Ok(()),
             HopperOp::WgmmaWait { regs, .. } => {
@@ -360,7 +379,10 @@ impl Block<'_> {
             }
             let t0 = g * WARPGROUP as usize;
             // The operands: 64×K of A, K×N of B, read through the first thread's descriptors.
-            let mut ops = [vec![0f64; (WG_M * k) as usize], vec![0f64; (k * cols) as usize]];
+            let mut ops = [
+                vec![0f64; (WG_M * k) as usize],
+                vec![0f64; (k * cols) as usize],
+            ];
             for (o, rows) in [(0usize, WG_M), (1, cols)] {
                 let dv = reg(fr, n, desc[o], t0);
                 let d = SmemDesc::decode(dv);
@@ -408,12 +430,125 @@ impl Block<'_> {
         Ok(())
     }
 
-    /// A TMA copy (not simulated before tensor maps exist on the simulator).
-    fn tma(&mut self, _fr: &mut Frame<'_>, _s: &HopperStmt, _m: &Mask) -> Result<(), Fault> {
-        let _ = Rec::FRESH;
-        Err(Fault::new(
-            FaultKind::Unsupported,
-            "TMA copies are not simulated yet".to_string(),
-        ))
+    /// A TMA tile copy by every active thread: a load lands in the dynamic shared memory (box
+    /// elements in order, innermost fastest, at their swizzled addresses; outside the tensor
+    /// the map's fill) and completes its bytes on its barrier; a store writes the box's
+    /// elements inside the tensor to global memory.
+    fn tma(&mut self, fr: &mut Frame<'_>, s: &HopperStmt, m: &Mask) -> Result<(), Fault> {
+        let (n, f) = (self.n, fr.f);
+        let (map, coords, tile, tile_index, load) = match s {
+            HopperStmt::TmaLoad {
+                map,
+                coords,
+                dst,
+                dst_index,
+                ..
+            } => (*map, coords, *dst, *dst_index, true),
+            HopperStmt::TmaStore {
+                map,
+                coords,
+                src,
+                src_index,
+            } => (*map, coords, *src, *src_index, false),
+            _ => return Err(Fault::internal("not a TMA copy")),
+        };
+        let raw = self
+            .l
+            .maps
+            .get(map as usize)
+            .and_then(|b| b.as_ref())
+            .ok_or_else(|| Fault::internal("a TMA copy without its tensor map"))?;
+        let d = super::tensor_map::decode(&TensorMapBytes(**raw))
+            .ok_or_else(|| Fault::internal("a tensor map the launch did not check"))?;
+        if d.interleave != TensorMapInterleave::None
+            || d.element_strides[..d.rank as usize].iter().any(|&e| e != 1)
+        {
+            return Err(Fault::new(
+                FaultKind::Unsupported,
+                "TMA copies with interleaved layouts or element strides above 1 are not simulated"
+                    .to_string(),
+            ));
+        }
+        let ArrayRef::DynShared(tty) = tile else {
+            return Err(Fault::internal("a TMA tile outside dynamic shared memory"));
+        };
+        let rank = d.rank as usize;
+        let es = d.elem.size();
+        let bits = match d.swizzle {
+            TensorMapSwizzle::None => 0,
+            TensorMapSwizzle::B32 => 1,
+            TensorMapSwizzle::B64 => 2,
+            TensorMapSwizzle::B128 => 3,
+        };
+        let elems: usize = d.box_dims[..rank].iter().map(|&b| b as usize).product();
+        let box_bytes = elems * es;
+        let len = self.dyn_shared.bytes.len();
+        let fill = match (d.oob_fill, d.elem) {
+            (TensorMapOobFill::NanRequestZeroFma, ScalarTy::F16) => 0x7fff,
+            (TensorMapOobFill::NanRequestZeroFma, ScalarTy::BF16) => 0x7fff,
+            (TensorMapOobFill::NanRequestZeroFma, ScalarTy::F32) => 0x7fff_ffff,
+            (TensorMapOobFill::NanRequestZeroFma, ScalarTy::F64) => 0x7fff_ffff_ffff_ffff,
+            _ => 0,
+        };
+        let mut threads = Vec::new();
+        for_lanes(m, self.nw, |t| threads.push(t));
+        for t in threads {
+            let base =
+                index_of(f, tile_index, reg(fr, n, tile_index, t)).wrapping_mul(tty.size() as i64);
+            if base < 0 || base % 128 != 0 || base as usize + box_bytes > len {
+                let why = if base >= 0 && base % 128 != 0 {
+                    "is not 128-byte aligned".to_string()
+                } else {
+                    format!("does not fit the {len} bytes of dynamic shared memory")
+                };
+                return Err(Fault::new(
+                    if base % 128 != 0 { FaultKind::Misaligned } else { FaultKind::OutOfBounds },
+                    format!(
+                        "{} copies a {box_bytes}-byte TMA box {} the dynamic shared memory at                          byte {base}, which {why}",
+                        self.who(t),
+                        if load { "into" } else { "from" }
+                    ),
+                ));
+            }
+            let c: Vec<i64> = coords
+                .iter()
+                .map(|&v| reg(fr, n, v, t) as u32 as i32 as i64)
+                .collect();
+            for e in 0..elems {
+                let (mut rest, mut inside, mut addr) = (e, true, d.global_address);
+                for k in 0..rank {
+                    let b = d.box_dims[k] as usize;
+                    let g = c[k] + (rest % b) as i64;
+                    rest /= b;
+                    inside &= g >= 0 && (g as u64) < d.global_dims[k];
+                    addr = addr.wrapping_add((g as u64).wrapping_mul(d.global_strides[k]));
+                }
+                let at = hopper::swizzle((base as usize + e * es) as u32, bits) as usize;
+                let sm = &mut self.dyn_shared;
+                if load {
+                    let v = if inside {
+                        // SAFETY: the element is inside the tensor, which the launch checked
+                        // lies in one live allocation; TMA maps have 16-byte aligned bases and
+                        // strides, so the address is aligned to the element.
+                        unsafe { super::global::load(addr, d.elem) }
+                    } else {
+                        fill
+                    };
+                    super::access::write_bits(&mut sm.bytes[at..at + es], d.elem, v);
+                    for r in &mut sm.recs[at..at + es] {
+                        *r = Rec::FRESH;
+                    }
+                } else if inside {
+                    let v = super::access::read_bits(&sm.bytes[at..at + es], d.elem);
+                    // SAFETY: as for the load.
+                    unsafe { super::global::store(addr, d.elem, v) };
+                }
+            }
+            if let HopperStmt::TmaLoad { bar, bar_index, .. } = s {
+                let bi = index_of(f, *bar_index, reg(fr, n, *bar_index, t));
+                self.bar_update(key(f, *bar, bi), false, -(box_bytes as i64), t)?;
+            }
+        }
+        Ok(())
     }
 }

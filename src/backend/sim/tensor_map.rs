@@ -62,7 +62,6 @@ pub(crate) fn encode(desc: &TensorMapDesc) -> TensorMapBytes {
 /// the 128 bytes of its tensor-map parameter. `None` for bytes the simulator did not write (a
 /// map the driver encoded, zeros, corrupted bytes) or that describe an invalid map.
 // Read by the simulator's TMA copies, which come with the builder's Hopper ops.
-#[allow(dead_code)]
 pub(crate) fn decode(bytes: &TensorMapBytes) -> Option<TensorMapDesc> {
     let b = &bytes.0;
     if b[..8] != MAGIC {

@@ -189,7 +189,10 @@ impl Mbarriers {
             with_state(|s| {
                 s.error(
                     Kind::ForeignValue,
-                    format!("in `{}`: mbarrier wait on barriers of another kernel", s.f.name),
+                    format!(
+                        "in `{}`: mbarrier wait on barriers of another kernel",
+                        s.f.name
+                    ),
                 )
             });
         }
@@ -245,11 +248,9 @@ pub(super) fn lower_stmt(lw: &mut Lowerer<'_, '_>, s: &HopperStmt) -> Result<()>
             "r,r,~{memory}",
             vec![shared_addr(lw, *bar, *index)?, lw.v(*tx)?],
         ),
-        HopperStmt::FenceBarrierInit => (
-            "fence.mbarrier_init.release.cluster;",
-            "~{memory}",
-            vec![],
-        ),
+        HopperStmt::FenceBarrierInit => {
+            ("fence.mbarrier_init.release.cluster;", "~{memory}", vec![])
+        }
         _ => return Err(lw.err("not a barrier statement")),
     };
     asm(lw, text.into(), cons.into(), &args, None).map(|_| ())

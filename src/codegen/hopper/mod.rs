@@ -48,15 +48,20 @@ pub(crate) fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
         use crate::ir::Stmt;
         for s in stmts {
             match s {
-                Stmt::Hopper(HopperStmt::SetMaxNReg { .. }) | Stmt::Hopper(HopperStmt::WgmmaFence)
+                Stmt::Hopper(HopperStmt::SetMaxNReg { .. })
+                | Stmt::Hopper(HopperStmt::WgmmaFence)
                 | Stmt::Hopper(HopperStmt::WgmmaCommit) => *u = HopperUse::Sm90a,
                 Stmt::Hopper(_) => *u = (*u).max(HopperUse::Sm90),
-                Stmt::If { then, otherwise, .. } => {
+                Stmt::If {
+                    then, otherwise, ..
+                } => {
                     walk(then, u);
                     walk(otherwise, u);
                 }
                 Stmt::For { body, .. } => walk(body, u),
-                Stmt::While { cond_stmts, body, .. } => {
+                Stmt::While {
+                    cond_stmts, body, ..
+                } => {
                     walk(cond_stmts, u);
                     walk(body, u);
                 }
@@ -74,7 +79,10 @@ pub(crate) fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
                 });
             }
         }
-        if g.params.iter().any(|p| matches!(p, crate::ir::Param::TensorMap { .. })) {
+        if g.params
+            .iter()
+            .any(|p| matches!(p, crate::ir::Param::TensorMap { .. }))
+        {
             u = u.max(HopperUse::Sm90);
         }
         walk(&g.body, &mut u);
@@ -116,10 +124,9 @@ pub(crate) fn asm<'c>(
     let f = lw
         .ctx
         .create_inline_asm(fty, text, constraints, true, false, None, false);
-    let call = lw
-        .b
-        .build_indirect_call(fty, f, &margs, "")
-        .map_err(|e| lw.err(e.to_string()))?;
+    let call =
+        lw.b.build_indirect_call(fty, f, &margs, "")
+            .map_err(|e| lw.err(e.to_string()))?;
     Ok(call.try_as_basic_value().basic())
 }
 
@@ -150,8 +157,14 @@ pub(crate) fn lower_hopper_stmt(lw: &mut Lowerer<'_, '_>, s: &HopperStmt) -> Res
         }
         HopperStmt::FenceProxyAsync => {
             needs_sm90(lw, "fence.proxy.async")?;
-            asm(lw, "fence.proxy.async.shared::cta;".into(), "~{memory}".into(), &[], None)
-                .map(|_| ())
+            asm(
+                lw,
+                "fence.proxy.async.shared::cta;".into(),
+                "~{memory}".into(),
+                &[],
+                None,
+            )
+            .map(|_| ())
         }
         HopperStmt::TmaLoad { .. }
         | HopperStmt::TmaStore { .. }

@@ -12,11 +12,12 @@ use super::super::control::KernelBuilder;
 use super::super::expr::Expr;
 use super::super::lower::Lowerer;
 use super::super::scalar::Scalar;
-use super::super::signature::KernelParam;
+use super::super::signature::{ArgBuffer, ArgFor, KernelParam};
 use super::mbarrier::Mbarriers;
 use super::{asm, shared_addr};
 use crate::error::Result;
 use crate::ir::{ArrayRef, HopperStmt, Param, Stmt, ValueId};
+use crate::memory::{TensorMap, TensorMapElement};
 
 /// A kernel parameter: a TMA tensor map of rank `R` (1 to 5) over elements of `T`, passed by
 /// value (CUDA's `const __grid_constant__ CUtensorMap`). The launch argument is a
@@ -54,9 +55,23 @@ impl<T: Scalar, const R: usize> KernelParam for Tma<T, R> {
     }
 }
 
+impl<T: Scalar + TensorMapElement, const R: usize> ArgFor<Tma<T, R>> for &TensorMap<'_, T, R> {
+    #[inline]
+    fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+        buf.push_tensor_map(self.context(), &self.raw().0)
+    }
+}
+
 impl<T: Scalar, const R: usize> TmaDesc<T, R> {
     /// Checks the tags and the destination, then records `stmt`.
-    fn record(&self, what: &str, tile_tag: u32, tile: ArrayRef, raws: &[(u32, u32)], stmt: HopperStmt) {
+    fn record(
+        &self,
+        what: &str,
+        tile_tag: u32,
+        tile: ArrayRef,
+        raws: &[(u32, u32)],
+        stmt: HopperStmt,
+    ) {
         with_state(|s| {
             let name = s.f.name.clone();
             if s.tag != self.tag || s.tag != tile_tag {
@@ -176,12 +191,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn bulk_wait(&self, n: u32, read_only: bool) {
         let _at = crate::codegen::srcloc::at();
-        with_state(|s| {
-            s.push_stmt(Stmt::Hopper(HopperStmt::BulkWait {
-                n,
-                read: read_only,
-            }))
-        });
+        with_state(|s| s.push_stmt(Stmt::Hopper(HopperStmt::BulkWait { n, read: read_only })));
     }
 }
 

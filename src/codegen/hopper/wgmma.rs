@@ -121,7 +121,10 @@ impl<T: WgmmaInput> SmemMatrix<T> {
             if s.tag != tile.tag {
                 s.error(
                     Kind::ForeignValue,
-                    format!("in `{}`: a wgmma operand in an array of another kernel", s.f.name),
+                    format!(
+                        "in `{}`: a wgmma operand in an array of another kernel",
+                        s.f.name
+                    ),
                 );
             } else if !matches!(array, ArrayRef::DynShared(_)) {
                 s.error(
@@ -476,10 +479,9 @@ pub(super) fn lower_op<'c>(
                 args.push(lw.v(*a)?);
                 args.push(lw.v(*b)?);
                 let sd = lw.v(*scale_d)?.into_int_value();
-                let sd = lw
-                    .b
-                    .build_int_z_extend(sd, lw.ctx.i32_type(), "")
-                    .map_err(|e| lw.err(e.to_string()))?;
+                let sd =
+                    lw.b.build_int_z_extend(sd, lw.ctx.i32_type(), "")
+                        .map_err(|e| lw.err(e.to_string()))?;
                 args.push(sd.into());
                 cons.extend(["l".to_string(), "l".to_string(), "r".to_string()]);
                 let (ty, k) = (kind.name(), hopper::wgmma_k(*kind));
@@ -518,7 +520,6 @@ pub(super) fn lower_op<'c>(
     if key != first {
         return Err(lw.err("a wgmma element apart from its instruction"));
     }
-    lw.b
-        .build_extract_value(v, elem as u32, "")
+    lw.b.build_extract_value(v, elem as u32, "")
         .map_err(|e| lw.err(e.to_string()))
 }
