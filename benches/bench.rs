@@ -175,6 +175,8 @@ mod opts;
 mod ours;
 #[path = "bench/record.rs"]
 mod record;
+#[path = "bench/wgmma_gemm.rs"]
+mod wgmma_gemm;
 
 use data::*;
 use opts::*;

@@ -195,6 +195,9 @@ impl Bench {
             if let Err(e) = self.mma_peaks() {
                 Rec::new("mma_peak", "-").error(&e).emit();
             }
+            if let Err(e) = self.hopper_gemms() {
+                Rec::new("hopper_gemm", "-").error(&e).emit();
+            }
         }
         if self.opts.selected("gemm_bias_gelu") {
             let c = if self.opts.quick { 512 } else { 4096 };

@@ -19,10 +19,37 @@ use crate::gen::Gen;
 use crate::support::mma_model::{check_product, draw, AccModel, MmaModel};
 
 /// An input type under test.
-trait Case: MmaModel<Acc = f32> + WgmmaInput + Gen + KernelParam + cudajit::AnyBitPattern {}
-impl<T> Case for T where
-    T: MmaModel<Acc = f32> + WgmmaInput + Gen + KernelParam + cudajit::AnyBitPattern
+trait Case:
+    MmaModel<Acc = f32> + WgmmaInput + Gen + KernelParam + cudajit::AnyBitPattern + Truncated
 {
+}
+impl<T> Case for T where
+    T: MmaModel<Acc = f32> + WgmmaInput + Gen + KernelParam + cudajit::AnyBitPattern + Truncated
+{
+}
+
+/// An input as the tensor cores read it from shared memory.
+trait Truncated: Sized {
+    fn truncated(self) -> Self;
+}
+impl Truncated for f16 {
+    fn truncated(self) -> f16 {
+        self
+    }
+}
+impl Truncated for bf16 {
+    fn truncated(self) -> bf16 {
+        self
+    }
+}
+impl Truncated for f32 {
+    fn truncated(self) -> f32 {
+        if self.is_nan() {
+            self
+        } else {
+            f32::from_bits(self.to_bits() & 0xffff_e000)
+        }
+    }
 }
 
 /// The 128-byte swizzle of a byte offset from a 1024-byte aligned base.
@@ -132,6 +159,12 @@ fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
     .unwrap();
     let got = dd.to_vec_async(&s).unwrap();
     let c_model = if zero_first { vec![0.0f32; m * nu] } else { cv };
+    // tf32 operands: the tensor cores ignore the low 13 mantissa bits of an f32 in shared
+    // memory; the model multiplies those values (exact in tf32, so its rounding keeps them).
+    let (a, b): (Vec<T>, Vec<T>) = (
+        a.iter().map(|&x| T::truncated(x)).collect(),
+        b.iter().map(|&x| T::truncated(x)).collect(),
+    );
     check_product(&name, (m, nu, kk), (&a, &b, &c_model), &got);
 }
 

@@ -7,7 +7,8 @@
 //!   once; a TMA store writes global memory when issued; bulk groups are then always complete.
 //! - A wgmma computes when issued: each element of D is `(scale_d ? C : 0) + Σ_k A·B` with the
 //!   products exact and summed in f64 in order of k, rounded once to f32 (as `mma.sync` here);
-//!   tf32 inputs are first rounded as `cvt.rna.tf32.f32`. Its operands are read through their
+//!   tf32 inputs are f32 values whose low 13 mantissa bits are ignored (truncated), as the
+//!   tensor cores read them from shared memory. Its operands are read through their
 //!   descriptors with the layouts of `ir::hopper`.
 //! - A thread that polls a barrier phase that cannot complete any more spins; after
 //!   [`SPIN_LIMIT`] polls with no barrier progress in the block, that is a deadlock fault.
@@ -27,7 +28,7 @@ use crate::backend::tensor_map::{
 };
 use crate::error::FaultKind;
 use crate::ir::hopper::{self, SmemDesc, WARPGROUP, WG_M};
-use crate::ir::mma::{self as mma_ir, MmaKind};
+use crate::ir::mma::MmaKind;
 use crate::ir::{ArrayRef, FunctionIr, HopperOp, HopperStmt, ScalarTy, ValueId};
 
 /// Polls of barrier phases that cannot complete, with no barrier progress in the block,
@@ -70,11 +71,22 @@ fn element(kind: MmaKind, bytes: &[u8]) -> f64 {
     match kind {
         MmaKind::F16 => f16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f64(),
         MmaKind::Bf16 => bf16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f64(),
+        // tf32 from shared memory: the low 13 mantissa bits are ignored (truncation; measured
+        // on an H200), unlike `mma.sync`'s operands, which the builder rounds first.
         _ => {
             let raw = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-            f32::from_bits(mma_ir::round_tf32(raw)) as f64
+            f32::from_bits(truncate_tf32(raw)) as f64
         }
     }
+}
+
+/// An f32's bits as the tensor cores read a tf32 operand from shared memory: the low 13
+/// mantissa bits dropped (NaN stays NaN).
+pub(super) fn truncate_tf32(raw: u32) -> u32 {
+    if f32::from_bits(raw).is_nan() {
+        return raw;
+    }
+    raw & 0xffff_e000
 }
 
 impl Block<'_> {

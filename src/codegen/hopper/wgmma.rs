@@ -25,7 +25,10 @@ mod sealed {
 }
 
 /// An input element type of the warpgroup MMA: `half::f16` and `half::bf16` (K = 16 per
-/// instruction), `f32` computed as tf32 (K = 8, both operands K-major); f32 accumulators.
+/// instruction), `f32` computed as tf32 (K = 8, both operands K-major; the tensor cores ignore
+/// the low 13 mantissa bits of each f32 in shared memory — truncation, where `mma.sync`'s
+/// operands are rounded to nearest first: round the tile when it is written if that matters);
+/// f32 accumulators.
 pub trait WgmmaInput: MmaInput + sealed::Sealed {}
 impl sealed::Sealed for f16 {}
 impl sealed::Sealed for bf16 {}
