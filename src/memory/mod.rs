@@ -13,7 +13,7 @@ pub(crate) mod scratch;
 pub(crate) mod slice;
 pub(crate) mod staging;
 mod strided;
-mod tensor_map;
+pub(crate) mod tensor_map;
 pub(crate) mod transfer;
 
 /// The 128 bytes of an encoded tensor map, as kernels receive them.

@@ -233,3 +233,64 @@ fn fused_epilogues_compile() {
     );
     assert!(ptx.contains("max.f32"), "ReLU as max.f32");
 }
+
+/// The Hopper engine (TMA + wgmma, sm_90a): every layout the tensor cores take, f16, bf16
+/// and tf32 (both operands K-major), with a fused epilogue; through ptxas for sm_90a with no
+/// spills; older targets are a clear error.
+#[test]
+fn wgmma_engine() {
+    let check = |ptx: &str, what: &str, n: u32| {
+        assert!(ptx.contains(".target sm_90a"), "{what}");
+        assert!(
+            ptx.contains(&format!("wgmma.mma_async.sync.aligned.m64n{n}k")),
+            "{what}: no wgmma m64n{n}"
+        );
+        assert!(ptx.contains("cp.async.bulk.tensor.3d"), "{what}: no TMA");
+        let rep = crate::common::check_ptx_arch(ptx, "sm_90a", what, &[]);
+        assert_eq!(rep.spill_bytes, 0, "{what}: {}", rep.log);
+        eprintln!("{what}: {} registers", rep.registers);
+    };
+    let o = PtxOptions::for_cc(9, 0);
+    for (ta, tb) in [
+        (Transpose::N, Transpose::N),
+        (Transpose::T, Transpose::N),
+        (Transpose::N, Transpose::T),
+        (Transpose::T, Transpose::T),
+    ] {
+        for (bm, bn, stages) in [(128, 256, 4), (128, 128, 6), (64, 256, 5)] {
+            let cfg = MatmulConfig::wgmma(bm, bn, 64, stages);
+            let mm = Matmul::<f16>::new().trans_a(ta).trans_b(tb);
+            let what = format!("wgmma_f16_{ta:?}{tb:?}_{bm}x{bn}");
+            check(&mm.compile_ptx(cfg, &o).unwrap(), &what, bn);
+        }
+    }
+    let mm = Matmul::<bf16, f32>::new()
+        .epilogue(Epilogue::bias_gelu())
+        .beta(1.0);
+    check(
+        &mm.compile_ptx(MatmulConfig::wgmma(128, 256, 64, 4), &o)
+            .unwrap(),
+        "wgmma_bf16_gelu",
+        256,
+    );
+    let mm = Matmul::<f32>::new().tf32(true).trans_b(Transpose::T);
+    check(
+        &mm.compile_ptx(MatmulConfig::wgmma(128, 128, 32, 4), &o)
+            .unwrap(),
+        "wgmma_tf32",
+        128,
+    );
+    let err = Matmul::<f16>::new()
+        .compile_ptx(
+            MatmulConfig::wgmma(128, 256, 64, 4),
+            &PtxOptions::for_cc(8, 0),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("sm_90"), "{err}");
+    assert!(MatmulConfig::wgmma(128, 256, 32, 4)
+        .validate(16, 2)
+        .is_err());
+    assert!(MatmulConfig::wgmma(128, 256, 64, 8)
+        .validate(16, 2)
+        .is_err()); // > 227 KiB
+}

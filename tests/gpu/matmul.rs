@@ -641,6 +641,97 @@ fn tf32_cp_async_pipeline() {
     pipeline_cases::<f32>();
 }
 
+/// The Hopper engine (TMA + wgmma, sm_90): every layout, edges (K not a whole tile, M and N
+/// not whole tiles), a batch sharing one B, C column-major with beta and a fused epilogue,
+/// the larger tiles, and operands TMA cannot read (unaligned lines: the mma.sync fallback).
+fn wgmma_cases<T: MatmulInput + El>() {
+    let cx = ctx();
+    if !cudajit::on_simulator() && cx.device().compute_capability().unwrap() != (9, 0) {
+        println!("skipped: the wgmma engine needs an sm_90 GPU");
+        return;
+    }
+    let tf32 = std::mem::size_of::<T>() == 4;
+    let line = (128 / std::mem::size_of::<T>()) as u32;
+    let small = MatmulConfig::wgmma(64, 64, line, 2);
+    // tf32 reads both operands K-major: A as given, B transposed.
+    let layouts: &[(Transpose, Transpose)] = if tf32 {
+        &[(Transpose::N, Transpose::T), (Transpose::N, Transpose::N)]
+    } else {
+        &[
+            (Transpose::N, Transpose::N),
+            (Transpose::N, Transpose::T),
+            (Transpose::T, Transpose::N),
+            (Transpose::T, Transpose::T),
+        ]
+    };
+    for &(ta, tb) in layouts {
+        check::<T, T>(Case {
+            ta,
+            tb,
+            config: Some(small),
+            tf32,
+            ..case(128, 128, 3 * line as usize)
+        });
+        check::<T, f32>(Case {
+            ta,
+            tb,
+            config: Some(small),
+            tf32,
+            ..case(72, 136, 200)
+        });
+    }
+    let tb = if tf32 { Transpose::T } else { Transpose::N };
+    check::<T, f32>(Case {
+        tb,
+        lc: COL,
+        beta: 0.5,
+        epi: Epi::BiasGelu,
+        config: Some(MatmulConfig::wgmma(128, 128, line, 3)),
+        tf32,
+        ..case(200, 136, 96)
+    });
+    check::<T, T>(Case {
+        tb,
+        batch: Some(3),
+        b_shared: true,
+        config: Some(small),
+        tf32,
+        ..case(64, 72, 40)
+    });
+    check::<T, f32>(Case {
+        tb,
+        epi: Epi::RowCol,
+        config: Some(MatmulConfig::wgmma(128, 256, line, 3)),
+        tf32,
+        ..case(256, 264, 2 * line as usize)
+    });
+    check::<T, T>(Case {
+        la: ROW_PAD,
+        lb: COL_PAD,
+        config: Some(small),
+        tf32,
+        ..case(40, 24, 33)
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f16_wgmma_engine() {
+    wgmma_cases::<f16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_wgmma_engine() {
+    wgmma_cases::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tf32_wgmma_engine() {
+    wgmma_cases::<f32>();
+}
+
 /// Rows of C of more than 16 tiles (the grouped block order) and more rows of tiles than one
 /// group (8): a whole group, then one of 2 or 3 rows, on both kernels.
 #[test]

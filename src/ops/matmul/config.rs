@@ -19,6 +19,12 @@ pub enum Engine {
     /// as a grid of 16×8 MMA tiles; f16 and bf16 inputs, or f32 inputs computed as tf32; f32
     /// accumulation.
     Mma,
+    /// Hopper's warpgroup MMA (`wgmma`, sm_90) on tiles that TMA copies into shared-memory
+    /// stages: `block_m / 64` warpgroups, each a `64 × block_n` tile; one 128-byte line of K per
+    /// tile row (`block_k` 64 for f16/bf16, 32 for tf32); f16/bf16 in any layout, tf32 with A
+    /// row-major and B column-major (else, and where TMA cannot read an operand, the product
+    /// runs on the `Mma` engine's default).
+    Wgmma,
 }
 
 /// The tiles of a matrix-multiply kernel: what an autotuner chooses. Pin one with
@@ -117,8 +123,22 @@ impl MatmulConfig {
         }
     }
 
+    /// A Hopper configuration (see [`Engine::Wgmma`]): `block_m / 64` warpgroups, each a
+    /// `64 × block_n` tile, `block_k` one 128-byte line, `stages` TMA stages.
+    pub const fn wgmma(block_m: u32, block_n: u32, block_k: u32, stages: u32) -> Self {
+        MatmulConfig {
+            engine: Engine::Wgmma,
+            block_m,
+            block_n,
+            block_k,
+            sub_m: 64,
+            sub_n: block_n,
+            stages,
+        }
+    }
+
     /// The same configuration with `stages` shared-memory buffers (1 or 2; 3 or 4 for the
-    /// tensor cores' `cp.async` pipeline).
+    /// tensor cores' `cp.async` pipeline; 2 to 8 TMA stages for `Wgmma`).
     pub const fn with_stages(mut self, stages: u32) -> Self {
         self.stages = stages;
         self
@@ -131,6 +151,7 @@ impl MatmulConfig {
         match self.engine {
             Engine::Simt => units,
             Engine::Mma => units * 32,
+            Engine::Wgmma => units * 128,
         }
     }
 
@@ -146,6 +167,15 @@ impl MatmulConfig {
         let size = match self.engine {
             Engine::Simt => 4,
             Engine::Mma => elem_size,
+            // TMA stages, plus 1 KiB to align them to the 128-byte swizzle's 1024 bytes.
+            Engine::Wgmma => {
+                let (bm, bn, bk) = (
+                    self.block_m as usize,
+                    self.block_n as usize,
+                    self.block_k as usize,
+                );
+                return (bm * bk + bk * bn) * elem_size * self.stages as usize + 1024;
+            }
         };
         let pad = self.pad(size) as usize;
         let (bm, bn, bk) = (
@@ -157,7 +187,7 @@ impl MatmulConfig {
             // sA[bk][bm + pad], sB[bk][bn + pad]
             Engine::Simt => bk * (bm + pad) + bk * (bn + pad),
             // sA[bm][bk + pad], sB[bk][bn + pad]
-            Engine::Mma => bm * (bk + pad) + bk * (bn + pad),
+            Engine::Mma | Engine::Wgmma => bm * (bk + pad) + bk * (bn + pad),
         };
         per_stage * self.stages as usize * size
     }
@@ -227,9 +257,40 @@ impl MatmulConfig {
         if [bm, bn, bk, sm, sn].contains(&0) {
             return bad("every extent must be at least 1".into());
         }
+        if self.engine == Engine::Wgmma {
+            if bm % 64 != 0 || bm > 256 || sm != 64 || sn != bn {
+                return bad(
+                    "block_m is 64, 128, 192 or 256 (warpgroups of 64 rows), each warpgroup \
+                     the whole block_n"
+                        .into(),
+                );
+            }
+            if bn % 64 != 0 || bn > 256 {
+                return bad(
+                    "block_n is 64, 128, 192 or 256 (wgmma's N, in TMA boxes of 64)".into(),
+                );
+            }
+            if bk as usize * elem_size != 128 {
+                return bad(format!(
+                    "block_k is one 128-byte line of K: {} for this type",
+                    128 / elem_size
+                ));
+            }
+            if !(2..=8).contains(&self.stages) {
+                return bad(format!("stages must be 2 to 8, not {}", self.stages));
+            }
+            let bytes = self.shared_bytes(elem_size);
+            if bytes > MAX_DYNAMIC_SHARED {
+                return bad(format!(
+                    "its stages take {bytes} bytes of shared memory, over the \
+                     {MAX_DYNAMIC_SHARED} bytes (227 KiB) a block of sm_90 may have"
+                ));
+            }
+            return Ok(());
+        }
         let max_stages = match self.engine {
             Engine::Simt => 2,
-            Engine::Mma => 4,
+            Engine::Mma | Engine::Wgmma => 4,
         };
         if !(1..=max_stages).contains(&self.stages) {
             return bad(format!(
@@ -310,6 +371,18 @@ impl MatmulConfig {
     ) -> Self {
         let blocks_large = m.div_ceil(128) * n.div_ceil(128) * batch;
         let large = blocks_large >= sms.max(1) as usize;
+        if engine_mma && cc == (9, 0) {
+            // Hopper: TMA + wgmma (falls back to the mma.sync pipeline where the operands do not
+            // allow it). 128×256 tiles where they fill the device, else 128×128.
+            let line = if mma_k == 8 { 32 } else { 64 };
+            let tiles_256 = m.div_ceil(128) * n.div_ceil(256) * batch;
+            if tiles_256 >= sms.max(1) as usize {
+                return MatmulConfig::wgmma(128, 256, line, 4);
+            }
+            if large {
+                return MatmulConfig::wgmma(128, 128, line, 6);
+            }
+        }
         if engine_mma && cc >= (8, 0) {
             // block_k: 32 for f16/bf16 (2 MMAs deep), 16 for tf32 (2 MMAs deep): 64 bytes of
             // K per line either way. The cp.async pipeline (CUTLASS's sm80 default shape for

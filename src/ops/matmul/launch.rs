@@ -14,6 +14,7 @@ use super::shape::{Operand, Problem};
 use super::types::{MatmulInput, MatmulOutput};
 use super::variant::Variant;
 use super::Matmul;
+use crate::backend::tensor_map::TensorMapBytes;
 
 /// The largest grid z (batches per launch).
 const MAX_Z: usize = 65_535;
@@ -96,7 +97,8 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let v = self.variant(&p, cfg, call.beta != 0.0);
         let kernel = self.kernel(&v)?;
         let shared = self.dynamic_shared(ctx, &kernel, &v)?;
-        launch_cfg(&kernel, stream, &call, &p, v.cfg, shared)
+        let maps = self.maps(ctx, &p, &v)?;
+        launch_cfg(&kernel, stream, &call, &p, v.cfg, shared, maps.as_ref())
     }
 
     /// The configuration for problem `p`: the pinned one, or the default for its shape class
@@ -158,16 +160,60 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             return Ok(0);
         }
         let size = <T as Scalar>::TY.size();
-        let bytes = v.cfg.pipeline_shared_bytes(size, v.a_row, !v.b_row) as u32;
+        let bytes = if v.cfg.engine == Engine::Wgmma {
+            v.cfg.shared_bytes(size) as u32
+        } else {
+            v.cfg.pipeline_shared_bytes(size, v.a_row, !v.b_row) as u32
+        };
         if bytes > 48 * 1024 {
             kernel.function(ctx)?.set_max_dynamic_shared_memory(bytes)?;
         }
         Ok(bytes)
     }
 
+    /// The tensor maps of A and B that variant `v`'s kernel takes (the Hopper engine's).
+    pub(super) fn maps(
+        &self,
+        ctx: &Context,
+        p: &Problem,
+        v: &Variant,
+    ) -> Result<Option<[TensorMapBytes; 2]>> {
+        if v.cfg.engine != Engine::Wgmma {
+            return Ok(None);
+        }
+        super::hopper::tensor_maps::<T>(ctx, p, v).map(Some)
+    }
+
     /// The kernel variant for `p` under `cfg`.
     pub(super) fn variant(&self, p: &Problem, cfg: MatmulConfig, read_c: bool) -> Variant {
         let size = <T as Scalar>::TY.size();
+        let mut cfg = cfg;
+        if cfg.engine == Engine::Wgmma {
+            let tma = super::hopper::tma_ok(&p.a)
+                && super::hopper::tma_ok(&p.b)
+                && super::hopper::layouts_ok(&p.a, &p.b, size);
+            if tma {
+                return Variant {
+                    cfg,
+                    pipe: true,
+                    a_row: p.a.row_major,
+                    b_row: p.b.row_major,
+                    c_row: p.c.row_major,
+                    vec_a: false,
+                    vec_b: false,
+                    read_c,
+                    col_vec: self.epilogue.col,
+                    row_vec: self.epilogue.row,
+                };
+            }
+            // Where TMA cannot read an operand, or tf32 would need a transposed one: the
+            // mma.sync pipeline's default.
+            cfg = MatmulConfig::mma(128, 128, 2 * T::K, 64, 64).with_stages(if T::K == 8 {
+                4
+            } else {
+                3
+            });
+        }
         // The cp.async pipeline copies 16-byte chunks along each operand's contiguous axis:
         // aligned starts, leading dimensions and batch strides, and whole chunks per tile line
         // (a chunk that the matrix ends in is zero-filled past its end).
@@ -210,6 +256,7 @@ pub(super) fn launch_cfg(
     p: &Problem,
     cfg: MatmulConfig,
     shared: u32,
+    maps: Option<&[TensorMapBytes; 2]>,
 ) -> Result<()> {
     let tiles_m = p.m.div_ceil(cfg.block_m as usize);
     let tiles_n = p.n.div_ceil(cfg.block_n as usize);
@@ -226,7 +273,7 @@ pub(super) fn launch_cfg(
         if shared > 0 {
             lc = lc.with_shared_mem(shared);
         }
-        push_launch(kernel, stream, call, p, lc, (tiles_n, batch0))?;
+        push_launch(kernel, stream, call, p, lc, (tiles_n, batch0), maps)?;
         batch0 += chunk;
     }
     Ok(())
@@ -241,6 +288,7 @@ fn push_launch(
     p: &Problem,
     lc: LaunchConfig,
     (tiles_n, batch0): (usize, usize),
+    maps: Option<&[TensorMapBytes; 2]>,
 ) -> Result<()> {
     kernel.launch_with(stream, lc, |buf| {
         buf.push_flat(call.a.1, p.a.ptr, p.a.span())?;
@@ -258,7 +306,11 @@ fn push_launch(
         buf.push_scalar(Scalar::to_bits(call.alpha))?;
         buf.push_scalar(Scalar::to_bits(call.beta))?;
         buf.push_scalar(tiles_n as u64)?;
-        buf.push_scalar(batch0 as u64)
+        buf.push_scalar(batch0 as u64)?;
+        for (m, ctx) in maps.into_iter().flatten().zip([call.a.1, call.b.1]) {
+            buf.push_tensor_map(ctx, &m.0)?;
+        }
+        Ok(())
     })
 }
 

@@ -37,6 +37,7 @@
 
 mod config;
 mod epilogue;
+mod hopper;
 mod launch;
 mod mma;
 mod params;
@@ -356,7 +357,8 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         self.check_config(&config)?;
         let rm = |op: Transpose| op == Transpose::N;
         let (a_row, b_row) = (rm(self.trans_a), rm(self.trans_b));
-        let pipe = config.engine == Engine::Mma && config.stages >= 3;
+        let pipe =
+            (config.engine == Engine::Mma && config.stages >= 3) || config.engine == Engine::Wgmma;
         let v = Variant {
             cfg: config,
             pipe,
@@ -399,6 +401,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let built = Kernel::<()>::build(&name, move |k, ()| match var.cfg.engine {
             Engine::Simt => simt::build::<T, O>(k, &var, &*epi),
             Engine::Mma => mma::build::<T, O>(k, &var, &*epi),
+            Engine::Wgmma => hopper::build::<T, O>(k, &var, &*epi),
         });
         map.insert(*v, built.clone());
         built

@@ -145,6 +145,7 @@ pub(crate) fn config_to_text(c: &MatmulConfig) -> String {
     let e = match c.engine {
         Engine::Simt => "simt",
         Engine::Mma => "mma",
+        Engine::Wgmma => "wgmma",
     };
     format!(
         "{e} {}x{}x{} {}x{} s{}",
@@ -158,6 +159,7 @@ pub(crate) fn config_from_text(s: &str) -> Option<MatmulConfig> {
     let engine = match it.next()? {
         "simt" => Engine::Simt,
         "mma" => Engine::Mma,
+        "wgmma" => Engine::Wgmma,
         _ => return None,
     };
     let nums = |t: &str, n: usize| -> Option<Vec<u32>> {
@@ -474,11 +476,26 @@ pub(crate) fn tune_candidates(
         // The cp.async pipelines (3-4 stages, dynamic shared memory) and their tile shapes.
         all.extend(super::config::candidates(mma_k, elem_size));
     }
+    if mma_ok && cc == (9, 0) {
+        // Hopper: TMA + wgmma.
+        let line = (128 / elem_size) as u32;
+        for (bm, bn, stages) in [
+            (128, 256, 4),
+            (128, 128, 6),
+            (128, 128, 4),
+            (64, 256, 5),
+            (256, 128, 4),
+        ] {
+            all.push(MatmulConfig::wgmma(bm, bn, line, stages));
+        }
+    }
     let mut out: Vec<MatmulConfig> = Vec::new();
     for c in all {
         // A pipelined configuration keeps its buffers in dynamic shared memory (up to the
         // opt-in limit; the largest layout of its operands), the others in static.
-        let fits = if c.engine == Engine::Mma && c.stages >= 3 {
+        let fits = if c.engine == Engine::Wgmma {
+            c.shared_bytes(elem_size) <= max_optin
+        } else if c.engine == Engine::Mma && c.stages >= 3 {
             c.pipeline_shared_bytes(elem_size, false, false)
                 .max(c.pipeline_shared_bytes(elem_size, true, true))
                 <= max_optin
@@ -619,13 +636,14 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
                 let v = self.variant(&sp, cfg, false);
                 let kernel = self.kernel(&v)?;
                 let shared = self.dynamic_shared(ctx, &kernel, &v)?;
+                let maps = self.maps(ctx, &sp, &v)?;
                 *launches += 1;
-                launch_cfg(&kernel, stream, &scall, &sp, v.cfg, shared)?;
+                launch_cfg(&kernel, stream, &scall, &sp, v.cfg, shared, maps.as_ref())?;
                 let mut ms = Vec::with_capacity(TIMED_LAUNCHES);
                 for pair in events.chunks(2) {
                     pair[0].record(stream)?;
                     *launches += 1;
-                    launch_cfg(&kernel, stream, &scall, &sp, v.cfg, shared)?;
+                    launch_cfg(&kernel, stream, &scall, &sp, v.cfg, shared, maps.as_ref())?;
                     pair[1].record(stream)?;
                 }
                 for pair in events.chunks(2) {

@@ -18,7 +18,14 @@ mod sealed {
 /// cores when allowed), `half::f16` and `half::bf16` (tensor cores on sm_80+, SIMT before);
 /// f32 accumulation for all. Each is also an output type.
 pub trait MatmulInput:
-    Float + MmaInput<Acc = f32> + MatmulOutput + sealed::Sealed + Send + Sync + 'static
+    Float
+    + MmaInput<Acc = f32>
+    + crate::codegen::WgmmaInput
+    + MatmulOutput
+    + sealed::Sealed
+    + Send
+    + Sync
+    + 'static
 {
     /// The A fragment of the 16×K MMA tile at `(row0, k0)` of shared buffer `buf` (`[m][k]`,
     /// rows 16-byte aligned): one `ldmatrix.x4` (for tf32 too: its rows are K-contiguous).

@@ -36,6 +36,7 @@ impl Variant {
         let e = match c.engine {
             super::config::Engine::Simt => "simt",
             super::config::Engine::Mma => "mma",
+            super::config::Engine::Wgmma => "wgmma",
         };
         let l = |row: bool| if row { 'r' } else { 'c' };
         let b = |x: bool| if x { '1' } else { '0' };

@@ -1,0 +1,242 @@
+//! The Hopper kernel (sm_90): each block computes a `block_m × block_n` tile of C with
+//! `block_m / 64` warpgroups, each `64 × block_n` of it as warpgroup MMAs
+//! (`wgmma.mma_async.m64n{block_n}`) on operands that TMA copies into `stages` shared-memory
+//! stages (128-byte swizzled, one 128-byte row of K per line: `block_k` = 64 f16/bf16 or 32
+//! tf32), completing on one transaction barrier per stage ("full"); each warpgroup releases a
+//! stage on a second barrier ("empty") once its wgmmas of it are done, and thread 0 refills
+//! the stage the previous k-tile used, `stages - 1` tiles ahead.
+//!
+//! Operands in either layout: a K-contiguous operand is K-major in shared memory (one box of
+//! `rows × block_k` per tile), an M- or N-contiguous one MN-major (boxes of `block_k × 64`,
+//! f16/bf16 only: the tensor cores transpose only 16-bit operands). Batches are the maps'
+//! third dimension. The tensor maps are made per launch (`tensor_maps`) and passed after the
+//! common parameters. The epilogue is the common one ([`store_out`]), element by element.
+
+use crate::codegen::{
+    select, Expr, KernelBuilder, KernelParam, SmemMatrix, Tma, WgmmaAcc, WgmmaMajor, WgmmaSwizzle,
+};
+use crate::context::Context;
+use crate::error::Result;
+use crate::memory::{TensorMapOptions, TensorMapSwizzle};
+
+use super::epilogue::{store_out, EpilogueFn};
+use super::params::{tile_origin, Params};
+use super::shape::{Operand, Problem};
+use super::types::{MatmulInput, MatmulOutput};
+use super::variant::Variant;
+
+/// Bytes of one line of a tile along its contiguous axis (the 128-byte swizzle's span).
+const LINE: u32 = 128;
+/// Rows of A one warpgroup computes (wgmma's M), and the width of an MN-major box.
+const WG: u32 = 64;
+
+/// Whether TMA can read operand `o` (16-byte aligned start, leading dimension and batch
+/// stride; extents TMA can address).
+pub(super) fn tma_ok(o: &Operand) -> bool {
+    let s = o.size as u64;
+    let batched = o.batch > 1 && o.bs != 0;
+    o.ptr % 16 == 0
+        && (o.ld as u64 * s) % 16 == 0
+        && (!batched || (o.bs as u64 * s) % 16 == 0)
+        && (o.ld as u64 * s) < 1 << 40
+        && (o.bs as u64 * s) < 1 << 40
+        && o.rows.max(o.cols).max(o.batch) < 1 << 31
+}
+
+/// Whether operand A (`a`) and B (`b`) may be read by the tensor cores in their layouts for
+/// elements of `size` bytes: both K-major for tf32.
+pub(super) fn layouts_ok(a: &Operand, b: &Operand, size: usize) -> bool {
+    size == 2 || (a.row_major && !b.row_major)
+}
+
+/// The tensor map of an operand `o` (after its op: `rows × cols`) for tiles of `x_tile`
+/// rows or columns (M or N) and `bk` of K: `contig_k` says whether K is its contiguous axis.
+fn operand_map(
+    ctx: &Context,
+    o: &Operand,
+    elem: crate::ir::ScalarTy,
+    contig_k: bool,
+    x_tile: u32,
+    bk: u32,
+) -> Result<crate::backend::tensor_map::TensorMapBytes> {
+    // C order: [batch, outer, inner], strides in elements.
+    let (outer, inner) = if o.row_major {
+        (o.rows, o.cols)
+    } else {
+        (o.cols, o.rows)
+    };
+    let batch = if o.bs == 0 { 1 } else { o.batch };
+    let shape = [batch, outer, inner];
+    let strides = [o.bs as isize, o.ld as isize, 1];
+    let bx = if contig_k {
+        [1, x_tile, bk]
+    } else {
+        [1, bk, WG]
+    };
+    let opts = TensorMapOptions::<3>::default().swizzle(TensorMapSwizzle::B128);
+    let desc = crate::memory::tensor_map::describe(elem, o.ptr, &shape, &strides, bx, &opts)?;
+    ctx.bind()?;
+    crate::backend::backend().tensor_map_encode_tiled(&desc)
+}
+
+/// The tensor maps of A and B for problem `p` under variant `v`'s configuration.
+pub(super) fn tensor_maps<T: MatmulInput>(
+    ctx: &Context,
+    p: &Problem,
+    v: &Variant,
+) -> Result<[crate::backend::tensor_map::TensorMapBytes; 2]> {
+    let c = v.cfg;
+    let elem = T::TY;
+    Ok([
+        operand_map(ctx, &p.a, elem, p.a.row_major, c.block_m, c.block_k)?,
+        operand_map(ctx, &p.b, elem, !p.b.row_major, c.block_n, c.block_k)?,
+    ])
+}
+
+/// Records the Hopper kernel of variant `v` in the kernel being built.
+pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    v: &Variant,
+    epi: &EpilogueFn,
+) {
+    let p = Params::<T, O>::declare(v);
+    let ma = <Tma<T, 3> as KernelParam>::declare();
+    let mb = <Tma<T, 3> as KernelParam>::declare();
+    let cfg = v.cfg;
+    let (bm, bn, bk, stages) = (cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages);
+    let es = T::TY.size() as u32;
+    let groups = bm / WG;
+    let (a_k, b_k) = (v.a_row, !v.b_row);
+    k.launch_bounds(cfg.threads(), 1);
+    let smem = k.dynamic_shared::<T>();
+    let full = k.mbarriers(stages as usize);
+    let empty = k.mbarriers(stages as usize);
+    let t = k.thread_idx().x;
+    let wg = t >> 7u32;
+    let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / es;
+    let (a_elems, b_elems) = (bm * bk, bk * bn);
+    let stage_bytes = (a_elems + b_elems) * es;
+    let a_at = move |s: Expr<u32>| pad + s * (a_elems + b_elems);
+    let b_at = move |s: Expr<u32>| a_at(s) + a_elems;
+    let o = tile_origin(k, &p, bm, bn);
+    let batch = k.block_idx().z + p.batch0;
+    let (ba, bb) = (
+        select(p.sa.eq(0u64), 0u32, batch).cast::<i32>(),
+        select(p.sb.eq(0u64), 0u32, batch).cast::<i32>(),
+    );
+    let tiles = (p.k + (bk - 1)) / bk;
+    k.if_(t.eq(0u32), |k| {
+        for s in 0..stages {
+            full.init(s, 1u32);
+            empty.init(s, groups);
+        }
+        k.fence_barrier_init();
+    });
+    k.syncthreads();
+    let i32_ = |x: Expr<u32>| x.cast::<i32>();
+    // Thread 0: the copies of k-tile `j` into stage `s`.
+    let issue = |j: Expr<u32>, s: Expr<u32>| {
+        full.arrive_expect_tx(s, stage_bytes);
+        let k0 = i32_(j * bk);
+        if a_k {
+            ma.load([ba, i32_(o.m0), k0], &smem, a_at(s), &full, s);
+        } else {
+            for i in 0..bm / WG {
+                ma.load(
+                    [ba, k0, i32_(o.m0 + i * WG)],
+                    &smem,
+                    a_at(s) + i * WG * bk,
+                    &full,
+                    s,
+                );
+            }
+        }
+        if b_k {
+            mb.load([bb, i32_(o.n0), k0], &smem, b_at(s), &full, s);
+        } else {
+            for i in 0..bn / WG {
+                mb.load(
+                    [bb, k0, i32_(o.n0 + i * WG)],
+                    &smem,
+                    b_at(s) + i * WG * bk,
+                    &full,
+                    s,
+                );
+            }
+        }
+    };
+    k.if_(t.eq(0u32), |k| {
+        k.for_range(0u32, tiles.min(stages), |_, j| issue(j, j));
+    });
+    // This warpgroup's operands in stage `s`, k-step `kk` (wgmma's K deep).
+    let step = T::K;
+    let operands = |s: Expr<u32>, kk: u32| {
+        let (a, a_adv) = if a_k {
+            let a = SmemMatrix::new(
+                &smem,
+                a_at(s) + wg * (WG * bk),
+                WgmmaMajor::K,
+                WgmmaSwizzle::B128,
+                16,
+                1024,
+            );
+            (a, kk * step * es)
+        } else {
+            let a = SmemMatrix::new(
+                &smem,
+                a_at(s) + wg * (WG * bk),
+                WgmmaMajor::MN,
+                WgmmaSwizzle::B128,
+                bk * LINE,
+                1024,
+            );
+            (a, kk * step * LINE)
+        };
+        let (b, b_adv) = if b_k {
+            let b = SmemMatrix::new(&smem, b_at(s), WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
+            (b, kk * step * es)
+        } else {
+            let b = SmemMatrix::new(
+                &smem,
+                b_at(s),
+                WgmmaMajor::MN,
+                WgmmaSwizzle::B128,
+                bk * LINE,
+                1024,
+            );
+            (b, kk * step * LINE)
+        };
+        (a.advance(a_adv), b.advance(b_adv))
+    };
+    let vars = WgmmaAcc::zeros(bn).vars(k);
+    k.for_range(0u32, tiles, |k, j| {
+        let s = j % stages;
+        full.wait(k, s, (j / stages) & 1u32);
+        k.wgmma_fence();
+        let mut acc = WgmmaAcc::from_vars(&vars);
+        for kk in 0..bk / step {
+            let (a, b) = operands(s, kk);
+            acc = k.wgmma(&a, &b, &acc, true);
+        }
+        k.wgmma_commit();
+        let acc = k.wgmma_wait(0, &acc);
+        for (x, e) in vars.iter().zip(acc.elems()) {
+            x.set(*e);
+        }
+        k.if_((t & 127u32).eq(0u32), |_| empty.arrive(s));
+        // Thread 0 refills the stage the previous k-tile used once every warpgroup is done
+        // with it.
+        k.if_(
+            t.eq(0u32).and(j.ge(1u32)).and((j + (stages - 1)).lt(tiles)),
+            |k| {
+                let prev = (j - 1u32) % stages;
+                empty.wait(k, prev, ((j - 1u32) / stages) & 1u32);
+                issue(j + (stages - 1), prev);
+            },
+        );
+    });
+    let row0 = o.m0 + wg * WG;
+    WgmmaAcc::from_vars(&vars).for_each(k, |r, c, value| {
+        store_out(k, &p, v, epi, o.cbase, row0 + r, o.n0 + c, value);
+    });
+}
