@@ -897,7 +897,11 @@ mod tests {
     /// (`-nvptx-short-ptr`), and leaves generic and global pointers 64-bit.
     #[test]
     fn shared_constant_and_local_pointers_are_32_bit() {
-        let tm = target_machine(&PtxOptions::for_cc(9, 0), super::hopper::HopperUse::None).unwrap();
+        let tm = target_machine(
+            &PtxOptions::for_cc(9, 0),
+            crate::codegen::hopper::HopperUse::None,
+        )
+        .unwrap();
         let td = tm.get_target_data();
         let bytes = |space: u16| td.get_pointer_byte_size(Some(AddressSpace::from(space)));
         assert_eq!([0, 1, 3, 4, 5].map(bytes), [8, 8, 4, 4, 4]);

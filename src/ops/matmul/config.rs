@@ -442,9 +442,18 @@ mod tests {
 
     #[test]
     fn default_choice_by_shape_class_and_device() {
-        // Tensor cores only where allowed and on sm_80+.
-        let big = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 16);
+        // Tensor cores only where allowed and on sm_80+; on sm_90 the Hopper engine for
+        // products that fill the device (128×256 tiles where there are enough of them).
+        let big = MatmulConfig::choose(true, (8, 0), 108, 4096, 4096, 1, 16);
         assert_eq!(big, MatmulConfig::mma(128, 128, 32, 64, 64).with_stages(3));
+        let hopper = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 16);
+        assert_eq!(hopper, MatmulConfig::wgmma(128, 256, 64, 4));
+        let mid = MatmulConfig::choose(true, (9, 0), 132, 2048, 2048, 1, 8);
+        assert_eq!(mid, MatmulConfig::wgmma(128, 128, 32, 6));
+        let small = MatmulConfig::choose(true, (9, 0), 132, 1024, 1024, 1, 16);
+        assert_eq!(small.engine, Engine::Mma);
+        hopper.validate(16, 2).unwrap();
+        mid.validate(8, 4).unwrap();
         let small = MatmulConfig::choose(true, (8, 0), 132, 256, 256, 1, 8);
         assert_eq!(small, MatmulConfig::mma(64, 64, 16, 32, 32).with_stages(4));
         assert_eq!(small.engine, Engine::Mma);

@@ -778,6 +778,7 @@ mod tests {
         for c in [
             MatmulConfig::simt(128, 128, 8, 8, 8),
             MatmulConfig::mma(64, 128, 32, 32, 64).with_stages(1),
+            MatmulConfig::wgmma(128, 256, 64, 4),
         ] {
             assert_eq!(config_from_text(&config_to_text(&c)), Some(c));
         }
@@ -790,7 +791,7 @@ mod tests {
             "simt",
             "simt 64x64 4x4 s2",
             "simt 64x64x8 4x4 2",
-            "wgmma 64x64x8 4x4 s2",
+            "tcgen05 64x64x8 4x4 s2",
             "simt 64x64x8 4x4 s2 extra",
             "simt -1x64x8 4x4 s2",
         ] {
