@@ -10,7 +10,8 @@
 //! `rows × block_k` per tile), an M- or N-contiguous one MN-major (boxes of `block_k × 64`,
 //! f16/bf16 only: the tensor cores transpose only 16-bit operands). Batches are the maps'
 //! third dimension. The tensor maps are made per launch (`tensor_maps`) and passed after the
-//! common parameters. The epilogue is the common one ([`store_out`]), element by element.
+//! common parameters. The epilogue stages the accumulators through shared memory and applies
+//! the common one ([`store_out`]) along C's contiguous axis.
 
 use crate::codegen::{
     select, Expr, KernelBuilder, KernelParam, SmemMatrix, Tma, WgmmaAcc, WgmmaMajor, WgmmaSwizzle,
@@ -235,8 +236,45 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             },
         );
     });
+    let acc = WgmmaAcc::from_vars(&vars);
     let row0 = o.m0 + wg * WG;
-    WgmmaAcc::from_vars(&vars).for_each(k, |r, c, value| {
-        store_out(k, &p, v, epi, o.cbase, row0 + r, o.n0 + c, value);
-    });
+    // The accumulators through shared memory (the stages are free once every warpgroup is
+    // past its last wgmma): each warp writes its 16 rows × block_n to a region of its own
+    // (rows padded by one word), then stores them along C's contiguous axis, consecutive
+    // lanes on consecutive elements, so that each store instruction writes whole runs of C.
+    let stride = bn + 1;
+    let region = 16 * stride;
+    if cfg.threads() / 32 * region * 4 <= cfg.shared_bytes(es as usize) as u32 {
+        let st = k.dynamic_shared::<f32>();
+        let lane = k.lane_id();
+        let warp = t >> 5u32;
+        let base = warp * region;
+        k.syncthreads();
+        acc.for_each(k, |r, c, value| {
+            st.set(base + (r & 15u32) * stride + c, value)
+        });
+        k.syncwarp(u32::MAX);
+        let r0 = row0 + (warp & 3u32) * 16u32;
+        if v.c_row {
+            k.for_range(0u32, 16u32, |k, r| {
+                for j in 0..bn / 32 {
+                    let c = lane + j * 32;
+                    let value = st.at(base + r * stride + c);
+                    store_out(k, &p, v, epi, o.cbase, r0 + r, o.n0 + c, value);
+                }
+            });
+        } else {
+            // Columns of C: lanes 0-15 take the 16 rows of one column, lanes 16-31 the next.
+            let r = lane & 15u32;
+            k.for_range(0u32, bn / 2, |k, cc| {
+                let c = cc * 2u32 + (lane >> 4u32);
+                let value = st.at(base + r * stride + c);
+                store_out(k, &p, v, epi, o.cbase, r0 + r, o.n0 + c, value);
+            });
+        }
+    } else {
+        acc.for_each(k, |r, c, value| {
+            store_out(k, &p, v, epi, o.cbase, row0 + r, o.n0 + c, value);
+        });
+    }
 }
