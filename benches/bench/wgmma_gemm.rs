@@ -17,10 +17,11 @@ const BM: u32 = 128;
 const BN: u32 = 256;
 const BK: u32 = 64;
 
+/// The bench's GEMM kernel: two tensor maps, C, M, N, K.
+pub(crate) type HopperGemm<T> = Kernel<(Tma<T, 2>, Tma<T, 2>, &'static mut [T], u32, u32, u32)>;
+
 /// The GEMM kernel with `stages` stages.
-pub(crate) fn hopper_gemm<T>(
-    stages: u32,
-) -> cudajit::Result<Kernel<(Tma<T, 2>, Tma<T, 2>, &'static mut [T], u32, u32, u32)>>
+pub(crate) fn hopper_gemm<T>(stages: u32) -> cudajit::Result<HopperGemm<T>>
 where
     T: WgmmaInput + TensorMapElement + cudajit::codegen::KernelParam,
 {

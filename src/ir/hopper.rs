@@ -263,7 +263,8 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s == 1));
-        assert_eq!(acc_coord(37, 5), (16 + 1 + 8 * 0, 8 + 2 + 1));
+        assert_eq!(acc_coord(37, 5), (17, 11));
+        assert_eq!(acc_coord(37, 6), (25, 10));
     }
 
     /// Descriptors round-trip, and the worked example of a K-major 128-byte swizzled tile

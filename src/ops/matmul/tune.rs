@@ -477,14 +477,16 @@ pub(crate) fn tune_candidates(
         all.extend(super::config::candidates(mma_k, elem_size));
     }
     if mma_ok && cc == (9, 0) {
-        // Hopper: TMA + wgmma.
+        // Hopper: TMA + wgmma. 128×128 in 3 stages (97 KiB) lets two blocks share a
+        // multiprocessor: one's epilogue overlaps the other's main loop.
         let line = (128 / elem_size) as u32;
         for (bm, bn, stages) in [
             (128, 256, 4),
+            (256, 128, 4),
             (128, 128, 6),
             (128, 128, 4),
+            (128, 128, 3),
             (64, 256, 5),
-            (256, 128, 4),
         ] {
             all.push(MatmulConfig::wgmma(bm, bn, line, stages));
         }
