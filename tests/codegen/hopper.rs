@@ -118,3 +118,27 @@ fn wgmma_misuse_is_a_build_error() {
         "{err}"
     );
 }
+
+/// The Hopper code docs/GUIDE.md shows (its "Hopper: TMA, mbarriers and the warpgroup MMA"
+/// block) is examples/hopper_tile.rs's, which runs it and checks it against the host: every
+/// line of the block stands in the example, in the same order (indentation aside).
+#[test]
+fn documented_hopper_tile_is_the_example() {
+    let example = include_str!("../../examples/hopper_tile.rs");
+    let guide = include_str!("../../docs/GUIDE.md");
+    let heading = "\n### Hopper: TMA, mbarriers and the warpgroup MMA\n";
+    let block = guide
+        .split_once(heading)
+        .and_then(|(_, section)| section.split_once("```rust\n"))
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .expect("docs/GUIDE.md: no rust block in the Hopper section")
+        .0;
+    let mut lines = example.lines().map(str::trim);
+    for want in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        assert!(
+            lines.any(|l| l == want),
+            "docs/GUIDE.md's Hopper line\n    {want}\nis not in examples/hopper_tile.rs (after \
+             the lines before it)"
+        );
+    }
+}
