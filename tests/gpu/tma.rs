@@ -110,6 +110,27 @@ fn tma_load_swizzles_and_fills() {
             );
         }
     }
+    // The same launch captured into a graph and replayed: the map's 128 bytes travel with it.
+    let opts = TensorMapOptions::default().swizzle(TensorMapSwizzle::B128);
+    let map = TensorMap::<u16, 2>::tiled_with(&a, [32, 64], opts).unwrap();
+    let cfg = LaunchConfig::new(1, 128).with_shared_mem(1024 + 32 * 64 * 2);
+    let bytes = map.box_bytes();
+    let mut direct = c.alloc::<u16, _>(32 * 64).unwrap();
+    kern.launch(&s, cfg, (&map, &mut direct, 24, 40, bytes))
+        .unwrap();
+    let mut replay = c.alloc::<u16, _>(32 * 64).unwrap();
+    replay.fill_async(0xdead, &s).unwrap();
+    let graph = s
+        .capture(|s| kern.launch(s, cfg, (&map, &mut replay, 24, 40, bytes)))
+        .unwrap();
+    let exec = graph.instantiate().unwrap();
+    // SAFETY: the output and the map's array outlive the launch.
+    unsafe { exec.launch(&s) }.unwrap();
+    assert_eq!(
+        replay.to_vec_async(&s).unwrap(),
+        direct.to_vec_async(&s).unwrap(),
+        "a TMA kernel replayed from a graph"
+    );
 }
 
 /// A type for the TMA-fed GEMM.

@@ -21,8 +21,9 @@ pub(super) enum Node {
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
-        /// Each parameter slot's bytes, little-endian, zero-extended to 8.
-        slots: Vec<u64>,
+        /// Each parameter slot's bytes, little-endian, zero-extended to whole 8-byte words (a
+        /// tensor map's 128 bytes are 16 words).
+        slots: Vec<Box<[u64]>>,
     },
     HtoD {
         dst: u64,
@@ -145,18 +146,18 @@ pub(super) unsafe fn kernel_node(
 ///
 /// # Safety
 /// `params` holds one pointer per entry of `sizes`, each to at least that many readable bytes.
-unsafe fn read_slots(sizes: &[usize], params: *mut *mut c_void) -> Vec<u64> {
+unsafe fn read_slots(sizes: &[usize], params: *mut *mut c_void) -> Vec<Box<[u64]>> {
     sizes
         .iter()
         .enumerate()
         .map(|(i, &n)| {
-            let mut b = [0u8; 8];
-            // SAFETY: the caller's contract.
+            let mut words = vec![0u64; n.div_ceil(8).max(1)].into_boxed_slice();
+            // SAFETY: the caller's contract; the words hold at least `n` bytes.
             unsafe {
                 let p = *params.add(i) as *const u8;
-                std::ptr::copy_nonoverlapping(p, b.as_mut_ptr(), n.min(8));
+                std::ptr::copy_nonoverlapping(p, words.as_mut_ptr().cast::<u8>(), n);
             }
-            u64::from_le_bytes(b)
+            words
         })
         .collect()
 }
@@ -277,7 +278,7 @@ impl GraphApi for super::Simulator {
                 } => {
                     let mut params: Vec<*mut c_void> = slots
                         .iter_mut()
-                        .map(|v| (v as *mut u64).cast::<c_void>())
+                        .map(|v| v.as_mut_ptr().cast::<c_void>())
                         .collect();
                     unsafe {
                         self.launch_kernel(
