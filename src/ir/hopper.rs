@@ -96,17 +96,17 @@ pub(crate) enum HopperOp {
     /// The shared-window address (u32) of element `index` of the dynamic shared memory.
     SharedAddr { array: ArrayRef, index: ValueId },
     /// Element `elem` of D in one warpgroup-wide `D = A·B + (scale_d ? D : 0)`
-    /// (`wgmma.mma_async.sync.aligned.m64n{n}k{K}`, sm_90a): A (64×K) and B (K×n) are read
-    /// from shared memory through the descriptors `a` and `b` (u64), in the layouts their
-    /// majors say; `c` are this thread's accumulators (f32), `scale_d` a bool. The `n / 2`
-    /// elements are recorded consecutively, element 0 first. The result is only valid after a
+    /// (`wgmma.mma_async.sync.aligned.m64n{n}k{K}`, sm_90a): A (64×K) is read from shared
+    /// memory through its descriptor or taken from registers ([`WgmmaA`]), B (K×n) from shared
+    /// memory through the descriptor `b` (u64), in the layout its major says; `c` are this
+    /// thread's accumulators (f32), `scale_d` a bool. The `n / 2` elements are recorded
+    /// consecutively, element 0 first. The result is only valid after a
     /// [`HopperOp::WgmmaWait`] that covers it.
     Wgmma {
         kind: MmaKind,
         n: u16,
-        a: ValueId,
+        a: WgmmaA,
         b: ValueId,
-        a_mn_major: bool,
         b_mn_major: bool,
         scale_d: ValueId,
         c: Vec<ValueId>,
@@ -120,6 +120,16 @@ pub(crate) enum HopperOp {
         regs: Vec<ValueId>,
         elem: u16,
     },
+}
+
+/// Where a wgmma's A comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum WgmmaA {
+    /// Shared memory, through descriptor `desc` (u64), K-major or MN-major.
+    Desc { desc: ValueId, mn_major: bool },
+    /// This thread's four 32-bit registers: warp `w` of the warpgroup holds rows
+    /// `16·w..16·w + 16` of A in the layout of `mma.sync`'s A fragment (`mma::a_coord`).
+    Regs([ValueId; 4]),
 }
 
 /// The swizzle of a shared-memory tile (CUTLASS's `Swizzle<B,4,3>`): bits 4.. of the byte

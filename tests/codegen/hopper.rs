@@ -142,3 +142,43 @@ fn documented_hopper_tile_is_the_example() {
         );
     }
 }
+
+/// wgmma with A from registers (f16 and tf32, whose fragment is rounded with `cvt.rna`)
+/// compiles for sm_90a and passes ptxas.
+#[test]
+fn wgmma_with_a_from_registers() {
+    use cudajit::codegen::FragA;
+    fn rs<
+        T: cudajit::codegen::WgmmaInput
+            + cudajit::codegen::KernelParam<Handle = cudajit::codegen::Expr<T>>,
+    >(
+        name: &str,
+    ) -> String {
+        let k = Kernel::<(&[T], &mut [f32])>::build(name, |k, (a, d)| {
+            let smem = k.dynamic_shared::<T>();
+            let b = SmemMatrix::new(&smem, 0u32, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
+            let w = (k.thread_idx().x >> 5u32) & 3u32;
+            let fa = FragA::<T>::from_fn(k, |r, c| a.at((w * 16u32 + r) * 64u32 + c));
+            k.wgmma_fence();
+            let acc = k.wgmma_rs(&fa, &b, &WgmmaAcc::zeros(64), false);
+            k.wgmma_commit();
+            let acc = k.wgmma_wait(0, &acc);
+            acc.for_each(k, |r, c, v| d.set(r * 64u32 + c, v));
+        })
+        .unwrap();
+        let ptx = k.compile_ptx(&PtxOptions::for_cc(9, 0)).unwrap();
+        check_ptx_arch(&ptx, "sm_90a", k.name(), &[]);
+        ptx
+    }
+    let ptx = rs::<f16>("rs_f16");
+    assert!(
+        ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"),
+        "{ptx}"
+    );
+    let ptx = rs::<f32>("rs_tf32");
+    assert!(
+        ptx.contains("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"),
+        "{ptx}"
+    );
+    assert!(ptx.contains("cvt.rna.tf32.f32"), "{ptx}");
+}

@@ -9,7 +9,7 @@
 //! the descriptors are the ones the GPU reads: a wrong one fails here on both.
 
 use cudajit::codegen::{
-    Kernel, KernelParam, SmemMatrix, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
+    FragA, Kernel, KernelParam, SmemMatrix, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
 };
 use cudajit::prelude::*;
 use cudajit::{bf16, f16};
@@ -60,6 +60,12 @@ fn swz(off: cudajit::codegen::Expr<u32>) -> cudajit::codegen::Expr<u32> {
 /// One warpgroup's `D = C + A·B` (64×n, K = one 128-byte row), B `mn_major` or not, the first
 /// wgmma ignoring C when `zero_first`.
 fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
+    wgmma_tile_from::<T>(n, mn_major, zero_first, false)
+}
+
+/// [`wgmma_tile`] with A from shared memory or, `a_regs`, from registers (`wgmma_rs`: each
+/// warp's 16 rows as an `mma.sync` A fragment).
+fn wgmma_tile_from<T: Case>(n: u32, mn_major: bool, zero_first: bool, a_regs: bool) {
     let c = ctx();
     if !cudajit::on_simulator() && c.device().compute_capability().unwrap() != (9, 0) {
         println!("skipped: wgmma needs an sm_90 GPU");
@@ -70,10 +76,11 @@ fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
     let kd = 128 / es;
     let steps = kd / T::K;
     let name = format!(
-        "wgmma_{}_n{n}{}{}",
+        "wgmma_{}_n{n}{}{}{}",
         T::TY.name(),
         if mn_major { "_mn" } else { "" },
-        if zero_first { "_zero" } else { "" }
+        if zero_first { "_zero" } else { "" },
+        if a_regs { "_rs" } else { "" }
     );
     let b_bytes = if mn_major {
         n.div_ceil(64) * kd * 128
@@ -121,11 +128,17 @@ fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
         } else {
             SmemMatrix::new(&smem, b0, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024)
         };
+        let wrow = ((t >> 5u32) & 3u32) * 16u32;
         k.wgmma_fence();
         for st in 0..steps {
             let step_b = if mn_major { st * T::K * 128 } else { st * 32 };
             let accumulate = !(zero_first && st == 0);
-            acc = k.wgmma(&da.advance(st * 32), &db.advance(step_b), &acc, accumulate);
+            acc = if a_regs {
+                let fa = FragA::<T>::from_fn(k, |r, c| a.at((wrow + r) * kd + st * T::K + c));
+                k.wgmma_rs(&fa, &db.advance(step_b), &acc, accumulate)
+            } else {
+                k.wgmma(&da.advance(st * 32), &db.advance(step_b), &acc, accumulate)
+            };
         }
         k.wgmma_commit();
         let acc = k.wgmma_wait(0, &acc);
@@ -161,10 +174,13 @@ fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
     let c_model = if zero_first { vec![0.0f32; m * nu] } else { cv };
     // tf32 operands: the tensor cores ignore the low 13 mantissa bits of an f32 in shared
     // memory; the model multiplies those values (exact in tf32, so its rounding keeps them).
-    let (a, b): (Vec<T>, Vec<T>) = (
-        a.iter().map(|&x| T::truncated(x)).collect(),
-        b.iter().map(|&x| T::truncated(x)).collect(),
-    );
+    // From registers, A is rounded to nearest tf32 first (as the model does).
+    let a: Vec<T> = if a_regs {
+        a
+    } else {
+        a.iter().map(|&x| T::truncated(x)).collect()
+    };
+    let b: Vec<T> = b.iter().map(|&x| T::truncated(x)).collect();
     check_product(&name, (m, nu, kk), (&a, &b, &c_model), &got);
 }
 
@@ -195,4 +211,13 @@ fn wgmma_bf16() {
 fn wgmma_tf32() {
     wgmma_tile::<f32>(32, false, false);
     wgmma_tile::<f32>(128, false, true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_a_from_registers() {
+    wgmma_tile_from::<f16>(64, false, false, true);
+    wgmma_tile_from::<f16>(128, true, true, true);
+    wgmma_tile_from::<bf16>(256, false, false, true);
+    wgmma_tile_from::<f32>(64, false, false, true);
 }

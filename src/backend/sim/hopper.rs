@@ -27,8 +27,8 @@ use crate::backend::tensor_map::{
     TensorMapBytes, TensorMapInterleave, TensorMapOobFill, TensorMapSwizzle,
 };
 use crate::error::FaultKind;
-use crate::ir::hopper::{self, SmemDesc, WARPGROUP, WG_M};
-use crate::ir::mma::MmaKind;
+use crate::ir::hopper::{self, SmemDesc, WgmmaA, WARPGROUP, WG_M};
+use crate::ir::mma::{self as mma_ir, MmaKind};
 use crate::ir::{ArrayRef, FunctionIr, HopperOp, HopperStmt, ScalarTy, ValueId};
 
 /// Polls of barrier phases that cannot complete, with no barrier progress in the block,
@@ -295,7 +295,6 @@ impl Block<'_> {
                 n: cols,
                 a,
                 b,
-                a_mn_major,
                 b_mn_major,
                 scale_d,
                 c,
@@ -307,8 +306,7 @@ impl Block<'_> {
                     dst,
                     *kind,
                     *cols as u32,
-                    [*a, *b],
-                    [*a_mn_major, *b_mn_major],
+                    (*a, (*b, *b_mn_major)),
                     *scale_d,
                     c,
                     m,
@@ -375,8 +373,7 @@ impl Block<'_> {
         dst: ValueId,
         kind: MmaKind,
         cols: u32,
-        desc: [ValueId; 2],
-        mn_major: [bool; 2],
+        (a, (b, b_mn)): (WgmmaA, (ValueId, bool)),
         scale_d: ValueId,
         c: &[ValueId],
         m: &Mask,
@@ -395,12 +392,42 @@ impl Block<'_> {
                 vec![0f64; (WG_M * k) as usize],
                 vec![0f64; (k * cols) as usize],
             ];
-            for (o, rows) in [(0usize, WG_M), (1, cols)] {
-                let dv = reg(fr, n, desc[o], t0);
+            // A from registers: each warp's rows as mma.sync's A fragment.
+            if let WgmmaA::Regs(regs) = a {
+                let per = kind.per_reg();
+                for tl in 0..WARPGROUP {
+                    let (w, lane) = (tl / 32, tl % 32);
+                    for e in 0..4 * per {
+                        let (r, col) = mma_ir::a_coord(kind, lane, e);
+                        let bits = reg(fr, n, regs[(e / per) as usize], t0 + tl as usize) as u32;
+                        let raw = if per == 1 {
+                            bits
+                        } else {
+                            (bits >> ((e % per) * 16)) & 0xffff
+                        };
+                        // tf32 from registers is rounded to nearest first (as the lowering
+                        // does), 16-bit elements are exact.
+                        let v = if per == 1 {
+                            f32::from_bits(mma_ir::round_tf32(raw)) as f64
+                        } else {
+                            element(kind, &raw.to_le_bytes()[..esize as usize])
+                        };
+                        ops[0][((16 * w + r) * k + col) as usize] = v;
+                    }
+                }
+            }
+            let operands: Vec<(usize, u32, ValueId, bool)> = match a {
+                WgmmaA::Desc { desc, mn_major } => {
+                    vec![(0, WG_M, desc, mn_major), (1, cols, b, b_mn)]
+                }
+                WgmmaA::Regs(_) => vec![(1, cols, b, b_mn)],
+            };
+            for (o, rows, desc, mn_major) in operands {
+                let dv = reg(fr, n, desc, t0);
                 let d = SmemDesc::decode(dv);
                 for mn in 0..rows {
                     for kk in 0..k {
-                        let at = hopper::operand_addr(&d, mn_major[o], esize, mn, kk) as usize;
+                        let at = hopper::operand_addr(&d, mn_major, esize, mn, kk) as usize;
                         if at + esize as usize > len {
                             return Err(Fault::new(
                                 FaultKind::OutOfBounds,

@@ -13,10 +13,10 @@ use super::super::builder::{with_state, Kind};
 use super::super::control::KernelBuilder;
 use super::super::expr::{Expr, Var};
 use super::super::lower::Lowerer;
-use super::super::mma::MmaInput;
+use super::super::mma::{FragA, MmaInput};
 use super::asm;
 use crate::error::Result;
-use crate::ir::hopper::{self, SmemDesc};
+use crate::ir::hopper::{self, SmemDesc, WgmmaA};
 use crate::ir::mma::MmaKind;
 use crate::ir::{ArrayRef, HopperOp, HopperStmt, Op, Stmt, ValueId};
 
@@ -350,12 +350,52 @@ impl KernelBuilder {
         accumulate: impl Into<Expr<bool>>,
     ) -> WgmmaAcc {
         let _at = crate::codegen::srcloc::at();
+        let src = WgmmaA::Desc {
+            desc: ValueId(a.desc.id),
+            mn_major: a.major == WgmmaMajor::MN,
+        };
+        record_wgmma::<T>(a.tag, src, vec![a.desc.raw()], b, c, accumulate.into())
+    }
+
+    /// [`wgmma`](Self::wgmma) with A from registers (the PTX form whose A operand is four
+    /// registers per thread): warp `w` of the warpgroup gives rows `16·w..16·w + 16` of the
+    /// 64×K A as an `mma.sync` A fragment ([`FragA`]: `FragA::from_fn(k, |r, c| ..)` with the
+    /// warp's row offset added, or a fragment computed in registers, as attention's P).
+    /// tf32 fragments are rounded to nearest (ties away) first, as `mma.sync`'s operands (and
+    /// unlike shared-memory operands, which the tensor cores truncate).
+    #[track_caller]
+    pub fn wgmma_rs<T: WgmmaInput>(
+        &self,
+        a: &FragA<T>,
+        b: &SmemMatrix<T>,
+        c: &WgmmaAcc,
+        accumulate: impl Into<Expr<bool>>,
+    ) -> WgmmaAcc {
+        let _at = crate::codegen::srcloc::at();
+        let regs = a.regs();
+        let src = WgmmaA::Regs(regs.map(|r| ValueId(r.id)));
+        let raws = regs.iter().map(|r| r.raw()).collect();
+        record_wgmma::<T>(b.tag, src, raws, b, c, accumulate.into())
+    }
+}
+
+/// Records a wgmma after its checks: `a_tag` is A's kernel, `a_raws` its operands.
+#[track_caller]
+fn record_wgmma<T: WgmmaInput>(
+    a_tag: u32,
+    a: WgmmaA,
+    a_raws: Vec<(u32, u32)>,
+    b: &SmemMatrix<T>,
+    c: &WgmmaAcc,
+    scale: Expr<bool>,
+) -> WgmmaAcc {
+    {
         let kind = kind_of::<T>();
         let n = c.n();
-        let scale = accumulate.into();
+        let a_mn = matches!(a, WgmmaA::Desc { mn_major: true, .. });
         let bad = with_state(|s| {
             let name = s.f.name.clone();
-            if a.tag != s.tag || b.tag != s.tag {
+            if a_tag != s.tag || b.tag != s.tag {
                 s.error(
                     Kind::ForeignValue,
                     format!("in `{name}`: a wgmma operand of another kernel"),
@@ -372,7 +412,7 @@ impl KernelBuilder {
                 );
                 return true;
             }
-            if kind == MmaKind::Tf32 && (a.major == WgmmaMajor::MN || b.major == WgmmaMajor::MN) {
+            if kind == MmaKind::Tf32 && (a_mn || b.major == WgmmaMajor::MN) {
                 s.error(
                     Kind::Hopper,
                     format!(
@@ -391,15 +431,15 @@ impl KernelBuilder {
         }
         let ids: Vec<ValueId> = c.elems.iter().map(|e| ValueId(e.id)).collect();
         let mut raws: Vec<(u32, u32)> = c.elems.iter().map(|e| e.raw()).collect();
-        raws.extend([a.desc.raw(), b.desc.raw(), scale.raw()]);
+        raws.extend(a_raws);
+        raws.extend([b.desc.raw(), scale.raw()]);
         let elems = (0..ids.len())
             .map(|e| {
                 let op = HopperOp::Wgmma {
                     kind,
                     n: n as u16,
-                    a: ValueId(a.desc.id),
+                    a,
                     b: ValueId(b.desc.id),
-                    a_mn_major: a.major == WgmmaMajor::MN,
                     b_mn_major: b.major == WgmmaMajor::MN,
                     scale_d: ValueId(scale.id),
                     c: ids.clone(),
@@ -410,7 +450,9 @@ impl KernelBuilder {
             .collect();
         WgmmaAcc { elems }
     }
+}
 
+impl KernelBuilder {
     /// `wgmma.wait_group.sync.aligned pending`: waits until at most `pending` of the
     /// warpgroup's committed wgmma groups are in flight, and returns `acc` readable (the
     /// accumulators of the completed wgmmas).
@@ -474,32 +516,63 @@ pub(super) fn lower_op<'c>(
                 n,
                 a,
                 b,
-                a_mn_major,
                 b_mn_major,
                 scale_d,
                 ..
             } => {
-                args.push(lw.v(*a)?);
+                // Operands after the outputs: A (a descriptor, or four registers), B's
+                // descriptor, the scale-d flag.
+                let a_text = match a {
+                    WgmmaA::Desc { desc, .. } => {
+                        args.push(lw.v(*desc)?);
+                        cons.push("l".to_string());
+                        format!("${r}")
+                    }
+                    WgmmaA::Regs(regs) => {
+                        for x in regs {
+                            let v = lw.v(*x)?;
+                            // tf32 from registers: rounded to nearest first, as mma.sync's.
+                            let v = if *kind == MmaKind::Tf32 {
+                                let f =
+                                    lw.b.build_bit_cast(v, lw.ctx.f32_type(), "")
+                                        .map_err(|e| lw.err(e.to_string()))?;
+                                lw.call(
+                                    "llvm.nvvm.f2tf32.rna",
+                                    Some(lw.ctx.i32_type().into()),
+                                    &[f],
+                                )?
+                                .ok_or_else(|| lw.err("f2tf32 returned nothing"))?
+                            } else {
+                                v
+                            };
+                            args.push(v);
+                            cons.push("r".to_string());
+                        }
+                        format!("{{${}, ${}, ${}, ${}}}", r, r + 1, r + 2, r + 3)
+                    }
+                };
+                let b_at = r + args.len();
                 args.push(lw.v(*b)?);
                 let sd = lw.v(*scale_d)?.into_int_value();
                 let sd =
                     lw.b.build_int_z_extend(sd, lw.ctx.i32_type(), "")
                         .map_err(|e| lw.err(e.to_string()))?;
                 args.push(sd.into());
-                cons.extend(["l".to_string(), "l".to_string(), "r".to_string()]);
+                cons.extend(["l".to_string(), "r".to_string()]);
                 let (ty, k) = (kind.name(), hopper::wgmma_k(*kind));
-                let tail = if *kind == MmaKind::Tf32 {
-                    String::new()
-                } else {
-                    format!(", {}, {}", *a_mn_major as u32, *b_mn_major as u32)
+                // The transpose immediates (16-bit types only): A's only from shared memory.
+                let tail = match (kind, a) {
+                    (MmaKind::Tf32, _) => String::new(),
+                    (_, WgmmaA::Desc { mn_major, .. }) => {
+                        format!(", {}, {}", *mn_major as u32, *b_mn_major as u32)
+                    }
+                    (_, WgmmaA::Regs(_)) => format!(", {}", *b_mn_major as u32),
                 };
                 format!(
                     "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; \
-                     wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ty}.{ty} {{{}}}, ${}, ${}, p, 1, 1{tail}; }}",
-                    r + 2,
+                     wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ty}.{ty} {{{}}}, {a_text}, ${b_at}, p, 1, 1{tail}; }}",
+                    b_at + 1,
                     outs.join(", "),
-                    r,
-                    r + 1
                 )
             }
             HopperOp::WgmmaWait { pending, .. } => {
