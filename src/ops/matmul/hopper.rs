@@ -210,6 +210,10 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
         (a.advance(a_adv), b.advance(b_adv))
     };
     let vars = WgmmaAcc::zeros(bn).vars(k);
+    // With 3 or more stages one k-tile's wgmmas stay in flight while the next tile's are
+    // issued (`wgmma_wait(1)`): a stage is released one tile later, and thread 0 refills the
+    // stage of two tiles back. With 2 stages each tile's wgmmas are waited for.
+    let lag = if stages >= 3 { 1u32 } else { 0 };
     k.for_range(0u32, tiles, |k, j| {
         let s = j % stages;
         full.wait(k, s, (j / stages) & 1u32);
@@ -220,22 +224,33 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             acc = k.wgmma(&a, &b, &acc, true);
         }
         k.wgmma_commit();
-        let acc = k.wgmma_wait(0, &acc);
+        let acc = k.wgmma_wait(lag, &acc);
         for (x, e) in vars.iter().zip(acc.elems()) {
             x.set(*e);
         }
-        k.if_((t & 127u32).eq(0u32), |_| empty.arrive(s));
-        // Thread 0 refills the stage the previous k-tile used once every warpgroup is done
-        // with it.
+        // This warpgroup is done with the stage of tile j - lag.
+        k.if_((t & 127u32).eq(0u32).and(j.ge(lag)), |_| {
+            empty.arrive((j - lag) % stages)
+        });
+        // Thread 0 refills the stage of tile j - lag - 1 once every warpgroup is done with it.
+        let back = lag + 1;
         k.if_(
-            t.eq(0u32).and(j.ge(1u32)).and((j + (stages - 1)).lt(tiles)),
+            t.eq(0u32)
+                .and(j.ge(back))
+                .and((j + (stages - back)).lt(tiles)),
             |k| {
-                let prev = (j - 1u32) % stages;
-                empty.wait(k, prev, ((j - 1u32) / stages) & 1u32);
-                issue(j + (stages - 1), prev);
+                let prev = (j - back) % stages;
+                empty.wait(k, prev, ((j - back) / stages) & 1u32);
+                issue(j + (stages - back), prev);
             },
         );
     });
+    if lag > 0 {
+        let acc = k.wgmma_wait(0, &WgmmaAcc::from_vars(&vars));
+        for (x, e) in vars.iter().zip(acc.elems()) {
+            x.set(*e);
+        }
+    }
     let acc = WgmmaAcc::from_vars(&vars);
     let row0 = o.m0 + wg * WG;
     // The accumulators through shared memory (the stages are free once every warpgroup is
