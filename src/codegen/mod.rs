@@ -50,7 +50,7 @@ pub use atomics::*;
 
 pub use async_copy::CpAsyncSrc;
 pub use hopper::{
-    Mbarriers, SmemMatrix, Tma, TmaDesc, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
+    Mbarriers, SmemMatrix, Tma, TmaDesc, TmaMut, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
 };
 pub use ldmatrix::{LdMatrixElem, LdMatrixSrc};
 pub use mma::{FragA, FragB, FragC, MmaInput};

@@ -6,7 +6,7 @@
 //!   = A·B, f16 and bf16, A K-major and B MN-major (row-major both) in 128-byte swizzled 64×64
 //!   boxes, the boxes past the edges zero-filled; every element of C against the host model.
 
-use cudajit::codegen::{Kernel, SmemMatrix, Tma, WgmmaAcc, WgmmaMajor, WgmmaSwizzle};
+use cudajit::codegen::{Kernel, SmemMatrix, Tma, TmaMut, WgmmaAcc, WgmmaMajor, WgmmaSwizzle};
 use cudajit::memory::{TensorMap, TensorMapOptions, TensorMapSwizzle};
 use cudajit::prelude::*;
 use cudajit::{bf16, f16};
@@ -131,6 +131,86 @@ fn tma_load_swizzles_and_fills() {
         direct.to_vec_async(&s).unwrap(),
         "a TMA kernel replayed from a graph"
     );
+}
+
+/// A box loaded by TMA from one array and stored by TMA into another at other coordinates
+/// (partly outside it: only the part inside is written), through a `TmaMut` parameter; a
+/// read-only map given to that parameter is an error before anything runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tma_store_writes_a_box_back() {
+    let c = ctx();
+    if !sm90(&c) {
+        println!("skipped: TMA needs an sm_90 GPU");
+        return;
+    }
+    let s = c.new_stream().unwrap();
+    let (rows, cols) = (40usize, 72usize);
+    let mut rng = Rng::new();
+    let host: Vec<u16> = rng.vec(rows * cols, |r| (r.next_u64() as u16) | 1);
+    let a = s
+        .to_device(&ndarray::Array2::from_shape_vec((rows, cols), host.clone()).unwrap())
+        .unwrap();
+    let mut out = s
+        .to_device(&ndarray::Array2::from_elem((rows, cols), 0xdeadu16))
+        .unwrap();
+    let kern = Kernel::<(Tma<u16, 2>, TmaMut<u16, 2>, i32, i32, i32, i32)>::build(
+        "tma_store",
+        |k, (src, dst, r0, c0, r1, c1)| {
+            let smem = k.dynamic_shared::<u16>();
+            let bars = k.mbarriers(1);
+            let t = k.thread_idx().x;
+            let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+            k.if_(t.eq(0u32), |k| {
+                bars.init(0u32, 1u32);
+                k.fence_barrier_init();
+            });
+            k.syncthreads();
+            k.if_(t.eq(0u32), |_| {
+                bars.arrive_expect_tx(0u32, 16u32 * 64 * 2);
+                src.load([r0, c0], &smem, pad, &bars, 0u32);
+            });
+            bars.wait(k, 0u32, 0u32);
+            k.if_(t.eq(0u32), |k| {
+                dst.store([r1, c1], &smem, pad);
+                k.bulk_commit();
+                k.bulk_wait(0, false);
+            });
+        },
+    )
+    .unwrap();
+    let opts = TensorMapOptions::default().swizzle(TensorMapSwizzle::B128);
+    let ms = TensorMap::<u16, 2>::tiled_with(&a, [16, 64], opts).unwrap();
+    let cfg = LaunchConfig::new(1, 128).with_shared_mem(1024 + 16 * 64 * 2);
+    let (r0, c0, r1, c1) = (4i32, 8i32, 30i32, 20i32);
+    {
+        let md = TensorMap::<u16, 2>::tiled_mut_with(&mut out, [16, 64], opts).unwrap();
+        kern.launch(&s, cfg, (&ms, &md, r0, c0, r1, c1)).unwrap();
+    }
+    let got = out.to_vec_async(&s).unwrap();
+    let mut want = vec![0xdeadu16; rows * cols];
+    for br in 0..16i32 {
+        for bc in 0..64i32 {
+            let (sr, sc) = (r0 + br, c0 + bc);
+            let v = if (sr as usize) < rows && (sc as usize) < cols {
+                host[sr as usize * cols + sc as usize]
+            } else {
+                0
+            };
+            let (dr, dc) = (r1 + br, c1 + bc);
+            if (dr as usize) < rows && (dc as usize) < cols {
+                want[dr as usize * cols + dc as usize] = v;
+            }
+        }
+    }
+    let bad = (0..rows * cols).filter(|&i| got[i] != want[i]).count();
+    assert_eq!(bad, 0, "{bad} elements differ after the TMA store");
+    // A read-only map for the parameter that stores: refused at launch.
+    let ro = TensorMap::<u16, 2>::tiled_with(&a, [16, 64], opts).unwrap();
+    let err = kern
+        .launch(&s, cfg, (&ms, &ro, r0, c0, r1, c1))
+        .unwrap_err();
+    assert!(err.to_string().contains("tiled_mut"), "{err}");
 }
 
 /// A type for the TMA-fed GEMM.

@@ -21,7 +21,7 @@ mod tma;
 mod wgmma;
 
 pub use mbarrier::Mbarriers;
-pub use tma::{Tma, TmaDesc};
+pub use tma::{Tma, TmaDesc, TmaMut};
 pub use wgmma::{SmemMatrix, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle};
 
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 
 use inkwell::values::BasicValueEnum;
 
-use super::super::array::{DArray, Index, ReadWrite};
+use super::super::array::{DArray, Index, ReadOnly, ReadWrite};
 use super::super::builder::{with_state, Kind};
 use super::super::control::KernelBuilder;
 use super::super::expr::Expr;
@@ -20,38 +20,64 @@ use crate::ir::{ArrayRef, HopperStmt, Param, Stmt, ValueId};
 use crate::memory::{TensorMap, TensorMapElement};
 
 /// A kernel parameter: a TMA tensor map of rank `R` (1 to 5) over elements of `T`, passed by
-/// value (CUDA's `const __grid_constant__ CUtensorMap`). The launch argument is a
+/// value (CUDA's `const __grid_constant__ CUtensorMap`), for reading: the kernel may only
+/// [`load`](TmaDesc::load) through it. The launch argument is a
 /// [`&TensorMap<T, R>`](crate::memory::TensorMap); the build closure receives a [`TmaDesc`].
 pub struct Tma<T, const R: usize>(PhantomData<fn() -> T>);
 
+/// A kernel parameter like [`Tma`] through which the kernel may also
+/// [`store`](TmaDesc::store): its launch argument must be a map made with
+/// [`TensorMap::tiled_mut`](crate::memory::TensorMap::tiled_mut) (which borrows its array
+/// mutably); a read-only map is an error at launch.
+pub struct TmaMut<T, const R: usize>(PhantomData<fn() -> T>);
+
 /// A tensor-map parameter in a kernel being built: [`load`](TmaDesc::load) copies a box of the
-/// tensor into shared memory, [`store`](TmaDesc::store) one back.
-#[derive(Clone, Copy)]
-pub struct TmaDesc<T, const R: usize> {
+/// tensor into shared memory; on a [`TmaMut`] parameter (`A` = [`ReadWrite`]),
+/// [`store`](TmaDesc::store) copies one back.
+pub struct TmaDesc<T, const R: usize, A = ReadOnly> {
     tag: u32,
     param: u32,
-    _t: PhantomData<fn() -> T>,
+    _t: PhantomData<fn() -> (T, A)>,
+}
+
+impl<T, const R: usize, A> Clone for TmaDesc<T, R, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const R: usize, A> Copy for TmaDesc<T, R, A> {}
+
+/// Declares a tensor-map parameter.
+fn declare_map<T: Scalar, const R: usize, A>() -> TmaDesc<T, R, A> {
+    const { assert!(R >= 1 && R <= 5, "a tensor map has 1 to 5 dimensions") };
+    let (tag, param) = with_state(|s| {
+        (
+            s.tag,
+            s.add_param(Param::TensorMap {
+                elem: T::TY,
+                rank: R as u8,
+            }),
+        )
+    })
+    .unwrap_or((0, 0));
+    TmaDesc {
+        tag,
+        param,
+        _t: PhantomData,
+    }
 }
 
 impl<T: Scalar, const R: usize> KernelParam for Tma<T, R> {
-    type Handle = TmaDesc<T, R>;
-    fn declare() -> TmaDesc<T, R> {
-        const { assert!(R >= 1 && R <= 5, "a tensor map has 1 to 5 dimensions") };
-        let (tag, param) = with_state(|s| {
-            (
-                s.tag,
-                s.add_param(Param::TensorMap {
-                    elem: T::TY,
-                    rank: R as u8,
-                }),
-            )
-        })
-        .unwrap_or((0, 0));
-        TmaDesc {
-            tag,
-            param,
-            _t: PhantomData,
-        }
+    type Handle = TmaDesc<T, R, ReadOnly>;
+    fn declare() -> Self::Handle {
+        declare_map()
+    }
+}
+
+impl<T: Scalar, const R: usize> KernelParam for TmaMut<T, R> {
+    type Handle = TmaDesc<T, R, ReadWrite>;
+    fn declare() -> Self::Handle {
+        declare_map()
     }
 }
 
@@ -62,7 +88,19 @@ impl<T: Scalar + TensorMapElement, const R: usize> ArgFor<Tma<T, R>> for &Tensor
     }
 }
 
-impl<T: Scalar, const R: usize> TmaDesc<T, R> {
+impl<T: Scalar + TensorMapElement, const R: usize> ArgFor<TmaMut<T, R>> for &TensorMap<'_, T, R> {
+    #[inline]
+    fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+        if !self.is_writable() {
+            return Err(crate::error::Error::usage(
+                "a kernel parameter that stores through its tensor map (`TmaMut`) was given a                  read-only map (made with `TensorMap::tiled`, which borrows its array shared):                  make it with `TensorMap::tiled_mut`",
+            ));
+        }
+        buf.push_tensor_map(self.context(), &self.raw().0)
+    }
+}
+
+impl<T: Scalar, const R: usize, A> TmaDesc<T, R, A> {
     /// Checks the tags and the destination, then records `stmt`.
     fn record(
         &self,
@@ -108,10 +146,10 @@ impl<T: Scalar, const R: usize> TmaDesc<T, R> {
     /// box partly outside the tensor), then wait for the phase. PTX
     /// `cp.async.bulk.tensor.{R}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`.
     #[track_caller]
-    pub fn load<A>(
+    pub fn load<TA>(
         &self,
         coords: [Expr<i32>; R],
-        tile: &DArray<T, 1, A>,
+        tile: &DArray<T, 1, TA>,
         at: impl Index,
         bars: &Mbarriers,
         bar: impl Index,
@@ -146,7 +184,9 @@ impl<T: Scalar, const R: usize> TmaDesc<T, R> {
             },
         );
     }
+}
 
+impl<T: Scalar, const R: usize> TmaDesc<T, R, ReadWrite> {
     /// One thread starts copying the box at element `at` of the dynamic shared memory `tile`
     /// to the tensor at `coords` (C order; the parts of the box outside the tensor are not
     /// written). The copy joins the thread's bulk group: [`bulk_commit`](KernelBuilder::bulk_commit)
