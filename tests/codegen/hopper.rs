@@ -182,3 +182,40 @@ fn wgmma_with_a_from_registers() {
     );
     assert!(ptx.contains("cvt.rna.tf32.f32"), "{ptx}");
 }
+
+/// A TMA load and store (through a `TmaMut` parameter) compile for sm_90 and pass ptxas.
+#[test]
+fn tma_store_compiles() {
+    use cudajit::codegen::TmaMut;
+    let k = Kernel::<(Tma<u16, 2>, TmaMut<u16, 2>, i32, i32, i32, i32)>::build(
+        "tma_store",
+        |k, (src, dst, r0, c0, r1, c1)| {
+            let smem = k.dynamic_shared::<u16>();
+            let bars = k.mbarriers(1);
+            let t = k.thread_idx().x;
+            let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+            k.if_(t.eq(0u32), |k| {
+                bars.init(0u32, 1u32);
+                k.fence_barrier_init();
+            });
+            k.syncthreads();
+            k.if_(t.eq(0u32), |_| {
+                bars.arrive_expect_tx(0u32, 16u32 * 64 * 2);
+                src.load([r0, c0], &smem, pad, &bars, 0u32);
+            });
+            bars.wait(k, 0u32, 0u32);
+            k.if_(t.eq(0u32), |k| {
+                dst.store([r1, c1], &smem, pad);
+                k.bulk_commit();
+                k.bulk_wait(0, false);
+            });
+        },
+    )
+    .unwrap();
+    let ptx = k.compile_ptx(&PtxOptions::for_cc(9, 0)).unwrap();
+    assert!(
+        ptx.contains("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"),
+        "{ptx}"
+    );
+    check_ptx_arch(&ptx, "sm_90", k.name(), &[]);
+}

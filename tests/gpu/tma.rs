@@ -182,7 +182,7 @@ fn tma_store_writes_a_box_back() {
     let opts = TensorMapOptions::default().swizzle(TensorMapSwizzle::B128);
     let ms = TensorMap::<u16, 2>::tiled_with(&a, [16, 64], opts).unwrap();
     let cfg = LaunchConfig::new(1, 128).with_shared_mem(1024 + 16 * 64 * 2);
-    let (r0, c0, r1, c1) = (4i32, 8i32, 30i32, 20i32);
+    let (r0, c0, r1, c1) = (4i32, 8i32, 30i32, 24i32);
     {
         let md = TensorMap::<u16, 2>::tiled_mut_with(&mut out, [16, 64], opts).unwrap();
         kern.launch(&s, cfg, (&ms, &md, r0, c0, r1, c1)).unwrap();

@@ -553,6 +553,24 @@ impl Block<'_> {
                 .iter()
                 .map(|&v| reg(fr, n, v, t) as u32 as i32 as i64)
                 .collect();
+            // The GPU raises an illegal instruction for a box whose innermost coordinate is
+            // not a whole number of 16 bytes (loads and stores; seen on an H200).
+            if (c[0] * es as i64).rem_euclid(16) != 0 {
+                return Err(Fault::new(
+                    FaultKind::Misaligned,
+                    format!(
+                        "{} copies a TMA box at innermost coordinate {} ({} bytes of {}-byte \
+                         elements), which is not a multiple of 16 bytes: the GPU stops the kernel \
+                         with an illegal instruction there. Start boxes at innermost coordinates \
+                         that are multiples of {} elements",
+                        self.who(t),
+                        c[0],
+                        c[0] * es as i64,
+                        es,
+                        16 / es
+                    ),
+                ));
+            }
             for e in 0..elems {
                 let (mut rest, mut inside, mut addr) = (e, true, d.global_address);
                 for k in 0..rank {

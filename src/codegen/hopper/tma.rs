@@ -138,7 +138,9 @@ impl<T: Scalar, const R: usize, A> TmaDesc<T, R, A> {
 
     /// One thread starts copying the box of the tensor whose first element has coordinates
     /// `coords` (C order: outermost first, as the array's shape; they may lie outside the
-    /// tensor, where the box is filled with the map's out-of-bounds value) into the dynamic
+    /// tensor, where the box is filled with the map's out-of-bounds value; the innermost one
+    /// must be a whole number of 16 bytes, else the GPU stops the kernel with an illegal
+    /// instruction and the simulator reports a misaligned access) into the dynamic
     /// shared memory at element `at` of `tile` (128-byte aligned; 1024 with 128-byte swizzle),
     /// laid out as the map says (box rows one after another, swizzled). The copy's bytes count
     /// as transactions of barrier `bar` of `bars`: announce them first with
@@ -189,7 +191,8 @@ impl<T: Scalar, const R: usize, A> TmaDesc<T, R, A> {
 impl<T: Scalar, const R: usize> TmaDesc<T, R, ReadWrite> {
     /// One thread starts copying the box at element `at` of the dynamic shared memory `tile`
     /// to the tensor at `coords` (C order; the parts of the box outside the tensor are not
-    /// written). The copy joins the thread's bulk group: [`bulk_commit`](KernelBuilder::bulk_commit)
+    /// written; the innermost coordinate a whole number of 16 bytes, as for
+    /// [`load`](TmaDesc::load)). The copy joins the thread's bulk group: [`bulk_commit`](KernelBuilder::bulk_commit)
     /// then [`bulk_wait`](KernelBuilder::bulk_wait) before the kernel ends or the tile is
     /// overwritten. Shared-memory writes of other threads must be made visible to the copy
     /// first ([`fence_proxy_async`](KernelBuilder::fence_proxy_async) in each writer, then a
