@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::codegen::{Expr, KernelBuilder};
+use crate::codegen::{DArray, Expr, KernelBuilder, ReadWrite};
 use crate::context::Context;
 use crate::error::Result;
 use crate::memory::DeviceSlice;
@@ -275,4 +275,40 @@ pub(super) fn store_out<T: MatmulInput, O: MatmulOutput>(
         };
         p.c.set(idx, epi(args).cast::<O>());
     });
+}
+
+/// Stores one warp's 16-row slice of accumulators, staged in shared memory `st` from word
+/// `base` (rows `stride` words apart, `width` columns, a multiple of 32; `lane` the lane id),
+/// to rows
+/// `r0..r0 + 16` and columns `c0..c0 + width` of C with [`store_out`]: along C's contiguous
+/// axis, consecutive lanes on consecutive elements, so that each store instruction of the warp
+/// writes whole runs of C (row-major C: lane `l` takes columns `l, l + 32, ...` of each row;
+/// column-major: lanes 0-15 take the 16 rows of one column, lanes 16-31 the next).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn store_slice<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    p: &Params<T, O>,
+    v: &Variant,
+    epi: &EpilogueFn,
+    cbase: Expr<u64>,
+    (st, base, stride): (&DArray<f32, 1, ReadWrite>, Expr<u32>, u32),
+    (r0, c0): (Expr<u32>, Expr<u32>),
+    (width, lane): (u32, Expr<u32>),
+) {
+    if v.c_row {
+        k.for_range(0u32, 16u32, |k, r| {
+            for j in 0..width / 32 {
+                let c = lane + j * 32;
+                let val = st.at(base + r * stride + c);
+                store_out(k, p, v, epi, cbase, r0 + r, c0 + c, val);
+            }
+        });
+    } else {
+        let r = lane & 15u32;
+        k.for_range(0u32, width / 2, |k, cc| {
+            let c = cc * 2u32 + (lane >> 4u32);
+            let val = st.at(base + r * stride + c);
+            store_out(k, p, v, epi, cbase, r0 + r, c0 + c, val);
+        });
+    }
 }

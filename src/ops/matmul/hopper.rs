@@ -20,7 +20,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::memory::{TensorMapOptions, TensorMapSwizzle};
 
-use super::epilogue::{store_out, EpilogueFn};
+use super::epilogue::{store_out, store_slice, EpilogueFn};
 use super::params::{tile_origin, Params};
 use super::shape::{Operand, Problem};
 use super::types::{MatmulInput, MatmulOutput};
@@ -269,24 +269,17 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             st.set(base + (r & 15u32) * stride + c, value)
         });
         k.syncwarp(u32::MAX);
-        let r0 = row0 + (warp & 3u32) * 16u32;
-        if v.c_row {
-            k.for_range(0u32, 16u32, |k, r| {
-                for j in 0..bn / 32 {
-                    let c = lane + j * 32;
-                    let value = st.at(base + r * stride + c);
-                    store_out(k, &p, v, epi, o.cbase, r0 + r, o.n0 + c, value);
-                }
-            });
-        } else {
-            // Columns of C: lanes 0-15 take the 16 rows of one column, lanes 16-31 the next.
-            let r = lane & 15u32;
-            k.for_range(0u32, bn / 2, |k, cc| {
-                let c = cc * 2u32 + (lane >> 4u32);
-                let value = st.at(base + r * stride + c);
-                store_out(k, &p, v, epi, o.cbase, r0 + r, o.n0 + c, value);
-            });
-        }
+        let origin = (row0 + (warp & 3u32) * 16u32, o.n0);
+        store_slice(
+            k,
+            &p,
+            v,
+            epi,
+            o.cbase,
+            (&st, base, stride),
+            origin,
+            (bn, lane),
+        );
     } else {
         acc.for_each(k, |r, c, value| {
             store_out(k, &p, v, epi, o.cbase, row0 + r, o.n0 + c, value);

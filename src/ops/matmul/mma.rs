@@ -12,7 +12,7 @@
 
 use crate::codegen::{Expr, FragA, FragB, FragC, KernelBuilder, NdMut, Var};
 
-use super::epilogue::{store_out, EpilogueFn};
+use super::epilogue::{store_out, store_slice, EpilogueFn};
 use super::params::{tile_origin, Params, TileOrigin};
 use super::pipeline::{self, Frags, PipeSrc};
 use super::simt::select_u32;
@@ -236,25 +236,17 @@ fn staged_epilogue<T: MatmulInput, O: MatmulOutput>(
             });
         }
         k.syncwarp(u32::MAX);
-        let (r0, c0) = (o.m0 + wrow + mi as u32 * 16, o.n0 + wcol);
-        if v.c_row {
-            // Rows of C: lane l takes columns l, l + 32, ... of each row.
-            k.for_range(0u32, 16u32, |k, r| {
-                for j in 0..wn / 32 {
-                    let c = lane + j * 32;
-                    let val = st.at(base + r * stride + c);
-                    store_out(k, p, v, epi, o.cbase, r0 + r, c0 + c, val);
-                }
-            });
-        } else {
-            // Columns of C: lanes 0-15 take the 16 rows of one column, lanes 16-31 the next.
-            let r = lane & 15u32;
-            k.for_range(0u32, wn / 2, |k, cc| {
-                let c = cc * 2u32 + (lane >> 4u32);
-                let val = st.at(base + r * stride + c);
-                store_out(k, p, v, epi, o.cbase, r0 + r, c0 + c, val);
-            });
-        }
+        let origin = (o.m0 + wrow + mi as u32 * 16, o.n0 + wcol);
+        store_slice(
+            k,
+            p,
+            v,
+            epi,
+            o.cbase,
+            (&st, base, stride),
+            origin,
+            (wn, lane),
+        );
         // Every lane has read the region before the next slice overwrites it.
         k.syncwarp(u32::MAX);
     }
