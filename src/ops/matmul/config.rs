@@ -123,6 +123,22 @@ impl MatmulConfig {
         }
     }
 
+    /// The default `mma.sync` pipeline for inputs whose MMA is `mma_k` deep, 128×128 tiles for
+    /// `large` products (else 64×64). block_k: 32 for f16/bf16 (2 MMAs deep), 16 for tf32 (2
+    /// MMAs deep): 64 bytes of K per line either way. The cp.async pipeline (CUTLASS's sm80
+    /// default shape for f16: 128×128×32, 4 warps of 64×64, 3 stages; tf32 4 stages of half
+    /// the depth), which falls back to 2 register-staged stages where the operands are not
+    /// aligned.
+    pub(super) fn mma_pipeline(mma_k: u32, large: bool) -> Self {
+        let bk = 2 * mma_k;
+        let stages = if mma_k == 8 { 4 } else { 3 };
+        if large {
+            MatmulConfig::mma(128, 128, bk, 64, 64).with_stages(stages)
+        } else {
+            MatmulConfig::mma(64, 64, bk, 32, 32).with_stages(stages)
+        }
+    }
+
     /// A Hopper configuration (see [`Engine::Wgmma`]): `block_m / 64` warpgroups, each a
     /// `64 × block_n` tile, `block_k` one 128-byte line, `stages` TMA stages.
     pub const fn wgmma(block_m: u32, block_n: u32, block_k: u32, stages: u32) -> Self {
@@ -384,17 +400,7 @@ impl MatmulConfig {
             }
         }
         if engine_mma && cc >= (8, 0) {
-            // block_k: 32 for f16/bf16 (2 MMAs deep), 16 for tf32 (2 MMAs deep): 64 bytes of
-            // K per line either way. The cp.async pipeline (CUTLASS's sm80 default shape for
-            // f16: 128×128×32, 4 warps of 64×64, 3 stages; tf32 4 stages of half the depth),
-            // which falls back to 2 register-staged stages where the operands are not aligned.
-            let bk = 2 * mma_k;
-            let stages = if mma_k == 8 { 4 } else { 3 };
-            if large {
-                MatmulConfig::mma(128, 128, bk, 64, 64).with_stages(stages)
-            } else {
-                MatmulConfig::mma(64, 64, bk, 32, 32).with_stages(stages)
-            }
+            MatmulConfig::mma_pipeline(mma_k, large)
         } else if large {
             MatmulConfig::simt(128, 128, 8, 8, 8)
         } else {

@@ -187,33 +187,18 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
     /// The kernel variant for `p` under `cfg`.
     pub(super) fn variant(&self, p: &Problem, cfg: MatmulConfig, read_c: bool) -> Variant {
         let size = <T as Scalar>::TY.size();
-        let mut cfg = cfg;
-        if cfg.engine == Engine::Wgmma {
-            let tma = super::hopper::tma_ok(&p.a)
+        // The Hopper engine where TMA can read both operands (and, for tf32, both are
+        // K-major); elsewhere the mma.sync pipeline's default.
+        let cfg = if cfg.engine == Engine::Wgmma
+            && !(super::hopper::tma_ok(&p.a)
                 && super::hopper::tma_ok(&p.b)
-                && super::hopper::layouts_ok(&p.a, &p.b, size);
-            if tma {
-                return Variant {
-                    cfg,
-                    pipe: true,
-                    a_row: p.a.row_major,
-                    b_row: p.b.row_major,
-                    c_row: p.c.row_major,
-                    vec_a: false,
-                    vec_b: false,
-                    read_c,
-                    col_vec: self.epilogue.col,
-                    row_vec: self.epilogue.row,
-                };
-            }
-            // Where TMA cannot read an operand, or tf32 would need a transposed one: the
-            // mma.sync pipeline's default.
-            cfg = MatmulConfig::mma(128, 128, 2 * T::K, 64, 64).with_stages(if T::K == 8 {
-                4
-            } else {
-                3
-            });
-        }
+                && super::hopper::layouts_ok(&p.a, &p.b, size))
+        {
+            MatmulConfig::mma_pipeline(T::K, true)
+        } else {
+            cfg
+        };
+        let hopper = cfg.engine == Engine::Wgmma;
         // The cp.async pipeline copies 16-byte chunks along each operand's contiguous axis:
         // aligned starts, leading dimensions and batch strides, and whole chunks per tile line
         // (a chunk that the matrix ends in is zero-filled past its end).
@@ -222,15 +207,17 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             let tile = if contig_k { cfg.block_k } else { x_tile };
             o.ptr % 16 == 0 && o.ld as u64 % e == 0 && o.bs as u64 % e == 0 && tile as u64 % e == 0
         };
-        let pipe = cfg.engine == Engine::Mma
-            && cfg.stages >= 3
-            && chunk(&p.a, p.a.row_major, cfg.block_m)
-            && chunk(&p.b, !p.b.row_major, cfg.block_n);
+        let pipe = hopper
+            || (cfg.engine == Engine::Mma
+                && cfg.stages >= 3
+                && chunk(&p.a, p.a.row_major, cfg.block_m)
+                && chunk(&p.b, !p.b.row_major, cfg.block_n));
         let cfg = if pipe { cfg } else { cfg.fallback(T::K, size) };
-        // Vector loads need whole vectors along the tile's contiguous extent too.
+        // Vector loads (not in the Hopper kernel, whose copies are TMA's) need whole vectors
+        // along the tile's contiguous extent too.
         let vec = |o: &Operand, contig_k: bool, x_tile: u32| {
             let tile = if contig_k { cfg.block_k } else { x_tile };
-            o.vec4_ok() && tile % 4 == 0
+            !hopper && o.vec4_ok() && tile % 4 == 0
         };
         Variant {
             cfg,
