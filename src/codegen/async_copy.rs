@@ -51,12 +51,10 @@ use super::array::{DArray, Index, ReadWrite};
 use super::builder::{with_state, Kind};
 use super::control::KernelBuilder;
 use super::expr::Expr;
-use super::lower::{unsupported_err, Lowerer};
+use super::lower::{asm, shared_addr, unsupported_err, Lowerer};
 use super::scalar::Scalar;
 use crate::error::Result;
 use crate::ir::{ArrayRef, AsyncCopy, Stmt, ValueId};
-use inkwell::types::BasicMetadataTypeEnum;
-use inkwell::values::BasicMetadataValueEnum;
 
 mod sealed {
     pub trait Sealed {}
@@ -329,7 +327,7 @@ pub(crate) fn lower_async_copy(lw: &mut Lowerer<'_, '_>, c: &AsyncCopy) -> Resul
             {
                 return Err(lw.err("cp.async between arrays of the wrong memory spaces"));
             }
-            let d = lw.element_ptr(*dst, *dst_index)?;
+            let d32 = shared_addr(lw, *dst, *dst_index)?;
             let s = lw.element_ptr(*src, *src_index)?;
             let level = if *cache_global && *bytes == 16 {
                 "cg"
@@ -343,29 +341,17 @@ pub(crate) fn lower_async_copy(lw: &mut Lowerer<'_, '_>, c: &AsyncCopy) -> Resul
             // address goes in a 32-bit register (`r`), as CUTLASS writes it; a shared address
             // fits in 32 bits whatever the pointer's width. The statement has side effects
             // and clobbers memory, so nothing moves across it.
-            let i32t = lw.ctx.i32_type();
-            let d32 =
-                lw.b.build_ptr_to_int(d, i32t, "")
-                    .map_err(|e| lw.err(e.to_string()))?;
             let mut text = format!("cp.async.{level}.shared.global [$0], [$1], {bytes}");
             let mut constraints = "r,l".to_string();
-            let mut args: Vec<BasicMetadataValueEnum> = vec![d32.into(), s.into()];
-            let mut tys: Vec<BasicMetadataTypeEnum> = vec![i32t.into(), s.get_type().into()];
+            let mut args = vec![d32, s.into()];
             if let Some(n) = src_size {
-                let n = lw.v(*n)?.into_int_value();
                 text.push_str(", $2");
                 constraints.push_str(",r");
-                args.push(n.into());
-                tys.push(n.get_type().into());
+                args.push(lw.v(*n)?);
             }
             text.push(';');
             constraints.push_str(",~{memory}");
-            let fty = lw.ctx.void_type().fn_type(&tys, false);
-            let asm = lw
-                .ctx
-                .create_inline_asm(fty, text, constraints, true, false, None, false);
-            lw.b.build_indirect_call(fty, asm, &args, "")
-                .map_err(|e| lw.err(e.to_string()))?;
+            asm(lw, text, constraints, &args, None)?;
         }
         AsyncCopy::Commit => {
             lw.call("llvm.nvvm.cp.async.commit.group", None, &[])?;

@@ -520,6 +520,8 @@ macro_rules! ll {
 // After `ll!`, which they use.
 mod access;
 mod arith;
+mod asm;
+pub(crate) use asm::{asm, shared_addr};
 mod cast;
 mod op;
 

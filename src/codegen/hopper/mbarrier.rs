@@ -8,7 +8,7 @@ use super::super::builder::{with_state, Kind};
 use super::super::control::KernelBuilder;
 use super::super::expr::Expr;
 use super::super::lower::Lowerer;
-use super::{asm, shared_addr};
+use super::super::lower::{asm, shared_addr};
 use crate::error::Result;
 use crate::ir::{ArrayRef, HopperOp, HopperStmt, Op, Stmt, ValueId};
 

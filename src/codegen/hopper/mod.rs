@@ -24,10 +24,9 @@ pub use mbarrier::Mbarriers;
 pub use tma::{Tma, TmaDesc, TmaMut};
 pub use wgmma::{SmemMatrix, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle};
 
-use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
-use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum};
+use inkwell::values::BasicValueEnum;
 
-use super::lower::{unsupported_err, Lowerer};
+use super::lower::{asm, shared_addr, unsupported_err, Lowerer};
 use crate::error::Result;
 use crate::ir::{HopperOp, HopperStmt, ValueId};
 
@@ -104,45 +103,6 @@ fn needs_sm90(lw: &Lowerer<'_, '_>, what: &str) -> Result<()> {
             sm.0, sm.1
         ),
     ))
-}
-
-/// Emits inline PTX `text` with `constraints` over `args`, returning `ret` (or nothing): a
-/// statement with side effects that clobbers memory when `volatile`.
-pub(crate) fn asm<'c>(
-    lw: &mut Lowerer<'c, '_>,
-    text: String,
-    constraints: String,
-    args: &[BasicValueEnum<'c>],
-    ret: Option<BasicTypeEnum<'c>>,
-) -> Result<Option<BasicValueEnum<'c>>> {
-    let tys: Vec<BasicMetadataTypeEnum<'c>> = args.iter().map(|a| a.get_type().into()).collect();
-    let margs: Vec<BasicMetadataValueEnum<'c>> = args.iter().map(|&a| a.into()).collect();
-    let fty = match ret {
-        Some(r) => r.fn_type(&tys, false),
-        None => lw.ctx.void_type().fn_type(&tys, false),
-    };
-    let f = lw
-        .ctx
-        .create_inline_asm(fty, text, constraints, true, false, None, false);
-    let call =
-        lw.b.build_indirect_call(fty, f, &margs, "")
-            .map_err(|e| lw.err(e.to_string()))?;
-    Ok(call.try_as_basic_value().basic())
-}
-
-/// The 32-bit shared-window address of element `index` of shared array `array`.
-fn shared_addr<'c>(
-    lw: &mut Lowerer<'c, '_>,
-    array: crate::ir::ArrayRef,
-    index: ValueId,
-) -> Result<BasicValueEnum<'c>> {
-    let p = lw.element_ptr(array, index)?;
-    let i32t = lw.ctx.i32_type();
-    Ok(lw
-        .b
-        .build_ptr_to_int(p, i32t, "")
-        .map_err(|e| lw.err(e.to_string()))?
-        .into())
 }
 
 /// Lowers a statement of Hopper's machinery.
