@@ -187,17 +187,15 @@ impl<'a, T: TensorMapElement, const R: usize> TensorMap<'a, T, R> {
         options: TensorMapOptions<R>,
         writable: bool,
     ) -> Result<Self> {
-        let desc = describe(
+        let ctx = view.context();
+        let (desc, raw) = encode_tiled(
+            ctx,
             T::ELEM,
             view.device_ptr(),
-            view.shape(),
-            &view.strides(),
+            (view.shape(), &view.strides()),
             box_shape,
             &options,
         )?;
-        let ctx = view.context();
-        ctx.bind()?;
-        let raw = backend().tensor_map_encode_tiled(&desc)?;
         Ok(TensorMap {
             raw,
             desc,
@@ -287,6 +285,23 @@ impl<T: TensorMapElement, const R: usize> fmt::Debug for TensorMap<'_, T, R> {
             self.ctx.device().ordinal()
         )
     }
+}
+
+/// Describes a tiled map of the memory at `ptr` (shape and element strides in C order) and
+/// encodes it in `ctx`: `TensorMap`'s maps and those the library's own kernels make from raw
+/// operands (`ops::matmul`).
+pub(crate) fn encode_tiled<const R: usize>(
+    ctx: &Context,
+    elem: ScalarTy,
+    ptr: u64,
+    (shape, strides): (&[usize], &[isize]),
+    box_shape: [u32; R],
+    options: &TensorMapOptions<R>,
+) -> Result<(TensorMapDesc, TensorMapBytes)> {
+    let desc = describe(elem, ptr, shape, strides, box_shape, options)?;
+    ctx.bind()?;
+    let raw = backend().tensor_map_encode_tiled(&desc)?;
+    Ok((desc, raw))
 }
 
 /// The description of a map of rank `R` over the array at `ptr` with `shape` and element

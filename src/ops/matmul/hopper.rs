@@ -75,9 +75,9 @@ fn operand_map(
         [1, bk, WG]
     };
     let opts = TensorMapOptions::<3>::default().swizzle(TensorMapSwizzle::B128);
-    let desc = crate::memory::tensor_map::describe(elem, o.ptr, &shape, &strides, bx, &opts)?;
-    ctx.bind()?;
-    crate::backend::backend().tensor_map_encode_tiled(&desc)
+    let (_, raw) =
+        crate::memory::tensor_map::encode_tiled(ctx, elem, o.ptr, (&shape, &strides), bx, &opts)?;
+    Ok(raw)
 }
 
 /// The tensor maps of A and B for problem `p` under variant `v`'s configuration.
