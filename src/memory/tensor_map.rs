@@ -265,12 +265,6 @@ impl<'a, T: TensorMapElement, const R: usize> TensorMap<'a, T, R> {
     pub(crate) fn raw(&self) -> &TensorMapBytes {
         &self.raw
     }
-
-    /// The description it was encoded from (driver order).
-    #[allow(dead_code)] // read by the kernel side's launch arguments
-    pub(crate) fn desc(&self) -> &TensorMapDesc {
-        &self.desc
-    }
 }
 
 impl<T: TensorMapElement, const R: usize> fmt::Debug for TensorMap<'_, T, R> {
