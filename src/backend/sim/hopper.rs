@@ -400,19 +400,9 @@ impl Block<'_> {
                     for e in 0..4 * per {
                         let (r, col) = mma_ir::a_coord(kind, lane, e);
                         let bits = reg(fr, n, regs[(e / per) as usize], t0 + tl as usize) as u32;
-                        let raw = if per == 1 {
-                            bits
-                        } else {
-                            (bits >> ((e % per) * 16)) & 0xffff
-                        };
-                        // tf32 from registers is rounded to nearest first (as the lowering
-                        // does), 16-bit elements are exact.
-                        let v = if per == 1 {
-                            f32::from_bits(mma_ir::round_tf32(raw)) as f64
-                        } else {
-                            element(kind, &raw.to_le_bytes()[..esize as usize])
-                        };
-                        ops[0][((16 * w + r) * k + col) as usize] = v;
+                        // As mma.sync's A: tf32 rounded to nearest first (as the lowering does).
+                        ops[0][((16 * w + r) * k + col) as usize] =
+                            super::mma::element(kind, bits, e);
                     }
                 }
             }

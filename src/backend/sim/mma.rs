@@ -17,7 +17,7 @@ use crate::ir::mma::{self, MmaKind, A_REGS, B_REGS, C_ELEMS};
 use crate::ir::ValueId;
 
 /// Element `e` (of `per` per register) of a 32-bit register, as f64 or as an integer.
-fn element(kind: MmaKind, reg: u32, e: u32) -> f64 {
+pub(super) fn element(kind: MmaKind, reg: u32, e: u32) -> f64 {
     let bits = kind.elem_bits();
     let raw = if bits == 32 {
         reg
