@@ -125,6 +125,29 @@ impl Block<'_> {
         Ok(())
     }
 
+    /// For every active thread: an arrival (`arrive`) on its barrier, with the bytes `tx`
+    /// announces first, if any.
+    fn bar_each(
+        &mut self,
+        fr: &Frame<'_>,
+        m: &Mask,
+        (bar, index): (ArrayRef, ValueId),
+        arrive: bool,
+        tx: Option<ValueId>,
+    ) -> Result<(), Fault> {
+        let (n, f) = (self.n, fr.f);
+        let mut res = Ok(());
+        for_lanes(m, self.nw, |t| {
+            if res.is_err() {
+                return;
+            }
+            let idx = index_of(f, index, reg(fr, n, index, t));
+            let bytes = tx.map_or(0, |v| reg(fr, n, v, t) as u32 as i64);
+            res = self.bar_update(key(f, bar, idx), arrive, bytes, t);
+        });
+        res
+    }
+
     /// A statement of Hopper's machinery for the active threads.
     pub(super) fn hopper(
         &mut self,
@@ -163,28 +186,10 @@ impl Block<'_> {
                 err.map_or(Ok(()), Err)
             }
             HopperStmt::BarArrive { bar, index, tx } => {
-                let mut res = Ok(());
-                for_lanes(m, self.nw, |t| {
-                    if res.is_err() {
-                        return;
-                    }
-                    let idx = index_of(f, *index, reg(fr, n, *index, t));
-                    let bytes = tx.map_or(0, |v| reg(fr, n, v, t) as u32 as i64);
-                    res = self.bar_update(key(f, *bar, idx), true, bytes, t);
-                });
-                res
+                self.bar_each(fr, m, (*bar, *index), true, *tx)
             }
             HopperStmt::BarExpectTx { bar, index, tx } => {
-                let mut res = Ok(());
-                for_lanes(m, self.nw, |t| {
-                    if res.is_err() {
-                        return;
-                    }
-                    let idx = index_of(f, *index, reg(fr, n, *index, t));
-                    let bytes = reg(fr, n, *tx, t) as u32 as i64;
-                    res = self.bar_update(key(f, *bar, idx), false, bytes, t);
-                });
-                res
+                self.bar_each(fr, m, (*bar, *index), false, Some(*tx))
             }
             HopperStmt::TmaLoad { .. } | HopperStmt::TmaStore { .. } => self.tma(fr, s, m),
             // Copies complete when issued; the fences order what the schedule already orders.
