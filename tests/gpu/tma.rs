@@ -28,6 +28,24 @@ fn swizzle(off: usize, bits: u32) -> usize {
     }
 }
 
+/// The prelude of the kernels here: one transaction barrier set up by thread 0 for one
+/// arrival (then published to the block), and the offset, in 16-bit elements, from the start of
+/// the dynamic shared memory `smem` to its first 1024-byte boundary (where 128-byte swizzled
+/// tiles start).
+fn one_barrier<T: cudajit::codegen::Scalar>(
+    k: &cudajit::codegen::KernelBuilder,
+    smem: &cudajit::codegen::DArray<T, 1, cudajit::codegen::ReadWrite>,
+) -> (cudajit::codegen::Mbarriers, cudajit::codegen::Expr<u32>) {
+    let bars = k.mbarriers(1);
+    let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+    k.if_(k.thread_idx().x.eq(0u32), |k| {
+        bars.init(0u32, 1u32);
+        k.fence_barrier_init();
+    });
+    k.syncthreads();
+    (bars, pad)
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn tma_load_swizzles_and_fills() {
@@ -47,14 +65,8 @@ fn tma_load_swizzles_and_fills() {
         "tma_box",
         |k, (map, out, r0, c0, bytes)| {
             let smem = k.dynamic_shared::<u16>();
-            let bars = k.mbarriers(1);
             let t = k.thread_idx().x;
-            let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
-            k.if_(t.eq(0u32), |k| {
-                bars.init(0u32, 1u32);
-                k.fence_barrier_init();
-            });
-            k.syncthreads();
+            let (bars, pad) = one_barrier(k, &smem);
             k.if_(t.eq(0u32), |_| {
                 bars.arrive_expect_tx(0u32, bytes);
                 map.load([r0, c0], &smem, pad, &bars, 0u32);
@@ -158,14 +170,8 @@ fn tma_store_writes_a_box_back() {
         "tma_store",
         |k, (src, dst, r0, c0, r1, c1)| {
             let smem = k.dynamic_shared::<u16>();
-            let bars = k.mbarriers(1);
             let t = k.thread_idx().x;
-            let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
-            k.if_(t.eq(0u32), |k| {
-                bars.init(0u32, 1u32);
-                k.fence_barrier_init();
-            });
-            k.syncthreads();
+            let (bars, pad) = one_barrier(k, &smem);
             k.if_(t.eq(0u32), |_| {
                 bars.arrive_expect_tx(0u32, 16u32 * 64 * 2);
                 src.load([r0, c0], &smem, pad, &bars, 0u32);
@@ -246,15 +252,9 @@ fn tma_gemm<T: Case>(m: usize, n: usize, kd: usize) {
         &name,
         |k, (ma, mb, out, m, n, kd)| {
             let smem = k.dynamic_shared::<T>();
-            let bars = k.mbarriers(1);
             let t = k.thread_idx().x;
-            let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+            let (bars, pad) = one_barrier(k, &smem);
             let (m0, n0) = (k.block_idx().y * 64u32, k.block_idx().x * 64u32);
-            k.if_(t.eq(0u32), |k| {
-                bars.init(0u32, 1u32);
-                k.fence_barrier_init();
-            });
-            k.syncthreads();
             let da = SmemMatrix::new(&smem, pad, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
             let db = SmemMatrix::new(
                 &smem,
