@@ -202,6 +202,33 @@ impl<T: MmaInput> FragA<T> {
         Self::from_regs(pack::<T, A_REGS>(elems))
     }
 
+    /// The fragment from this lane's [`ELEMS`](Self::ELEMS) elements in the hardware's order
+    /// (element `e` at row `g + 8·((e >> 1) & 1)`, column `2t + (e & 1) + 8·(e >> 2)` for
+    /// f16/bf16, `g` = lane / 4, `t` = lane % 4; see the PTX ISA's fragment figures), packed
+    /// into registers: how a fragment computed in registers is passed on (e.g. an accumulator
+    /// converted to the next MMA's A, as attention's P). Another count is a build error.
+    #[track_caller]
+    pub fn from_elems(elems: &[Expr<T>]) -> Self {
+        let _at = crate::codegen::srcloc::at();
+        if elems.len() != Self::ELEMS {
+            super::builder::with_state(|s| {
+                s.error(
+                    super::builder::Kind::ArrayAccess,
+                    format!(
+                        "in `{}`: an A fragment of {} holds {} elements per lane, not {}",
+                        s.f.name,
+                        T::TY.name(),
+                        Self::ELEMS,
+                        elems.len()
+                    ),
+                )
+            });
+            let zero = Expr::lit(T::from_bits(0));
+            return Self::from_regs(pack::<T, A_REGS>(vec![zero; Self::ELEMS]));
+        }
+        Self::from_regs(pack::<T, A_REGS>(elems.to_vec()))
+    }
+
     /// The fragment from its 32-bit registers as the hardware holds them (e.g. loaded with
     /// `ldmatrix`): 16-bit inputs 2 per register, 8-bit ones 4, lower elements in lower bits.
     pub fn from_regs(regs: [Expr<u32>; A_REGS]) -> Self {

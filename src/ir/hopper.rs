@@ -277,6 +277,21 @@ mod tests {
         assert_eq!(acc_coord(37, 6), (25, 10));
     }
 
+    /// Columns 16c..16c+16 of an accumulator are, element for element, the f16/bf16 A
+    /// fragments of a following wgmma (what `WgmmaAcc::frag_a` relies on): element `8c + e`
+    /// of thread t sits at warp `t / 32`'s row offset plus the A fragment's (row, col) of `e`.
+    #[test]
+    fn acc_chunks_are_a_fragments() {
+        for t in 0..WARPGROUP {
+            for c in 0..16 {
+                for e in 0..8 {
+                    let (r, col) = crate::ir::mma::a_coord(MmaKind::F16, t % 32, e);
+                    assert_eq!(acc_coord(t, 8 * c + e), (16 * (t / 32) + r, 16 * c + col));
+                }
+            }
+        }
+    }
+
     /// Descriptors round-trip, and the worked example of a K-major 128-byte swizzled tile
     /// (rows of 64 f16, 8-row groups 1024 bytes apart) reads row 6's column 0 from byte 48 of
     /// its row.

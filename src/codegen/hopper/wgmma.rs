@@ -271,6 +271,41 @@ impl WgmmaAcc {
         }
     }
 
+    /// Columns `16·chunk..16·chunk + 16` of this 64×N f32 tile converted to `T` (f16 or bf16,
+    /// rounded to nearest even) as the A operand of a following
+    /// [`wgmma_rs`](KernelBuilder::wgmma_rs): each warp's 16 rows of the chunk are an
+    /// `mma.sync` A fragment, and an accumulator's registers already sit where that fragment
+    /// wants them, so no data moves between threads. This is how attention's P = softmax(S)
+    /// feeds P·V without going through shared memory. tf32 (whose fragment is laid out
+    /// differently) and a chunk past N are build errors.
+    #[track_caller]
+    pub fn frag_a<T: WgmmaInput>(&self, chunk: u32) -> FragA<T> {
+        let _at = crate::codegen::srcloc::at();
+        let per = FragA::<T>::ELEMS;
+        let start = chunk as usize * per;
+        if T::K != 16 || start + per > self.elems.len() {
+            with_state(|s| {
+                s.error(
+                    Kind::Hopper,
+                    format!(
+                        "in `{}`: frag_a::<{}>({chunk}) of a 64×{} accumulator: an accumulator \
+                         becomes A fragments of f16 or bf16, 16 columns each (chunks 0..{})",
+                        s.f.name,
+                        T::TY.name(),
+                        self.n(),
+                        self.n() / 16
+                    ),
+                )
+            });
+            return FragA::from_elems(&vec![Expr::lit(T::from_bits(0)); per]);
+        }
+        let elems: Vec<Expr<T>> = self.elems[start..start + per]
+            .iter()
+            .map(|e| e.cast::<T>())
+            .collect();
+        FragA::from_elems(&elems)
+    }
+
     /// Calls `f(row, col, value)` for each element this thread holds: row in `0..64`, col in
     /// `0..N` of the warpgroup's tile (thread `t` of the warpgroup: warp `t / 32` holds rows
     /// `16·(t / 32)..` as `mma.sync`'s 16×8 accumulator, repeated every 8 columns).

@@ -1,0 +1,497 @@
+//! A FlashAttention-style forward pass written with cudajit's builder, for Hopper (sm_90a):
+//! `O = softmax(Q·Kᵀ·scale [+ causal mask])·V` for every (batch, head), in one kernel, f16 or
+//! bf16, head dim 64 or 128, f32 accumulation and softmax.
+//!
+//! Shared by `examples/attention`, the GPU tests (`tests/gpu/attention.rs`) and the benchmark
+//! (`benches/bench/attention.rs`), which include this file as a module.
+//!
+//! How it works (one block of 256 threads, two warpgroups, per 128 rows of Q):
+//! - TMA copies the block's Q tile once and the K and V tiles of 128 keys into `STAGES`
+//!   shared-memory stages (128-byte swizzled boxes of 128 rows × 64 columns; a head dim of 128
+//!   is two boxes side by side), each completing on a transaction barrier; thread 0 refills a
+//!   stage once both warpgroups have released it.
+//! - Each warpgroup owns 64 rows of Q. Per key tile: S = Q·Kᵀ (64×128, f32) by `wgmma` from
+//!   shared memory; the online softmax in registers (row maxima across the 4 threads that
+//!   share a row by shuffles, `exp2` of the scaled scores, the running sums); P converted to
+//!   f16/bf16 stays in registers as the A operand of O += P·V (`wgmma_rs`, V MN-major).
+//! - Masking: keys at or past `seq` (the tile past the end is zero-filled by TMA) and, when
+//!   causal, keys after the query. Only the last tile (causal: the diagonal one) is masked.
+//! - The end: O divided by the row sums, rounded to f16/bf16, stored for rows below `seq`.
+
+use cudajit::codegen::{
+    select, DArray, Expr, Kernel, KernelBuilder, Mbarriers, ReadWrite, SmemMatrix, Tma, TmaDesc,
+    Var, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
+};
+use cudajit::memory::{TensorMap, TensorMapElement, TensorMapOptions, TensorMapSwizzle};
+use cudajit::prelude::*;
+use ndarray::Ix3;
+
+/// Rows of Q per block (two warpgroups of 64) and keys per tile.
+pub const BLOCK: u32 = 128;
+/// Columns of one TMA box (128 bytes of f16/bf16: the 128-byte swizzle's span).
+const BOX_COLS: u32 = 64;
+/// Elements of one box (`BLOCK` rows × `BOX_COLS`).
+const BOX: u32 = BLOCK * BOX_COLS;
+/// Rows of one warpgroup.
+const WG_ROWS: u32 = 64;
+
+/// The kernel's parameters: the maps of Q, K and V (`[batch·heads, seq, head_dim]`), the
+/// output (same shape, contiguous), `seq`, and the softmax scale times log2(e).
+pub type AttentionParams<T> = (
+    Tma<T, 3>,
+    Tma<T, 3>,
+    Tma<T, 3>,
+    DArray<T, 3, ReadWrite>,
+    u32,
+    f32,
+);
+
+/// An element type of the attention kernel: `f16` or `bf16`.
+pub trait AttentionElem: WgmmaInput + TensorMapElement {
+    /// The name in kernel names and messages.
+    const NAME: &'static str;
+    /// The unit roundoff (2^-11 for f16, 2^-8 for bf16).
+    const UNIT: f64;
+    /// `x` rounded to this type.
+    fn from_f32(x: f32) -> Self;
+    /// The value as f64.
+    fn to_f64(self) -> f64;
+}
+
+impl AttentionElem for cudajit::f16 {
+    const NAME: &'static str = "f16";
+    const UNIT: f64 = 1.0 / 2048.0;
+    fn from_f32(x: f32) -> Self {
+        cudajit::f16::from_f32(x)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl AttentionElem for cudajit::bf16 {
+    const NAME: &'static str = "bf16";
+    const UNIT: f64 = 1.0 / 256.0;
+    fn from_f32(x: f32) -> Self {
+        cudajit::bf16::from_f32(x)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+/// A compiled attention forward pass for one element type, head dim and masking.
+pub struct Attention<T: AttentionElem> {
+    kernel: Kernel<AttentionParams<T>>,
+    head_dim: usize,
+    stages: u32,
+}
+
+impl<T: AttentionElem> Attention<T> {
+    /// Builds the kernel for `head_dim` 64 or 128, causal or not.
+    pub fn new(head_dim: usize, causal: bool) -> cudajit::Result<Self> {
+        if head_dim != 64 && head_dim != 128 {
+            return Err(cudajit::Error::Usage(format!(
+                "attention: head dim {head_dim} is not supported (64 or 128)"
+            )));
+        }
+        // Q plus STAGES × (K, V) must fit the 227 KiB of shared memory a block may have.
+        let stages = if head_dim == 64 { 4 } else { 3 };
+        let name = format!(
+            "attention_{}_d{head_dim}{}",
+            T::NAME,
+            if causal { "_causal" } else { "" }
+        );
+        let kernel =
+            Kernel::<AttentionParams<T>>::build(&name, |k, (mq, mk, mv, o, seq, scale)| {
+                body::<T>(
+                    k,
+                    (&mq, &mk, &mv),
+                    o,
+                    seq,
+                    scale,
+                    head_dim as u32,
+                    causal,
+                    stages,
+                )
+            })?;
+        Ok(Attention {
+            kernel,
+            head_dim,
+            stages,
+        })
+    }
+
+    /// Bytes of dynamic shared memory one block uses (with 1 KiB for the 1024-byte alignment
+    /// of the swizzled tiles).
+    pub fn shared_bytes(&self) -> u32 {
+        let tile = BLOCK * self.head_dim as u32 * T::TY.size() as u32;
+        1024 + tile * (1 + 2 * self.stages)
+    }
+
+    /// `out = attention(q, k, v)` on stream `s`: all four `[batch·heads, seq, head_dim]`,
+    /// contiguous, `seq` ≥ 1; the scale is `1/√head_dim`.
+    pub fn run(
+        &self,
+        s: &Stream,
+        q: &DeviceArray<T, Ix3>,
+        k: &DeviceArray<T, Ix3>,
+        v: &DeviceArray<T, Ix3>,
+        out: &mut DeviceArray<T, Ix3>,
+    ) -> cudajit::Result<()> {
+        let shape = q.shape().to_vec();
+        for (name, a) in [("k", k.shape()), ("v", v.shape()), ("out", out.shape())] {
+            if a != shape.as_slice() {
+                return Err(cudajit::Error::Usage(format!(
+                    "attention: {name} is {a:?} but q is {shape:?} (all [batch·heads, seq, head_dim])"
+                )));
+            }
+        }
+        let (bh, seq, d) = (shape[0], shape[1], shape[2]);
+        if d != self.head_dim || seq == 0 || bh == 0 {
+            return Err(cudajit::Error::Usage(format!(
+                "attention: q is {shape:?}; this kernel takes head dim {} and at least one row",
+                self.head_dim
+            )));
+        }
+        if seq > u32::MAX as usize / 2 || bh > 65535 || bh * seq * d > u32::MAX as usize {
+            return Err(cudajit::Error::Usage(format!(
+                "attention: q is {shape:?}: too large for this kernel (32-bit indices)"
+            )));
+        }
+        let opts = TensorMapOptions::default().swizzle(TensorMapSwizzle::B128);
+        let bx = [1, BLOCK, BOX_COLS];
+        let (mq, mk, mv) = (
+            TensorMap::<T, 3>::tiled_with(q, bx, opts)?,
+            TensorMap::<T, 3>::tiled_with(k, bx, opts)?,
+            TensorMap::<T, 3>::tiled_with(v, bx, opts)?,
+        );
+        let scale = std::f32::consts::LOG2_E / (d as f32).sqrt();
+        let blocks = (seq as u32).div_ceil(BLOCK);
+        let bytes = self.shared_bytes();
+        // More than 48 KiB of dynamic shared memory is opted into per function.
+        self.kernel
+            .function(s.context())?
+            .set_max_dynamic_shared_memory(bytes)?;
+        let cfg = LaunchConfig::new((blocks, bh as u32, 1), 2 * 128).with_shared_mem(bytes);
+        self.kernel
+            .launch(s, cfg, (&mq, &mk, &mv, out, seq as u32, scale))
+    }
+}
+
+/// The loaded tiles' places in dynamic shared memory (in elements, from the 1024-byte aligned
+/// start): Q, then per stage K and V, each `head_dim / 64` boxes.
+#[derive(Clone, Copy)]
+struct Layout {
+    pad: Expr<u32>,
+    boxes: u32,
+}
+
+impl Layout {
+    fn q(&self) -> Expr<u32> {
+        self.pad
+    }
+    fn k(&self, s: Expr<u32>) -> Expr<u32> {
+        self.pad + (1u32 + s * 2u32) * (self.boxes * BOX)
+    }
+    fn v(&self, s: Expr<u32>) -> Expr<u32> {
+        self.k(s) + self.boxes * BOX
+    }
+}
+
+/// Barriers: Q's, and per stage K's and V's "full" and the stage's "empty".
+struct Barriers {
+    q: Mbarriers,
+    k: Mbarriers,
+    v: Mbarriers,
+    empty: Mbarriers,
+}
+
+/// This thread's running softmax state for its two rows (`g` and `g + 8` of its warp's 16)
+/// and its part of O.
+struct RowState {
+    max: [Var<f32>; 2],
+    sum: [Var<f32>; 2],
+    o: Vec<Var<f32>>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn body<T: AttentionElem>(
+    k: &KernelBuilder,
+    maps: (&TmaDesc<T, 3>, &TmaDesc<T, 3>, &TmaDesc<T, 3>),
+    o: DArray<T, 3, ReadWrite>,
+    seq: Expr<u32>,
+    scale: Expr<f32>,
+    d: u32,
+    causal: bool,
+    stages: u32,
+) {
+    let (mq, mk, mv) = maps;
+    k.launch_bounds(256, 1);
+    let es = T::TY.size() as u32;
+    let smem = k.dynamic_shared::<T>();
+    let lay = Layout {
+        // 128-byte swizzled tiles start on a 1024-byte boundary.
+        pad: ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / es,
+        boxes: d / BOX_COLS,
+    };
+    let bars = Barriers {
+        q: k.mbarriers(1),
+        k: k.mbarriers(stages as usize),
+        v: k.mbarriers(stages as usize),
+        empty: k.mbarriers(stages as usize),
+    };
+    let t = k.thread_idx().x;
+    let wg = t >> 7u32;
+    let q0 = k.block_idx().x * BLOCK;
+    let bh = k.block_idx().y.cast::<i32>();
+    let i32_ = |x: Expr<u32>| x.cast::<i32>();
+    // Key tiles: all visible before `full`, the last (the diagonal one when causal) masked.
+    let tiles = if causal {
+        k.block_idx().x + 1u32
+    } else {
+        (seq + (BLOCK - 1)) / BLOCK
+    };
+    let full = if causal { k.block_idx().x } else { seq / BLOCK };
+    let tile_bytes = BLOCK * d * es;
+    k.if_(t.eq(0u32), |k| {
+        bars.q.init(0u32, 1u32);
+        for s in 0..stages {
+            bars.k.init(s, 1u32);
+            bars.v.init(s, 1u32);
+            bars.empty.init(s, 2u32);
+        }
+        k.fence_barrier_init();
+    });
+    k.syncthreads();
+    // Thread 0: the copies of key tile `j` into stage `s`.
+    let issue = |j: Expr<u32>, s: Expr<u32>| {
+        let row = i32_(j * BLOCK);
+        bars.k.arrive_expect_tx(s, tile_bytes);
+        for b in 0..lay.boxes {
+            let at = lay.k(s) + b * BOX;
+            mk.load(
+                [bh, row, Expr::lit((b * BOX_COLS) as i32)],
+                &smem,
+                at,
+                &bars.k,
+                s,
+            );
+        }
+        bars.v.arrive_expect_tx(s, tile_bytes);
+        for b in 0..lay.boxes {
+            let at = lay.v(s) + b * BOX;
+            mv.load(
+                [bh, row, Expr::lit((b * BOX_COLS) as i32)],
+                &smem,
+                at,
+                &bars.v,
+                s,
+            );
+        }
+    };
+    k.if_(t.eq(0u32), |k| {
+        bars.q.arrive_expect_tx(0u32, tile_bytes);
+        for b in 0..lay.boxes {
+            let at = lay.q() + b * BOX;
+            mq.load(
+                [bh, i32_(q0), Expr::lit((b * BOX_COLS) as i32)],
+                &smem,
+                at,
+                &bars.q,
+                0u32,
+            );
+        }
+        k.for_range(0u32, tiles.min(stages), |_, j| issue(j, j));
+    });
+
+    // This thread's place in its warpgroup's 64-row tile: warp w's rows 16w + g and + 8.
+    let lane = t & 31u32;
+    let (g, quad) = (lane >> 2u32, lane & 3u32);
+    let row0 = q0 + wg * WG_ROWS + ((t >> 5u32) & 3u32) * 16u32 + g;
+    let st = RowState {
+        max: [0, 1].map(|_| k.var(f32::NEG_INFINITY)),
+        sum: [0, 1].map(|_| k.var(0.0f32)),
+        o: WgmmaAcc::zeros(d).vars(k),
+    };
+    bars.q.wait(k, 0u32, 0u32);
+
+    // One key tile `j`; `masked` applies the sequence end and the causal mask.
+    let tile = |k: &KernelBuilder, j: Expr<u32>, masked: bool| {
+        let s = j % stages;
+        let phase = (j / stages) & 1u32;
+        // S = Q·Kᵀ: A = this warpgroup's 64 rows of Q, B = the tile's keys, both K-major.
+        bars.k.wait(k, s, phase);
+        k.wgmma_fence();
+        let mut acc = WgmmaAcc::zeros(BLOCK);
+        for kk in 0..d / 16 {
+            let (b, step) = (kk / 4, (kk % 4) * 32);
+            let a = SmemMatrix::new(
+                &smem,
+                lay.q() + b * BOX + wg * (WG_ROWS * BOX_COLS),
+                WgmmaMajor::K,
+                WgmmaSwizzle::B128,
+                16,
+                1024,
+            );
+            let bk = SmemMatrix::new(
+                &smem,
+                lay.k(s) + b * BOX,
+                WgmmaMajor::K,
+                WgmmaSwizzle::B128,
+                16,
+                1024,
+            );
+            acc = k.wgmma(&a.advance(step), &bk.advance(step), &acc, kk > 0);
+        }
+        k.wgmma_commit();
+        let scores = k.wgmma_wait(0, &acc);
+        let mut x: Vec<Expr<f32>> = scores.elems().to_vec();
+        if masked {
+            let ninf = Expr::lit(f32::NEG_INFINITY);
+            for (e, v) in x.iter_mut().enumerate() {
+                let e = e as u32;
+                let col = j * BLOCK + (8 * (e / 4) + e % 2) + quad * 2u32;
+                let mut ok = col.lt(seq);
+                if causal {
+                    ok = ok.and(col.le(row0 + 8 * ((e / 2) % 2)));
+                }
+                *v = select(ok, *v, ninf);
+            }
+        }
+        // The online softmax for this thread's two rows (h = 0: row g, h = 1: row g + 8).
+        let mut alpha = [Expr::lit(0.0f32); 2];
+        let mut shift = [Expr::lit(0.0f32); 2];
+        for h in 0..2 {
+            let mine = x
+                .iter()
+                .enumerate()
+                .filter(|(e, _)| (e / 2) % 2 == h)
+                .map(|(_, v)| *v)
+                .reduce(|a, b| a.max(b))
+                .expect("a row has elements");
+            let m1 = mine.max(k.shfl_xor_sync(u32::MAX, mine, 1u32));
+            let m = m1.max(k.shfl_xor_sync(u32::MAX, m1, 2u32));
+            let old = st.max[h].get();
+            let new = old.max(m);
+            st.max[h].set(new);
+            // Scores are scaled in the exponent: exp2(x·scale - max·scale).
+            shift[h] = select(new.eq(f32::NEG_INFINITY), 0.0f32, new * scale);
+            alpha[h] = (old * scale - shift[h]).exp2();
+        }
+        let p: Vec<Expr<f32>> = x
+            .iter()
+            .enumerate()
+            .map(|(e, v)| (*v * scale - shift[(e / 2) % 2]).exp2())
+            .collect();
+        for h in 0..2 {
+            let part = p
+                .iter()
+                .enumerate()
+                .filter(|(e, _)| (e / 2) % 2 == h)
+                .map(|(_, v)| *v)
+                .reduce(|a, b| a + b)
+                .expect("a row has elements");
+            st.sum[h].set(st.sum[h].get() * alpha[h] + part);
+        }
+        let p = WgmmaAcc::from_elems(p);
+        // O = O·alpha + P·V: A = P from registers, B = V (keys × head dim, MN-major).
+        let mut out = WgmmaAcc::from_elems(
+            st.o.iter()
+                .enumerate()
+                .map(|(e, v)| v.get() * alpha[(e / 2) % 2])
+                .collect(),
+        );
+        bars.v.wait(k, s, phase);
+        k.wgmma_fence();
+        for c in 0..BLOCK / 16 {
+            let vb = SmemMatrix::new(
+                &smem,
+                lay.v(s),
+                WgmmaMajor::MN,
+                WgmmaSwizzle::B128,
+                BOX * es,
+                1024,
+            );
+            out = k.wgmma_rs(&p.frag_a::<T>(c), &vb.advance(c * 16 * 128), &out, true);
+        }
+        k.wgmma_commit();
+        let out = k.wgmma_wait(0, &out);
+        for (v, e) in st.o.iter().zip(out.elems()) {
+            v.set(*e);
+        }
+        // This warpgroup is done with stage s; thread 0 refills the previous tile's stage
+        // (with 3 or more stages it was released a tile ago, so it rarely waits).
+        k.if_((t & 127u32).eq(0u32), |_| bars.empty.arrive(s));
+        let back = if stages >= 3 { 1u32 } else { 0 };
+        k.if_(
+            t.eq(0u32)
+                .and(j.ge(back))
+                .and((j + (stages - back)).lt(tiles)),
+            |k| {
+                let prev = j - back;
+                bars.empty.wait(k, prev % stages, (prev / stages) & 1u32);
+                issue(prev + stages, prev % stages);
+            },
+        );
+    };
+    k.for_range(0u32, full, |k, j| tile(k, j, false));
+    k.for_range(full, tiles, |k, j| tile(k, j, true));
+
+    // O / row sums (each thread summed its own columns: add the quad's), rounded, stored.
+    let mut inv = [Expr::lit(0.0f32); 2];
+    for h in 0..2 {
+        let l = st.sum[h].get();
+        let l = l + k.shfl_xor_sync(u32::MAX, l, 1u32);
+        let l = l + k.shfl_xor_sync(u32::MAX, l, 2u32);
+        inv[h] = Expr::lit(1.0f32) / l;
+    }
+    let base = k.block_idx().y * seq;
+    for (e, v) in st.o.iter().enumerate() {
+        let e = e as u32;
+        let h = (e / 2) % 2;
+        let row = row0 + 8 * h;
+        let col = quad * 2u32 + (8 * (e / 4) + e % 2);
+        k.if_(row.lt(seq), |_| {
+            o.set(
+                (base + row) * d + col,
+                (v.get() * inv[h as usize]).cast::<T>(),
+            );
+        });
+    }
+}
+
+/// The host's attention in f64 for one `[seq, d]` head (`q`, `k`, `v` row-major): per
+/// element the output and `Σ p·|v| / Σ p` (the scale of the GPU's rounding errors). A NaN key
+/// or value, or an infinite score, that a row sees makes its outputs NaN, as on the GPU.
+pub fn reference(
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    seq: usize,
+    d: usize,
+    causal: bool,
+) -> Vec<(f64, f64)> {
+    let scale = 1.0 / (d as f64).sqrt();
+    let mut out = vec![(0.0, 0.0); seq * d];
+    let mut s = vec![0.0f64; seq];
+    for i in 0..seq {
+        let keys = if causal { i + 1 } else { seq };
+        for (j, sj) in s.iter_mut().enumerate().take(keys) {
+            *sj = (0..d).map(|x| q[i * d + x] * k[j * d + x]).sum::<f64>() * scale;
+        }
+        let m = s[..keys].iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+        let p: Vec<f64> = s[..keys].iter().map(|&x| (x - m).exp()).collect();
+        let l: f64 = p.iter().sum();
+        for c in 0..d {
+            let num: f64 = p.iter().enumerate().map(|(j, &pj)| pj * v[j * d + c]).sum();
+            let mag: f64 = p
+                .iter()
+                .enumerate()
+                .map(|(j, &pj)| pj * v[j * d + c].abs())
+                .sum();
+            out[i * d + c] = (num / l, mag / l);
+        }
+    }
+    out
+}
