@@ -122,6 +122,11 @@ impl<T: AttentionElem> Attention<T> {
         })
     }
 
+    /// The builder's kernel (e.g. to print its PTX).
+    pub fn kernel(&self) -> &Kernel<AttentionParams<T>> {
+        &self.kernel
+    }
+
     /// Bytes of dynamic shared memory one block uses (with 1 KiB for the 1024-byte alignment
     /// of the swizzled tiles).
     pub fn shared_bytes(&self) -> u32 {
@@ -377,12 +382,12 @@ fn body<T: AttentionElem>(
             st.max[h].set(new);
             // Scores are scaled in the exponent: exp2(x·scale - max·scale).
             shift[h] = select(new.eq(f32::NEG_INFINITY), 0.0f32, new * scale);
-            alpha[h] = (old * scale - shift[h]).exp2();
+            alpha[h] = (old * scale - shift[h]).exp2_approx();
         }
         let p: Vec<Expr<f32>> = x
             .iter()
             .enumerate()
-            .map(|(e, v)| (*v * scale - shift[(e / 2) % 2]).exp2())
+            .map(|(e, v)| (*v * scale - shift[(e / 2) % 2]).exp2_approx())
             .collect();
         for h in 0..2 {
             let part = p

@@ -3,6 +3,7 @@
 
 mod async_copy;
 mod atomics;
+mod attention;
 mod cache;
 mod common;
 mod complex;

@@ -720,3 +720,55 @@ fn math_functions_own() {
     }
     assert!(out.passed(), "{text}");
 }
+
+/// `exp2_approx` (`ex2.approx.ftz.f32`) on 2^20 arguments rich in special values, output
+/// poisoned first: within 2^-21 relative of 2^x rounded to f32 (the simulator's value; the
+/// PTX ISA promises about 2 ulp), subnormal arguments read as 0, subnormal results flushed
+/// (either side of the boundary within the error), ±∞ → +∞ / +0, a NaN passed through bit
+/// for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exp2_approx_is_the_hardware_approximation() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let mut x = crate::common::special_f32(&mut rng, N);
+    // Most arguments where 2^x is a normal f32, the rest special.
+    for v in x.iter_mut().step_by(2) {
+        *v = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 260.0 - 130.0;
+    }
+    let k = Kernel::<(&[f32], &mut [f32])>::build("exp2_approx", |k, (a, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(a.len()), |_| out.set(i, a.at(i).exp2_approx()));
+    })
+    .unwrap();
+    let dx = s.to_device(&x).unwrap();
+    let mut out = s.to_device(&vec![f32::NAN; N]).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(N, 256).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    let got = out.to_vec_async(&s).unwrap();
+    let mut worst = 0.0f64;
+    for (&a, &g) in x.iter().zip(&got) {
+        let ok = if a.is_nan() {
+            g.to_bits() == a.to_bits()
+        } else {
+            let a = if a.is_subnormal() { 0.0 } else { a as f64 };
+            let want = a.exp2();
+            if want.is_infinite() || want > f32::MAX as f64 * (1.0 + 1e-6) {
+                g == f32::INFINITY || (g as f64 - want).abs() <= want * 2f64.powi(-21)
+            } else if want < f32::MIN_POSITIVE as f64 * (1.0 + 1e-6) {
+                g == 0.0 || (g as f64 - want).abs() <= want * 2f64.powi(-21)
+            } else {
+                let err = (g as f64 - want).abs() / want;
+                worst = worst.max(err);
+                err <= 2f64.powi(-21)
+            }
+        };
+        assert!(ok, "exp2_approx({a:e}) = {g:e} ({:#x})", g.to_bits());
+    }
+    println!("exp2_approx: worst relative error {worst:.3e} over {N} arguments");
+}

@@ -468,6 +468,7 @@ pub(super) fn math(f: MathFn, arg: ScalarTy, d: &mut [u64], args: &[&[u64]], sp:
                 MathFn::Round => un::<$T, $T>(d, a, sp, |x| x.round()),
                 MathFn::Copysign => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.copysign(y)),
                 MathFn::IsNan => un::<$T, bool>(d, a, sp, |x| x.is_nan()),
+                MathFn::Exp2Approx => un::<$T, $T>(d, a, sp, |x| exp2_approx(x as f32) as $T),
                 MathFn::IsInfinite => un::<$T, bool>(d, a, sp, |x| x.is_infinite()),
                 MathFn::Fma => {
                     for r in sp {
@@ -514,6 +515,22 @@ pub(super) fn math(f: MathFn, arg: ScalarTy, d: &mut [u64], args: &[&[u64]], sp:
         go!(f64, H64, 1e9)
     } else {
         go!(f32, H32, 1e5)
+    }
+}
+
+/// `ex2.approx.ftz.f32` as the simulator computes it: 2^x rounded to f32 (the GPU's
+/// approximation is within 2 ulp of it), subnormal arguments and results flushed to zero; a
+/// NaN passes through with its bits (as on the GPU, where workaround 7 guards `ex2.approx`).
+pub(crate) fn exp2_approx(x: f32) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    let x = if x.is_subnormal() { 0.0 } else { x };
+    let r = (x as f64).exp2() as f32;
+    if r.is_subnormal() {
+        0.0
+    } else {
+        r
     }
 }
 

@@ -230,6 +230,19 @@ impl<T: Float> Expr<T> {
     }
 }
 
+impl Expr<f32> {
+    /// `2^self` by the hardware's approximation, one instruction (`ex2.approx.ftz.f32`, what
+    /// CUDA's `exp2f` becomes under `--use_fast_math`) where [`exp2`](Expr::exp2) takes
+    /// several: within 2 ulp of 2^x (the simulator computes 2^x rounded), subnormal arguments
+    /// and results flushed to zero, +∞ → +∞, −∞ → +0, a NaN → the same NaN. For softmax-like code
+    /// (attention's `exp2(x·scale − max)`), without turning fastmath on for the whole kernel.
+    #[track_caller]
+    pub fn exp2_approx(self) -> Expr<f32> {
+        let _at = crate::codegen::srcloc::at();
+        record_math(MathFn::Exp2Approx, &[self])
+    }
+}
+
 /// The libdevice function for `f`, if it is one (`fast`: f32 with fastmath).
 fn libdevice_name(f: MathFn, f64: bool, fast: bool) -> Option<&'static str> {
     use MathFn::*;
@@ -255,9 +268,8 @@ fn libdevice_name(f: MathFn, f64: bool, fast: bool) -> Option<&'static str> {
         Cosh => ("__nv_coshf", "__nv_cosh", None),
         Tanh => ("__nv_tanhf", "__nv_tanh", None),
         Erf => ("__nv_erff", "__nv_erf", None),
-        Sqrt | Abs | Floor | Ceil | Trunc | Round | Fma | Copysign | IsNan | IsInfinite => {
-            return None
-        }
+        Sqrt | Abs | Floor | Ceil | Trunc | Round | Fma | Copysign | IsNan | IsInfinite
+        | Exp2Approx => return None,
     };
     if f64 {
         Some(double)
@@ -373,6 +385,7 @@ fn lower_math_values<'c>(
         MathFn::Sqrt if fast => return intrinsic(lw, "llvm.nvvm.sqrt.approx.ftz.f", ty, &vals),
         MathFn::Rsqrt if fast => return intrinsic(lw, "llvm.nvvm.rsqrt.approx.ftz.f", ty, &vals),
         MathFn::Exp2 if fast => return intrinsic(lw, "llvm.nvvm.ex2.approx.ftz.f", ty, &vals),
+        MathFn::Exp2Approx => return intrinsic(lw, "llvm.nvvm.ex2.approx.ftz.f", ty, &vals),
         MathFn::Sqrt => Some("sqrt"),
         MathFn::Abs => Some("fabs"),
         MathFn::Floor => Some("floor"),

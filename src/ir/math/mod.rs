@@ -15,6 +15,8 @@ pub(crate) enum MathFn {
     Cbrt,
     Exp,
     Exp2,
+    /// `ex2.approx.ftz.f32` (f32 only): the hardware's approximation.
+    Exp2Approx,
     ExpM1,
     Ln,
     Log2,
@@ -52,6 +54,7 @@ impl MathFn {
             MathFn::Cbrt => "cbrt",
             MathFn::Exp => "exp",
             MathFn::Exp2 => "exp2",
+            MathFn::Exp2Approx => "exp2_approx",
             MathFn::ExpM1 => "exp_m1",
             MathFn::Ln => "ln",
             MathFn::Log2 => "log2",
