@@ -82,6 +82,8 @@ const WORKS: &[&str] = &[
     "matmul_bf16",
     "matmul_batched",
     "gemm_bias_gelu",
+    "attention",
+    "attention_causal",
 ];
 
 /// Entry point (public so that an example can reuse this file as a module).
@@ -157,6 +159,8 @@ fn emit_ptx(dir: &std::path::Path, ew: ours::EwConfig) -> Res<()> {
     Ok(())
 }
 
+#[path = "bench/attention.rs"]
+mod attention;
 #[path = "bench/data.rs"]
 mod data;
 #[path = "bench/device.rs"]
@@ -287,6 +291,7 @@ impl Bench {
                 ],
                 Bench::matmuls,
             ),
+            (&["attention", "attention_causal"], Bench::attention),
         ];
         for (names, f) in works {
             if !names.iter().any(|n| self.opts.selected(n)) {
@@ -313,6 +318,8 @@ impl Bench {
             "add_f64" => size_1d(s.n64, "f64"),
             "scan_i32" => size_1d(s.n, "i32"),
             "bcast_add" | "row_sum" | "col_sum" => format!("{}x{} f32", s.mat, s.mat),
+            "attention" | "attention_causal" if self.opts.quick => "2x2x512 d128 bf16".into(),
+            "attention" | "attention_causal" => "8x16x4096 d128 bf16".into(),
             "launch" => "1 elem, 3 arrays".into(),
             "compile_cold" | "compile_cached" => "new kernel".into(),
             "compile_new_process" => "cached kernel".into(),

@@ -66,6 +66,8 @@ WORKS = [
     "matmul_bf16",
     "matmul_batched",
     "gemm_bias_gelu",
+    "attention",
+    "attention_causal",
 ]
 # The multi-GPU rows that need two devices (sum_1gpu and add_1gpu run on one).
 MULTI_WORKS = ("peer_copy", "all_reduce", "sum_sharded", "add_sharded")
@@ -2175,6 +2177,57 @@ def w_matmul(r):
         one_matmul(r, "gemm_bias_gelu", (1, c, c, c), "bf16", fused=True)
 
 
+def w_attention(r):
+    """torch.nn.functional.scaled_dot_product_attention on (batch, heads, seq, 128) bf16, each
+    backend torch offers (cuDNN, flash, memory-efficient) as a variant; checked on 16 sampled
+    rows against float64 first."""
+    b, h, s, d = (2, 2, 512, 128) if r.args.quick else (8, 16, 4096, 128)
+    label = "%dx%dx%d d%d bf16" % (b, h, s, d)
+    for work, causal in (("attention", False), ("attention_causal", True)):
+        if not r.selected(work):
+            continue
+        flops = 4 * b * h * s * s * d // (2 if causal else 1)
+        for backend in ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"):
+            def body(backend=backend, causal=causal):
+                lib = r.lib_for("torch")
+                t = lib.t
+                from torch.nn.attention import sdpa_kernel, SDPBackend
+                q, k, v = (lib.rand((b, h, s, d), -1.0, 1.0, r.next_seed()).to(t.bfloat16)
+                           for _ in range(3))
+                sdpa = t.nn.functional.scaled_dot_product_attention
+                be = getattr(SDPBackend, backend)
+
+                def fn():
+                    with sdpa_kernel(be):
+                        return sdpa(q, k, v, is_causal=causal)
+                out = fn()
+                lib.sync()
+                g = t.Generator().manual_seed(r.next_seed())
+                worst = 0.0
+                for _ in range(16):
+                    bi = int(t.randint(0, b, (1,), generator=g))
+                    hi = int(t.randint(0, h, (1,), generator=g))
+                    row = int(t.randint(0, s, (1,), generator=g))
+                    keys = row + 1 if causal else s
+                    q64 = q[bi, hi, row].double()
+                    k64, v64 = k[bi, hi, :keys].double(), v[bi, hi, :keys].double()
+                    p = t.softmax(k64 @ q64 / d ** 0.5, 0)
+                    want, mag = p @ v64, p @ v64.abs()
+                    err = ((out[bi, hi, row].double() - want).abs()
+                           / (4.0 / 256.0 * (want.abs() + mag) + 1e-6)).max().item()
+                    if not err <= 1.0:
+                        raise AssertionError("%s row %d: error %.2f of the bound" % (work, row, err))
+                    worst = max(worst, err)
+                times = r.time("torch", fn)
+                ms = statistics.median(times)
+                return times, "%.0f TFLOP/s; 16 sampled rows within %.2f of their error bound" % (
+                    flops / (ms * 1e-3) / 1e12, worst)
+
+            r.peer(work, "torch", "scaled_dot_product_attention, %s" % backend, body,
+                   size=label, flops=flops)
+        r.free_all()
+
+
 RUNNERS = [
     (("copy",), w_copy),
     (("add",), w_add),
@@ -2195,6 +2248,7 @@ RUNNERS = [
     (("all_reduce", "sum_sharded", "add_sharded", "scan_sharded"), w_sharded),
     (("matmul_f32", "matmul_tf32", "matmul_f16", "matmul_bf16", "matmul_batched",
       "gemm_bias_gelu"), w_matmul),
+    (("attention", "attention_causal"), w_attention),
 ]
 
 

@@ -19,8 +19,8 @@
 //! - The end: O divided by the row sums, rounded to f16/bf16, stored for rows below `seq`.
 
 use cudajit::codegen::{
-    select, DArray, Expr, Kernel, KernelBuilder, Mbarriers, ReadWrite, SmemMatrix, Tma, TmaDesc,
-    Var, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
+    select, DArray, Expr, FragA, Kernel, KernelBuilder, Mbarriers, ReadWrite, SmemMatrix, Tma,
+    TmaDesc, Var, WgmmaAcc, WgmmaInput, WgmmaMajor, WgmmaSwizzle,
 };
 use cudajit::memory::{TensorMap, TensorMapElement, TensorMapOptions, TensorMapSwizzle};
 use cudajit::prelude::*;
@@ -204,20 +204,23 @@ impl Layout {
     }
 }
 
-/// Barriers: Q's, and per stage K's and V's "full" and the stage's "empty".
+/// Barriers: Q's, and per stage K's and V's "full" (TMA's bytes landed) and "empty" (both
+/// warpgroups are done with the tile).
 struct Barriers {
     q: Mbarriers,
-    k: Mbarriers,
-    v: Mbarriers,
-    empty: Mbarriers,
+    k_full: Mbarriers,
+    v_full: Mbarriers,
+    k_empty: Mbarriers,
+    v_empty: Mbarriers,
 }
 
-/// This thread's running softmax state for its two rows (`g` and `g + 8` of its warp's 16)
-/// and its part of O.
+/// This thread's running softmax state for its two rows (`g` and `g + 8` of its warp's 16),
+/// its part of O, and the previous tile's P (as the registers of `BLOCK / 16` A fragments).
 struct RowState {
     max: [Var<f32>; 2],
     sum: [Var<f32>; 2],
     o: Vec<Var<f32>>,
+    p: Vec<Var<u32>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -240,14 +243,17 @@ fn body<T: AttentionElem>(
         pad: ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / es,
         boxes: d / BOX_COLS,
     };
+    let n = stages as usize;
     let bars = Barriers {
         q: k.mbarriers(1),
-        k: k.mbarriers(stages as usize),
-        v: k.mbarriers(stages as usize),
-        empty: k.mbarriers(stages as usize),
+        k_full: k.mbarriers(n),
+        v_full: k.mbarriers(n),
+        k_empty: k.mbarriers(n),
+        v_empty: k.mbarriers(n),
     };
     let t = k.thread_idx().x;
     let wg = t >> 7u32;
+    let leader = (t & 127u32).eq(0u32);
     let q0 = k.block_idx().x * BLOCK;
     let bh = k.block_idx().y.cast::<i32>();
     let i32_ = |x: Expr<u32>| x.cast::<i32>();
@@ -262,52 +268,37 @@ fn body<T: AttentionElem>(
     k.if_(t.eq(0u32), |k| {
         bars.q.init(0u32, 1u32);
         for s in 0..stages {
-            bars.k.init(s, 1u32);
-            bars.v.init(s, 1u32);
-            bars.empty.init(s, 2u32);
+            bars.k_full.init(s, 1u32);
+            bars.v_full.init(s, 1u32);
+            bars.k_empty.init(s, 2u32);
+            bars.v_empty.init(s, 2u32);
         }
         k.fence_barrier_init();
     });
     k.syncthreads();
-    // Thread 0: the copies of key tile `j` into stage `s`.
-    let issue = |j: Expr<u32>, s: Expr<u32>| {
-        let row = i32_(j * BLOCK);
-        bars.k.arrive_expect_tx(s, tile_bytes);
+    let stage = |j: Expr<u32>| (j % stages, (j / stages) & 1u32);
+    // Thread 0: TMA copies of `map`'s rows `row..row + BLOCK` (all columns) to `at`.
+    let copy = |map: &TmaDesc<T, 3>, row: Expr<u32>, at: Expr<u32>, bar: &Mbarriers, s| {
+        bar.arrive_expect_tx(s, tile_bytes);
         for b in 0..lay.boxes {
-            let at = lay.k(s) + b * BOX;
-            mk.load(
-                [bh, row, Expr::lit((b * BOX_COLS) as i32)],
-                &smem,
-                at,
-                &bars.k,
-                s,
-            );
-        }
-        bars.v.arrive_expect_tx(s, tile_bytes);
-        for b in 0..lay.boxes {
-            let at = lay.v(s) + b * BOX;
-            mv.load(
-                [bh, row, Expr::lit((b * BOX_COLS) as i32)],
-                &smem,
-                at,
-                &bars.v,
-                s,
-            );
+            let col = Expr::lit((b * BOX_COLS) as i32);
+            map.load([bh, i32_(row), col], &smem, at + b * BOX, bar, s);
         }
     };
+    let load_k = |j: Expr<u32>| {
+        let s = j % stages;
+        copy(mk, j * BLOCK, lay.k(s), &bars.k_full, s)
+    };
+    let load_v = |j: Expr<u32>| {
+        let s = j % stages;
+        copy(mv, j * BLOCK, lay.v(s), &bars.v_full, s)
+    };
     k.if_(t.eq(0u32), |k| {
-        bars.q.arrive_expect_tx(0u32, tile_bytes);
-        for b in 0..lay.boxes {
-            let at = lay.q() + b * BOX;
-            mq.load(
-                [bh, i32_(q0), Expr::lit((b * BOX_COLS) as i32)],
-                &smem,
-                at,
-                &bars.q,
-                0u32,
-            );
-        }
-        k.for_range(0u32, tiles.min(stages), |_, j| issue(j, j));
+        copy(mq, q0, lay.q(), &bars.q, Expr::lit(0u32));
+        k.for_range(0u32, tiles.min(stages), |_, j| {
+            load_k(j);
+            load_v(j);
+        });
     });
 
     // This thread's place in its warpgroup's 64-row tile: warp w's rows 16w + g and + 8.
@@ -318,39 +309,61 @@ fn body<T: AttentionElem>(
         max: [0, 1].map(|_| k.var(f32::NEG_INFINITY)),
         sum: [0, 1].map(|_| k.var(0.0f32)),
         o: WgmmaAcc::zeros(d).vars(k),
+        p: (0..BLOCK / 16 * 4).map(|_| k.var(0u32)).collect(),
     };
     bars.q.wait(k, 0u32, 0u32);
 
-    // One key tile `j`; `masked` applies the sequence end and the causal mask.
-    let tile = |k: &KernelBuilder, j: Expr<u32>, masked: bool| {
+    // Waits until key tile j's K (or V) has landed.
+    let wait_k = |k: &KernelBuilder, j: Expr<u32>| {
+        let (s, phase) = stage(j);
+        bars.k_full.wait(k, s, phase);
+    };
+    let wait_v = |k: &KernelBuilder, j: Expr<u32>| {
+        let (s, phase) = stage(j);
+        bars.v_full.wait(k, s, phase);
+    };
+    // S = Q·Kᵀ for key tile j (issued, not committed): A = this warpgroup's 64 rows of Q,
+    // B = the tile's keys, both K-major.
+    let qk = |k: &KernelBuilder, j: Expr<u32>| {
         let s = j % stages;
-        let phase = (j / stages) & 1u32;
-        // S = Q·Kᵀ: A = this warpgroup's 64 rows of Q, B = the tile's keys, both K-major.
-        bars.k.wait(k, s, phase);
-        k.wgmma_fence();
         let mut acc = WgmmaAcc::zeros(BLOCK);
         for kk in 0..d / 16 {
             let (b, step) = (kk / 4, (kk % 4) * 32);
-            let a = SmemMatrix::new(
-                &smem,
-                lay.q() + b * BOX + wg * (WG_ROWS * BOX_COLS),
-                WgmmaMajor::K,
-                WgmmaSwizzle::B128,
-                16,
-                1024,
-            );
-            let bk = SmemMatrix::new(
-                &smem,
-                lay.k(s) + b * BOX,
-                WgmmaMajor::K,
-                WgmmaSwizzle::B128,
-                16,
-                1024,
-            );
-            acc = k.wgmma(&a.advance(step), &bk.advance(step), &acc, kk > 0);
+            let at = |base: Expr<u32>| {
+                SmemMatrix::new(&smem, base, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024)
+                    .advance(step)
+            };
+            let a = at(lay.q() + b * BOX + wg * (WG_ROWS * BOX_COLS));
+            acc = k.wgmma(&a, &at(lay.k(s) + b * BOX), &acc, kk > 0);
         }
-        k.wgmma_commit();
-        let scores = k.wgmma_wait(0, &acc);
+        acc
+    };
+    // O += P·V for key tile j (issued, not committed): A = the P kept in `st.p`, B = V
+    // (keys × head dim, MN-major: 64-column boxes `BOX` elements apart).
+    let pv = |k: &KernelBuilder, j: Expr<u32>, acc: WgmmaAcc| {
+        let s = j % stages;
+        let mut acc = acc;
+        for c in 0..BLOCK / 16 {
+            let regs: Vec<Expr<u32>> = st.p[4 * c as usize..4 * c as usize + 4]
+                .iter()
+                .map(|v| v.get())
+                .collect();
+            let a = FragA::<T>::from_regs([regs[0], regs[1], regs[2], regs[3]]);
+            let vb = SmemMatrix::new(
+                &smem,
+                lay.v(s),
+                WgmmaMajor::MN,
+                WgmmaSwizzle::B128,
+                BOX * es,
+                1024,
+            );
+            acc = k.wgmma_rs(&a, &vb.advance(c * 16 * 128), &acc, true);
+        }
+        acc
+    };
+    // The online softmax of tile j's scores: new row maxima and sums, P into `st.p`; returns
+    // the factors (one per row) by which O must be scaled.
+    let softmax = |k: &KernelBuilder, j: Expr<u32>, scores: &WgmmaAcc, masked: bool| {
         let mut x: Vec<Expr<f32>> = scores.elems().to_vec();
         if masked {
             let ninf = Expr::lit(f32::NEG_INFINITY);
@@ -364,14 +377,15 @@ fn body<T: AttentionElem>(
                 *v = select(ok, *v, ninf);
             }
         }
-        // The online softmax for this thread's two rows (h = 0: row g, h = 1: row g + 8).
+        // Row h of this thread: h = 0 is row g, h = 1 row g + 8 (elements with (e / 2) % 2 = h).
+        let row_of = |e: usize| (e / 2) % 2;
         let mut alpha = [Expr::lit(0.0f32); 2];
         let mut shift = [Expr::lit(0.0f32); 2];
         for h in 0..2 {
             let mine = x
                 .iter()
                 .enumerate()
-                .filter(|(e, _)| (e / 2) % 2 == h)
+                .filter(|(e, _)| row_of(*e) == h)
                 .map(|(_, v)| *v)
                 .reduce(|a, b| a.max(b))
                 .expect("a row has elements");
@@ -387,61 +401,90 @@ fn body<T: AttentionElem>(
         let p: Vec<Expr<f32>> = x
             .iter()
             .enumerate()
-            .map(|(e, v)| (*v * scale - shift[(e / 2) % 2]).exp2_approx())
+            .map(|(e, v)| (*v * scale - shift[row_of(e)]).exp2_approx())
             .collect();
         for h in 0..2 {
             let part = p
                 .iter()
                 .enumerate()
-                .filter(|(e, _)| (e / 2) % 2 == h)
+                .filter(|(e, _)| row_of(*e) == h)
                 .map(|(_, v)| *v)
                 .reduce(|a, b| a + b)
                 .expect("a row has elements");
             st.sum[h].set(st.sum[h].get() * alpha[h] + part);
         }
         let p = WgmmaAcc::from_elems(p);
-        // O = O·alpha + P·V: A = P from registers, B = V (keys × head dim, MN-major).
-        let mut out = WgmmaAcc::from_elems(
-            st.o.iter()
-                .enumerate()
-                .map(|(e, v)| v.get() * alpha[(e / 2) % 2])
-                .collect(),
-        );
-        bars.v.wait(k, s, phase);
-        k.wgmma_fence();
         for c in 0..BLOCK / 16 {
-            let vb = SmemMatrix::new(
-                &smem,
-                lay.v(s),
-                WgmmaMajor::MN,
-                WgmmaSwizzle::B128,
-                BOX * es,
-                1024,
-            );
-            out = k.wgmma_rs(&p.frag_a::<T>(c), &vb.advance(c * 16 * 128), &out, true);
+            for (v, r) in st.p[4 * c as usize..].iter().zip(p.frag_a::<T>(c).regs()) {
+                v.set(r);
+            }
         }
+        alpha
+    };
+    let rescale = |alpha: [Expr<f32>; 2]| {
+        for (e, v) in st.o.iter().enumerate() {
+            v.set(v.get() * alpha[(e / 2) % 2]);
+        }
+    };
+
+    // Tile 0: S, softmax (masked: it may be the last or the diagonal tile). Each batch of
+    // wgmmas is fenced after the barrier waits and the register writes it depends on (a
+    // fence before a wait's loop makes ptxas insert its own, serialising every wgmma).
+    wait_k(k, Expr::lit(0u32));
+    k.wgmma_fence();
+    let s0 = qk(k, Expr::lit(0u32));
+    k.wgmma_commit();
+    let s0 = k.wgmma_wait(0, &s0);
+    k.if_(leader, |_| bars.k_empty.arrive(0u32));
+    softmax(k, Expr::lit(0u32), &s0, true);
+    // Tile j ≥ 1: S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1} in flight together; the softmax of S_j
+    // runs while the second is still in the tensor cores (FlashAttention-3's intra-warpgroup
+    // overlap); then O is rescaled and the stages are released and refilled.
+    let step = |k: &KernelBuilder, j: Expr<u32>, masked: bool| {
+        wait_k(k, j);
+        wait_v(k, j - 1u32);
+        k.wgmma_fence();
+        let sj = qk(k, j);
         k.wgmma_commit();
-        let out = k.wgmma_wait(0, &out);
-        for (v, e) in st.o.iter().zip(out.elems()) {
+        let acc = pv(k, j - 1u32, WgmmaAcc::from_vars(&st.o));
+        k.wgmma_commit();
+        let sj = k.wgmma_wait(1, &sj);
+        k.if_(leader, |_| bars.k_empty.arrive(j % stages));
+        let alpha = softmax(k, j, &sj, masked);
+        let acc = k.wgmma_wait(0, &acc);
+        for (v, e) in st.o.iter().zip(acc.elems()) {
             v.set(*e);
         }
-        // This warpgroup is done with stage s; thread 0 refills the previous tile's stage
-        // (with 3 or more stages it was released a tile ago, so it rarely waits).
-        k.if_((t & 127u32).eq(0u32), |_| bars.empty.arrive(s));
-        let back = if stages >= 3 { 1u32 } else { 0 };
-        k.if_(
-            t.eq(0u32)
-                .and(j.ge(back))
-                .and((j + (stages - back)).lt(tiles)),
-            |k| {
-                let prev = j - back;
-                bars.empty.wait(k, prev % stages, (prev / stages) & 1u32);
-                issue(prev + stages, prev % stages);
-            },
-        );
+        rescale(alpha);
+        k.if_(leader, |_| bars.v_empty.arrive((j - 1u32) % stages));
+        // Thread 0 refills: K of tile j - 1 (released by both warpgroups at their tile j - 1)
+        // with tile j - 1 + stages; V of tile j - 2 with tile j - 2 + stages.
+        k.if_(t.eq(0u32), |k| {
+            let prev = j - 1u32;
+            k.if_((prev + stages).lt(tiles), |k| {
+                let (s, phase) = stage(prev);
+                bars.k_empty.wait(k, s, phase);
+                load_k(prev + stages);
+            });
+            k.if_(j.ge(2u32).and((j + (stages - 2)).lt(tiles)), |k| {
+                let (s, phase) = stage(j - 2u32);
+                bars.v_empty.wait(k, s, phase);
+                load_v(j + (stages - 2));
+            });
+        });
     };
-    k.for_range(0u32, full, |k, j| tile(k, j, false));
-    k.for_range(full, tiles, |k, j| tile(k, j, true));
+    let first_masked = full.max(1u32);
+    k.for_range(1u32, first_masked, |k, j| step(k, j, false));
+    k.for_range(first_masked, tiles, |k, j| step(k, j, true));
+    // The last tile's P·V.
+    wait_v(k, tiles - 1u32);
+    k.wgmma_fence();
+    let acc = pv(k, tiles - 1u32, WgmmaAcc::from_vars(&st.o));
+    k.wgmma_commit();
+    let acc = k.wgmma_wait(0, &acc);
+    for (v, e) in st.o.iter().zip(acc.elems()) {
+        v.set(*e);
+    }
 
     // O / row sums (each thread summed its own columns: add the quad's), rounded, stored.
     let mut inv = [Expr::lit(0.0f32); 2];

@@ -14,6 +14,7 @@
 //!
 //! `cargo run --release --example attention`
 
+#[allow(dead_code)] // `Attention::kernel` is for the tests and the benchmark
 mod kernel;
 
 use cudajit::prelude::*;

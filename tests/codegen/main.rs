@@ -3,6 +3,7 @@
 
 mod async_copy;
 mod atomics;
+mod attention;
 mod basics;
 mod cache;
 mod common;

@@ -545,6 +545,8 @@ pub(super) fn lower_op<'c>(
         let outs: Vec<String> = (0..r).map(|i| format!("${i}")).collect();
         let mut cons: Vec<String> = vec!["=f".to_string(); r];
         let mut args: Vec<BasicValueEnum> = Vec::new();
+        // Whether the accumulators are written only (a wgmma that does not accumulate).
+        let mut fresh = false;
         let text = match op {
             HopperOp::Wgmma {
                 kind,
@@ -588,12 +590,26 @@ pub(super) fn lower_op<'c>(
                 };
                 let b_at = r + args.len();
                 args.push(lw.v(*b)?);
-                let sd = lw.v(*scale_d)?.into_int_value();
-                let sd =
-                    lw.b.build_int_z_extend(sd, lw.ctx.i32_type(), "")
-                        .map_err(|e| lw.err(e.to_string()))?;
-                args.push(sd.into());
-                cons.extend(["l".to_string(), "r".to_string()]);
+                cons.push("l".to_string());
+                // A constant scale-d is an immediate; with `accumulate` false the accumulators
+                // are outputs only (not read), so ptxas sees no register the wgmma depends on.
+                let constant = match lw.f.values.get(scale_d.0 as usize).map(|d| &d.op) {
+                    Some(crate::ir::Op::Const(c)) => Some(*c != 0),
+                    _ => None,
+                };
+                fresh = constant == Some(false);
+                let pred = match constant {
+                    Some(c) => (c as u32).to_string(),
+                    None => {
+                        let sd = lw.v(*scale_d)?.into_int_value();
+                        let sd =
+                            lw.b.build_int_z_extend(sd, lw.ctx.i32_type(), "")
+                                .map_err(|e| lw.err(e.to_string()))?;
+                        args.push(sd.into());
+                        cons.push("r".to_string());
+                        "p".to_string()
+                    }
+                };
                 let (ty, k) = (kind.name(), hopper::wgmma_k(*kind));
                 // The transpose immediates (16-bit types only): A's only from shared memory.
                 let tail = match (kind, a) {
@@ -603,10 +619,13 @@ pub(super) fn lower_op<'c>(
                     }
                     (_, WgmmaA::Regs(_)) => format!(", {}", *b_mn_major as u32),
                 };
+                let set = if constant.is_some() {
+                    String::new()
+                } else {
+                    format!(".reg .pred p; setp.ne.b32 p, ${}, 0; ", b_at + 1)
+                };
                 format!(
-                    "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; \
-                     wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ty}.{ty} {{{}}}, {a_text}, ${b_at}, p, 1, 1{tail}; }}",
-                    b_at + 1,
+                    "{{ {set}wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ty}.{ty} {{{}}}, {a_text}, ${b_at}, {pred}, 1, 1{tail}; }}",
                     outs.join(", "),
                 )
             }
@@ -615,9 +634,11 @@ pub(super) fn lower_op<'c>(
             }
             _ => unreachable!(),
         };
-        for (i, &c) in regs.iter().enumerate() {
-            args.push(lw.v(c)?);
-            cons.push(i.to_string());
+        if !fresh {
+            for (i, &c) in regs.iter().enumerate() {
+                args.push(lw.v(c)?);
+                cons.push(i.to_string());
+            }
         }
         cons.push("~{memory}".to_string());
         let v = asm(lw, text, cons.join(","), &args, Some(st.into()))?
