@@ -521,7 +521,7 @@ macro_rules! ll {
 mod access;
 mod arith;
 mod asm;
-pub(crate) use asm::{asm, shared_addr};
+pub(crate) use asm::{asm, pure_asm, shared_addr};
 mod cast;
 mod op;
 

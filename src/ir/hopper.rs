@@ -120,6 +120,14 @@ pub(crate) enum HopperOp {
         regs: Vec<ValueId>,
         elem: u16,
     },
+    /// Two f32 (`lo`, `hi`) rounded to nearest even to f16 or bf16 (`kind`) and packed into a
+    /// u32, `lo` in the low half (`cvt.rn.{f16,bf16}x2.f32`, sm_80): how an accumulator becomes
+    /// a register-sourced A fragment (`WgmmaAcc::frag_a`). A NaN gives a NaN.
+    PackHalf2 {
+        kind: MmaKind,
+        lo: ValueId,
+        hi: ValueId,
+    },
 }
 
 /// Where a wgmma's A comes from.

@@ -28,6 +28,13 @@ fn variants<T: AttentionElem>() {
             );
             assert!(ptx.contains(&format!("wgmma.mma_async.sync.aligned.m64n{d}k16.f32")));
             assert!(ptx.contains("ex2.approx.ftz.f32"));
+            // P is rounded and packed two columns per instruction.
+            let cvt = if T::NAME == "bf16" {
+                "cvt.rn.bf16x2.f32"
+            } else {
+                "cvt.rn.f16x2.f32"
+            };
+            assert!(ptx.contains(cvt), "{ptx}");
             let rep = check_ptx_arch(&ptx, "sm_90a", k.name(), &[]);
             assert_eq!(rep.spill_bytes, 0, "{}", rep.log);
             assert!(!rep.log.contains("serialized"), "{}", rep.log);

@@ -520,10 +520,10 @@ pub(super) fn math(f: MathFn, arg: ScalarTy, d: &mut [u64], args: &[&[u64]], sp:
 
 /// `ex2.approx.ftz.f32` as the simulator computes it: 2^x rounded to f32 (the GPU's
 /// approximation is within 2 ulp of it), subnormal arguments and results flushed to zero; a
-/// NaN passes through with its bits (as on the GPU, where workaround 7 guards `ex2.approx`).
+/// NaN gives the canonical NaN (the hardware gives a NaN; its bits are not promised).
 pub(crate) fn exp2_approx(x: f32) -> f32 {
     if x.is_nan() {
-        return x;
+        return f32::from_bits(0x7fff_ffff);
     }
     let x = if x.is_subnormal() { 0.0 } else { x };
     let r = (x as f64).exp2() as f32;

@@ -279,6 +279,22 @@ impl Block<'_> {
                 }
                 Ok(())
             }
+            HopperOp::PackHalf2 { kind, lo, hi } => {
+                let bf = *kind == MmaKind::Bf16;
+                let half = |x: u64| {
+                    let x = f32::from_bits(x as u32);
+                    (if bf {
+                        half::bf16::from_f32(x).to_bits()
+                    } else {
+                        half::f16::from_f32(x).to_bits()
+                    }) as u64
+                };
+                for_lanes(m, self.nw, |t| {
+                    let (l, h) = (reg(fr, n, *lo, t), reg(fr, n, *hi, t));
+                    fr.regs[d + t] = half(l) | half(h) << 16;
+                });
+                Ok(())
+            }
             HopperOp::SharedAddr { array, index } => {
                 let size = match array {
                     ArrayRef::DynShared(t) => t.size() as i64,

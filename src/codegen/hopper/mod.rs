@@ -74,6 +74,7 @@ pub(crate) fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
             if let crate::ir::Op::Hopper(op) = &v.op {
                 u = u.max(match op {
                     HopperOp::Wgmma { .. } | HopperOp::WgmmaWait { .. } => HopperUse::Sm90a,
+                    HopperOp::PackHalf2 { .. } => HopperUse::None,
                     _ => HopperUse::Sm90,
                 });
             }
@@ -155,6 +156,18 @@ pub(crate) fn lower_hopper_op<'c>(
         HopperOp::Wgmma { .. } | HopperOp::WgmmaWait { .. } => {
             needs_sm90(lw, "the warpgroup MMA (wgmma)")?;
             wgmma::lower_op(lw, id, op)
+        }
+        HopperOp::PackHalf2 { kind, lo, hi } => {
+            let ty = if *kind == crate::ir::mma::MmaKind::Bf16 {
+                "bf16"
+            } else {
+                "f16"
+            };
+            let (lo, hi) = (lw.v(*lo)?, lw.v(*hi)?);
+            let i32t = lw.ctx.i32_type().into();
+            // cvt's first source goes to the upper half.
+            let text = format!("cvt.rn.{ty}x2.f32 $0, $1, $2;");
+            crate::codegen::lower::pure_asm(lw, &text, "=r,f,f", &[hi, lo], i32t)
         }
     }
 }

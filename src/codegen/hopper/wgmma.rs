@@ -299,11 +299,18 @@ impl WgmmaAcc {
             });
             return FragA::from_elems(&vec![Expr::lit(T::from_bits(0)); per]);
         }
-        let elems: Vec<Expr<T>> = self.elems[start..start + per]
-            .iter()
-            .map(|e| e.cast::<T>())
-            .collect();
-        FragA::from_elems(&elems)
+        // Pairs of columns, rounded and packed by one instruction each.
+        let kind = kind_of::<T>();
+        let regs: [Expr<u32>; 4] = std::array::from_fn(|r| {
+            let (lo, hi) = (self.elems[start + 2 * r], self.elems[start + 2 * r + 1]);
+            let op = HopperOp::PackHalf2 {
+                kind,
+                lo: ValueId(lo.id),
+                hi: ValueId(hi.id),
+            };
+            Expr::record(Op::Hopper(op), &[lo.raw(), hi.raw()], false)
+        });
+        FragA::from_regs(regs)
     }
 
     /// Calls `f(row, col, value)` for each element this thread holds: row in `0..64`, col in

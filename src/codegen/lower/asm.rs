@@ -33,6 +33,35 @@ pub(crate) fn asm<'c>(
     Ok(call.try_as_basic_value().basic())
 }
 
+/// [`asm`] without side effects: a pure function of its operands, which LLVM may move, merge
+/// or drop like any instruction (e.g. a math approximation).
+pub(crate) fn pure_asm<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    text: &str,
+    constraints: &str,
+    args: &[BasicValueEnum<'c>],
+    ret: BasicTypeEnum<'c>,
+) -> Result<BasicValueEnum<'c>> {
+    let tys: Vec<BasicMetadataTypeEnum<'c>> = args.iter().map(|a| a.get_type().into()).collect();
+    let margs: Vec<BasicMetadataValueEnum<'c>> = args.iter().map(|&a| a.into()).collect();
+    let fty = ret.fn_type(&tys, false);
+    let f = lw.ctx.create_inline_asm(
+        fty,
+        text.to_string(),
+        constraints.to_string(),
+        false,
+        false,
+        None,
+        false,
+    );
+    let call =
+        lw.b.build_indirect_call(fty, f, &margs, "")
+            .map_err(|e| lw.err(e.to_string()))?;
+    call.try_as_basic_value()
+        .basic()
+        .ok_or_else(|| lw.err("an inline asm without its result"))
+}
+
 /// The 32-bit shared-window address of element `index` of shared array `array`.
 pub(crate) fn shared_addr<'c>(
     lw: &mut Lowerer<'c, '_>,

@@ -234,8 +234,12 @@ impl Expr<f32> {
     /// `2^self` by the hardware's approximation, one instruction (`ex2.approx.ftz.f32`, what
     /// CUDA's `exp2f` becomes under `--use_fast_math`) where [`exp2`](Expr::exp2) takes
     /// several: within 2 ulp of 2^x (the simulator computes 2^x rounded), subnormal arguments
-    /// and results flushed to zero, +∞ → +∞, −∞ → +0, a NaN → the same NaN. For softmax-like code
+    /// and results flushed to zero, +∞ → +∞, −∞ → +0, a NaN → a NaN. For softmax-like code
     /// (attention's `exp2(x·scale − max)`), without turning fastmath on for the whole kernel.
+    ///
+    /// Unlike `exp2`, it is not guarded against a ptxas folding (workaround 7, docs/MATH.md):
+    /// a comparison of its result with a constant ≤ 0 (`x.exp2_approx().ge(0.0)`) may be
+    /// compiled as if the result could not be NaN. Feed it to arithmetic, or use `exp2`.
     #[track_caller]
     pub fn exp2_approx(self) -> Expr<f32> {
         let _at = crate::codegen::srcloc::at();
@@ -385,7 +389,18 @@ fn lower_math_values<'c>(
         MathFn::Sqrt if fast => return intrinsic(lw, "llvm.nvvm.sqrt.approx.ftz.f", ty, &vals),
         MathFn::Rsqrt if fast => return intrinsic(lw, "llvm.nvvm.rsqrt.approx.ftz.f", ty, &vals),
         MathFn::Exp2 if fast => return intrinsic(lw, "llvm.nvvm.ex2.approx.ftz.f", ty, &vals),
-        MathFn::Exp2Approx => return intrinsic(lw, "llvm.nvvm.ex2.approx.ftz.f", ty, &vals),
+        // A one-line scope, which workaround 7 (a NaN guard on each `ex2.approx`) leaves
+        // alone: the guard would double the instruction's cost (docs/MATH.md).
+        MathFn::Exp2Approx => {
+            let f32t = lw.ctx.f32_type().into();
+            return super::lower::pure_asm(
+                lw,
+                "{ ex2.approx.ftz.f32 $0, $1; }",
+                "=f,f",
+                &vals,
+                f32t,
+            );
+        }
         MathFn::Sqrt => Some("sqrt"),
         MathFn::Abs => Some("fabs"),
         MathFn::Floor => Some("floor"),
