@@ -410,7 +410,7 @@ fn body<T: AttentionElem>(
             .enumerate()
             .map(|(e, v)| (*v * scale - shift[row_of(e)]).exp2_approx())
             .collect();
-        for h in 0..2 {
+        for (h, (sum, a)) in st.sum.iter().zip(alpha).enumerate() {
             let part = tree(
                 p.iter()
                     .enumerate()
@@ -419,7 +419,7 @@ fn body<T: AttentionElem>(
                     .collect(),
                 |a, b| a + b,
             );
-            st.sum[h].set(st.sum[h].get() * alpha[h] + part);
+            sum.set(sum.get() * a + part);
         }
         let p = WgmmaAcc::from_elems(p);
         for c in 0..BLOCK / 16 {
@@ -504,13 +504,12 @@ fn body<T: AttentionElem>(
     }
 
     // O / row sums (each thread summed its own columns: add the quad's), rounded, stored.
-    let mut inv = [Expr::lit(0.0f32); 2];
-    for h in 0..2 {
-        let l = st.sum[h].get();
+    let inv = st.sum.each_ref().map(|sum| {
+        let l = sum.get();
         let l = l + k.shfl_xor_sync(u32::MAX, l, 1u32);
         let l = l + k.shfl_xor_sync(u32::MAX, l, 2u32);
-        inv[h] = Expr::lit(1.0f32) / l;
-    }
+        Expr::lit(1.0f32) / l
+    });
     let base = k.block_idx().y * seq;
     for (e, v) in st.o.iter().enumerate() {
         let e = e as u32;

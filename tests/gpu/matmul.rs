@@ -643,7 +643,8 @@ fn tf32_cp_async_pipeline() {
 
 /// The Hopper engine (TMA + wgmma, sm_90): every layout, edges (K not a whole tile, M and N
 /// not whole tiles), a batch sharing one B, C column-major with beta and a fused epilogue,
-/// the larger tiles, and operands TMA cannot read (unaligned lines: the mma.sync fallback).
+/// the larger tiles, and operands TMA cannot read as given (unaligned lines, and for tf32 an
+/// operand that is not K-major): copied first into aligned, K-major scratch memory.
 fn wgmma_cases<T: MatmulInput + El>() {
     let cx = ctx();
     if !cudajit::on_simulator() && cx.device().compute_capability().unwrap() != (9, 0) {
@@ -653,18 +654,14 @@ fn wgmma_cases<T: MatmulInput + El>() {
     let tf32 = std::mem::size_of::<T>() == 4;
     let line = (128 / std::mem::size_of::<T>()) as u32;
     let small = MatmulConfig::wgmma(64, 64, line, 2);
-    // tf32 reads both operands K-major: A as given, B transposed.
-    let layouts: &[(Transpose, Transpose)] = if tf32 {
-        &[(Transpose::N, Transpose::T), (Transpose::N, Transpose::N)]
-    } else {
-        &[
-            (Transpose::N, Transpose::N),
-            (Transpose::N, Transpose::T),
-            (Transpose::T, Transpose::N),
-            (Transpose::T, Transpose::T),
-        ]
-    };
-    for &(ta, tb) in layouts {
+    // tf32 reads both operands K-major: a row-major B or a column-major A is staged.
+    let layouts = [
+        (Transpose::N, Transpose::N),
+        (Transpose::N, Transpose::T),
+        (Transpose::T, Transpose::N),
+        (Transpose::T, Transpose::T),
+    ];
+    for (ta, tb) in layouts {
         check::<T, T>(Case {
             ta,
             tb,

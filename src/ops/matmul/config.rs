@@ -388,8 +388,8 @@ impl MatmulConfig {
         let blocks_large = m.div_ceil(128) * n.div_ceil(128) * batch;
         let large = blocks_large >= sms.max(1) as usize;
         if engine_mma && cc == (9, 0) {
-            // Hopper: TMA + wgmma (falls back to the mma.sync pipeline where the operands do not
-            // allow it). 128×256 tiles where they fill the device, else 128×128.
+            // Hopper: TMA + wgmma (operands TMA cannot read as given are staged first, see
+            // `staging`). 128×256 tiles where they fill the device, else 128×128.
             let line = if mma_k == 8 { 32 } else { 64 };
             let tiles_256 = m.div_ceil(128) * n.div_ceil(256) * batch;
             if tiles_256 >= sms.max(1) as usize {

@@ -94,6 +94,9 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         if let Some(key) = tune_key {
             cfg = self.tune_now(stream, &call, &p, cfg, key);
         }
+        // Operands the Hopper engine cannot read as given (tf32 MN-major, unaligned leading
+        // dimensions) are copied first; the copies are freed in the stream's order after it.
+        let (p, _staged) = super::staging::staged::<T>(stream, &p, &cfg)?;
         let v = self.variant(&p, cfg, call.beta != 0.0);
         let kernel = self.kernel(&v)?;
         let shared = self.dynamic_shared(ctx, &kernel, &v)?;

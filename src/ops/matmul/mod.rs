@@ -45,6 +45,7 @@ mod pipeline;
 mod shape;
 mod simt;
 mod stage;
+mod staging;
 mod tune;
 mod types;
 mod variant;
