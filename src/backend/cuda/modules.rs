@@ -198,26 +198,46 @@ impl JitLogs {
         }
     }
 
-    /// The option names, values and count (the values point into `self`'s buffers).
-    fn options(&mut self) -> ([sys::CUjit_option; 5], [*mut c_void; 5], u32) {
-        let level = jit_opt_level();
-        let options = [
+    /// The option names, values and count (the values point into `self`'s buffers): the
+    /// logs, ptxas's informational messages when `CUDAJIT_JIT_VERBOSE=1`, and the optimisation
+    /// level when `CUDAJIT_JIT_OPT_LEVEL` sets one.
+    fn options(&mut self) -> ([sys::CUjit_option; 6], [*mut c_void; 6], u32) {
+        let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER; 6];
+        let mut values = [std::ptr::null_mut::<c_void>(); 6];
+        let mut n = 0;
+        let mut push = |o: sys::CUjit_option, v: *mut c_void| {
+            options[n] = o;
+            values[n] = v;
+            n += 1;
+        };
+        push(
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
-            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-            sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
-        ];
-        let values = [
             self.error.as_mut_ptr().cast::<c_void>(),
+        );
+        push(
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
             JIT_LOG_BYTES as *mut c_void,
+        );
+        push(
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
             self.info.as_mut_ptr().cast::<c_void>(),
+        );
+        push(
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
             JIT_LOG_BYTES as *mut c_void,
-            level.unwrap_or(4) as usize as *mut c_void,
-        ];
+        );
+        // ptxas's informational messages in the info log (`CUDAJIT_JIT_VERBOSE=1`).
+        if std::env::var_os("CUDAJIT_JIT_VERBOSE").is_some_and(|v| v == "1") {
+            push(sys::CUjit_option::CU_JIT_LOG_VERBOSE, 1usize as *mut c_void);
+        }
         // The optimisation level only when asked for (the driver's default is 4).
-        let n = options.len() as u32 - u32::from(level.is_none());
-        (options, values, n)
+        if let Some(level) = jit_opt_level() {
+            push(
+                sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
+                level as usize as *mut c_void,
+            );
+        }
+        (options, values, n as u32)
     }
 
     /// A driver error as `Error::Jit` with the error log (or a note that there is none).
