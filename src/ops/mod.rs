@@ -15,6 +15,7 @@ mod scan_half;
 pub(crate) mod strided_copy;
 mod strided_ops;
 mod strided_views;
+mod transpose_copy;
 
 pub use array_ops::{arg_variants_ptx, ArrayOps, BoolOps, OpsScalar, ReduceOps, ReduceScalar};
 pub use broadcast::broadcast_shapes;

@@ -65,6 +65,10 @@ pub(crate) fn copy_strided<D: Dimension>(
             shape.len()
         )));
     }
+    // A transpose (the two sides contiguous along different axes) goes through tiles.
+    if super::transpose_copy::try_copy(stream, (src.ptr, dst.ptr), &shape, (&s_st, &d_st), w)? {
+        return Ok(());
+    }
     let ctx = stream.context();
     let ins = [ArgInfo::raw_strided(ctx, src.ptr, &shape, &s_st, w)];
     let outs = [ArgInfo::raw_strided(ctx, dst.ptr, &shape, &d_st, w)];

@@ -765,3 +765,38 @@ fn zero_size_views_offsets_and_slicing_errors() {
 fn usage<T: std::fmt::Debug>(r: cudajit::Result<T>) {
     assert!(matches!(r, Err(Error::Usage(_))), "{r:?}")
 }
+
+/// Copies between layouts contiguous along different axes (C order into Fortran order and
+/// back) go through the tiled transpose: every element of 1-, 2-, 4- and 8-byte types, 2-D and
+/// 3-D (a batch axis), sizes that are no multiple of the 32×32 tiles, a single row.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn transposing_copies_through_tiles() {
+    fn one<T: cudajit::AnyBitPattern + PartialEq + std::fmt::Debug + Copy>(
+        c: &Context,
+        f: impl Fn(usize) -> T,
+    ) {
+        for shape in [(1usize, 70usize, 45usize), (3, 33, 65), (2, 1, 40)] {
+            let host = ndarray::Array3::from_shape_fn(shape, |(a, b, d)| {
+                f((a * shape.1 + b) * shape.2 + d)
+            });
+            let src = c.to_device(&host).unwrap();
+            let mut fo = c.alloc_f::<T, _>(shape).unwrap();
+            fo.view_mut().copy_from_device(&src).unwrap();
+            let mut back = c.alloc::<T, _>(shape).unwrap();
+            back.strided_mut().copy_from_device(&fo).unwrap();
+            assert_eq!(back.to_array().unwrap(), host, "{shape:?}");
+            // 2-D: the first matrix.
+            let h2 = host.index_axis(ndarray::Axis(0), 0).to_owned();
+            let s2 = c.to_device(&h2).unwrap();
+            let mut f2 = c.alloc_f::<T, _>(h2.dim()).unwrap();
+            f2.view_mut().copy_from_device(&s2).unwrap();
+            assert_eq!(f2.to_array().unwrap(), h2, "{shape:?} 2-D");
+        }
+    }
+    let c = ctx();
+    one::<u8>(&c, |i| (i * 7) as u8);
+    one::<u16>(&c, |i| (i * 31) as u16);
+    one::<f32>(&c, |i| i as f32 * 0.5 - 3.0);
+    one::<f64>(&c, |i| i as f64 * 0.25 - 1e9);
+}
