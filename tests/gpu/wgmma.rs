@@ -221,3 +221,71 @@ fn wgmma_a_from_registers() {
     wgmma_tile_from::<bf16>(256, false, false, true);
     wgmma_tile_from::<f32>(64, false, false, true);
 }
+
+/// `WgmmaAcc::frag_a` (an accumulator's 16-column chunks as register A fragments, two columns
+/// rounded to f16/bf16 and packed per instruction) on accumulators rich in special values and
+/// rounding ties, output poisoned first: every register is `round(lo) | round(hi) << 16` of the
+/// thread's elements `8·chunk + 2r` and `+ 1`, rounded to nearest even (a NaN half: any NaN).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn frag_a_packs_accumulator_chunks() {
+    fn one<T: WgmmaInput + KernelParam>(round: fn(f32) -> u16) {
+        let c = ctx();
+        if !cudajit::on_simulator() && c.device().compute_capability().unwrap() < (8, 0) {
+            println!("skipped: cvt.rn.{{f16,bf16}}x2.f32 needs sm_80");
+            return;
+        }
+        let s = c.new_stream().unwrap();
+        let mut rng = Rng::new();
+        let mut acc = crate::common::special_f32(&mut rng, 128 * 16);
+        for (i, v) in acc.iter_mut().enumerate().step_by(5) {
+            // Exact ties of both halves' roundings, and values just off them.
+            let hi = (rng.next_u64() as u32) & 0x7fff_0000 | (i as u32 & 1) << 31;
+            *v = f32::from_bits(hi | [0x8000, 0x1000, 0x7fff][i % 3]);
+        }
+        let k = Kernel::<(&[f32], &mut [u32])>::build("frag_a_pack", |k, (a, out)| {
+            let t = k.thread_idx().x;
+            let elems = (0..16u32).map(|e| a.at(t * 16u32 + e)).collect();
+            let acc = WgmmaAcc::from_elems(elems);
+            for chunk in 0..2u32 {
+                for (r, reg) in acc.frag_a::<T>(chunk).regs().into_iter().enumerate() {
+                    out.set((t * 2u32 + chunk) * 4u32 + r as u32, reg);
+                }
+            }
+        })
+        .unwrap();
+        let da = s.to_device(&acc).unwrap();
+        let mut out = s.to_device(&vec![0xdead_beefu32; 128 * 8]).unwrap();
+        k.launch(&s, LaunchConfig::new(1, 128), (&da, &mut out))
+            .unwrap();
+        let got = out.to_vec_async(&s).unwrap();
+        let nan16 = |h: u16, bf: bool| {
+            let (exp, man) = if bf { (0x7f80, 0x7f) } else { (0x7c00, 0x3ff) };
+            h & exp == exp && h & man != 0
+        };
+        let bf = std::mem::size_of::<T>() == 2 && round(1.0) == 0x3f80;
+        for t in 0..128 {
+            for chunk in 0..2 {
+                for r in 0..4 {
+                    let g = got[(t * 2 + chunk) * 4 + r];
+                    let e = t * 16 + 8 * chunk + 2 * r;
+                    for (half, x) in [(g as u16, acc[e]), ((g >> 16) as u16, acc[e + 1])] {
+                        let want = round(x);
+                        let ok = if x.is_nan() {
+                            nan16(half, bf)
+                        } else {
+                            half == want
+                        };
+                        assert!(
+                            ok,
+                            "thread {t} chunk {chunk} reg {r}: {x:e} ({:#010x}) gave {half:#06x}, want {want:#06x}",
+                            x.to_bits()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    one::<bf16>(|x| bf16::from_f32(x).to_bits());
+    one::<f16>(|x| f16::from_f32(x).to_bits());
+}
