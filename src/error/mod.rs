@@ -127,6 +127,10 @@ pub enum FaultKind {
     /// Threads waiting for something that can no longer happen: an `mbarrier` phase whose
     /// arrivals or transaction bytes will never come (on a GPU, a hang).
     Deadlock,
+    /// A warpgroup MMA whose shared-memory matrix descriptor does not match what it reads: a
+    /// swizzle other than the one TMA wrote the tile with, or threads of the warpgroup giving
+    /// different descriptors (on a GPU, silently wrong results).
+    BadDescriptor,
 }
 
 impl fmt::Display for FaultKind {
@@ -137,6 +141,7 @@ impl fmt::Display for FaultKind {
             FaultKind::SharedRace => "data race on shared memory",
             FaultKind::Misaligned => "misaligned access",
             FaultKind::Deadlock => "deadlock",
+            FaultKind::BadDescriptor => "matrix descriptor that does not match the tile",
             FaultKind::Unsupported => "unsupported operation",
             FaultKind::PeerAccess => "access to another device's memory without peer access",
         })

@@ -9,7 +9,7 @@
 use cudajit::codegen::{Kernel, SmemMatrix, Tma, TmaMut, WgmmaAcc, WgmmaMajor, WgmmaSwizzle};
 use cudajit::memory::{TensorMap, TensorMapOptions, TensorMapSwizzle};
 use cudajit::prelude::*;
-use cudajit::{bf16, f16};
+use cudajit::{bf16, f16, FaultKind};
 
 use crate::common::{ctx, Rng};
 use crate::gen::Gen;
@@ -345,4 +345,69 @@ fn tma_gemm_f16() {
 fn tma_gemm_bf16() {
     tma_gemm::<bf16>(64, 64, 64);
     tma_gemm::<bf16>(130, 72, 200);
+}
+
+/// What the simulator reports instead of a GPU's silently wrong tile or hang (run there only):
+/// a wgmma whose descriptor reads a TMA-written tile with another swizzle, descriptors that
+/// differ across the warpgroup, and a wait on a transaction barrier whose announced bytes never
+/// come.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn simulator_reports_bad_descriptors_and_deadlocks() {
+    if !cudajit::on_simulator() {
+        println!("skipped: on a GPU these kernels compute garbage or hang");
+        return;
+    }
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let a = c.zeros::<f16, _>((64, 64)).unwrap();
+    let opts = TensorMapOptions::default().swizzle(TensorMapSwizzle::B128);
+    let map = TensorMap::<f16, 2>::tiled_with(&a, [64, 64], opts).unwrap();
+    let fault = |r: cudajit::Result<()>| match r {
+        Err(cudajit::Error::Fault { kind, message, .. }) => (kind, message),
+        other => panic!("expected a fault, got {other:?}"),
+    };
+    // 0: the tile read with 64-byte swizzle; 1: each thread's own descriptor; 2: no copy.
+    for case in 0..3u32 {
+        let k = Kernel::<(Tma<f16, 2>, &mut [f32])>::build("bad_tile", |k, (m, out)| {
+            let smem = k.dynamic_shared::<f16>();
+            let (bars, pad) = one_barrier(k, &smem);
+            let t = k.thread_idx().x;
+            k.if_(t.eq(0u32), |k| {
+                bars.arrive_expect_tx(0u32, 64u32 * 64 * 2);
+                if case != 2 {
+                    let zero = k.lit(0i32);
+                    m.load([zero, zero], &smem, pad, &bars, 0u32);
+                }
+            });
+            bars.wait(k, 0u32, 0u32);
+            let (swizzle, at) = match case {
+                0 => (WgmmaSwizzle::B64, pad),
+                _ => (WgmmaSwizzle::B128, pad + (t & 1u32) * 512u32),
+            };
+            let a = SmemMatrix::new(&smem, at, WgmmaMajor::K, swizzle, 16, 1024);
+            k.wgmma_fence();
+            let acc = k.wgmma(&a, &a, &WgmmaAcc::zeros(64), false);
+            k.wgmma_commit();
+            let acc = k.wgmma_wait(0, &acc);
+            acc.for_each(k, |r, col, v| out.set(r * 64u32 + col, v));
+        })
+        .unwrap();
+        let mut out = c.zeros::<f32, _>(64 * 64).unwrap();
+        let cfg = LaunchConfig::new(1, 128).with_shared_mem(1024 + 64 * 64 * 2);
+        let (kind, message) = fault(k.launch(&s, cfg, (&map, &mut out)));
+        let want = match case {
+            0 => (
+                FaultKind::BadDescriptor,
+                "reads with 64-byte swizzle the shared byte",
+            ),
+            1 => (
+                FaultKind::BadDescriptor,
+                "a warpgroup's threads must give one descriptor",
+            ),
+            _ => (FaultKind::Deadlock, "8192"),
+        };
+        assert_eq!(kind, want.0, "case {case}: {message}");
+        assert!(message.contains(want.1), "case {case}: {message}");
+    }
 }

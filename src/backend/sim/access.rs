@@ -336,6 +336,9 @@ impl Block<'_> {
                     self.race_check(&mut rec, t, how, f, array, idx)?;
                 }
                 self.dyn_shared.recs[off] = rec;
+                if !matches!(how, Access::Read) && !self.dyn_shared.tma_swizzle.is_empty() {
+                    self.dyn_shared.tma_swizzle[off..off + size].fill(0);
+                }
                 Ok(bytes_op(&mut self.dyn_shared.bytes[off..off + size]))
             }
             Target::Local { arr, len } => {

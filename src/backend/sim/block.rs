@@ -184,6 +184,10 @@ pub(super) struct SharedBuf {
     /// Per byte, the thread (plus 1) whose `cp.async` into it is still in flight, 0 for none;
     /// empty until a `cp.async` writes into this buffer (see `async_copy.rs`).
     pub pending: Vec<u32>,
+    /// Per byte of the dynamic shared memory, 1 + the swizzle bits of the TMA load that wrote
+    /// it, 0 where none did (or an ordinary store wrote since); empty until a TMA load in the
+    /// block. A wgmma descriptor must read a tile with the swizzle it was written with.
+    pub tma_swizzle: Vec<u8>,
 }
 
 impl SharedBuf {
@@ -192,6 +196,7 @@ impl SharedBuf {
             bytes: vec![0; bytes],
             recs: vec![Rec::FRESH; bytes],
             pending: Vec::new(),
+            tma_swizzle: Vec::new(),
         }
     }
 }
@@ -260,6 +265,7 @@ impl<'l> Block<'l> {
         self.bep = self.bep.wrapping_add(1);
         self.reset_async_copies();
         self.bars = Default::default();
+        self.dyn_shared.tma_swizzle.clear();
         let mut fr = self
             .kernel
             .take()

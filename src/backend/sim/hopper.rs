@@ -436,6 +436,23 @@ impl Block<'_> {
             for (o, rows, desc, mn_major) in operands {
                 let dv = reg(fr, n, desc, t0);
                 let d = SmemDesc::decode(dv);
+                if let Some(tl) =
+                    (1..WARPGROUP as usize).find(|&tl| reg(fr, n, desc, t0 + tl) != dv)
+                {
+                    return Err(Fault::new(
+                        FaultKind::BadDescriptor,
+                        format!(
+                            "{} runs a wgmma whose {} operand descriptor ({:#018x}) differs from \
+                             that of {} ({dv:#018x}): a warpgroup's threads must give one \
+                             descriptor",
+                            self.who(t0 + tl),
+                            ["A", "B"][o],
+                            reg(fr, n, desc, t0 + tl),
+                            self.who(t0)
+                        ),
+                    ));
+                }
+                let tags = &self.dyn_shared.tma_swizzle;
                 for mn in 0..rows {
                     for kk in 0..k {
                         let at = hopper::operand_addr(&d, mn_major, esize, mn, kk) as usize;
@@ -450,6 +467,25 @@ impl Block<'_> {
                                     ["A", "B"][o]
                                 ),
                             ));
+                        }
+                        if let Some(&tag) = tags.get(at) {
+                            if tag != 0 && u32::from(tag - 1) != d.swizzle_bits {
+                                let name =
+                                    |b: u32| ["no", "32-byte", "64-byte", "128-byte"][b as usize];
+                                return Err(Fault::new(
+                                    FaultKind::BadDescriptor,
+                                    format!(
+                                        "{} runs a wgmma whose {} operand descriptor \
+                                         ({dv:#018x}) reads with {} swizzle the shared byte \
+                                         {at}, which a TMA load wrote with {} swizzle: the \
+                                         descriptor's swizzle must be the tensor map's",
+                                        self.who(t0),
+                                        ["A", "B"][o],
+                                        name(d.swizzle_bits),
+                                        name(u32::from(tag - 1))
+                                    ),
+                                ));
+                            }
                         }
                         let v = element(kind, &self.dyn_shared.bytes[at..at + esize as usize]);
                         if o == 0 {
@@ -594,6 +630,10 @@ impl Block<'_> {
                 let at = hopper::swizzle((base as usize + e * es) as u32, bits) as usize;
                 let sm = &mut self.dyn_shared;
                 if load {
+                    if sm.tma_swizzle.is_empty() {
+                        sm.tma_swizzle = vec![0; sm.bytes.len()];
+                    }
+                    sm.tma_swizzle[at..at + es].fill(1 + bits as u8);
                     let v = if inside {
                         // SAFETY: the element is inside the tensor, which the launch checked
                         // lies in one live allocation; TMA maps have 16-byte aligned bases and
