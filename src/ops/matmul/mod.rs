@@ -35,6 +35,7 @@
 //! # Ok(()) }
 //! ```
 
+mod autotune;
 mod config;
 mod epilogue;
 mod hopper;

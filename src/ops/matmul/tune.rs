@@ -3,10 +3,12 @@
 //! On the first unpinned product of a *tuning key* — the device (name and compute capability),
 //! the driver version, the cudajit version, the input and output types, the tf32 flag, the
 //! operands' layouts and the shape class (M, N and K each rounded up to a power of two, capped
-//! at 2^14; whether there is a batch) — each candidate configuration ([`tune_candidates`]) that
-//! is valid for the types and fits the device's shared memory is compiled and timed with CUDA
-//! events on a scratch output (one warm-up launch, then the median of [`TIMED_LAUNCHES`]); the
-//! fastest wins, and the user's product runs once, with it, on the user's C.
+//! at 2^14; whether there is a batch) — each candidate configuration
+//! ([`tune_candidates`](super::autotune::tune_candidates)) that is valid for the types and fits
+//! the device's shared memory is compiled and timed with CUDA events on a scratch output (one
+//! warm-up launch, then the median of [`TIMED_LAUNCHES`]; `autotune.rs` does the timing); the
+//! fastest wins, and the user's product runs once, with it, on the user's C. This file holds
+//! the keys, the tuning file and the process's winners.
 //!
 //! Winners are kept in a process-wide map and written to `<cache_dir>/matmul-tuning-v1.txt`
 //! ([`matmul_tuning_file`]): one line per key, `key<TAB>config`, read once per process
@@ -27,15 +29,7 @@ use crate::codegen::cache_dir;
 use crate::context::Context;
 use crate::error::{Error, Result};
 
-use crate::codegen::Scalar;
-use crate::memory::{DeviceArray, DeviceSlice};
-use crate::stream::Stream;
-
 use super::config::{Engine, MatmulConfig};
-use super::launch::{launch_cfg, Call};
-use super::shape::{Operand, Problem, Transpose};
-use super::types::{MatmulInput, MatmulOutput};
-use super::Matmul;
 
 /// The file name of the tuning file in the cache directory.
 pub const TUNING_FILE_NAME: &str = "matmul-tuning-v1.txt";
@@ -335,7 +329,7 @@ fn load_into(s: &mut Store, path: &Path) -> Result<usize> {
 }
 
 /// One stderr line when `CUDAJIT_LOG_CACHE=1`.
-fn log_line(args: std::fmt::Arguments<'_>) {
+pub(crate) fn log_line(args: std::fmt::Arguments<'_>) {
     if crate::codegen::cache::logging() {
         eprintln!("cudajit matmul tuning: {args}");
     }
@@ -440,249 +434,6 @@ pub(crate) fn device_id(ctx: &Context) -> Result<(String, (u32, u32), String)> {
     );
     ids.insert(dev.ordinal(), id.clone());
     Ok(id)
-}
-
-/// The candidates timed for a product: the default choice first, then SIMT tiles, then (when
-/// the tensor cores may run it: `mma_ok` on sm_80+) tensor-core tiles two MMAs deep (`mma_k`);
-/// only those valid for inputs of `elem_size` bytes whose shared tiles fit `max_shared` bytes.
-pub(crate) fn tune_candidates(
-    default: MatmulConfig,
-    mma_ok: bool,
-    cc: (u32, u32),
-    mma_k: u32,
-    elem_size: usize,
-    (max_shared, max_optin): (usize, usize),
-) -> Vec<MatmulConfig> {
-    let mut all = vec![
-        default,
-        MatmulConfig::simt(128, 128, 8, 8, 8),
-        MatmulConfig::simt(64, 64, 8, 4, 4),
-        MatmulConfig::simt(128, 64, 8, 8, 4),
-        MatmulConfig::simt(64, 128, 8, 4, 8),
-        MatmulConfig::simt(128, 128, 16, 8, 8),
-        MatmulConfig::simt(32, 64, 8, 4, 4),
-    ];
-    if mma_ok && cc >= (8, 0) {
-        let bk = 2 * mma_k;
-        all.extend([
-            MatmulConfig::mma(128, 128, bk, 64, 64),
-            MatmulConfig::mma(64, 64, bk, 32, 32),
-            MatmulConfig::mma(128, 64, bk, 64, 32),
-            MatmulConfig::mma(64, 128, bk, 32, 64),
-            MatmulConfig::mma(128, 128, bk, 32, 64),
-            MatmulConfig::mma(128, 128, 4 * mma_k, 64, 64),
-            MatmulConfig::mma(64, 64, 4 * mma_k, 32, 32),
-        ]);
-        // The cp.async pipelines (3-4 stages, dynamic shared memory) and their tile shapes.
-        all.extend(super::config::candidates(mma_k, elem_size));
-    }
-    if mma_ok && cc == (9, 0) {
-        // Hopper: TMA + wgmma. 128×128 in 3 stages (97 KiB) lets two blocks share a
-        // multiprocessor: one's epilogue overlaps the other's main loop.
-        let line = (128 / elem_size) as u32;
-        for (bm, bn, stages) in [
-            (128, 256, 4),
-            (256, 128, 4),
-            (128, 128, 6),
-            (128, 128, 4),
-            (128, 128, 3),
-            (64, 256, 5),
-        ] {
-            all.push(MatmulConfig::wgmma(bm, bn, line, stages));
-        }
-    }
-    let mut out: Vec<MatmulConfig> = Vec::new();
-    for c in all {
-        // A pipelined configuration keeps its buffers in dynamic shared memory (up to the
-        // opt-in limit; the largest layout of its operands), the others in static.
-        let fits = if c.engine == Engine::Wgmma {
-            c.shared_bytes(elem_size) <= max_optin
-        } else if c.engine == Engine::Mma && c.stages >= 3 {
-            c.pipeline_shared_bytes(elem_size, false, false)
-                .max(c.pipeline_shared_bytes(elem_size, true, true))
-                <= max_optin
-        } else {
-            c.shared_bytes(elem_size) <= max_shared
-        };
-        let ok =
-            (c.engine == Engine::Simt || mma_ok) && c.validate(mma_k, elem_size).is_ok() && fits;
-        if ok && !out.contains(&c) {
-            out.push(c);
-        }
-    }
-    out
-}
-
-impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
-    /// For an unpinned product that may be tuned (tuning on for this `Matmul`, not the
-    /// simulator): its tuning key, with the known winner if there is one that is valid for
-    /// these types. `None` when tuning does not apply.
-    pub(super) fn known_winner(
-        &self,
-        ctx: &Context,
-        p: &Problem,
-    ) -> Option<(Option<MatmulConfig>, String)> {
-        if !self.tune || self.config.is_some() || crate::on_simulator() {
-            return None;
-        }
-        let (name, cc, driver) = device_id(ctx).ok()?;
-        let key = TuneKey::new(
-            (&name, cc),
-            &driver,
-            (<T as MatmulOutput>::NAME, O::NAME),
-            self.tf32,
-            (p.a.row_major, p.b.row_major, p.c.row_major),
-            (p.m, p.n, p.k),
-            p.batch,
-        )
-        .line();
-        let won = lookup(&key).filter(|c| self.check_config(c).is_ok());
-        Some((won, key))
-    }
-
-    /// Times the candidates for `p` (on a scratch C; the user's C is not touched), records
-    /// and returns the fastest; `default` if none could be timed or `stream` is capturing a
-    /// graph (nothing is recorded then).
-    pub(super) fn tune_now(
-        &self,
-        stream: &Stream,
-        call: &Call<'_>,
-        p: &Problem,
-        default: MatmulConfig,
-        key: String,
-    ) -> MatmulConfig {
-        // Timing needs events and waits, which a stream capturing a graph does not allow:
-        // the default choice is captured, and the key is tuned on a later uncaptured call.
-        if stream.is_capturing().unwrap_or(true) {
-            return default;
-        }
-        let mut launches = 0;
-        let mut skipped = 0;
-        let r = self.time_candidates(stream, call, p, default, (&mut launches, &mut skipped));
-        count(launches, skipped);
-        match r {
-            Ok(Some((best, ms))) => {
-                log_line(format_args!(
-                    "{key}: {} ({ms:.3} ms)",
-                    config_to_text(&best)
-                ));
-                record(key, best);
-                best
-            }
-            Ok(None) => default,
-            Err(e) => {
-                log_line(format_args!("{key}: not tuned: {e}"));
-                default
-            }
-        }
-    }
-
-    fn time_candidates(
-        &self,
-        stream: &Stream,
-        call: &Call<'_>,
-        p: &Problem,
-        default: MatmulConfig,
-        (launches, skipped): (&mut u64, &mut u64),
-    ) -> Result<Option<(MatmulConfig, f32)>> {
-        let ctx = stream.context();
-        let dev = ctx.device();
-        let cc = dev.compute_capability()?;
-        let max_shared = dev.max_shared_memory_per_block()? as usize;
-        let max_optin = dev.max_shared_memory_per_block_optin()? as usize;
-        let cands = tune_candidates(
-            default,
-            self.mma_allowed(),
-            cc,
-            T::K,
-            <T as Scalar>::TY.size(),
-            (max_shared, max_optin.max(max_shared)),
-        );
-        // A scratch C of C's shape and layout (packed); beta 0, so it is never read.
-        let (b, m, n) = (p.batch, p.m, p.n);
-        let (shape, strides): (Vec<usize>, Vec<isize>) = match (b > 1, p.c.row_major) {
-            (true, true) => (vec![b, m, n], vec![(m * n) as isize, n as isize, 1]),
-            (true, false) => (vec![b, m, n], vec![(m * n) as isize, 1, m as isize]),
-            (false, true) => (vec![m, n], vec![n as isize, 1]),
-            (false, false) => (vec![m, n], vec![1, m as isize]),
-        };
-        let scratch =
-            DeviceArray::<O, ndarray::IxDyn>::alloc_ordered(stream, ndarray::IxDyn(&[b * m * n]))?;
-        let co = Operand::from_parts(
-            "C",
-            scratch.device_ptr(),
-            &shape,
-            &strides,
-            Transpose::N,
-            O::TY.size(),
-        )?;
-        let sp = Problem { c: co, ..*p };
-        let scall = Call {
-            a: call.a,
-            b: call.b,
-            c: (co, ctx),
-            col: call.col,
-            row: call.row,
-            alpha: call.alpha,
-            beta: 0.0,
-        };
-        let events: Vec<_> = (0..2 * TIMED_LAUNCHES)
-            .map(|_| ctx.new_event())
-            .collect::<Result<_>>()?;
-        let mut best: Option<(MatmulConfig, f32)> = None;
-        for cfg in cands {
-            if self.check_config(&cfg).is_err() {
-                continue;
-            }
-            let mut time = || -> Result<f32> {
-                // As `launch` runs it: operands staged where this configuration needs it (the
-                // copies are part of the time).
-                let (pp, staged) = super::staging::staged::<T>(stream, &sp, &cfg)?;
-                let v = self.variant(&pp, cfg, false);
-                drop(staged);
-                let kernel = self.kernel(&v)?;
-                let shared = self.dynamic_shared(ctx, &kernel, &v)?;
-                let mut once = || -> Result<()> {
-                    let (pp, _staged) = super::staging::staged::<T>(stream, &sp, &cfg)?;
-                    let maps = self.maps(ctx, &pp, &v)?;
-                    *launches += 1;
-                    launch_cfg(&kernel, stream, &scall, &pp, v.cfg, shared, maps.as_ref())
-                };
-                once()?;
-                let mut ms = Vec::with_capacity(TIMED_LAUNCHES);
-                for pair in events.chunks(2) {
-                    pair[0].record(stream)?;
-                    once()?;
-                    pair[1].record(stream)?;
-                }
-                for pair in events.chunks(2) {
-                    pair[1].synchronize()?;
-                    ms.push(pair[1].elapsed_ms_since(&pair[0])?);
-                }
-                Ok(median(&mut ms))
-            };
-            match time() {
-                Ok(ms) => {
-                    log_line(format_args!("  {}: {ms:.4} ms", config_to_text(&cfg)));
-                    if best.map_or(true, |(_, b)| ms < b) {
-                        best = Some((cfg, ms));
-                    }
-                }
-                Err(e) => {
-                    *skipped += 1;
-                    note_skip(&cfg, &e);
-                }
-            }
-        }
-        drop(scratch);
-        Ok(best)
-    }
-}
-
-/// The median of `v` (not empty).
-pub(crate) fn median(v: &mut [f32]) -> f32 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 #[cfg(test)]
@@ -870,33 +621,7 @@ mod tests {
     }
 
     #[test]
-    fn candidates_are_valid_and_fit() {
-        let def = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 16);
-        let c = tune_candidates(def, true, (9, 0), 16, 2, (48 * 1024, 227 * 1024));
-        assert_eq!(c[0], def);
-        assert!(c.iter().any(|c| c.engine == Engine::Mma));
-        assert!(c.iter().any(|c| c.engine == Engine::Simt));
-        for x in &c {
-            x.validate(16, 2).unwrap();
-        }
-        // No tensor cores before sm_80 or for exact f32; a small shared memory drops the
-        // large tiles.
-        let def = MatmulConfig::choose(false, (9, 0), 132, 64, 64, 1, 8);
-        let c = tune_candidates(def, false, (9, 0), 8, 4, (48 * 1024, 227 * 1024));
-        assert!(c.iter().all(|c| c.engine == Engine::Simt));
-        let c = tune_candidates(def, true, (7, 5), 8, 4, (48 * 1024, 227 * 1024));
-        assert!(c.iter().all(|c| c.engine == Engine::Simt));
-        let small = tune_candidates(def, false, (9, 0), 8, 4, (8 * 1024, 8 * 1024));
-        assert!(small.iter().all(|c| c.shared_bytes(4) <= 8 * 1024));
-        assert!(
-            small.len() < tune_candidates(def, false, (9, 0), 8, 4, (48 * 1024, 227 * 1024)).len()
-        );
-    }
-
-    #[test]
-    fn median_and_env() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [5.0, 1.0, 2.0, 4.0, 3.0]), 3.0);
+    fn env_switch() {
         assert!(env_off(Some("0".into())));
         assert!(env_off(Some(" OFF ".into())));
         assert!(!env_off(Some("1".into())));
