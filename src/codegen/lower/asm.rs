@@ -1,4 +1,4 @@
-//! Inline PTX with side effects, and shared-window addresses for it.
+//! Inline PTX (with side effects, or pure), and shared-window addresses for it.
 
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum};
@@ -18,19 +18,7 @@ pub(crate) fn asm<'c>(
     args: &[BasicValueEnum<'c>],
     ret: Option<BasicTypeEnum<'c>>,
 ) -> Result<Option<BasicValueEnum<'c>>> {
-    let tys: Vec<BasicMetadataTypeEnum<'c>> = args.iter().map(|a| a.get_type().into()).collect();
-    let margs: Vec<BasicMetadataValueEnum<'c>> = args.iter().map(|&a| a.into()).collect();
-    let fty = match ret {
-        Some(r) => r.fn_type(&tys, false),
-        None => lw.ctx.void_type().fn_type(&tys, false),
-    };
-    let f = lw
-        .ctx
-        .create_inline_asm(fty, text, constraints, true, false, None, false);
-    let call =
-        lw.b.build_indirect_call(fty, f, &margs, "")
-            .map_err(|e| lw.err(e.to_string()))?;
-    Ok(call.try_as_basic_value().basic())
+    inline_asm(lw, text, constraints, args, ret, true)
 }
 
 /// [`asm`] without side effects: a pure function of its operands, which LLVM may move, merge
@@ -42,24 +30,39 @@ pub(crate) fn pure_asm<'c>(
     args: &[BasicValueEnum<'c>],
     ret: BasicTypeEnum<'c>,
 ) -> Result<BasicValueEnum<'c>> {
-    let tys: Vec<BasicMetadataTypeEnum<'c>> = args.iter().map(|a| a.get_type().into()).collect();
-    let margs: Vec<BasicMetadataValueEnum<'c>> = args.iter().map(|&a| a.into()).collect();
-    let fty = ret.fn_type(&tys, false);
-    let f = lw.ctx.create_inline_asm(
-        fty,
+    inline_asm(
+        lw,
         text.to_string(),
         constraints.to_string(),
+        args,
+        Some(ret),
         false,
-        false,
-        None,
-        false,
-    );
+    )?
+    .ok_or_else(|| lw.err("an inline asm without its result"))
+}
+
+/// The call of an inline asm (`side_effects`: `asm volatile`).
+fn inline_asm<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    text: String,
+    constraints: String,
+    args: &[BasicValueEnum<'c>],
+    ret: Option<BasicTypeEnum<'c>>,
+    side_effects: bool,
+) -> Result<Option<BasicValueEnum<'c>>> {
+    let tys: Vec<BasicMetadataTypeEnum<'c>> = args.iter().map(|a| a.get_type().into()).collect();
+    let margs: Vec<BasicMetadataValueEnum<'c>> = args.iter().map(|&a| a.into()).collect();
+    let fty = match ret {
+        Some(r) => r.fn_type(&tys, false),
+        None => lw.ctx.void_type().fn_type(&tys, false),
+    };
+    let f = lw
+        .ctx
+        .create_inline_asm(fty, text, constraints, side_effects, false, None, false);
     let call =
         lw.b.build_indirect_call(fty, f, &margs, "")
             .map_err(|e| lw.err(e.to_string()))?;
-    call.try_as_basic_value()
-        .basic()
-        .ok_or_else(|| lw.err("an inline asm without its result"))
+    Ok(call.try_as_basic_value().basic())
 }
 
 /// The 32-bit shared-window address of element `index` of shared array `array`.
