@@ -280,13 +280,14 @@ impl Block<'_> {
                 Ok(())
             }
             HopperOp::PackHalf2 { kind, lo, hi } => {
+                // Rounded as the simulator's casts round (`x as bf16`, `x as f16`).
                 let bf = *kind == MmaKind::Bf16;
                 let half = |x: u64| {
                     let x = f32::from_bits(x as u32);
                     (if bf {
-                        half::bf16::from_f32(x).to_bits()
+                        super::half::to_bf16(x).to_bits()
                     } else {
-                        half::f16::from_f32(x).to_bits()
+                        super::half::to_f16(x).to_bits()
                     }) as u64
                 };
                 for_lanes(m, self.nw, |t| {
