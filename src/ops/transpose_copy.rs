@@ -100,13 +100,8 @@ pub(crate) fn try_copy(
     }
     let bax = (0..rank).find(|&a| a != i && a != j);
     let (nb, sb, db) = bax.map_or((1, 0, 0), |a| (shape[a], s[a], d[a]));
-    let span = |st: &[usize]| -> usize {
-        1 + shape
-            .iter()
-            .zip(st)
-            .map(|(&n, &x)| (n - 1) * x)
-            .sum::<usize>()
-    };
+    // Words from the first to the last the view touches (its strides are non-negative).
+    let span = |st: &[usize]| (crate::memory::layout::span(shape, st).1 + 1) as usize;
     let ctx = stream.context();
     let cfg = |z: usize| {
         LaunchConfig::new(
