@@ -9,7 +9,7 @@ use crate::memory::{DeviceArray, DeviceSlice};
 use crate::stream::Stream;
 
 use super::config::{Engine, MatmulConfig};
-use super::launch::{launch_cfg, Call};
+use super::launch::Call;
 use super::shape::{Operand, Problem, Transpose};
 use super::tune::{
     config_to_text, count, device_id, log_line, lookup, note_skip, record, TuneKey, TIMED_LAUNCHES,
@@ -210,18 +210,11 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
                 continue;
             }
             let mut time = || -> Result<f32> {
-                // As `launch` runs it: operands staged where this configuration needs it (the
+                // As `launch` runs it (operands staged where this configuration needs it: the
                 // copies are part of the time).
-                let (pp, staged) = super::staging::staged::<T>(stream, &sp, &cfg)?;
-                let v = self.variant(&pp, cfg, false);
-                drop(staged);
-                let kernel = self.kernel(&v)?;
-                let shared = self.dynamic_shared(ctx, &kernel, &v)?;
                 let mut once = || -> Result<()> {
-                    let (pp, _staged) = super::staging::staged::<T>(stream, &sp, &cfg)?;
-                    let maps = self.maps(ctx, &pp, &v)?;
                     *launches += 1;
-                    launch_cfg(&kernel, stream, &scall, &pp, v.cfg, shared, maps.as_ref())
+                    self.run_config(stream, &scall, &sp, cfg, false)
                 };
                 once()?;
                 let mut ms = Vec::with_capacity(TIMED_LAUNCHES);

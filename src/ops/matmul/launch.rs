@@ -94,14 +94,28 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         if let Some(key) = tune_key {
             cfg = self.tune_now(stream, &call, &p, cfg, key);
         }
-        // Operands the Hopper engine cannot read as given (tf32 MN-major, unaligned leading
-        // dimensions) are copied first; the copies are freed in the stream's order after it.
-        let (p, _staged) = super::staging::staged::<T>(stream, &p, &cfg)?;
-        let v = self.variant(&p, cfg, call.beta != 0.0);
+        self.run_config(stream, &call, &p, cfg, call.beta != 0.0)
+    }
+
+    /// Runs `call` (checked as problem `p`) with configuration `cfg` (`read_c`: beta is not
+    /// 0): what a product and each timed launch of the tuner do. Operands the Hopper engine
+    /// cannot read as given (tf32 MN-major, unaligned leading dimensions) are copied first;
+    /// the copies are freed in the stream's order after the product.
+    pub(super) fn run_config(
+        &self,
+        stream: &Stream,
+        call: &Call<'_>,
+        p: &Problem,
+        cfg: MatmulConfig,
+        read_c: bool,
+    ) -> Result<()> {
+        let ctx = stream.context();
+        let (p, _staged) = super::staging::staged::<T>(stream, p, &cfg)?;
+        let v = self.variant(&p, cfg, read_c);
         let kernel = self.kernel(&v)?;
         let shared = self.dynamic_shared(ctx, &kernel, &v)?;
         let maps = self.maps(ctx, &p, &v)?;
-        launch_cfg(&kernel, stream, &call, &p, v.cfg, shared, maps.as_ref())
+        launch_cfg(&kernel, stream, call, &p, v.cfg, shared, maps.as_ref())
     }
 
     /// The configuration for problem `p`: the pinned one, or the default for its shape class
