@@ -59,7 +59,7 @@ fn run() -> cudajit::Result<()> {
         let bars = k.mbarriers(1);
         let t = k.thread_idx().x;
         // 128-byte swizzled tiles start on a 1024-byte boundary.
-        let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+        let pad = smem.aligned_index(1024);
         k.if_(t.eq(0u32), |k| {
             bars.init(0u32, 1u32);
             k.fence_barrier_init();

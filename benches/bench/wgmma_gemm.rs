@@ -38,7 +38,7 @@ where
             let empty = k.mbarriers(stages as usize);
             let t = k.thread_idx().x;
             let wg = t >> 7u32;
-            let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+            let pad = smem.aligned_index(1024);
             let stage_elems = BM * BK + BK * BN;
             let stage_bytes = stage_elems * 2;
             let a_at = move |s: cudajit::codegen::Expr<u32>| pad + s * stage_elems;

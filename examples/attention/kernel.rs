@@ -244,7 +244,7 @@ fn body<T: AttentionElem>(
     let smem = k.dynamic_shared::<T>();
     let lay = Layout {
         // 128-byte swizzled tiles start on a 1024-byte boundary.
-        pad: ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / es,
+        pad: smem.aligned_index(1024),
         boxes: d / BOX_COLS,
     };
     let n = stages as usize;

@@ -15,7 +15,7 @@ fn tma_wgmma() -> Kernel<(Tma<f16, 2>, Tma<f16, 2>, &'static mut [f32])> {
         let smem = k.dynamic_shared::<f16>();
         let bars = k.mbarriers(1);
         let t = k.thread_idx().x;
-        let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+        let pad = smem.aligned_index(1024);
         k.if_(t.eq(0u32), |k| {
             bars.init(0u32, 1u32);
             k.fence_barrier_init();
@@ -193,7 +193,7 @@ fn tma_store_compiles() {
             let smem = k.dynamic_shared::<u16>();
             let bars = k.mbarriers(1);
             let t = k.thread_idx().x;
-            let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+            let pad = smem.aligned_index(1024);
             k.if_(t.eq(0u32), |k| {
                 bars.init(0u32, 1u32);
                 k.fence_barrier_init();

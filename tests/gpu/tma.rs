@@ -37,7 +37,7 @@ fn one_barrier<T: cudajit::codegen::Scalar>(
     smem: &cudajit::codegen::DArray<T, 1, cudajit::codegen::ReadWrite>,
 ) -> (cudajit::codegen::Mbarriers, cudajit::codegen::Expr<u32>) {
     let bars = k.mbarriers(1);
-    let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / 2u32;
+    let pad = smem.aligned_index(1024);
     k.if_(k.thread_idx().x.eq(0u32), |k| {
         bars.init(0u32, 1u32);
         k.fence_barrier_init();

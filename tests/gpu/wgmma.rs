@@ -91,8 +91,7 @@ fn wgmma_tile_from<T: Case>(n: u32, mn_major: bool, zero_first: bool, a_regs: bo
     let kern = Kernel::<(&[T], &[T], &[f32], &mut [f32])>::build(&name, |k, (a, b, cm, d)| {
         let smem = k.dynamic_shared::<T>();
         let t = k.thread_idx().x;
-        let base = smem.shared_address(0u32);
-        let pad = ((1024u32 - (base & 1023u32)) & 1023u32) / es;
+        let pad = smem.aligned_index(1024);
         let b0 = pad + 64 * 128 / es;
         // A (64 × kd, row-major): row m is one swizzled 128-byte row.
         k.for_step(t, 64 * kd, 128u32, |_, i| {

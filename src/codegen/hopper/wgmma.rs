@@ -223,6 +223,17 @@ impl<T: super::super::scalar::Scalar, A> DArray<T, 1, A> {
             false,
         )
     }
+
+    /// The index of the first element of this view of the dynamic shared memory whose
+    /// shared-window address is a multiple of `bytes` (a power of two, a multiple of the
+    /// element size): where a tile that must start `bytes`-aligned goes, e.g. 1024 for a
+    /// 128-byte swizzled TMA/wgmma tile (launch with `bytes` more shared memory to leave room).
+    #[track_caller]
+    pub fn aligned_index(&self, bytes: u32) -> Expr<u32> {
+        let _at = crate::codegen::srcloc::at();
+        let mask = bytes - 1;
+        ((bytes - (self.shared_address(0u32) & mask)) & mask) / T::TY.size() as u32
+    }
 }
 
 /// A warpgroup's 64×N f32 accumulator tile: this thread's `N / 2` elements.

@@ -114,7 +114,7 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let empty = k.mbarriers(stages as usize);
     let t = k.thread_idx().x;
     let wg = t >> 7u32;
-    let pad = ((1024u32 - (smem.shared_address(0u32) & 1023u32)) & 1023u32) / es;
+    let pad = smem.aligned_index(1024);
     let (a_elems, b_elems) = (bm * bk, bk * bn);
     let stage_bytes = (a_elems + b_elems) * es;
     let a_at = move |s: Expr<u32>| pad + s * (a_elems + b_elems);
