@@ -208,7 +208,8 @@ impl<T: super::super::scalar::Scalar, A> DArray<T, 1, A> {
                 s.error(
                     Kind::ArrayAccess,
                     format!(
-                        "in `{}`: shared_address is for the dynamic shared memory (views from                          `dynamic_shared`)",
+                        "in `{}`: shared_address is for the dynamic shared memory (views from \
+                         `dynamic_shared`)",
                         s.f.name
                     ),
                 );
