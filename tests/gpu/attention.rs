@@ -14,11 +14,7 @@ use cudajit::prelude::*;
 use cudajit::{bf16, f16};
 use kernel::{reference, Attention, AttentionElem};
 
-use crate::common::{ctx, Rng};
-
-fn sm90(c: &Context) -> bool {
-    cudajit::on_simulator() || c.device().compute_capability().unwrap() == (9, 0)
-}
+use crate::common::{ctx, sm90, Rng};
 
 /// Inputs `[bh, seq, d]` for q, k and v: uniform in [-1, 1) with 1 in 16 elements ±0 or a
 /// subnormal of `T`; plus a NaN in k (head 0), +∞ in q (head 1) and, when `inf_v`, −∞ in v

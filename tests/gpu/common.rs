@@ -53,6 +53,12 @@ pub fn special_f32(rng: &mut Rng, n: usize) -> Vec<f32> {
     })
 }
 
+/// Whether Hopper's features (sm_90: TMA, mbarriers, wgmma) can run here: on an sm_90 GPU, or
+/// on the simulator.
+pub fn sm90(c: &Context) -> bool {
+    cudajit::on_simulator() || c.device().compute_capability().unwrap() == (9, 0)
+}
+
 /// Whether two f32 are the same value: equal bits, or both NaN.
 pub fn same_f32(got: f32, want: f32) -> bool {
     (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits()

@@ -647,7 +647,7 @@ fn tf32_cp_async_pipeline() {
 /// operand that is not K-major): copied first into aligned, K-major scratch memory.
 fn wgmma_cases<T: MatmulInput + El>() {
     let cx = ctx();
-    if !cudajit::on_simulator() && cx.device().compute_capability().unwrap() != (9, 0) {
+    if !crate::common::sm90(&cx) {
         println!("skipped: the wgmma engine needs an sm_90 GPU");
         return;
     }

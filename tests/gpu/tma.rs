@@ -11,13 +11,9 @@ use cudajit::memory::{TensorMap, TensorMapOptions, TensorMapSwizzle};
 use cudajit::prelude::*;
 use cudajit::{bf16, f16, FaultKind};
 
-use crate::common::{ctx, Rng};
+use crate::common::{ctx, sm90, Rng};
 use crate::gen::Gen;
 use crate::support::mma_model::{check_product, draw, AccModel, MmaModel};
-
-fn sm90(c: &Context) -> bool {
-    cudajit::on_simulator() || c.device().compute_capability().unwrap() == (9, 0)
-}
 
 /// Byte `off` from a 1024-byte aligned base, swizzled with `bits` (0..3).
 fn swizzle(off: usize, bits: u32) -> usize {

@@ -67,7 +67,7 @@ fn wgmma_tile<T: Case>(n: u32, mn_major: bool, zero_first: bool) {
 /// warp's 16 rows as an `mma.sync` A fragment).
 fn wgmma_tile_from<T: Case>(n: u32, mn_major: bool, zero_first: bool, a_regs: bool) {
     let c = ctx();
-    if !cudajit::on_simulator() && c.device().compute_capability().unwrap() != (9, 0) {
+    if !crate::common::sm90(&c) {
         println!("skipped: wgmma needs an sm_90 GPU");
         return;
     }
