@@ -374,28 +374,18 @@ fn body<T: AttentionElem>(
         if masked {
             let ninf = Expr::lit(f32::NEG_INFINITY);
             for (e, v) in x.iter_mut().enumerate() {
-                let e = e as u32;
-                let col = j * BLOCK + (8 * (e / 4) + e % 2) + quad * 2u32;
+                let col = j * BLOCK + acc_col(e) + quad * 2u32;
                 let mut ok = col.lt(seq);
                 if causal {
-                    ok = ok.and(col.le(row0 + 8 * ((e / 2) % 2)));
+                    ok = ok.and(col.le(row0 + 8 * acc_row(e) as u32));
                 }
                 *v = select(ok, *v, ninf);
             }
         }
-        // Row h of this thread: h = 0 is row g, h = 1 row g + 8 (elements with (e / 2) % 2 = h).
-        let row_of = |e: usize| (e / 2) % 2;
         let mut alpha = [Expr::lit(0.0f32); 2];
         let mut shift = [Expr::lit(0.0f32); 2];
         for h in 0..2 {
-            let mine = tree(
-                x.iter()
-                    .enumerate()
-                    .filter(|(e, _)| row_of(*e) == h)
-                    .map(|(_, v)| *v)
-                    .collect(),
-                |a, b| a.max(b),
-            );
+            let mine = tree(row_elems(&x, h), |a, b| a.max(b));
             let m1 = mine.max(k.shfl_xor_sync(u32::MAX, mine, 1u32));
             let m = m1.max(k.shfl_xor_sync(u32::MAX, m1, 2u32));
             let old = st.max[h].get();
@@ -408,17 +398,10 @@ fn body<T: AttentionElem>(
         let p: Vec<Expr<f32>> = x
             .iter()
             .enumerate()
-            .map(|(e, v)| (*v * scale - shift[row_of(e)]).exp2_approx())
+            .map(|(e, v)| (*v * scale - shift[acc_row(e)]).exp2_approx())
             .collect();
         for (h, (sum, a)) in st.sum.iter().zip(alpha).enumerate() {
-            let part = tree(
-                p.iter()
-                    .enumerate()
-                    .filter(|(e, _)| row_of(*e) == h)
-                    .map(|(_, v)| *v)
-                    .collect(),
-                |a, b| a + b,
-            );
+            let part = tree(row_elems(&p, h), |a, b| a + b);
             sum.set(sum.get() * a + part);
         }
         let p = WgmmaAcc::from_elems(p);
@@ -431,7 +414,7 @@ fn body<T: AttentionElem>(
     };
     let rescale = |alpha: [Expr<f32>; 2]| {
         for (e, v) in st.o.iter().enumerate() {
-            v.set(v.get() * alpha[(e / 2) % 2]);
+            v.set(v.get() * alpha[acc_row(e)]);
         }
     };
 
@@ -512,17 +495,33 @@ fn body<T: AttentionElem>(
     });
     let base = k.block_idx().y * seq;
     for (e, v) in st.o.iter().enumerate() {
-        let e = e as u32;
-        let h = (e / 2) % 2;
-        let row = row0 + 8 * h;
-        let col = quad * 2u32 + (8 * (e / 4) + e % 2);
+        let h = acc_row(e);
+        let row = row0 + 8 * h as u32;
+        let col = quad * 2u32 + acc_col(e);
         k.if_(row.lt(seq), |_| {
-            o.set(
-                (base + row) * d + col,
-                (v.get() * inv[h as usize]).cast::<T>(),
-            );
+            o.set((base + row) * d + col, (v.get() * inv[h]).cast::<T>());
         });
     }
+}
+
+/// Which of this thread's two rows accumulator element `e` is in (0: row `g`, 1: row `g + 8`
+/// of its warp's 16; `ir::hopper::acc_coord`'s layout, as `WgmmaAcc::for_each` reads it).
+fn acc_row(e: usize) -> usize {
+    (e / 2) % 2
+}
+
+/// Accumulator element `e`'s column, less this thread's `2·(lane % 4)`.
+fn acc_col(e: usize) -> u32 {
+    (8 * (e / 4) + e % 2) as u32
+}
+
+/// The elements of `v` (an accumulator's) in this thread's row `h`.
+fn row_elems(v: &[Expr<f32>], h: usize) -> Vec<Expr<f32>> {
+    v.iter()
+        .enumerate()
+        .filter(|(e, _)| acc_row(*e) == h)
+        .map(|(_, x)| *x)
+        .collect()
 }
 
 /// `v` reduced pairwise (a tree of depth log2 n, not a chain of n dependent instructions).
