@@ -11,7 +11,7 @@
 mod kernel;
 
 use cudajit::bf16;
-use kernel::Attention;
+use kernel::{reference_row, Attention, AttentionElem};
 
 use super::*;
 
@@ -91,37 +91,23 @@ fn check_rows(
     causal: bool,
     seed: u64,
 ) -> Result<f64, String> {
-    let f = |x: &bf16| x.to_f64();
     let mut worst = 0.0f64;
     for i in 0..16u64 {
         let r = splitmix(seed ^ (i + 11));
         let (hd, row) = ((r % bh as u64) as usize, ((r >> 20) % seq as u64) as usize);
         let base = hd * seq * d;
-        let qrow: Vec<f64> = host[0][base + row * d..base + (row + 1) * d]
-            .iter()
-            .map(f)
-            .collect();
         let keys = if causal { row + 1 } else { seq };
-        let scale = 1.0 / (d as f64).sqrt();
-        let s: Vec<f64> = (0..keys)
-            .map(|j| {
-                let kr = &host[1][base + j * d..base + (j + 1) * d];
-                qrow.iter().zip(kr).map(|(a, b)| a * f(b)).sum::<f64>() * scale
-            })
-            .collect();
-        let m = s.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
-        let p: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
-        let l: f64 = p.iter().sum();
-        for c in 0..d {
-            let (mut num, mut mag) = (0.0, 0.0);
-            for (j, pj) in p.iter().enumerate() {
-                let vv = f(&host[2][base + j * d + c]);
-                num += pj * vv;
-                mag += pj * vv.abs();
-            }
-            let (want, mag) = (num / l, mag / l);
-            let g = f(&got[base + row * d + c]);
-            let bound = 4.0 / 256.0 * (want.abs() + mag) + 1e-6;
+        let f64s = |x: &[bf16]| x.iter().map(|e| e.to_f64()).collect::<Vec<f64>>();
+        let want = reference_row(
+            &f64s(&host[0][base + row * d..base + (row + 1) * d]),
+            &f64s(&host[1][base..base + keys * d]),
+            &f64s(&host[2][base..base + keys * d]),
+            keys,
+            d,
+        );
+        for (c, &(want, mag)) in want.iter().enumerate() {
+            let g = got[base + row * d + c].to_f64();
+            let bound = 4.0 * <bf16 as AttentionElem>::UNIT * (want.abs() + mag) + 1e-6;
             let err = (g - want).abs() / bound;
             if err.is_nan() || err > 1.0 {
                 return Err(format!(

@@ -546,26 +546,33 @@ pub fn reference(
     d: usize,
     causal: bool,
 ) -> Vec<(f64, f64)> {
+    (0..seq)
+        .flat_map(|i| {
+            let keys = if causal { i + 1 } else { seq };
+            reference_row(&q[i * d..(i + 1) * d], k, v, keys, d)
+        })
+        .collect()
+}
+
+/// [`reference`] for one query row `q` (`d` values) against the first `keys` rows of `k` and
+/// `v`: the row's `d` outputs and their error scales.
+pub fn reference_row(q: &[f64], k: &[f64], v: &[f64], keys: usize, d: usize) -> Vec<(f64, f64)> {
     let scale = 1.0 / (d as f64).sqrt();
-    let mut out = vec![(0.0, 0.0); seq * d];
-    let mut s = vec![0.0f64; seq];
-    for i in 0..seq {
-        let keys = if causal { i + 1 } else { seq };
-        for (j, sj) in s.iter_mut().enumerate().take(keys) {
-            *sj = (0..d).map(|x| q[i * d + x] * k[j * d + x]).sum::<f64>() * scale;
-        }
-        let m = s[..keys].iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
-        let p: Vec<f64> = s[..keys].iter().map(|&x| (x - m).exp()).collect();
-        let l: f64 = p.iter().sum();
-        for c in 0..d {
+    let s: Vec<f64> = (0..keys)
+        .map(|j| (0..d).map(|x| q[x] * k[j * d + x]).sum::<f64>() * scale)
+        .collect();
+    let m = s.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+    let p: Vec<f64> = s.iter().map(|&x| (x - m).exp()).collect();
+    let l: f64 = p.iter().sum();
+    (0..d)
+        .map(|c| {
             let num: f64 = p.iter().enumerate().map(|(j, &pj)| pj * v[j * d + c]).sum();
             let mag: f64 = p
                 .iter()
                 .enumerate()
                 .map(|(j, &pj)| pj * v[j * d + c].abs())
                 .sum();
-            out[i * d + c] = (num / l, mag / l);
-        }
-    }
-    out
+            (num / l, mag / l)
+        })
+        .collect()
 }
