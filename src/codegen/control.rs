@@ -623,6 +623,49 @@ impl KernelBuilder {
         self.sync_reduce(SyncReduce::Or, pred.into(), "syncthreads_or")
     }
 
+    /// A named barrier (PTX `bar.sync id, threads`): waits until `threads` threads have
+    /// arrived at barrier `id` (1 to 15; 0 is `syncthreads`'s), with this or
+    /// [`named_barrier_arrive`](Self::named_barrier_arrive). Arrivals count whole warps, so
+    /// `threads` is a multiple of 32 and every warp reaches the barrier with all its lanes.
+    ///
+    /// Unlike `syncthreads`, a named barrier may sit in code that only some warps reach: the
+    /// warps of a warp-specialised kernel meet at it (two consumer warpgroups taking turns,
+    /// CUTLASS's `NamedBarrier`). On the simulator a kernel with named barriers runs its warps
+    /// independently, and a barrier whose count is never reached is reported as a deadlock.
+    #[track_caller]
+    pub fn named_barrier_sync(&self, id: u32, threads: u32) {
+        self.named_barrier(id, threads, true);
+    }
+
+    /// `bar.arrive id, threads`: counts this warp's arrival at named barrier `id` and goes on
+    /// without waiting (a producer signalling consumers that
+    /// [`named_barrier_sync`](Self::named_barrier_sync) with the same count).
+    #[track_caller]
+    pub fn named_barrier_arrive(&self, id: u32, threads: u32) {
+        self.named_barrier(id, threads, false);
+    }
+
+    #[track_caller]
+    fn named_barrier(&self, id: u32, count: u32, sync: bool) {
+        let _at = crate::codegen::srcloc::at();
+        with_state(|s| {
+            let what = if sync { "sync" } else { "arrive" };
+            if !(1..16).contains(&id) || count % 32 != 0 || !(32..=1024).contains(&count) {
+                s.error(
+                    Kind::DivergentBarrier,
+                    format!(
+                        "in `{}`: named_barrier_{what}({id}, {count}): the barrier is 1 to 15 \
+                         (0 is syncthreads's) and the thread count a multiple of 32 from 32 to \
+                         1024 (arrivals count whole warps)",
+                        s.f.name
+                    ),
+                );
+                return;
+            }
+            s.push_stmt(Stmt::Barrier(Barrier::Named { id, count, sync }))
+        });
+    }
+
     /// `__syncwarp(mask)`: waits for the threads of `mask` in this warp.
     #[track_caller]
     pub fn syncwarp(&self, mask: impl Into<Expr<u32>>) {

@@ -863,6 +863,16 @@ impl<'c> Lowerer<'c, '_> {
                 let m = self.v(mask)?;
                 self.call("llvm.nvvm.bar.warp.sync", None, &[m])?
             }
+            Barrier::Named { id, count, sync } => {
+                let op = if sync { "sync" } else { "arrive" };
+                asm::asm(
+                    self,
+                    format!("bar.{op} {id}, {count};"),
+                    "~{memory}".into(),
+                    &[],
+                    None,
+                )?
+            }
             Barrier::FenceBlock => self.call("llvm.nvvm.membar.cta", None, &[])?,
             Barrier::FenceDevice => self.call("llvm.nvvm.membar.gl", None, &[])?,
             Barrier::FenceSystem => self.call("llvm.nvvm.membar.sys", None, &[])?,

@@ -125,6 +125,9 @@ pub(crate) enum Barrier {
     SyncThreads,
     /// `__syncwarp(mask)`.
     SyncWarp(ValueId),
+    /// A named barrier: `bar.sync id, count` (`sync`) or `bar.arrive id, count`, counted in
+    /// threads of whole warps.
+    Named { id: u32, count: u32, sync: bool },
     /// `__threadfence_block()`.
     FenceBlock,
     /// `__threadfence()`.

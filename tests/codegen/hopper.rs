@@ -219,3 +219,46 @@ fn tma_store_compiles() {
     );
     check_ptx_arch(&ptx, "sm_90", k.name(), &[]);
 }
+
+/// Named barriers (`bar.arrive` / `bar.sync` with a thread count) in code only some warps
+/// reach compile for sm_80 and sm_90 and pass ptxas; a barrier id or count out of range is a
+/// build error.
+#[test]
+fn named_barriers_compile_in_warp_specialised_code() {
+    let k = Kernel::<(&mut [f32],)>::build("named_bars", |k, (out,)| {
+        let buf = k.shared_array::<f32>(64);
+        let t = k.thread_idx().x;
+        k.if_else(
+            t.lt(64u32),
+            |k| {
+                buf.set(t, 1.0f32);
+                k.named_barrier_arrive(1, 128);
+            },
+            |k| {
+                k.named_barrier_sync(1, 128);
+                out.set(t, buf.at(t - 64u32));
+            },
+        );
+    })
+    .unwrap();
+    for cc in [(8, 0), (9, 0)] {
+        let ptx = k.compile_ptx(&PtxOptions::for_cc(cc.0, cc.1)).unwrap();
+        assert!(
+            ptx.contains("bar.arrive 1, 128;") && ptx.contains("bar.sync 1, 128;"),
+            "{ptx}"
+        );
+        check_ptx_arch(&ptx, &format!("sm_{}{}", cc.0, cc.1), k.name(), &[]);
+    }
+    for (id, count) in [(0, 64), (16, 64), (1, 48), (1, 0), (1, 2048)] {
+        let err = Kernel::<(&mut [f32],)>::build("bad_named", |k, (out,)| {
+            k.named_barrier_sync(id, count);
+            out.set(0u32, 1.0f32);
+        })
+        .err()
+        .unwrap();
+        assert!(
+            err.to_string().contains("the barrier is 1 to 15"),
+            "{id}, {count}: {err}"
+        );
+    }
+}

@@ -46,5 +46,6 @@ mod support;
 mod tensor_map;
 mod tma;
 mod warp;
+mod warps;
 mod wgmma;
 use support::gen;

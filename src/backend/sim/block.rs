@@ -1,11 +1,9 @@
-//! One thread block on the simulator: the kernel IR executed for all threads of the block at
-//! once, statement by statement, each warp with its active mask.
+//! One thread block on the simulator: its state (masks, frames, shared memory, barriers) and
+//! the statements that are not control flow, executed for the active lanes of one context
+//! (the whole block in lockstep, or one warp: see `control.rs` and `schedule.rs`).
 //!
-//! Every statement runs for every warp that has active lanes before the next statement starts:
-//! one legal schedule of the block, in which a barrier is a point that all threads reach
-//! together (or not: then it is reported). Branches split a warp's mask, loops keep the lanes
-//! that have not left, and the masks are the ones the hardware would have, so warp intrinsics
-//! see the lanes they would see on the GPU.
+//! Branches split a warp's mask, loops keep the lanes that have not left, and the masks are the
+//! ones the hardware would have, so warp intrinsics see the lanes they would see on the GPU.
 
 // Masks are one word per warp beside per-warp state: index loops over warps read best.
 #![allow(clippy::needless_range_loop)]
@@ -77,7 +75,7 @@ pub(super) fn try_lanes(
 
 /// The runs of consecutive warps with an active lane, as thread ranges: pure operations are
 /// computed for whole warps (inactive lanes compute values nothing reads).
-fn spans(m: &Mask, nw: usize, n: usize) -> Vec<Range<usize>> {
+pub(super) fn spans(m: &Mask, nw: usize, n: usize) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
     for w in 0..nw {
         if m[w] == 0 {
@@ -107,8 +105,6 @@ pub(super) struct Frame<'f> {
     pub ret: Mask,
     /// Device functions: the returned value per thread.
     pub result: Vec<u64>,
-    /// (lanes that left, lanes that continued) of each enclosing loop.
-    pub loops: Vec<(Mask, Mask)>,
 }
 
 impl<'f> Frame<'f> {
@@ -130,20 +126,7 @@ impl<'f> Frame<'f> {
             } else {
                 Vec::new()
             },
-            loops: Vec::new(),
         }
-    }
-
-    /// The lanes of `m` still running: not returned, not out of the innermost loop's
-    /// iteration.
-    fn live(&self, m: &Mask, nw: usize) -> Mask {
-        let mut r = and_not(m, &self.ret, nw);
-        if let Some((brk, cont)) = self.loops.last() {
-            for w in 0..nw {
-                r[w] &= !(brk[w] | cont[w]);
-            }
-        }
-        r
     }
 }
 
@@ -221,6 +204,8 @@ pub(super) struct Block<'l> {
     pub copies: super::async_copy::Copies,
     /// The block's transaction barriers (`mbarrier`s), by their shared-memory place.
     pub bars: super::hopper::Bars,
+    /// Whether the block's warps run independently (see `schedule.rs`), else in lockstep.
+    pub independent: bool,
     kernel: Option<Frame<'l>>,
 }
 
@@ -249,6 +234,7 @@ impl<'l> Block<'l> {
             wep: [0; MAX_WARPS],
             copies: Default::default(),
             bars: Default::default(),
+            independent: super::schedule::needs_independent_warps(l.ir),
             kernel: Some(Frame::new(l.ir, n, true)),
         }
     }
@@ -271,9 +257,7 @@ impl<'l> Block<'l> {
             .take()
             .unwrap_or_else(|| Frame::new(self.l.ir, self.n, true));
         fr.ret = NONE;
-        fr.loops.clear();
-        let ir: &'l FunctionIr = self.l.ir;
-        let res = self.run_stmts(&mut fr, &ir.body, self.full);
+        let res = self.run_body(&mut fr);
         self.kernel = Some(fr);
         res
     }
@@ -284,240 +268,40 @@ impl<'l> Block<'l> {
         format!("thread {} of block {}", xyz(tid), xyz(self.ctaid))
     }
 
-    pub(super) fn run_stmts<'f>(
-        &mut self,
-        fr: &mut Frame<'f>,
-        stmts: &'f [Stmt],
-        mask: Mask,
-    ) -> Result<(), Fault> {
-        let nw = self.nw;
-        let mut m = mask;
-        let mut sp = spans(&m, nw, self.n);
-        for s in stmts {
-            match s {
-                Stmt::Let(id) => self
-                    .let_(fr, *id, &m, &sp)
-                    .map_err(|e| e.at_stmt(fr.f, s))?,
-                Stmt::DeclVar(var, v) | Stmt::Assign(var, v) => self.assign(fr, *var, *v, &m),
-                Stmt::Store {
-                    array,
-                    index,
-                    value,
-                } => self
-                    .store(fr, *array, *index, std::slice::from_ref(value), &m)
-                    .map_err(|e| e.at_stmt(fr.f, s))?,
-                Stmt::StoreVec {
-                    array,
-                    index,
-                    values,
-                } => self
-                    .store(fr, *array, *index, values, &m)
-                    .map_err(|e| e.at_stmt(fr.f, s))?,
-                Stmt::Barrier(b) => self.barrier(fr, *b, &m).map_err(|e| e.at_stmt(fr.f, s))?,
-                Stmt::Printf(p) => self.printf(fr, p, &m),
-                Stmt::AsyncCopy(c) => self.async_copy(fr, c, &m).map_err(|e| e.at_stmt(fr.f, s))?,
-                Stmt::Hopper(h) => self.hopper(fr, h, &m).map_err(|e| e.at_stmt(fr.f, s))?,
-                Stmt::Break | Stmt::Continue => {
-                    let top = fr
-                        .loops
-                        .last_mut()
-                        .ok_or_else(|| Fault::internal("break outside a loop"))?;
-                    let target = if matches!(s, Stmt::Break) {
-                        &mut top.0
-                    } else {
-                        &mut top.1
-                    };
-                    for w in 0..nw {
-                        target[w] |= m[w];
-                    }
-                    return Ok(());
-                }
-                Stmt::Return => {
-                    for w in 0..nw {
-                        fr.ret[w] |= m[w];
-                        if fr.is_kernel {
-                            self.exited[w] |= m[w];
-                        }
-                    }
-                    return Ok(());
-                }
-                Stmt::ReturnValue(v) => {
-                    let n = self.n;
-                    let src = v.0 as usize * n;
-                    for_lanes(&m, nw, |t| fr.result[t] = fr.regs[src + t]);
-                    for w in 0..nw {
-                        fr.ret[w] |= m[w];
-                    }
-                    return Ok(());
-                }
-                Stmt::If {
-                    cond,
-                    then,
-                    otherwise,
-                } => {
-                    let c = &fr.regs[cond.0 as usize * self.n..];
-                    let (mut t, mut e) = (NONE, NONE);
-                    for w in 0..nw {
-                        let mut bits = 0u32;
-                        let base = w * 32;
-                        let mut b = m[w];
-                        while b != 0 {
-                            let l = b.trailing_zeros() as usize;
-                            bits |= ((c[base + l] & 1) as u32) << l;
-                            b &= b - 1;
-                        }
-                        t[w] = bits;
-                        e[w] = m[w] & !bits;
-                    }
-                    if !is_empty(&t, nw) {
-                        self.run_stmts(fr, then, t)?;
-                    }
-                    if !is_empty(&e, nw) {
-                        self.run_stmts(fr, otherwise, e)?;
-                    }
-                }
-                Stmt::For {
-                    var,
-                    start,
-                    end,
-                    step,
-                    body,
-                } => {
-                    self.for_loop(fr, *var, *start, *end, *step, body, m)?;
-                }
-                Stmt::While {
-                    cond_stmts,
-                    cond,
-                    body,
-                } => {
-                    self.while_loop(fr, cond_stmts, *cond, body, m)?;
-                }
+    /// A statement that is not control flow, a variable write or a value, for the lanes `m`.
+    pub(super) fn simple(&mut self, fr: &mut Frame<'_>, s: &Stmt, m: &Mask) -> Result<(), Fault> {
+        match s {
+            Stmt::Store {
+                array,
+                index,
+                value,
+            } => self.store(fr, *array, *index, std::slice::from_ref(value), m),
+            Stmt::StoreVec {
+                array,
+                index,
+                values,
+            } => self.store(fr, *array, *index, values, m),
+            Stmt::Barrier(b) => self.barrier(fr, *b, m),
+            Stmt::Printf(p) => {
+                self.printf(fr, p, m);
+                Ok(())
             }
-            // After a branch or a loop, lanes may have left (break, continue, return).
-            if matches!(s, Stmt::If { .. } | Stmt::For { .. } | Stmt::While { .. }) {
-                m = fr.live(&m, nw);
-                if is_empty(&m, nw) {
-                    return Ok(());
-                }
-                sp = spans(&m, nw, self.n);
-            }
+            Stmt::AsyncCopy(c) => self.async_copy(fr, c, m),
+            Stmt::Hopper(h) => self.hopper(fr, h, m),
+            _ => Err(Fault::internal(
+                "control flow executed as a simple statement",
+            )),
         }
-        Ok(())
     }
 
-    fn assign(&mut self, fr: &mut Frame<'_>, var: VarId, v: ValueId, m: &Mask) {
+    pub(super) fn assign(&mut self, fr: &mut Frame<'_>, var: VarId, v: ValueId, m: &Mask) {
         let n = self.n;
         let (dst, src) = (var.0 as usize * n, v.0 as usize * n);
         for_lanes(m, self.nw, |t| fr.vars[dst + t] = fr.regs[src + t]);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn for_loop<'f>(
-        &mut self,
-        fr: &mut Frame<'f>,
-        var: VarId,
-        start: ValueId,
-        end: ValueId,
-        step: ValueId,
-        body: &'f [Stmt],
-        mask: Mask,
-    ) -> Result<(), Fault> {
-        let (n, nw) = (self.n, self.nw);
-        self.assign(fr, var, start, &mask);
-        let ty = fr.f.vars[var.0 as usize];
-        let (vb, eb, sb) = (var.0 as usize * n, end.0 as usize * n, step.0 as usize * n);
-        fr.loops.push((NONE, NONE));
-        let depth = fr.loops.len() - 1;
-        loop {
-            let brk = fr.loops[depth].0;
-            let mut m = and_not(&and_not(&mask, &fr.ret, nw), &brk, nw);
-            let mut left = brk;
-            for_lanes(&m.clone(), nw, |t| {
-                let (i, e) = (fr.vars[vb + t], fr.regs[eb + t]);
-                // Signed types compare sign-extended, unsigned ones as stored (zero-extended).
-                let go = if ty.is_signed_int() {
-                    ty.bits_as_i64(i) < ty.bits_as_i64(e)
-                } else {
-                    i < e
-                };
-                if !go {
-                    m[t / 32] &= !(1 << (t % 32));
-                    left[t / 32] |= 1 << (t % 32);
-                }
-            });
-            fr.loops[depth].0 = left;
-            if is_empty(&m, nw) {
-                break;
-            }
-            self.run_stmts(fr, body, m)?;
-            let (brk, _) = fr.loops[depth];
-            fr.loops[depth].1 = NONE;
-            let next = and_not(&and_not(&m, &brk, nw), &fr.ret, nw);
-            // As Rust's step_by (and the lowering): once `i + step` would reach `end`
-            // (`step - 1 >= end - i - 1`, unsigned, so a step of 0 stops too), the counter
-            // becomes `end` and the loop ends, so the sum never wraps around.
-            for_lanes(&next, nw, |t| {
-                let (i, s, e) = (fr.vars[vb + t], fr.regs[sb + t], fr.regs[eb + t]);
-                // In the type's width: `mask` keeps its low bits.
-                let mask = u64::MAX >> (64 - 8 * ty.size() as u32);
-                let last = (s.wrapping_sub(1) & mask) >= (e.wrapping_sub(i).wrapping_sub(1) & mask);
-                fr.vars[vb + t] = if last { e } else { i.wrapping_add(s) & mask };
-            });
-        }
-        fr.loops.pop();
-        Ok(())
-    }
-
-    fn while_loop<'f>(
-        &mut self,
-        fr: &mut Frame<'f>,
-        cond_stmts: &'f [Stmt],
-        cond: ValueId,
-        body: &'f [Stmt],
-        mask: Mask,
-    ) -> Result<(), Fault> {
-        let nw = self.nw;
-        let cb = cond.0 as usize * self.n;
-        fr.loops.push((NONE, NONE));
-        let depth = fr.loops.len() - 1;
-        loop {
-            let m = and_not(&and_not(&mask, &fr.ret, nw), &fr.loops[depth].0, nw);
-            if is_empty(&m, nw) {
-                break;
-            }
-            // A loop may wait for a store by another block (a decoupled look-back waits for
-            // its predecessors' flags): when a block of the launch has faulted, that store
-            // may never come, so stop.
-            if self.l.abort.load(Ordering::Relaxed) {
-                return Err(Fault::stopped());
-            }
-            // Every block of a grid-synchronising kernel has a host thread, more than the
-            // cores: a block waiting at the grid barrier lets the others run.
-            if self.l.ir.grid_barrier.is_some() {
-                std::thread::yield_now();
-            }
-            self.run_stmts(fr, cond_stmts, m)?;
-            let mut m = fr.live(&m, nw);
-            let mut left = fr.loops[depth].0;
-            for_lanes(&m.clone(), nw, |t| {
-                if fr.regs[cb + t] & 1 == 0 {
-                    m[t / 32] &= !(1 << (t % 32));
-                    left[t / 32] |= 1 << (t % 32);
-                }
-            });
-            fr.loops[depth].0 = left;
-            if is_empty(&m, nw) {
-                break;
-            }
-            self.run_stmts(fr, body, m)?;
-            fr.loops[depth].1 = NONE;
-        }
-        fr.loops.pop();
-        Ok(())
-    }
-
     /// Evaluates value `id` for the active lanes.
-    fn let_<'f>(
+    pub(super) fn let_<'f>(
         &mut self,
         fr: &mut Frame<'f>,
         id: ValueId,
@@ -546,7 +330,7 @@ impl<'l> Block<'l> {
             Op::Warp(w) => return self.warp(fr, id, w, m, sp),
             Op::Hopper(h) => return self.hopper_op(fr, id, h, m),
             Op::SyncReduce(kind, pred) => return self.sync_reduce(fr, id, *kind, *pred, m),
-            Op::Call(fid, args) => return self.call(fr, id, fid.0 as usize, args, m, sp),
+            Op::Call(..) => return Err(Fault::internal("a call outside the control flow")),
             Op::CallExtern(e, _) => return Err(extern_call_fault(f, *e)),
             _ => {}
         }
@@ -640,6 +424,8 @@ impl<'l> Block<'l> {
                 }
                 Ok(())
             }
+            // Named barriers make the block's warps independent: the scheduler meets them.
+            Barrier::Named { .. } => Err(Fault::internal("a named barrier in a lockstep block")),
             Barrier::FenceBlock => {
                 std::sync::atomic::compiler_fence(Ordering::SeqCst);
                 Ok(())
@@ -653,7 +439,7 @@ impl<'l> Block<'l> {
 
     /// A block-wide barrier reached by the lanes `m`: every thread that has not exited must be
     /// here. Starts a new race-check epoch.
-    fn sync_block(&mut self, fr: &Frame<'_>, m: &Mask, what: &str) -> Result<(), Fault> {
+    pub(super) fn sync_block(&mut self, fr: &Frame<'_>, m: &Mask, what: &str) -> Result<(), Fault> {
         let nw = self.nw;
         let expected = and_not(&self.full, &self.exited, nw);
         let missing = and_not(&expected, m, nw);
@@ -744,35 +530,6 @@ impl<'l> Block<'l> {
         };
         let d = dst.0 as usize * n;
         for_lanes(m, nw, |t| fr.regs[d + t] = v);
-        Ok(())
-    }
-
-    fn call<'f>(
-        &mut self,
-        fr: &mut Frame<'f>,
-        dst: ValueId,
-        fid: usize,
-        args: &[ValueId],
-        m: &Mask,
-        sp: &[Range<usize>],
-    ) -> Result<(), Fault> {
-        let n = self.n;
-        let f: &'f FunctionIr = fr.f;
-        let callee: &'f FunctionIr = f
-            .callees
-            .get(fid)
-            .ok_or_else(|| Fault::internal("call of an unknown device function"))?;
-        let mut cf = Frame::new(callee, n, false);
-        cf.args = vec![0; args.len() * n];
-        for (p, a) in args.iter().enumerate() {
-            let src = a.0 as usize * n;
-            cf.args[p * n..(p + 1) * n].copy_from_slice(&fr.regs[src..src + n]);
-        }
-        self.run_stmts(&mut cf, &callee.body, *m)?;
-        if callee.ret.is_some() {
-            let d = dst.0 as usize * n;
-            eval::copy(&mut fr.regs[d..d + n], &cf.result, sp);
-        }
         Ok(())
     }
 

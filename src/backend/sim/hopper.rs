@@ -120,6 +120,9 @@ impl Block<'_> {
         if b.pending == 0 && b.tx == 0 {
             b.phase ^= 1;
             b.pending = b.expected;
+            // What the arrivals wrote to shared memory is ordered for the threads that wait
+            // for the phase: a new race-check epoch (coarser than the barrier's own order).
+            self.bep = self.bep.wrapping_add(1);
         }
         self.bars.spins = 0;
         Ok(())
