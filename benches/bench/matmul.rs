@@ -6,7 +6,7 @@
 //! against float64 dot products of the same inputs before it is timed; its record carries
 //! `flops` (2·M·N·K per product), which the report shows as TFLOP/s.
 
-use cudajit::ops::{Epilogue, EpilogueVectors, Matmul, MatmulInput, MatmulOutput};
+use cudajit::ops::{Epilogue, EpilogueVectors, Matmul, MatmulConfig, MatmulInput, MatmulOutput};
 use cudajit::{bf16, f16};
 use ndarray::IxDyn;
 
@@ -103,6 +103,9 @@ fn gelu64(x: f64) -> f64 {
     0.5 * x * (1.0 + y.copysign(z))
 }
 
+/// The warp-specialised engine's diagnostic rows: tiles per consumer (M × N) and stages.
+const WS_CONFIGS: [(u32, u32, u32); 4] = [(128, 128, 4), (128, 128, 5), (64, 256, 3), (64, 256, 4)];
+
 impl Bench {
     /// The cubes of the matmul rows.
     fn matmul_cubes(&self) -> Vec<usize> {
@@ -167,6 +170,21 @@ impl Bench {
         run("matmul_bf16", &|sh| {
             self.one_matmul::<bf16, bf16>("matmul_bf16", "bf16", sh, Matmul::new())
         })?;
+        // Diagnostic rows (with `matmul_bf16`): the warp-specialised, persistent Hopper engine
+        // pinned (tiles per consumer and stages in the work's name) beside the default's rows.
+        let hopper = self.c(self.ctx.device().compute_capability())? == (9, 0);
+        if self.opts.selected("matmul_bf16") && hopper {
+            for (bm, bn, stages) in WS_CONFIGS {
+                let work = format!("matmul_ws_{bm}x{bn}_s{stages}");
+                for &sh in &shapes {
+                    let cfg = MatmulConfig::wgmma_ws(bm, bn, 64, stages);
+                    let mm = Matmul::new().config(cfg);
+                    if let Err(e) = self.one_matmul::<bf16, bf16>(&work, "bf16", sh, mm) {
+                        Rec::new(&work, &sh.label("bf16")).error(&e).emit();
+                    }
+                }
+            }
+        }
         if self.opts.selected("matmul_batched") {
             let sh = if self.opts.quick {
                 Shape {
@@ -212,6 +230,41 @@ impl Bench {
                 Rec::new("gemm_bias_gelu", &sh.label("bf16"))
                     .error(&e)
                     .emit();
+            }
+        }
+        if self.opts.selected("gemm_bias_gelu") && hopper {
+            let c = if self.opts.quick { 512 } else { 4096 };
+            let sh = Shape {
+                batch: 1,
+                m: c,
+                n: c,
+                k: c,
+            };
+            // Diagnostic rows: the fused GELU on the warp-specialised engine, and bias + ReLU
+            // (a cheap epilogue) on both engines.
+            let mut rows: Vec<(String, Matmul<bf16, bf16>)> = WS_CONFIGS
+                .iter()
+                .map(|&(bm, bn, s)| {
+                    let mm = Matmul::<bf16, bf16>::new()
+                        .epilogue(Epilogue::bias_gelu())
+                        .config(MatmulConfig::wgmma_ws(bm, bn, 64, s));
+                    (format!("gemm_bias_gelu_ws_{bm}x{bn}_s{s}"), mm)
+                })
+                .collect();
+            rows.push((
+                "gemm_bias_relu".into(),
+                Matmul::new().epilogue(Epilogue::bias_relu()),
+            ));
+            rows.push((
+                "gemm_bias_relu_ws_128x128_s5".into(),
+                Matmul::new()
+                    .epilogue(Epilogue::bias_relu())
+                    .config(MatmulConfig::wgmma_ws(128, 128, 64, 5)),
+            ));
+            for (work, mm) in rows {
+                if let Err(e) = self.one_matmul::<bf16, bf16>(&work, "bf16", sh, mm) {
+                    Rec::new(&work, &sh.label("bf16")).error(&e).emit();
+                }
             }
         }
         Ok(())
@@ -290,7 +343,9 @@ impl Bench {
                 dot += p;
                 mag += p.abs();
             }
-            let want = if fused {
+            let want = if fused && work.contains("relu") {
+                (dot + T::from_f32(hbias[col]).f64()).max(0.0)
+            } else if fused {
                 gelu64(dot + T::from_f32(hbias[col]).f64())
             } else {
                 dot
@@ -324,5 +379,5 @@ impl Bench {
 }
 
 fn mm_has_bias(work: &str) -> bool {
-    work == "gemm_bias_gelu"
+    work.starts_with("gemm_bias_")
 }

@@ -729,6 +729,89 @@ fn tf32_wgmma_engine() {
     wgmma_cases::<f32>();
 }
 
+/// The warp-specialised, persistent Hopper engine: every layout with K not a whole tile,
+/// more tiles than the blocks (each block's two consumers take turns over several tiles, the
+/// ring's phases running on across tiles), C column-major with beta and GELU on 128×128
+/// tiles, a batch sharing one B, and a row/column epilogue on 64×128 tiles.
+fn wgmma_ws_cases<T: MatmulInput + El>() {
+    let cx = ctx();
+    if !crate::common::sm90(&cx) {
+        println!("skipped: the wgmma engine needs an sm_90 GPU");
+        return;
+    }
+    let tf32 = std::mem::size_of::<T>() == 4;
+    let line = (128 / std::mem::size_of::<T>()) as u32;
+    let small = MatmulConfig::wgmma_ws(64, 64, line, 2);
+    let layouts = [
+        (Transpose::N, Transpose::N),
+        (Transpose::N, Transpose::T),
+        (Transpose::T, Transpose::N),
+        (Transpose::T, Transpose::T),
+    ];
+    for (ta, tb) in layouts {
+        check::<T, f32>(Case {
+            ta,
+            tb,
+            config: Some(small),
+            tf32,
+            ..case(200, 136, 3 * line as usize + 5)
+        });
+    }
+    let tb = if tf32 { Transpose::T } else { Transpose::N };
+    check::<T, f32>(Case {
+        tb,
+        lc: COL,
+        beta: 0.5,
+        epi: Epi::BiasGelu,
+        config: Some(MatmulConfig::wgmma_ws(128, 128, line, 4)),
+        tf32,
+        ..case(300, 260, 96)
+    });
+    check::<T, T>(Case {
+        tb,
+        batch: Some(3),
+        b_shared: true,
+        config: Some(small),
+        tf32,
+        ..case(130, 72, 40)
+    });
+    // 180 tiles: more than an H100's 132 blocks.
+    check::<T, f32>(Case {
+        tb,
+        epi: Epi::RowCol,
+        config: Some(small),
+        tf32,
+        ..case(1100, 600, 40)
+    });
+    for (bm, bn) in [(64, 128), (64, 256)] {
+        check::<T, f32>(Case {
+            tb,
+            epi: Epi::BiasRelu,
+            config: Some(MatmulConfig::wgmma_ws(bm, bn, line, 3)),
+            tf32,
+            ..case(256, 520, 2 * line as usize)
+        });
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f16_wgmma_ws_engine() {
+    wgmma_ws_cases::<f16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_wgmma_ws_engine() {
+    wgmma_ws_cases::<bf16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tf32_wgmma_ws_engine() {
+    wgmma_ws_cases::<f32>();
+}
+
 /// Rows of C of more than 16 tiles (the grouped block order) and more rows of tiles than one
 /// group (8): a whole group, then one of 2 or 3 rows, on both kernels.
 #[test]

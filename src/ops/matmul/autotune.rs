@@ -70,7 +70,7 @@ pub(crate) fn tune_candidates(
     for c in all {
         // A pipelined configuration keeps its buffers in dynamic shared memory (up to the
         // opt-in limit; the largest layout of its operands), the others in static.
-        let fits = if c.engine == Engine::Wgmma {
+        let fits = if c.engine.is_hopper() {
             c.shared_bytes(elem_size) <= max_optin
         } else if c.engine == Engine::Mma && c.stages >= 3 {
             c.pipeline_shared_bytes(elem_size, false, false)

@@ -25,6 +25,19 @@ pub enum Engine {
     /// row-major and B column-major (else, and where TMA cannot read an operand, the product
     /// runs on the `Mma` engine's default).
     Wgmma,
+    /// Hopper, warp-specialised and persistent (`wgmma` + TMA, sm_90): blocks of three
+    /// warpgroups stay resident and walk the tiles of C; one producer warpgroup issues the TMA
+    /// copies into a ring of `stages` stages, and two consumer warpgroups take turns, each
+    /// computing a whole `block_m × block_n` tile (`block_m` 64 or 128) while the other runs
+    /// its epilogue. Operands as [`Engine::Wgmma`].
+    WgmmaWs,
+}
+
+impl Engine {
+    /// Whether this is one of the Hopper engines (TMA-fed `wgmma`).
+    pub fn is_hopper(self) -> bool {
+        matches!(self, Engine::Wgmma | Engine::WgmmaWs)
+    }
 }
 
 /// The tiles of a matrix-multiply kernel: what an autotuner chooses. Pin one with
@@ -153,6 +166,21 @@ impl MatmulConfig {
         }
     }
 
+    /// A warp-specialised, persistent Hopper configuration (see [`Engine::WgmmaWs`]): each
+    /// consumer warpgroup computes `block_m × block_n` tiles (`block_m` 64 or 128),
+    /// `block_k` one 128-byte line, `stages` TMA stages.
+    pub const fn wgmma_ws(block_m: u32, block_n: u32, block_k: u32, stages: u32) -> Self {
+        MatmulConfig {
+            engine: Engine::WgmmaWs,
+            block_m,
+            block_n,
+            block_k,
+            sub_m: block_m,
+            sub_n: block_n,
+            stages,
+        }
+    }
+
     /// The same configuration with `stages` shared-memory buffers (1 or 2; 3 or 4 for the
     /// tensor cores' `cp.async` pipeline; 2 to 8 TMA stages for `Wgmma`).
     pub const fn with_stages(mut self, stages: u32) -> Self {
@@ -168,6 +196,7 @@ impl MatmulConfig {
             Engine::Simt => units,
             Engine::Mma => units * 32,
             Engine::Wgmma => units * 128,
+            Engine::WgmmaWs => super::hopper_ws::THREADS,
         }
     }
 
@@ -183,14 +212,20 @@ impl MatmulConfig {
         let size = match self.engine {
             Engine::Simt => 4,
             Engine::Mma => elem_size,
-            // TMA stages, plus 1 KiB to align them to the 128-byte swizzle's 1024 bytes.
-            Engine::Wgmma => {
+            // TMA stages, plus 1 KiB to align them to the 128-byte swizzle's 1024 bytes (and
+            // the warp-specialised kernel's epilogue staging after them).
+            Engine::Wgmma | Engine::WgmmaWs => {
                 let (bm, bn, bk) = (
                     self.block_m as usize,
                     self.block_n as usize,
                     self.block_k as usize,
                 );
-                return (bm * bk + bk * bn) * elem_size * self.stages as usize + 1024;
+                let ring = (bm * bk + bk * bn) * elem_size * self.stages as usize + 1024;
+                return if self.engine == Engine::WgmmaWs {
+                    ring + super::hopper_ws::staging_bytes(self.block_n)
+                } else {
+                    ring
+                };
             }
         };
         let pad = self.pad(size) as usize;
@@ -203,7 +238,7 @@ impl MatmulConfig {
             // sA[bk][bm + pad], sB[bk][bn + pad]
             Engine::Simt => bk * (bm + pad) + bk * (bn + pad),
             // sA[bm][bk + pad], sB[bk][bn + pad]
-            Engine::Mma | Engine::Wgmma => bm * (bk + pad) + bk * (bn + pad),
+            Engine::Mma | Engine::Wgmma | Engine::WgmmaWs => bm * (bk + pad) + bk * (bn + pad),
         };
         per_stage * self.stages as usize * size
     }
@@ -273,8 +308,19 @@ impl MatmulConfig {
         if [bm, bn, bk, sm, sn].contains(&0) {
             return bad("every extent must be at least 1".into());
         }
-        if self.engine == Engine::Wgmma {
-            if bm % 64 != 0 || bm > 256 || sm != 64 || sn != bn {
+        if self.engine == Engine::WgmmaWs && !(bm == 64 || bm == 128) {
+            return bad("block_m is 64 or 128 (one or two wgmmas of 64 rows per consumer)".into());
+        }
+        if self.engine == Engine::WgmmaWs && (bm * bn > 128 * 128 || sm != bm || sn != bn) {
+            return bad(
+                "a consumer's tile is at most 128×128 (its accumulators are 128 registers a \
+                 thread), sub_m and sub_n the whole tile"
+                    .into(),
+            );
+        }
+        if self.engine.is_hopper() {
+            if bm % 64 != 0 || bm > 256 || (self.engine == Engine::Wgmma && (sm != 64 || sn != bn))
+            {
                 return bad(
                     "block_m is 64, 128, 192 or 256 (warpgroups of 64 rows), each warpgroup \
                      the whole block_n"
@@ -306,7 +352,7 @@ impl MatmulConfig {
         }
         let max_stages = match self.engine {
             Engine::Simt => 2,
-            Engine::Mma | Engine::Wgmma => 4,
+            Engine::Mma | Engine::Wgmma | Engine::WgmmaWs => 4,
         };
         if !(1..=max_stages).contains(&self.stages) {
             return bad(format!(

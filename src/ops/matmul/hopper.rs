@@ -14,12 +14,14 @@
 //! the common one ([`store_out`]) along C's contiguous axis.
 
 use crate::codegen::{
-    select, Expr, KernelBuilder, KernelParam, SmemMatrix, Tma, WgmmaAcc, WgmmaMajor, WgmmaSwizzle,
+    select, DArray, Expr, KernelBuilder, KernelParam, Mbarriers, ReadWrite, SmemMatrix, Tma,
+    TmaDesc, WgmmaAcc, WgmmaMajor, WgmmaSwizzle,
 };
 use crate::context::Context;
 use crate::error::Result;
 use crate::memory::{TensorMapOptions, TensorMapSwizzle};
 
+use super::config::MatmulConfig;
 use super::epilogue::{store_out, store_slice, EpilogueFn};
 use super::params::{tile_origin, Params};
 use super::shape::{Operand, Problem};
@@ -94,6 +96,143 @@ pub(super) fn tensor_maps<T: MatmulInput>(
     ])
 }
 
+/// The shared-memory stages that TMA fills and the warpgroup MMAs read, with their "full"
+/// (the copies of a stage landed) and "empty" (its readers are done) barriers: the operand
+/// side of both Hopper kernels.
+pub(super) struct Ring<T: MatmulInput> {
+    pub smem: DArray<T, 1, ReadWrite>,
+    pub full: Mbarriers,
+    pub empty: Mbarriers,
+    ma: TmaDesc<T, 3>,
+    mb: TmaDesc<T, 3>,
+    /// The first 1024-byte aligned element of the dynamic shared memory (stage 0).
+    pad: Expr<u32>,
+    /// Whether A, B are K-major (K their contiguous axis).
+    a_k: bool,
+    b_k: bool,
+    cfg: MatmulConfig,
+}
+
+impl<T: MatmulInput> Ring<T> {
+    /// Declares the tensor-map parameters of A and B (after the common ones), the stages and
+    /// their barriers ("empty" expects `readers` arrivals), initialised by thread 0 before a
+    /// block barrier.
+    pub fn declare(k: &KernelBuilder, v: &Variant, readers: u32) -> Ring<T> {
+        let ma = <Tma<T, 3> as KernelParam>::declare();
+        let mb = <Tma<T, 3> as KernelParam>::declare();
+        let stages = v.cfg.stages;
+        let smem = k.dynamic_shared::<T>();
+        let full = k.mbarriers(stages as usize);
+        let empty = k.mbarriers(stages as usize);
+        let pad = smem.aligned_index(1024);
+        k.if_(k.thread_idx().x.eq(0u32), |k| {
+            for s in 0..stages {
+                full.init(s, 1u32);
+                empty.init(s, readers);
+            }
+            k.fence_barrier_init();
+        });
+        k.syncthreads();
+        Ring {
+            smem,
+            full,
+            empty,
+            ma,
+            mb,
+            pad,
+            a_k: v.a_row,
+            b_k: !v.b_row,
+            cfg: v.cfg,
+        }
+    }
+
+    fn tile_elems(&self) -> (u32, u32) {
+        let c = self.cfg;
+        (c.block_m * c.block_k, c.block_k * c.block_n)
+    }
+
+    fn a_at(&self, s: Expr<u32>) -> Expr<u32> {
+        let (a, b) = self.tile_elems();
+        self.pad + s * (a + b)
+    }
+
+    fn b_at(&self, s: Expr<u32>) -> Expr<u32> {
+        self.a_at(s) + self.tile_elems().0
+    }
+
+    /// Elements of the stages, from the aligned start.
+    pub fn elems(&self) -> u32 {
+        let (a, b) = self.tile_elems();
+        (a + b) * self.cfg.stages
+    }
+
+    /// One thread: the copies of k-tile `j` of the tile of C at rows `m0`, columns `n0` (of
+    /// batches `ba` of A and `bb` of B) into stage `s`, announced on its "full" barrier.
+    pub fn issue(
+        &self,
+        j: Expr<u32>,
+        s: Expr<u32>,
+        (m0, n0): (Expr<u32>, Expr<u32>),
+        (ba, bb): (Expr<i32>, Expr<i32>),
+    ) {
+        let MatmulConfig {
+            block_m: bm,
+            block_n: bn,
+            block_k: bk,
+            ..
+        } = self.cfg;
+        let es = T::TY.size() as u32;
+        let i32_ = |x: Expr<u32>| x.cast::<i32>();
+        let (smem, full) = (&self.smem, &self.full);
+        full.arrive_expect_tx(s, (bm * bk + bk * bn) * es);
+        let k0 = i32_(j * bk);
+        if self.a_k {
+            self.ma
+                .load([ba, i32_(m0), k0], smem, self.a_at(s), full, s);
+        } else {
+            for i in 0..bm / WG {
+                let at = self.a_at(s) + i * WG * bk;
+                self.ma.load([ba, k0, i32_(m0 + i * WG)], smem, at, full, s);
+            }
+        }
+        if self.b_k {
+            self.mb
+                .load([bb, i32_(n0), k0], smem, self.b_at(s), full, s);
+        } else {
+            for i in 0..bn / WG {
+                let at = self.b_at(s) + i * WG * bk;
+                self.mb.load([bb, k0, i32_(n0 + i * WG)], smem, at, full, s);
+            }
+        }
+    }
+
+    /// The operands in stage `s` of k-step `kk` (wgmma's K deep) for the 64 rows of A from
+    /// element `rows` of the A tile (`row · block_k` for the row `row`, a multiple of 64).
+    pub fn operands(
+        &self,
+        s: Expr<u32>,
+        kk: u32,
+        rows: Expr<u32>,
+    ) -> (SmemMatrix<T>, SmemMatrix<T>) {
+        let bk = self.cfg.block_k;
+        let es = T::TY.size() as u32;
+        let step = T::K;
+        let smem = &self.smem;
+        let major = |contig_k: bool| {
+            if contig_k {
+                (WgmmaMajor::K, 16, kk * step * es)
+            } else {
+                (WgmmaMajor::MN, bk * LINE, kk * step * LINE)
+            }
+        };
+        let (am, al, aa) = major(self.a_k);
+        let (bm_, bl, ba) = major(self.b_k);
+        let a = SmemMatrix::new(smem, self.a_at(s) + rows, am, WgmmaSwizzle::B128, al, 1024);
+        let b = SmemMatrix::new(smem, self.b_at(s), bm_, WgmmaSwizzle::B128, bl, 1024);
+        (a.advance(aa), b.advance(ba))
+    }
+}
+
 /// Records the Hopper kernel of variant `v` in the kernel being built.
 pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     k: &KernelBuilder,
@@ -101,114 +240,25 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     epi: &EpilogueFn,
 ) {
     let p = Params::<T, O>::declare(v);
-    let ma = <Tma<T, 3> as KernelParam>::declare();
-    let mb = <Tma<T, 3> as KernelParam>::declare();
     let cfg = v.cfg;
     let (bm, bn, bk, stages) = (cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages);
     let es = T::TY.size() as u32;
     let groups = bm / WG;
-    let (a_k, b_k) = (v.a_row, !v.b_row);
     k.launch_bounds(cfg.threads(), 1);
-    let smem = k.dynamic_shared::<T>();
-    let full = k.mbarriers(stages as usize);
-    let empty = k.mbarriers(stages as usize);
+    let ring = Ring::<T>::declare(k, v, groups);
+    let (full, empty) = (&ring.full, &ring.empty);
     let t = k.thread_idx().x;
     let wg = t >> 7u32;
-    let pad = smem.aligned_index(1024);
-    let (a_elems, b_elems) = (bm * bk, bk * bn);
-    let stage_bytes = (a_elems + b_elems) * es;
-    let a_at = move |s: Expr<u32>| pad + s * (a_elems + b_elems);
-    let b_at = move |s: Expr<u32>| a_at(s) + a_elems;
     let o = tile_origin(k, &p, bm, bn);
     let batch = k.block_idx().z + p.batch0;
-    let (ba, bb) = (
-        select(p.sa.eq(0u64), 0u32, batch).cast::<i32>(),
-        select(p.sb.eq(0u64), 0u32, batch).cast::<i32>(),
-    );
+    let bat = batches(&p, batch);
     let tiles = (p.k + (bk - 1)) / bk;
+    let at = (o.m0, o.n0);
     k.if_(t.eq(0u32), |k| {
-        for s in 0..stages {
-            full.init(s, 1u32);
-            empty.init(s, groups);
-        }
-        k.fence_barrier_init();
+        k.for_range(0u32, tiles.min(stages), |_, j| ring.issue(j, j, at, bat));
     });
-    k.syncthreads();
-    let i32_ = |x: Expr<u32>| x.cast::<i32>();
-    // Thread 0: the copies of k-tile `j` into stage `s`.
-    let issue = |j: Expr<u32>, s: Expr<u32>| {
-        full.arrive_expect_tx(s, stage_bytes);
-        let k0 = i32_(j * bk);
-        if a_k {
-            ma.load([ba, i32_(o.m0), k0], &smem, a_at(s), &full, s);
-        } else {
-            for i in 0..bm / WG {
-                ma.load(
-                    [ba, k0, i32_(o.m0 + i * WG)],
-                    &smem,
-                    a_at(s) + i * WG * bk,
-                    &full,
-                    s,
-                );
-            }
-        }
-        if b_k {
-            mb.load([bb, i32_(o.n0), k0], &smem, b_at(s), &full, s);
-        } else {
-            for i in 0..bn / WG {
-                mb.load(
-                    [bb, k0, i32_(o.n0 + i * WG)],
-                    &smem,
-                    b_at(s) + i * WG * bk,
-                    &full,
-                    s,
-                );
-            }
-        }
-    };
-    k.if_(t.eq(0u32), |k| {
-        k.for_range(0u32, tiles.min(stages), |_, j| issue(j, j));
-    });
-    // This warpgroup's operands in stage `s`, k-step `kk` (wgmma's K deep).
     let step = T::K;
-    let operands = |s: Expr<u32>, kk: u32| {
-        let (a, a_adv) = if a_k {
-            let a = SmemMatrix::new(
-                &smem,
-                a_at(s) + wg * (WG * bk),
-                WgmmaMajor::K,
-                WgmmaSwizzle::B128,
-                16,
-                1024,
-            );
-            (a, kk * step * es)
-        } else {
-            let a = SmemMatrix::new(
-                &smem,
-                a_at(s) + wg * (WG * bk),
-                WgmmaMajor::MN,
-                WgmmaSwizzle::B128,
-                bk * LINE,
-                1024,
-            );
-            (a, kk * step * LINE)
-        };
-        let (b, b_adv) = if b_k {
-            let b = SmemMatrix::new(&smem, b_at(s), WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
-            (b, kk * step * es)
-        } else {
-            let b = SmemMatrix::new(
-                &smem,
-                b_at(s),
-                WgmmaMajor::MN,
-                WgmmaSwizzle::B128,
-                bk * LINE,
-                1024,
-            );
-            (b, kk * step * LINE)
-        };
-        (a.advance(a_adv), b.advance(b_adv))
-    };
+    let operands = |s: Expr<u32>, kk: u32| ring.operands(s, kk, wg * (WG * bk));
     let vars = WgmmaAcc::zeros(bn).vars(k);
     // With 3 or more stages one k-tile's wgmmas stay in flight while the next tile's are
     // issued (`wgmma_wait(1)`): a stage is released one tile later, and thread 0 refills the
@@ -241,7 +291,7 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             |k| {
                 let prev = (j - back) % stages;
                 empty.wait(k, prev, ((j - back) / stages) & 1u32);
-                issue(j + (stages - back), prev);
+                ring.issue(j + (stages - back), prev, at, bat);
             },
         );
     });
@@ -285,4 +335,15 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             store_out(k, &p, v, epi, o.cbase, row0 + r, o.n0 + c, value);
         });
     }
+}
+
+/// The batch of A and of B that batch `batch` of C reads (0 for a broadcast operand).
+pub(super) fn batches<T: MatmulInput, O: MatmulOutput>(
+    p: &Params<T, O>,
+    batch: Expr<u32>,
+) -> (Expr<i32>, Expr<i32>) {
+    (
+        select(p.sa.eq(0u64), 0u32, batch).cast::<i32>(),
+        select(p.sb.eq(0u64), 0u32, batch).cast::<i32>(),
+    )
 }

@@ -177,7 +177,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             return Ok(0);
         }
         let size = <T as Scalar>::TY.size();
-        let bytes = if v.cfg.engine == Engine::Wgmma {
+        let bytes = if v.cfg.engine.is_hopper() {
             v.cfg.shared_bytes(size) as u32
         } else {
             v.cfg.pipeline_shared_bytes(size, v.a_row, !v.b_row) as u32
@@ -195,7 +195,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         p: &Problem,
         v: &Variant,
     ) -> Result<Option<[TensorMapBytes; 2]>> {
-        if v.cfg.engine != Engine::Wgmma {
+        if !v.cfg.engine.is_hopper() {
             return Ok(None);
         }
         super::hopper::tensor_maps::<T>(ctx, p, v).map(Some)
@@ -206,7 +206,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let size = <T as Scalar>::TY.size();
         // The Hopper engine where TMA can read both operands (and, for tf32, both are
         // K-major); elsewhere the mma.sync pipeline's default.
-        let cfg = if cfg.engine == Engine::Wgmma
+        let cfg = if cfg.engine.is_hopper()
             && !(super::hopper::tma_ok(&p.a)
                 && super::hopper::tma_ok(&p.b)
                 && super::hopper::layouts_ok(&p.a, &p.b, size))
@@ -215,7 +215,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         } else {
             cfg
         };
-        let hopper = cfg.engine == Engine::Wgmma;
+        let hopper = cfg.engine.is_hopper();
         // The cp.async pipeline copies 16-byte chunks along each operand's contiguous axis:
         // aligned starts, leading dimensions and batch strides, and whole chunks per tile line
         // (a chunk that the matrix ends in is zero-filled past its end).
@@ -270,10 +270,22 @@ pub(super) fn launch_cfg(
             "matmul: {tiles} tiles of C are more than one grid holds"
         )));
     }
+    // The persistent kernel: at most one block per multiprocessor (shared among the batches
+    // of a launch), each walking tiles `gridDim.x` apart.
+    let sms = if cfg.engine == Engine::WgmmaWs {
+        stream.context().device().multiprocessor_count()? as usize
+    } else {
+        0
+    };
     let mut batch0 = 0;
     while batch0 < p.batch {
         let chunk = (p.batch - batch0).min(MAX_Z);
-        let mut lc = LaunchConfig::new((tiles as u32, 1, chunk as u32), cfg.threads());
+        let blocks = if sms > 0 {
+            tiles.min(sms.div_ceil(chunk)).max(1)
+        } else {
+            tiles
+        };
+        let mut lc = LaunchConfig::new((blocks as u32, 1, chunk as u32), cfg.threads());
         if shared > 0 {
             lc = lc.with_shared_mem(shared);
         }

@@ -39,6 +39,7 @@ mod autotune;
 mod config;
 mod epilogue;
 mod hopper;
+mod hopper_ws;
 mod launch;
 mod mma;
 mod params;
@@ -360,7 +361,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let rm = |op: Transpose| op == Transpose::N;
         let (a_row, b_row) = (rm(self.trans_a), rm(self.trans_b));
         let pipe =
-            (config.engine == Engine::Mma && config.stages >= 3) || config.engine == Engine::Wgmma;
+            (config.engine == Engine::Mma && config.stages >= 3) || config.engine.is_hopper();
         let v = Variant {
             cfg: config,
             pipe,
@@ -404,6 +405,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             Engine::Simt => simt::build::<T, O>(k, &var, &*epi),
             Engine::Mma => mma::build::<T, O>(k, &var, &*epi),
             Engine::Wgmma => hopper::build::<T, O>(k, &var, &*epi),
+            Engine::WgmmaWs => hopper_ws::build::<T, O>(k, &var, &*epi),
         });
         map.insert(*v, built.clone());
         built

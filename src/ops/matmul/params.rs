@@ -87,7 +87,17 @@ pub(super) fn tile_origin<T: MatmulInput, O: MatmulOutput>(
     bm: u32,
     bn: u32,
 ) -> TileOrigin {
-    let tile = k.block_idx().x;
+    let batch = k.block_idx().z + p.batch0;
+    tile_at(p, (bm, bn), k.block_idx().x, batch)
+}
+
+/// Tile number `tile` (in [`tile_origin`]'s order) of batch `batch`.
+pub(super) fn tile_at<T: MatmulInput, O: MatmulOutput>(
+    p: &Params<T, O>,
+    (bm, bn): (u32, u32),
+    tile: Expr<u32>,
+    batch: Expr<u32>,
+) -> TileOrigin {
     let tiles_m = (p.m + (bm - 1)) / bm;
     let group = select(p.tiles_n.gt(16u32), GROUP_M, 1u32);
     let per_group = p.tiles_n * group;
@@ -95,7 +105,7 @@ pub(super) fn tile_origin<T: MatmulInput, O: MatmulOutput>(
     let rows = (tiles_m - first).min(group);
     let within = tile % per_group;
     let (tm, tn) = (first + within % rows, within / rows);
-    let batch = (k.block_idx().z + p.batch0).cast::<u64>();
+    let batch = batch.cast::<u64>();
     TileOrigin {
         m0: tm * bm,
         n0: tn * bn,

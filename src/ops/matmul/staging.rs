@@ -7,7 +7,6 @@
 
 use ndarray::IxDyn;
 
-use super::config::Engine;
 use super::hopper::{layouts_ok, tma_ok};
 use super::shape::{Operand, Problem};
 use super::MatmulConfig;
@@ -28,8 +27,7 @@ pub(super) fn staged<'s, T: DeviceCopy>(
     let size = std::mem::size_of::<T>();
     let mut out = *p;
     let mut held = Vec::new();
-    if cfg.engine != Engine::Wgmma || (tma_ok(&p.a) && tma_ok(&p.b) && layouts_ok(&p.a, &p.b, size))
-    {
+    if !cfg.engine.is_hopper() || (tma_ok(&p.a) && tma_ok(&p.b) && layouts_ok(&p.a, &p.b, size)) {
         return Ok((out, held));
     }
     // A is K-major when row-major (K = its columns), B when column-major (K = its rows).

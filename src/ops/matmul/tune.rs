@@ -140,6 +140,7 @@ pub(crate) fn config_to_text(c: &MatmulConfig) -> String {
         Engine::Simt => "simt",
         Engine::Mma => "mma",
         Engine::Wgmma => "wgmma",
+        Engine::WgmmaWs => "wgmma_ws",
     };
     format!(
         "{e} {}x{}x{} {}x{} s{}",
@@ -154,6 +155,7 @@ pub(crate) fn config_from_text(s: &str) -> Option<MatmulConfig> {
         "simt" => Engine::Simt,
         "mma" => Engine::Mma,
         "wgmma" => Engine::Wgmma,
+        "wgmma_ws" => Engine::WgmmaWs,
         _ => return None,
     };
     let nums = |t: &str, n: usize| -> Option<Vec<u32>> {

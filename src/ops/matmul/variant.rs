@@ -37,6 +37,7 @@ impl Variant {
             super::config::Engine::Simt => "simt",
             super::config::Engine::Mma => "mma",
             super::config::Engine::Wgmma => "wgmma",
+            super::config::Engine::WgmmaWs => "wgmma_ws",
         };
         let l = |row: bool| if row { 'r' } else { 'c' };
         let b = |x: bool| if x { '1' } else { '0' };
