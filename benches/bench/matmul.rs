@@ -122,6 +122,16 @@ impl Bench {
         }
     }
 
+    /// The cube of the fused GEMM + bias + activation rows (`CUDAJIT_BENCH_GELU` overrides).
+    fn gelu_cube(&self) -> usize {
+        let set = std::env::var("CUDAJIT_BENCH_GELU").ok();
+        match set.and_then(|v| v.trim().parse().ok()) {
+            Some(c) => c,
+            None if self.opts.quick => 512,
+            None => 4096,
+        }
+    }
+
     fn matmul_odd(&self) -> Shape {
         let (m, n, k) = if self.opts.quick {
             (255, 257, 259)
@@ -218,7 +228,7 @@ impl Bench {
             }
         }
         if self.opts.selected("gemm_bias_gelu") {
-            let c = if self.opts.quick { 512 } else { 4096 };
+            let c = self.gelu_cube();
             let sh = Shape {
                 batch: 1,
                 m: c,
@@ -233,7 +243,7 @@ impl Bench {
             }
         }
         if self.opts.selected("gemm_bias_gelu") && hopper {
-            let c = if self.opts.quick { 512 } else { 4096 };
+            let c = self.gelu_cube();
             let sh = Shape {
                 batch: 1,
                 m: c,

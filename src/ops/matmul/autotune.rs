@@ -65,6 +65,11 @@ pub(crate) fn tune_candidates(
         ] {
             all.push(MatmulConfig::wgmma(bm, bn, line, stages));
         }
+        // The warp-specialised, persistent kernel: two consumers of 128×128 tiles taking
+        // turns, so that one's epilogue runs under the other's main loop.
+        for stages in [4, 5] {
+            all.push(MatmulConfig::wgmma_ws(128, 128, line, stages));
+        }
     }
     let mut out: Vec<MatmulConfig> = Vec::new();
     for c in all {

@@ -254,6 +254,21 @@ pub(super) fn store_out<T: MatmulInput, O: MatmulOutput>(
     col: Expr<u32>,
     acc: Expr<f32>,
 ) {
+    store_out_with(k, p, v, epi, cbase, (row, col), acc, None);
+}
+
+/// [`store_out`], with the column vector's element at `col` already read (`col_vec`).
+#[allow(clippy::too_many_arguments)]
+fn store_out_with<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    p: &Params<T, O>,
+    v: &Variant,
+    epi: &EpilogueFn,
+    cbase: Expr<u64>,
+    (row, col): (Expr<u32>, Expr<u32>),
+    acc: Expr<f32>,
+    col_vec: Option<Expr<f32>>,
+) {
     k.if_(row.lt(p.m).and(col.lt(p.n)), |_| {
         let (r64, c64) = (row.cast::<u64>(), col.cast::<u64>());
         let idx = if v.c_row {
@@ -270,7 +285,9 @@ pub(super) fn store_out<T: MatmulInput, O: MatmulOutput>(
             value,
             row,
             col,
-            col_vec: p.colv.map_or(zero, |cv| cv.at(col).cast::<f32>()),
+            col_vec: col_vec
+                .or_else(|| p.colv.map(|cv| cv.at(col).cast::<f32>()))
+                .unwrap_or(zero),
             row_vec: p.rowv.map_or(zero, |rv| rv.at(row).cast::<f32>()),
         };
         p.c.set(idx, epi(args).cast::<O>());
@@ -296,11 +313,24 @@ pub(super) fn store_slice<T: MatmulInput, O: MatmulOutput>(
     (width, lane): (u32, Expr<u32>),
 ) {
     if v.c_row {
+        // A lane's columns are the same in every row: their column-vector elements are read
+        // once, before the rows.
+        let cvs: Vec<Option<Expr<f32>>> = (0..width / 32)
+            .map(|j| {
+                p.colv.map(|cv| {
+                    let col = c0 + lane + j * 32;
+                    let x = k.var(0.0f32);
+                    k.if_(col.lt(p.n), |_| x.set(cv.at(col).cast::<f32>()));
+                    x.get()
+                })
+            })
+            .collect();
+        // (Unrolling the 16 rows was 2-4% slower on an H100.)
         k.for_range(0u32, 16u32, |k, r| {
-            for j in 0..width / 32 {
-                let c = lane + j * 32;
+            for (j, cv) in cvs.iter().enumerate() {
+                let c = lane + j as u32 * 32;
                 let val = st.at(base + r * stride + c);
-                store_out(k, p, v, epi, cbase, r0 + r, c0 + c, val);
+                store_out_with(k, p, v, epi, cbase, (r0 + r, c0 + c), val, *cv);
             }
         });
     } else {
