@@ -709,6 +709,18 @@ fn wgmma_cases<T: MatmulInput + El>() {
         tf32,
         ..case(40, 24, 33)
     });
+    // C's elements stored in pairs (rows on even elements), N odd: the last column alone;
+    // an odd leading dimension: one at a time.
+    for lc in [ROW_PAD, ROW] {
+        check::<T, T>(Case {
+            tb,
+            lc,
+            epi: Epi::BiasGelu,
+            config: Some(small),
+            tf32,
+            ..case(72, 137, 64)
+        });
+    }
 }
 
 #[test]
