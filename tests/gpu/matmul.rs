@@ -709,8 +709,7 @@ fn wgmma_cases<T: MatmulInput + El>() {
         tf32,
         ..case(40, 24, 33)
     });
-    // C's elements stored in pairs (rows on even elements), N odd: the last column alone;
-    // an odd leading dimension: one at a time.
+    // N odd, with an even and an odd leading dimension of C.
     for lc in [ROW_PAD, ROW] {
         check::<T, T>(Case {
             tb,

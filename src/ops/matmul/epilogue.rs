@@ -270,53 +270,28 @@ fn store_out_with<T: MatmulInput, O: MatmulOutput>(
     col_vec: Option<Expr<f32>>,
 ) {
     k.if_(row.lt(p.m).and(col.lt(p.n)), |_| {
-        let idx = c_index(p, v, cbase, row, col);
-        p.c.set(idx, out_value(p, v, epi, idx, (row, col), acc, col_vec));
+        let (r64, c64) = (row.cast::<u64>(), col.cast::<u64>());
+        let idx = if v.c_row {
+            cbase + r64 * p.ldc + c64
+        } else {
+            cbase + c64 * p.ldc + r64
+        };
+        let mut value = acc * p.alpha;
+        if v.read_c {
+            value = p.c.at(idx).cast::<f32>() * p.beta + value;
+        }
+        let zero = Expr::lit(0.0f32);
+        let args = EpilogueArgs {
+            value,
+            row,
+            col,
+            col_vec: col_vec
+                .or_else(|| p.colv.map(|cv| cv.at(col).cast::<f32>()))
+                .unwrap_or(zero),
+            row_vec: p.rowv.map_or(zero, |rv| rv.at(row).cast::<f32>()),
+        };
+        p.c.set(idx, epi(args).cast::<O>());
     });
-}
-
-/// The element index of C's `(row, col)` of the batch whose C starts at `cbase`.
-fn c_index<T: MatmulInput, O: MatmulOutput>(
-    p: &Params<T, O>,
-    v: &Variant,
-    cbase: Expr<u64>,
-    row: Expr<u32>,
-    col: Expr<u32>,
-) -> Expr<u64> {
-    let (r64, c64) = (row.cast::<u64>(), col.cast::<u64>());
-    if v.c_row {
-        cbase + r64 * p.ldc + c64
-    } else {
-        cbase + c64 * p.ldc + r64
-    }
-}
-
-/// The value stored at C's element `idx` (`(row, col)`): `alpha·acc (+ beta·C)`, the
-/// epilogue, the cast to `O`.
-fn out_value<T: MatmulInput, O: MatmulOutput>(
-    p: &Params<T, O>,
-    v: &Variant,
-    epi: &EpilogueFn,
-    idx: Expr<u64>,
-    (row, col): (Expr<u32>, Expr<u32>),
-    acc: Expr<f32>,
-    col_vec: Option<Expr<f32>>,
-) -> Expr<O> {
-    let mut value = acc * p.alpha;
-    if v.read_c {
-        value = p.c.at(idx).cast::<f32>() * p.beta + value;
-    }
-    let zero = Expr::lit(0.0f32);
-    let args = EpilogueArgs {
-        value,
-        row,
-        col,
-        col_vec: col_vec
-            .or_else(|| p.colv.map(|cv| cv.at(col).cast::<f32>()))
-            .unwrap_or(zero),
-        row_vec: p.rowv.map_or(zero, |rv| rv.at(row).cast::<f32>()),
-    };
-    epi(args).cast::<O>()
 }
 
 /// Stores one warp's 16-row slice of accumulators, staged in shared memory `st` from word
@@ -337,18 +312,9 @@ pub(super) fn store_slice<T: MatmulInput, O: MatmulOutput>(
     (r0, c0): (Expr<u32>, Expr<u32>),
     (width, lane): (u32, Expr<u32>),
 ) {
-    if v.c_row && v.vec_c && width % 64 == 0 {
-        store_pairs(
-            k,
-            p,
-            v,
-            epi,
-            cbase,
-            (st, base, stride),
-            (r0, c0),
-            (width, lane),
-        );
-    } else if v.c_row {
+    // (Storing pairs of 16-bit elements as one access, lane l on columns 2l and 2l + 1, was
+    // 2-4% slower on an H100: the staged reads conflict two ways.)
+    if v.c_row {
         // A lane's columns are the same in every row: their column-vector elements are read
         // once, before the rows.
         let cvs: Vec<Option<Expr<f32>>> = (0..width / 32)
@@ -377,56 +343,4 @@ pub(super) fn store_slice<T: MatmulInput, O: MatmulOutput>(
             store_out(k, p, v, epi, cbase, r0 + r, c0 + c, val);
         });
     }
-}
-
-/// [`store_slice`] for a row-major C whose rows start on even elements: lane `l` takes
-/// columns `2l, 2l + 1` of each 64, stored as one access where both are inside C (the
-/// halved store instructions of a 16-bit C were the larger part of the epilogue).
-#[allow(clippy::too_many_arguments)]
-fn store_pairs<T: MatmulInput, O: MatmulOutput>(
-    k: &KernelBuilder,
-    p: &Params<T, O>,
-    v: &Variant,
-    epi: &EpilogueFn,
-    cbase: Expr<u64>,
-    (st, base, stride): (&DArray<f32, 1, ReadWrite>, Expr<u32>, u32),
-    (r0, c0): (Expr<u32>, Expr<u32>),
-    (width, lane): (u32, Expr<u32>),
-) {
-    // Each column's vector element, read once before the rows.
-    let col_vec = |col: Expr<u32>| {
-        p.colv.map(|cv| {
-            let x = k.var(0.0f32);
-            k.if_(col.lt(p.n), |_| x.set(cv.at(col).cast::<f32>()));
-            x.get()
-        })
-    };
-    let cols: Vec<(u32, [Option<Expr<f32>>; 2])> = (0..width / 64)
-        .map(|j| {
-            let c = c0 + lane * 2u32 + j * 64;
-            (j * 64, [col_vec(c), col_vec(c + 1u32)])
-        })
-        .collect();
-    k.for_range(0u32, 16u32, |k, r| {
-        let row = r0 + r;
-        for (off, cv) in &cols {
-            let c = lane * 2u32 + *off;
-            let col = c0 + c;
-            let at = base + r * stride + c;
-            let (a0, a1) = (st.at(at), st.at(at + 1u32));
-            k.if_(row.lt(p.m).and(col.lt(p.n)), |k| {
-                let idx = c_index(p, v, cbase, row, col);
-                let x0 = out_value(p, v, epi, idx, (row, col), a0, cv[0]);
-                k.if_else(
-                    (col + 1u32).lt(p.n),
-                    |_| {
-                        let col1 = col + 1u32;
-                        let x1 = out_value(p, v, epi, idx + 1u64, (row, col1), a1, cv[1]);
-                        p.c.store_vec::<2>(idx >> 1u64, [x0, x1]);
-                    },
-                    |_| p.c.set(idx, x0),
-                );
-            });
-        }
-    });
 }

@@ -378,7 +378,6 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             } else {
                 config.block_k % 4 == 0
             },
-            vec_c: config.engine.is_hopper(),
             read_c: self.beta != 0.0,
             col_vec: self.epilogue.col,
             row_vec: self.epilogue.row,

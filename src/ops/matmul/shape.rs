@@ -146,16 +146,6 @@ impl Operand {
         (self.ptr, self.ptr + (self.span() * self.size) as u64)
     }
 
-    /// Whether pairs of elements along rows can be stored as one access: row-major, the start,
-    /// leading dimension and batch stride even (in elements), a pair at most 8 bytes.
-    pub fn pair_ok(&self) -> bool {
-        self.row_major
-            && self.size * 2 <= 8
-            && self.ptr % (self.size as u64 * 2) == 0
-            && self.ld % 2 == 0
-            && self.bs % 2 == 0
-    }
-
     /// Whether 4-element vector loads along the contiguous axis are possible: the address, the
     /// leading dimension and the batch stride are multiples of 4 elements (and 4 elements are
     /// at most 16 bytes), and the contiguous extent is a multiple of 4.

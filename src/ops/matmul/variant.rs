@@ -18,9 +18,6 @@ pub(super) struct Variant {
     pub vec_a: bool,
     /// 4-element vector loads of B along its contiguous axis.
     pub vec_b: bool,
-    /// Pairs of C's elements stored as one access (row-major C, every row starting on an
-    /// even element): the Hopper kernels' epilogue.
-    pub vec_c: bool,
     /// The tensor cores' `cp.async` pipeline (`cfg.stages` 3 or 4, both operands in 16-byte
     /// chunks); otherwise `cfg.stages` is 1 or 2 (a pipeline that does not apply falls back).
     pub pipe: bool,
@@ -45,7 +42,7 @@ impl Variant {
         let l = |row: bool| if row { 'r' } else { 'c' };
         let b = |x: bool| if x { '1' } else { '0' };
         format!(
-            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}{}_{}{}{}",
+            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}_{}{}{}",
             c.block_m,
             c.block_n,
             c.block_k,
@@ -58,7 +55,6 @@ impl Variant {
             l(self.c_row),
             b(self.vec_a),
             b(self.vec_b),
-            b(self.vec_c),
             b(self.read_c),
             b(self.col_vec),
             b(self.row_vec)
