@@ -55,8 +55,14 @@ enum Ctl<'f> {
         exits: Exits,
         at: WhileAt,
     },
-    /// A device function's body is running; then its result goes to `dst` of the caller.
-    Call { dst: ValueId, sp: Vec<Range<usize>> },
+    /// A device function's body is running; then its result goes to `dst` of the caller
+    /// (`at`: the caller's statement, in `caller`).
+    Call {
+        dst: ValueId,
+        sp: Vec<Range<usize>>,
+        at: &'f Stmt,
+        caller: &'f FunctionIr,
+    },
 }
 
 /// The lanes that left a loop (`brk`: for good; `cont`: this iteration).
@@ -187,8 +193,25 @@ fn meet_kind(s: &Stmt, fr: &Frame<'_>, m: &Mask, nw: usize) -> Option<MeetKind> 
 
 impl<'l> Block<'l> {
     /// Runs context `cx` until it ends, yields or meets others. `lockstep`: it holds every
-    /// warp, so meeting points execute at once.
+    /// warp, so meeting points execute at once. A fault inside device functions names each
+    /// call that led there.
     pub(super) fn step(
+        &mut self,
+        kernel: &mut Frame<'l>,
+        cx: &mut Ctx<'l>,
+        lockstep: bool,
+    ) -> Result<Stop<'l>, Fault> {
+        self.step_on(kernel, cx, lockstep).map_err(|mut e| {
+            for c in cx.stack.iter().rev() {
+                if let Ctl::Call { at, caller, .. } = c {
+                    e = e.at_stmt(caller, at);
+                }
+            }
+            e
+        })
+    }
+
+    fn step_on(
         &mut self,
         kernel: &mut Frame<'l>,
         cx: &mut Ctx<'l>,
@@ -255,7 +278,12 @@ impl<'l> Block<'l> {
                                     sp: sp.clone(),
                                     resume: false,
                                 });
-                                cx.stack.push(Ctl::Call { dst: *id, sp });
+                                cx.stack.push(Ctl::Call {
+                                    dst: *id,
+                                    sp,
+                                    at: s,
+                                    caller: f,
+                                });
                                 cx.stack.push(Ctl::Seq {
                                     stmts: &callee.body,
                                     pos: 0,
@@ -553,7 +581,7 @@ impl<'l> Block<'l> {
                         });
                     }
                 },
-                Ctl::Call { dst, sp } => {
+                Ctl::Call { dst, sp, .. } => {
                     let cf = cx
                         .calls
                         .pop()
