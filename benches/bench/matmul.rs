@@ -227,14 +227,14 @@ impl Bench {
                 Rec::new("hopper_gemm", "-").error(&e).emit();
             }
         }
+        let c = self.gelu_cube();
+        let sh = Shape {
+            batch: 1,
+            m: c,
+            n: c,
+            k: c,
+        };
         if self.opts.selected("gemm_bias_gelu") {
-            let c = self.gelu_cube();
-            let sh = Shape {
-                batch: 1,
-                m: c,
-                n: c,
-                k: c,
-            };
             let mm = Matmul::<bf16, bf16>::new().epilogue(Epilogue::bias_gelu());
             if let Err(e) = self.one_matmul::<bf16, bf16>("gemm_bias_gelu", "bf16", sh, mm) {
                 Rec::new("gemm_bias_gelu", &sh.label("bf16"))
@@ -243,13 +243,6 @@ impl Bench {
             }
         }
         if self.opts.selected("gemm_bias_gelu") && hopper {
-            let c = self.gelu_cube();
-            let sh = Shape {
-                batch: 1,
-                m: c,
-                n: c,
-                k: c,
-            };
             // Diagnostic rows: the fused GELU on the warp-specialised engine, and bias + ReLU
             // (a cheap epilogue) on both engines.
             let mut rows: Vec<(String, Matmul<bf16, bf16>)> = WS_CONFIGS

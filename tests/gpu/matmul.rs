@@ -641,6 +641,14 @@ fn tf32_cp_async_pipeline() {
     pipeline_cases::<f32>();
 }
 
+/// Every combination of operand transposes.
+const LAYOUTS: [(Transpose, Transpose); 4] = [
+    (Transpose::N, Transpose::N),
+    (Transpose::N, Transpose::T),
+    (Transpose::T, Transpose::N),
+    (Transpose::T, Transpose::T),
+];
+
 /// The Hopper engine (TMA + wgmma, sm_90): every layout, edges (K not a whole tile, M and N
 /// not whole tiles), a batch sharing one B, C column-major with beta and a fused epilogue,
 /// the larger tiles, and operands TMA cannot read as given (unaligned lines, and for tf32 an
@@ -655,13 +663,7 @@ fn wgmma_cases<T: MatmulInput + El>() {
     let line = (128 / std::mem::size_of::<T>()) as u32;
     let small = MatmulConfig::wgmma(64, 64, line, 2);
     // tf32 reads both operands K-major: a row-major B or a column-major A is staged.
-    let layouts = [
-        (Transpose::N, Transpose::N),
-        (Transpose::N, Transpose::T),
-        (Transpose::T, Transpose::N),
-        (Transpose::T, Transpose::T),
-    ];
-    for (ta, tb) in layouts {
+    for (ta, tb) in LAYOUTS {
         check::<T, T>(Case {
             ta,
             tb,
@@ -753,13 +755,7 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
     let tf32 = std::mem::size_of::<T>() == 4;
     let line = (128 / std::mem::size_of::<T>()) as u32;
     let small = MatmulConfig::wgmma_ws(64, 64, line, 2);
-    let layouts = [
-        (Transpose::N, Transpose::N),
-        (Transpose::N, Transpose::T),
-        (Transpose::T, Transpose::N),
-        (Transpose::T, Transpose::T),
-    ];
-    for (ta, tb) in layouts {
+    for (ta, tb) in LAYOUTS {
         check::<T, f32>(Case {
             ta,
             tb,

@@ -129,13 +129,7 @@ impl<'f> Ctx<'f> {
     /// threads).
     pub(super) fn new(body: &'f [Stmt], mask: Mask, nw: usize, n: usize) -> Ctx<'f> {
         Ctx {
-            stack: vec![Ctl::Seq {
-                stmts: body,
-                pos: 0,
-                mask,
-                sp: spans(&mask, nw, n),
-                resume: false,
-            }],
+            stack: vec![fresh(body, mask, nw, n)],
             calls: Vec::new(),
         }
     }
@@ -151,6 +145,27 @@ fn innermost_loop<'s>(stack: &'s mut [Ctl<'_>]) -> Option<&'s mut Exits> {
         }
     }
     None
+}
+
+/// The statements `stmts` from the start, for the lanes `mask`.
+fn fresh<'f>(stmts: &'f [Stmt], mask: Mask, nw: usize, n: usize) -> Ctl<'f> {
+    Ctl::Seq {
+        stmts,
+        pos: 0,
+        mask,
+        sp: spans(&mask, nw, n),
+        resume: false,
+    }
+}
+
+/// Drops from `m` the lanes for which `stay` is false, adding them to `left` (a loop's exits).
+fn leave(m: &mut Mask, left: &mut Mask, nw: usize, stay: impl Fn(usize) -> bool) {
+    for_lanes(&m.clone(), nw, |t| {
+        if !stay(t) {
+            m[t / 32] &= !(1 << (t % 32));
+            left[t / 32] |= 1 << (t % 32);
+        }
+    });
 }
 
 /// The lanes of `m` not returned and not out of the loop `exits`.
@@ -243,16 +258,18 @@ impl<'l> Block<'l> {
                         continue;
                     };
                     pos += 1;
+                    // This list again, from the next statement (`resume`: after a construct).
+                    let back = |sp, resume| Ctl::Seq {
+                        stmts,
+                        pos,
+                        mask,
+                        sp,
+                        resume,
+                    };
                     let f: &'l FunctionIr = fr.f;
                     if !lockstep {
                         if let Some(kind) = meet_kind(s, fr, &mask, nw) {
-                            cx.stack.push(Ctl::Seq {
-                                stmts,
-                                pos,
-                                mask,
-                                sp,
-                                resume: false,
-                            });
+                            cx.stack.push(back(sp, false));
                             return Ok(Stop::Meet(Meet { at: s, mask, kind }));
                         }
                     }
@@ -270,27 +287,14 @@ impl<'l> Block<'l> {
                                     cf.args[p * n..(p + 1) * n]
                                         .copy_from_slice(&fr.regs[src..src + n]);
                                 }
-                                let inner = spans(&mask, nw, n);
-                                cx.stack.push(Ctl::Seq {
-                                    stmts,
-                                    pos,
-                                    mask,
-                                    sp: sp.clone(),
-                                    resume: false,
-                                });
+                                cx.stack.push(back(sp.clone(), false));
                                 cx.stack.push(Ctl::Call {
                                     dst: *id,
                                     sp,
                                     at: s,
                                     caller: f,
                                 });
-                                cx.stack.push(Ctl::Seq {
-                                    stmts: &callee.body,
-                                    pos: 0,
-                                    mask,
-                                    sp: inner,
-                                    resume: false,
-                                });
+                                cx.stack.push(fresh(&callee.body, mask, nw, n));
                                 cx.calls.push(cf);
                                 continue;
                             }
@@ -316,13 +320,7 @@ impl<'l> Block<'l> {
                                 t[w] = bits;
                                 e[w] = mask[w] & !bits;
                             }
-                            cx.stack.push(Ctl::Seq {
-                                stmts,
-                                pos,
-                                mask,
-                                sp,
-                                resume: true,
-                            });
+                            cx.stack.push(back(sp, true));
                             if !is_empty(&e, nw) {
                                 cx.stack.push(Ctl::Else {
                                     stmts: otherwise,
@@ -330,13 +328,7 @@ impl<'l> Block<'l> {
                                 });
                             }
                             if !is_empty(&t, nw) {
-                                cx.stack.push(Ctl::Seq {
-                                    stmts: then,
-                                    pos: 0,
-                                    mask: t,
-                                    sp: spans(&t, nw, n),
-                                    resume: false,
-                                });
+                                cx.stack.push(fresh(then, t, nw, n));
                             }
                             continue;
                         }
@@ -348,13 +340,7 @@ impl<'l> Block<'l> {
                             body,
                         } => {
                             self.assign(fr, *var, *start, &mask);
-                            cx.stack.push(Ctl::Seq {
-                                stmts,
-                                pos,
-                                mask,
-                                sp,
-                                resume: true,
-                            });
+                            cx.stack.push(back(sp, true));
                             cx.stack.push(Ctl::For {
                                 var: *var,
                                 end: *end,
@@ -371,13 +357,7 @@ impl<'l> Block<'l> {
                             cond,
                             body,
                         } => {
-                            cx.stack.push(Ctl::Seq {
-                                stmts,
-                                pos,
-                                mask,
-                                sp,
-                                resume: true,
-                            });
+                            cx.stack.push(back(sp, true));
                             cx.stack.push(Ctl::While {
                                 cond_stmts,
                                 cond: *cond,
@@ -425,22 +405,10 @@ impl<'l> Block<'l> {
                         }
                     };
                     if !ended {
-                        cx.stack.push(Ctl::Seq {
-                            stmts,
-                            pos,
-                            mask,
-                            sp,
-                            resume: false,
-                        });
+                        cx.stack.push(back(sp, false));
                     }
                 }
-                Ctl::Else { stmts, lanes } => cx.stack.push(Ctl::Seq {
-                    stmts,
-                    pos: 0,
-                    mask: lanes,
-                    sp: spans(&lanes, nw, n),
-                    resume: false,
-                }),
+                Ctl::Else { stmts, lanes } => cx.stack.push(fresh(stmts, lanes, nw, n)),
                 Ctl::For {
                     var,
                     end,
@@ -470,21 +438,15 @@ impl<'l> Block<'l> {
                         exits.cont = NONE;
                     }
                     let mut m = and_not(&and_not(&mask, &fr.ret, nw), &exits.brk, nw);
-                    let mut left = exits.brk;
-                    for_lanes(&m.clone(), nw, |t| {
+                    leave(&mut m, &mut exits.brk, nw, |t| {
                         let (i, e) = (fr.vars[vb + t], fr.regs[eb + t]);
                         // Signed types compare sign-extended, unsigned ones as stored.
-                        let go = if ty.is_signed_int() {
+                        if ty.is_signed_int() {
                             ty.bits_as_i64(i) < ty.bits_as_i64(e)
                         } else {
                             i < e
-                        };
-                        if !go {
-                            m[t / 32] &= !(1 << (t % 32));
-                            left[t / 32] |= 1 << (t % 32);
                         }
                     });
-                    exits.brk = left;
                     if is_empty(&m, nw) {
                         continue;
                     }
@@ -497,13 +459,7 @@ impl<'l> Block<'l> {
                         exits,
                         iter: Some(m),
                     });
-                    cx.stack.push(Ctl::Seq {
-                        stmts: body,
-                        pos: 0,
-                        mask: m,
-                        sp: spans(&m, nw, n),
-                        resume: false,
-                    });
+                    cx.stack.push(fresh(body, m, nw, n));
                 }
                 Ctl::While {
                     cond_stmts,
@@ -539,13 +495,7 @@ impl<'l> Block<'l> {
                             exits,
                             at: WhileAt::Cond(m),
                         });
-                        cx.stack.push(Ctl::Seq {
-                            stmts: cond_stmts,
-                            pos: 0,
-                            mask: m,
-                            sp: spans(&m, nw, n),
-                            resume: false,
-                        });
+                        cx.stack.push(fresh(cond_stmts, m, nw, n));
                         if !lockstep {
                             return Ok(Stop::Yield);
                         }
@@ -553,14 +503,7 @@ impl<'l> Block<'l> {
                     WhileAt::Cond(m) => {
                         let cb = cond.0 as usize * n;
                         let mut m = live(&m, &fr.ret, Some(&exits), nw);
-                        let mut left = exits.brk;
-                        for_lanes(&m.clone(), nw, |t| {
-                            if fr.regs[cb + t] & 1 == 0 {
-                                m[t / 32] &= !(1 << (t % 32));
-                                left[t / 32] |= 1 << (t % 32);
-                            }
-                        });
-                        exits.brk = left;
+                        leave(&mut m, &mut exits.brk, nw, |t| fr.regs[cb + t] & 1 != 0);
                         if is_empty(&m, nw) {
                             continue;
                         }
@@ -572,13 +515,7 @@ impl<'l> Block<'l> {
                             exits,
                             at: WhileAt::Head,
                         });
-                        cx.stack.push(Ctl::Seq {
-                            stmts: body,
-                            pos: 0,
-                            mask: m,
-                            sp: spans(&m, nw, n),
-                            resume: false,
-                        });
+                        cx.stack.push(fresh(body, m, nw, n));
                     }
                 },
                 Ctl::Call { dst, sp, .. } => {
