@@ -143,6 +143,30 @@ fn documented_hopper_tile_is_the_example() {
     }
 }
 
+/// The named-barrier code docs/GUIDE.md shows (its "Warp specialisation" block) is
+/// examples/warp_specialised's, which runs it and checks it: every line of the block stands in
+/// the example's kernels, in the same order (indentation aside).
+#[test]
+fn documented_named_barriers_are_the_example() {
+    let example = include_str!("../../examples/warp_specialised/kernels.rs");
+    let guide = include_str!("../../docs/GUIDE.md");
+    let heading = "\n### Warp specialisation: producer and consumer warps, named barriers\n";
+    let block = guide
+        .split_once(heading)
+        .and_then(|(_, section)| section.split_once("```rust\n"))
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .expect("docs/GUIDE.md: no rust block in the warp-specialisation section")
+        .0;
+    let mut lines = example.lines().map(str::trim);
+    for want in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        assert!(
+            lines.any(|l| l == want),
+            "docs/GUIDE.md's line\n    {want}\nis not in examples/warp_specialised/kernels.rs \
+             (after the lines before it)"
+        );
+    }
+}
+
 /// wgmma with A from registers (f16 and tf32, whose fragment is rounded with `cvt.rna`)
 /// compiles for sm_90a and passes ptxas.
 #[test]

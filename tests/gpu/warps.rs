@@ -1,5 +1,6 @@
 //! Warp specialisation: warps of one block that wait for each other's later work, on the GPU
-//! and on the simulator (whose warps run independently in such kernels):
+//! and on the simulator (whose warps run independently in such kernels); the first two
+//! kernels are examples/warp_specialised's:
 //! - a producer warp feeds two consumer warps through a two-stage ring in shared memory, on
 //!   "full" and "empty" transaction barriers (the producer runs ahead until the ring is full,
 //!   which a block run in lockstep could never do);
@@ -17,13 +18,9 @@ use cudajit::FaultKind;
 
 use crate::common::{ctx, sm90, special_f32, Rng};
 
-/// Tiles of 64 elements; the output of tile `i` is tile `i` reversed.
-fn reversed_tiles(input: &[f32]) -> Vec<f32> {
-    input
-        .chunks(64)
-        .flat_map(|t| t.iter().rev().copied())
-        .collect()
-}
+#[path = "../../examples/warp_specialised/kernels.rs"]
+mod kernels;
+use kernels::reversed_tiles;
 
 fn check_bits(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len());
@@ -47,47 +44,7 @@ fn producer_warp_feeds_consumers_through_mbarriers() {
         return;
     }
     let s = c.new_stream().unwrap();
-    // Barriers 0, 1: stage s is full (the producer warp's 32 lanes arrive); 2, 3: stage s is
-    // empty again (the consumers' 64 lanes arrive).
-    let k = Kernel::<(&[f32], &mut [f32], u32)>::build("ws_ring", |k, (input, out, tiles)| {
-        let ring = k.shared_array::<f32>(128);
-        let bars = k.mbarriers(4);
-        let t = k.thread_idx().x;
-        k.if_(t.eq(0u32), |k| {
-            for st in 0..2u32 {
-                bars.init(st, 32u32);
-                bars.init(st + 2, 64u32);
-            }
-            k.fence_barrier_init();
-        });
-        k.syncthreads();
-        k.if_else(
-            t.lt(32u32),
-            |k| {
-                // Round r of stage s waits for the consumers' round r - 1; round 0 waits on
-                // the phase "before" the first, which counts as complete.
-                k.for_range(0u32, tiles, |k, i| {
-                    let st = i & 1u32;
-                    bars.wait(k, st + 2u32, ((i >> 1u32) & 1u32) ^ 1u32);
-                    for h in 0..2u32 {
-                        let e = t + h * 32;
-                        ring.set(st * 64u32 + e, input.at(i * 64u32 + e));
-                    }
-                    bars.arrive(st);
-                });
-            },
-            |k| {
-                let e = t - 32u32;
-                k.for_range(0u32, tiles, |k, i| {
-                    let st = i & 1u32;
-                    bars.wait(k, st, (i >> 1u32) & 1u32);
-                    out.set(i * 64u32 + e, ring.at(st * 64u32 + 63u32 - e));
-                    bars.arrive(st + 2u32);
-                });
-            },
-        );
-    })
-    .unwrap();
+    let k = kernels::ring().unwrap();
     let mut rng = Rng::new();
     for tiles in [1usize, 2, 7] {
         let host = special_f32(&mut rng, tiles * 64);
@@ -111,32 +68,7 @@ fn producer_warp_feeds_consumers_through_mbarriers() {
 fn named_barriers_hand_a_buffer_between_warp_pairs() {
     let c = ctx();
     let s = c.new_stream().unwrap();
-    // Warps 0-1 write a round into the buffer and arrive at barrier 1; warps 2-3 wait there,
-    // read it reversed, and arrive at barrier 2, where the writers wait before the next round.
-    let k =
-        Kernel::<(&[f32], &mut [f32], u32)>::build("named_handoff", |k, (input, out, rounds)| {
-            let buf = k.shared_array::<f32>(64);
-            let t = k.thread_idx().x;
-            k.if_else(
-                t.lt(64u32),
-                |k| {
-                    k.for_range(0u32, rounds, |k, r| {
-                        buf.set(t, input.at(r * 64u32 + t));
-                        k.named_barrier_arrive(1, 128);
-                        k.named_barrier_sync(2, 128);
-                    });
-                },
-                |k| {
-                    let e = t - 64u32;
-                    k.for_range(0u32, rounds, |k, r| {
-                        k.named_barrier_sync(1, 128);
-                        out.set(r * 64u32 + e, buf.at(63u32 - e));
-                        k.named_barrier_arrive(2, 128);
-                    });
-                },
-            );
-        })
-        .unwrap();
+    let k = kernels::handoff().unwrap();
     let mut rng = Rng::new();
     for rounds in [1usize, 5] {
         let host = special_f32(&mut rng, rounds * 64);
