@@ -234,7 +234,7 @@ impl<'l> Block<'l> {
             wep: [0; MAX_WARPS],
             copies: Default::default(),
             bars: Default::default(),
-            independent: super::schedule::needs_independent_warps(l.ir),
+            independent: super::schedule::independent_warps(l.ir),
             kernel: Some(Frame::new(l.ir, n, true)),
         }
     }

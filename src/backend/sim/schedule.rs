@@ -42,9 +42,21 @@ struct Named {
     count: u32,
 }
 
+/// Whether blocks of `f` run their warps independently: when `f` (or a device function it
+/// calls) needs it, or `CUDAJIT_SIM_WARPS=independent` asks it for every kernel (a testing
+/// knob: both schedules must give the same results for kernels whose warps do not wait for
+/// each other).
+pub(super) fn independent_warps(f: &FunctionIr) -> bool {
+    static ALWAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let always = *ALWAYS.get_or_init(|| {
+        std::env::var("CUDAJIT_SIM_WARPS").is_ok_and(|v| v.trim() == "independent")
+    });
+    always || needs_independent_warps(f)
+}
+
 /// Whether `f` (or a device function it calls) needs warps that run independently: it waits
 /// on transaction barriers, uses named barriers, or gives warps different register budgets.
-pub(super) fn needs_independent_warps(f: &FunctionIr) -> bool {
+fn needs_independent_warps(f: &FunctionIr) -> bool {
     fn stmts(s: &[Stmt]) -> bool {
         s.iter().any(|s| match s {
             Stmt::Barrier(Barrier::Named { .. }) | Stmt::Hopper(HopperStmt::SetMaxNReg { .. }) => {
