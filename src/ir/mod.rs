@@ -391,6 +391,30 @@ impl FunctionIr {
         })
     }
 
+    /// Calls `f` on every statement of `stmts`, and of the bodies and conditions nested in
+    /// them, in order.
+    pub(crate) fn each_stmt(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+        for s in stmts {
+            f(s);
+            match s {
+                Stmt::If {
+                    then, otherwise, ..
+                } => {
+                    Self::each_stmt(then, f);
+                    Self::each_stmt(otherwise, f);
+                }
+                Stmt::For { body, .. } => Self::each_stmt(body, f),
+                Stmt::While {
+                    cond_stmts, body, ..
+                } => {
+                    Self::each_stmt(cond_stmts, f);
+                    Self::each_stmt(body, f);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// This function and every device function it calls, directly or not (each once).
     pub(crate) fn tree(&self) -> Vec<&FunctionIr> {
         let mut out: Vec<&FunctionIr> = vec![self];
@@ -422,39 +446,20 @@ impl FunctionIr {
                 need(array, v.ty.size() as u32 * *width as u32);
             }
         }
-        fn walk(stmts: &[Stmt], values: &[ValueDef], need: &mut dyn FnMut(&ArrayRef, u32)) {
-            for s in stmts {
-                match s {
-                    Stmt::StoreVec {
-                        array, values: vs, ..
-                    } => {
-                        let size = vs
-                            .first()
-                            .map_or(0, |v| values[v.0 as usize].ty.size() as u32);
-                        need(array, size * vs.len() as u32);
-                    }
-                    // `cp.async` reads its bytes from an address aligned to their number.
-                    Stmt::AsyncCopy(AsyncCopy::Copy { src, bytes, .. }) => {
-                        need(src, *bytes as u32);
-                    }
-                    Stmt::If {
-                        then, otherwise, ..
-                    } => {
-                        walk(then, values, need);
-                        walk(otherwise, values, need);
-                    }
-                    Stmt::For { body, .. } => walk(body, values, need),
-                    Stmt::While {
-                        cond_stmts, body, ..
-                    } => {
-                        walk(cond_stmts, values, need);
-                        walk(body, values, need);
-                    }
-                    _ => {}
-                }
+        let values = &self.values;
+        Self::each_stmt(&self.body, &mut |s| match s {
+            Stmt::StoreVec {
+                array, values: vs, ..
+            } => {
+                let size = vs
+                    .first()
+                    .map_or(0, |v| values[v.0 as usize].ty.size() as u32);
+                need(array, size * vs.len() as u32);
             }
-        }
-        walk(&self.body, &self.values, &mut need);
+            // `cp.async` reads its bytes from an address aligned to their number.
+            Stmt::AsyncCopy(AsyncCopy::Copy { src, bytes, .. }) => need(src, *bytes as u32),
+            _ => {}
+        });
         align
     }
 }

@@ -437,7 +437,7 @@ impl<'l> Block<'l> {
                         });
                         exits.cont = NONE;
                     }
-                    let mut m = and_not(&and_not(&mask, &fr.ret, nw), &exits.brk, nw);
+                    let mut m = live(&mask, &fr.ret, Some(&exits), nw);
                     leave(&mut m, &mut exits.brk, nw, |t| {
                         let (i, e) = (fr.vars[vb + t], fr.regs[eb + t]);
                         // Signed types compare sign-extended, unsigned ones as stored.
@@ -471,7 +471,7 @@ impl<'l> Block<'l> {
                 } => match at {
                     WhileAt::Head => {
                         exits.cont = NONE;
-                        let m = and_not(&and_not(&mask, &fr.ret, nw), &exits.brk, nw);
+                        let m = live(&mask, &fr.ret, Some(&exits), nw);
                         if is_empty(&m, nw) {
                             continue;
                         }

@@ -57,26 +57,19 @@ pub(super) fn independent_warps(f: &FunctionIr) -> bool {
 /// Whether `f` (or a device function it calls) needs warps that run independently: it waits
 /// on transaction barriers, uses named barriers, or gives warps different register budgets.
 fn needs_independent_warps(f: &FunctionIr) -> bool {
-    fn stmts(s: &[Stmt]) -> bool {
-        s.iter().any(|s| match s {
-            Stmt::Barrier(Barrier::Named { .. }) | Stmt::Hopper(HopperStmt::SetMaxNReg { .. }) => {
-                true
-            }
-            Stmt::If {
-                then, otherwise, ..
-            } => stmts(then) || stmts(otherwise),
-            Stmt::For { body, .. } => stmts(body),
-            Stmt::While {
-                cond_stmts, body, ..
-            } => stmts(cond_stmts) || stmts(body),
-            _ => false,
-        })
-    }
-    f.values
-        .iter()
-        .any(|v| matches!(v.op, Op::Hopper(HopperOp::BarTryWait { .. })))
-        || stmts(&f.body)
-        || f.callees.iter().any(|c| needs_independent_warps(c))
+    f.tree().into_iter().any(|g| {
+        let mut found = g
+            .values
+            .iter()
+            .any(|v| matches!(v.op, Op::Hopper(HopperOp::BarTryWait { .. })));
+        FunctionIr::each_stmt(&g.body, &mut |s| {
+            found |= matches!(
+                s,
+                Stmt::Barrier(Barrier::Named { .. }) | Stmt::Hopper(HopperStmt::SetMaxNReg { .. })
+            )
+        });
+        found
+    })
 }
 
 impl<'l> Block<'l> {

@@ -43,31 +43,7 @@ pub(crate) enum HopperUse {
 
 /// What `f` and the device functions it calls need of the target.
 pub(crate) fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
-    fn walk(stmts: &[crate::ir::Stmt], u: &mut HopperUse) {
-        use crate::ir::Stmt;
-        for s in stmts {
-            match s {
-                Stmt::Hopper(HopperStmt::SetMaxNReg { .. })
-                | Stmt::Hopper(HopperStmt::WgmmaFence)
-                | Stmt::Hopper(HopperStmt::WgmmaCommit) => *u = HopperUse::Sm90a,
-                Stmt::Hopper(_) => *u = (*u).max(HopperUse::Sm90),
-                Stmt::If {
-                    then, otherwise, ..
-                } => {
-                    walk(then, u);
-                    walk(otherwise, u);
-                }
-                Stmt::For { body, .. } => walk(body, u),
-                Stmt::While {
-                    cond_stmts, body, ..
-                } => {
-                    walk(cond_stmts, u);
-                    walk(body, u);
-                }
-                _ => {}
-            }
-        }
-    }
+    use crate::ir::{FunctionIr, Stmt};
     let mut u = HopperUse::None;
     for g in f.tree() {
         for v in &g.values {
@@ -85,7 +61,13 @@ pub(crate) fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
         {
             u = u.max(HopperUse::Sm90);
         }
-        walk(&g.body, &mut u);
+        FunctionIr::each_stmt(&g.body, &mut |s| match s {
+            Stmt::Hopper(HopperStmt::SetMaxNReg { .. })
+            | Stmt::Hopper(HopperStmt::WgmmaFence)
+            | Stmt::Hopper(HopperStmt::WgmmaCommit) => u = HopperUse::Sm90a,
+            Stmt::Hopper(_) => u = u.max(HopperUse::Sm90),
+            _ => {}
+        });
     }
     u
 }

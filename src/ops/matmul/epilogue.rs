@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::codegen::{DArray, Expr, KernelBuilder, ReadWrite};
+use crate::codegen::{DArray, Expr, KernelBuilder, ReadWrite, WgmmaAcc};
 use crate::context::Context;
 use crate::error::Result;
 use crate::memory::DeviceSlice;
@@ -292,6 +292,37 @@ fn store_out_with<T: MatmulInput, O: MatmulOutput>(
         };
         p.c.set(idx, epi(args).cast::<O>());
     });
+}
+
+/// Stores this warp's 16 rows of a warpgroup accumulator `acc` (64 × `acc.n()`) to rows
+/// `r0..r0 + 16` and columns `c0..` of C: staged in shared memory `st` from word `base` (rows
+/// `stride` words apart), then [`store_slice`]. The caller keeps the region free until then.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn store_acc_slice<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    p: &Params<T, O>,
+    v: &Variant,
+    epi: &EpilogueFn,
+    cbase: Expr<u64>,
+    acc: &WgmmaAcc,
+    (st, base, stride): (&DArray<f32, 1, ReadWrite>, Expr<u32>, u32),
+    (r0, c0): (Expr<u32>, Expr<u32>),
+) {
+    let lane = k.lane_id();
+    acc.for_each(k, |r, c, value| {
+        st.set(base + (r & 15u32) * stride + c, value)
+    });
+    k.syncwarp(u32::MAX);
+    store_slice(
+        k,
+        p,
+        v,
+        epi,
+        cbase,
+        (st, base, stride),
+        (r0, c0),
+        (acc.n(), lane),
+    );
 }
 
 /// Stores one warp's 16-row slice of accumulators, staged in shared memory `st` from word

@@ -22,7 +22,7 @@ use crate::error::Result;
 use crate::memory::{TensorMapOptions, TensorMapSwizzle};
 
 use super::config::MatmulConfig;
-use super::epilogue::{store_out, store_slice, EpilogueFn};
+use super::epilogue::{store_acc_slice, store_out, EpilogueFn};
 use super::params::{tile_origin, Params};
 use super::shape::{Operand, Problem};
 use super::types::{MatmulInput, MatmulOutput};
@@ -311,25 +311,11 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let region = 16 * stride;
     if cfg.threads() / 32 * region * 4 <= cfg.shared_bytes(es as usize) as u32 {
         let st = k.dynamic_shared::<f32>();
-        let lane = k.lane_id();
         let warp = t >> 5u32;
         let base = warp * region;
         k.syncthreads();
-        acc.for_each(k, |r, c, value| {
-            st.set(base + (r & 15u32) * stride + c, value)
-        });
-        k.syncwarp(u32::MAX);
         let origin = (row0 + (warp & 3u32) * 16u32, o.n0);
-        store_slice(
-            k,
-            &p,
-            v,
-            epi,
-            o.cbase,
-            (&st, base, stride),
-            origin,
-            (bn, lane),
-        );
+        store_acc_slice(k, &p, v, epi, o.cbase, &acc, (&st, base, stride), origin);
     } else {
         acc.for_each(k, |r, c, value| {
             store_out(k, &p, v, epi, o.cbase, row0 + r, o.n0 + c, value);

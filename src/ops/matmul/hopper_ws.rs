@@ -19,7 +19,7 @@
 
 use crate::codegen::{Expr, KernelBuilder, WgmmaAcc};
 
-use super::epilogue::{store_slice, EpilogueFn};
+use super::epilogue::{store_acc_slice, EpilogueFn};
 use super::hopper::{batches, Ring};
 use super::params::{tile_at, Params};
 use super::types::{MatmulInput, MatmulOutput};
@@ -189,7 +189,6 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
     let bn = v.cfg.block_n;
     let t = k.thread_idx().x;
     let st = k.dynamic_shared::<f32>();
-    let lane = k.lane_id();
     // Consumer warps 0..8 (the producer's four come first).
     let warp = (t >> 5u32) - 4u32;
     let cols = bn.min(STAGED_COLS);
@@ -206,13 +205,10 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
             // elements, an accumulator of `cols` columns of its own.
             let run = (c0 / 2) as usize..((c0 + cols) / 2) as usize;
             let part = WgmmaAcc::from_elems(acc.elems()[run].to_vec());
-            part.for_each(k, |r, c, value| {
-                st.set(base + (r & 15u32) * stride + c, value)
-            });
-            k.syncwarp(u32::MAX);
             let row = o.m0 + i as u32 * WG + (warp & 3u32) * 16u32;
             let at = (row, o.n0 + c0);
-            store_slice(k, p, v, epi, o.cbase, (&st, base, stride), at, (cols, lane));
+            store_acc_slice(k, p, v, epi, o.cbase, &part, (&st, base, stride), at);
+            // The region is written again by the next pass.
             k.syncwarp(u32::MAX);
         }
     }
