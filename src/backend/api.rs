@@ -423,6 +423,33 @@ backend_api! {
             stream: sys::CUstream,
             params: *mut *mut c_void,
         ) -> Result<()>;
+        /// A launch of thread-block clusters of `cluster` blocks (`cuLaunchKernelEx` with the
+        /// cluster-dimension attribute; `cooperative`: also every block resident at once).
+        #[allow(clippy::too_many_arguments)]
+        [counted unsafe]
+        fn launch_kernel_cluster(
+            &self,
+            f: sys::CUfunction,
+            grid: [u32; 3],
+            block: [u32; 3],
+            cluster: [u32; 3],
+            shared_mem_bytes: u32,
+            stream: sys::CUstream,
+            params: *mut *mut c_void,
+            cooperative: bool,
+        ) -> Result<()>;
+        /// How many clusters of `cluster` blocks of `block` threads (with `shared_mem_bytes` of
+        /// dynamic shared memory each) can be resident on the device at once
+        /// (`cuOccupancyMaxActiveClusters`).
+        [counted unsafe]
+        fn occupancy_max_active_clusters(
+            &self,
+            f: sys::CUfunction,
+            grid: [u32; 3],
+            block: [u32; 3],
+            cluster: [u32; 3],
+            shared_mem_bytes: u32,
+        ) -> Result<i32>;
         /// A cooperative launch (`cuLaunchCooperativeKernel`): every block resident at once, or
         /// the driver refuses the launch.
         #[allow(clippy::too_many_arguments)]

@@ -457,14 +457,14 @@ fn int_exch_or_cas<'c>(
 }
 
 #[derive(Clone, Copy)]
-enum FloatRmw {
+pub(crate) enum FloatRmw {
     Add,
     Min,
     Max,
 }
 
 /// A floating-point `atomicrmw` (inkwell's builder only takes integers).
-fn float_rmw<'c>(
+pub(crate) fn float_rmw<'c>(
     lw: &Lowerer<'c, '_>,
     op: FloatRmw,
     ptr: PointerValue<'c>,

@@ -29,11 +29,11 @@ pub struct Xyz {
     pub z: Expr<u32>,
 }
 
-fn sreg(r: Sreg) -> Expr<u32> {
+pub(crate) fn sreg(r: Sreg) -> Expr<u32> {
     Expr::record(Op::Special(r), &[], r.varies_in_block())
 }
 
-fn xyz(f: fn(u8) -> Sreg) -> Xyz {
+pub(crate) fn xyz(f: fn(u8) -> Sreg) -> Xyz {
     Xyz {
         x: sreg(f(0)),
         y: sreg(f(1)),

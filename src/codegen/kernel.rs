@@ -278,6 +278,13 @@ impl<P: KernelParams> Kernel<P> {
                 ),
             }));
         }
+        if config.cluster.is_some() {
+            return Err(Error::launch_config(format!(
+                "kernel `{}`: a hand-built graph node cannot carry a cluster shape yet; capture \
+                 the cluster launch instead (`Stream::capture`)",
+                self.name()
+            )));
+        }
         let ctx = graph.context().clone();
         let f = self.loaded_function(&ctx)?;
         config.validate(f)?;
@@ -332,23 +339,12 @@ impl<P: KernelParams> Kernel<P> {
             None => None,
         };
         ctx.bind()?;
-        let (g, b) = (config.grid, config.block);
         buf.with_params(|params| {
-            let (grid, block, smem, s) = (
-                [g.x, g.y, g.z],
-                [b.x, b.y, b.z],
-                config.shared_mem_bytes,
-                stream.raw(),
-            );
             // SAFETY: the parameter slots were pushed in the order and with the types of the
             // kernel's IR parameters (fixed by `P`; the grid barrier last), each array belongs
             // to this context, and the function is live.
             unsafe {
-                if barrier.is_some() {
-                    backend().launch_cooperative_kernel(f.raw(), grid, block, smem, s, params)
-                } else {
-                    backend().launch_kernel(f.raw(), grid, block, smem, s, params)
-                }
+                crate::module::launch_raw(f, &config, stream.raw(), params, barrier.is_some())
             }
         })
         .map_err(|e| crate::module::explain_launch_error(f, &config, e))
@@ -367,6 +363,27 @@ impl<P: KernelParams> Kernel<P> {
         let f = self.loaded_function(ctx)?;
         let (per_sm, sms) = resident_blocks(ctx, f, block_threads, dynamic_shared_bytes)?;
         Ok(per_sm.saturating_mul(sms))
+    }
+
+    /// How many clusters of `config`'s shape (its block, cluster and dynamic shared memory)
+    /// can be resident on `ctx`'s device at once (`cudaOccupancyMaxActiveClusters`): a
+    /// persistent kernel's grid is at most this many clusters. 0 when the shape cannot run.
+    pub fn max_active_clusters(&self, ctx: &Context, config: LaunchConfig) -> Result<u32> {
+        let f = self.loaded_function(ctx)?;
+        config.validate(f)?;
+        let (g, b) = (config.grid, config.block);
+        ctx.bind()?;
+        // SAFETY: a live function of `ctx`, which is current.
+        let n = unsafe {
+            backend().occupancy_max_active_clusters(
+                f.raw(),
+                [g.x, g.y, g.z],
+                [b.x, b.y, b.z],
+                config.cluster_dims(),
+                config.shared_mem_bytes,
+            )
+        }?;
+        Ok(n.max(0) as u32)
     }
 
     /// Refuses a cooperative launch whose blocks cannot all be resident at once.

@@ -51,6 +51,10 @@ pub(crate) enum HopperStmt {
     /// map (kernel parameter `map`) at element coordinates `coords` (innermost first, i32)
     /// into the dynamic shared memory at element `dst_index` of `dst`; its bytes count as
     /// transactions of barrier `bar_index` of `bar`.
+    ///
+    /// `multicast` (a u16 mask of cluster ranks, `.multicast::cluster`): the box lands at the
+    /// same place in the shared memory of every block of the cluster whose rank's bit is set,
+    /// and completes bytes on the barrier at the same place in each of them.
     TmaLoad {
         map: u32,
         coords: Vec<ValueId>,
@@ -58,6 +62,7 @@ pub(crate) enum HopperStmt {
         dst_index: ValueId,
         bar: ArrayRef,
         bar_index: ValueId,
+        multicast: Option<ValueId>,
     },
     /// `cp.async.bulk.tensor.{R}d.global.shared::cta.tile.bulk_group [map, {coords}], [src]`:
     /// this thread starts the copy of one box from the dynamic shared memory at element
@@ -81,6 +86,27 @@ pub(crate) enum HopperStmt {
     WgmmaCommit,
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs` (sm_90a): the warpgroup's register budget.
     SetMaxNReg { inc: bool, regs: u32 },
+    /// `barrier.cluster.arrive.{release,relaxed}`: this thread arrives on its cluster's
+    /// barrier (`relaxed`: without ordering its earlier memory accesses).
+    ClusterArrive { relaxed: bool },
+    /// `barrier.cluster.wait.acquire`: waits until every thread of the cluster has arrived in
+    /// the current phase (this thread arrived first).
+    ClusterWait,
+    /// Stores `value` at element `index` of the shared array `array` of the block of cluster
+    /// rank `rank` (u32): `mapa` of the element's address, then a store through it.
+    ClusterStore {
+        array: ArrayRef,
+        index: ValueId,
+        rank: ValueId,
+        value: ValueId,
+    },
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [mapa(bar, rank)]`: this thread
+    /// arrives on barrier `index` of `bar` in the block of cluster rank `rank`.
+    BarArriveRemote {
+        bar: ArrayRef,
+        index: ValueId,
+        rank: ValueId,
+    },
 }
 
 /// An operation of Hopper's machinery that defines a value.
@@ -119,6 +145,21 @@ pub(crate) enum HopperOp {
         pending: u32,
         regs: Vec<ValueId>,
         elem: u16,
+    },
+    /// Element `index` of the shared array `array` of the block of cluster rank `rank` (u32):
+    /// `mapa` of the element's address, then a load through it (distributed shared memory).
+    ClusterLoad {
+        array: ArrayRef,
+        index: ValueId,
+        rank: ValueId,
+    },
+    /// `old = array[index]; array[index] = old + value` in the block of cluster rank `rank`,
+    /// atomically; the old value.
+    ClusterAtomicAdd {
+        array: ArrayRef,
+        index: ValueId,
+        rank: ValueId,
+        value: ValueId,
     },
     /// Two f32 (`lo`, `hi`) rounded to nearest even to f16 or bf16 (`kind`) and packed into a
     /// u32, `lo` in the low half (`cvt.rn.{f16,bf16}x2.f32`, sm_80): how an accumulator becomes

@@ -73,12 +73,37 @@ pub(crate) enum Sreg {
     Nctaid(u8),
     LaneId,
     WarpSize,
+    /// The block's position in its cluster (`%cluster_ctaid`, sm_90).
+    ClusterCtaid(u8),
+    /// Blocks per cluster in each dimension (`%cluster_nctaid`).
+    ClusterNctaid(u8),
+    /// The cluster's position in the grid (`%clusterid`).
+    ClusterId(u8),
+    /// Clusters in the grid in each dimension (`%nclusterid`).
+    NclusterId(u8),
+    /// The block's rank in its cluster (`%cluster_ctarank`: x fastest).
+    ClusterRank,
+    /// Blocks in the cluster (`%cluster_nctarank`).
+    ClusterSize,
 }
 
 impl Sreg {
     /// Whether threads of one block may read different values.
     pub(crate) fn varies_in_block(self) -> bool {
         matches!(self, Sreg::Tid(_) | Sreg::LaneId)
+    }
+
+    /// Whether it describes thread-block clusters (sm_90).
+    pub(crate) fn is_cluster(self) -> bool {
+        matches!(
+            self,
+            Sreg::ClusterCtaid(_)
+                | Sreg::ClusterNctaid(_)
+                | Sreg::ClusterId(_)
+                | Sreg::NclusterId(_)
+                | Sreg::ClusterRank
+                | Sreg::ClusterSize
+        )
     }
 }
 

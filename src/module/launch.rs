@@ -49,6 +49,10 @@ pub struct LaunchConfig {
     pub block: Dim3,
     /// Dynamic shared memory per block, bytes.
     pub shared_mem_bytes: u32,
+    /// Blocks per thread-block cluster (sm_90), `None` for a launch without clusters. The
+    /// blocks of a cluster run at the same time on one GPC and reach each other's shared
+    /// memory (see `KernelBuilder::cluster_sync`).
+    pub cluster: Option<Dim3>,
 }
 
 impl LaunchConfig {
@@ -58,7 +62,22 @@ impl LaunchConfig {
             grid: grid.into(),
             block: block.into(),
             shared_mem_bytes: 0,
+            cluster: None,
         }
+    }
+
+    /// The same, launched as thread-block clusters of `blocks` blocks (1-3 dimensions, at
+    /// most 8 blocks in all; each grid dimension a multiple of the cluster's): CUDA's
+    /// `cudaLaunchKernelEx` with a cluster dimension. Needs a device of compute capability
+    /// 9.0 or later (H100, H200) or the simulator.
+    pub fn with_cluster(mut self, blocks: impl Into<Dim3>) -> Self {
+        self.cluster = Some(blocks.into());
+        self
+    }
+
+    /// The cluster's blocks per dimension (1, 1, 1 without clusters).
+    pub(crate) fn cluster_dims(&self) -> [u32; 3] {
+        self.cluster.map_or([1, 1, 1], |c| [c.x, c.y, c.z])
     }
 
     /// The same, with `bytes` of dynamic shared memory per block.
@@ -105,6 +124,47 @@ impl LaunchConfig {
             return Err(Error::launch_config(format!(
                 "launch of `{}`: grid {:?} / block {:?} exceed the limits (grid y, z <= 65535; block z <= 64)",
                 f.name, g, b
+            )));
+        }
+        if let Some(c) = self.cluster {
+            self.validate_cluster(f, c)?;
+        }
+        Ok(())
+    }
+
+    /// Checks a cluster shape against the grid and the device.
+    fn validate_cluster(&self, f: &Function, c: Dim3) -> Result<()> {
+        let g = self.grid;
+        if c.count() == 0 || c.count() > 8 {
+            return Err(Error::launch_config(format!(
+                "launch of `{}`: a cluster of {}x{}x{} = {} blocks; a cluster holds 1 to 8 blocks \
+                 (the portable limit)",
+                f.name,
+                c.x,
+                c.y,
+                c.z,
+                c.count()
+            )));
+        }
+        if g.x % c.x != 0 || g.y % c.y != 0 || g.z % c.z != 0 {
+            return Err(Error::launch_config(format!(
+                "launch of `{}`: grid {}x{}x{} is not a whole number of clusters of {}x{}x{} \
+                 blocks: each grid dimension must be a multiple of the cluster's (round the grid \
+                 up and let the extra blocks return early)",
+                f.name, g.x, g.y, g.z, c.x, c.y, c.z
+            )));
+        }
+        let dev = f.module.context().device();
+        let ok = dev
+            .attribute(crate::context::DeviceAttribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)
+            .unwrap_or(0);
+        if ok != 1 {
+            let (ma, mi) = dev.compute_capability().unwrap_or((0, 0));
+            return Err(Error::launch_config(format!(
+                "launch of `{}` with clusters of {}x{}x{} blocks: thread-block clusters need a \
+                 device of compute capability 9.0 or later (H100, H200), and this one is {ma}.{mi}; \
+                 launch without `with_cluster` here",
+                f.name, c.x, c.y, c.z
             )));
         }
         Ok(())
@@ -185,22 +245,47 @@ impl Function {
         args.check_context(ctx)?;
         config.validate(self)?;
         ctx.bind()?;
-        let (g, b) = (config.grid, config.block);
         args.with_params(|params| {
             // SAFETY: `params` holds one pointer per argument, each to a live value of the
             // argument's type; the caller vouches that they match the kernel's parameters.
-            unsafe {
-                backend().launch_kernel(
-                    self.raw,
-                    [g.x, g.y, g.z],
-                    [b.x, b.y, b.z],
-                    config.shared_mem_bytes,
-                    stream.raw(),
-                    params.as_mut_ptr(),
-                )
-            }
+            unsafe { launch_raw(self, &config, stream.raw(), params.as_mut_ptr(), false) }
         })
         .map_err(|e| explain_launch_error(self, &config, e))
+    }
+}
+
+/// Launches `f` with `config` (through `cuLaunchKernelEx` when it has clusters or is
+/// `cooperative` with clusters; `cuLaunchCooperativeKernel` when only cooperative).
+///
+/// # Safety
+/// `params` holds one pointer per kernel parameter, each to a live value of its type.
+pub(crate) unsafe fn launch_raw(
+    f: &Function,
+    config: &LaunchConfig,
+    stream: crate::sys::CUstream,
+    params: *mut *mut std::ffi::c_void,
+    cooperative: bool,
+) -> Result<()> {
+    let (g, b) = (config.grid, config.block);
+    let (grid, block, smem) = ([g.x, g.y, g.z], [b.x, b.y, b.z], config.shared_mem_bytes);
+    // SAFETY: the caller's contract, passed on; the function is live (`f` holds its module).
+    unsafe {
+        match (config.cluster, cooperative) {
+            (Some(_), _) => backend().launch_kernel_cluster(
+                f.raw,
+                grid,
+                block,
+                config.cluster_dims(),
+                smem,
+                stream,
+                params,
+                cooperative,
+            ),
+            (None, true) => {
+                backend().launch_cooperative_kernel(f.raw, grid, block, smem, stream, params)
+            }
+            (None, false) => backend().launch_kernel(f.raw, grid, block, smem, stream, params),
+        }
     }
 }
 

@@ -7,6 +7,6 @@ mod load;
 
 pub use args::{KernelArg, KernelArgs};
 pub use function::{Function, FunctionAttributes};
-pub(crate) use launch::explain_launch_error;
+pub(crate) use launch::{explain_launch_error, launch_raw};
 pub use launch::{Dim3, LaunchConfig};
 pub use load::Module;

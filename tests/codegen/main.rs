@@ -6,6 +6,7 @@ mod atomics;
 mod attention;
 mod basics;
 mod cache;
+mod clusters;
 mod common;
 mod complex;
 mod contract;

@@ -5,6 +5,7 @@ mod async_copy;
 mod atomics;
 mod attention;
 mod cache;
+mod clusters;
 mod common;
 mod complex;
 mod context;

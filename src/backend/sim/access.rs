@@ -543,7 +543,7 @@ impl Block<'_> {
 
 /// The value an atomic leaves in memory, from the old value, the operand and (CAS) the
 /// expected value.
-fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) -> u64 {
+pub(super) fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) -> u64 {
     macro_rules! int {
         ($T:ty) => {{
             let (o, x) = (<$T>::get(old), <$T>::get(v));

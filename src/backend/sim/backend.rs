@@ -369,7 +369,35 @@ impl LaunchApi for Simulator {
         stream: sys::CUstream,
         params: *mut *mut c_void,
     ) -> Result<()> {
+        let one = [1, 1, 1];
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_launch_kernel(f, grid, block, shared_mem_bytes, stream, params) }
+        unsafe { self.sim_launch_kernel(f, grid, block, one, shared_mem_bytes, stream, params) }
+    }
+
+    unsafe fn launch_kernel_cluster(
+        &self,
+        f: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        cluster: [u32; 3],
+        shared_mem_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+        _cooperative: bool,
+    ) -> Result<()> {
+        // Blocks of a kernel that synchronises its grid run all at once (`Launch::run`).
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.sim_launch_kernel(f, grid, block, cluster, shared_mem_bytes, stream, params) }
+    }
+
+    unsafe fn occupancy_max_active_clusters(
+        &self,
+        f: sys::CUfunction,
+        _grid: [u32; 3],
+        block: [u32; 3],
+        cluster: [u32; 3],
+        shared_mem_bytes: u32,
+    ) -> Result<i32> {
+        self.sim_occupancy_max_active_clusters(f, block, cluster, shared_mem_bytes)
     }
 }

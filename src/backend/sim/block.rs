@@ -206,6 +206,8 @@ pub(super) struct Block<'l> {
     pub bars: super::hopper::Bars,
     /// Whether the block's warps run independently (see `schedule.rs`), else in lockstep.
     pub independent: bool,
+    /// The other blocks of its cluster, by rank, while they are lent to it (`cluster.rs`).
+    pub peers: Vec<Option<super::cluster::Peer>>,
     kernel: Option<Frame<'l>>,
 }
 
@@ -234,7 +236,12 @@ impl<'l> Block<'l> {
             wep: [0; MAX_WARPS],
             copies: Default::default(),
             bars: Default::default(),
-            independent: super::schedule::independent_warps(l.ir),
+            // The blocks of a cluster run together, so their warps run independently.
+            independent: super::schedule::independent_warps(l.ir)
+                || l.cluster.iter().product::<u32>() > 1,
+            peers: (0..l.cluster.iter().product::<u32>())
+                .map(|_| None)
+                .collect(),
             kernel: Some(Frame::new(l.ir, n, true)),
         }
     }
@@ -242,11 +249,20 @@ impl<'l> Block<'l> {
     /// Runs block number `linear` (x fastest).
     pub(super) fn run(&mut self, linear: u64) -> Result<(), Fault> {
         let g = self.l.grid;
-        self.ctaid = [
+        let mut fr = self.start([
             (linear % g[0] as u64) as u32,
             (linear / g[0] as u64 % g[1] as u64) as u32,
             (linear / (g[0] as u64 * g[1] as u64)) as u32,
-        ];
+        ]);
+        let res = self.run_body(&mut fr);
+        self.kernel = Some(fr);
+        res
+    }
+
+    /// Gets the block ready to run as block `ctaid`: its kernel frame (give it back to
+    /// `kernel` after the run).
+    pub(super) fn start(&mut self, ctaid: [u32; 3]) -> Frame<'l> {
+        self.ctaid = ctaid;
         self.exited = NONE;
         self.bep = self.bep.wrapping_add(1);
         self.reset_async_copies();
@@ -257,9 +273,12 @@ impl<'l> Block<'l> {
             .take()
             .unwrap_or_else(|| Frame::new(self.l.ir, self.n, true));
         fr.ret = NONE;
-        let res = self.run_body(&mut fr);
+        fr
+    }
+
+    /// Gives the kernel frame back after a run.
+    pub(super) fn finish(&mut self, fr: Frame<'l>) {
         self.kernel = Some(fr);
-        res
     }
 
     /// "thread (x, y, z) of block (x, y, z)".
@@ -374,6 +393,7 @@ impl<'l> Block<'l> {
                     Sreg::Nctaid(k) => fill(d, l.grid[*k as usize % 3] as u64),
                     Sreg::LaneId => v(d, &|t| (t % 32) as u64),
                     Sreg::WarpSize => fill(d, 32),
+                    r => fill(d, self.cluster_sreg(*r)),
                 }
             }
             Op::Unary(u, a) => eval::unary(*u, ty, d, arg(a)?, sp),

@@ -114,6 +114,10 @@ pub(super) enum MeetKind {
     Warpgroup(usize),
     /// Named barrier `id` expecting `count` threads (0: all); `sync`: waits (else arrives).
     Named { id: u32, count: u32, sync: bool },
+    /// An arrival on the cluster barrier (every thread of the cluster; it does not wait).
+    ClusterArrive,
+    /// A wait on the cluster barrier.
+    ClusterWait,
 }
 
 /// One context: the warps it runs and where each construct it is in stands.
@@ -193,6 +197,8 @@ fn meet_kind(s: &Stmt, fr: &Frame<'_>, m: &Mask, nw: usize) -> Option<MeetKind> 
             count: *count,
             sync: *sync,
         }),
+        Stmt::Hopper(HopperStmt::ClusterArrive { .. }) => Some(MeetKind::ClusterArrive),
+        Stmt::Hopper(HopperStmt::ClusterWait) => Some(MeetKind::ClusterWait),
         Stmt::Hopper(HopperStmt::WgmmaFence | HopperStmt::WgmmaCommit)
         | Stmt::Hopper(HopperStmt::SetMaxNReg { .. }) => Some(MeetKind::Warpgroup(group)),
         Stmt::Let(id) => match &fr.f.values[id.0 as usize].op {

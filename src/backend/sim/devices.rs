@@ -193,6 +193,8 @@ pub(super) fn attribute(attr: sys::CUdevice_attribute, workers: usize) -> i32 {
         (A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 64),
         (A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 4 << 20),
         (A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, workers as i32),
+        // It runs sm_90's thread-block clusters.
+        (A::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 1),
         (A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048),
         (A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32),
         (

@@ -131,6 +131,27 @@ impl Simulator {
         Ok(by_threads.min(by_shared).clamp(0, 32))
     }
 
+    /// Clusters that fit on the device at once: each multiprocessor holds the blocks the
+    /// occupancy rule allows, and a cluster's blocks sit on multiprocessors of one GPC (18
+    /// of them per GPC on an H100; here: the multiprocessors, in whole clusters). 0 for a
+    /// cluster of more than 8 blocks (the portable limit).
+    pub(super) fn sim_occupancy_max_active_clusters(
+        &self,
+        f: sys::CUfunction,
+        block: [u32; 3],
+        cluster: [u32; 3],
+        shared_mem_bytes: u32,
+    ) -> Result<i32> {
+        let threads = block.iter().product::<u32>() as i32;
+        let per_sm = self.sim_occupancy_max_active_blocks(f, threads, shared_mem_bytes as usize)?;
+        let size = cluster.iter().product::<u32>() as i32;
+        if size == 0 || size > 8 {
+            return Ok(0);
+        }
+        let sms = self.workers as i32;
+        Ok(per_sm * sms / size)
+    }
+
     /// Checks that every array argument of launch `l` of `ir` on device `dev` is simulator
     /// memory covering its extents, and memory `dev` may reach.
     pub(super) fn check_arrays(&self, ir: &FunctionIr, l: &Launch<'_>, dev: usize) -> Result<()> {

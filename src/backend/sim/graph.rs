@@ -20,6 +20,8 @@ pub(super) enum Node {
         f: usize,
         grid: [u32; 3],
         block: [u32; 3],
+        /// Blocks per cluster (1, 1, 1 without clusters).
+        cluster: [u32; 3],
         shared: u32,
         /// Each parameter slot's bytes, little-endian, zero-extended to whole 8-byte words (a
         /// tensor map's 128 bytes are 16 words).
@@ -127,8 +129,7 @@ fn slot_sizes(ir: &FunctionIr) -> Vec<usize> {
 pub(super) unsafe fn kernel_node(
     ir: &FunctionIr,
     f: sys::CUfunction,
-    grid: [u32; 3],
-    block: [u32; 3],
+    [grid, block, cluster]: [[u32; 3]; 3],
     shared: u32,
     params: *mut *mut c_void,
 ) -> Node {
@@ -136,6 +137,7 @@ pub(super) unsafe fn kernel_node(
         f: f as usize,
         grid,
         block,
+        cluster,
         shared,
         // SAFETY: the caller's contract.
         slots: unsafe { read_slots(&slot_sizes(ir), params) },
@@ -273,6 +275,7 @@ impl GraphApi for super::Simulator {
                     f,
                     grid,
                     block,
+                    cluster,
                     shared,
                     mut slots,
                 } => {
@@ -281,13 +284,15 @@ impl GraphApi for super::Simulator {
                         .map(|v| v.as_mut_ptr().cast::<c_void>())
                         .collect();
                     unsafe {
-                        self.launch_kernel(
+                        self.launch_kernel_cluster(
                             f as sys::CUfunction,
                             grid,
                             block,
+                            cluster,
                             shared,
                             s,
                             params.as_mut_ptr(),
+                            false,
                         )
                     }?
                 }
@@ -371,7 +376,8 @@ impl GraphApi for super::Simulator {
     ) -> Result<sys::CUgraphNode> {
         let ir = self.func(f, "cuGraphAddKernelNode_v2", |st| st.ir.clone())?;
         // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
-        let node = unsafe { kernel_node(&ir, f, grid, block, shared_mem_bytes, params) };
+        let node =
+            unsafe { kernel_node(&ir, f, [grid, block, [1, 1, 1]], shared_mem_bytes, params) };
         self.add_node(g, node)
     }
 

@@ -57,12 +57,12 @@ pub(super) struct Bars {
 }
 
 /// Where barrier `index` (the thread's value) of `bar` is: its key.
-fn key(f: &FunctionIr, bar: ArrayRef, idx: i64) -> (usize, ArrayRef, i64) {
+pub(super) fn key(f: &FunctionIr, bar: ArrayRef, idx: i64) -> (usize, ArrayRef, i64) {
     (f as *const FunctionIr as usize, bar, idx)
 }
 
 /// The value of `v` for thread `t`.
-fn reg(fr: &Frame<'_>, n: usize, v: ValueId, t: usize) -> u64 {
+pub(super) fn reg(fr: &Frame<'_>, n: usize, v: ValueId, t: usize) -> u64 {
     fr.regs[v.0 as usize * n + t]
 }
 
@@ -89,42 +89,72 @@ pub(super) fn truncate_tf32(raw: u32) -> u32 {
     raw & 0xffff_e000
 }
 
+/// Why a barrier could not be advanced.
+pub(super) enum BarError {
+    /// It was never initialised.
+    Uninitialised,
+    /// An arrival on a phase that has all its arrivals.
+    Complete,
+}
+
+impl Bars {
+    /// Advances barrier `k` by an arrival (`arrive`) and `tx` transaction bytes (announced:
+    /// positive; landed: negative); whether that completed its phase.
+    pub(super) fn update(
+        &mut self,
+        k: (usize, ArrayRef, i64),
+        arrive: bool,
+        tx: i64,
+    ) -> Result<bool, BarError> {
+        let b = self.state.get_mut(&k).ok_or(BarError::Uninitialised)?;
+        if arrive {
+            if b.pending == 0 {
+                return Err(BarError::Complete);
+            }
+            b.pending -= 1;
+        }
+        b.tx += tx;
+        self.spins = 0;
+        if b.pending == 0 && b.tx == 0 {
+            b.phase ^= 1;
+            b.pending = b.expected;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+/// The fault of barrier `idx` that `who` could not advance.
+pub(super) fn bar_fault(e: BarError, who: &str, idx: i64) -> Fault {
+    match e {
+        BarError::Uninitialised => Fault::new(
+            FaultKind::Unsupported,
+            format!(
+                "{who} uses mbarrier {idx} before it was initialised (mbarrier.init, then a \
+                 syncthreads, before any other use)"
+            ),
+        ),
+        BarError::Complete => Fault::internal("an arrival on a complete phase"),
+    }
+}
+
 impl Block<'_> {
     /// Advances barrier `k` by an arrival (`arrive`) and `tx` transaction bytes (announced:
     /// positive; landed: negative), completing its phase when nothing is pending.
-    fn bar_update(
+    pub(super) fn bar_update(
         &mut self,
         k: (usize, ArrayRef, i64),
         arrive: bool,
         tx: i64,
         t: usize,
     ) -> Result<(), Fault> {
-        let who = self.who(t);
-        let Some(b) = self.bars.state.get_mut(&k) else {
-            return Err(Fault::new(
-                FaultKind::Unsupported,
-                format!(
-                    "{who} uses mbarrier {} before it was initialised (mbarrier.init, then a \
-                     syncthreads, before any other use)",
-                    k.2
-                ),
-            ));
-        };
-        if arrive {
-            if b.pending == 0 {
-                return Err(Fault::internal("an arrival on a complete phase"));
-            }
-            b.pending -= 1;
-        }
-        b.tx += tx;
-        if b.pending == 0 && b.tx == 0 {
-            b.phase ^= 1;
-            b.pending = b.expected;
+        match self.bars.update(k, arrive, tx) {
             // What the arrivals wrote to shared memory is ordered for the threads that wait
             // for the phase: a new race-check epoch (coarser than the barrier's own order).
-            self.bep = self.bep.wrapping_add(1);
+            Ok(true) => self.bep = self.bep.wrapping_add(1),
+            Ok(false) => {}
+            Err(e) => return Err(bar_fault(e, &self.who(t), k.2)),
         }
-        self.bars.spins = 0;
         Ok(())
     }
 
@@ -203,6 +233,14 @@ impl Block<'_> {
             HopperStmt::WgmmaFence | HopperStmt::WgmmaCommit | HopperStmt::SetMaxNReg { .. } => {
                 self.whole_warpgroups(m, "a wgmma fence, commit or setmaxnreg")
             }
+            HopperStmt::ClusterStore { .. } | HopperStmt::BarArriveRemote { .. } => {
+                self.cluster_stmt(fr, s, m)
+            }
+            // Kernels with the cluster barrier run with independent warps, where the scheduler
+            // completes it (`cluster.rs`).
+            HopperStmt::ClusterArrive { .. } | HopperStmt::ClusterWait => Err(Fault::internal(
+                "the cluster barrier outside the cluster scheduler",
+            )),
         }
     }
 
@@ -281,6 +319,9 @@ impl Block<'_> {
                     }
                 }
                 Ok(())
+            }
+            HopperOp::ClusterLoad { .. } | HopperOp::ClusterAtomicAdd { .. } => {
+                self.cluster_op(fr, dst, op, m)
             }
             HopperOp::PackHalf2 { kind, lo, hi } => {
                 // Rounded as the simulator's casts round (`x as bf16`, `x as f16`).
@@ -622,6 +663,7 @@ impl Block<'_> {
                     ),
                 ));
             }
+            let mut vals = Vec::with_capacity(if load { elems } else { 0 });
             for e in 0..elems {
                 let (mut rest, mut inside, mut addr) = (e, true, d.global_address);
                 for k in 0..rank {
@@ -632,12 +674,7 @@ impl Block<'_> {
                     addr = addr.wrapping_add((g as u64).wrapping_mul(d.global_strides[k]));
                 }
                 let at = hopper::swizzle((base as usize + e * es) as u32, bits) as usize;
-                let sm = &mut self.dyn_shared;
                 if load {
-                    if sm.tma_swizzle.is_empty() {
-                        sm.tma_swizzle = vec![0; sm.bytes.len()];
-                    }
-                    sm.tma_swizzle[at..at + es].fill(1 + bits as u8);
                     let v = if inside {
                         // SAFETY: the element is inside the tensor, which the launch checked
                         // lies in one live allocation; TMA maps have 16-byte aligned bases and
@@ -646,19 +683,48 @@ impl Block<'_> {
                     } else {
                         fill
                     };
-                    super::access::write_bits(&mut sm.bytes[at..at + es], d.elem, v);
-                    for r in &mut sm.recs[at..at + es] {
-                        *r = Rec::FRESH;
-                    }
+                    vals.push((at, v));
                 } else if inside {
+                    let sm = &self.dyn_shared;
                     let v = super::access::read_bits(&sm.bytes[at..at + es], d.elem);
                     // SAFETY: as for the load.
                     unsafe { super::global::store(addr, d.elem, v) };
                 }
             }
-            if let HopperStmt::TmaLoad { bar, bar_index, .. } = s {
+            if let HopperStmt::TmaLoad {
+                bar,
+                bar_index,
+                multicast,
+                ..
+            } = s
+            {
                 let bi = index_of(f, *bar_index, reg(fr, n, *bar_index, t));
-                self.bar_update(key(f, *bar, bi), false, -(box_bytes as i64), t)?;
+                let ranks = match multicast {
+                    Some(mv) => reg(fr, n, *mv, t) as u16,
+                    None => 1 << self.cluster_rank(),
+                };
+                for r in 0..16u32 {
+                    if ranks >> r & 1 == 0 {
+                        continue;
+                    }
+                    self.check_rank(r, t, "multicasts a TMA box into the shared memory")?;
+                    let (sm, bars, bep) = self.rank_parts(r)?;
+                    if sm.tma_swizzle.is_empty() {
+                        sm.tma_swizzle = vec![0; sm.bytes.len()];
+                    }
+                    for &(at, v) in &vals {
+                        sm.tma_swizzle[at..at + es].fill(1 + bits as u8);
+                        super::access::write_bits(&mut sm.bytes[at..at + es], d.elem, v);
+                        for rec in &mut sm.recs[at..at + es] {
+                            *rec = Rec::FRESH;
+                        }
+                    }
+                    match bars.update(key(f, *bar, bi), false, -(box_bytes as i64)) {
+                        Ok(true) => *bep = bep.wrapping_add(1),
+                        Ok(false) => {}
+                        Err(e) => return Err(bar_fault(e, &self.who(t), bi)),
+                    }
+                }
             }
         }
         Ok(())

@@ -30,6 +30,8 @@ pub(super) struct Launch<'a> {
     pub ir: &'a FunctionIr,
     pub grid: [u32; 3],
     pub block: [u32; 3],
+    /// Blocks per cluster in each dimension (1, 1, 1 without clusters).
+    pub cluster: [u32; 3],
     /// Threads per block, and warps (the last may be partial).
     pub n: usize,
     pub nw: usize,
@@ -60,6 +62,7 @@ impl<'a> Launch<'a> {
         ir: &'a FunctionIr,
         grid: [u32; 3],
         block: [u32; 3],
+        cluster: [u32; 3],
         dyn_shared: usize,
         params: *mut *mut c_void,
     ) -> Launch<'a> {
@@ -136,6 +139,7 @@ impl<'a> Launch<'a> {
             ir,
             grid,
             block,
+            cluster,
             n,
             nw: n.div_ceil(32),
             dyn_shared,
@@ -148,19 +152,28 @@ impl<'a> Launch<'a> {
         }
     }
 
-    /// Runs every block, on up to `workers` host threads; the first fault stops the launch.
+    /// Runs every block (every cluster of blocks), on up to `workers` host threads; the first
+    /// fault stops the launch.
     pub(super) fn run(&self, workers: usize) -> Result<(), Fault> {
-        let blocks = self.grid.iter().map(|&g| g as u64).product::<u64>();
+        let size: u32 = self.cluster.iter().product();
+        let units = (0..3)
+            .map(|k| (self.grid[k] / self.cluster[k]) as u64)
+            .product::<u64>();
         let next = AtomicU64::new(0);
         let first: Mutex<Option<(u64, Fault)>> = Mutex::new(None);
         let work = || {
-            let mut b = Block::new(self);
+            let mut bs: Vec<Block> = (0..size).map(|_| Block::new(self)).collect();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= blocks || self.abort.load(Ordering::Relaxed) {
+                if i >= units || self.abort.load(Ordering::Relaxed) {
                     break;
                 }
-                if let Err(f) = b.run(i) {
+                let r = if size == 1 {
+                    bs[0].run(i)
+                } else {
+                    super::cluster::run_cluster_at(&mut bs, i)
+                };
+                if let Err(f) = r {
                     self.abort.store(true, Ordering::Relaxed);
                     let mut slot = first.lock();
                     // A block that only stopped because another faulted never hides that
@@ -176,9 +189,9 @@ impl<'a> Launch<'a> {
         // A kernel that synchronises its whole grid needs every block running at once (the
         // launch checked the grid against the simulated occupancy): a thread per block.
         let workers = if self.ir.grid_barrier.is_some() {
-            blocks as usize
+            units as usize
         } else {
-            workers.clamp(1, blocks.min(256) as usize)
+            workers.clamp(1, units.min(256) as usize)
         };
         if workers == 1 {
             work();
@@ -213,11 +226,16 @@ impl Simulator {
         f: sys::CUfunction,
         grid: [u32; 3],
         block: [u32; 3],
+        cluster: [u32; 3],
         shared_mem_bytes: u32,
         stream: sys::CUstream,
         params: *mut *mut c_void,
     ) -> Result<()> {
-        let call = "cuLaunchKernel";
+        let call = if cluster == [1, 1, 1] {
+            "cuLaunchKernel"
+        } else {
+            "cuLaunchKernelEx"
+        };
         let (ir, max_dynamic, dev) = {
             let h = self.handles.lock();
             let st = h
@@ -235,7 +253,7 @@ impl Simulator {
         };
         let node = || {
             // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
-            unsafe { graph::kernel_node(&ir, f, grid, block, shared_mem_bytes, params) }
+            unsafe { graph::kernel_node(&ir, f, [grid, block, cluster], shared_mem_bytes, params) }
         };
         if self.recorded(Some(stream), node) {
             return Ok(());
@@ -244,11 +262,18 @@ impl Simulator {
         if threads == 0 || threads > max_threads(&ir) as u64 || grid.contains(&0) {
             return Err(invalid(call));
         }
+        // As the driver: clusters of at most 8 blocks (the portable size) that tile the grid
+        // (the simulator runs sm_90's clusters whatever compute capability it reports).
+        let size: u32 = cluster.iter().product();
+        if size == 0 || size > 8 || (0..3).any(|k| grid[k] % cluster[k] != 0) {
+            return Err(invalid(call));
+        }
         if shared_mem_bytes as i64 > max_dynamic as i64 {
             return Err(err(call, sys::CUresult::CUDA_ERROR_INVALID_VALUE));
         }
         // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
-        let l = unsafe { Launch::new(&ir, grid, block, shared_mem_bytes as usize, params) };
+        let l =
+            unsafe { Launch::new(&ir, grid, block, cluster, shared_mem_bytes as usize, params) };
         self.check_arrays(&ir, &l, dev)?;
         l.run(self.workers).map_err(|fault| Error::Fault {
             kernel: ir.name.clone(),

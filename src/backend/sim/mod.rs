@@ -23,6 +23,7 @@ mod access;
 mod async_copy;
 mod backend;
 mod block;
+mod cluster;
 mod control;
 mod copies;
 mod devices;

@@ -27,7 +27,7 @@ use crate::ir::{Barrier, FunctionIr, HopperOp, HopperStmt, Op, Stmt};
 pub(super) const NAMED_BARRIERS: u32 = 16;
 
 /// Where a warp stands.
-enum State<'f> {
+pub(super) enum State<'f> {
     Run,
     Wait(Meet<'f>),
     Done,
@@ -65,61 +65,97 @@ fn needs_independent_warps(f: &FunctionIr) -> bool {
         FunctionIr::each_stmt(&g.body, &mut |s| {
             found |= matches!(
                 s,
-                Stmt::Barrier(Barrier::Named { .. }) | Stmt::Hopper(HopperStmt::SetMaxNReg { .. })
+                Stmt::Barrier(Barrier::Named { .. })
+                    | Stmt::Hopper(
+                        HopperStmt::SetMaxNReg { .. }
+                            | HopperStmt::ClusterArrive { .. }
+                            | HopperStmt::ClusterWait
+                    )
             )
         });
         found
     })
 }
 
+/// The warps of a block that runs them independently: each one's context and state, and the
+/// block's named barriers.
+pub(super) struct Warps<'l> {
+    cxs: Vec<Ctx<'l>>,
+    pub(super) st: Vec<State<'l>>,
+    named: [Named; NAMED_BARRIERS as usize],
+    /// Per warp, the cluster barrier phase it arrived in and has not yet waited for.
+    pub(super) arrived: Vec<Option<u64>>,
+}
+
+impl<'l> Warps<'l> {
+    /// Whether every warp has finished.
+    pub(super) fn done(&self) -> bool {
+        self.st.iter().all(|s| matches!(s, State::Done))
+    }
+}
+
 impl<'l> Block<'l> {
     /// Runs the kernel's body for the whole block, in the block's mode.
     pub(super) fn run_body(&mut self, kernel: &mut Frame<'l>) -> Result<(), Fault> {
-        let (n, nw) = (self.n, self.nw);
         let body: &'l [Stmt] = &self.l.ir.body;
         if !self.independent {
-            let mut cx = Ctx::new(body, self.full, nw, n);
+            let mut cx = Ctx::new(body, self.full, self.nw, self.n);
             return match self.step(kernel, &mut cx, true)? {
                 Stop::Done => Ok(()),
                 _ => Err(Fault::internal("a lockstep block stopped before its end")),
             };
         }
-        let mut cxs: Vec<Ctx<'l>> = (0..nw)
-            .map(|w| {
-                let mut m = NONE;
-                m[w] = self.full[w];
-                Ctx::new(body, m, nw, n)
-            })
-            .collect();
-        let mut st: Vec<State<'l>> = (0..nw).map(|_| State::Run).collect();
-        let mut named = [Named::default(); NAMED_BARRIERS as usize];
-        loop {
-            let mut moved = false;
-            for w in 0..nw {
-                if !matches!(st[w], State::Run) {
-                    continue;
-                }
-                moved = true;
-                st[w] = match self.step(kernel, &mut cxs[w], false)? {
-                    Stop::Done => {
-                        // A finished warp no longer takes part in barriers.
-                        self.exited[w] |= self.full[w];
-                        State::Done
-                    }
-                    Stop::Yield => State::Run,
-                    Stop::Meet(m) => State::Wait(m),
-                };
-                self.named_arrivals(w, &mut st, &mut named)?;
-                self.release_block(kernel, &cxs, &mut st)?;
-                self.release_warpgroups(kernel, &cxs, &mut st)?;
-            }
-            if st.iter().all(|s| matches!(s, State::Done)) {
-                return Ok(());
-            }
-            if !moved {
-                return Err(self.stuck(&st, &named));
-            }
+        // A block on its own is a cluster of one.
+        super::cluster::run_cluster(std::slice::from_mut(self), std::slice::from_mut(kernel))
+    }
+
+    /// The block's warps, each about to run the kernel's body.
+    pub(super) fn warps(&self) -> Warps<'l> {
+        let (n, nw) = (self.n, self.nw);
+        let body: &'l [Stmt] = &self.l.ir.body;
+        Warps {
+            cxs: (0..nw)
+                .map(|w| {
+                    let mut m = NONE;
+                    m[w] = self.full[w];
+                    Ctx::new(body, m, nw, n)
+                })
+                .collect(),
+            st: (0..nw).map(|_| State::Run).collect(),
+            named: [Named::default(); NAMED_BARRIERS as usize],
+            arrived: vec![None; nw],
         }
+    }
+
+    /// Steps every warp that can run once, completing the block's meeting points as warps
+    /// reach them (`phase`: the cluster barrier's current phase); whether any warp ran.
+    pub(super) fn round(
+        &mut self,
+        kernel: &mut Frame<'l>,
+        ws: &mut Warps<'l>,
+        phase: u64,
+    ) -> Result<bool, Fault> {
+        let mut moved = false;
+        for w in 0..self.nw {
+            if !matches!(ws.st[w], State::Run) {
+                continue;
+            }
+            moved = true;
+            ws.st[w] = match self.step(kernel, &mut ws.cxs[w], false)? {
+                Stop::Done => {
+                    // A finished warp no longer takes part in barriers.
+                    self.exited[w] |= self.full[w];
+                    State::Done
+                }
+                Stop::Yield => State::Run,
+                Stop::Meet(m) => State::Wait(m),
+            };
+            self.named_arrivals(w, &mut ws.st, &mut ws.named)?;
+            self.cluster_arrival(w, ws, phase, &kernel.ret)?;
+            self.release_block(kernel, &ws.cxs, &mut ws.st)?;
+            self.release_warpgroups(kernel, &ws.cxs, &mut ws.st)?;
+        }
+        Ok(moved)
     }
 
     /// Warp `w` at a named barrier: counts its arrival, releases the barrier's waiters when
@@ -318,10 +354,10 @@ impl<'l> Block<'l> {
         Ok(())
     }
 
-    /// The fault of a block in which every warp waits and no meeting point can complete.
-    fn stuck(&self, st: &[State<'l>], named: &[Named]) -> Fault {
+    /// Where each warp of the block stands, for a deadlock report.
+    pub(super) fn stuck_lines(&self, ws: &Warps<'l>) -> Vec<String> {
         let mut lines = Vec::new();
-        for (w, s) in st.iter().enumerate() {
+        for (w, s) in ws.st.iter().enumerate() {
             let line = match s {
                 State::Done => "has finished".to_string(),
                 State::Run => "is running".to_string(),
@@ -332,29 +368,57 @@ impl<'l> Block<'l> {
                             format!("waits for the other warps of warpgroup {g} at a warpgroup instruction")
                         }
                         MeetKind::Named { id, .. } => {
-                            let b = named[id as usize];
+                            let b = ws.named[id as usize];
                             format!(
                                 "waits at named barrier {id} ({} of {} threads arrived)",
                                 b.arrived, b.count
                             )
                         }
+                        MeetKind::ClusterArrive => "arrives at the cluster barrier".to_string(),
+                        MeetKind::ClusterWait => "waits at the cluster barrier".to_string(),
                     }
                 }
             };
             lines.push(format!("warp {w} {line}"));
         }
-        Fault::new(
-            FaultKind::Deadlock,
-            format!(
-                "block {} is stuck: no warp can go on ({}); on a GPU the kernel would hang. \
-                 Every warp must reach the same barriers, the four warps of a warpgroup the same \
-                 warpgroup instructions, and the warps of a named barrier must add up to its \
-                 count",
-                xyz(self.ctaid),
-                lines.join("; ")
-            ),
-        )
+        lines
     }
+}
+
+/// The fault of a cluster (or a lone block: `clustered` false) in which every warp waits and
+/// no meeting point can complete; `lines`: each block's index and where its warps stand.
+pub(super) fn stuck(lines: &[([u32; 3], Vec<String>)], clustered: bool) -> Fault {
+    let what = if clustered {
+        let blocks: Vec<String> = lines
+            .iter()
+            .map(|(b, l)| format!("block {}: {}", xyz(*b), l.join("; ")))
+            .collect();
+        format!(
+            "the cluster of blocks {} is stuck: no warp can go on ({})",
+            lines
+                .iter()
+                .map(|(b, _)| xyz(*b))
+                .collect::<Vec<_>>()
+                .join(", "),
+            blocks.join(" | ")
+        )
+    } else {
+        let (b, l) = &lines[0];
+        format!(
+            "block {} is stuck: no warp can go on ({})",
+            xyz(*b),
+            l.join("; ")
+        )
+    };
+    Fault::new(
+        FaultKind::Deadlock,
+        format!(
+            "{what}; on a GPU the kernel would hang. Every warp must reach the same barriers, \
+             the four warps of a warpgroup the same warpgroup instructions, the warps of a named \
+             barrier must add up to its count, and every thread of a cluster must arrive at the \
+             cluster barrier before any waits there for good"
+        ),
+    )
 }
 
 /// A meeting point the simulator does not run inside device functions with independent warps.

@@ -16,6 +16,7 @@
 //! [`TensorMap`]: crate::memory::TensorMap
 //! [`KernelBuilder::wgmma`]: super::KernelBuilder::wgmma
 
+mod cluster;
 mod mbarrier;
 mod tma;
 mod wgmma;
@@ -47,6 +48,11 @@ pub(crate) fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
     let mut u = HopperUse::None;
     for g in f.tree() {
         for v in &g.values {
+            if let crate::ir::Op::Special(r) = &v.op {
+                if r.is_cluster() {
+                    u = u.max(HopperUse::Sm90);
+                }
+            }
             if let crate::ir::Op::Hopper(op) = &v.op {
                 u = u.max(match op {
                     HopperOp::Wgmma { .. } | HopperOp::WgmmaWait { .. } => HopperUse::Sm90a,
@@ -120,8 +126,18 @@ pub(crate) fn lower_hopper_stmt(lw: &mut Lowerer<'_, '_>, s: &HopperStmt) -> Res
             needs_sm90(lw, "the warpgroup MMA (wgmma) and setmaxnreg")?;
             wgmma::lower_stmt(lw, s)
         }
+        HopperStmt::ClusterArrive { .. }
+        | HopperStmt::ClusterWait
+        | HopperStmt::ClusterStore { .. }
+        | HopperStmt::BarArriveRemote { .. } => {
+            needs_sm90(lw, "a thread-block cluster operation")?;
+            cluster::lower_stmt(lw, s)
+        }
     }
 }
+
+/// Reads a cluster special register (sm_90).
+pub(crate) use cluster::lower_sreg;
 
 /// Lowers an operation of Hopper's machinery that defines value `id`.
 pub(crate) fn lower_hopper_op<'c>(
@@ -135,6 +151,13 @@ pub(crate) fn lower_hopper_op<'c>(
             mbarrier::lower_try_wait(lw, op)
         }
         HopperOp::SharedAddr { array, index } => shared_addr(lw, *array, *index),
+        HopperOp::ClusterLoad { .. } | HopperOp::ClusterAtomicAdd { .. } => {
+            needs_sm90(
+                lw,
+                "distributed shared memory (another block's shared memory)",
+            )?;
+            cluster::lower_op(lw, id, op)
+        }
         HopperOp::Wgmma { .. } | HopperOp::WgmmaWait { .. } => {
             needs_sm90(lw, "the warpgroup MMA (wgmma)")?;
             wgmma::lower_op(lw, id, op)

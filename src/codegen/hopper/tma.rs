@@ -157,9 +157,43 @@ impl<T: Scalar, const R: usize, A> TmaDesc<T, R, A> {
         bar: impl Index,
     ) {
         let _at = crate::codegen::srcloc::at();
+        self.load_to(coords, tile, at, bars, bar, None)
+    }
+
+    /// [`load`](TmaDesc::load) into every block of the cluster whose rank's bit is set in
+    /// `ranks` (a u16 mask; the issuing block's own bit may be clear): the box lands at element
+    /// `at` of `tile` in each of them, and its bytes complete barrier `bar` of `bars` in each
+    /// of them, so each block announces the box's bytes on its own barrier. One copy from
+    /// global memory feeds several blocks (e.g. the operand tile that the blocks of a row of
+    /// output tiles share). Needs a cluster launch (`LaunchConfig::with_cluster`). PTX
+    /// `cp.async.bulk.tensor…mbarrier::complete_tx::bytes.multicast::cluster`.
+    #[track_caller]
+    pub fn load_multicast<TA>(
+        &self,
+        coords: [Expr<i32>; R],
+        tile: &DArray<T, 1, TA>,
+        at: impl Index,
+        bars: &Mbarriers,
+        bar: impl Index,
+        ranks: impl Into<Expr<u16>>,
+    ) {
+        let _at = crate::codegen::srcloc::at();
+        self.load_to(coords, tile, at, bars, bar, Some(ranks.into()))
+    }
+
+    fn load_to<TA>(
+        &self,
+        coords: [Expr<i32>; R],
+        tile: &DArray<T, 1, TA>,
+        at: impl Index,
+        bars: &Mbarriers,
+        bar: impl Index,
+        multicast: Option<Expr<u16>>,
+    ) {
         let (at, bar) = (at.to_index(), bar.to_index());
         let mut raws: Vec<_> = coords.iter().map(|c| c.raw()).collect();
         raws.extend([at.raw(), bar.raw()]);
+        raws.extend(multicast.as_ref().map(|m| m.raw()));
         let (bar_tag, bar_array) = bars.raw();
         if bar_tag != self.tag {
             with_state(|s| {
@@ -183,6 +217,7 @@ impl<T: Scalar, const R: usize, A> TmaDesc<T, R, A> {
                 dst_index: ValueId(at.id),
                 bar: bar_array,
                 bar_index: ValueId(bar.id),
+                multicast: multicast.map(|m| ValueId(m.id)),
             },
         );
     }
@@ -248,6 +283,7 @@ pub(super) fn lower_stmt(lw: &mut Lowerer<'_, '_>, s: &HopperStmt) -> Result<()>
             dst_index,
             bar,
             bar_index,
+            multicast,
         } => {
             let mut args: Vec<BasicValueEnum> = vec![
                 shared_addr(lw, *dst, *dst_index)?,
@@ -259,13 +295,20 @@ pub(super) fn lower_stmt(lw: &mut Lowerer<'_, '_>, s: &HopperStmt) -> Result<()>
             args.push(shared_addr(lw, *bar, *bar_index)?);
             let r = coords.len();
             let cs: Vec<String> = (0..r).map(|i| format!("${}", i + 2)).collect();
+            let (mc, mask, mcons) = match multicast {
+                Some(m) => {
+                    args.push(lw.v(*m)?);
+                    (".multicast::cluster", format!(", ${}", r + 3), "h,")
+                }
+                None => ("", String::new(), ""),
+            };
             let text = format!(
-                "cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes \
-                 [$0], [$1, {{{}}}], [${}];",
+                "cp.async.bulk.tensor.{r}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{mc} \
+                 [$0], [$1, {{{}}}], [${}]{mask};",
                 cs.join(", "),
                 r + 2
             );
-            let cons = format!("r,l,{}r,~{{memory}}", "r,".repeat(r));
+            let cons = format!("r,l,{}r,{mcons}~{{memory}}", "r,".repeat(r));
             asm(lw, text, cons, &args, None).map(|_| ())
         }
         HopperStmt::TmaStore {

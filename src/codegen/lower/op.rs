@@ -31,6 +31,7 @@ impl<'c> Lowerer<'c, '_> {
             Op::Param(i) => {
                 self.scalars[*i as usize].ok_or_else(|| self.err("not a scalar parameter"))?
             }
+            Op::Special(r) if r.is_cluster() => crate::codegen::hopper::lower_sreg(self, *r)?,
             Op::Special(r) => {
                 let (name, dim) = match r {
                     Sreg::Tid(d) => ("tid", Some(*d)),
@@ -39,6 +40,7 @@ impl<'c> Lowerer<'c, '_> {
                     Sreg::Nctaid(d) => ("nctaid", Some(*d)),
                     Sreg::LaneId => ("laneid", None),
                     Sreg::WarpSize => ("warpsize", None),
+                    _ => return Err(self.err("a cluster register read as an ordinary one")),
                 };
                 let full = match dim {
                     Some(d) => format!(
