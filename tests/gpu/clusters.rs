@@ -243,6 +243,9 @@ fn tma_multicast_and_remote_arrivals() {
         |k, (map, out, box_bytes)| {
             let smem = k.dynamic_shared::<u16>();
             let bars = k.mbarriers(2);
+            // TMA boxes land 128-byte aligned: the dynamic shared memory starts after the
+            // barriers.
+            let pad = smem.aligned_index(128);
             let t = k.thread_idx().x;
             let (r, n) = (k.cluster_rank(), k.cluster_size());
             k.if_(t.eq(0u32), |k| {
@@ -256,12 +259,12 @@ fn tma_multicast_and_remote_arrivals() {
             k.if_(t.eq(0u32), |_| {
                 bars.arrive_expect_tx(0u32, box_bytes * n);
                 let row = ((k.cluster_idx().x * n + r) * ROWS).cast::<i32>();
-                map.load_multicast([row, 0i32.into()], &smem, r * BOX, &bars, 0u32, all);
+                map.load_multicast([row, 0i32.into()], &smem, pad + r * BOX, &bars, 0u32, all);
             });
             bars.wait(k, 0u32, 0u32);
             let base = k.block_idx().x * n * BOX;
             k.for_step(t, n * BOX, k.block_dim().x, |_, i| {
-                out.set(base + i, smem.at(i))
+                out.set(base + i, smem.at(pad + i))
             });
             k.if_(t.eq(0u32), |_| bars.arrive_at_rank(1u32, 0u32));
             k.if_(r.eq(0u32), |k| bars.wait(k, 1u32, 0u32));
@@ -282,7 +285,7 @@ fn tma_multicast_and_remote_arrivals() {
         let mut out = c.alloc::<u16, _>(len).unwrap();
         out.fill_async(0xdead, &s).unwrap();
         let cfg = LaunchConfig::new(blocks, 128)
-            .with_shared_mem(size * BOX * 2)
+            .with_shared_mem(128 + size * BOX * 2)
             .with_cluster(size);
         kern.launch(&s, cfg, (&map, &mut out, map.box_bytes()))
             .unwrap();

@@ -351,7 +351,8 @@ impl Block<'_> {
                 };
                 for_lanes(m, self.nw, |t| {
                     let idx = index_of(f, *index, reg(fr, n, *index, t));
-                    fr.regs[d + t] = idx.wrapping_mul(size) as u32 as u64;
+                    let at = idx.wrapping_mul(size).wrapping_add(self.l.dyn_base as i64);
+                    fr.regs[d + t] = at as u32 as u64;
                 });
                 Ok(())
             }
@@ -500,8 +501,11 @@ impl Block<'_> {
                 let tags = &self.dyn_shared.tma_swizzle;
                 for mn in 0..rows {
                     for kk in 0..k {
-                        let at = hopper::operand_addr(&d, mn_major, esize, mn, kk) as usize;
-                        if at + esize as usize > len {
+                        // Descriptors hold shared-window addresses; the dynamic shared
+                        // memory starts at `dyn_base`.
+                        let at = (hopper::operand_addr(&d, mn_major, esize, mn, kk) as usize)
+                            .wrapping_sub(self.l.dyn_base as usize);
+                        if at.checked_add(esize as usize).map_or(true, |e| e > len) {
                             return Err(Fault::new(
                                 FaultKind::OutOfBounds,
                                 format!(
@@ -626,16 +630,29 @@ impl Block<'_> {
         for t in threads {
             let base =
                 index_of(f, tile_index, reg(fr, n, tile_index, t)).wrapping_mul(tty.size() as i64);
-            if base < 0 || base % 128 != 0 || base as usize + box_bytes > len {
-                let why = if base >= 0 && base % 128 != 0 {
-                    "is not 128-byte aligned".to_string()
+            // The shared-window address: the dynamic shared memory starts after the static.
+            let addr = base.wrapping_add(self.l.dyn_base as i64);
+            let misaligned = addr.rem_euclid(128) != 0;
+            if base < 0 || misaligned || base as usize + box_bytes > len {
+                let why = if base >= 0 && misaligned {
+                    format!(
+                        "is not 128-byte aligned (the dynamic shared memory starts at shared \
+                         address {} here, after the kernel's static shared arrays: offset tiles \
+                         with `aligned_index(128)`, or 1024 for 128-byte swizzled tiles)",
+                        self.l.dyn_base
+                    )
                 } else {
                     format!("does not fit the {len} bytes of dynamic shared memory")
                 };
                 return Err(Fault::new(
-                    if base % 128 != 0 { FaultKind::Misaligned } else { FaultKind::OutOfBounds },
+                    if misaligned {
+                        FaultKind::Misaligned
+                    } else {
+                        FaultKind::OutOfBounds
+                    },
                     format!(
-                        "{} copies a {box_bytes}-byte TMA box {} the dynamic shared memory at                          byte {base}, which {why}",
+                        "{} copies a {box_bytes}-byte TMA box {} the dynamic shared memory at \
+                         byte {base} (shared address {addr}), which {why}",
                         self.who(t),
                         if load { "into" } else { "from" }
                     ),
@@ -673,7 +690,9 @@ impl Block<'_> {
                     inside &= g >= 0 && (g as u64) < d.global_dims[k];
                     addr = addr.wrapping_add((g as u64).wrapping_mul(d.global_strides[k]));
                 }
-                let at = hopper::swizzle((base as usize + e * es) as u32, bits) as usize;
+                let db = self.l.dyn_base;
+                let at =
+                    (hopper::swizzle(db + (base as usize + e * es) as u32, bits) - db) as usize;
                 if load {
                     let v = if inside {
                         // SAFETY: the element is inside the tensor, which the launch checked

@@ -37,6 +37,11 @@ pub(super) struct Launch<'a> {
     pub nw: usize,
     /// Dynamic shared memory per block, bytes.
     pub dyn_shared: usize,
+    /// The shared-window address where the dynamic shared memory starts: after the static
+    /// shared arrays of the kernel and its device functions, each 16-byte aligned (as ptxas
+    /// lays them out), so a TMA tile or wgmma operand at dynamic offset 0 is not 128-byte
+    /// aligned when the kernel also has static shared arrays, as on a GPU.
+    pub dyn_base: u32,
     /// Each parameter's bits (scalars; 0 for arrays).
     pub scalars: Vec<u64>,
     /// Each parameter's array (`None` for scalars).
@@ -143,6 +148,13 @@ impl<'a> Launch<'a> {
             n,
             nw: n.div_ceil(32),
             dyn_shared,
+            dyn_base: ir
+                .tree()
+                .iter()
+                .flat_map(|g| &g.shared)
+                .map(|s| (s.len as usize * s.elem.size()).next_multiple_of(16))
+                .sum::<usize>()
+                .min(u32::MAX as usize / 2) as u32,
             scalars,
             arrays,
             maps,

@@ -196,8 +196,10 @@ impl<T: WgmmaInput> SmemMatrix<T> {
 impl<T: super::super::scalar::Scalar, A> DArray<T, 1, A> {
     /// The shared-window address (a u32 byte address, as `cvta.to.shared` gives) of element
     /// `at` of this view of the dynamic shared memory: to align tiles (a 128-byte swizzled
-    /// tile starts on a 1024-byte boundary: round up from `shared_address(0)`). On the
-    /// simulator the dynamic shared memory starts at address 0.
+    /// tile starts on a 1024-byte boundary: round up from `shared_address(0)`, or use
+    /// [`aligned_index`](Self::aligned_index)). The dynamic shared memory starts after the
+    /// kernel's static shared arrays, on the GPU and on the simulator (which lays them out
+    /// 16-byte aligned, as ptxas does).
     #[track_caller]
     pub fn shared_address(&self, at: impl Index) -> Expr<u32> {
         let _at = crate::codegen::srcloc::at();
