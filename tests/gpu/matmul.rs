@@ -799,6 +799,33 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
             ..case(256, 520, 2 * line as usize)
         });
     }
+    // Clusters of two blocks along M sharing B by TMA multicast: every layout (B's halves
+    // are rows of N or boxes of 64 columns), an odd number of tile rows (the last unit's
+    // second tile lies below C), a batch, and more units than clusters.
+    let pair = MatmulConfig::wgmma_ws(128, 128, line, 3).with_cluster_m(2);
+    for (ta, tb) in LAYOUTS {
+        check::<T, f32>(Case {
+            ta,
+            tb,
+            config: Some(pair),
+            tf32,
+            ..case(300, 260, 3 * line as usize + 5)
+        });
+    }
+    check::<T, T>(Case {
+        tb,
+        batch: Some(2),
+        epi: Epi::BiasGelu,
+        config: Some(pair),
+        tf32,
+        ..case(130, 256, 40)
+    });
+    check::<T, f32>(Case {
+        tb,
+        config: Some(pair.with_stages(4)),
+        tf32,
+        ..case(2200, 1100, 24)
+    });
 }
 
 #[test]

@@ -74,6 +74,11 @@ pub struct MatmulConfig {
     /// dynamic shared memory) where the operands allow 16-byte copies (16-byte aligned, leading
     /// dimensions and batch strides whole 16-byte chunks); elsewhere the 2-stage kernel runs.
     pub stages: u32,
+    /// Blocks per thread-block cluster along M ([`Engine::WgmmaWs`] only; 1 elsewhere): with
+    /// 2, the two blocks of a cluster compute vertically adjacent tiles that share B's
+    /// k-tiles, and each copies half of every one into both blocks by TMA multicast, so that
+    /// B is read from L2 once per pair (see [`with_cluster_m`](Self::with_cluster_m)).
+    pub cluster_m: u32,
 }
 
 /// The form of tuning files and logs: `mma 128x128x32 64x64 s3` (engine, block
@@ -118,6 +123,7 @@ impl MatmulConfig {
             sub_m: thread_m,
             sub_n: thread_n,
             stages: 2,
+            cluster_m: 1,
         }
     }
 
@@ -133,6 +139,7 @@ impl MatmulConfig {
             sub_m: warp_m,
             sub_n: warp_n,
             stages: 2,
+            cluster_m: 1,
         }
     }
 
@@ -163,6 +170,7 @@ impl MatmulConfig {
             sub_m: 64,
             sub_n: block_n,
             stages,
+            cluster_m: 1,
         }
     }
 
@@ -178,7 +186,16 @@ impl MatmulConfig {
             sub_m: block_m,
             sub_n: block_n,
             stages,
+            cluster_m: 1,
         }
+    }
+
+    /// The same configuration launched as clusters of `blocks` blocks along M (1 or 2;
+    /// [`Engine::WgmmaWs`] with `block_n` a multiple of 128): the cluster's blocks share B's
+    /// tiles through TMA multicast (sm_90).
+    pub const fn with_cluster_m(mut self, blocks: u32) -> Self {
+        self.cluster_m = blocks;
+        self
     }
 
     /// The same configuration with `stages` shared-memory buffers (1 or 2; 3 or 4 for the
@@ -307,6 +324,15 @@ impl MatmulConfig {
         );
         if [bm, bn, bk, sm, sn].contains(&0) {
             return bad("every extent must be at least 1".into());
+        }
+        if self.cluster_m != 1
+            && (self.engine != Engine::WgmmaWs || self.cluster_m != 2 || bn % 128 != 0)
+        {
+            return bad(
+                "cluster_m is 1, or 2 for the warp-specialised Hopper engine with block_n a \
+                 multiple of 128 (each block multicasts half of B's tile)"
+                    .into(),
+            );
         }
         if self.engine == Engine::WgmmaWs && !(bm == 64 || bm == 128) {
             return bad("block_m is 64 or 128 (one or two wgmmas of 64 rows per consumer)".into());

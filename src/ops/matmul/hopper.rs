@@ -92,7 +92,15 @@ pub(super) fn tensor_maps<T: MatmulInput>(
     let elem = T::TY;
     Ok([
         operand_map(ctx, &p.a, elem, p.a.row_major, c.block_m, c.block_k)?,
-        operand_map(ctx, &p.b, elem, !p.b.row_major, c.block_n, c.block_k)?,
+        // With clusters, each block copies half of B's rows of N (K-major B).
+        operand_map(
+            ctx,
+            &p.b,
+            elem,
+            !p.b.row_major,
+            c.block_n / c.cluster_m,
+            c.block_k,
+        )?,
     ])
 }
 
@@ -111,12 +119,15 @@ pub(super) struct Ring<T: MatmulInput> {
     a_k: bool,
     b_k: bool,
     cfg: MatmulConfig,
+    /// The block's rank in its cluster (`cfg.cluster_m` blocks along M, sharing B).
+    rank: Expr<u32>,
 }
 
 impl<T: MatmulInput> Ring<T> {
     /// Declares the tensor-map parameters of A and B (after the common ones), the stages and
-    /// their barriers ("empty" expects `readers` arrivals), initialised by thread 0 before a
-    /// block barrier.
+    /// their barriers ("empty" expects `readers` arrivals from each block of the cluster),
+    /// initialised by thread 0 before a block barrier (a cluster barrier with clusters: the
+    /// other block copies into this one's stages and arrives on its barriers).
     pub fn declare(k: &KernelBuilder, v: &Variant, readers: u32) -> Ring<T> {
         let ma = <Tma<T, 3> as KernelParam>::declare();
         let mb = <Tma<T, 3> as KernelParam>::declare();
@@ -125,14 +136,19 @@ impl<T: MatmulInput> Ring<T> {
         let full = k.mbarriers(stages as usize);
         let empty = k.mbarriers(stages as usize);
         let pad = smem.aligned_index(1024);
+        let cluster = v.cfg.cluster_m;
         k.if_(k.thread_idx().x.eq(0u32), |k| {
             for s in 0..stages {
                 full.init(s, 1u32);
-                empty.init(s, readers);
+                empty.init(s, readers * cluster);
             }
             k.fence_barrier_init();
         });
-        k.syncthreads();
+        if cluster > 1 {
+            k.cluster_sync();
+        } else {
+            k.syncthreads();
+        }
         Ring {
             smem,
             full,
@@ -143,7 +159,26 @@ impl<T: MatmulInput> Ring<T> {
             a_k: v.a_row,
             b_k: !v.b_row,
             cfg: v.cfg,
+            rank: if cluster > 1 {
+                k.cluster_rank()
+            } else {
+                k.lit(0u32)
+            },
         }
+    }
+
+    /// This block's readers are done with stage `s`: an arrival on its "empty" barrier, and on
+    /// the other block's of the cluster (whose producer multicasts into this stage too).
+    pub fn release(&self, s: Expr<u32>) {
+        self.empty.arrive(s);
+        if self.cfg.cluster_m > 1 {
+            self.empty.arrive_at_rank(s, self.rank ^ 1u32);
+        }
+    }
+
+    /// The block's rank in its cluster (0 without clusters).
+    pub fn rank(&self) -> Expr<u32> {
+        self.rank
     }
 
     fn tile_elems(&self) -> (u32, u32) {
@@ -195,7 +230,26 @@ impl<T: MatmulInput> Ring<T> {
                 self.ma.load([ba, k0, i32_(m0 + i * WG)], smem, at, full, s);
             }
         }
-        if self.b_k {
+        // With a cluster of two along M, each block copies half of B's k-tile (rows of
+        // `n` or boxes of 64 columns) into both blocks.
+        let cl = self.cfg.cluster_m;
+        if cl > 1 {
+            let both = Expr::from(0b11u16);
+            let half = bn / cl;
+            if self.b_k {
+                let n = self.rank * half;
+                let at = self.b_at(s) + n * bk;
+                self.mb
+                    .load_multicast([bb, i32_(n0 + n), k0], smem, at, full, s, both);
+            } else {
+                for i in 0..half / WG {
+                    let n = self.rank * half + i * WG;
+                    let at = self.b_at(s) + n * bk;
+                    self.mb
+                        .load_multicast([bb, k0, i32_(n0 + n)], smem, at, full, s, both);
+                }
+            }
+        } else if self.b_k {
             self.mb
                 .load([bb, i32_(n0), k0], smem, self.b_at(s), full, s);
         } else {
@@ -280,7 +334,7 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
         }
         // This warpgroup is done with the stage of tile j - lag.
         k.if_((t & 127u32).eq(0u32).and(j.ge(lag)), |_| {
-            empty.arrive((j - lag) % stages)
+            ring.release((j - lag) % stages)
         });
         // Thread 0 refills the stage of tile j - lag - 1 once every warpgroup is done with it.
         let back = lag + 1;

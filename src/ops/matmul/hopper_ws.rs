@@ -59,14 +59,28 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let ring = Ring::<T>::declare(k, v, 1);
     let t = k.thread_idx().x;
     let wg = t >> 7u32;
-    let tiles = (p.m + (bm - 1)) / bm * p.tiles_n;
+    // With clusters of `cl` blocks along M, a cluster walks units of `cl` vertically
+    // adjacent tiles (sharing B's k-tiles), its block of rank r taking the r-th; a unit's
+    // tile below the last row of C computes zeros it does not store, so that both blocks
+    // copy their halves of B for every unit.
+    let cl = cfg.cluster_m;
+    let units = (p.m + (bm * cl - 1)) / (bm * cl) * p.tiles_n;
     let ktiles = (p.k + (bk - 1)) / bk;
-    let (first, apart) = (k.block_idx().x, k.grid_dim().x);
-    // The grid has at most `tiles` blocks along x, so every block has a tile.
-    let mine = (tiles - first + (apart - 1u32)) / apart;
+    let (first, apart) = if cl > 1 {
+        (k.cluster_idx().x, k.cluster_grid_dim().x)
+    } else {
+        (k.block_idx().x, k.grid_dim().x)
+    };
+    // The grid has at most `units` blocks (clusters) along x, so every block has a tile.
+    let mine = (units - first + (apart - 1u32)) / apart;
     let batch = k.block_idx().z + p.batch0;
     let bat = batches(&p, batch);
-    let tile = |li: Expr<u32>| tile_at(&p, (bm, bn), first + li * apart, batch);
+    let rank = ring.rank();
+    let tile = |li: Expr<u32>| {
+        let mut o = tile_at(&p, (bm * cl, bn), first + li * apart, batch);
+        o.m0 = o.m0 + rank * bm;
+        o
+    };
     k.if_else(
         wg.eq(0u32),
         |k| {
@@ -90,6 +104,11 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
             consume(k, v, epi, &p, &ring, (mine, ktiles), &tile);
         },
     );
+    // A block's stages and barriers take the other block's copies and arrivals until both
+    // are done: neither leaves before the other.
+    if cl > 1 {
+        k.cluster_sync();
+    }
 }
 
 /// A consumer warpgroup's tiles: the main loop over k-tiles, then the epilogue.
@@ -152,7 +171,7 @@ fn consume<T: MatmulInput, O: MatmulOutput>(
             );
             set_all(&acc);
             k.if_(leader.and(j.gt(0u32)), |_| {
-                ring.empty.arrive((q - 1u32) % stages)
+                ring.release((q - 1u32) % stages)
             });
         });
         k.if_((li + 1u32).lt(mine), |k| {
@@ -165,7 +184,7 @@ fn consume<T: MatmulInput, O: MatmulOutput>(
         let acc = k.wgmma_wait(0, &all(&vars));
         set_all(&acc);
         k.if_(leader.and(ktiles.gt(0u32)), |_| {
-            ring.empty.arrive((q0 + ktiles - 1u32) % stages)
+            ring.release((q0 + ktiles - 1u32) % stages)
         });
         epilogue(k, v, epi, p, ring, &vars, &o);
         // The next tile starts from zero.

@@ -7,6 +7,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
+use std::collections::HashMap;
 
 use super::config::{Engine, MatmulConfig};
 use super::epilogue::VecArg;
@@ -271,17 +272,20 @@ pub(super) fn launch_cfg(
         )));
     }
     // The persistent kernel: at most one block per multiprocessor (shared among the batches
-    // of a launch), each walking tiles `gridDim.x` apart.
-    let sms = if cfg.engine == Engine::WgmmaWs {
-        stream.context().device().multiprocessor_count()? as usize
+    // of a launch), each walking tiles `gridDim.x` apart; with clusters, as many clusters as
+    // the device holds at once, each walking units of `cluster_m` tiles.
+    let cl = cfg.cluster_m.max(1) as usize;
+    let units = tiles_m.div_ceil(cl) * tiles_n;
+    let resident = if cfg.engine == Engine::WgmmaWs {
+        resident_units(kernel, stream, cfg, shared)?
     } else {
         0
     };
     let mut batch0 = 0;
     while batch0 < p.batch {
         let chunk = (p.batch - batch0).min(MAX_Z);
-        let blocks = if sms > 0 {
-            tiles.min(sms.div_ceil(chunk)).max(1)
+        let blocks = if resident > 0 {
+            units.min(resident.div_ceil(chunk)).max(1) * cl
         } else {
             tiles
         };
@@ -289,10 +293,42 @@ pub(super) fn launch_cfg(
         if shared > 0 {
             lc = lc.with_shared_mem(shared);
         }
+        if cl > 1 {
+            lc = lc.with_cluster((cl as u32, 1, 1));
+        }
         push_launch(kernel, stream, call, p, lc, (tiles_n, batch0), maps)?;
         batch0 += chunk;
     }
     Ok(())
+}
+
+/// How many blocks (clusters, with `cfg.cluster_m` > 1) of the persistent kernel fit on the
+/// device at once: the multiprocessors, or the driver's count of resident clusters (asked
+/// once per kernel function and shared memory size).
+fn resident_units(
+    kernel: &Kernel<()>,
+    stream: &Stream,
+    cfg: MatmulConfig,
+    shared: u32,
+) -> Result<usize> {
+    let ctx = stream.context();
+    let sms = ctx.device().multiprocessor_count()? as usize;
+    let cl = cfg.cluster_m.max(1);
+    if cl == 1 {
+        return Ok(sms);
+    }
+    static KNOWN: std::sync::LazyLock<parking_lot::Mutex<HashMap<(usize, u32), usize>>> =
+        std::sync::LazyLock::new(Default::default);
+    let key = (kernel.function(ctx)?.raw() as usize, shared);
+    if let Some(&n) = KNOWN.lock().get(&key) {
+        return Ok(n);
+    }
+    let lc = LaunchConfig::new(cl, cfg.threads())
+        .with_shared_mem(shared)
+        .with_cluster(cl);
+    let n = (kernel.max_active_clusters(ctx, lc)? as usize).clamp(1, sms / cl as usize);
+    KNOWN.lock().insert(key, n);
+    Ok(n)
 }
 
 /// Pushes the parameters (in `Params::declare`'s order) and launches batches

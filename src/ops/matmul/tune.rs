@@ -142,8 +142,13 @@ pub(crate) fn config_to_text(c: &MatmulConfig) -> String {
         Engine::Wgmma => "wgmma",
         Engine::WgmmaWs => "wgmma_ws",
     };
+    let cluster = if c.cluster_m > 1 {
+        format!(" c{}", c.cluster_m)
+    } else {
+        String::new()
+    };
     format!(
-        "{e} {}x{}x{} {}x{} s{}",
+        "{e} {}x{}x{} {}x{} s{}{cluster}",
         c.block_m, c.block_n, c.block_k, c.sub_m, c.sub_n, c.stages
     )
 }
@@ -168,6 +173,10 @@ pub(crate) fn config_from_text(s: &str) -> Option<MatmulConfig> {
     let b = nums(it.next()?, 3)?;
     let sub = nums(it.next()?, 2)?;
     let stages: u32 = it.next()?.strip_prefix('s')?.parse().ok()?;
+    let cluster_m: u32 = match it.next() {
+        Some(c) => c.strip_prefix('c')?.parse().ok()?,
+        None => 1,
+    };
     if it.next().is_some() {
         return None;
     }
@@ -179,6 +188,7 @@ pub(crate) fn config_from_text(s: &str) -> Option<MatmulConfig> {
         sub_m: sub[0],
         sub_n: sub[1],
         stages,
+        cluster_m,
     })
 }
 
