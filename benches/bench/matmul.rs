@@ -103,8 +103,27 @@ fn gelu64(x: f64) -> f64 {
     0.5 * x * (1.0 + y.copysign(z))
 }
 
-/// The warp-specialised engine's diagnostic rows: tiles per consumer (M × N) and stages.
-const WS_CONFIGS: [(u32, u32, u32); 4] = [(128, 128, 4), (128, 128, 5), (64, 256, 3), (64, 256, 4)];
+/// The warp-specialised engine's diagnostic rows: tiles per consumer (M × N), stages and
+/// blocks per cluster along M (2: B multicast to both).
+const WS_CONFIGS: [(u32, u32, u32, u32); 4] = [
+    (128, 128, 4, 1),
+    (128, 128, 5, 1),
+    (128, 128, 4, 2),
+    (128, 128, 5, 2),
+];
+
+/// A diagnostic row's name and configuration.
+fn ws_row(prefix: &str, (bm, bn, s, c): (u32, u32, u32, u32)) -> (String, MatmulConfig) {
+    let cluster = if c > 1 {
+        format!("_c{c}")
+    } else {
+        String::new()
+    };
+    (
+        format!("{prefix}_{bm}x{bn}_s{s}{cluster}"),
+        MatmulConfig::wgmma_ws(bm, bn, 64, s).with_cluster_m(c),
+    )
+}
 
 impl Bench {
     /// The cubes of the matmul rows.
@@ -184,10 +203,9 @@ impl Bench {
         // pinned (tiles per consumer and stages in the work's name) beside the default's rows.
         let hopper = self.c(self.ctx.device().compute_capability())? == (9, 0);
         if self.opts.selected("matmul_bf16") && hopper {
-            for (bm, bn, stages) in WS_CONFIGS {
-                let work = format!("matmul_ws_{bm}x{bn}_s{stages}");
+            for row in WS_CONFIGS {
+                let (work, cfg) = ws_row("matmul_ws", row);
                 for &sh in &shapes {
-                    let cfg = MatmulConfig::wgmma_ws(bm, bn, 64, stages);
                     let mm = Matmul::new().config(cfg);
                     if let Err(e) = self.one_matmul::<bf16, bf16>(&work, "bf16", sh, mm) {
                         Rec::new(&work, &sh.label("bf16")).error(&e).emit();
@@ -247,11 +265,12 @@ impl Bench {
             // (a cheap epilogue) on both engines.
             let mut rows: Vec<(String, Matmul<bf16, bf16>)> = WS_CONFIGS
                 .iter()
-                .map(|&(bm, bn, s)| {
+                .map(|&row| {
+                    let (work, cfg) = ws_row("gemm_bias_gelu_ws", row);
                     let mm = Matmul::<bf16, bf16>::new()
                         .epilogue(Epilogue::bias_gelu())
-                        .config(MatmulConfig::wgmma_ws(bm, bn, 64, s));
-                    (format!("gemm_bias_gelu_ws_{bm}x{bn}_s{s}"), mm)
+                        .config(cfg);
+                    (work, mm)
                 })
                 .collect();
             rows.push((
