@@ -100,7 +100,7 @@ pub(crate) enum HopperStmt {
         rank: ValueId,
         value: ValueId,
     },
-    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [mapa(bar, rank)]`: this thread
+    /// `mbarrier.arrive.shared::cluster.b64 _, [mapa(bar, rank)]`: this thread
     /// arrives on barrier `index` of `bar` in the block of cluster rank `rank`.
     BarArriveRemote {
         bar: ArrayRef,

@@ -63,7 +63,7 @@ fn cluster_operations_compile_for_sm90() {
         "barrier.cluster.wait.acquire;",
         "mapa.u64",
         "mapa.shared::cluster.u32",
-        "mbarrier.arrive.release.cluster.shared::cluster.b64",
+        "mbarrier.arrive.shared::cluster.b64",
         ".multicast::cluster",
         "atom.add.u32",
         "atom.add.f32",

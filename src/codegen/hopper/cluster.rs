@@ -220,8 +220,10 @@ impl<T: Scalar> DArray<T, 1, ReadWrite> {
 
 impl Mbarriers {
     /// This thread arrives on barrier `i` in the block of cluster rank `rank`
-    /// (`mbarrier.arrive.release.cluster` through `mapa`): how a consumer block tells the
-    /// producer block of a multicast copy that it has released a stage.
+    /// (`mbarrier.arrive.shared::cluster` through `mapa`, with the default release semantics
+    /// at CTA scope, as CUTLASS's `ClusterBarrier::arrive(cta_id)`: a cluster-scope release
+    /// costs a fence per arrival): how a consumer block tells the producer block of a
+    /// multicast copy that it has released a stage.
     #[track_caller]
     pub fn arrive_at_rank(&self, i: impl Index, rank: impl Into<Expr<u32>>) {
         let _at = crate::codegen::srcloc::at();
@@ -346,7 +348,7 @@ pub(super) fn lower_stmt(lw: &mut Lowerer<'_, '_>, s: &HopperStmt) -> Result<()>
             asm(
                 lw,
                 "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, $0, $1; \
-                 mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }"
+                 mbarrier.arrive.shared::cluster.b64 _, [ra]; }"
                     .into(),
                 "r,r,~{memory}".into(),
                 &args,

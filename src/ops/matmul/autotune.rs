@@ -67,11 +67,10 @@ pub(crate) fn tune_candidates(
         }
         // The warp-specialised, persistent kernel: two consumers of 128×128 tiles taking
         // turns, so that one's epilogue runs under the other's main loop.
-        // With clusters of two along M, B's k-tiles are multicast to both blocks: the pair
-        // reads L2 like one 256×128 tile.
+        // (Clusters of two sharing B, `with_cluster_m(2)`, were level with these on an H100
+        // at 4096³-8192³, never faster: not candidates.)
         for stages in [4, 5] {
             all.push(MatmulConfig::wgmma_ws(128, 128, line, stages));
-            all.push(MatmulConfig::wgmma_ws(128, 128, line, stages).with_cluster_m(2));
         }
     }
     let mut out: Vec<MatmulConfig> = Vec::new();

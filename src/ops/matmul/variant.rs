@@ -41,8 +41,13 @@ impl Variant {
         };
         let l = |row: bool| if row { 'r' } else { 'c' };
         let b = |x: bool| if x { '1' } else { '0' };
+        let cluster = if c.cluster_m > 1 {
+            format!("_c{}", c.cluster_m)
+        } else {
+            String::new()
+        };
         format!(
-            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}_{}{}{}",
+            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}_{}{}{}{cluster}",
             c.block_m,
             c.block_n,
             c.block_k,
