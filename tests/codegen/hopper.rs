@@ -143,28 +143,45 @@ fn documented_hopper_tile_is_the_example() {
     }
 }
 
-/// The named-barrier code docs/GUIDE.md shows (its "Warp specialisation" block) is
-/// examples/warp_specialised's, which runs it and checks it: every line of the block stands in
-/// the example's kernels, in the same order (indentation aside).
-#[test]
-fn documented_named_barriers_are_the_example() {
-    let example = include_str!("../../examples/warp_specialised/kernels.rs");
+/// Every line of the first rust block of docs/GUIDE.md's section `heading` stands in
+/// `example` (an example's source), in the same order (indentation aside).
+fn guide_block_is_in(heading: &str, example: &str, name: &str) {
     let guide = include_str!("../../docs/GUIDE.md");
-    let heading = "\n### Warp specialisation: producer and consumer warps, named barriers\n";
     let block = guide
-        .split_once(heading)
+        .split_once(&format!("\n### {heading}\n"))
         .and_then(|(_, section)| section.split_once("```rust\n"))
         .and_then(|(_, rest)| rest.split_once("\n```"))
-        .expect("docs/GUIDE.md: no rust block in the warp-specialisation section")
+        .unwrap_or_else(|| panic!("docs/GUIDE.md: no rust block in the section {heading}"))
         .0;
     let mut lines = example.lines().map(str::trim);
     for want in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
         assert!(
             lines.any(|l| l == want),
-            "docs/GUIDE.md's line\n    {want}\nis not in examples/warp_specialised/kernels.rs \
-             (after the lines before it)"
+            "docs/GUIDE.md's line\n    {want}\nis not in {name} (after the lines before it)"
         );
     }
+}
+
+/// The named-barrier code docs/GUIDE.md shows (its "Warp specialisation" block) is
+/// examples/warp_specialised's, which runs it and checks it.
+#[test]
+fn documented_named_barriers_are_the_example() {
+    guide_block_is_in(
+        "Warp specialisation: producer and consumer warps, named barriers",
+        include_str!("../../examples/warp_specialised/kernels.rs"),
+        "examples/warp_specialised/kernels.rs",
+    );
+}
+
+/// The cluster histogram docs/GUIDE.md shows is examples/clusters', which runs it and checks
+/// it.
+#[test]
+fn documented_cluster_histogram_is_the_example() {
+    guide_block_is_in(
+        "Thread-block clusters and distributed shared memory",
+        include_str!("../../examples/clusters/kernels.rs"),
+        "examples/clusters/kernels.rs",
+    );
 }
 
 /// wgmma with A from registers (f16 and tf32, whose fragment is rounded with `cvt.rna`)

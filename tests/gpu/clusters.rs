@@ -17,6 +17,9 @@ use cudajit::FaultKind;
 
 use crate::common::{ctx, sm90, special_f32, Rng};
 
+#[path = "../../examples/clusters/kernels.rs"]
+mod kernels;
+
 /// The 14 cluster registers each block reports.
 const REGS: usize = 14;
 
@@ -172,33 +175,12 @@ fn histogram_over_the_cluster_shared_memory() {
         return;
     }
     let s = c.new_stream().unwrap();
-    const BINS: u32 = 256;
-    const PER_BLOCK: u32 = 2048;
-    // CUDA's programming-guide example: each block of a cluster of `n` holds BINS / n bins;
-    // every thread adds its values to the bins' owners; each block then writes its bins.
-    let kern = Kernel::<(&[u32], &mut [u32])>::build("dsmem_histogram", |k, (x, hist)| {
-        let bins = k.shared_array::<u32>(BINS as usize);
-        let t = k.thread_idx().x;
-        let (r, n) = (k.cluster_rank(), k.cluster_size());
-        let per = BINS / n;
-        k.for_step(t, per, k.block_dim().x, |_, i| bins.set(i, 0u32));
-        k.cluster_sync();
-        let base = k.block_idx().x * PER_BLOCK;
-        k.for_step(t, PER_BLOCK, k.block_dim().x, |_, i| {
-            let bin = x.at(base + i) % BINS;
-            bins.atomic_add_at_rank(bin / per, bin % per, 1u32);
-        });
-        k.cluster_sync();
-        let cl = k.cluster_idx().x;
-        k.for_step(t, per, k.block_dim().x, |_, i| {
-            hist.set(cl * BINS + r * per + i, bins.at(i));
-        });
-    })
-    .unwrap();
+    // examples/clusters' kernel: the bins spread over the cluster's blocks.
+    let kern = kernels::histogram().unwrap();
     let mut rng = Rng::new();
     let blocks = 16u32;
     // Skewed values: some bins get many hits, a few none.
-    let xs: Vec<u32> = rng.vec((blocks * PER_BLOCK) as usize, |r| {
+    let xs: Vec<u32> = rng.vec((blocks * kernels::PER_BLOCK) as usize, |r| {
         let u = r.next_u64();
         if u % 3 == 0 {
             (u >> 8) as u32 % 7
@@ -208,18 +190,12 @@ fn histogram_over_the_cluster_shared_memory() {
     });
     let x = s.to_device(&xs).unwrap();
     for size in [1u32, 2, 4, 8] {
-        let clusters = (blocks / size) as usize;
-        let mut hist = c.alloc::<u32, _>(clusters * BINS as usize).unwrap();
+        let want = kernels::host_histogram(&xs, size);
+        let mut hist = c.alloc::<u32, _>(want.len()).unwrap();
         hist.fill_async(u32::MAX, &s).unwrap();
         let cfg = LaunchConfig::new(blocks, 128).with_cluster(size);
         kern.launch(&s, cfg, (&x, &mut hist)).unwrap();
-        let got = hist.to_vec_async(&s).unwrap();
-        let mut want = vec![0u32; clusters * BINS as usize];
-        for (i, v) in xs.iter().enumerate() {
-            let cl = i / (PER_BLOCK * size) as usize;
-            want[cl * BINS as usize + (v % BINS) as usize] += 1;
-        }
-        assert_eq!(got, want, "clusters of {size}");
+        assert_eq!(hist.to_vec_async(&s).unwrap(), want, "clusters of {size}");
     }
 }
 
