@@ -326,11 +326,7 @@ fn resident_units(
     let lc = LaunchConfig::new(cl, cfg.threads())
         .with_shared_mem(shared)
         .with_cluster(cl);
-    let raw = kernel.max_active_clusters(ctx, lc)? as usize;
-    if std::env::var("CUDAJIT_DEBUG_CLUSTERS").is_ok() {
-        eprintln!("max_active_clusters: {raw} (sms {sms}, shared {shared})");
-    }
-    let n = raw.clamp(1, sms / cl as usize);
+    let n = (kernel.max_active_clusters(ctx, lc)? as usize).clamp(1, sms / cl as usize);
     KNOWN.lock().insert(key, n);
     Ok(n)
 }
