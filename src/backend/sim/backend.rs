@@ -371,7 +371,7 @@ impl LaunchApi for Simulator {
     ) -> Result<()> {
         let one = [1, 1, 1];
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_launch_kernel(f, grid, block, one, shared_mem_bytes, stream, params) }
+        unsafe { self.sim_launch_kernel(f, [grid, block, one], shared_mem_bytes, stream, params) }
     }
 
     unsafe fn launch_kernel_cluster(
@@ -387,7 +387,9 @@ impl LaunchApi for Simulator {
     ) -> Result<()> {
         // Blocks of a kernel that synchronises its grid run all at once (`Launch::run`).
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.sim_launch_kernel(f, grid, block, cluster, shared_mem_bytes, stream, params) }
+        unsafe {
+            self.sim_launch_kernel(f, [grid, block, cluster], shared_mem_bytes, stream, params)
+        }
     }
 
     unsafe fn occupancy_max_active_clusters(

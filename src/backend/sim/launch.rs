@@ -236,9 +236,7 @@ impl Simulator {
     pub(super) unsafe fn sim_launch_kernel(
         &self,
         f: sys::CUfunction,
-        grid: [u32; 3],
-        block: [u32; 3],
-        cluster: [u32; 3],
+        [grid, block, cluster]: [[u32; 3]; 3],
         shared_mem_bytes: u32,
         stream: sys::CUstream,
         params: *mut *mut c_void,
