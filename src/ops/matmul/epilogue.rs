@@ -294,35 +294,9 @@ fn store_out_with<T: MatmulInput, O: MatmulOutput>(
     });
 }
 
-/// A warp's staging region in shared memory: rows `stride` words apart from word `base`.
-/// `swizzled` (a `stride` of a multiple of 64): the 8-word groups of row `r` are XORed with
-/// `r mod 8`, so that both the warpgroup accumulator's pair stores (a half-warp: 4 rows × 4
-/// pairs of words) and the row reads of [`store_slice`] are free of bank conflicts (rows
-/// padded to `stride + 1` words had 6.8-way conflicting stores: ncu, H100).
-#[derive(Clone, Copy)]
-pub(super) struct Staging<'a> {
-    pub st: &'a DArray<f32, 1, ReadWrite>,
-    pub base: Expr<u32>,
-    pub stride: u32,
-    pub swizzled: bool,
-}
-
-impl Staging<'_> {
-    /// The word of row `r`, column `c` of the region.
-    fn word(&self, r: Expr<u32>, c: Expr<u32>) -> Expr<u32> {
-        let c = if self.swizzled {
-            c ^ ((r & 7u32) << 3u32)
-        } else {
-            c
-        };
-        self.base + r * self.stride + c
-    }
-}
-
 /// Stores this warp's 16 rows of a warpgroup accumulator `acc` (64 × `acc.n()`) to rows
-/// `r0..r0 + 16` and columns `c0..` of C: staged in the swizzled region `stg` (its base and
-/// stride even: the pairs of adjacent columns each thread holds go as one 8-byte store), then
-/// [`store_slice`]. The caller keeps the region free until then.
+/// `r0..r0 + 16` and columns `c0..` of C: staged in shared memory `st` from word `base` (rows
+/// `stride` words apart), then [`store_slice`]. The caller keeps the region free until then.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn store_acc_slice<T: MatmulInput, O: MatmulOutput>(
     k: &KernelBuilder,
@@ -331,32 +305,29 @@ pub(super) fn store_acc_slice<T: MatmulInput, O: MatmulOutput>(
     epi: &EpilogueFn,
     cbase: Expr<u64>,
     acc: &WgmmaAcc,
-    stg: Staging<'_>,
+    (st, base, stride): (&DArray<f32, 1, ReadWrite>, Expr<u32>, u32),
     (r0, c0): (Expr<u32>, Expr<u32>),
 ) {
     let lane = k.lane_id();
-    let mut items = Vec::new();
-    acc.for_each(k, |r, c, value| items.push((r, c, value)));
-    // Elements 2i and 2i + 1 are one row's adjacent columns.
-    for pair in items.chunks(2) {
-        let (r, c, v0) = pair[0];
-        let word = stg.word(r & 15u32, c);
-        match pair.get(1) {
-            Some(&(_, _, v1)) if stg.swizzled => stg.st.store_vec(word >> 1u32, [v0, v1]),
-            other => {
-                stg.st.set(word, v0);
-                if let Some(&(r1, c1, v1)) = other {
-                    stg.st.set(stg.word(r1 & 15u32, c1), v1);
-                }
-            }
-        }
-    }
+    acc.for_each(k, |r, c, value| {
+        st.set(base + (r & 15u32) * stride + c, value)
+    });
     k.syncwarp(u32::MAX);
-    store_slice(k, p, v, epi, cbase, stg, (r0, c0), (acc.n(), lane));
+    store_slice(
+        k,
+        p,
+        v,
+        epi,
+        cbase,
+        (st, base, stride),
+        (r0, c0),
+        (acc.n(), lane),
+    );
 }
 
-/// Stores one warp's 16-row slice of accumulators, staged in shared memory (`stg`, `width`
-/// columns, a multiple of 32; `lane` the lane id), to rows
+/// Stores one warp's 16-row slice of accumulators, staged in shared memory `st` from word
+/// `base` (rows `stride` words apart, `width` columns, a multiple of 32; `lane` the lane id),
+/// to rows
 /// `r0..r0 + 16` and columns `c0..c0 + width` of C with [`store_out`]: along C's contiguous
 /// axis, consecutive lanes on consecutive elements, so that each store instruction of the warp
 /// writes whole runs of C (row-major C: lane `l` takes columns `l, l + 32, ...` of each row;
@@ -368,7 +339,7 @@ pub(super) fn store_slice<T: MatmulInput, O: MatmulOutput>(
     v: &Variant,
     epi: &EpilogueFn,
     cbase: Expr<u64>,
-    stg: Staging<'_>,
+    (st, base, stride): (&DArray<f32, 1, ReadWrite>, Expr<u32>, u32),
     (r0, c0): (Expr<u32>, Expr<u32>),
     (width, lane): (u32, Expr<u32>),
 ) {
@@ -391,7 +362,7 @@ pub(super) fn store_slice<T: MatmulInput, O: MatmulOutput>(
         k.for_range(0u32, 16u32, |k, r| {
             for (j, cv) in cvs.iter().enumerate() {
                 let c = lane + j as u32 * 32;
-                let val = stg.st.at(stg.word(r, c));
+                let val = st.at(base + r * stride + c);
                 store_out_with(k, p, v, epi, cbase, (r0 + r, c0 + c), val, *cv);
             }
         });
@@ -399,7 +370,7 @@ pub(super) fn store_slice<T: MatmulInput, O: MatmulOutput>(
         let r = lane & 15u32;
         k.for_range(0u32, width / 2, |k, cc| {
             let c = cc * 2u32 + (lane >> 4u32);
-            let val = stg.st.at(stg.word(r, c));
+            let val = st.at(base + r * stride + c);
             store_out(k, p, v, epi, cbase, r0 + r, c0 + c, val);
         });
     }

@@ -22,7 +22,7 @@ use crate::error::Result;
 use crate::memory::{TensorMapOptions, TensorMapSwizzle};
 
 use super::config::MatmulConfig;
-use super::epilogue::{store_acc_slice, store_out, EpilogueFn, Staging};
+use super::epilogue::{store_acc_slice, store_out, EpilogueFn};
 use super::params::{tile_origin, Params};
 use super::shape::{Operand, Problem};
 use super::types::{MatmulInput, MatmulOutput};
@@ -359,22 +359,17 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let row0 = o.m0 + wg * WG;
     // The accumulators through shared memory (the stages are free once every warpgroup is
     // past its last wgmma): each warp writes its 16 rows × block_n to a region of its own
-    // (swizzled: `Staging`), then stores them along C's contiguous axis, consecutive lanes on
-    // consecutive elements, so that each store instruction writes whole runs of C.
-    let stride = bn;
+    // (rows padded by one word), then stores them along C's contiguous axis, consecutive
+    // lanes on consecutive elements, so that each store instruction writes whole runs of C.
+    let stride = bn + 1;
     let region = 16 * stride;
     if cfg.threads() / 32 * region * 4 <= cfg.shared_bytes(es as usize) as u32 {
         let st = k.dynamic_shared::<f32>();
         let warp = t >> 5u32;
-        let stg = Staging {
-            st: &st,
-            base: warp * region,
-            stride,
-            swizzled: true,
-        };
+        let base = warp * region;
         k.syncthreads();
         let origin = (row0 + (warp & 3u32) * 16u32, o.n0);
-        store_acc_slice(k, &p, v, epi, o.cbase, &acc, stg, origin);
+        store_acc_slice(k, &p, v, epi, o.cbase, &acc, (&st, base, stride), origin);
     } else {
         acc.for_each(k, |r, c, value| {
             store_out(k, &p, v, epi, o.cbase, row0 + r, o.n0 + c, value);

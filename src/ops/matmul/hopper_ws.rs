@@ -19,7 +19,7 @@
 
 use crate::codegen::{Expr, KernelBuilder, WgmmaAcc};
 
-use super::epilogue::{store_acc_slice, EpilogueFn, Staging};
+use super::epilogue::{store_acc_slice, EpilogueFn};
 use super::hopper::{batches, Ring};
 use super::params::{tile_at, Params};
 use super::types::{MatmulInput, MatmulOutput};
@@ -40,9 +40,9 @@ pub(super) const CONSUMERS: u32 = 2;
 const STAGED_COLS: u32 = 128;
 
 /// Bytes of the consumers' epilogue staging: each consumer warp's 16 rows × up to 128 columns
-/// of f32 (swizzled, not padded: `Staging`).
+/// of f32, rows padded by one word.
 pub(super) fn staging_bytes(block_n: u32) -> usize {
-    (CONSUMERS * 4 * 16 * block_n.min(STAGED_COLS) * 4) as usize
+    (CONSUMERS * 4 * 16 * (block_n.min(STAGED_COLS) + 1) * 4) as usize
 }
 
 /// Records the warp-specialised kernel of variant `v` in the kernel being built.
@@ -211,7 +211,7 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
     // Consumer warps 0..8 (the producer's four come first).
     let warp = (t >> 5u32) - 4u32;
     let cols = bn.min(STAGED_COLS);
-    let stride = cols;
+    let stride = cols + 1;
     let region = 16 * stride;
     let es = T::TY.size() as u32;
     let ring_end = st.aligned_index(1024) + ring.elems() * es / 4;
@@ -226,13 +226,7 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
             let part = WgmmaAcc::from_elems(acc.elems()[run].to_vec());
             let row = o.m0 + i as u32 * WG + (warp & 3u32) * 16u32;
             let at = (row, o.n0 + c0);
-            let stg = Staging {
-                st: &st,
-                base,
-                stride,
-                swizzled: true,
-            };
-            store_acc_slice(k, p, v, epi, o.cbase, &part, stg, at);
+            store_acc_slice(k, p, v, epi, o.cbase, &part, (&st, base, stride), at);
             // The region is written again by the next pass.
             k.syncwarp(u32::MAX);
         }

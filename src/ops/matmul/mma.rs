@@ -12,7 +12,7 @@
 
 use crate::codegen::{Expr, FragA, FragB, FragC, KernelBuilder, NdMut, Var};
 
-use super::epilogue::{store_out, store_slice, EpilogueFn, Staging};
+use super::epilogue::{store_out, store_slice, EpilogueFn};
 use super::params::{tile_origin, Params, TileOrigin};
 use super::pipeline::{self, Frags, PipeSrc};
 use super::simt::select_u32;
@@ -237,13 +237,16 @@ fn staged_epilogue<T: MatmulInput, O: MatmulOutput>(
         }
         k.syncwarp(u32::MAX);
         let origin = (o.m0 + wrow + mi as u32 * 16, o.n0 + wcol);
-        let stg = Staging {
-            st: &st,
-            base,
-            stride,
-            swizzled: false,
-        };
-        store_slice(k, p, v, epi, o.cbase, stg, origin, (wn, lane));
+        store_slice(
+            k,
+            p,
+            v,
+            epi,
+            o.cbase,
+            (&st, base, stride),
+            origin,
+            (wn, lane),
+        );
         // Every lane has read the region before the next slice overwrites it.
         k.syncwarp(u32::MAX);
     }
