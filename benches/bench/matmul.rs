@@ -105,14 +105,12 @@ fn gelu64(x: f64) -> f64 {
 
 /// The warp-specialised engine's diagnostic rows: tiles per consumer (M × N), stages and
 /// blocks per cluster along M (2: B multicast to both).
-const WS_CONFIGS: [(u32, u32, u32, u32); 8] = [
+const WS_CONFIGS: [(u32, u32, u32, u32); 6] = [
     (128, 128, 4, 1),
     (128, 128, 5, 1),
     (128, 128, 4, 2),
     (128, 128, 5, 2),
-    (64, 256, 3, 1),
     (64, 256, 4, 1),
-    (64, 256, 3, 2),
     (64, 256, 4, 2),
 ];
 

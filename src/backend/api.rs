@@ -499,16 +499,15 @@ backend_api! {
         /// An empty graph, for building by hand.
         [counted]
         fn graph_create(&self) -> Result<sys::CUgraph>;
-        /// Adds a kernel node after `deps`; the parameters are copied.
-        #[allow(clippy::too_many_arguments)]
+        /// Adds a kernel node after `deps` (`geometry`: grid, block and cluster dimensions;
+        /// a cluster of 1, 1, 1 is none); the parameters are copied.
         [counted unsafe]
         fn graph_add_kernel(
             &self,
             g: sys::CUgraph,
             deps: &[sys::CUgraphNode],
             f: sys::CUfunction,
-            grid: [u32; 3],
-            block: [u32; 3],
+            geometry: [[u32; 3]; 3],
             shared_mem_bytes: u32,
             params: *mut *mut c_void,
         ) -> Result<sys::CUgraphNode>;

@@ -260,7 +260,8 @@ impl<P: KernelParams> Kernel<P> {
 
     /// Adds a launch of the kernel to a graph built by hand ([`Graph::new`]), run after `deps`:
     /// the arguments' values are copied into the node now (their arrays must outlive the
-    /// graph's launches). Checked as [`Kernel::launch`] is.
+    /// graph's launches). Checked as [`Kernel::launch`] is; a cluster shape
+    /// ([`LaunchConfig::with_cluster`]) is the node's attribute.
     pub fn add_to_graph<A: LaunchArgs<P>>(
         &self,
         graph: &mut Graph,
@@ -277,13 +278,6 @@ impl<P: KernelParams> Kernel<P> {
                     self.name()
                 ),
             }));
-        }
-        if config.cluster.is_some() {
-            return Err(Error::launch_config(format!(
-                "kernel `{}`: a hand-built graph node cannot carry a cluster shape yet; capture \
-                 the cluster launch instead (`Stream::capture`)",
-                self.name()
-            )));
         }
         let ctx = graph.context().clone();
         let f = self.loaded_function(&ctx)?;
@@ -302,8 +296,7 @@ impl<P: KernelParams> Kernel<P> {
                     graph.raw(),
                     &deps,
                     f.raw(),
-                    [g.x, g.y, g.z],
-                    [b.x, b.y, b.z],
+                    [[g.x, g.y, g.z], [b.x, b.y, b.z], config.cluster_dims()],
                     config.shared_mem_bytes,
                     params,
                 )

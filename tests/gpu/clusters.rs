@@ -385,3 +385,60 @@ fn simulator_reports_cluster_misuse() {
         "{message}"
     );
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cluster_launches_in_graphs() {
+    let c = ctx();
+    if !sm90(&c) {
+        println!("skipped: clusters need an sm_90 GPU");
+        return;
+    }
+    let s = c.new_stream().unwrap();
+    // Each block writes its rank and its cluster's size, read from its neighbour's shared
+    // memory (so a node without its cluster shape would give size 1, or fault).
+    let kern = Kernel::<(&mut [u32],)>::build("cluster_in_graph", |k, (out,)| {
+        let me = k.shared_array::<u32>(1);
+        let (r, n) = (k.cluster_rank(), k.cluster_size());
+        k.if_(k.thread_idx().x.eq(0u32), |_| me.set(0u32, r * 100u32 + n));
+        k.cluster_sync();
+        let b = k.block_idx().x;
+        k.if_(k.thread_idx().x.eq(0u32), |_| {
+            out.set(b, me.at_rank((r + 1u32) % n, 0u32))
+        });
+        k.cluster_sync();
+    })
+    .unwrap();
+    let blocks = 16u32;
+    let want = |size: u32| -> Vec<u32> {
+        (0..blocks)
+            .map(|b| (b % size + 1) % size * 100 + size)
+            .collect()
+    };
+    for size in [2u32, 4] {
+        let cfg = LaunchConfig::new(blocks, 32).with_cluster(size);
+        // A hand-built graph: the kernel node carries the cluster shape.
+        let mut out = c.zeros::<u32, _>(blocks as usize).unwrap();
+        let mut g = cudajit::Graph::new(&c).unwrap();
+        kern.add_to_graph(&mut g, cfg, (&mut out,), &[]).unwrap();
+        let exec = g.instantiate().unwrap();
+        // SAFETY: `out` outlives the launch (synchronised below).
+        unsafe { exec.launch(&s) }.unwrap();
+        assert_eq!(
+            out.to_vec_async(&s).unwrap(),
+            want(size),
+            "graph node, clusters of {size}"
+        );
+        // A captured cluster launch.
+        let mut out = c.zeros::<u32, _>(blocks as usize).unwrap();
+        let graph = s.capture(|s| kern.launch(s, cfg, (&mut out,))).unwrap();
+        let exec = graph.instantiate().unwrap();
+        // SAFETY: as above.
+        unsafe { exec.launch(&s) }.unwrap();
+        assert_eq!(
+            out.to_vec_async(&s).unwrap(),
+            want(size),
+            "captured, clusters of {size}"
+        );
+    }
+}

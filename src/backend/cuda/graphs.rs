@@ -89,8 +89,7 @@ impl GraphApi for CudaDriver {
         g: sys::CUgraph,
         deps: &[sys::CUgraphNode],
         f: sys::CUfunction,
-        grid: [u32; 3],
-        block: [u32; 3],
+        [grid, block, cluster]: [[u32; 3]; 3],
         shared_mem_bytes: u32,
         params: *mut *mut c_void,
     ) -> Result<sys::CUgraphNode> {
@@ -118,6 +117,22 @@ impl GraphApi for CudaDriver {
                 &p
             ))
         }?;
+        if cluster != [1, 1, 1] {
+            let mut v = sys::CUkernelNodeAttrValue::default();
+            v.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+                x: cluster[0],
+                y: cluster[1],
+                z: cluster[2],
+            };
+            // SAFETY: a node just added to `g`; `v` is a live value of the attribute's type.
+            unsafe {
+                drv!(cuGraphKernelNodeSetAttribute(
+                    node,
+                    sys::CUkernelNodeAttrID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                    &v
+                ))
+            }?;
+        }
         Ok(node)
     }
 

@@ -363,21 +363,18 @@ impl GraphApi for super::Simulator {
         Ok(graph_handle(h))
     }
 
-    #[allow(clippy::too_many_arguments)]
     unsafe fn graph_add_kernel(
         &self,
         g: sys::CUgraph,
         _deps: &[sys::CUgraphNode],
         f: sys::CUfunction,
-        grid: [u32; 3],
-        block: [u32; 3],
+        geometry: [[u32; 3]; 3],
         shared_mem_bytes: u32,
         params: *mut *mut c_void,
     ) -> Result<sys::CUgraphNode> {
         let ir = self.func(f, "cuGraphAddKernelNode_v2", |st| st.ir.clone())?;
         // SAFETY: the caller passes one pointer per parameter slot of the kernel's IR.
-        let node =
-            unsafe { kernel_node(&ir, f, [grid, block, [1, 1, 1]], shared_mem_bytes, params) };
+        let node = unsafe { kernel_node(&ir, f, geometry, shared_mem_bytes, params) };
         self.add_node(g, node)
     }
 
