@@ -205,8 +205,15 @@ impl Bench {
         // pinned (tiles per consumer and stages in the work's name) beside the default's rows.
         let hopper = self.c(self.ctx.device().compute_capability())? == (9, 0);
         if self.opts.selected("matmul_bf16") && hopper {
-            for row in WS_CONFIGS {
-                let (work, cfg) = ws_row("matmul_ws", row);
+            let coop = (
+                "matmul_ws_coop_128x256_s3".to_string(),
+                MatmulConfig::wgmma_ws_cooperative(128, 256, 64, 3),
+            );
+            for (work, cfg) in WS_CONFIGS
+                .iter()
+                .map(|&row| ws_row("matmul_ws", row))
+                .chain([coop])
+            {
                 for &sh in &shapes {
                     let mm = Matmul::new().config(cfg);
                     if let Err(e) = self.one_matmul::<bf16, bf16>(&work, "bf16", sh, mm) {
@@ -275,6 +282,12 @@ impl Bench {
                     (work, mm)
                 })
                 .collect();
+            rows.push((
+                "gemm_bias_gelu_ws_coop_128x256_s3".into(),
+                Matmul::new()
+                    .epilogue(Epilogue::bias_gelu())
+                    .config(MatmulConfig::wgmma_ws_cooperative(128, 256, 64, 3)),
+            ));
             rows.push((
                 "gemm_bias_relu".into(),
                 Matmul::new().epilogue(Epilogue::bias_relu()),

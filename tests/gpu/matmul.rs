@@ -826,6 +826,25 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
         tf32,
         ..case(2200, 1100, 24)
     });
+    // The cooperative schedule: both consumers on each 128×256 tile, 64 rows each; every
+    // layout, edges, a fused epilogue, more tiles than blocks.
+    let coop = MatmulConfig::wgmma_ws_cooperative(128, 256, line, 3);
+    for (ta, tb) in LAYOUTS {
+        check::<T, f32>(Case {
+            ta,
+            tb,
+            config: Some(coop),
+            tf32,
+            ..case(300, 520, 3 * line as usize + 5)
+        });
+    }
+    check::<T, T>(Case {
+        tb,
+        epi: Epi::BiasGelu,
+        config: Some(coop),
+        tf32,
+        ..case(1500, 1100, 24)
+    });
 }
 
 #[test]

@@ -190,6 +190,21 @@ impl MatmulConfig {
         }
     }
 
+    /// A warp-specialised, persistent Hopper configuration whose two consumer warpgroups share
+    /// each `block_m × block_n` tile, `block_m / 2` rows each (CUTLASS's cooperative schedule:
+    /// larger tiles than [`wgmma_ws`](Self::wgmma_ws)'s turns allow, e.g. 128×256, but no
+    /// epilogue under the other's main loop).
+    pub const fn wgmma_ws_cooperative(
+        block_m: u32,
+        block_n: u32,
+        block_k: u32,
+        stages: u32,
+    ) -> Self {
+        let mut c = Self::wgmma_ws(block_m, block_n, block_k, stages);
+        c.sub_m = block_m / 2;
+        c
+    }
+
     /// The same configuration launched as clusters of `blocks` blocks along M (1 or 2;
     /// [`Engine::WgmmaWs`] with `block_n` a multiple of 128): the cluster's blocks share B's
     /// tiles through TMA multicast (sm_90).
@@ -337,10 +352,13 @@ impl MatmulConfig {
         if self.engine == Engine::WgmmaWs && !(bm == 64 || bm == 128) {
             return bad("block_m is 64 or 128 (one or two wgmmas of 64 rows per consumer)".into());
         }
-        if self.engine == Engine::WgmmaWs && (bm * bn > 128 * 128 || sm != bm || sn != bn) {
+        if self.engine == Engine::WgmmaWs
+            && (sm * bn > 128 * 128 || !(sm == bm || 2 * sm == bm) || sm % 64 != 0 || sn != bn)
+        {
             return bad(
                 "a consumer's tile is at most 128×128 (its accumulators are 128 registers a \
-                 thread), sub_m and sub_n the whole tile"
+                 thread): sub_m the whole block_m (the consumers take turns on tiles) or half \
+                 of it (they share each tile), a multiple of 64; sub_n the whole block_n"
                     .into(),
             );
         }

@@ -55,8 +55,10 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let cfg = v.cfg;
     let (bm, bn, bk, stages) = (cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages);
     k.launch_bounds(THREADS, 1);
-    // One arrival per stage: the consumer warpgroup whose tile it holds.
-    let ring = Ring::<T>::declare(k, v, 1);
+    // One arrival per stage: the consumer warpgroup whose tile it holds (both, when they
+    // share every tile).
+    let readers = if cooperative(v) { CONSUMERS } else { 1 };
+    let ring = Ring::<T>::declare(k, v, readers);
     let t = k.thread_idx().x;
     let wg = t >> 7u32;
     // With clusters of `cl` blocks along M, a cluster walks units of `cl` vertically
@@ -111,6 +113,13 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     }
 }
 
+/// Whether the two consumers share every tile, each computing `sub_m` of its rows (CUTLASS's
+/// "cooperative" schedule: one `block_m × block_n` tile at a time, its epilogue not
+/// overlapped), rather than taking turns on whole tiles ("ping-pong").
+fn cooperative(v: &Variant) -> bool {
+    v.cfg.sub_m < v.cfg.block_m
+}
+
 /// A consumer warpgroup's tiles: the main loop over k-tiles, then the epilogue.
 fn consume<T: MatmulInput, O: MatmulOutput>(
     k: &KernelBuilder,
@@ -125,7 +134,14 @@ fn consume<T: MatmulInput, O: MatmulOutput>(
     let (bm, bn, bk, stages) = (cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages);
     let t = k.thread_idx().x;
     let c = (t >> 7u32) - 1u32;
-    let parts = bm / WG;
+    let coop = cooperative(v);
+    // The rows of each tile this consumer computes: all, or its `sub_m` of them.
+    let (rows, row0) = if coop {
+        (cfg.sub_m, c * cfg.sub_m)
+    } else {
+        (bm, k.lit(0u32))
+    };
+    let parts = rows / WG;
     let vars: Vec<_> = (0..parts).map(|_| WgmmaAcc::zeros(bn).vars(k)).collect();
     let all = |vars: &[Vec<crate::codegen::Var<f32>>]| {
         WgmmaAcc::from_elems(vars.iter().flatten().map(|x| x.get()).collect())
@@ -140,16 +156,23 @@ fn consume<T: MatmulInput, O: MatmulOutput>(
     // passed every wait of the previous tile's (named barrier 1 + c, both warpgroups). Else
     // a consumer could wait on a stage two phases ahead of it, which a parity cannot tell
     // from the phase before (CUTLASS's math order barrier).
-    k.for_step(c, mine, CONSUMERS, |k, li| {
+    let (first, step) = if coop {
+        (k.lit(0u32), 1)
+    } else {
+        (c, CONSUMERS)
+    };
+    k.for_step(first, mine, step, |k, li| {
         let o = tile(li);
         let q0 = li * ktiles;
-        k.if_(li.gt(0u32), |k| {
-            k.if_else(
-                c.eq(0u32),
-                |k| k.named_barrier_sync(1, 256),
-                |k| k.named_barrier_sync(2, 256),
-            )
-        });
+        if !coop {
+            k.if_(li.gt(0u32), |k| {
+                k.if_else(
+                    c.eq(0u32),
+                    |k| k.named_barrier_sync(1, 256),
+                    |k| k.named_barrier_sync(2, 256),
+                )
+            });
+        }
         // One k-tile's wgmmas stay in flight while the next tile's are issued; its stage is
         // released one tile later.
         k.for_range(0u32, ktiles, |k, j| {
@@ -160,7 +183,7 @@ fn consume<T: MatmulInput, O: MatmulOutput>(
             let mut accs: Vec<WgmmaAcc> = vars.iter().map(|x| WgmmaAcc::from_vars(x)).collect();
             for kk in 0..bk / T::K {
                 for (i, acc) in accs.iter_mut().enumerate() {
-                    let (a, b) = ring.operands(s, kk, k.lit(i as u32 * WG * bk));
+                    let (a, b) = ring.operands(s, kk, (row0 + i as u32 * WG) * bk);
                     *acc = k.wgmma(&a, &b, acc, true);
                 }
             }
@@ -174,19 +197,21 @@ fn consume<T: MatmulInput, O: MatmulOutput>(
                 ring.release((q - 1u32) % stages)
             });
         });
-        k.if_((li + 1u32).lt(mine), |k| {
-            k.if_else(
-                c.eq(0u32),
-                |k| k.named_barrier_arrive(2, 256),
-                |k| k.named_barrier_arrive(1, 256),
-            )
-        });
+        if !coop {
+            k.if_((li + 1u32).lt(mine), |k| {
+                k.if_else(
+                    c.eq(0u32),
+                    |k| k.named_barrier_arrive(2, 256),
+                    |k| k.named_barrier_arrive(1, 256),
+                )
+            });
+        }
         let acc = k.wgmma_wait(0, &all(&vars));
         set_all(&acc);
         k.if_(leader.and(ktiles.gt(0u32)), |_| {
             ring.release((q0 + ktiles - 1u32) % stages)
         });
-        epilogue(k, v, epi, p, ring, &vars, &o);
+        epilogue(k, v, epi, p, ring, &vars, (&o, row0));
         // The next tile starts from zero.
         for x in vars.iter().flatten() {
             x.set(0.0f32);
@@ -203,7 +228,7 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
     p: &Params<T, O>,
     ring: &Ring<T>,
     vars: &[Vec<crate::codegen::Var<f32>>],
-    o: &super::params::TileOrigin,
+    (o, row0): (&super::params::TileOrigin, Expr<u32>),
 ) {
     let bn = v.cfg.block_n;
     let t = k.thread_idx().x;
@@ -224,7 +249,7 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
             // elements, an accumulator of `cols` columns of its own.
             let run = (c0 / 2) as usize..((c0 + cols) / 2) as usize;
             let part = WgmmaAcc::from_elems(acc.elems()[run].to_vec());
-            let row = o.m0 + i as u32 * WG + (warp & 3u32) * 16u32;
+            let row = o.m0 + row0 + i as u32 * WG + (warp & 3u32) * 16u32;
             let at = (row, o.n0 + c0);
             store_acc_slice(k, p, v, epi, o.cbase, &part, (&st, base, stride), at);
             // The region is written again by the next pass.
