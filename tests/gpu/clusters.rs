@@ -15,7 +15,7 @@ use cudajit::memory::TensorMap;
 use cudajit::prelude::*;
 use cudajit::FaultKind;
 
-use crate::common::{ctx, sm90, special_f32, Rng};
+use crate::common::{ctx, fault, sm90, special_f32, Rng};
 
 #[path = "../../examples/clusters/kernels.rs"]
 mod kernels;
@@ -328,10 +328,6 @@ fn simulator_reports_cluster_misuse() {
     }
     let c = ctx();
     let s = c.new_stream().unwrap();
-    let fault = |r: cudajit::Result<()>| match r {
-        Err(cudajit::Error::Fault { kind, message, .. }) => (kind, message),
-        other => panic!("expected a fault, got {other:?}"),
-    };
     // A rank outside the cluster.
     let k = Kernel::<(&mut [f32],)>::build("rank_outside", |k, (out,)| {
         let buf = k.shared_array::<f32>(32);

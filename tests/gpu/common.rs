@@ -100,3 +100,11 @@ pub fn erf_ref(x: f64) -> f64 {
     // SAFETY: a pure libm function.
     unsafe { c_erf(x) }
 }
+
+/// The kind and message of the fault `r` must be (panics otherwise).
+pub fn fault(r: cudajit::Result<()>) -> (cudajit::FaultKind, String) {
+    match r {
+        Err(cudajit::Error::Fault { kind, message, .. }) => (kind, message),
+        other => panic!("expected a fault, got {other:?}"),
+    }
+}

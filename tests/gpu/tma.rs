@@ -11,7 +11,7 @@ use cudajit::memory::{TensorMap, TensorMapOptions, TensorMapSwizzle};
 use cudajit::prelude::*;
 use cudajit::{bf16, f16, FaultKind};
 
-use crate::common::{ctx, sm90, Rng};
+use crate::common::{ctx, fault, sm90, Rng};
 use crate::gen::Gen;
 use crate::support::mma_model::{check_product, draw, AccModel, MmaModel};
 
@@ -359,10 +359,6 @@ fn simulator_reports_bad_descriptors_and_deadlocks() {
     let a = c.zeros::<f16, _>((64, 64)).unwrap();
     let opts = TensorMapOptions::default().swizzle(TensorMapSwizzle::B128);
     let map = TensorMap::<f16, 2>::tiled_with(&a, [64, 64], opts).unwrap();
-    let fault = |r: cudajit::Result<()>| match r {
-        Err(cudajit::Error::Fault { kind, message, .. }) => (kind, message),
-        other => panic!("expected a fault, got {other:?}"),
-    };
     // 0: the tile read with 64-byte swizzle; 1: each thread's own descriptor; 2: no copy.
     for case in 0..3u32 {
         let k = Kernel::<(Tma<f16, 2>, &mut [f32])>::build("bad_tile", |k, (m, out)| {

@@ -16,7 +16,7 @@ use cudajit::codegen::Kernel;
 use cudajit::prelude::*;
 use cudajit::FaultKind;
 
-use crate::common::{ctx, sm90, special_f32, Rng};
+use crate::common::{ctx, fault, sm90, special_f32, Rng};
 
 #[path = "../../examples/warp_specialised/kernels.rs"]
 mod kernels;
@@ -96,10 +96,6 @@ fn simulator_reports_warps_that_never_meet() {
     }
     let c = ctx();
     let s = c.new_stream().unwrap();
-    let fault = |r: cudajit::Result<()>| match r {
-        Err(cudajit::Error::Fault { kind, message, .. }) => (kind, message),
-        other => panic!("expected a fault, got {other:?}"),
-    };
     // Warp 0 waits for 64 threads at barrier 1; warp 1 never comes.
     let k = Kernel::<(&mut [f32],)>::build("lonely_barrier", |k, (out,)| {
         let t = k.thread_idx().x;

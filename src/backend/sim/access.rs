@@ -68,6 +68,24 @@ impl Access {
     }
 }
 
+/// The slot of `f`'s static shared arrays in a block's `shared` (made on first use).
+pub(super) fn shared_slot(
+    shared: &mut Vec<(*const FunctionIr, Vec<SharedBuf>)>,
+    f: &FunctionIr,
+) -> usize {
+    let key = f as *const FunctionIr;
+    if let Some(s) = shared.iter().position(|(k, _)| *k == key) {
+        return s;
+    }
+    let bufs = f
+        .shared
+        .iter()
+        .map(|d| SharedBuf::new(d.len as usize * d.elem.size()))
+        .collect();
+    shared.push((key, bufs));
+    shared.len() - 1
+}
+
 /// An index value as a signed 64-bit number (indices are i64 values; narrower ones extend).
 pub(super) fn index_of(f: &FunctionIr, id: ValueId, bits: u64) -> i64 {
     f.values[id.0 as usize].ty.bits_as_i64(bits)
@@ -95,19 +113,7 @@ impl Block<'_> {
                 }
             }
             ArrayRef::Shared(i) => {
-                let key = f as *const FunctionIr;
-                let slot = match self.shared.iter().position(|(k, _)| *k == key) {
-                    Some(s) => s,
-                    None => {
-                        let bufs = f
-                            .shared
-                            .iter()
-                            .map(|d| SharedBuf::new(d.len as usize * d.elem.size()))
-                            .collect();
-                        self.shared.push((key, bufs));
-                        self.shared.len() - 1
-                    }
-                };
+                let slot = shared_slot(&mut self.shared, f);
                 Target::Shared {
                     slot,
                     arr: i as usize,

@@ -17,7 +17,7 @@
 // Masks are one word per warp beside per-warp state: index loops over warps read best.
 #![allow(clippy::needless_range_loop)]
 
-use super::access::{index_of, read_bits, rmw, write_bits, Access};
+use super::access::{index_of, read_bits, rmw, shared_slot, write_bits, Access};
 use super::block::{try_lanes, Block, Frame, Mask, SharedBuf};
 use super::control::{Meet, MeetKind};
 use super::fault::Fault;
@@ -342,19 +342,7 @@ impl<'l> Block<'l> {
             .ok_or_else(|| Fault::internal("a cluster peer that is not lent"))?;
         let buf = match array {
             ArrayRef::Shared(i) => {
-                let k = f as *const FunctionIr;
-                let slot = match p.shared.iter().position(|(x, _)| *x == k) {
-                    Some(s) => s,
-                    None => {
-                        let bufs = f
-                            .shared
-                            .iter()
-                            .map(|d| SharedBuf::new(d.len as usize * d.elem.size()))
-                            .collect();
-                        p.shared.push((k, bufs));
-                        p.shared.len() - 1
-                    }
-                };
+                let slot = shared_slot(&mut p.shared, f);
                 &mut p.shared[slot].1[i as usize]
             }
             _ => &mut p.dyn_shared,
