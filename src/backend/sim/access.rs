@@ -269,13 +269,7 @@ impl Block<'_> {
         }
         let size = ty.size();
         let off = idx as usize * size;
-        let bytes_op = |bytes: &mut [u8]| -> u64 {
-            let old = read_bits(bytes, ty);
-            if let Some(new) = op(old) {
-                write_bits(bytes, ty, new);
-            }
-            old
-        };
+        let bytes_op = |bytes: &mut [u8]| update_bits(bytes, ty, &op);
         match tg {
             Target::Global { base, .. } => {
                 let addr = base + off as u64;
@@ -621,6 +615,15 @@ pub(super) fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) ->
             _ => old,
         },
     }
+}
+
+/// Reads the element in `bytes` and writes `op(old)` if it is `Some`; the old bits.
+pub(super) fn update_bits(bytes: &mut [u8], ty: ScalarTy, op: impl Fn(u64) -> Option<u64>) -> u64 {
+    let old = read_bits(bytes, ty);
+    if let Some(new) = op(old) {
+        write_bits(bytes, ty, new);
+    }
+    old
 }
 
 /// A value's bits from memory (little-endian; a bool is a byte, non-zero is true).

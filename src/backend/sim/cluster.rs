@@ -17,7 +17,7 @@
 // Masks are one word per warp beside per-warp state: index loops over warps read best.
 #![allow(clippy::needless_range_loop)]
 
-use super::access::{index_of, read_bits, rmw, shared_slot, write_bits, Access};
+use super::access::{index_of, rmw, shared_slot, update_bits, Access, Target};
 use super::block::{try_lanes, Block, Frame, Mask, SharedBuf};
 use super::control::{Meet, MeetKind};
 use super::fault::Fault;
@@ -295,12 +295,16 @@ impl<'l> Block<'l> {
         if rank == self.cluster_rank() {
             return Ok((&mut self.dyn_shared, &mut self.bars, &mut self.bep));
         }
-        let p = self
-            .peers
+        let p = self.peer(rank)?;
+        Ok((&mut p.dyn_shared, &mut p.bars, &mut p.bep))
+    }
+
+    /// The lent state of the other block of cluster rank `rank`.
+    fn peer(&mut self, rank: u32) -> Result<&mut Peer, Fault> {
+        self.peers
             .get_mut(rank as usize)
             .and_then(Option::as_mut)
-            .ok_or_else(|| Fault::internal("a cluster peer that is not lent"))?;
-        Ok((&mut p.dyn_shared, &mut p.bars, &mut p.bep))
+            .ok_or_else(|| Fault::internal("a cluster peer that is not lent"))
     }
 
     /// One access of thread `t` to element `idx` of shared array `array` in the block of
@@ -319,15 +323,11 @@ impl<'l> Block<'l> {
     ) -> Result<u64, Fault> {
         let f = fr.f;
         self.check_rank(rank, t, &format!("{} the shared memory", how.verb()))?;
+        let tg = self.target(f, array, ty)?;
         if rank == self.cluster_rank() {
-            let tg = self.target(f, array, ty)?;
             return self.access(fr, array, tg, ty, t, idx, how, op);
         }
-        let len = match array {
-            ArrayRef::Shared(i) => f.shared[i as usize].len,
-            ArrayRef::DynShared(_) => (self.l.dyn_shared / ty.size()) as u64,
-            _ => return Err(Fault::internal("distributed access to a non-shared array")),
-        };
+        let len = tg.len();
         if idx < 0 || idx as u64 >= len {
             let e = self.out_of_bounds(f, array, t, how, idx, len);
             return Err(Fault::new(
@@ -335,25 +335,17 @@ impl<'l> Block<'l> {
                 format!("{} (in the block of cluster rank {rank})", e.message),
             ));
         }
-        let p = self
-            .peers
-            .get_mut(rank as usize)
-            .and_then(Option::as_mut)
-            .ok_or_else(|| Fault::internal("a cluster peer that is not lent"))?;
-        let buf = match array {
-            ArrayRef::Shared(i) => {
+        let p = self.peer(rank)?;
+        let buf = match (array, tg) {
+            (ArrayRef::Shared(i), Target::Shared { .. }) => {
                 let slot = shared_slot(&mut p.shared, f);
                 &mut p.shared[slot].1[i as usize]
             }
-            _ => &mut p.dyn_shared,
+            (_, Target::Dyn { .. }) => &mut p.dyn_shared,
+            _ => return Err(Fault::internal("distributed access to a non-shared array")),
         };
-        let (size, off) = (ty.size(), idx as usize * ty.size());
-        let bytes = &mut buf.bytes[off..off + size];
-        let old = read_bits(bytes, ty);
-        if let Some(new) = op(old) {
-            write_bits(bytes, ty, new);
-        }
-        Ok(old)
+        let off = idx as usize * ty.size();
+        Ok(update_bits(&mut buf.bytes[off..off + ty.size()], ty, op))
     }
 
     /// A distributed shared memory statement (a store, a remote barrier arrival).
@@ -383,14 +375,9 @@ impl<'l> Block<'l> {
                 let idx = index_of(f, *index, reg(fr, n, *index, t));
                 let r = reg(fr, n, *rank, t) as u32;
                 self.check_rank(r, t, "arrives on an mbarrier in the shared memory")?;
-                let who = self.who(t);
                 let (_, bars, bep) = self.rank_parts(r)?;
-                match bars.update(key(f, *bar, idx), true, 0) {
-                    Ok(true) => *bep = bep.wrapping_add(1),
-                    Ok(false) => {}
-                    Err(e) => return Err(bar_fault(e, &who, idx)),
-                }
-                Ok(())
+                bars.advance(bep, key(f, *bar, idx), true, 0)
+                    .map_err(|e| bar_fault(e, &self.who(t), idx))
             }),
             _ => Err(Fault::internal("not a distributed shared memory statement")),
         }

@@ -99,13 +99,17 @@ pub(super) enum BarError {
 
 impl Bars {
     /// Advances barrier `k` by an arrival (`arrive`) and `tx` transaction bytes (announced:
-    /// positive; landed: negative); whether that completed its phase.
-    pub(super) fn update(
+    /// positive; landed: negative). A phase that completes starts a new race-check epoch in
+    /// `bep` (the epoch of the block whose barrier it is): what the arrivals wrote to shared
+    /// memory is ordered for the threads that wait for the phase (coarser than the barrier's
+    /// own order).
+    pub(super) fn advance(
         &mut self,
+        bep: &mut u32,
         k: (usize, ArrayRef, i64),
         arrive: bool,
         tx: i64,
-    ) -> Result<bool, BarError> {
+    ) -> Result<(), BarError> {
         let b = self.state.get_mut(&k).ok_or(BarError::Uninitialised)?;
         if arrive {
             if b.pending == 0 {
@@ -118,9 +122,9 @@ impl Bars {
         if b.pending == 0 && b.tx == 0 {
             b.phase ^= 1;
             b.pending = b.expected;
-            return Ok(true);
+            *bep = bep.wrapping_add(1);
         }
-        Ok(false)
+        Ok(())
     }
 }
 
@@ -148,14 +152,9 @@ impl Block<'_> {
         tx: i64,
         t: usize,
     ) -> Result<(), Fault> {
-        match self.bars.update(k, arrive, tx) {
-            // What the arrivals wrote to shared memory is ordered for the threads that wait
-            // for the phase: a new race-check epoch (coarser than the barrier's own order).
-            Ok(true) => self.bep = self.bep.wrapping_add(1),
-            Ok(false) => {}
-            Err(e) => return Err(bar_fault(e, &self.who(t), k.2)),
-        }
-        Ok(())
+        self.bars
+            .advance(&mut self.bep, k, arrive, tx)
+            .map_err(|e| bar_fault(e, &self.who(t), k.2))
     }
 
     /// For every active thread: an arrival (`arrive`) on its barrier, with the bytes `tx`
@@ -738,11 +737,8 @@ impl Block<'_> {
                             *rec = Rec::FRESH;
                         }
                     }
-                    match bars.update(key(f, *bar, bi), false, -(box_bytes as i64)) {
-                        Ok(true) => *bep = bep.wrapping_add(1),
-                        Ok(false) => {}
-                        Err(e) => return Err(bar_fault(e, &self.who(t), bi)),
-                    }
+                    bars.advance(bep, key(f, *bar, bi), false, -(box_bytes as i64))
+                        .map_err(|e| bar_fault(e, &self.who(t), bi))?;
                 }
             }
         }
