@@ -288,6 +288,26 @@ impl Bench {
                     .epilogue(Epilogue::bias_gelu())
                     .config(MatmulConfig::wgmma_ws_cooperative(128, 256, 64, 3)),
             ));
+            // The GELU written with `Expr::erf` (libdevice's erff where installed, else
+            // cudajit's own), as before `ops::gelu` had its own branch-free erf.
+            let erf_gelu = || {
+                Epilogue::new("bias_gelu_erf", |e| {
+                    let x = e.value + e.col_vec;
+                    x * 0.5f32 * ((x * std::f32::consts::FRAC_1_SQRT_2).erf() + 1.0f32)
+                })
+                .map(|e| e.with_col_vector())
+                .map_err(|e| e.to_string())
+            };
+            rows.push((
+                "gemm_bias_gelu_erf".into(),
+                Matmul::new().epilogue(erf_gelu()?),
+            ));
+            rows.push((
+                "gemm_bias_gelu_erf_ws_128x128_s5".into(),
+                Matmul::new()
+                    .epilogue(erf_gelu()?)
+                    .config(MatmulConfig::wgmma_ws(128, 128, 64, 5)),
+            ));
             rows.push((
                 "gemm_bias_relu".into(),
                 Matmul::new().epilogue(Epilogue::bias_relu()),

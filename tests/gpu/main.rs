@@ -1,6 +1,7 @@
 //! GPU tests of the driver layer. Every test needs a CUDA GPU and is ignored by default:
 //! run them with `cargo test --test gpu -- --include-ignored` on a GPU machine.
 
+mod activation;
 mod async_copy;
 mod atomics;
 mod attention;

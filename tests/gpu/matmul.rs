@@ -711,6 +711,23 @@ fn wgmma_cases<T: MatmulInput + El>() {
         tf32,
         ..case(40, 24, 33)
     });
+    // 16-bit C row-major with whole 4-element vectors: the register epilogue (row and
+    // column vectors, edges of M and N, a batch of C).
+    check::<T, T>(Case {
+        tb,
+        epi: Epi::RowCol,
+        config: Some(MatmulConfig::wgmma(128, 256, line, 3)),
+        tf32,
+        ..case(200, 260, 2 * line as usize)
+    });
+    check::<T, T>(Case {
+        tb,
+        batch: Some(2),
+        epi: Epi::BiasGelu,
+        config: Some(small),
+        tf32,
+        ..case(72, 100, 40)
+    });
     // N odd, with an even and an odd leading dimension of C.
     for lc in [ROW_PAD, ROW] {
         check::<T, T>(Case {
@@ -789,6 +806,13 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
         config: Some(small),
         tf32,
         ..case(1100, 600, 40)
+    });
+    check::<T, T>(Case {
+        tb,
+        epi: Epi::RowCol,
+        config: Some(MatmulConfig::wgmma_ws(128, 128, line, 4)),
+        tf32,
+        ..case(300, 388, 96)
     });
     for (bm, bn) in [(64, 128), (64, 256)] {
         check::<T, f32>(Case {

@@ -10,6 +10,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::memory::DeviceSlice;
 
+use super::activation::{gelu, relu};
 use super::params::Params;
 use super::types::{MatmulInput, MatmulOutput};
 use super::variant::Variant;
@@ -158,22 +159,6 @@ impl Epilogue {
     pub fn takes_row_vector(&self) -> bool {
         self.row
     }
-}
-
-/// `max(x, 0)` (ReLU).
-pub fn relu(x: Expr<f32>) -> Expr<f32> {
-    x.max(0.0f32)
-}
-
-/// The exact GELU, `x·Φ(x) = 0.5·x·(1 + erf(x/√2))` (torch's `gelu`, approximate='none').
-pub fn gelu(x: Expr<f32>) -> Expr<f32> {
-    x * 0.5f32 * ((x * std::f32::consts::FRAC_1_SQRT_2).erf() + 1.0f32)
-}
-
-/// The tanh GELU, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (torch's approximate='tanh').
-pub fn gelu_tanh(x: Expr<f32>) -> Expr<f32> {
-    let c = (2.0f32 / std::f32::consts::PI).sqrt();
-    x * 0.5f32 * ((x + x * x * x * 0.044715f32) * c).tanh() + x * 0.5f32
 }
 
 /// One vector of an epilogue: where it is and how long.

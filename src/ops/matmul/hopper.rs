@@ -23,6 +23,7 @@ use crate::memory::{TensorMapOptions, TensorMapSwizzle};
 
 use super::config::MatmulConfig;
 use super::epilogue::{store_acc_slice, store_out, EpilogueFn};
+use super::epilogue_vec::store_acc_vec;
 use super::params::{tile_origin, Params};
 use super::shape::{Operand, Problem};
 use super::types::{MatmulInput, MatmulOutput};
@@ -369,7 +370,11 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
         let base = warp * region;
         k.syncthreads();
         let origin = (row0 + (warp & 3u32) * 16u32, o.n0);
-        store_acc_slice(k, &p, v, epi, o.cbase, &acc, (&st, base, stride), origin);
+        if v.vec_c {
+            store_acc_vec(k, &p, epi, o.cbase, &acc, base * 4u32, origin);
+        } else {
+            store_acc_slice(k, &p, v, epi, o.cbase, &acc, (&st, base, stride), origin);
+        }
     } else {
         acc.for_each(k, |r, c, value| {
             store_out(k, &p, v, epi, o.cbase, row0 + r, o.n0 + c, value);

@@ -20,6 +20,7 @@
 use crate::codegen::{Expr, KernelBuilder, WgmmaAcc};
 
 use super::epilogue::{store_acc_slice, EpilogueFn};
+use super::epilogue_vec::store_acc_vec;
 use super::hopper::{batches, Ring};
 use super::params::{tile_at, Params};
 use super::types::{MatmulInput, MatmulOutput};
@@ -251,9 +252,13 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
             let part = WgmmaAcc::from_elems(acc.elems()[run].to_vec());
             let row = o.m0 + row0 + i as u32 * WG + (warp & 3u32) * 16u32;
             let at = (row, o.n0 + c0);
-            store_acc_slice(k, p, v, epi, o.cbase, &part, (&st, base, stride), at);
-            // The region is written again by the next pass.
-            k.syncwarp(u32::MAX);
+            if v.vec_c {
+                store_acc_vec(k, p, epi, o.cbase, &part, base * 4u32, at);
+            } else {
+                store_acc_slice(k, p, v, epi, o.cbase, &part, (&st, base, stride), at);
+                // The region is written again by the next pass.
+                k.syncwarp(u32::MAX);
+            }
         }
     }
 }

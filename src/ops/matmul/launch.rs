@@ -245,6 +245,11 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             c_row: p.c.row_major,
             vec_a: vec(&p.a, p.a.row_major, cfg.block_m),
             vec_b: vec(&p.b, !p.b.row_major, cfg.block_n),
+            vec_c: hopper
+                && p.c.row_major
+                && !read_c
+                && std::mem::size_of::<O>() == 2
+                && p.c.vec4_ok(),
             read_c,
             col_vec: self.epilogue.col,
             row_vec: self.epilogue.row,

@@ -35,9 +35,11 @@
 //! # Ok(()) }
 //! ```
 
+mod activation;
 mod autotune;
 mod config;
 mod epilogue;
+mod epilogue_vec;
 mod hopper;
 mod hopper_ws;
 mod launch;
@@ -52,8 +54,9 @@ mod tune;
 mod types;
 mod variant;
 
+pub use activation::{gelu, gelu_tanh, relu};
 pub use config::{Engine, MatmulConfig};
-pub use epilogue::{gelu, gelu_tanh, relu, Epilogue, EpilogueArgs, EpilogueFn, EpilogueVectors};
+pub use epilogue::{Epilogue, EpilogueArgs, EpilogueFn, EpilogueVectors};
 pub use shape::Transpose;
 pub use tune::{load_matmul_tuning, matmul_tuning_file, matmul_tuning_stats, MatmulTuningStats};
 pub use types::{MatmulInput, MatmulOutput};
@@ -378,6 +381,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             } else {
                 config.block_k % 4 == 0
             },
+            vec_c: config.engine.is_hopper() && self.beta == 0.0 && std::mem::size_of::<O>() == 2,
             read_c: self.beta != 0.0,
             col_vec: self.epilogue.col,
             row_vec: self.epilogue.row,

@@ -23,6 +23,9 @@ pub(super) struct Variant {
     pub pipe: bool,
     /// beta is not 0: C is read.
     pub read_c: bool,
+    /// The Hopper engines' register epilogue (`epilogue_vec`): 16-bit C, row-major, not
+    /// read, its start, leading dimension, batch stride and columns multiples of 4 elements.
+    pub vec_c: bool,
     /// The epilogue takes a per-column vector.
     pub col_vec: bool,
     /// The epilogue takes a per-row vector.
@@ -47,7 +50,7 @@ impl Variant {
             String::new()
         };
         format!(
-            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}_{}{}{}{cluster}",
+            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}{}_{}{}{}{cluster}",
             c.block_m,
             c.block_n,
             c.block_k,
@@ -60,6 +63,7 @@ impl Variant {
             l(self.c_row),
             b(self.vec_a),
             b(self.vec_b),
+            b(self.vec_c),
             b(self.read_c),
             b(self.col_vec),
             b(self.row_vec)

@@ -1,0 +1,67 @@
+//! Activations for epilogues (and any f32 kernel code): ReLU and the two GELUs.
+//!
+//! The erf GELU is written here rather than with [`Expr::erf`]: an accurate erf (libdevice's
+//! `__nv_erff` branches; cudajit's own computes two ranges with a double-word exp) cost 30 to
+//! 55 instructions an element, and in a GEMM's epilogue, 16.7 M elements at 4096², that was
+//! 10-14% of the product. This one is branch-free and about 20 instructions: erfc from one
+//! polynomial and one `ex2.approx`.
+
+// The fitted coefficients are printed to nine significant digits (exact f32 values).
+#![allow(clippy::excessive_precision, clippy::unreadable_literal)]
+
+use crate::codegen::{select, Expr};
+
+/// `max(x, 0)` (ReLU).
+pub fn relu(x: Expr<f32>) -> Expr<f32> {
+    x.max(0.0f32)
+}
+
+/// `−log2(erfc(t))/t` as a polynomial in `t` on `0 ≤ t ≤ 4` (highest power first; a Chebyshev
+/// fit made with mpmath, rounded to f32: docs/MATH.md has the generator).
+const ERFC_ALL: [f32; 11] = [
+    -1.462859984e-07,
+    3.691517577e-06,
+    -4.146822175e-05,
+    2.713596623e-04,
+    -1.113587059e-03,
+    2.630077302e-03,
+    -3.724322887e-04,
+    -2.758632973e-02,
+    1.482706219e-01,
+    9.184479117e-01,
+    1.627907038e+00,
+];
+
+/// Horner's rule with fused multiply-adds.
+fn poly(x: Expr<f32>, cs: &[f32]) -> Expr<f32> {
+    cs[1..]
+        .iter()
+        .fold(Expr::lit(cs[0]), |r, &c| r.mul_add(x, c))
+}
+
+/// The erf GELU, `x·Φ(x) = 0.5·x·(1 + erf(x/√2))` (torch's `gelu`, approximate='none').
+///
+/// Branch-free: with `t = |x|/√2`, `h = erfc(t)/2 = 2^(−t·q(t) − 1)` (`q` a polynomial fit of
+/// `−log2(erfc(t))/t` on `[0, 4]`, 2^ by [`exp2_approx`](Expr::exp2_approx)); `Φ(x)` is `h`
+/// for negative `x` and `1 − h` for positive, so the negative tail keeps its relative accuracy
+/// (`1 + erf` in f32 loses every digit there); `h` is 0 from `t ≥ 4` (erfc(4)/2 < 2⁻²⁶).
+///
+/// Accuracy (tests/gpu/activation.rs, against f64): within `(8 + 3x²)·2⁻²⁴` relative, the `x²`
+/// growth in the negative tail coming from rounding `x/√2` and the exponent; `ex2.approx`
+/// is within 2⁻²¹ of 2^x on the GPU (the simulator computes 2^x rounded, so the two may differ
+/// in the last bits). NaN gives NaN, +∞ gives +∞ and −∞ gives NaN (as the formula does).
+pub fn gelu(x: Expr<f32>) -> Expr<f32> {
+    let z = x * std::f32::consts::FRAC_1_SQRT_2;
+    let t = z.abs();
+    let tc = t.min(4.0f32);
+    let r = poly(tc, &ERFC_ALL).mul_add(-tc, -1.0f32);
+    let half_erfc = select(t.lt(4.0f32), r.exp2_approx(), 0.0f32);
+    let phi = select(x.lt(0.0f32), half_erfc, 1.0f32 - half_erfc);
+    x * phi
+}
+
+/// The tanh GELU, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (torch's approximate='tanh').
+pub fn gelu_tanh(x: Expr<f32>) -> Expr<f32> {
+    let c = (2.0f32 / std::f32::consts::PI).sqrt();
+    x * 0.5f32 * ((x + x * x * x * 0.044715f32) * c).tanh() + x * 0.5f32
+}

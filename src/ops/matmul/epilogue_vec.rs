@@ -1,0 +1,93 @@
+//! The Hopper engines' epilogue for 16-bit C (f16, bf16) that is row-major, not read
+//! (beta 0) and aligned for 4-element vectors ([`Variant::vec_c`]): the epilogue runs in
+//! registers on the accumulator fragment (straight-line code, every element independent),
+//! each thread writes its pairs of adjacent columns to shared memory as one 32-bit word, and
+//! the warp then stores its rows to C in 8-byte vectors, four elements a lane.
+//!
+//! Against the general path (f32 staged, then per element: a bounds test, `alpha·acc`, the
+//! epilogue and a 2-byte store) this moves half the bytes through shared memory, stores a
+//! quarter as many times, and lets an expensive epilogue (GELU) interleave across elements.
+//!
+//! [`Variant::vec_c`]: super::variant::Variant::vec_c
+
+use crate::codegen::{Expr, KernelBuilder, WgmmaAcc};
+
+use super::epilogue::{EpilogueArgs, EpilogueFn};
+use super::params::Params;
+use super::types::{MatmulInput, MatmulOutput};
+
+/// Elements of C per vector store.
+const VEC: u32 = 4;
+
+/// Stores this warp's 16 rows of the warpgroup accumulator `acc` (64 × `acc.n()`) to rows
+/// `r0..r0 + 16` and columns `c0..c0 + acc.n()` of C, through the warp's shared-memory region
+/// at byte `base` of the dynamic shared memory (8-byte aligned; 16 rows of `2·n + 16` bytes,
+/// padded so that a warp's 32-bit writes of its pairs hit 32 different banks: less than the
+/// f32 staging's 16 rows of `4·(n + 1)` bytes that the callers reserve).
+pub(super) fn store_acc_vec<T: MatmulInput, O: MatmulOutput>(
+    k: &KernelBuilder,
+    p: &Params<T, O>,
+    epi: &EpilogueFn,
+    cbase: Expr<u64>,
+    acc: &WgmmaAcc,
+    base: Expr<u32>,
+    (r0, c0): (Expr<u32>, Expr<u32>),
+) {
+    let n = acc.n();
+    let st = k.dynamic_shared::<O>();
+    let size = O::TY.size() as u32;
+    debug_assert_eq!(size, 2, "the register epilogue stores 16-bit C");
+    let stride = n + 16 / size;
+    let base = base / size;
+    let lane = k.lane_id();
+    let (g, q) = (lane >> 2u32, lane & 3u32);
+    let zero = Expr::lit(0.0f32);
+    // Fragment element e of this thread is row g + 8·((e/2) % 2), column 8·(e/4) + 2q + e % 2
+    // (the wgmma accumulator layout). Rows and columns past C's edge compute values that are
+    // never stored; their vector elements are read at the last row/column instead.
+    let rows = [r0 + g, r0 + g + 8u32];
+    let row_vec = rows.map(|r| {
+        p.rowv
+            .map_or(zero, |rv| rv.at(r.min(p.m - 1u32)).cast::<f32>())
+    });
+    let elems = acc.elems();
+    for j in 0..n / 8 {
+        let cc = q * 2u32 + j * 8;
+        let cols = [c0 + cc, c0 + cc + 1u32];
+        let col_vec = cols.map(|c| {
+            p.colv
+                .map_or(zero, |cv| cv.at(c.min(p.n - 1u32)).cast::<f32>())
+        });
+        for half in 0..2usize {
+            let out: [Expr<O>; 2] = std::array::from_fn(|h| {
+                let e = (4 * j) as usize + 2 * half + h;
+                let args = EpilogueArgs {
+                    value: elems[e] * p.alpha,
+                    row: rows[half],
+                    col: cols[h],
+                    col_vec: col_vec[h],
+                    row_vec: row_vec[half],
+                };
+                epi(args).cast::<O>()
+            });
+            let r = g + 8 * half as u32;
+            st.store_vec::<2>((base + r * stride + cc) >> 1u32, out);
+        }
+    }
+    k.syncwarp(u32::MAX);
+    // Lane l takes chunks l, l + 32, ... of the region's 16 rows × n / 4 chunks: whole rows
+    // of consecutive 8-byte chunks per store instruction.
+    let per_row = n / VEC;
+    k.for_range(0u32, 16 * per_row / 32, |k, it| {
+        let id = it * 32u32 + lane;
+        let (r, ch) = (id / per_row, id % per_row);
+        let vals = st.load_vec::<4>((base + r * stride) / VEC + ch);
+        let (row, col) = (r0 + r, c0 + ch * VEC);
+        k.if_(row.lt(p.m).and(col.lt(p.n)), |_| {
+            let at = cbase + row.cast::<u64>() * p.ldc + col.cast::<u64>();
+            p.c.store_vec::<4>(at >> 2u64, vals);
+        });
+    });
+    // The region is written again by the caller's next slice.
+    k.syncwarp(u32::MAX);
+}

@@ -1,0 +1,102 @@
+//! The epilogue activations (`ops::gelu`, `gelu_tanh`, `relu`) as kernels on their own, every
+//! output against an f64 host model on fresh random inputs rich in special values.
+
+use cudajit::codegen::{Expr, Kernel};
+use cudajit::ops::{gelu, gelu_tanh, relu};
+use cudajit::prelude::*;
+
+use crate::common::{ctx, erf_ref, special_f32, Rng};
+
+const N: usize = 1 << 18;
+
+/// `out[i] = f(x[i])` on the device, output poisoned first; the inputs: special values,
+/// random bits, and dense draws over `[-12, 12]` and tiny magnitudes.
+fn run(name: &str, f: fn(Expr<f32>) -> Expr<f32>) -> (Vec<f32>, Vec<f32>) {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let mut x = special_f32(&mut rng, N);
+    for (i, v) in x.iter_mut().enumerate().filter(|(i, _)| i % 4 != 0) {
+        *v = if i % 16 == 1 {
+            rng.f32() * 2f32.powi(-((rng.next_u64() % 140) as i32))
+        } else {
+            rng.f32() * 12.0
+        };
+    }
+    let k = Kernel::<(&[f32], &mut [f32])>::build(name, |k, (a, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(a.len()), |_| out.set(i, f(a.at(i))));
+    })
+    .unwrap();
+    let dx = s.to_device(&x).unwrap();
+    let mut out = s.to_device(&vec![f32::NAN; N]).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(N, 256).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    (x, out.to_vec_async(&s).unwrap())
+}
+
+/// The erf GELU: within `(8 + 3x²)·2^-24` relative of `0.5·x·(1 + erf(x/√2))` in f64 (the
+/// `x²` term: the roundings of `x/√2` and of erfc's exponent, which the negative tail
+/// magnifies, as in any f32 GELU), 0 where `x/√2 ≤ -4` (the true value is below 8·10^-9·|x|), NaN for NaN and −∞,
+/// +∞ for +∞.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gelu_is_the_erf_gelu() {
+    let (x, got) = run("gelu", gelu);
+    let mut worst = 0.0f64;
+    for (&a, &g) in x.iter().zip(&got) {
+        let xd = a as f64;
+        let ok = if a.is_nan() || a == f32::NEG_INFINITY {
+            g.is_nan()
+        } else if a == f32::INFINITY {
+            g == f32::INFINITY
+        } else {
+            let want = 0.5 * xd * (1.0 + erf_ref(xd / std::f64::consts::SQRT_2));
+            let tol = want.abs() * (8.0 + 3.0 * xd * xd) * 2f64.powi(-24) + 2f64.powi(-147);
+            let err = (g as f64 - want).abs();
+            if want.is_normal() && err <= tol {
+                worst = worst.max(err / want.abs() / 2f64.powi(-24));
+            }
+            err <= tol || (xd * std::f64::consts::FRAC_1_SQRT_2 <= -4.0 && g == 0.0)
+        };
+        assert!(ok, "gelu({a:e}) = {g:e} ({:#x})", g.to_bits());
+    }
+    println!("gelu: worst error {worst:.2} units of 2^-24 (relative) over {N} arguments");
+}
+
+/// The tanh GELU within `(16 + 4x²)·2^-24` relative (or `2^-24·|x|` absolute) of its f64 form,
+/// and ReLU exactly `max(x, 0)` (a NaN argument gives NaN or 0: `max` ignores a NaN
+/// operand on the GPU).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gelu_tanh_and_relu() {
+    let (x, got) = run("gelu_tanh", gelu_tanh);
+    for (&a, &g) in x.iter().zip(&got) {
+        let xd = a as f64;
+        if !a.is_finite() || xd.abs() > 1e15 {
+            continue;
+        }
+        let c = (2.0 / std::f64::consts::PI).sqrt();
+        let want = 0.5 * xd * (1.0 + (c * (xd + 0.044715 * xd * xd * xd)).tanh());
+        let tol = want.abs() * (16.0 + 4.0 * xd * xd) * 2f64.powi(-24)
+            + xd.abs() * 2f64.powi(-24)
+            + 2f64.powi(-147);
+        assert!(
+            (g as f64 - want).abs() <= tol,
+            "gelu_tanh({a:e}) = {g:e}, want {want:e}"
+        );
+    }
+    let (x, got) = run("relu", relu);
+    for (&a, &g) in x.iter().zip(&got) {
+        let ok = if a.is_nan() {
+            g.is_nan() || g == 0.0
+        } else {
+            g == a.max(0.0)
+        };
+        assert!(ok, "relu({a:e}) = {g:e}");
+    }
+}
