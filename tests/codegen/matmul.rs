@@ -239,7 +239,8 @@ fn fused_epilogues_compile() {
 /// spills; older targets are a clear error.
 #[test]
 fn wgmma_engine() {
-    let check = |ptx: &str, what: &str, n: u32| {
+    // `spills`: the bytes of spill stores allowed.
+    let check_spills = |ptx: &str, what: &str, n: u32, spills: u32| {
         assert!(ptx.contains(".target sm_90a"), "{what}");
         assert!(
             ptx.contains(&format!("wgmma.mma_async.sync.aligned.m64n{n}k")),
@@ -247,12 +248,13 @@ fn wgmma_engine() {
         );
         assert!(ptx.contains("cp.async.bulk.tensor.3d"), "{what}: no TMA");
         let rep = crate::common::check_ptx_arch(ptx, "sm_90a", what, &[]);
-        assert_eq!(rep.spill_bytes, 0, "{what}: {}", rep.log);
+        assert!(rep.spill_bytes <= spills, "{what}: {}", rep.log);
         // ptxas serialises every wgmma (C7520) when one depends on registers written after
         // the last fence; the kernels must not make it.
         assert!(!rep.log.contains("serialized"), "{what}: {}", rep.log);
         eprintln!("{what}: {} registers", rep.registers);
     };
+    let check = |ptx: &str, what: &str, n: u32| check_spills(ptx, what, n, 0);
     let o = PtxOptions::for_cc(9, 0);
     for (ta, tb) in [
         (Transpose::N, Transpose::N),
@@ -276,6 +278,20 @@ fn wgmma_engine() {
         "wgmma_bf16_gelu",
         256,
     );
+    // 16-bit C, beta 0: the register epilogue (8-byte vector stores), with the GELU on
+    // every element of the fragment, on both Hopper kernels. The warp-specialised kernel is
+    // compiled for 168 registers a thread (384 threads; its consumers get 232 only at run
+    // time, by `setmaxnreg`), and ptxas spills one 8-byte value there.
+    for (cfg, spills) in [
+        (MatmulConfig::wgmma(128, 256, 64, 4), 0),
+        (MatmulConfig::wgmma_ws(128, 128, 64, 5), 8),
+    ] {
+        let mm = Matmul::<bf16>::new().epilogue(Epilogue::bias_gelu());
+        let ptx = mm.compile_ptx(cfg, &o).unwrap();
+        let what = format!("wgmma_bf16_bf16_gelu_{cfg}");
+        assert!(ptx.contains("st.global.v4.b16"), "{what}: no vector stores");
+        check_spills(&ptx, &what, cfg.block_n, spills);
+    }
     let mm = Matmul::<f32>::new().tf32(true).trans_b(Transpose::T);
     check(
         &mm.compile_ptx(MatmulConfig::wgmma(128, 128, 32, 4), &o)
