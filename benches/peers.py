@@ -65,6 +65,7 @@ WORKS = [
     "matmul_f16",
     "matmul_bf16",
     "matmul_batched",
+    "matmul_splitk",
     "gemm_bias_gelu",
     "attention",
     "attention_causal",
@@ -2074,6 +2075,13 @@ def matmul_shapes(r):
     return [(1, c, c, c) for c in cubes] + [(1,) + odd]
 
 
+def splitk_shapes(r):
+    """(batch, m, n, k) of the matmul_splitk rows: few tiles of C, a long K."""
+    if r.args.quick:
+        return [(1, 256, 256, 4096)]
+    return [(1, 1024, 1024, 16384), (1, 512, 512, 16384), (1, 2048, 1024, 8192)]
+
+
 def matmul_label(shape, ty):
     b, m, n, k = shape
     pre = "%dx " % b if b > 1 else ""
@@ -2172,6 +2180,9 @@ def w_matmul(r):
     if r.selected("matmul_batched"):
         one_matmul(r, "matmul_batched", (8, 128, 128, 128) if r.args.quick else (64, 512, 512, 512),
                    "bf16")
+    if r.selected("matmul_splitk"):
+        for shape in splitk_shapes(r):
+            one_matmul(r, "matmul_splitk", shape, "bf16")
     if r.selected("gemm_bias_gelu"):
         c = 512 if r.args.quick else 4096
         one_matmul(r, "gemm_bias_gelu", (1, c, c, c), "bf16", fused=True)
@@ -2247,7 +2258,7 @@ RUNNERS = [
     (("sum_1gpu", "add_1gpu", "scan_1gpu"), w_one_gpu),
     (("all_reduce", "sum_sharded", "add_sharded", "scan_sharded"), w_sharded),
     (("matmul_f32", "matmul_tf32", "matmul_f16", "matmul_bf16", "matmul_batched",
-      "gemm_bias_gelu"), w_matmul),
+      "matmul_splitk", "gemm_bias_gelu"), w_matmul),
     (("attention", "attention_causal"), w_attention),
 ]
 

@@ -222,6 +222,42 @@ impl Bench {
                 }
             }
         }
+        if self.opts.selected("matmul_splitk") {
+            // Few tiles of C and a long K (the same shapes as peers.py's `splitk_shapes`):
+            // the default (tuned, split-K among the candidates), and pinned unsplit and
+            // split configurations as diagnostic rows.
+            let shapes: &[(usize, usize, usize)] = if self.opts.quick {
+                &[(256, 256, 4096)]
+            } else {
+                &[(1024, 1024, 16384), (512, 512, 16384), (2048, 1024, 8192)]
+            };
+            let line = 64;
+            let mut rows = vec![("matmul_splitk".to_string(), None)];
+            if hopper {
+                rows.push((
+                    "matmul_splitk_off_128x128".into(),
+                    Some(MatmulConfig::wgmma(128, 128, line, 4)),
+                ));
+                for s in [2, 4, 8] {
+                    rows.push((
+                        format!("matmul_splitk_k{s}_128x128"),
+                        Some(MatmulConfig::wgmma(128, 128, line, 4).with_split_k(s)),
+                    ));
+                }
+            }
+            for &(m, n, k) in shapes {
+                let sh = Shape { batch: 1, m, n, k };
+                for (work, cfg) in &rows {
+                    let mm = match cfg {
+                        Some(c) => Matmul::new().config(*c),
+                        None => Matmul::new(),
+                    };
+                    if let Err(e) = self.one_matmul::<bf16, bf16>(work, "bf16", sh, mm) {
+                        Rec::new(work, &sh.label("bf16")).error(&e).emit();
+                    }
+                }
+            }
+        }
         if self.opts.selected("matmul_batched") {
             let sh = if self.opts.quick {
                 Shape {

@@ -889,6 +889,48 @@ fn tf32_wgmma_ws_engine() {
     wgmma_ws_cases::<f32>();
 }
 
+/// Split-K: the slices' partial products summed by the reduction, with alpha and beta·C, a
+/// fused epilogue, C row- and column-major, on the Hopper and the mma.sync engines; a K that
+/// does not split evenly (or a batch) runs unsplit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_k() {
+    let cx = ctx();
+    let hopper = crate::common::sm90(&cx);
+    let mut cfgs = vec![MatmulConfig::mma(64, 64, 32, 32, 32).with_stages(3)];
+    if hopper {
+        cfgs.push(MatmulConfig::wgmma(64, 64, 64, 2));
+    }
+    for cfg in cfgs {
+        for s in [2, 4] {
+            let config = Some(cfg.with_split_k(s));
+            check::<bf16, bf16>(Case {
+                config,
+                epi: Epi::BiasGelu,
+                ..case(72, 100, 512)
+            });
+            check::<f16, f32>(Case {
+                config,
+                lc: COL,
+                alpha: 0.5,
+                beta: 0.5,
+                epi: Epi::RowCol,
+                ..case(130, 64, 256)
+            });
+        }
+        // K = 200 is not 4 slices of whole 16-byte chunks; a batch is not split.
+        check::<bf16, bf16>(Case {
+            config: Some(cfg.with_split_k(4)),
+            ..case(64, 64, 200)
+        });
+        check::<bf16, bf16>(Case {
+            config: Some(cfg.with_split_k(2)),
+            batch: Some(2),
+            ..case(64, 64, 256)
+        });
+    }
+}
+
 /// Rows of C of more than 16 tiles (the grouped block order) and more rows of tiles than one
 /// group (8): a whole group, then one of 2 or 3 rows, on both kernels.
 #[test]

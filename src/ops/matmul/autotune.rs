@@ -172,7 +172,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let cc = dev.compute_capability()?;
         let max_shared = dev.max_shared_memory_per_block()? as usize;
         let max_optin = dev.max_shared_memory_per_block_optin()? as usize;
-        let cands = tune_candidates(
+        let mut cands = tune_candidates(
             default,
             self.mma_allowed(),
             cc,
@@ -180,6 +180,11 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             <T as Scalar>::TY.size(),
             (max_shared, max_optin.max(max_shared)),
         );
+        if self.mma_allowed() {
+            let sms = dev.multiprocessor_count()? as usize;
+            let size = <T as Scalar>::TY.size();
+            cands.extend(super::split_k::candidates(p, cc, sms, size));
+        }
         // A scratch C of C's shape and layout (packed); beta 0, so it is never read.
         let (b, m, n) = (p.batch, p.m, p.n);
         let (shape, strides): (Vec<usize>, Vec<isize>) = match (b > 1, p.c.row_major) {

@@ -79,6 +79,9 @@ pub struct MatmulConfig {
     /// k-tiles, and each copies half of every one into both blocks by TMA multicast, so that
     /// B is read from L2 once per pair (see [`with_cluster_m`](Self::with_cluster_m)).
     pub cluster_m: u32,
+    /// Slices of K computed as separate partial products and summed (1: no split; see
+    /// [`with_split_k`](Self::with_split_k)).
+    pub split_k: u32,
 }
 
 /// The form of tuning files and logs: `mma 128x128x32 64x64 s3` (engine, block
@@ -124,6 +127,7 @@ impl MatmulConfig {
             sub_n: thread_n,
             stages: 2,
             cluster_m: 1,
+            split_k: 1,
         }
     }
 
@@ -140,6 +144,7 @@ impl MatmulConfig {
             sub_n: warp_n,
             stages: 2,
             cluster_m: 1,
+            split_k: 1,
         }
     }
 
@@ -171,6 +176,7 @@ impl MatmulConfig {
             sub_n: block_n,
             stages,
             cluster_m: 1,
+            split_k: 1,
         }
     }
 
@@ -187,6 +193,7 @@ impl MatmulConfig {
             sub_n: block_n,
             stages,
             cluster_m: 1,
+            split_k: 1,
         }
     }
 
@@ -210,6 +217,17 @@ impl MatmulConfig {
     /// tiles through TMA multicast (sm_90).
     pub const fn with_cluster_m(mut self, blocks: u32) -> Self {
         self.cluster_m = blocks;
+        self
+    }
+
+    /// The same configuration with K split into `slices` (1 to 16): for a product with few
+    /// tiles of C and a long K, where one block per tile would leave most multiprocessors
+    /// idle. The slices are computed as one strided-batched product into an f32 workspace
+    /// (`slices·M·N` elements, stream-ordered), then summed in order with alpha, beta·C and the
+    /// epilogue applied by one elementwise kernel. Only an unbatched product whose K splits
+    /// into equal slices of whole 16-byte chunks is split; others run unsplit.
+    pub const fn with_split_k(mut self, slices: u32) -> Self {
+        self.split_k = slices;
         self
     }
 
@@ -339,6 +357,9 @@ impl MatmulConfig {
         );
         if [bm, bn, bk, sm, sn].contains(&0) {
             return bad("every extent must be at least 1".into());
+        }
+        if !(1..=16).contains(&self.split_k) {
+            return bad(format!("split_k is 1 to 16, not {}", self.split_k));
         }
         if self.cluster_m != 1
             && (self.engine != Engine::WgmmaWs || self.cluster_m != 2 || bn % 128 != 0)

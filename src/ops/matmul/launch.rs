@@ -111,6 +111,10 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         read_c: bool,
     ) -> Result<()> {
         let ctx = stream.context();
+        if let Some(slices) = super::split_k::slices(p, &cfg, <T as Scalar>::TY.size()) {
+            return self.run_split_k(stream, call, p, cfg, slices);
+        }
+        let cfg = cfg.with_split_k(1);
         let (p, _staged) = super::staging::staged::<T>(stream, p, &cfg)?;
         let v = self.variant(&p, cfg, read_c);
         let kernel = self.kernel(&v)?;

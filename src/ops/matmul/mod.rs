@@ -48,6 +48,7 @@ mod params;
 mod pipeline;
 mod shape;
 mod simt;
+mod split_k;
 mod stage;
 mod staging;
 mod tune;
@@ -77,6 +78,9 @@ use launch::Call;
 use shape::{Operand, Problem};
 use variant::Variant;
 
+/// Split-K's reduction kernels by (C row-major, C read).
+type Reducers = HashMap<(bool, bool), Result<Kernel<()>>>;
+
 /// A matrix multiply `C = epilogue(alpha·op(A)·op(B) + beta·C)` on inputs of `T` giving `O`
 /// (f32 accumulation); see the [module docs](self). Its kernels are built on first use of each
 /// variant (configuration, layouts, vector loads, whether C is read) and kept, so keep one
@@ -102,6 +106,10 @@ pub struct Matmul<T: MatmulInput, O: MatmulOutput = T> {
     tune: bool,
     epilogue: Epilogue,
     kernels: Mutex<HashMap<Variant, Result<Kernel<()>>>>,
+    /// Split-K's partial products (f32 out, identity epilogue) and its reductions by C's
+    /// layout and whether C is read.
+    split_inner: OnceLock<Box<Matmul<T, f32>>>,
+    reducers: Mutex<Reducers>,
     _t: PhantomData<fn() -> (T, O)>,
 }
 
@@ -124,6 +132,8 @@ impl<T: MatmulInput, O: MatmulOutput> Clone for Matmul<T, O> {
             tune: self.tune,
             epilogue: self.epilogue.clone(),
             kernels: Mutex::default(),
+            split_inner: OnceLock::new(),
+            reducers: Mutex::default(),
             _t: PhantomData,
         }
     }
@@ -160,6 +170,8 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             tune: true,
             epilogue: Epilogue::identity(),
             kernels: Mutex::default(),
+            split_inner: OnceLock::new(),
+            reducers: Mutex::default(),
             _t: PhantomData,
         }
     }

@@ -142,11 +142,14 @@ pub(crate) fn config_to_text(c: &MatmulConfig) -> String {
         Engine::Wgmma => "wgmma",
         Engine::WgmmaWs => "wgmma_ws",
     };
-    let cluster = if c.cluster_m > 1 {
+    let mut cluster = if c.cluster_m > 1 {
         format!(" c{}", c.cluster_m)
     } else {
         String::new()
     };
+    if c.split_k > 1 {
+        cluster += &format!(" k{}", c.split_k);
+    }
     format!(
         "{e} {}x{}x{} {}x{} s{}{cluster}",
         c.block_m, c.block_n, c.block_k, c.sub_m, c.sub_n, c.stages
@@ -173,12 +176,13 @@ pub(crate) fn config_from_text(s: &str) -> Option<MatmulConfig> {
     let b = nums(it.next()?, 3)?;
     let sub = nums(it.next()?, 2)?;
     let stages: u32 = it.next()?.strip_prefix('s')?.parse().ok()?;
-    let cluster_m: u32 = match it.next() {
-        Some(c) => c.strip_prefix('c')?.parse().ok()?,
-        None => 1,
-    };
-    if it.next().is_some() {
-        return None;
+    let (mut cluster_m, mut split_k) = (1, 1);
+    for t in it {
+        if let Some(c) = t.strip_prefix('c') {
+            cluster_m = c.parse().ok()?;
+        } else {
+            split_k = t.strip_prefix('k')?.parse().ok()?;
+        }
     }
     Some(MatmulConfig {
         engine,
@@ -189,6 +193,7 @@ pub(crate) fn config_from_text(s: &str) -> Option<MatmulConfig> {
         sub_n: sub[1],
         stages,
         cluster_m,
+        split_k,
     })
 }
 
@@ -551,9 +556,17 @@ mod tests {
             MatmulConfig::simt(128, 128, 8, 8, 8),
             MatmulConfig::mma(64, 128, 32, 32, 64).with_stages(1),
             MatmulConfig::wgmma(128, 256, 64, 4),
+            MatmulConfig::wgmma(128, 128, 64, 4).with_split_k(8),
+            MatmulConfig::wgmma_ws(128, 128, 64, 5)
+                .with_cluster_m(2)
+                .with_split_k(2),
         ] {
             assert_eq!(config_from_text(&config_to_text(&c)), Some(c));
         }
+        assert_eq!(
+            config_to_text(&MatmulConfig::wgmma(128, 128, 64, 4).with_split_k(4)),
+            "wgmma 128x128x64 128x128 s4 k4"
+        );
         assert_eq!(
             config_to_text(&MatmulConfig::simt(64, 64, 8, 4, 4)),
             "simt 64x64x8 4x4 s2"
