@@ -565,7 +565,7 @@ mod tests {
         }
         assert_eq!(
             config_to_text(&MatmulConfig::wgmma(128, 128, 64, 4).with_split_k(4)),
-            "wgmma 128x128x64 128x128 s4 k4"
+            "wgmma 128x128x64 64x128 s4 k4"
         );
         assert_eq!(
             config_to_text(&MatmulConfig::simt(64, 64, 8, 4, 4)),
