@@ -1,17 +1,20 @@
-//! The Hopper engines' epilogue for 16-bit C (f16, bf16) that is row-major, not read
-//! (beta 0) and aligned for 4-element vectors ([`Variant::vec_c`]): the epilogue runs in
-//! registers on the accumulator fragment (straight-line code, every element independent),
-//! each thread writes its pairs of adjacent columns to shared memory as one 32-bit word, and
-//! the warp then stores its rows to C in 8-byte vectors, four elements a lane.
+//! The Hopper engines' epilogue for C that is row-major, not read (beta 0) and aligned for
+//! 4-element vectors ([`Variant::vec_c`]; 16-bit C on both engines, f32 C on `Wgmma`): the
+//! epilogue runs in registers on the accumulator fragment (straight-line code, every element
+//! independent), each thread writes its pairs of adjacent columns to shared memory as one
+//! 4- or 8-byte access, and the warp then stores its rows to C in vectors of four elements a
+//! lane (8 or 16 bytes).
 //!
 //! Against the general path (f32 staged, then per element: a bounds test, `alpha·acc`, the
-//! epilogue and a 2-byte store) this moves half the bytes through shared memory, stores a
-//! quarter as many times, and lets an expensive epilogue (GELU) interleave across elements.
+//! epilogue and a scalar store) this stores a quarter as many times, moves half the bytes
+//! through shared memory for 16-bit C, and lets an expensive epilogue (GELU) interleave
+//! across elements.
 //!
 //! [`Variant::vec_c`]: super::variant::Variant::vec_c
 
 use crate::codegen::{Expr, KernelBuilder, WgmmaAcc};
 
+use super::config::Engine;
 use super::epilogue::{EpilogueArgs, EpilogueFn};
 use super::params::Params;
 use super::types::{MatmulInput, MatmulOutput};
@@ -19,11 +22,23 @@ use super::types::{MatmulInput, MatmulOutput};
 /// Elements of C per vector store.
 const VEC: u32 = 4;
 
+/// Whether the register epilogue serves C of `size`-byte elements on a Hopper `engine`: 16-bit
+/// C on both, f32 C on `Wgmma` (whose staging lies over the free ring; the warp-specialised
+/// kernel's own staging region has no room for f32 rows padded by 16 bytes).
+pub(super) fn applies(engine: Engine, size: usize) -> bool {
+    size == 2 || (size == 4 && engine == Engine::Wgmma)
+}
+
+/// Bytes of one warp's shared-memory region for `cols` columns of C of `size`-byte elements:
+/// 16 rows, each padded by 16 bytes (so that a warp's writes of its pairs spread over all
+/// banks).
+pub(super) fn vec_region_bytes(cols: u32, size: u32) -> u32 {
+    16 * (cols * size + 16)
+}
+
 /// Stores this warp's 16 rows of the warpgroup accumulator `acc` (64 × `acc.n()`) to rows
 /// `r0..r0 + 16` and columns `c0..c0 + acc.n()` of C, through the warp's shared-memory region
-/// at byte `base` of the dynamic shared memory (8-byte aligned; 16 rows of `2·n + 16` bytes,
-/// padded so that a warp's 32-bit writes of its pairs hit 32 different banks: less than the
-/// f32 staging's 16 rows of `4·(n + 1)` bytes that the callers reserve).
+/// at byte `base` of the dynamic shared memory (16-byte aligned, [`vec_region_bytes`] long).
 pub(super) fn store_acc_vec<T: MatmulInput, O: MatmulOutput>(
     k: &KernelBuilder,
     p: &Params<T, O>,
@@ -36,7 +51,6 @@ pub(super) fn store_acc_vec<T: MatmulInput, O: MatmulOutput>(
     let n = acc.n();
     let st = k.dynamic_shared::<O>();
     let size = O::TY.size() as u32;
-    debug_assert_eq!(size, 2, "the register epilogue stores 16-bit C");
     let stride = n + 16 / size;
     let base = base / size;
     let lane = k.lane_id();

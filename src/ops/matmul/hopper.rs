@@ -23,7 +23,7 @@ use crate::memory::{TensorMapOptions, TensorMapSwizzle};
 
 use super::config::MatmulConfig;
 use super::epilogue::{store_acc_slice, store_out, EpilogueFn};
-use super::epilogue_vec::store_acc_vec;
+use super::epilogue_vec::{store_acc_vec, vec_region_bytes};
 use super::params::{tile_origin, Params};
 use super::shape::{Operand, Problem};
 use super::types::{MatmulInput, MatmulOutput};
@@ -363,17 +363,31 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     // (rows padded by one word), then stores them along C's contiguous axis, consecutive
     // lanes on consecutive elements, so that each store instruction writes whole runs of C.
     let stride = bn + 1;
-    let region = 16 * stride;
-    if cfg.threads() / 32 * region * 4 <= cfg.shared_bytes(es as usize) as u32 {
+    // Bytes of one warp's region: f32 rows padded by a word, or the register epilogue's.
+    let region = if v.vec_c {
+        vec_region_bytes(bn, O::TY.size() as u32)
+    } else {
+        16 * stride * 4
+    };
+    if cfg.threads() / 32 * region <= cfg.shared_bytes(es as usize) as u32 {
         let st = k.dynamic_shared::<f32>();
         let warp = t >> 5u32;
         let base = warp * region;
         k.syncthreads();
         let origin = (row0 + (warp & 3u32) * 16u32, o.n0);
         if v.vec_c {
-            store_acc_vec(k, &p, epi, o.cbase, &acc, base * 4u32, origin);
+            store_acc_vec(k, &p, epi, o.cbase, &acc, base, origin);
         } else {
-            store_acc_slice(k, &p, v, epi, o.cbase, &acc, (&st, base, stride), origin);
+            store_acc_slice(
+                k,
+                &p,
+                v,
+                epi,
+                o.cbase,
+                &acc,
+                (&st, base / 4u32, stride),
+                origin,
+            );
         }
     } else {
         acc.for_each(k, |r, c, value| {

@@ -252,7 +252,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             vec_c: hopper
                 && p.c.row_major
                 && !read_c
-                && std::mem::size_of::<O>() == 2
+                && super::epilogue_vec::applies(cfg.engine, std::mem::size_of::<O>())
                 && p.c.vec4_ok(),
             read_c,
             col_vec: self.epilogue.col,

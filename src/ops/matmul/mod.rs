@@ -393,7 +393,9 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             } else {
                 config.block_k % 4 == 0
             },
-            vec_c: config.engine.is_hopper() && self.beta == 0.0 && std::mem::size_of::<O>() == 2,
+            vec_c: config.engine.is_hopper()
+                && self.beta == 0.0
+                && epilogue_vec::applies(config.engine, std::mem::size_of::<O>()),
             read_c: self.beta != 0.0,
             col_vec: self.epilogue.col,
             row_vec: self.epilogue.row,

@@ -23,8 +23,9 @@ pub(super) struct Variant {
     pub pipe: bool,
     /// beta is not 0: C is read.
     pub read_c: bool,
-    /// The Hopper engines' register epilogue (`epilogue_vec`): 16-bit C, row-major, not
-    /// read, its start, leading dimension, batch stride and columns multiples of 4 elements.
+    /// The Hopper engines' register epilogue (`epilogue_vec`): C row-major, not read, its
+    /// start, leading dimension, batch stride and columns multiples of 4 elements; 16-bit, or
+    /// f32 on `Wgmma`.
     pub vec_c: bool,
     /// The epilogue takes a per-column vector.
     pub col_vec: bool,
