@@ -1,19 +1,16 @@
 //! The epilogue activations (`ops::gelu`, `gelu_tanh`, `relu`) as kernels on their own, every
 //! output against an f64 host model on fresh random inputs rich in special values.
 
-use cudajit::codegen::{Expr, Kernel};
+use cudajit::codegen::Expr;
 use cudajit::ops::{gelu, gelu_tanh, relu};
-use cudajit::prelude::*;
 
-use crate::common::{ctx, erf_ref, special_f32, Rng};
+use crate::common::{erf_ref, map_f32, special_f32, Rng};
 
 const N: usize = 1 << 18;
 
 /// `out[i] = f(x[i])` on the device, output poisoned first; the inputs: special values,
 /// random bits, and dense draws over `[-12, 12]` and tiny magnitudes.
 fn run(name: &str, f: fn(Expr<f32>) -> Expr<f32>) -> (Vec<f32>, Vec<f32>) {
-    let c = ctx();
-    let s = c.new_stream().unwrap();
     let mut rng = Rng::new();
     let mut x = special_f32(&mut rng, N);
     for (i, v) in x.iter_mut().enumerate().filter(|(i, _)| i % 4 != 0) {
@@ -23,20 +20,8 @@ fn run(name: &str, f: fn(Expr<f32>) -> Expr<f32>) -> (Vec<f32>, Vec<f32>) {
             rng.f32() * 12.0
         };
     }
-    let k = Kernel::<(&[f32], &mut [f32])>::build(name, |k, (a, out)| {
-        let i = k.grid1();
-        k.if_(i.lt(a.len()), |_| out.set(i, f(a.at(i))));
-    })
-    .unwrap();
-    let dx = s.to_device(&x).unwrap();
-    let mut out = s.to_device(&vec![f32::NAN; N]).unwrap();
-    k.launch(
-        &s,
-        LaunchConfig::for_num_elems(N, 256).unwrap(),
-        (&dx, &mut out),
-    )
-    .unwrap();
-    (x, out.to_vec_async(&s).unwrap())
+    let got = map_f32(name, &x, f);
+    (x, got)
 }
 
 /// The erf GELU: within `(8 + 3x²)·2^-24` relative of `0.5·x·(1 + erf(x/√2))` in f64 (the

@@ -1,7 +1,8 @@
 //! Helpers of the GPU tests: the context, special values, the drop-errors lock (and, from
 //! `tests/support`, the random generator and the fixtures).
 
-use cudajit::Context;
+use cudajit::codegen::{Expr, Kernel};
+use cudajit::prelude::*;
 
 /// Device 0's primary context.
 pub fn ctx() -> Context {
@@ -99,6 +100,27 @@ extern "C" {
 pub fn erf_ref(x: f64) -> f64 {
     // SAFETY: a pure libm function.
     unsafe { c_erf(x) }
+}
+
+/// `f` applied to each of `x` by a kernel on a new stream of `ctx()` (output poisoned with NaN
+/// first).
+pub fn map_f32(name: &str, x: &[f32], f: fn(Expr<f32>) -> Expr<f32>) -> Vec<f32> {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&[f32], &mut [f32])>::build(name, |k, (a, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(a.len()), |_| out.set(i, f(a.at(i))));
+    })
+    .unwrap();
+    let dx = s.to_device(x).unwrap();
+    let mut out = s.to_device(&vec![f32::NAN; x.len()]).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(x.len(), 256).unwrap(),
+        (&dx, &mut out),
+    )
+    .unwrap();
+    out.to_vec_async(&s).unwrap()
 }
 
 /// The kind and message of the fault `r` must be (panics otherwise).

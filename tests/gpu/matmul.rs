@@ -711,8 +711,8 @@ fn wgmma_cases<T: MatmulInput + El>() {
         tf32,
         ..case(40, 24, 33)
     });
-    // 16-bit C row-major with whole 4-element vectors: the register epilogue (row and
-    // column vectors, edges of M and N, a batch of C).
+    // C row-major with whole 4-element vectors, beta 0: the register epilogue (16-bit C,
+    // and f32 C for tf32 on this engine; row and column vectors, edges of M and N, a batch).
     check::<T, T>(Case {
         tb,
         epi: Epi::RowCol,
