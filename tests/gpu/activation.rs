@@ -32,7 +32,7 @@ fn run(name: &str, f: fn(Expr<f32>) -> Expr<f32>) -> (Vec<f32>, Vec<f32>) {
 #[ignore = "needs a CUDA GPU"]
 fn gelu_is_the_erf_gelu() {
     let (x, got) = run("gelu", gelu);
-    let mut worst = 0.0f64;
+    let (mut worst, mut of_bound) = (0.0f64, 0.0f64);
     for (&a, &g) in x.iter().zip(&got) {
         let xd = a as f64;
         let ok = if a.is_nan() || a == f32::NEG_INFINITY {
@@ -43,14 +43,22 @@ fn gelu_is_the_erf_gelu() {
             let want = 0.5 * xd * (1.0 + erf_ref(xd / std::f64::consts::SQRT_2));
             let tol = want.abs() * (8.0 + 3.0 * xd * xd) * 2f64.powi(-24) + 2f64.powi(-147);
             let err = (g as f64 - want).abs();
-            if want.is_normal() && err <= tol {
+            // Over results that are normal f32 (below, f32's own spacing is coarser than any
+            // relative bound; past x/√2 = -4 the result is 0 by design).
+            let counted = want.abs() >= f32::MIN_POSITIVE as f64
+                && xd * std::f64::consts::FRAC_1_SQRT_2 > -4.0;
+            if counted {
                 worst = worst.max(err / want.abs() / 2f64.powi(-24));
+                of_bound = of_bound.max(err / tol);
             }
             err <= tol || (xd * std::f64::consts::FRAC_1_SQRT_2 <= -4.0 && g == 0.0)
         };
         assert!(ok, "gelu({a:e}) = {g:e} ({:#x})", g.to_bits());
     }
-    println!("gelu: worst error {worst:.2} units of 2^-24 (relative) over {N} arguments");
+    println!(
+        "gelu: worst error {worst:.2} units of 2^-24 (relative), {of_bound:.2} of the bound, \
+         over {N} arguments"
+    );
 }
 
 /// The tanh GELU within `(16 + 4x²)·2^-24` relative (or `2^-24·|x|` absolute) of its f64 form,
