@@ -24,6 +24,13 @@ impl Dim3 {
     }
 }
 
+/// `(x, y, z)`, as error messages show grids and blocks.
+impl std::fmt::Display for Dim3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({}, {}, {})", self.x, self.y, self.z)
+    }
+}
+
 impl From<u32> for Dim3 {
     fn from(x: u32) -> Self {
         Dim3 { x, y: 1, z: 1 }
@@ -105,7 +112,7 @@ impl LaunchConfig {
         let (g, b) = (self.grid, self.block);
         if g.count() == 0 || b.count() == 0 {
             return Err(Error::launch_config(format!(
-                "launch of `{}`: grid {:?} and block {:?} must have no zero dimension",
+                "launch of `{}`: grid {} and block {} must have no zero dimension",
                 f.name, g, b
             )));
         }
@@ -122,7 +129,7 @@ impl LaunchConfig {
         }
         if b.z > 64 || g.y > 65535 || g.z > 65535 || g.x > i32::MAX as u32 {
             return Err(Error::launch_config(format!(
-                "launch of `{}`: grid {:?} / block {:?} exceed the limits (grid y, z <= 65535; block z <= 64)",
+                "launch of `{}`: grid {} / block {} exceed the limits (grid y, z <= 65535; block z <= 64)",
                 f.name, g, b
             )));
         }
@@ -292,6 +299,12 @@ pub(crate) unsafe fn launch_raw(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dims_display_as_tuples() {
+        assert_eq!(Dim3::from(0).to_string(), "(0, 1, 1)");
+        assert_eq!(Dim3::from((2, 3, 4)).to_string(), "(2, 3, 4)");
+    }
 
     #[test]
     fn configurations_for_n_elements() {
