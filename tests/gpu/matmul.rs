@@ -759,6 +759,19 @@ fn tf32_wgmma_engine() {
     wgmma_cases::<f32>();
 }
 
+/// `base` with f32 C under configuration `cfg` in each layout of A and B (tf32 as given).
+fn every_layout<T: MatmulInput + El>(cfg: MatmulConfig, tf32: bool, base: Case) {
+    for (ta, tb) in LAYOUTS {
+        check::<T, f32>(Case {
+            ta,
+            tb,
+            config: Some(cfg),
+            tf32,
+            ..base
+        });
+    }
+}
+
 /// The warp-specialised, persistent Hopper engine: every layout with K not a whole tile,
 /// more tiles than the blocks (each block's two consumers take turns over several tiles, the
 /// ring's phases running on across tiles), C column-major with beta and GELU on 128×128
@@ -772,15 +785,7 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
     let tf32 = std::mem::size_of::<T>() == 4;
     let line = (128 / std::mem::size_of::<T>()) as u32;
     let small = MatmulConfig::wgmma_ws(64, 64, line, 2);
-    for (ta, tb) in LAYOUTS {
-        check::<T, f32>(Case {
-            ta,
-            tb,
-            config: Some(small),
-            tf32,
-            ..case(200, 136, 3 * line as usize + 5)
-        });
-    }
+    every_layout::<T>(small, tf32, case(200, 136, 3 * line as usize + 5));
     let tb = if tf32 { Transpose::T } else { Transpose::N };
     check::<T, f32>(Case {
         tb,
@@ -827,15 +832,7 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
     // are rows of N or boxes of 64 columns), an odd number of tile rows (the last unit's
     // second tile lies below C), a batch, and more units than clusters.
     let pair = MatmulConfig::wgmma_ws(128, 128, line, 3).with_cluster_m(2);
-    for (ta, tb) in LAYOUTS {
-        check::<T, f32>(Case {
-            ta,
-            tb,
-            config: Some(pair),
-            tf32,
-            ..case(300, 260, 3 * line as usize + 5)
-        });
-    }
+    every_layout::<T>(pair, tf32, case(300, 260, 3 * line as usize + 5));
     check::<T, T>(Case {
         tb,
         batch: Some(2),
@@ -853,15 +850,7 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
     // The cooperative schedule: both consumers on each 128×256 tile, 64 rows each; every
     // layout, edges, a fused epilogue, more tiles than blocks.
     let coop = MatmulConfig::wgmma_ws_cooperative(128, 256, line, 3);
-    for (ta, tb) in LAYOUTS {
-        check::<T, f32>(Case {
-            ta,
-            tb,
-            config: Some(coop),
-            tf32,
-            ..case(300, 520, 3 * line as usize + 5)
-        });
-    }
+    every_layout::<T>(coop, tf32, case(300, 520, 3 * line as usize + 5));
     check::<T, T>(Case {
         tb,
         epi: Epi::BiasGelu,

@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::codegen::{DArray, Expr, KernelBuilder, ReadWrite, WgmmaAcc};
+use crate::codegen::{DArray, Expr, KernelBuilder, ReadOnly, ReadWrite, WgmmaAcc};
 use crate::context::Context;
 use crate::error::Result;
 use crate::memory::DeviceSlice;
@@ -261,9 +261,44 @@ fn store_out_with<T: MatmulInput, O: MatmulOutput>(
         } else {
             cbase + c64 * p.ldc + r64
         };
-        let mut value = acc * p.alpha;
-        if v.read_c {
-            value = p.c.at(idx).cast::<f32>() * p.beta + value;
+        let out = OutC {
+            c: p.c,
+            colv: p.colv,
+            rowv: p.rowv,
+            alpha: p.alpha,
+            beta: p.beta,
+            read_c: v.read_c,
+        };
+        out.store(epi, idx, (row, col), acc, col_vec);
+    });
+}
+
+/// What an element's result is made of besides its accumulator, and where it goes: C (read
+/// too when `read_c`: beta is not 0), the epilogue's vectors, alpha and beta.
+#[derive(Clone, Copy)]
+pub(super) struct OutC<O: MatmulOutput> {
+    pub c: DArray<O, 1, ReadWrite>,
+    pub colv: Option<DArray<O, 1, ReadOnly>>,
+    pub rowv: Option<DArray<O, 1, ReadOnly>>,
+    pub alpha: Expr<f32>,
+    pub beta: Expr<f32>,
+    pub read_c: bool,
+}
+
+impl<O: MatmulOutput> OutC<O> {
+    /// `C[at] = epi(alpha·acc (+ beta·C[at]))`, cast to `O`, for C's element `(row, col)`
+    /// (`col_vec`: the column vector's element at `col` if already read).
+    pub fn store(
+        &self,
+        epi: &EpilogueFn,
+        at: Expr<u64>,
+        (row, col): (Expr<u32>, Expr<u32>),
+        acc: Expr<f32>,
+        col_vec: Option<Expr<f32>>,
+    ) {
+        let mut value = acc * self.alpha;
+        if self.read_c {
+            value = self.c.at(at).cast::<f32>() * self.beta + value;
         }
         let zero = Expr::lit(0.0f32);
         let args = EpilogueArgs {
@@ -271,12 +306,12 @@ fn store_out_with<T: MatmulInput, O: MatmulOutput>(
             row,
             col,
             col_vec: col_vec
-                .or_else(|| p.colv.map(|cv| cv.at(col).cast::<f32>()))
+                .or_else(|| self.colv.map(|cv| cv.at(col).cast::<f32>()))
                 .unwrap_or(zero),
-            row_vec: p.rowv.map_or(zero, |rv| rv.at(row).cast::<f32>()),
+            row_vec: self.rowv.map_or(zero, |rv| rv.at(row).cast::<f32>()),
         };
-        p.c.set(idx, epi(args).cast::<O>());
-    });
+        self.c.set(at, epi(args).cast::<O>());
+    }
 }
 
 /// Stores this warp's 16 rows of a warpgroup accumulator `acc` (64 × `acc.n()`) to rows

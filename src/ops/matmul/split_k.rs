@@ -10,13 +10,13 @@
 //!
 //! [`MatmulConfig::split_k`]: super::MatmulConfig::split_k
 
-use crate::codegen::{declare_scalar_param, Expr, Kernel, KernelBuilder, KernelParam};
+use crate::codegen::{declare_scalar_param, Kernel, KernelBuilder, KernelParam};
 use crate::error::Result;
 use crate::memory::scratch::Scratch;
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
-use super::epilogue::EpilogueArgs;
+use super::epilogue::OutC;
 use super::launch::Call;
 use super::shape::{Operand, Problem};
 use super::types::{MatmulInput, MatmulOutput};
@@ -202,19 +202,15 @@ fn reduce<O: MatmulOutput>(
         } else {
             col * ldc + row
         };
-        let mut value: Expr<f32> = sum.get() * alpha;
-        if read_c {
-            value = c.at(at).cast::<f32>() * beta + value;
-        }
-        let zero = Expr::lit(0.0f32);
-        let (row, col) = (row.cast::<u32>(), col.cast::<u32>());
-        let args = EpilogueArgs {
-            value,
-            row,
-            col,
-            col_vec: colv.map_or(zero, |v| v.at(col).cast::<f32>()),
-            row_vec: rowv.map_or(zero, |v| v.at(row).cast::<f32>()),
+        let out = OutC {
+            c,
+            colv,
+            rowv,
+            alpha,
+            beta,
+            read_c,
         };
-        c.set(at, epi(args).cast::<O>());
+        let rc = (row.cast::<u32>(), col.cast::<u32>());
+        out.store(epi, at, rc, sum.get(), None);
     });
 }
