@@ -99,6 +99,67 @@ fn mma_kernel<T: MatmulInput, O: MatmulOutput>(instruction: &str, name: &str) {
     }
 }
 
+/// The SIMT kernel's cp.async pipeline (f32, 3 or 4 stages): 16-byte copies of the operand
+/// contiguous along M or N, 4-byte copies transposing the K-contiguous one, one wait and one
+/// barrier per tile, every layout; no spills for sm_80 and sm_90.
+#[test]
+fn simt_pipeline_copies_asynchronously() {
+    for (ta, tb) in [
+        (Transpose::N, Transpose::N),
+        (Transpose::T, Transpose::N),
+        (Transpose::N, Transpose::T),
+        (Transpose::T, Transpose::T),
+    ] {
+        for cfg in [
+            MatmulConfig::simt(128, 128, 8, 8, 8).with_stages(3),
+            MatmulConfig::simt(128, 128, 8, 8, 8).with_stages(4),
+            MatmulConfig::simt(256, 128, 8, 16, 8).with_stages(3),
+        ] {
+            let mm = Matmul::<f32>::new().trans_a(ta).trans_b(tb);
+            let what = format!("simt_pipe_{ta:?}{tb:?}_{cfg}").replace(' ', "_");
+            let mut last = String::new();
+            for cc in CCS {
+                let ptx = mm
+                    .compile_ptx(cfg, &PtxOptions::for_cc(cc.0, cc.1))
+                    .unwrap();
+                let r = check_ptx(&ptx, cc, &what);
+                println!("{what} sm_{}{}: {} registers", cc.0, cc.1, r.registers);
+                // Both operands K-contiguous (A row-major, B transposed): eight 4-byte
+                // copies a tile, their addresses live across the loop, and ptxas spills one
+                // 8-byte value at the 128 registers of two blocks a multiprocessor.
+                let allowed = if ta == Transpose::N && tb == Transpose::T {
+                    8
+                } else {
+                    0
+                };
+                assert!(r.spill_bytes <= allowed, "{what}: {}", r.log);
+                last = ptx;
+            }
+            let ptx = last;
+            // Row-major B and column-major A are contiguous along N and M: 16-byte copies.
+            let x_contig = (tb == Transpose::N) || (ta == Transpose::T);
+            assert_eq!(
+                ptx.contains("cp.async.cg.shared.global"),
+                x_contig,
+                "{what}"
+            );
+            let k_contig = (ta == Transpose::N) || (tb == Transpose::T);
+            assert_eq!(
+                ptx.contains("cp.async.ca.shared.global"),
+                k_contig,
+                "{what}"
+            );
+            assert!(ptx.contains("cp.async.wait_group"), "{what}");
+            assert!(!ptx.contains("ld.global.nc"), "{what}: register staging");
+            let fmas = ptx.matches("fma.rn.f32").count();
+            assert!(
+                fmas >= (cfg.sub_m * cfg.sub_n * cfg.block_k) as usize,
+                "{what}"
+            );
+        }
+    }
+}
+
 #[test]
 fn mma_f16() {
     mma_kernel::<f16, f16>(

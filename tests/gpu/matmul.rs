@@ -474,6 +474,36 @@ fn f32_vector_loads_large_tiles_and_one_stage() {
     }
 }
 
+/// The SIMT kernel's cp.async pipeline (f32, 3 and 4 stages): every layout at unaligned sizes
+/// (4-byte copies, zero-filled at the edges), aligned ones (16-byte copies along M or N), whole
+/// tiles (the unbounded copies), K shorter than the pipeline, a batch, beta and an epilogue.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f32_cp_async_simt_pipeline() {
+    for cfg in [
+        simt_small().with_stages(3),
+        MatmulConfig::simt(128, 128, 8, 8, 8).with_stages(4),
+        MatmulConfig::simt(256, 128, 8, 16, 8).with_stages(3),
+    ] {
+        every_layout::<f32>(cfg, false, case(37, 29, 23));
+        every_layout::<f32>(cfg, false, case(96, 80, 44));
+        every_layout::<f32>(cfg, false, case(cfg.block_m as usize, 128, 64));
+        check::<f32, f32>(Case {
+            config: Some(cfg),
+            ..case(70, 36, 8)
+        });
+        check::<f32, f32>(Case {
+            config: Some(cfg),
+            batch: Some(3),
+            beta: 0.5,
+            alpha: -1.5,
+            lc: COL_PAD,
+            epi: Epi::BiasGelu,
+            ..case(65, 67, 40)
+        });
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn tf32_on_the_tensor_cores() {

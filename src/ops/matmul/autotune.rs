@@ -37,6 +37,17 @@ pub(crate) fn tune_candidates(
         MatmulConfig::simt(128, 128, 16, 8, 8),
         MatmulConfig::simt(32, 64, 8, 4, 4),
     ];
+    if cc >= (8, 0) && elem_size == 4 {
+        // The SIMT kernel's cp.async pipeline (f32 copied as it is), and cuBLAS's sm_80
+        // FFMA tile: 256×128, 16×8 a thread, one block per multiprocessor.
+        let s = |c: MatmulConfig, stages| c.with_stages(stages);
+        all.extend([
+            s(MatmulConfig::simt(128, 128, 8, 8, 8), 3),
+            s(MatmulConfig::simt(128, 128, 8, 8, 8), 4),
+            s(MatmulConfig::simt(256, 128, 8, 16, 8), 3),
+            s(MatmulConfig::simt(128, 256, 8, 8, 16), 3),
+        ]);
+    }
     if mma_ok && cc >= (8, 0) {
         let bk = 2 * mma_k;
         all.extend([

@@ -416,6 +416,8 @@ impl MatmulConfig {
             return Ok(());
         }
         let max_stages = match self.engine {
+            // 3 and 4: the cp.async pipeline, for f32 inputs.
+            Engine::Simt if elem_size == 4 => 4,
             Engine::Simt => 2,
             Engine::Mma | Engine::Wgmma | Engine::WgmmaWs => 4,
         };
@@ -454,7 +456,11 @@ impl MatmulConfig {
         }
         // 3 or 4 stages fall back to the register-staged kernel (static shared memory) where
         // the operands do not allow 16-byte copies: both must fit.
-        let bytes = self.fallback(mma_k, elem_size).shared_bytes(elem_size);
+        let bytes = if self.engine == Engine::Simt {
+            self.shared_bytes(elem_size)
+        } else {
+            self.fallback(mma_k, elem_size).shared_bytes(elem_size)
+        };
         if bytes > 48 * 1024 {
             return bad(format!(
                 "its shared tiles take {bytes} bytes, over the 48 KiB of static shared memory"

@@ -137,12 +137,21 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         ctx: &Context,
         p: &Problem,
     ) -> Result<(MatmulConfig, Option<String>)> {
-        if let Some(c) = self.config {
-            self.check_config(&c)?;
-            return Ok((c, None));
-        }
         let dev = ctx.device();
         let cc = dev.compute_capability()?;
+        if let Some(c) = self.config {
+            self.check_config(&c)?;
+            // (The simulator runs cp.async whatever compute capability it reports.)
+            if c.engine == Engine::Simt && c.stages >= 3 && cc < (8, 0) && !crate::on_simulator() {
+                return Err(Error::usage(format!(
+                    "matmul: the SIMT configuration `{c}` copies its tiles with cp.async, \
+                     which needs sm_80 or later; this device is sm_{}{}: pin it with 1 or 2 \
+                     stages",
+                    cc.0, cc.1
+                )));
+            }
+            return Ok((c, None));
+        }
         let sms = dev.multiprocessor_count()?;
         let cfg = MatmulConfig::choose(self.mma_allowed(), cc, sms, p.m, p.n, p.batch, T::K);
         self.check_config(&cfg)?;
@@ -171,14 +180,15 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
     }
 
     /// The dynamic shared memory of variant `v`'s kernel: the cp.async pipeline's buffers (with
-    /// the kernel's opt-in set above 48 KiB), 0 for the register-staged kernels.
+    /// the kernel's opt-in set above 48 KiB), 0 for the register-staged kernels and the SIMT one.
     pub(super) fn dynamic_shared(
         &self,
         ctx: &Context,
         kernel: &Kernel<()>,
         v: &Variant,
     ) -> Result<u32> {
-        if !v.pipe {
+        // (The SIMT pipeline's tiles are static.)
+        if !v.pipe || v.cfg.engine == Engine::Simt {
             return Ok(0);
         }
         let size = <T as Scalar>::TY.size();
@@ -229,7 +239,10 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             let tile = if contig_k { cfg.block_k } else { x_tile };
             o.ptr % 16 == 0 && o.ld as u64 % e == 0 && o.bs as u64 % e == 0 && tile as u64 % e == 0
         };
+        // The SIMT kernel's pipeline copies f32 as it is (4-byte copies where 16 do not
+        // apply): any layout.
         let pipe = hopper
+            || (cfg.engine == Engine::Simt && cfg.stages >= 3 && size == 4)
             || (cfg.engine == Engine::Mma
                 && cfg.stages >= 3
                 && chunk(&p.a, p.a.row_major, cfg.block_m)

@@ -375,8 +375,8 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         self.check_config(&config)?;
         let rm = |op: Transpose| op == Transpose::N;
         let (a_row, b_row) = (rm(self.trans_a), rm(self.trans_b));
-        let pipe =
-            (config.engine == Engine::Mma && config.stages >= 3) || config.engine.is_hopper();
+        let pipe = (matches!(config.engine, Engine::Mma | Engine::Simt) && config.stages >= 3)
+            || config.engine.is_hopper();
         let v = Variant {
             cfg: config,
             pipe,

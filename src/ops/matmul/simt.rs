@@ -8,31 +8,71 @@
 //! bank conflicts); with register tiles not a multiple of 4, single rows `ty +
 //! i·(block_m/thread_m)` and columns.
 
-use crate::codegen::{Expr, KernelBuilder, NdMut};
+use crate::codegen::{Expr, KernelBuilder, NdMut, Scalar};
 
+use super::config::MatmulConfig;
 use super::epilogue::{store_out, EpilogueFn};
 use super::params::{tile_origin, Params};
-use super::stage::{main_loop, TileSrc};
+use super::stage::{async_loop, main_loop, TileSrc};
 use super::types::{MatmulInput, MatmulOutput};
 use super::variant::Variant;
 
-/// Records the SIMT kernel of variant `v` in the kernel being built.
+/// Records the SIMT kernel of variant `v` in the kernel being built: with `v.pipe` (f32
+/// inputs, 3 or more stages) the tiles arrive by `cp.async` into shared tiles of the input
+/// type; otherwise they are staged through registers into f32 tiles.
 pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     k: &KernelBuilder,
     v: &Variant,
     epi: &EpilogueFn,
 ) {
+    let bk = v.cfg.block_k;
+    if v.pipe {
+        let (sa, sb) = tiles::<T>(k, &v.cfg);
+        let issue =
+            |k: &KernelBuilder, a: &TileSrc<T>, b: &TileSrc<T>, t: Expr<u32>, buf, bounded| {
+                a.issue_async(k, t * bk, &sa, buf, bounded);
+                b.issue_async(k, t * bk, &sb, buf, bounded);
+            };
+        body::<T, T, O>(k, v, epi, (&sa, &sb), Some(&issue))
+    } else {
+        let (sa, sb) = tiles::<f32>(k, &v.cfg);
+        body::<T, f32, O>(k, v, epi, (&sa, &sb), None)
+    }
+}
+
+/// The shared tiles of A and B, `[stage][k][m or n]`, each line padded by 16 bytes.
+fn tiles<S: Scalar>(k: &KernelBuilder, cfg: &MatmulConfig) -> (NdMut<S, 3>, NdMut<S, 3>) {
+    let pad = cfg.pad(4) as usize;
+    let (stages, bk) = (cfg.stages as usize, cfg.block_k as usize);
+    (
+        k.shared_array3::<S>(stages, bk, cfg.block_m as usize + pad),
+        k.shared_array3::<S>(stages, bk, cfg.block_n as usize + pad),
+    )
+}
+
+/// Issues this thread's `cp.async` copies of A's and B's tiles at k-tile `t` into a buffer
+/// (`bounded`: zero-filled past the matrix's edges).
+type IssueFn<'a, T> =
+    dyn Fn(&KernelBuilder, &TileSrc<T>, &TileSrc<T>, Expr<u32>, Expr<u32>, bool) + 'a;
+
+/// The SIMT kernel with shared tiles `(sa, sb)` of `S`, filled by `issue` (the `cp.async`
+/// pipeline) or through registers.
+fn body<T: MatmulInput, S: Scalar, O: MatmulOutput>(
+    k: &KernelBuilder,
+    v: &Variant,
+    epi: &EpilogueFn,
+    (sa, sb): (&NdMut<S, 3>, &NdMut<S, 3>),
+    issue: Option<&IssueFn<'_, T>>,
+) {
     let p = Params::<T, O>::declare(v);
     let cfg = v.cfg;
     let (bm, bn, bk) = (cfg.block_m, cfg.block_n, cfg.block_k);
     let (tm, tn) = (cfg.sub_m, cfg.sub_n);
-    // Two blocks per multiprocessor: at most 128 registers for 256 threads. ptxas would take
-    // 133 for the 128×128 tile of 8×8 and halve the blocks in flight (45 → 37 TFLOP/s at
-    // 4096³ on an H100).
-    k.launch_bounds(cfg.threads(), 2);
+    // Two blocks per multiprocessor for register tiles of up to 64: at most 128 registers
+    // for 256 threads. ptxas would take 133 for the 128×128 tile of 8×8 and halve the blocks
+    // in flight (45 → 37 TFLOP/s at 4096³ on an H100). Larger register tiles take one block.
+    k.launch_bounds(cfg.threads(), if tm * tn <= 64 { 2 } else { 1 });
     let (rows_step, cols_step) = (bm / tm, bn / tn);
-    let stages = cfg.stages as usize;
-    let pad = cfg.pad(4) as usize;
     let tid = k.thread_idx().x;
     let (ty, tx) = (tid / cols_step, tid % cols_step);
     // Where the register tile's rows and columns are in the block's tile. With 4 | thread_m
@@ -53,46 +93,67 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
     let rows = places(ty, tm, bm, rows_step);
     let cols = places(tx, tn, bn, cols_step);
     let o = tile_origin(k, &p, bm, bn);
-    let sa = k.shared_array3::<f32>(stages, bk as usize, bm as usize + pad);
-    let sb = k.shared_array3::<f32>(stages, bk as usize, bn as usize + pad);
     let acc: Vec<_> = (0..tm * tn).map(|_| k.var(0.0f32)).collect();
     let kt = p.k / bk + select_u32(p.k % bk);
     let (src_a, src_b) = TileSrc::operands(&p, &o, v);
     // One row of a tile at the register tile's places: 16-byte vectors or single elements.
-    let read = |s: &NdMut<f32, 3>, buf: Expr<u32>, kk: u32, at: &[Expr<u32>]| -> Vec<Expr<f32>> {
+    let read = |s: &NdMut<S, 3>, buf: Expr<u32>, kk: u32, at: &[Expr<u32>]| -> Vec<Expr<f32>> {
         if vec {
             at.chunks(4)
                 .flat_map(|run| s.load_vec::<4>(s.index3(buf, kk, run[0]) / 4i64))
+                .map(|x| x.cast::<f32>())
                 .collect()
         } else {
-            at.iter().map(|&x| s.at3(buf, kk, x)).collect()
+            at.iter()
+                .map(|&x| s.at3(buf, kk, x).cast::<f32>())
+                .collect()
         }
     };
-    main_loop(
-        k,
-        cfg.stages,
-        kt,
-        |k, t| {
-            let k0 = t * bk;
-            (src_a.fetch(k, k0), src_b.fetch(k, k0))
-        },
-        |k, buf, (fa, fb)| {
-            fa.store(k, &|kk, m, x: Expr<T>| sa.set3(buf, kk, m, x.cast::<f32>()));
-            fb.store(k, &|kk, n, x: Expr<T>| sb.set3(buf, kk, n, x.cast::<f32>()));
-        },
-        |_, buf| {
-            for kk in 0..bk {
-                let a = read(&sa, buf, kk, &rows);
-                let b = read(&sb, buf, kk, &cols);
-                for i in 0..tm as usize {
-                    for j in 0..tn as usize {
-                        let c = &acc[i * tn as usize + j];
-                        c.set(c.get() + a[i] * b[j]);
-                    }
+    let compute = |_: &KernelBuilder, buf: Expr<u32>| {
+        for kk in 0..bk {
+            let a = read(sa, buf, kk, &rows);
+            let b = read(sb, buf, kk, &cols);
+            for i in 0..tm as usize {
+                for j in 0..tn as usize {
+                    let c = &acc[i * tn as usize + j];
+                    c.set(c.get() + a[i] * b[j]);
                 }
             }
-        },
-    );
+        }
+    };
+    if let Some(issue) = issue {
+        // Blocks wholly inside the matrix along M and N, with K a whole number of tiles,
+        // copy without bounds (uniform per block); the others zero-fill past the edges.
+        let whole = src_a
+            .inside_x()
+            .and(src_b.inside_x())
+            .and((p.k % bk).eq(0u32));
+        let run = |k: &KernelBuilder, bounded: bool| {
+            async_loop(
+                k,
+                cfg.stages,
+                kt,
+                |k, t, buf| issue(k, &src_a, &src_b, t, buf, bounded),
+                compute,
+            );
+        };
+        k.if_else(whole, |k| run(k, false), |k| run(k, true));
+    } else {
+        main_loop(
+            k,
+            cfg.stages,
+            kt,
+            |k, t| {
+                let k0 = t * bk;
+                (src_a.fetch(k, k0), src_b.fetch(k, k0))
+            },
+            |k, buf, (fa, fb)| {
+                fa.store(k, &|kk, m, x: Expr<T>| sa.set3(buf, kk, m, x.cast::<S>()));
+                fb.store(k, &|kk, n, x: Expr<T>| sb.set3(buf, kk, n, x.cast::<S>()));
+            },
+            compute,
+        );
+    }
     for (i, &r) in rows.iter().enumerate() {
         for (j, &c) in cols.iter().enumerate() {
             let a = acc[i * tn as usize + j].get();

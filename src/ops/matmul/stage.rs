@@ -3,7 +3,7 @@
 //! `Fetched::store`: registers to shared memory) so that `cp.async` (global to shared without
 //! registers) can replace the pair later.
 
-use crate::codegen::{select, DArray, Expr, KernelBuilder, ReadOnly, Scalar};
+use crate::codegen::{select, DArray, Expr, KernelBuilder, NdMut, ReadOnly, Scalar};
 
 use super::params::{Params, TileOrigin};
 use super::types::{MatmulInput, MatmulOutput};
@@ -141,6 +141,119 @@ impl<T: Scalar> TileSrc<'_, T> {
     }
 }
 
+impl<T: Scalar> TileSrc<'_, T> {
+    /// Whether this block's tile lies wholly inside the matrix along X (uniform per block).
+    pub fn inside_x(&self) -> Expr<bool> {
+        (self.x0 + self.x_tile).le(self.x_total)
+    }
+
+    /// Issues this thread's `cp.async` copies of the tile at depth `k0` into buffer `buf` of
+    /// `dst` (`[stage][k][x]`, the SIMT kernel's layout): 16-byte chunks along X where the
+    /// operand is X-contiguous with vector loads allowed, else one 4-byte copy per element
+    /// (transposing a K-contiguous operand; consecutive threads along K, so that a warp's
+    /// writes fall in 32 banks). With `bounded`, elements outside the matrix arrive as zeros
+    /// (`src-size` 0, the source index clamped inside it); without, every element must be
+    /// inside.
+    pub fn issue_async(
+        &self,
+        k: &KernelBuilder,
+        k0: Expr<u32>,
+        dst: &NdMut<T, 3>,
+        buf: Expr<u32>,
+        bounded: bool,
+    ) {
+        let tid = k.thread_idx().x;
+        let w = if self.contig_k { 1 } else { self.vec };
+        let (c_len, o_len) = if self.contig_k {
+            (self.k_tile, self.x_tile)
+        } else {
+            (self.x_tile / w, self.k_tile)
+        };
+        let total = c_len * o_len;
+        // Item r is element (or chunk) `tid + r·threads`: where whole lines of the tile
+        // divide the threads, item r is item 0 moved `r·threads / c_len` lines, and its
+        // indices are item 0's plus constants (one address computation a tile).
+        let (ci, oi) = (tid % c_len, tid / c_len);
+        let lines_per_item = (self.threads % c_len == 0).then_some(self.threads / c_len);
+        let at = |v: Expr<u32>| {
+            let (ci, oi) = (v % c_len, v / c_len);
+            if self.contig_k {
+                (ci, oi)
+            } else {
+                (oi, ci * w)
+            }
+        };
+        let (kk0, x0) = if self.contig_k {
+            (ci, oi)
+        } else {
+            (oi, ci * w)
+        };
+        // Item 0's indices (built where used: a thread past the last item has none).
+        let first = || {
+            let d0 = dst.index3(buf, kk0, x0);
+            let line = dst.index3(0u32, 1u32, 0u32) - dst.index3(0u32, 0u32, 0u32);
+            let s0 = if self.contig_k {
+                self.base + (self.x0 + x0).cast::<u64>() * self.ld + (k0 + kk0).cast::<u64>()
+            } else {
+                self.base + (self.x0 + x0).cast::<u64>() + (k0 + kk0).cast::<u64>() * self.ld
+            };
+            (d0, line, s0)
+        };
+        for r in 0..total.div_ceil(self.threads) {
+            let v = tid + r * self.threads;
+            let (kk, x) = at(v);
+            let (gx, gk) = (self.x0 + x, k0 + kk);
+            let copy = |_: &KernelBuilder| {
+                let (d, idx) = match lines_per_item {
+                    Some(l) if !bounded => {
+                        let (d0, line, s0) = first();
+                        let step = (r * l) as i64;
+                        if self.contig_k {
+                            // Lines are along X: the next item is `step` rows of A or B on.
+                            (d0 + step, s0 + self.ld * (step as u64))
+                        } else {
+                            (d0 + line * step, s0 + self.ld * (step as u64))
+                        }
+                    }
+                    _ => {
+                        let (cx, ck) = if bounded {
+                            let xl = if self.contig_k { 1 } else { w };
+                            (
+                                gx.min(self.x_total - xl).cast::<u64>(),
+                                gk.min(self.k_total - 1u32).cast::<u64>(),
+                            )
+                        } else {
+                            (gx.cast::<u64>(), gk.cast::<u64>())
+                        };
+                        let idx = if self.contig_k {
+                            self.base + cx * self.ld + ck
+                        } else {
+                            self.base + cx + ck * self.ld
+                        };
+                        (dst.index3(buf, kk, x), idx)
+                    }
+                };
+                let inside = || gx.lt(self.x_total).and(gk.lt(self.k_total));
+                match (w, bounded) {
+                    (4, false) => dst.cp_async::<16>(d, self.arr, idx),
+                    (4, true) => {
+                        dst.cp_async_zfill::<16>(d, self.arr, idx, select(inside(), 16u32, 0u32))
+                    }
+                    (_, false) => dst.cp_async::<4>(d, self.arr, idx),
+                    (_, true) => {
+                        dst.cp_async_zfill::<4>(d, self.arr, idx, select(inside(), 4u32, 0u32))
+                    }
+                }
+            };
+            if total % self.threads != 0 && (r + 1) * self.threads > total {
+                k.if_(v.lt(total), copy);
+            } else {
+                copy(k);
+            }
+        }
+    }
+}
+
 impl<T: Scalar> Fetched<T> {
     /// Stores the fetched elements with `store(kk, x, value)` (into a shared tile).
     pub fn store(&self, k: &KernelBuilder, store: &impl Fn(Expr<u32>, Expr<u32>, Expr<T>)) {
@@ -201,5 +314,41 @@ pub(super) fn main_loop<F>(
         compute(k, buf);
         store(k, buf ^ 1u32, &f);
         k.syncthreads();
+    });
+}
+
+/// The main loop over the `kt` tiles along K with `stages` (3 or more) shared buffers filled by
+/// `cp.async`: `issue(k, t, buf)` issues this thread's copies of tile `t` into buffer `buf`,
+/// `compute(k, buf)` multiplies buffer `buf` into the accumulators.
+///
+/// `stages - 1` tiles are in flight ahead of the one computed. Per tile: wait for this
+/// thread's copies of it, one barrier (everyone's copies have landed, and everyone is done
+/// with the buffer computed last, which the next copy refills), issue tile `t + stages - 1`,
+/// compute tile `t`. Every iteration commits one group, empty past the last tile, so that the
+/// wait's count stays exact.
+pub(super) fn async_loop(
+    k: &KernelBuilder,
+    stages: u32,
+    kt: Expr<u32>,
+    issue: impl Fn(&KernelBuilder, Expr<u32>, Expr<u32>),
+    compute: impl Fn(&KernelBuilder, Expr<u32>),
+) {
+    for s in 0..stages - 1 {
+        k.if_(kt.gt(s), |k| issue(k, Expr::lit(s), Expr::lit(s)));
+        k.cp_async_commit();
+    }
+    let next = |b: Expr<u32>| select(b.eq(stages - 1), 0u32, b + 1u32);
+    let (rd, wr) = (k.var(0u32), k.var(stages - 1));
+    k.for_range(0u32, kt, |k, t| {
+        k.cp_async_wait((stages - 2) as u8);
+        k.syncthreads();
+        let nt = t + (stages - 1);
+        let w = wr.get();
+        k.if_(nt.lt(kt), |k| issue(k, nt, w));
+        k.cp_async_commit();
+        let r = rd.get();
+        compute(k, r);
+        rd.set(next(r));
+        wr.set(next(w));
     });
 }
