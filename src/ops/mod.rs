@@ -23,9 +23,9 @@ pub use elementwise::{
     Elem, Elementwise, EwArgs, EwInput, EwInputs, EwOutArgs, EwOutputs, Index, Scalar,
 };
 pub use matmul::{
-    gelu, gelu_tanh, load_matmul_tuning, matmul, matmul_tuning_file, matmul_tuning_stats, relu,
-    Engine, Epilogue, EpilogueArgs, EpilogueVectors, Matmul, MatmulConfig, MatmulInput,
-    MatmulOutput, MatmulTuningStats, Transpose,
+    gelu, gelu_tanh, gelu_to_bits, load_matmul_tuning, matmul, matmul_tuning_file,
+    matmul_tuning_stats, relu, Engine, Epilogue, EpilogueArgs, EpilogueVectors, Matmul,
+    MatmulConfig, MatmulInput, MatmulOutput, MatmulTuningStats, Transpose,
 };
 pub use reduce::Reduction;
 pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};

@@ -3,7 +3,7 @@
 //! The erf GELU is written here rather than with [`Expr::erf`]: an accurate erf (libdevice's
 //! `__nv_erff` branches; cudajit's own computes two ranges with a double-word exp) cost 30 to
 //! 55 instructions an element, and in a GEMM's epilogue, 16.7 M elements at 4096², that was
-//! 10-14% of the product. This one is branch-free and about 20 instructions: erfc from one
+//! 10-14% of the product. This one is branch-free and about 18 instructions: erfc from one
 //! polynomial and one `ex2.approx`.
 
 // The fitted coefficients are printed to nine significant digits (exact f32 values).
@@ -16,20 +16,34 @@ pub fn relu(x: Expr<f32>) -> Expr<f32> {
     x.max(0.0f32)
 }
 
-/// `−log2(erfc(t))/t` as a polynomial in `t` on `0 ≤ t ≤ 4` (highest power first; a Chebyshev
-/// fit made with mpmath, rounded to f32: docs/MATH.md has the generator).
-const ERFC_ALL: [f32; 11] = [
-    -1.462859984e-07,
-    3.691517577e-06,
-    -4.146822175e-05,
-    2.713596623e-04,
-    -1.113587059e-03,
-    2.630077302e-03,
-    -3.724322887e-04,
-    -2.758632973e-02,
-    1.482706219e-01,
-    9.184479117e-01,
-    1.627907038e+00,
+/// `log2(erfc(t))/t` as a polynomial in `t` on `0 ≤ t ≤ 4` (highest power first): the
+/// negated Chebyshev fit of `−log2(erfc(t))/t` made with mpmath, rounded to f32 (docs/MATH.md
+/// has the generator). Negated, so that the exponent `−q(t)·t − 1` is one fused multiply-add
+/// with no sign flip.
+const NEG_ERFC_ALL: [f32; 11] = [
+    1.462859984e-07,
+    -3.691517577e-06,
+    4.146822175e-05,
+    -2.713596623e-04,
+    1.113587059e-03,
+    -2.630077302e-03,
+    3.724322887e-04,
+    2.758632973e-02,
+    -1.482706219e-01,
+    -9.184479117e-01,
+    -1.627907038e+00,
+];
+
+/// The same fit at degree 6 (negated, highest power first): within 1.3·10⁻⁵ (2⁻¹⁶) relative
+/// in `erfc(t)/2` on `[0, 4]`, for results rounded to 16-bit floats.
+const NEG_ERFC_16: [f32; 7] = [
+    -1.559867815e-05,
+    4.213663342e-04,
+    -4.877513275e-03,
+    3.300474957e-02,
+    -1.512446702e-01,
+    -9.177789092e-01,
+    -1.627933741e+00,
 ];
 
 /// Horner's rule with fused multiply-adds.
@@ -44,19 +58,36 @@ fn poly(x: Expr<f32>, cs: &[f32]) -> Expr<f32> {
 /// Branch-free: with `t = |x|/√2`, `h = erfc(t)/2 = 2^(−t·q(t) − 1)` (`q` a polynomial fit of
 /// `−log2(erfc(t))/t` on `[0, 4]`, 2^ by [`exp2_approx`](Expr::exp2_approx)); `Φ(x)` is `h`
 /// for negative `x` and `1 − h` for positive, so the negative tail keeps its relative accuracy
-/// (`1 + erf` in f32 loses every digit there); `h` is 0 from `t ≥ 4` (erfc(4)/2 < 2⁻²⁶).
+/// (`1 + erf` in f32 loses every digit there). Past `t = 4` the polynomial is held at `q(4)`
+/// and `h = 2^(−t·q(4) − 1)` keeps falling (below erfc(4)/2 < 2⁻²⁶ there, an over-estimate of
+/// erfc(t)/2 that reaches 0 by t ≈ 19): about 18 instructions, no select.
 ///
-/// Accuracy (tests/gpu/activation.rs, against f64): within `(8 + 3x²)·2⁻²⁴` relative, the `x²`
-/// growth in the negative tail coming from rounding `x/√2` and the exponent; `ex2.approx`
-/// is within 2⁻²¹ of 2^x on the GPU (the simulator computes 2^x rounded, so the two may differ
-/// in the last bits). NaN gives NaN, +∞ gives +∞ and −∞ gives NaN (as the formula does).
+/// Accuracy (tests/gpu/activation.rs, against f64): within `(8 + 3x²)·2⁻²⁴` relative for
+/// `x/√2 > −4`, the `x²` growth in the negative tail coming from rounding `x/√2` and the
+/// exponent; below, within `2⁻²⁶·|x|` of the true value (itself below `8·10⁻⁹·|x|`).
+/// `ex2.approx` is within 2⁻²¹ of 2^x on the GPU (the simulator computes 2^x rounded, so the
+/// two may differ in the last bits). NaN gives NaN, +∞ gives +∞ and −∞ gives NaN (as the
+/// formula does).
 pub fn gelu(x: Expr<f32>) -> Expr<f32> {
-    let z = x * std::f32::consts::FRAC_1_SQRT_2;
-    let t = z.abs();
-    let tc = t.min(4.0f32);
-    let r = poly(tc, &ERFC_ALL).mul_add(-tc, -1.0f32);
-    let half_erfc = select(t.lt(4.0f32), r.exp2_approx(), 0.0f32);
-    let phi = select(x.lt(0.0f32), half_erfc, 1.0f32 - half_erfc);
+    gelu_to_bits(x, 24)
+}
+
+/// [`gelu`] for a result that is rounded to `bits` significant bits: with `bits` above 16
+/// exactly `gelu`; with 16 or fewer (f16 has 11, bf16 8) a degree-6 polynomial instead of
+/// degree 10, within `2⁻¹⁶ + (8 + 3x²)·2⁻²⁴` relative for `x/√2 > −4` (four fused
+/// multiply-adds fewer an element). [`Epilogue::bias_gelu`](super::Epilogue::bias_gelu) uses
+/// it with the output type's bits.
+pub fn gelu_to_bits(x: Expr<f32>, bits: u32) -> Expr<f32> {
+    let q = if bits > 16 {
+        &NEG_ERFC_ALL[..]
+    } else {
+        &NEG_ERFC_16[..]
+    };
+    // |x|·c, not |x·c|: the same value, and the absolute value folds into the multiply.
+    let t = x.abs() * std::f32::consts::FRAC_1_SQRT_2;
+    let r = poly(t.min(4.0f32), q).mul_add(t, -1.0f32);
+    let h = r.exp2_approx();
+    let phi = select(x.lt(0.0f32), h, 1.0f32 - h);
     x * phi
 }
 

@@ -10,7 +10,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::memory::DeviceSlice;
 
-use super::activation::{gelu, relu};
+use super::activation::{gelu_to_bits, relu};
 use super::params::Params;
 use super::types::{MatmulInput, MatmulOutput};
 use super::variant::Variant;
@@ -34,6 +34,10 @@ pub struct EpilogueArgs {
     /// The per-row vector's element at `row`, in f32; 0 when the epilogue takes no row vector
     /// ([`Epilogue::with_row_vector`]).
     pub row_vec: Expr<f32>,
+    /// The significant bits of C's element type (24 for f32, 11 for f16, 8 for bf16): the
+    /// result is rounded to that, so an epilogue may compute to it (as
+    /// [`Epilogue::bias_gelu`] does, with [`gelu_to_bits`](crate::ops::gelu_to_bits)).
+    pub out_bits: u32,
 }
 
 /// An expression applied to every element of C before it is stored, fused into the matrix
@@ -121,11 +125,14 @@ impl Epilogue {
         }
     }
 
-    /// `gelu(value + bias[col])` with the exact (erf) GELU, as torch's default.
+    /// `gelu(value + bias[col])` with the exact (erf) GELU, as torch's default, computed to
+    /// the output's precision ([`gelu_to_bits`](crate::ops::gelu_to_bits)): for f32 C as
+    /// [`gelu`](crate::ops::gelu), for 16-bit C within 2⁻¹⁶ relative before the rounding to 8
+    /// or 11 bits (a cheaper polynomial).
     pub fn bias_gelu() -> Self {
         Epilogue {
             name: "bias_gelu".into(),
-            f: Arc::new(|e| gelu(e.value + e.col_vec)),
+            f: Arc::new(|e| gelu_to_bits(e.value + e.col_vec, e.out_bits)),
             col: true,
             row: false,
         }
@@ -309,6 +316,7 @@ impl<O: MatmulOutput> OutC<O> {
                 .or_else(|| self.colv.map(|cv| cv.at(col).cast::<f32>()))
                 .unwrap_or(zero),
             row_vec: self.rowv.map_or(zero, |rv| rv.at(row).cast::<f32>()),
+            out_bits: out_bits::<O>(),
         };
         self.c.set(at, epi(args).cast::<O>());
     }
@@ -393,5 +401,15 @@ pub(super) fn store_slice<T: MatmulInput, O: MatmulOutput>(
             let val = st.at(base + r * stride + c);
             store_out(k, p, v, epi, cbase, r0 + r, c0 + c, val);
         });
+    }
+}
+
+/// The significant bits of output type `O` (the implicit bit included).
+pub(super) fn out_bits<O: MatmulOutput>() -> u32 {
+    use crate::ir::ScalarTy;
+    match O::TY {
+        ScalarTy::F16 => 11,
+        ScalarTy::BF16 => 8,
+        _ => 24,
     }
 }

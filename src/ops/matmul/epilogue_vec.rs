@@ -81,6 +81,7 @@ pub(super) fn store_acc_vec<T: MatmulInput, O: MatmulOutput>(
                     col: cols[h],
                     col_vec: col_vec[h],
                     row_vec: row_vec[half],
+                    out_bits: super::epilogue::out_bits::<O>(),
                 };
                 epi(args).cast::<O>()
             });

@@ -55,7 +55,7 @@ mod tune;
 mod types;
 mod variant;
 
-pub use activation::{gelu, gelu_tanh, relu};
+pub use activation::{gelu, gelu_tanh, gelu_to_bits, relu};
 pub use config::{Engine, MatmulConfig};
 pub use epilogue::{Epilogue, EpilogueArgs, EpilogueFn, EpilogueVectors};
 pub use shape::Transpose;
