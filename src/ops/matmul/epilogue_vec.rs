@@ -38,11 +38,14 @@ pub(super) fn vec_region_bytes(cols: u32, size: u32) -> u32 {
 
 /// Stores this warp's 16 rows of the warpgroup accumulator `acc` (64 × `acc.n()`) to rows
 /// `r0..r0 + 16` and columns `c0..c0 + acc.n()` of C, through the warp's shared-memory region
-/// at byte `base` of the dynamic shared memory (16-byte aligned, [`vec_region_bytes`] long).
+/// at byte `base` of the dynamic shared memory (16-byte aligned, [`vec_region_bytes`] long);
+/// `pairs`: the per-column vector is read two elements (one pair of columns) at a time.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn store_acc_vec<T: MatmulInput, O: MatmulOutput>(
     k: &KernelBuilder,
     p: &Params<T, O>,
     epi: &EpilogueFn,
+    pairs: bool,
     cbase: Expr<u64>,
     acc: &WgmmaAcc,
     base: Expr<u32>,
@@ -68,10 +71,16 @@ pub(super) fn store_acc_vec<T: MatmulInput, O: MatmulOutput>(
     for j in 0..n / 8 {
         let cc = q * 2u32 + j * 8;
         let cols = [c0 + cc, c0 + cc + 1u32];
-        let col_vec = cols.map(|c| {
-            p.colv
-                .map_or(zero, |cv| cv.at(c.min(p.n - 1u32)).cast::<f32>())
-        });
+        let col_vec = match p.colv {
+            // C's columns are a multiple of 4: a pair is wholly inside or wholly past N.
+            Some(cv) if pairs => cv
+                .load_vec::<2>(cols[0].min(p.n - 2u32) >> 1u32)
+                .map(|x| x.cast::<f32>()),
+            _ => cols.map(|c| {
+                p.colv
+                    .map_or(zero, |cv| cv.at(c.min(p.n - 1u32)).cast::<f32>())
+            }),
+        };
         for half in 0..2usize {
             let out: [Expr<O>; 2] = std::array::from_fn(|h| {
                 let e = (4 * j) as usize + 2 * half + h;

@@ -376,7 +376,7 @@ pub(super) fn build<T: MatmulInput, O: MatmulOutput>(
         k.syncthreads();
         let origin = (row0 + (warp & 3u32) * 16u32, o.n0);
         if v.vec_c {
-            store_acc_vec(k, &p, epi, o.cbase, &acc, base, origin);
+            store_acc_vec(k, &p, epi, v.col_pairs, o.cbase, &acc, base, origin);
         } else {
             store_acc_slice(
                 k,

@@ -253,7 +253,7 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
             let row = o.m0 + row0 + i as u32 * WG + (warp & 3u32) * 16u32;
             let at = (row, o.n0 + c0);
             if v.vec_c {
-                store_acc_vec(k, p, epi, o.cbase, &part, base * 4u32, at);
+                store_acc_vec(k, p, epi, v.col_pairs, o.cbase, &part, base * 4u32, at);
             } else {
                 store_acc_slice(k, p, v, epi, o.cbase, &part, (&st, base, stride), at);
                 // The region is written again by the next pass.

@@ -116,7 +116,9 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         }
         let cfg = cfg.with_split_k(1);
         let (p, _staged) = super::staging::staged::<T>(stream, p, &cfg)?;
-        let v = self.variant(&p, cfg, read_c);
+        let mut v = self.variant(&p, cfg, read_c);
+        let pair = 2 * std::mem::size_of::<O>() as u64;
+        v.col_pairs = v.vec_c && v.col_vec && call.col.is_some_and(|c| c.ptr % pair == 0);
         let kernel = self.kernel(&v)?;
         let shared = self.dynamic_shared(ctx, &kernel, &v)?;
         let maps = self.maps(ctx, &p, &v)?;
@@ -269,6 +271,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
                 && p.c.vec4_ok(),
             read_c,
             col_vec: self.epilogue.col,
+            col_pairs: false,
             row_vec: self.epilogue.row,
         }
     }

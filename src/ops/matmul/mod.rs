@@ -398,6 +398,11 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
                 && epilogue_vec::applies(config.engine, std::mem::size_of::<O>()),
             read_c: self.beta != 0.0,
             col_vec: self.epilogue.col,
+            // (Where C's register epilogue applies, as for a vector aligned to two elements.)
+            col_pairs: self.epilogue.col
+                && config.engine.is_hopper()
+                && self.beta == 0.0
+                && epilogue_vec::applies(config.engine, std::mem::size_of::<O>()),
             row_vec: self.epilogue.row,
         };
         self.kernel(&v)?.compile_ptx(options)

@@ -29,6 +29,9 @@ pub(super) struct Variant {
     pub vec_c: bool,
     /// The epilogue takes a per-column vector.
     pub col_vec: bool,
+    /// The register epilogue reads the per-column vector two elements at a time (`vec_c`, and
+    /// the vector's start aligned to two elements).
+    pub col_pairs: bool,
     /// The epilogue takes a per-row vector.
     pub row_vec: bool,
 }
@@ -51,7 +54,7 @@ impl Variant {
             String::new()
         };
         format!(
-            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}{}_{}{}{}{cluster}",
+            "{e}_{}x{}x{}_{}x{}_s{}{}_{}{}{}_v{}{}{}_{}{}{}{}{cluster}",
             c.block_m,
             c.block_n,
             c.block_k,
@@ -67,7 +70,8 @@ impl Variant {
             b(self.vec_c),
             b(self.read_c),
             b(self.col_vec),
-            b(self.row_vec)
+            b(self.row_vec),
+            if self.col_pairs { "p" } else { "" }
         )
     }
 }
