@@ -19,7 +19,8 @@ use crate::common::{ctx, sm90, Rng};
 /// Inputs `[bh, seq, d]` for q, k and v: uniform in [-1, 1) with 1 in 16 elements ±0 or a
 /// subnormal of `T`; plus a NaN in k (head 0), +∞ in q (head 1) and, when `inf_v`, −∞ in v
 /// (head 2, which makes that column −∞ for every row that sees it; under a causal mask a
-/// masked key's value still meets P = 0 in the product, 0·∞ = NaN, so it is left out there).
+/// masked key's value still meets P = 0 in the product, 0·∞ = NaN, so it is left out there);
+/// with a fourth head, its keys growing along the sequence.
 fn inputs<T: AttentionElem>(
     rng: &mut Rng,
     (bh, seq, d): (usize, usize, usize),
@@ -49,6 +50,14 @@ fn inputs<T: AttentionElem>(
     if inf_v {
         let i = at(rng, 2);
         v[i] = T::from_f32(f32::NEG_INFINITY);
+    }
+    // Head 3: keys growing along the sequence (up to 12x), so that the row maxima rise by
+    // more than the kernel's lazy-rescale margin in later tiles, and O is rescaled there.
+    if bh > 3 {
+        for (j, x) in k[3 * seq * d..4 * seq * d].iter_mut().enumerate() {
+            let grow = 1.0 + 11.0 * (j / d) as f32 / seq as f32;
+            *x = T::from_f32((x.to_f64() * grow as f64) as f32);
+        }
     }
     [q, k, v]
 }
@@ -125,7 +134,7 @@ fn all<T: AttentionElem>() {
     for d in [64, 128] {
         for causal in [false, true] {
             for seq in [1, 200, 1000] {
-                check::<T>(&s, (3, seq, d), causal);
+                check::<T>(&s, (4, seq, d), causal);
             }
         }
     }
