@@ -13,8 +13,7 @@
 //!   refills K, thread 128 V, each once both warpgroups have released it.
 //! - Each warpgroup owns 64 rows of Q. Per key tile: S = Q·Kᵀ (64×128, f32) by `wgmma` from
 //!   shared memory; the online softmax in registers (row maxima across the 4 threads that
-//!   share a row by shuffles, `exp2_approx` of the scaled scores, the running sums; O is
-//!   rescaled only when a maximum rises by more than 2^8, FlashAttention-4's rule); P,
+//!   share a row by shuffles, `exp2_approx` of the scaled scores, the running sums); P,
 //!   rounded to f16/bf16 two columns per instruction, stays in registers as the A operand of
 //!   O += P·V (`WgmmaAcc::frag_a` into `wgmma_rs`, V MN-major).
 //! - Tile j's S = Q·Kᵀ and tile j − 1's O += P·V are in flight together; the softmax of tile
@@ -37,9 +36,6 @@ pub const BLOCK: u32 = 128;
 const BOX_COLS: u32 = 64;
 /// Elements of one box (`BLOCK` rows × `BOX_COLS`).
 const BOX: u32 = BLOCK * BOX_COLS;
-/// How far (in the exponent, base 2) a row's maximum may rise before the softmax rescales: P
-/// stays below 2^8.
-const LAZY: f32 = 8.0;
 /// Rows of one warpgroup.
 const WG_ROWS: u32 = 64;
 
@@ -388,25 +384,16 @@ fn body<T: AttentionElem>(
         }
         let mut alpha = [Expr::lit(0.0f32); 2];
         let mut shift = [Expr::lit(0.0f32); 2];
-        // The maxima in use move only when a row's new maximum exceeds its old one by more
-        // than `LAZY` in the exponent (FlashAttention-4's conditional rescaling): until then
-        // P = exp2(x·scale - max·scale) stays below 2^LAZY, O and the sums keep their common
-        // scale (the final division cancels it), and O is not rescaled. Decided per warp, so
-        // that the rescale is a uniform branch; the first tile (maxima at -∞) always moves.
-        let m: [Expr<f32>; 2] = std::array::from_fn(|h| {
+        for h in 0..2 {
             let mine = tree(row_elems(&x, h), |a, b| a.max(b));
             let m1 = mine.max(k.shfl_xor_sync(u32::MAX, mine, 1u32));
-            m1.max(k.shfl_xor_sync(u32::MAX, m1, 2u32))
-        });
-        let grows = |h: usize| (m[h] * scale).gt(st.max[h].get() * scale + LAZY);
-        let moved = k.any_sync(u32::MAX, grows(0).or(grows(1)));
-        for h in 0..2 {
+            let m = m1.max(k.shfl_xor_sync(u32::MAX, m1, 2u32));
             let old = st.max[h].get();
-            let new = select(moved, old.max(m[h]), old);
+            let new = old.max(m);
             st.max[h].set(new);
             // Scores are scaled in the exponent: exp2(x·scale - max·scale).
             shift[h] = select(new.eq(f32::NEG_INFINITY), 0.0f32, new * scale);
-            alpha[h] = select(moved, (old * scale - shift[h]).exp2_approx(), 1.0f32);
+            alpha[h] = (old * scale - shift[h]).exp2_approx();
         }
         let p: Vec<Expr<f32>> = x
             .iter()
@@ -423,14 +410,12 @@ fn body<T: AttentionElem>(
                 v.set(r);
             }
         }
-        (moved, alpha)
+        alpha
     };
-    let rescale = |k: &KernelBuilder, (moved, alpha): (Expr<bool>, [Expr<f32>; 2])| {
-        k.if_(moved, |_| {
-            for (e, v) in st.o.iter().enumerate() {
-                v.set(v.get() * alpha[acc_row(e)]);
-            }
-        });
+    let rescale = |alpha: [Expr<f32>; 2]| {
+        for (e, v) in st.o.iter().enumerate() {
+            v.set(v.get() * alpha[acc_row(e)]);
+        }
     };
 
     // Tile 0: S, softmax (masked: it may be the last or the diagonal tile). Each batch of
@@ -461,7 +446,7 @@ fn body<T: AttentionElem>(
         for (v, e) in st.o.iter().zip(acc.elems()) {
             v.set(*e);
         }
-        rescale(k, alpha);
+        rescale(alpha);
         k.if_(leader, |_| bars.v_empty.arrive((j - 1u32) % stages));
         // Refills, one per warpgroup so that neither carries both: thread 0 the K of tile
         // j - 1 (released by both warpgroups at their tile j - 1) with tile j - 1 + stages,

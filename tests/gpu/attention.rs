@@ -51,8 +51,8 @@ fn inputs<T: AttentionElem>(
         let i = at(rng, 2);
         v[i] = T::from_f32(f32::NEG_INFINITY);
     }
-    // Head 3: keys growing along the sequence (up to 12x), so that the row maxima rise by
-    // more than the kernel's lazy-rescale margin in later tiles, and O is rescaled there.
+    // Head 3: keys growing along the sequence (up to 12x), so that the row maxima keep rising
+    // in later tiles (O rescaled by large factors there).
     if bh > 3 {
         for (j, x) in k[3 * seq * d..4 * seq * d].iter_mut().enumerate() {
             let grow = 1.0 + 11.0 * (j / d) as f32 / seq as f32;

@@ -232,7 +232,8 @@ impl MatmulConfig {
     }
 
     /// The same configuration with `stages` shared-memory buffers (1 or 2; 3 or 4 for the
-    /// tensor cores' `cp.async` pipeline; 2 to 8 TMA stages for `Wgmma`).
+    /// `cp.async` pipelines: the tensor cores', and the SIMT kernel's for f32 on sm_80+; 2 to
+    /// 8 TMA stages for `Wgmma`).
     pub const fn with_stages(mut self, stages: u32) -> Self {
         self.stages = stages;
         self

@@ -18,8 +18,9 @@ pub(super) struct Variant {
     pub vec_a: bool,
     /// 4-element vector loads of B along its contiguous axis.
     pub vec_b: bool,
-    /// The tensor cores' `cp.async` pipeline (`cfg.stages` 3 or 4, both operands in 16-byte
-    /// chunks); otherwise `cfg.stages` is 1 or 2 (a pipeline that does not apply falls back).
+    /// A `cp.async` pipeline (`cfg.stages` 3 or 4): the tensor cores' (both operands in
+    /// 16-byte chunks), the SIMT kernel's (f32), or the Hopper engines' TMA; otherwise
+    /// `cfg.stages` is 1 or 2 (a pipeline that does not apply falls back).
     pub pipe: bool,
     /// beta is not 0: C is read.
     pub read_c: bool,
