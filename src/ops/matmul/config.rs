@@ -618,6 +618,7 @@ mod tests {
         assert!(MatmulConfig::simt(64, 64, 8, 4, 4).validate(8, 4).is_ok());
         assert!(MatmulConfig::simt(64, 64, 8, 3, 4).validate(8, 4).is_err());
         assert!(MatmulConfig::simt(16, 16, 8, 4, 4).validate(8, 4).is_err()); // 16 threads
+
         // 3 and 4 stages: the SIMT kernel's cp.async pipeline, for f32 inputs only.
         assert!(MatmulConfig::simt(64, 64, 8, 4, 4)
             .with_stages(3)
