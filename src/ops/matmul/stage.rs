@@ -95,6 +95,12 @@ impl<T: Scalar> TileSrc<'_, T> {
     /// outside the matrix read as 0 (the load's index is clamped inside it, so every load is
     /// in bounds and nothing branches).
     pub fn fetch(&self, k: &KernelBuilder, k0: Expr<u32>) -> Fetched<T> {
+        self.fetch_in(k, k0, true)
+    }
+
+    /// [`fetch`](Self::fetch), or with `bounded` false, for a tile wholly inside the matrix:
+    /// no clamps and no zeroing.
+    pub fn fetch_in(&self, k: &KernelBuilder, k0: Expr<u32>, bounded: bool) -> Fetched<T> {
         let tid = k.thread_idx().x;
         let w = self.vec;
         let (c_len, o_len) = if self.contig_k {
@@ -120,8 +126,12 @@ impl<T: Scalar> TileSrc<'_, T> {
             // Clamped inside the matrix (the launch guarantees both totals are at least 1
             // whenever a tile is fetched; along the contiguous axis, to a whole vector).
             let (xl, kl) = if self.contig_k { (1, w) } else { (w, 1) };
-            let cx = gx.min(self.x_total - xl).cast::<u64>();
-            let ck = gk.min(self.k_total - kl).cast::<u64>();
+            let (cx, ck) = if bounded {
+                (gx.min(self.x_total - xl), gk.min(self.k_total - kl))
+            } else {
+                (gx, gk)
+            };
+            let (cx, ck) = (cx.cast::<u64>(), ck.cast::<u64>());
             let idx = if self.contig_k {
                 self.base + cx * self.ld + ck
             } else {
@@ -131,7 +141,11 @@ impl<T: Scalar> TileSrc<'_, T> {
                 4 => self.arr.load_vec::<4>(idx / 4u64).to_vec(),
                 _ => vec![self.arr.at(idx)],
             };
-            let vals = vals.into_iter().map(|x| select(inside, x, zero)).collect();
+            let vals = if bounded {
+                vals.into_iter().map(|x| select(inside, x, zero)).collect()
+            } else {
+                vals
+            };
             items.push(Item { kk, x, vals, guard });
         }
         Fetched {
