@@ -475,6 +475,13 @@ fn f32_vector_loads_large_tiles_and_one_stage() {
             la: COL_PAD,
             ..case(33, 70, 21)
         });
+        // K a whole number of tiles: blocks wholly inside fetch without bounds, beside
+        // edge blocks that keep them.
+        let (bm, bn) = (cfg.block_m as usize, cfg.block_n as usize);
+        check::<f32, f32>(Case {
+            config: Some(cfg),
+            ..case(bm + bm / 2, bn + 3, 32)
+        });
     }
 }
 

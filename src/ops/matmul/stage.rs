@@ -115,7 +115,13 @@ impl<T: Scalar> TileSrc<'_, T> {
         for r in 0..per {
             let v = tid + r * self.threads;
             let guard = (total % self.threads != 0).then(|| v.lt(total));
-            let (ci, oi) = (v % c_len, v / c_len);
+            // A thread past the tile's last load (its store is guarded) still loads: without
+            // bounds, from the last load's place (inside the tile, so inside the matrix).
+            let vl = match guard {
+                Some(_) if !bounded => v.min(total - 1),
+                _ => v,
+            };
+            let (ci, oi) = (vl % c_len, vl / c_len);
             let (kk, x) = if self.contig_k {
                 (ci * w, oi)
             } else {
