@@ -100,18 +100,28 @@ pub(super) fn store_acc_vec<T: MatmulInput, O: MatmulOutput>(
     }
     k.syncwarp(u32::MAX);
     // Lane l takes chunks l, l + 32, ... of the region's 16 rows × n / 4 chunks: whole rows
-    // of consecutive 8-byte chunks per store instruction.
+    // of consecutive 8-byte chunks per store instruction. Unrolled; where the warp's 16 rows
+    // and n columns are all inside C (uniform), without bounds.
     let per_row = n / VEC;
-    k.for_range(0u32, 16 * per_row / 32, |k, it| {
-        let id = it * 32u32 + lane;
-        let (r, ch) = (id / per_row, id % per_row);
-        let vals = st.load_vec::<4>((base + r * stride) / VEC + ch);
-        let (row, col) = (r0 + r, c0 + ch * VEC);
-        k.if_(row.lt(p.m).and(col.lt(p.n)), |_| {
-            let at = cbase + row.cast::<u64>() * p.ldc + col.cast::<u64>();
-            p.c.store_vec::<4>(at >> 2u64, vals);
-        });
-    });
+    let whole = (r0 + 16u32).le(p.m).and((c0 + n).le(p.n));
+    let copy = |k: &KernelBuilder, bounded: bool| {
+        for it in 0..16 * per_row / 32 {
+            let id = lane + it * 32;
+            let (r, ch) = (id / per_row, id % per_row);
+            let vals = st.load_vec::<4>((base + r * stride) / VEC + ch);
+            let (row, col) = (r0 + r, c0 + ch * VEC);
+            let store = |_: &KernelBuilder| {
+                let at = cbase + row.cast::<u64>() * p.ldc + col.cast::<u64>();
+                p.c.store_vec::<4>(at >> 2u64, vals);
+            };
+            if bounded {
+                k.if_(row.lt(p.m).and(col.lt(p.n)), store);
+            } else {
+                store(k);
+            }
+        }
+    };
+    k.if_else(whole, |k| copy(k, false), |k| copy(k, true));
     // The region is written again by the caller's next slice.
     k.syncwarp(u32::MAX);
 }
