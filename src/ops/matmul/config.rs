@@ -659,24 +659,6 @@ mod tests {
         );
         assert!(p3.with_stages(4).validate(16, 2).is_ok());
         assert!(p3.with_stages(5).validate(16, 2).is_err());
-        // 3 and 4 stages: the SIMT kernel's cp.async pipeline, for f32 inputs only.
-        assert!(MatmulConfig::simt(64, 64, 8, 4, 4)
-            .with_stages(3)
-            .validate(8, 4)
-            .is_ok());
-        assert!(MatmulConfig::simt(64, 64, 8, 4, 4)
-            .with_stages(3)
-            .validate(8, 2)
-            .is_err());
-        assert!(MatmulConfig::simt(64, 64, 8, 4, 4)
-            .with_stages(5)
-            .validate(8, 4)
-            .is_err());
-        // The pipeline's static tiles: 256×128×8 in 4 stages is past 48 KiB.
-        assert!(MatmulConfig::simt(256, 128, 8, 16, 8)
-            .with_stages(4)
-            .validate(8, 4)
-            .is_err());
         // 16-byte chunks: a 4-deep f16 tile is not whole chunks.
         assert!(MatmulConfig::mma(64, 64, 16, 32, 32)
             .with_stages(3)

@@ -137,13 +137,13 @@ fn body<T: MatmulInput, S: Scalar, O: MatmulOutput>(
             }
         }
     };
+    // Blocks wholly inside the matrix (M, N, and K a whole number of tiles; uniform per
+    // block) copy or fetch without bounds; the others clamp and zero-fill past the edges.
+    let whole = src_a
+        .inside_x()
+        .and(src_b.inside_x())
+        .and((p.k % bk).eq(0u32));
     if let Some(issue) = issue {
-        // Blocks wholly inside the matrix along M and N, with K a whole number of tiles,
-        // copy without bounds (uniform per block); the others zero-fill past the edges.
-        let whole = src_a
-            .inside_x()
-            .and(src_b.inside_x())
-            .and((p.k % bk).eq(0u32));
         let run = |k: &KernelBuilder, bounded: bool| {
             async_loop(
                 k,
@@ -155,13 +155,8 @@ fn body<T: MatmulInput, S: Scalar, O: MatmulOutput>(
         };
         k.if_else(whole, |k| run(k, false), |k| run(k, true));
     } else {
-        // Blocks wholly inside the matrix (M, N, and K a whole number of tiles) fetch without
-        // clamps or zeroing; the tile past the last that the loop fetches is the last one
-        // again (never used).
-        let whole = src_a
-            .inside_x()
-            .and(src_b.inside_x())
-            .and((p.k % bk).eq(0u32));
+        // Without bounds, the tile past the last that the loop fetches is the last one again
+        // (never used).
         let run = |k: &KernelBuilder, bounded: bool| {
             main_loop(
                 k,

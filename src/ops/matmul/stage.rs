@@ -193,7 +193,6 @@ impl<T: Scalar> TileSrc<'_, T> {
         // Item r is element (or chunk) `tid + r·threads`: where whole lines of the tile
         // divide the threads, item r is item 0 moved `r·threads / c_len` lines, and its
         // indices are item 0's plus constants (one address computation a tile).
-        let (ci, oi) = (tid % c_len, tid / c_len);
         let lines_per_item = (self.threads % c_len == 0).then_some(self.threads / c_len);
         let at = |v: Expr<u32>| {
             let (ci, oi) = (v % c_len, v / c_len);
@@ -203,11 +202,7 @@ impl<T: Scalar> TileSrc<'_, T> {
                 (oi, ci * w)
             }
         };
-        let (kk0, x0) = if self.contig_k {
-            (ci, oi)
-        } else {
-            (oi, ci * w)
-        };
+        let (kk0, x0) = at(tid);
         // Item 0's indices (built where used: a thread past the last item has none).
         let first = || {
             let d0 = dst.index3(buf, kk0, x0);
