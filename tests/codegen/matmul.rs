@@ -351,6 +351,14 @@ fn wgmma_engine() {
         let ptx = mm.compile_ptx(cfg, &o).unwrap();
         let what = format!("wgmma_bf16_bf16_gelu_{cfg}");
         assert!(ptx.contains("st.global.v4.b16"), "{what}: no vector stores");
+        // The GELU's −|x| as float `abs` + `neg` (ptxas folds them into the operands of its
+        // multiply and max), one per element of the fragment; no sign-bit `and`/`xor`.
+        let neg_abs = ptx.matches("abs.f32 %cj_na").count();
+        assert_eq!(neg_abs, 128, "{what}");
+        assert!(
+            !ptx.contains("0x80000000") && !ptx.contains("2147483647"),
+            "{what}: a sign-bit operation in the GELU"
+        );
         check_spills(&ptx, &what, cfg.block_n, spills);
     }
     let mm = Matmul::<f32>::new().tf32(true).trans_b(Transpose::T);

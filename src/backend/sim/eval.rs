@@ -469,6 +469,7 @@ pub(super) fn math(f: MathFn, arg: ScalarTy, d: &mut [u64], args: &[&[u64]], sp:
                 MathFn::Copysign => bin::<$T, $T, $T>(d, a, b, sp, |x, y| x.copysign(y)),
                 MathFn::IsNan => un::<$T, bool>(d, a, sp, |x| x.is_nan()),
                 MathFn::Exp2Approx => un::<$T, $T>(d, a, sp, |x| exp2_approx(x as f32) as $T),
+                MathFn::NegAbs => un::<$T, $T>(d, a, sp, |x| -x.abs()),
                 MathFn::IsInfinite => un::<$T, bool>(d, a, sp, |x| x.is_infinite()),
                 MathFn::Fma => {
                     for r in sp {

@@ -245,6 +245,17 @@ impl Expr<f32> {
         let _at = crate::codegen::srcloc::at();
         record_math(MathFn::Exp2Approx, &[self])
     }
+
+    /// `-|self|` for arithmetic: `abs.f32` + `neg.f32` in a one-line scope, which ptxas folds
+    /// into the operand of the instruction that reads it (the sign-bit `and`/`xor` that
+    /// workarounds 1 and 5 make of `-self.abs()` cost an instruction each). Not guarded: a
+    /// comparison of the result may be compiled as if it could not be NaN (workaround 1), and
+    /// a NaN's sign and payload are not kept (workaround 5); feed it to arithmetic only.
+    #[track_caller]
+    pub(crate) fn neg_abs(self) -> Expr<f32> {
+        let _at = crate::codegen::srcloc::at();
+        record_math(MathFn::NegAbs, &[self])
+    }
 }
 
 /// The libdevice function for `f`, if it is one (`fast`: f32 with fastmath).
@@ -273,7 +284,7 @@ fn libdevice_name(f: MathFn, f64: bool, fast: bool) -> Option<&'static str> {
         Tanh => ("__nv_tanhf", "__nv_tanh", None),
         Erf => ("__nv_erff", "__nv_erf", None),
         Sqrt | Abs | Floor | Ceil | Trunc | Round | Fma | Copysign | IsNan | IsInfinite
-        | Exp2Approx => return None,
+        | Exp2Approx | NegAbs => return None,
     };
     if f64 {
         Some(double)
@@ -396,6 +407,17 @@ fn lower_math_values<'c>(
             return super::lower::pure_asm(
                 lw,
                 "{ ex2.approx.ftz.f32 $0, $1; }",
+                "=f,f",
+                &vals,
+                f32t,
+            );
+        }
+        // The same for -|x|, which workarounds 1 and 5 would turn into integer `and` + `xor`.
+        MathFn::NegAbs => {
+            let f32t = lw.ctx.f32_type().into();
+            return super::lower::pure_asm(
+                lw,
+                "{ .reg .f32 %cj_na; abs.f32 %cj_na, $1; neg.f32 $0, %cj_na; }",
                 "=f,f",
                 &vals,
                 f32t,

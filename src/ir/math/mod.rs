@@ -17,6 +17,9 @@ pub(crate) enum MathFn {
     Exp2,
     /// `ex2.approx.ftz.f32` (f32 only): the hardware's approximation.
     Exp2Approx,
+    /// `-|x|` (f32 only) as `abs.f32` + `neg.f32`, which ptxas folds into the next arithmetic
+    /// instruction's operand; not guarded by workarounds 1 and 5 (NaN bits not kept).
+    NegAbs,
     ExpM1,
     Ln,
     Log2,
@@ -55,6 +58,7 @@ impl MathFn {
             MathFn::Exp => "exp",
             MathFn::Exp2 => "exp2",
             MathFn::Exp2Approx => "exp2_approx",
+            MathFn::NegAbs => "neg_abs",
             MathFn::ExpM1 => "exp_m1",
             MathFn::Ln => "ln",
             MathFn::Log2 => "log2",

@@ -3,13 +3,13 @@
 //! The erf GELU is written here rather than with [`Expr::erf`]: an accurate erf (libdevice's
 //! `__nv_erff` branches; cudajit's own computes two ranges with a double-word exp) cost 30 to
 //! 55 instructions an element, and in a GEMM's epilogue, 16.7 M elements at 4096², that was
-//! 10-14% of the product. This one is branch-free and about 18 instructions: erfc from one
+//! 10-14% of the product. This one is branch-free and about 14 instructions: erfc from one
 //! polynomial and one `ex2.approx`.
 
 // The fitted coefficients are printed to nine significant digits (exact f32 values).
 #![allow(clippy::excessive_precision, clippy::unreadable_literal)]
 
-use crate::codegen::{select, Expr};
+use crate::codegen::Expr;
 
 /// `max(x, 0)` (ReLU).
 pub fn relu(x: Expr<f32>) -> Expr<f32> {
@@ -46,6 +46,9 @@ const NEG_ERFC_16: [f32; 7] = [
     -1.627933741e+00,
 ];
 
+/// Past this `|x|` the tail `erfc(|x|/√2)/2` is 0 in f32 (it is below 2⁻¹²⁶ from `|x| ≈ 28`).
+const TAIL_ZERO: f32 = 18446744073709551616.0; // 2^64
+
 /// Horner's rule with fused multiply-adds.
 fn poly(x: Expr<f32>, cs: &[f32]) -> Expr<f32> {
     cs[1..]
@@ -56,39 +59,44 @@ fn poly(x: Expr<f32>, cs: &[f32]) -> Expr<f32> {
 /// The erf GELU, `x·Φ(x) = 0.5·x·(1 + erf(x/√2))` (torch's `gelu`, approximate='none').
 ///
 /// Branch-free: with `t = |x|/√2`, `h = erfc(t)/2 = 2^(−t·q(t) − 1)` (`q` a polynomial fit of
-/// `−log2(erfc(t))/t` on `[0, 4]`, 2^ by [`exp2_approx`](Expr::exp2_approx)); `Φ(x)` is `h`
-/// for negative `x` and `1 − h` for positive, so the negative tail keeps its relative accuracy
-/// (`1 + erf` in f32 loses every digit there). Past `t = 4` the polynomial is held at `q(4)`
-/// and `h = 2^(−t·q(4) − 1)` keeps falling (below erfc(4)/2 < 2⁻²⁶ there, an over-estimate of
-/// erfc(t)/2 that reaches 0 by t ≈ 19): about 18 instructions, no select.
+/// `−log2(erfc(t))/t` on `[0, 4]`, 2^ by [`exp2_approx`](Expr::exp2_approx)), and
+/// `x·Φ(x) = max(x, 0) − |x|·h` (for negative `x` that is `x·h`, for positive `x − x·h`), one
+/// fused multiply-add: the negative tail keeps its relative accuracy (`1 + erf` in f32 loses
+/// every digit there). Past `t = 4` the polynomial is held at `q(4)` and `h = 2^(−t·q(4) − 1)`
+/// keeps falling (below erfc(4)/2 < 2⁻²⁶ there, an over-estimate of erfc(t)/2 that reaches 0
+/// by t ≈ 19): about 14 instructions, no select.
 ///
 /// Accuracy (tests/gpu/activation.rs, against f64): within `(8 + 3x²)·2⁻²⁴` relative for
 /// `x/√2 > −4`, the `x²` growth in the negative tail coming from rounding `x/√2` and the
 /// exponent; below, within `2⁻²⁶·|x|` of the true value (itself below `8·10⁻⁹·|x|`).
 /// `ex2.approx` is within 2⁻²¹ of 2^x on the GPU (the simulator computes 2^x rounded, so the
-/// two may differ in the last bits). NaN gives NaN, +∞ gives +∞ and −∞ gives NaN (as the
-/// formula does).
+/// two may differ in the last bits). NaN gives NaN, +∞ gives +∞ and −∞ gives 0 (the limit;
+/// torch's formula gives NaN there).
 pub fn gelu(x: Expr<f32>) -> Expr<f32> {
     gelu_to_bits(x, 24)
 }
 
 /// [`gelu`] for a result that is rounded to `bits` significant bits: with `bits` above 16
 /// exactly `gelu`; with 16 or fewer (f16 has 11, bf16 8) a degree-6 polynomial instead of
-/// degree 10, within `2⁻¹⁶ + (8 + 3x²)·2⁻²⁴` relative for `x/√2 > −4` (four fused
-/// multiply-adds fewer an element). [`Epilogue::bias_gelu`](super::Epilogue::bias_gelu) uses
-/// it with the output type's bits.
+/// degree 10, within `2⁻¹⁶ + (8 + 3x²)·2⁻²⁴` relative for `x/√2 > −4`, and evaluated at `t`
+/// itself past 4 (it falls from `2⁻²⁶·⁹⁵` there: no `min`): five instructions fewer an element.
+/// [`Epilogue::bias_gelu`](super::Epilogue::bias_gelu) uses it with the output type's bits.
 pub fn gelu_to_bits(x: Expr<f32>, bits: u32) -> Expr<f32> {
+    // −|x|, folded by ptxas into the operands of the multiply and the max below.
+    let s = x.neg_abs();
+    let t = s * -std::f32::consts::FRAC_1_SQRT_2;
     let q = if bits > 16 {
-        &NEG_ERFC_ALL[..]
+        poly(t.min(4.0f32), &NEG_ERFC_ALL)
     } else {
-        &NEG_ERFC_16[..]
+        // The degree-6 fit's leading coefficient is negative: past t = 4 the exponent keeps
+        // falling, from −26.95 (checked up to t = 10⁴ in f32; beyond, it overflows to −∞).
+        poly(t, &NEG_ERFC_16)
     };
-    // |x|·c, not |x·c|: the same value, and the absolute value folds into the multiply.
-    let t = x.abs() * std::f32::consts::FRAC_1_SQRT_2;
-    let r = poly(t.min(4.0f32), q).mul_add(t, -1.0f32);
-    let h = r.exp2_approx();
-    let phi = select(x.lt(0.0f32), h, 1.0f32 - h);
-    x * phi
+    // A NaN `x` makes `h` NaN, and so the result (`max` drops a NaN operand).
+    let h = q.mul_add(t, -1.0f32).exp2_approx();
+    // −|x| held above −2^64, where h is already 0: +∞ gives ∞ − 2^64·0, not ∞ − ∞·0 = NaN.
+    let m = s.max(-TAIL_ZERO);
+    m.mul_add(h, x.max(0.0f32))
 }
 
 /// The tanh GELU, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (torch's approximate='tanh').
