@@ -146,6 +146,7 @@ pub use event::{elapsed_ms, Event};
 pub use graph::{Graph, GraphExec, GraphNode};
 /// The 16-bit float types of kernels and device arrays (from the `half` crate).
 pub use half::{bf16, f16};
+pub use ir::{F8E4M3, F8E5M2};
 pub use memory::{
     AnyBitPattern, AsStrided, AsStridedMut, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut,
     DeviceView, DeviceViewMut, HostSource, ManagedBuffer, MappedHostBuffer, MemPool,

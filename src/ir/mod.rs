@@ -13,6 +13,7 @@
 
 pub(crate) mod async_copy;
 pub(crate) mod atomic;
+mod fp8;
 pub(crate) mod hopper;
 pub(crate) mod link;
 pub(crate) mod math;
@@ -27,6 +28,7 @@ pub(crate) mod warp;
 
 pub(crate) use async_copy::AsyncCopy;
 pub(crate) use atomic::{AtomicKind, AtomicOp};
+pub use fp8::{F8E4M3, F8E5M2};
 pub(crate) use hopper::{HopperOp, HopperStmt};
 pub(crate) use link::LinkKind;
 pub(crate) use math::MathFn;

@@ -39,6 +39,15 @@ impl_pod!(
     half::bf16
 );
 
+// SAFETY: one byte (`#[repr(transparent)]` over u8), no pointers; every bit pattern is a value.
+unsafe impl DeviceCopy for crate::ir::F8E4M3 {}
+// SAFETY: as above.
+unsafe impl AnyBitPattern for crate::ir::F8E4M3 {}
+// SAFETY: as above.
+unsafe impl DeviceCopy for crate::ir::F8E5M2 {}
+// SAFETY: as above.
+unsafe impl AnyBitPattern for crate::ir::F8E5M2 {}
+
 // SAFETY: one byte, no pointers; not AnyBitPattern since only 0 and 1 are valid.
 unsafe impl DeviceCopy for bool {}
 
