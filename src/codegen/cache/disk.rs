@@ -241,19 +241,24 @@ impl DiskCache {
             Err(e) => return Lookup::Failed(e),
         };
         let path = self.path_with(key, suffix);
-        let read = || -> io::Result<Result<(Vec<u8>, Option<SystemTime>), Problem>> {
-            let mut f = fs::File::open(&path)?;
-            if let Some(problem) = trust::check_file(&f, self.policy)? {
-                return Ok(Err(problem));
-            }
+        let mut f = match fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Lookup::Missing,
+            Err(e) => return Lookup::Failed(e),
+        };
+        match trust::check_file(&f, self.policy) {
+            Ok(None) => {}
+            Ok(Some(problem)) => return Lookup::Rejected(problem.to_string()),
+            Err(e) => return Lookup::Failed(e),
+        }
+        let mut read = || -> io::Result<(Vec<u8>, Option<SystemTime>)> {
             let modified = f.metadata().and_then(|m| m.modified()).ok();
             let mut bytes = Vec::new();
             io::Read::read_to_end(&mut f, &mut bytes)?;
-            Ok(Ok((bytes, modified)))
+            Ok((bytes, modified))
         };
         match read() {
-            Ok(Err(problem)) => Lookup::Rejected(problem.to_string()),
-            Ok(Ok((bytes, modified))) => match decode_bytes(key, suffix, &mac, bytes) {
+            Ok((bytes, modified)) => match decode_bytes(key, suffix, &mac, bytes) {
                 Ok(body) => {
                     // Marked as recently used (for the trim), unless it was within the hour:
                     // one open and one metadata write saved on most hits.
@@ -269,7 +274,6 @@ impl DiskCache {
                 }
                 Err(why) => Lookup::Rejected(why),
             },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Lookup::Missing,
             Err(e) => Lookup::Failed(e),
         }
     }

@@ -329,7 +329,9 @@ pub(crate) fn read_trusted_file(path: &Path) -> std::io::Result<Vec<u8>> {
 
 /// The directory of the disk cache (from `CUDAJIT_CACHE_DIR`, `XDG_CACHE_HOME` or `HOME`;
 /// fixed at the first use in the process), or `None` when `CUDAJIT_CACHE=0` turns it off or
-/// no directory is configured. The directory may not exist yet: it is made at the first write.
+/// no directory is configured. The directory may not exist yet: it is made at the first write
+/// (mode 0700 on Unix). It is used only if it passes the trust checks (`docs/CACHE.md`,
+/// "Trust"; `CUDAJIT_CACHE_TRUST=1` skips them).
 pub fn cache_dir() -> Option<PathBuf> {
     disk_cache().map(|d| d.dir().to_path_buf())
 }
@@ -390,7 +392,9 @@ pub(crate) use load::{function, ptx};
 
 /// Empties the memory cache and deletes every file of the disk cache (see [`cache_dir`]);
 /// returns how many files were deleted. Other processes using the same directory are not
-/// disturbed: they compile what they no longer find.
+/// disturbed: they compile what they no longer find. The directory's key file stays. A
+/// directory that fails the trust checks (`docs/CACHE.md`, "Trust") is left alone: an error
+/// that says why.
 pub fn clear_cache() -> Result<usize> {
     clear_memory_cache();
     match disk_cache() {
