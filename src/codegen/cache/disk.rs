@@ -357,12 +357,15 @@ impl DiskCache {
         if let Some(parent) = self.dir.parent() {
             fs::create_dir_all(parent)?;
         }
-        let mut builder = fs::DirBuilder::new();
         #[cfg(unix)]
-        {
+        let builder = {
             use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
+            let mut b = fs::DirBuilder::new();
+            b.mode(0o700);
+            b
+        };
+        #[cfg(not(unix))]
+        let builder = fs::DirBuilder::new();
         match builder.create(&self.dir) {
             Ok(()) => {
                 let _ = fs::write(self.dir.join("CACHEDIR.TAG"), CACHEDIR_TAG);

@@ -34,6 +34,10 @@ mod mac;
 mod memory;
 mod trust;
 
+/// The process's effective user id (for the tests of files owned by others).
+#[cfg(all(test, unix))]
+pub(crate) use trust::effective_uid;
+
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

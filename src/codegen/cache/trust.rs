@@ -46,6 +46,7 @@ pub(crate) fn opted_in(get: impl Fn(&str) -> Option<OsString>) -> bool {
 pub(crate) enum Policy {
     /// The directory, the key and every file read belong to this user id (the process's
     /// effective one), and the directory and key are private as above.
+    #[cfg_attr(not(unix), allow(dead_code))]
     Owner(u32),
     /// No ownership or mode checks: `CUDAJIT_CACHE_TRUST=1`, or a target without Unix
     /// ownership. Entries still need a valid MAC.
@@ -187,6 +188,7 @@ impl fmt::Debug for MacKey {
 }
 
 /// What is wrong with a directory of owner `uid` and `mode` for `policy`, if anything.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn dir_problem_of(uid: u32, mode: u32, policy: Policy) -> Option<Problem> {
     let Policy::Owner(euid) = policy else {
         return None;
@@ -203,6 +205,7 @@ pub(crate) fn dir_problem_of(uid: u32, mode: u32, policy: Policy) -> Option<Prob
 }
 
 /// What is wrong with the key file of owner `uid` and `mode` for `policy`, if anything.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn key_problem_of(uid: u32, mode: u32, policy: Policy) -> Option<Problem> {
     let Policy::Owner(euid) = policy else {
         return None;
@@ -370,32 +373,31 @@ fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// [`KEY_LEN`] bytes from the operating system's random number generator.
+#[cfg(unix)]
 fn random_key() -> io::Result<[u8; KEY_LEN]> {
     let mut key = [0u8; KEY_LEN];
-    #[cfg(unix)]
-    {
-        fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
-    }
-    #[cfg(not(unix))]
-    {
-        // std's `RandomState` is seeded from the operating system's generator (on Windows,
-        // `ProcessPrng`); several, with the time, through SHA-256.
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = super::hash::Sha256::new();
-        for i in 0..8u64 {
-            let mut s = std::collections::hash_map::RandomState::new().build_hasher();
-            s.write_u64(i);
-            h.update(&s.finish().to_le_bytes());
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        h.update(&now.to_le_bytes());
-        h.update(&std::process::id().to_le_bytes());
-        key = h.finish();
-    }
+    fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
     Ok(key)
+}
+
+/// [`KEY_LEN`] bytes from the operating system's random number generator: std's `RandomState`
+/// is seeded from it (on Windows, `ProcessPrng`); several, with the time, through SHA-256.
+#[cfg(not(unix))]
+fn random_key() -> io::Result<[u8; KEY_LEN]> {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = super::hash::Sha256::new();
+    for i in 0..8u64 {
+        let mut s = std::collections::hash_map::RandomState::new().build_hasher();
+        s.write_u64(i);
+        h.update(&s.finish().to_le_bytes());
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    h.update(&now.to_le_bytes());
+    h.update(&std::process::id().to_le_bytes());
+    Ok(h.finish())
 }
 
 /// Whether this process may give files away (root): the tests of other users' files need it;

@@ -678,6 +678,38 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A tuning file in the cache directory that another user made is neither read nor merged
+    /// into the next write (which replaces it). Needs root (to give the file away).
+    #[cfg(unix)]
+    #[test]
+    fn tuning_file_of_another_user_is_not_read() {
+        let root = crate::codegen::cache::effective_uid() == 0;
+        if !root || std::env::var_os("CUDAJIT_CACHE_TRUST").is_some() {
+            eprintln!("note: not root (or CUDAJIT_CACHE_TRUST is set): test skipped");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!(
+            "cudajit-mm-tune-owner-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(TUNING_FILE_NAME);
+        let a: HashMap<_, _> = [(key().line(), MatmulConfig::simt(64, 64, 8, 4, 4))].into();
+        write_file(&path, &a).unwrap();
+        assert!(read_cache_dir_file(&path).is_some(), "ours is read");
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        assert_eq!(read_cache_dir_file(&path), None, "another user's is not");
+        let mut k2 = key();
+        k2.tf32 = true;
+        let b: HashMap<_, _> = [(k2.line(), MatmulConfig::simt(128, 128, 8, 8, 8))].into();
+        write_file(&path, &b).unwrap();
+        let (got, _) = parse_file(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(got, b, "the other user's entries are not merged");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn env_switch() {
         assert!(env_off(Some("0".into())));
