@@ -132,7 +132,8 @@ impl DiskCache {
     /// The trust decision about the directory, made by the first call that finds it (making
     /// it first when `create`) and kept for the process; `Ok(None)` while it does not exist.
     /// The decision is reported once: a warning on stderr when the directory is not trusted,
-    /// a log line (`CUDAJIT_LOG_CACHE=1`) when it has no usable key.
+    /// a log line (`CUDAJIT_LOG_CACHE=1`) when it has no usable key (a warning when the checks
+    /// are skipped, `CUDAJIT_CACHE_TRUST=1`: the user opted in to a cache that cannot serve).
     pub(crate) fn access(&self, create: bool) -> io::Result<Option<&Access>> {
         if let Some(a) = self.access.get() {
             return Ok(Some(a));
@@ -163,6 +164,11 @@ impl DiskCache {
             match a {
                 Access::Trusted(_) => {}
                 Access::Untrusted(u) => super::warn(u),
+                // Opted in to a shared cache, the user expects hits: say why there are none.
+                Access::NoKey(why) if self.policy == Policy::Unchecked => eprintln!(
+                    "cudajit: warning: {why} (a shared cache must be shipped with its key, \
+                     readable by its users)"
+                ),
                 Access::NoKey(why) => {
                     if super::logging() {
                         eprintln!("cudajit cache: disk error: {why}");
@@ -1052,6 +1058,31 @@ mod tests {
         fs::write(shared.path_for(&other), planted).unwrap();
         set_mode(&dir, 0o555);
         assert!(matches!(shared.load(&other), Lookup::Rejected(_)));
+        remove(dir);
+    }
+
+    /// A directory whose key cannot be read (here a dangling link in its place) serves nothing
+    /// and takes no writes, opted in or not; the link is left alone.
+    #[cfg(unix)]
+    #[test]
+    fn directory_without_a_usable_key_is_not_used() {
+        let dir = private_dir("no-key");
+        let key_path = dir.join(trust::KEY_FILE);
+        std::os::unix::fs::symlink(dir.join("absent"), &key_path).unwrap();
+        for policy in [Policy::for_process(false), opted_in_policy()] {
+            let cache = DiskCache::with_policy(dir.clone(), policy);
+            assert!(
+                matches!(cache.access(false).unwrap(), Some(Access::NoKey(_))),
+                "{policy:?}"
+            );
+            assert!(matches!(cache.load(&Key([13; 32])), Lookup::Missing));
+            assert!(matches!(cache.store(&Key([13; 32]), PTX), Stored::Disabled));
+            assert!(!cache.path_for(&Key([13; 32])).exists());
+        }
+        assert!(fs::symlink_metadata(&key_path)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         remove(dir);
     }
 }
