@@ -302,7 +302,7 @@ impl DiskCache {
                 self.writable.store(false, Ordering::Relaxed);
                 return Stored::Disabled;
             }
-            // Made and gone again at once (another process cleared it): try again next time.
+            // Only without `create`: a directory made and gone again is an error here.
             Ok(None) => return Stored::Disabled,
             Err(error) => {
                 let first = self.writable.swap(false, Ordering::Relaxed);
