@@ -63,6 +63,13 @@ fn parent(runs: usize) -> Res<()> {
         .unwrap_or(std::process::id() as u64);
     let dir = std::env::temp_dir().join(format!("cudajit-kernel-timings-{nonce:x}"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    // Private whatever the umask: the disk cache trusts no directory that others can write.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
     let out = run_phases(&dir, nonce, runs);
     let _ = std::fs::remove_dir_all(&dir);
     let out = out?;

@@ -3,6 +3,9 @@
 //! (or `XDG_CACHE_HOME` / `HOME`) pointing at a fresh temporary directory, so no test touches
 //! the user's cache or another test's. Children log every cache event (`CUDAJIT_LOG_CACHE=1`)
 //! and print a hash of each PTX they got; the parent counts the events.
+//!
+//! The cache's trust checks (issue 28) are tested here too: planted files, a directory others
+//! can write, and the `CUDAJIT_CACHE_TRUST=1` opt-in.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -15,6 +18,10 @@ use crate::support::child::{Child, Output};
 const CHILD: &str = "CUDAJIT_CACHE_TEST_CHILD";
 /// The child's test name.
 const CHILD_TEST: &str = "cache::child_process";
+/// The cache directory's key file (not a cache entry).
+const KEY_FILE: &str = ".cudajit-key";
+/// The format of the cache files' header.
+const FORMAT: &str = "2";
 
 fn fnv64(b: &[u8]) -> u64 {
     b.iter().fold(0xcbf2_9ce4_8422_2325, |h, &x| {
@@ -115,12 +122,32 @@ fn run_in(dir: &Path, script: &str) -> Run {
     run_child(script, &[("CUDAJIT_CACHE_DIR", dir.into())])
 }
 
-/// A fresh, empty directory for one test.
+/// A fresh, empty directory for one test, private to this user (mode 0700 whatever the umask:
+/// the cache trusts no directory that others can write).
 fn temp_dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("cudajit-cache-test-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    set_mode(&d, 0o700);
     d
+}
+
+fn set_mode(p: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let _ = (p, mode);
+}
+
+/// The names in `dir` other than the key file.
+fn names_but_the_key(dir: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != KEY_FILE)
+        .collect()
 }
 
 /// The cache files (`*.ptx`) in `dir`, sorted.
@@ -145,12 +172,15 @@ fn check_file(path: &Path, ptx_hash: &str) {
     let f: Vec<&str> = header.split(' ').collect();
     let stem = path.file_stem().unwrap().to_str().unwrap();
     assert_eq!(f.len(), 6, "{header}");
-    assert_eq!(&f[..2], ["cudajit-ptx-cache", "1"], "{header}");
+    assert_eq!(&f[..2], ["cudajit-ptx-cache", FORMAT], "{header}");
     assert_eq!(f[2], env!("CARGO_PKG_VERSION"));
     assert_eq!(f[3], stem, "the header names the file's key");
     assert!(stem.len() == 64 && stem.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(f[4], body.len().to_string());
-    assert_eq!(f[5], format!("{:016x}", fnv64(body)));
+    assert!(
+        f[5].len() == 64 && f[5].bytes().all(|b| b.is_ascii_hexdigit()),
+        "a MAC: {header}"
+    );
     assert_eq!(format!("{:016x}", fnv64(body)), ptx_hash);
 }
 
@@ -218,7 +248,21 @@ fn corrupt_files_are_ignored_and_replaced() {
         ),
         (
             "another format",
-            with(header.replacen(" 1 ", " 99 ", 1), body),
+            with(header.replacen(&format!(" {FORMAT} "), " 99 ", 1), body),
+        ),
+        (
+            "format 1 (an FNV checksum, no MAC)",
+            with(
+                format!(
+                    "{} 1 {} {} {} {:016x}",
+                    fields[0],
+                    fields[2],
+                    fields[3],
+                    body.len(),
+                    fnv64(body)
+                ),
+                body,
+            ),
         ),
         (
             "another key",
@@ -231,7 +275,7 @@ fn corrupt_files_are_ignored_and_replaced() {
             v
         }),
         (
-            "not UTF-8 (length and checksum right)",
+            "not UTF-8 (length right, an FNV checksum)",
             with(
                 format!(
                     "{} {} {} {} {} {:016x}",
@@ -264,10 +308,7 @@ fn corrupt_files_are_ignored_and_replaced() {
     }
     let again = run_in(&dir, "11@9.0");
     assert_eq!(again.events(), (0, 0, 1, 0, 0), "{}", again.log());
-    let names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let names = names_but_the_key(&dir);
     assert_eq!(names.len(), 1, "no temporary files left: {names:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -401,7 +442,7 @@ fn concurrent_processes_share_one_valid_file() {
     }
     let files = cache_files(&dir);
     assert_eq!(files.len(), 2);
-    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    let names = names_but_the_key(&dir);
     assert_eq!(names.len(), 2, "no temporary files left: {names:?}");
     let mut found: Vec<String> = files
         .iter()
@@ -417,5 +458,96 @@ fn concurrent_processes_share_one_valid_file() {
     let mut expected = runs[0].ptx();
     expected.sort();
     assert_eq!(found, expected);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A file planted in the cache directory with everything a cache file had before format 2 (a
+/// right header, length and FNV checksum) and other PTX: refused, compiled again, replaced; the
+/// planted PTX never reaches the program.
+#[test]
+fn planted_file_without_a_valid_mac_is_refused() {
+    let dir = temp_dir("planted");
+    let first = run_in(&dir, "15@9.0");
+    let file = cache_files(&dir).pop().unwrap();
+    let good = std::fs::read(&file).unwrap();
+    let nl = good.iter().position(|&b| b == b'\n').unwrap();
+    let header = std::str::from_utf8(&good[..nl]).unwrap();
+    let f: Vec<&str> = header.split(' ').collect();
+    let planted = String::from_utf8(good[nl + 1..].to_vec())
+        .unwrap()
+        .replace("cache_probe", "cache_probe_planted_by_someone_else");
+    for format in ["1", FORMAT] {
+        let forged = format!(
+            "{} {format} {} {} {} {:016x}\n{planted}",
+            f[0],
+            f[2],
+            f[3],
+            planted.len(),
+            fnv64(planted.as_bytes())
+        );
+        std::fs::write(&file, forged).unwrap();
+        let run = run_in(&dir, "15@9.0");
+        assert_eq!(
+            run.events(),
+            (1, 0, 0, 1, 1),
+            "format {format}: rejected, compiled, stored:\n{}",
+            run.log()
+        );
+        assert_eq!(run.ptx(), first.ptx(), "the planted PTX is never used");
+        assert_eq!(std::fs::read(&file).unwrap(), good, "replaced");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The warning lines of a child.
+fn warnings(run: &Run) -> Vec<&str> {
+    run.stderr
+        .lines()
+        .filter(|l| l.starts_with("cudajit: warning:"))
+        .collect()
+}
+
+/// A cache directory others can write is neither read nor written (one warning that says why
+/// and what to do); with `CUDAJIT_CACHE_TRUST=1` it is used.
+#[cfg(unix)]
+#[test]
+fn world_writable_cache_dir_is_not_used() {
+    let dir = temp_dir("world-writable");
+    let first = run_in(&dir, "16@7.5");
+    assert_eq!(first.events(), (1, 0, 0, 1, 0), "{}", first.log());
+    assert!(warnings(&first).is_empty(), "{}", first.log());
+    set_mode(&dir, 0o777);
+    let before = names_but_the_key(&dir);
+    let run = run_in(&dir, "16@7.5 17@7.5");
+    assert_eq!(
+        run.events(),
+        (2, 0, 0, 0, 0),
+        "nothing read, nothing stored:\n{}",
+        run.log()
+    );
+    assert_eq!(run.ptx()[0], first.ptx()[0]);
+    let w = warnings(&run);
+    assert_eq!(w.len(), 1, "one warning:\n{}", run.log());
+    for part in [
+        &*dir.to_string_lossy(),
+        "0o777",
+        "chmod go-w",
+        "CUDAJIT_CACHE_DIR",
+        "CUDAJIT_CACHE_TRUST=1",
+    ] {
+        assert!(w[0].contains(part), "{part:?} missing: {}", w[0]);
+    }
+    assert_eq!(names_but_the_key(&dir), before, "nothing written");
+    // Opted in, the same directory serves its hit.
+    let run = run_child(
+        "16@7.5",
+        &[
+            ("CUDAJIT_CACHE_DIR", dir.clone().into()),
+            ("CUDAJIT_CACHE_TRUST", "1".into()),
+        ],
+    );
+    assert_eq!(run.events(), (0, 0, 1, 0, 0), "{}", run.log());
+    assert!(warnings(&run).is_empty(), "{}", run.log());
+    set_mode(&dir, 0o700);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -3,9 +3,16 @@
 //! each holding a header line and the body.
 //!
 //! ```text
-//! cudajit-ptx-cache 1 <crate version> <hex key> <body length> <FNV-1a 64 of the body, hex>\n
+//! cudajit-ptx-cache 2 <crate version> <hex key> <body length> <MAC, 64 hex digits>\n
 //! <PTX, or the cubin's bytes>
 //! ```
+//!
+//! The MAC is HMAC-SHA256, under the directory's secret key (`trust.rs`), of the header's first
+//! five fields, the file's suffix (`ptx`, `<tag>.cubin`) and the body: only a process that can
+//! read the key makes files this cache accepts, and a file cannot be moved to another key's or
+//! another kind's name. Before anything is read, the directory (and then each file, and the
+//! key) must pass the trust checks of `trust.rs`; a directory that fails them is neither read
+//! nor written, with one warning.
 //!
 //! Files are written to a temporary name in the same directory and renamed into place, so a
 //! reader sees a whole file or none. A file that fails any check is ignored (and replaced by
@@ -17,13 +24,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use super::hash::fnv1a64;
+use std::sync::OnceLock;
+
+use super::hash::hex;
+use super::mac::{same_bytes, HmacSha256};
+use super::trust::{self, KeyError, MacKey, Policy, Problem, Untrusted};
 use super::Key;
 
 /// First word of every cache file.
 pub(crate) const MAGIC: &str = "cudajit-ptx-cache";
-/// Version of the file layout.
-pub(crate) const FORMAT: u32 = 1;
+/// Version of the file layout (2: an HMAC under the directory's key instead of an FNV-1a
+/// checksum; files of version 1 are misses, replaced by the next store).
+pub(crate) const FORMAT: u32 = 2;
 /// The crate version written in (and required of) every header.
 pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Most cache files kept: past this, the least recently used are removed (down to 3/4) by the
@@ -71,21 +83,124 @@ pub(crate) enum Stored {
 #[derive(Debug)]
 pub(crate) struct DiskCache {
     dir: PathBuf,
+    policy: Policy,
     writable: AtomicBool,
     trimmed: AtomicBool,
+    /// What the trust checks decided, at the first access that found the directory.
+    access: OnceLock<Access>,
+}
+
+/// What the trust checks decided about a cache directory (once per process).
+#[derive(Debug)]
+pub(crate) enum Access {
+    /// Trusted: entries are made and checked with this key.
+    Trusted(MacKey),
+    /// Not trusted (one warning): nothing is read from or written to it.
+    Untrusted(Untrusted),
+    /// Trusted, but it has no key and none could be made (a read-only directory without one,
+    /// an I/O error): nothing is read, nothing written.
+    NoKey(String),
 }
 
 /// Makes temporary names unique between threads of one process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl DiskCache {
-    /// A cache in `dir` (created on the first store).
+    /// A cache in `dir` (created on the first store) with this process's checks, not opted in.
+    #[cfg(test)]
     pub(crate) fn new(dir: PathBuf) -> Self {
+        Self::with_policy(dir, Policy::for_process(false))
+    }
+
+    /// A cache in `dir` (created on the first store, mode 0700) under the trust checks of
+    /// `policy`.
+    pub(crate) fn with_policy(dir: PathBuf, policy: Policy) -> Self {
         DiskCache {
             dir,
+            policy,
             writable: AtomicBool::new(true),
             trimmed: AtomicBool::new(false),
+            access: OnceLock::new(),
         }
+    }
+
+    /// The trust checks this cache applies.
+    pub(crate) fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// The trust decision about the directory, made by the first call that finds it (making
+    /// it first when `create`) and kept for the process; `Ok(None)` while it does not exist.
+    /// The decision is reported once: a warning on stderr when the directory is not trusted,
+    /// a log line (`CUDAJIT_LOG_CACHE=1`) when it has no usable key (a warning when the checks
+    /// are skipped, `CUDAJIT_CACHE_TRUST=1`: the user opted in to a cache that cannot serve).
+    pub(crate) fn access(&self, create: bool) -> io::Result<Option<&Access>> {
+        if let Some(a) = self.access.get() {
+            return Ok(Some(a));
+        }
+        if create {
+            self.ensure_dir()?;
+        }
+        let decided = match trust::check_dir(&self.dir, self.policy) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+            Err(e) => return Err(e),
+            Ok(Some(problem)) => self.untrusted(problem),
+            Ok(None) => match trust::key(&self.dir, self.policy) {
+                Ok(key) => Access::Trusted(key),
+                Err(KeyError::Untrusted(problem)) => self.untrusted(problem),
+                Err(KeyError::Io(e)) => Access::NoKey(format!(
+                    "no key for the disk cache in {} ({}: {e}); it is not used in this process",
+                    self.dir.display(),
+                    trust::KEY_FILE
+                )),
+            },
+        };
+        let mut first = false;
+        let a = self.access.get_or_init(|| {
+            first = true;
+            decided
+        });
+        if first {
+            match a {
+                Access::Trusted(_) => {}
+                Access::Untrusted(u) => super::warn(u),
+                // Opted in to a shared cache, the user expects hits: say why there are none.
+                Access::NoKey(why) if self.policy == Policy::Unchecked => eprintln!(
+                    "cudajit: warning: {why} (a shared cache must be shipped with its key, \
+                     readable by its users)"
+                ),
+                Access::NoKey(why) => {
+                    if super::logging() {
+                        eprintln!("cudajit cache: disk error: {why}");
+                    }
+                }
+            }
+        }
+        Ok(Some(a))
+    }
+
+    fn untrusted(&self, problem: Problem) -> Access {
+        Access::Untrusted(Untrusted {
+            dir: self.dir.clone(),
+            problem,
+        })
+    }
+
+    /// The key entries are checked with, when the directory exists and is trusted.
+    fn read_key(&self) -> io::Result<Option<MacKey>> {
+        Ok(match self.access(false)? {
+            Some(Access::Trusted(k)) => Some(*k),
+            _ => None,
+        })
+    }
+
+    /// Whether the directory passed the trust checks (made first, mode 0700, when `create`);
+    /// false while it does not exist, or cannot be examined.
+    pub(crate) fn is_trusted(&self, create: bool) -> bool {
+        matches!(
+            self.access(create),
+            Ok(Some(Access::Trusted(_) | Access::NoKey(_)))
+        )
     }
 
     /// The directory.
@@ -122,18 +237,34 @@ impl DiskCache {
         }
     }
 
-    /// Reads and checks the file for `key` with this suffix; its body's bytes.
+    /// Reads and checks the file for `key` with this suffix; its body's bytes. Nothing is read
+    /// from a directory that is not trusted (a miss), nor from a file of another user (a
+    /// rejected file).
     pub(crate) fn load_bytes(&self, key: &Key, suffix: &str) -> Lookup<Vec<u8>> {
+        let mac = match self.read_key() {
+            Ok(Some(mac)) => mac,
+            Ok(None) => return Lookup::Missing,
+            Err(e) => return Lookup::Failed(e),
+        };
         let path = self.path_with(key, suffix);
-        let read = || -> io::Result<(Vec<u8>, Option<SystemTime>)> {
-            let mut f = fs::File::open(&path)?;
+        let mut f = match fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Lookup::Missing,
+            Err(e) => return Lookup::Failed(e),
+        };
+        match trust::check_file(&f, self.policy) {
+            Ok(None) => {}
+            Ok(Some(problem)) => return Lookup::Rejected(problem.to_string()),
+            Err(e) => return Lookup::Failed(e),
+        }
+        let mut read = || -> io::Result<(Vec<u8>, Option<SystemTime>)> {
             let modified = f.metadata().and_then(|m| m.modified()).ok();
             let mut bytes = Vec::new();
             io::Read::read_to_end(&mut f, &mut bytes)?;
             Ok((bytes, modified))
         };
         match read() {
-            Ok((bytes, modified)) => match decode_bytes(key, bytes) {
+            Ok((bytes, modified)) => match decode_bytes(key, suffix, &mac, bytes) {
                 Ok(body) => {
                     // Marked as recently used (for the trim), unless it was within the hour:
                     // one open and one metadata write saved on most hits.
@@ -149,7 +280,6 @@ impl DiskCache {
                 }
                 Err(why) => Lookup::Rejected(why),
             },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Lookup::Missing,
             Err(e) => Lookup::Failed(e),
         }
     }
@@ -160,12 +290,26 @@ impl DiskCache {
         self.store_bytes(key, "ptx", ptx.as_bytes())
     }
 
-    /// As [`DiskCache::store`], for any body under any suffix.
+    /// As [`DiskCache::store`], for any body under any suffix. Nothing is written to a
+    /// directory that is not trusted, or has no key (writes are then off).
     pub(crate) fn store_bytes(&self, key: &Key, suffix: &str, body: &[u8]) -> Stored {
         if !self.is_writable() {
             return Stored::Disabled;
         }
-        match self.write(key, suffix, body) {
+        let mac = match self.access(true) {
+            Ok(Some(Access::Trusted(mac))) => *mac,
+            Ok(Some(Access::Untrusted(_) | Access::NoKey(_))) => {
+                self.writable.store(false, Ordering::Relaxed);
+                return Stored::Disabled;
+            }
+            // Only without `create`: a directory made and gone again is an error here.
+            Ok(None) => return Stored::Disabled,
+            Err(error) => {
+                let first = self.writable.swap(false, Ordering::Relaxed);
+                return Stored::Failed { error, first };
+            }
+        };
+        match self.write(key, suffix, body, &mac) {
             Ok(path) => {
                 if !self.trimmed.swap(true, Ordering::Relaxed) {
                     let _ = self.trim(MAX_FILES, MAX_FILES / 4 * 3);
@@ -179,8 +323,7 @@ impl DiskCache {
         }
     }
 
-    fn write(&self, key: &Key, suffix: &str, body: &[u8]) -> io::Result<PathBuf> {
-        self.ensure_dir()?;
+    fn write(&self, key: &Key, suffix: &str, body: &[u8], mac: &MacKey) -> io::Result<PathBuf> {
         let path = self.path_with(key, suffix);
         let tmp = self.dir.join(format!(
             ".{}.{}.{}.tmp",
@@ -193,7 +336,7 @@ impl DiskCache {
                 .write(true)
                 .create_new(true)
                 .open(&tmp)?;
-            f.write_all(&encode_bytes(key, body))?;
+            f.write_all(&encode_bytes(key, suffix, mac, body))?;
             drop(f);
             fs::rename(&tmp, &path)
         })();
@@ -211,19 +354,45 @@ impl DiskCache {
         }
     }
 
-    /// Creates the directory if needed, tagging it as a cache when cudajit made it.
+    /// Creates the directory if needed (its parents as the umask says, itself private to this
+    /// user: mode 0700 on Unix), tagging it as a cache when cudajit made it.
     fn ensure_dir(&self) -> io::Result<()> {
         if self.dir.is_dir() {
             return Ok(());
         }
-        fs::create_dir_all(&self.dir)?;
-        let _ = fs::write(self.dir.join("CACHEDIR.TAG"), CACHEDIR_TAG);
-        Ok(())
+        if let Some(parent) = self.dir.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        #[cfg(unix)]
+        let builder = {
+            use std::os::unix::fs::DirBuilderExt;
+            let mut b = fs::DirBuilder::new();
+            b.mode(0o700);
+            b
+        };
+        #[cfg(not(unix))]
+        let builder = fs::DirBuilder::new();
+        match builder.create(&self.dir) {
+            Ok(()) => {
+                let _ = fs::write(self.dir.join("CACHEDIR.TAG"), CACHEDIR_TAG);
+                Ok(())
+            }
+            // Another process made it meanwhile.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && self.dir.is_dir() => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Removes every cache file (and temporary files left by crashed writers); returns how
-    /// many cache files were removed. A missing directory holds none.
+    /// many cache files were removed. A missing directory holds none; a directory that is not
+    /// trusted is left alone (an error that says why: its files are not ours to delete).
     pub(crate) fn clear(&self) -> io::Result<usize> {
+        if let Some(Access::Untrusted(u)) = self.access(false)? {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                u.to_string(),
+            ));
+        }
         let entries = match fs::read_dir(&self.dir) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
             r => r?,
@@ -306,39 +475,30 @@ fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".tmp")
 }
 
-/// The header line for `ptx` stored under `key` (with its newline).
-#[cfg(test)]
-pub(crate) fn header(key: &Key, ptx: &str) -> String {
-    header_for(key, ptx.as_bytes())
+/// The MAC of a file: HMAC-SHA256 under `mac` of the header's fields before the MAC
+/// (`fields`, without the MAC or newline), the file's suffix and its body.
+fn tag(mac: &MacKey, fields: &str, suffix: &str, body: &[u8]) -> [u8; 32] {
+    let mut m = HmacSha256::new(&mac.0);
+    m.update(fields.as_bytes());
+    m.update(b"\n");
+    m.update(suffix.as_bytes());
+    m.update(b"\n");
+    m.update(body);
+    m.finish()
 }
 
-/// The header line for a body stored under `key` (with its newline).
-fn header_for(key: &Key, body: &[u8]) -> String {
-    format!(
-        "{MAGIC} {FORMAT} {VERSION} {} {} {:016x}\n",
-        key.hex(),
-        body.len(),
-        fnv1a64(body)
-    )
-}
-
-/// A PTX cache file's bytes.
-#[cfg(test)]
-pub(crate) fn encode(key: &Key, ptx: &str) -> Vec<u8> {
-    encode_bytes(key, ptx.as_bytes())
+/// The header line of a body stored under `key` with this suffix (with its newline).
+fn header_for(key: &Key, suffix: &str, mac: &MacKey, body: &[u8]) -> String {
+    let fields = format!("{MAGIC} {FORMAT} {VERSION} {} {}", key.hex(), body.len());
+    let sum = hex(&tag(mac, &fields, suffix, body));
+    format!("{fields} {sum}\n")
 }
 
 /// A cache file's bytes.
-fn encode_bytes(key: &Key, body: &[u8]) -> Vec<u8> {
-    let mut out = header_for(key, body).into_bytes();
+fn encode_bytes(key: &Key, suffix: &str, mac: &MacKey, body: &[u8]) -> Vec<u8> {
+    let mut out = header_for(key, suffix, mac, body).into_bytes();
     out.extend_from_slice(body);
     out
-}
-
-/// Checks a PTX cache file's bytes and returns its PTX, or why it is rejected.
-#[cfg(test)]
-pub(crate) fn decode(key: &Key, bytes: Vec<u8>) -> Result<String, String> {
-    ptx_text(decode_bytes(key, bytes)?)
 }
 
 /// A PTX body as text: UTF-8 without NUL bytes.
@@ -349,8 +509,14 @@ fn ptx_text(body: Vec<u8>) -> Result<String, String> {
     String::from_utf8(body).map_err(|_| "the PTX is not UTF-8".to_string())
 }
 
-/// Checks a cache file's bytes and returns its body, or why it is rejected.
-fn decode_bytes(key: &Key, mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+/// Checks a cache file's bytes (of a file with this suffix) and returns its body, or why it is
+/// rejected.
+fn decode_bytes(
+    key: &Key,
+    suffix: &str,
+    mac: &MacKey,
+    mut bytes: Vec<u8>,
+) -> Result<Vec<u8>, String> {
     let nl = bytes
         .iter()
         .take(MAX_HEADER)
@@ -382,8 +548,12 @@ fn decode_bytes(key: &Key, mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
         ));
     }
     let body = &bytes[nl + 1..];
-    if u64::from_str_radix(sum, 16).ok() != Some(fnv1a64(body)) {
-        return Err("checksum mismatch".into());
+    let fields = &header[..header.len() - sum.len() - 1];
+    if !same_bytes(
+        hex(&tag(mac, fields, suffix, body)).as_bytes(),
+        sum.as_bytes(),
+    ) {
+        return Err("the MAC does not match (made with another key, or corrupt)".into());
     }
     bytes.drain(..=nl);
     Ok(bytes)
@@ -403,7 +573,64 @@ mod tests {
         d
     }
 
+    /// [`temp_dir`], made and private (mode 0700, whatever the umask).
+    fn private_dir(name: &str) -> PathBuf {
+        let d = temp_dir(name);
+        fs::create_dir_all(&d).unwrap();
+        set_mode(&d, 0o700);
+        d
+    }
+
+    fn set_mode(p: &Path, mode: u32) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let _ = (p, mode);
+    }
+
+    /// Removes a test directory even where a test made it read-only.
+    fn remove(dir: PathBuf) {
+        set_mode(&dir, 0o700);
+        let _ = fs::remove_dir_all(dir);
+    }
+
     const PTX: &str = "//\n.version 7.8\n.target sm_90\n";
+    /// A key for the encoding tests.
+    const MAC: MacKey = MacKey([5; 32]);
+
+    /// The header line for `ptx` stored under `key` (with its newline), with [`MAC`].
+    fn header(key: &Key, ptx: &str) -> String {
+        header_for(key, "ptx", &MAC, ptx.as_bytes())
+    }
+
+    /// A PTX cache file's bytes, with [`MAC`].
+    fn encode(key: &Key, ptx: &str) -> Vec<u8> {
+        encode_bytes(key, "ptx", &MAC, ptx.as_bytes())
+    }
+
+    /// Checks a PTX cache file's bytes with [`MAC`] and returns its PTX, or why it is rejected.
+    fn decode(key: &Key, bytes: Vec<u8>) -> Result<String, String> {
+        ptx_text(decode_bytes(key, "ptx", &MAC, bytes)?)
+    }
+
+    /// A header of the old format (1: an FNV-1a checksum, no MAC) that is right for `body`.
+    fn old_header(key: &Key, format: u32, body: &[u8]) -> String {
+        format!(
+            "{MAGIC} {format} {VERSION} {} {} {:016x}\n",
+            key.hex(),
+            body.len(),
+            super::super::hash::fnv1a64(body)
+        )
+    }
+
+    /// The process's policy with `CUDAJIT_CACHE_TRUST=1`, through the same environment lookup
+    /// as the directory's.
+    fn opted_in_policy() -> Policy {
+        let get = |k: &str| (k == "CUDAJIT_CACHE_TRUST").then(|| std::ffi::OsString::from("1"));
+        Policy::for_process(trust::opted_in(get))
+    }
 
     #[test]
     fn round_trip_and_clear() {
@@ -460,7 +687,36 @@ mod tests {
             ),
             (
                 "other format",
-                with_header(hdr.replacen(" 1 ", " 2 ", 1), PTX.as_bytes()),
+                with_header(
+                    hdr.replacen(&format!(" {FORMAT} "), " 3 ", 1),
+                    PTX.as_bytes(),
+                ),
+            ),
+            (
+                "format 1 with a right FNV checksum",
+                with_header(old_header(&key, 1, PTX.as_bytes()), PTX.as_bytes()),
+            ),
+            (
+                "format 2 with a right FNV checksum",
+                with_header(old_header(&key, FORMAT, PTX.as_bytes()), PTX.as_bytes()),
+            ),
+            (
+                "MAC of another key",
+                encode_bytes(&key, "ptx", &MacKey([6; 32]), PTX.as_bytes()),
+            ),
+            (
+                "MAC of another suffix",
+                encode_bytes(&key, "d1.cubin", &MAC, PTX.as_bytes()),
+            ),
+            (
+                "MAC in upper case",
+                with_header(
+                    {
+                        let (fields, sum) = hdr.trim_end().rsplit_once(' ').unwrap();
+                        format!("{fields} {}\n", sum.to_ascii_uppercase())
+                    },
+                    PTX.as_bytes(),
+                ),
             ),
             (
                 "other version",
@@ -480,23 +736,13 @@ mod tests {
                 v
             }),
             (
-                "not UTF-8",
-                with_header(header_for_bytes(&key, bad_utf8), bad_utf8),
+                "not UTF-8 (MAC right)",
+                with_header(header_for(&key, "ptx", &MAC, bad_utf8), bad_utf8),
             ),
         ];
         for (what, bytes) in cases {
             assert!(decode(&key, bytes).is_err(), "{what} accepted");
         }
-    }
-
-    /// A header with a correct length and checksum for arbitrary bytes.
-    fn header_for_bytes(key: &Key, body: &[u8]) -> String {
-        format!(
-            "{MAGIC} {FORMAT} {VERSION} {} {} {:016x}\n",
-            key.hex(),
-            body.len(),
-            fnv1a64(body)
-        )
     }
 
     #[test]
@@ -505,6 +751,7 @@ mod tests {
         let cache = DiskCache::new(dir.clone());
         let key = Key([3; 32]);
         fs::create_dir_all(&dir).unwrap();
+        set_mode(&dir, 0o700);
         fs::write(cache.path_for(&key), b"junk").unwrap();
         assert!(matches!(cache.load(&key), Lookup::Rejected(_)));
         assert!(matches!(cache.store(&key, PTX), Stored::Written(_)));
@@ -578,5 +825,264 @@ mod tests {
         assert!(!is_cache_file_name(&format!("{key}.d1-3.cubin")));
         assert!(!is_cache_file_name(&format!("{key}..cubin")));
         assert!(is_temp_name(".abc.12.0.tmp"));
+    }
+
+    #[test]
+    fn planted_file_with_a_valid_header_and_old_checksum_is_refused() {
+        let dir = private_dir("planted");
+        let cache = DiskCache::new(dir.clone());
+        let key = Key([4; 32]);
+        assert!(matches!(cache.store(&key, PTX), Stored::Written(_)));
+        let real = fs::read(cache.path_for(&key)).unwrap();
+        let planted = "//\n.version 7.8\n.target sm_90\n// planted\n";
+        for format in [1, FORMAT] {
+            let mut bytes = old_header(&key, format, planted.as_bytes()).into_bytes();
+            bytes.extend_from_slice(planted.as_bytes());
+            fs::write(cache.path_for(&key), &bytes).unwrap();
+            assert!(
+                matches!(cache.load(&key), Lookup::Rejected(_)),
+                "format {format}: the planted file is refused"
+            );
+        }
+        // A planted body of the right length under a real entry's header (a real MAC, of
+        // another body).
+        let nl = real.iter().position(|&b| b == b'\n').unwrap();
+        let body = format!("{:<1$}", "// planted", PTX.len());
+        let forged = [&real[..=nl], body.as_bytes()].concat();
+        assert_eq!(forged.len(), real.len());
+        fs::write(cache.path_for(&key), &forged).unwrap();
+        assert!(matches!(cache.load(&key), Lookup::Rejected(why) if why.contains("MAC")));
+        // The next store replaces it with a real entry.
+        assert!(matches!(cache.store(&key, PTX), Stored::Written(_)));
+        assert!(matches!(cache.load(&key), Lookup::Hit(p) if p == PTX));
+        assert_eq!(fs::read(cache.path_for(&key)).unwrap(), real);
+        remove(dir);
+    }
+
+    #[test]
+    fn file_made_with_another_directory_key_is_refused() {
+        let (a, b) = (private_dir("key-a"), private_dir("key-b"));
+        let (ca, cb) = (DiskCache::new(a.clone()), DiskCache::new(b.clone()));
+        let key = Key([5; 32]);
+        assert!(matches!(ca.store(&key, PTX), Stored::Written(_)));
+        assert!(matches!(cb.load(&key), Lookup::Missing));
+        fs::copy(ca.path_for(&key), cb.path_for(&key)).unwrap();
+        assert!(
+            matches!(cb.load(&key), Lookup::Rejected(why) if why.contains("MAC")),
+            "a file of another key is refused"
+        );
+        assert!(matches!(ca.load(&key), Lookup::Hit(p) if p == PTX));
+        // A cubin renamed into the PTX's place is refused too (the suffix is authenticated).
+        assert!(matches!(
+            ca.store_bytes(&key, "d1.cubin", PTX.as_bytes()),
+            Stored::Written(_)
+        ));
+        fs::copy(ca.path_with(&key, "d1.cubin"), ca.path_for(&key)).unwrap();
+        assert!(matches!(
+            DiskCache::new(a.clone()).load(&key),
+            Lookup::Rejected(_)
+        ));
+        remove(a);
+        remove(b);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn directory_made_by_cudajit_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = private_dir("made");
+        let cache = DiskCache::new(dir.join("cache"));
+        assert!(matches!(
+            cache.store(&Key([2; 32]), PTX),
+            Stored::Written(_)
+        ));
+        let mode = fs::metadata(dir.join("cache"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let key = fs::metadata(dir.join("cache").join(trust::KEY_FILE)).unwrap();
+        assert_eq!(key.permissions().mode() & 0o777, 0o600);
+        remove(dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn world_writable_directory_is_neither_read_nor_written() {
+        let dir = private_dir("world-writable");
+        let key = Key([6; 32]);
+        assert!(matches!(
+            DiskCache::new(dir.clone()).store(&key, PTX),
+            Stored::Written(_)
+        ));
+        set_mode(&dir, 0o777);
+        let cache = DiskCache::new(dir.clone());
+        let access = cache.access(false).unwrap();
+        let Some(Access::Untrusted(u)) = access else {
+            panic!("trusted: {access:?}")
+        };
+        assert_eq!(u.problem, Problem::DirWritable { mode: 0o777 });
+        let warning = u.to_string();
+        assert!(warning.contains(&dir.display().to_string()), "{warning}");
+        assert!(warning.contains("CUDAJIT_CACHE_TRUST=1"), "{warning}");
+        assert!(matches!(cache.load(&key), Lookup::Missing), "not read");
+        assert!(!cache.is_trusted(false));
+        let before: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(matches!(cache.store(&Key([7; 32]), PTX), Stored::Disabled));
+        assert!(!cache.is_writable());
+        let after: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(before.len(), after.len(), "nothing written");
+        assert!(cache.clear().is_err(), "nothing deleted");
+        assert!(cache.path_for(&key).exists());
+        // Opted in, it is used.
+        let opted = DiskCache::with_policy(dir.clone(), opted_in_policy());
+        assert!(matches!(opted.load(&key), Lookup::Hit(p) if p == PTX));
+        remove(dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn directory_of_another_user_is_not_read() {
+        if !trust::can_chown() {
+            return;
+        }
+        let dir = private_dir("other-user");
+        let key = Key([8; 32]);
+        assert!(matches!(
+            DiskCache::new(dir.clone()).store(&key, PTX),
+            Stored::Written(_)
+        ));
+        std::os::unix::fs::chown(&dir, Some(trust::NOBODY), Some(trust::NOBODY)).unwrap();
+        let cache = DiskCache::new(dir.clone());
+        assert!(matches!(
+            cache.access(false).unwrap(),
+            Some(Access::Untrusted(Untrusted {
+                problem: Problem::DirOwner {
+                    uid: trust::NOBODY,
+                    ..
+                },
+                ..
+            }))
+        ));
+        assert!(matches!(cache.load(&key), Lookup::Missing));
+        assert!(matches!(cache.store(&key, PTX), Stored::Disabled));
+        remove(dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn file_of_another_user_is_rejected() {
+        if !trust::can_chown() {
+            return;
+        }
+        let dir = private_dir("other-file");
+        let cache = DiskCache::new(dir.clone());
+        let key = Key([9; 32]);
+        assert!(matches!(cache.store(&key, PTX), Stored::Written(_)));
+        std::os::unix::fs::chown(cache.path_for(&key), Some(trust::NOBODY), None).unwrap();
+        assert!(
+            matches!(cache.load(&key), Lookup::Rejected(why) if why.contains("owned by uid 65534"))
+        );
+        // Replaced by the next store (the directory is ours).
+        assert!(matches!(cache.store(&key, PTX), Stored::Written(_)));
+        assert!(matches!(cache.load(&key), Lookup::Hit(p) if p == PTX));
+        remove(dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn key_file_readable_by_others_makes_the_cache_untrusted() {
+        let dir = private_dir("key-0644");
+        let key = Key([10; 32]);
+        assert!(matches!(
+            DiskCache::new(dir.clone()).store(&key, PTX),
+            Stored::Written(_)
+        ));
+        set_mode(&dir.join(trust::KEY_FILE), 0o644);
+        let cache = DiskCache::new(dir.clone());
+        assert!(matches!(
+            cache.access(false).unwrap(),
+            Some(Access::Untrusted(Untrusted {
+                problem: Problem::KeyMode { mode: 0o644 },
+                ..
+            }))
+        ));
+        assert!(matches!(cache.load(&key), Lookup::Missing));
+        assert!(matches!(cache.store(&key, PTX), Stored::Disabled));
+        remove(dir);
+    }
+
+    /// A shared cache: filled by one user, shipped with its key (readable by all), made
+    /// read-only; another user opts in with `CUDAJIT_CACHE_TRUST=1` and gets hits.
+    #[cfg(unix)]
+    #[test]
+    fn opted_in_read_only_prefilled_cache_serves_hits() {
+        let dir = private_dir("shared");
+        let key = Key([11; 32]);
+        let cubin = [0x7f, b'E', b'L', b'F', 2];
+        let filler = DiskCache::new(dir.clone());
+        assert!(matches!(filler.store(&key, PTX), Stored::Written(_)));
+        assert!(matches!(
+            filler.store_bytes(&key, "d1.cubin", &cubin),
+            Stored::Written(_)
+        ));
+        set_mode(&dir.join(trust::KEY_FILE), 0o644);
+        let given_away = trust::effective_uid() == 0;
+        if given_away {
+            for e in fs::read_dir(&dir).unwrap() {
+                std::os::unix::fs::chown(e.unwrap().path(), Some(trust::NOBODY), None).unwrap();
+            }
+            std::os::unix::fs::chown(&dir, Some(trust::NOBODY), None).unwrap();
+        }
+        set_mode(&dir, 0o555);
+        let user = DiskCache::new(dir.clone());
+        assert!(
+            matches!(user.load(&key), Lookup::Missing),
+            "not opted in: not trusted"
+        );
+        let shared = DiskCache::with_policy(dir.clone(), opted_in_policy());
+        assert!(matches!(shared.load(&key), Lookup::Hit(p) if p == PTX));
+        assert!(matches!(shared.load_bytes(&key, "d1.cubin"), Lookup::Hit(b) if b == cubin));
+        assert!(shared.is_trusted(false));
+        // The shared cache still authenticates its entries.
+        let other = Key([12; 32]);
+        let mut planted = old_header(&other, FORMAT, PTX.as_bytes()).into_bytes();
+        planted.extend_from_slice(PTX.as_bytes());
+        set_mode(&dir, 0o755);
+        fs::write(shared.path_for(&other), planted).unwrap();
+        set_mode(&dir, 0o555);
+        assert!(matches!(shared.load(&other), Lookup::Rejected(_)));
+        remove(dir);
+    }
+
+    /// A directory whose key cannot be read (here a dangling link in its place) serves nothing
+    /// and takes no writes, opted in or not; the link is left alone.
+    #[cfg(unix)]
+    #[test]
+    fn directory_without_a_usable_key_is_not_used() {
+        let dir = private_dir("no-key");
+        let key_path = dir.join(trust::KEY_FILE);
+        std::os::unix::fs::symlink(dir.join("absent"), &key_path).unwrap();
+        for policy in [Policy::for_process(false), opted_in_policy()] {
+            let cache = DiskCache::with_policy(dir.clone(), policy);
+            assert!(
+                matches!(cache.access(false).unwrap(), Some(Access::NoKey(_))),
+                "{policy:?}"
+            );
+            assert!(matches!(cache.load(&Key([13; 32])), Lookup::Missing));
+            assert!(matches!(cache.store(&Key([13; 32]), PTX), Stored::Disabled));
+            assert!(!cache.path_for(&Key([13; 32])).exists());
+        }
+        assert!(fs::symlink_metadata(&key_path)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        remove(dir);
     }
 }

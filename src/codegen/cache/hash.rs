@@ -1,6 +1,7 @@
 //! The hashes the cache uses: SHA-256 for keys (collision-resistant: a collision would hand a
-//! kernel another kernel's PTX), FNV-1a for the cache files' body checksum (corruption
-//! detection only).
+//! kernel another kernel's PTX) and, through HMAC (`mac.rs`), for the cache files' MAC; FNV-1a
+//! was the files' checksum before format 2 (the tests still make such files, to see them
+//! refused).
 
 use std::fmt;
 
@@ -128,7 +129,8 @@ fn compress(state: &mut [u32; 8], block: &[u8]) {
     }
 }
 
-/// 64-bit FNV-1a of `data` (the cache files' body checksum).
+/// 64-bit FNV-1a of `data` (the cache files' body checksum before format 2).
+#[cfg(test)]
 pub(crate) fn fnv1a64(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)

@@ -16,15 +16,31 @@
 //! - `CUDAJIT_CACHE=0` (or `off`, `false`, `no`): no disk cache (the memory cache stays).
 //! - `CUDAJIT_LOG_CACHE=1`: one line on stderr per cache event, and when the disk cache turns
 //!   out to be unwritable.
+//! - `CUDAJIT_CACHE_TRUST=1` (or `on`, `true`, `yes`): trust the cache directory without the
+//!   ownership and mode checks (a shared, possibly read-only cache, filled by another user and
+//!   shipped with its key); entries must still carry a valid MAC.
+//!
+//! Trust (`trust.rs`, Unix): before anything is read from the disk cache, its directory must
+//! belong to this (effective) user and not be writable by group or others, each file read must
+//! belong to this user, and every entry must carry an HMAC-SHA256 (`mac.rs`) under the
+//! directory's secret key (`.cudajit-key`, 32 random bytes, mode 0600). A directory that fails
+//! is neither read nor written, with one warning on stderr naming the directory, the problem and
+//! the remedies. The matrix-multiply tuning file in the same directory follows the same rules.
 
 mod disk;
 mod hash;
 pub(crate) mod loaded;
+mod mac;
 mod memory;
+mod trust;
+
+/// The process's effective user id (for the tests of files owned by others).
+#[cfg(all(test, unix))]
+pub(crate) use trust::effective_uid;
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -278,16 +294,48 @@ pub(crate) fn dir_from_env(get: impl Fn(&str) -> Option<OsString>) -> Option<Pat
     get("HOME").map(|h| PathBuf::from(h).join(".cache").join("cudajit"))
 }
 
+/// A disk cache for an environment (`get` as for [`dir_from_env`]): its directory, and the
+/// trust checks it applies (`CUDAJIT_CACHE_TRUST`).
+fn disk_cache_from_env(get: impl Fn(&str) -> Option<OsString>) -> Option<DiskCache> {
+    let policy = trust::Policy::for_process(trust::opted_in(&get));
+    dir_from_env(get).map(|dir| DiskCache::with_policy(dir, policy))
+}
+
 /// The process's disk cache, configured from the environment on first use.
 fn disk_cache() -> Option<&'static DiskCache> {
     static DISK: OnceLock<Option<DiskCache>> = OnceLock::new();
-    DISK.get_or_init(|| dir_from_env(|k| std::env::var_os(k)).map(DiskCache::new))
+    DISK.get_or_init(|| disk_cache_from_env(|k| std::env::var_os(k)))
         .as_ref()
+}
+
+/// The warning for a cache directory that is not trusted, on stderr whatever
+/// `CUDAJIT_LOG_CACHE` says (once per process: the directory's trust is decided once).
+fn warn(untrusted: &trust::Untrusted) {
+    eprintln!("cudajit: warning: {untrusted}");
+}
+
+/// The disk cache's directory when it passes the trust checks (see `docs/CACHE.md`, "Trust"),
+/// made first (mode 0700) when `create`; `None` when the disk cache is off, the directory does
+/// not exist (and `create` is false) or cannot be made, or is not trusted (one warning for the
+/// process). For the files kept beside the compile cache (the matrix-multiply tuning file).
+pub(crate) fn trusted_dir(create: bool) -> Option<PathBuf> {
+    let d = disk_cache()?;
+    d.is_trusted(create).then(|| d.dir().to_path_buf())
+}
+
+/// Reads a file of the cache directory (from [`trusted_dir`]) if the trust checks accept it:
+/// it must belong to this user, checked on the opened file (unless `CUDAJIT_CACHE_TRUST=1`).
+/// A file of another user is an error of kind `PermissionDenied` that says so.
+pub(crate) fn read_trusted_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    let policy = disk_cache().map_or(trust::Policy::for_process(false), DiskCache::policy);
+    trust::read_trusted(path, policy)
 }
 
 /// The directory of the disk cache (from `CUDAJIT_CACHE_DIR`, `XDG_CACHE_HOME` or `HOME`;
 /// fixed at the first use in the process), or `None` when `CUDAJIT_CACHE=0` turns it off or
-/// no directory is configured. The directory may not exist yet: it is made at the first write.
+/// no directory is configured. The directory may not exist yet: it is made at the first write
+/// (mode 0700 on Unix). It is used only if it passes the trust checks (`docs/CACHE.md`,
+/// "Trust"; `CUDAJIT_CACHE_TRUST=1` skips them).
 pub fn cache_dir() -> Option<PathBuf> {
     disk_cache().map(|d| d.dir().to_path_buf())
 }
@@ -348,7 +396,9 @@ pub(crate) use load::{function, ptx};
 
 /// Empties the memory cache and deletes every file of the disk cache (see [`cache_dir`]);
 /// returns how many files were deleted. Other processes using the same directory are not
-/// disturbed: they compile what they no longer find.
+/// disturbed: they compile what they no longer find. The directory's key file stays. A
+/// directory that fails the trust checks (`docs/CACHE.md`, "Trust") is left alone: an error
+/// that says why.
 pub fn clear_cache() -> Result<usize> {
     clear_memory_cache();
     match disk_cache() {
@@ -611,5 +661,63 @@ mod tests {
         assert!(err.is_err());
         assert!(!disk.path_for(&other).exists());
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A file planted in the cache directory with a valid header and an old-style FNV checksum
+    /// (no MAC of the directory's key) is never handed to the caller: the kernel is compiled
+    /// again and the file replaced.
+    #[test]
+    fn planted_file_is_compiled_again_not_used() {
+        let dir = std::env::temp_dir().join(format!("cudajit-cache-plant-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let disk = DiskCache::new(dir.clone());
+        let key = key_with(&ir("plant_probe", 7), &PtxOptions::for_cc(7, 5), "unit");
+        let real = "// the real ptx";
+        let compiles = std::cell::Cell::new(0);
+        let compile = || {
+            compiles.set(compiles.get() + 1);
+            Ok::<_, Error>(real.to_string())
+        };
+        lookup_or_compile(key, "plant_probe", Some(&disk), compile).unwrap();
+        let planted = "// planted ptx";
+        for format in [1, disk::FORMAT] {
+            let file = format!(
+                "{} {format} {} {} {} {:016x}\n{planted}",
+                disk::MAGIC,
+                disk::VERSION,
+                key.hex(),
+                planted.len(),
+                hash::fnv1a64(planted.as_bytes())
+            );
+            std::fs::write(disk.path_for(&key), file).unwrap();
+            MEMORY.lock().clear();
+            let before = compiles.get();
+            let got = lookup_or_compile(key, "plant_probe", Some(&disk), compile).unwrap();
+            assert_eq!(
+                &*got, real,
+                "format {format}: the planted PTX never reaches the caller"
+            );
+            assert_eq!(compiles.get(), before + 1, "compiled again");
+            let file = std::fs::read_to_string(disk.path_for(&key)).unwrap();
+            assert!(file.ends_with(real), "replaced: {file}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// `CUDAJIT_CACHE_TRUST` comes through the same environment lookup as the directory.
+    #[test]
+    fn trust_opt_in_from_the_environment_lookup() {
+        let d = disk_cache_from_env(env(&[
+            ("CUDAJIT_CACHE_DIR", "/c"),
+            ("CUDAJIT_CACHE_TRUST", "1"),
+        ]))
+        .unwrap();
+        assert_eq!(d.policy(), trust::Policy::Unchecked);
+        let d = disk_cache_from_env(env(&[("CUDAJIT_CACHE_DIR", "/c")])).unwrap();
+        assert_eq!(d.policy(), trust::Policy::for_process(false));
+        assert!(
+            disk_cache_from_env(env(&[("CUDAJIT_CACHE", "0"), ("CUDAJIT_CACHE_TRUST", "1")]))
+                .is_none()
+        );
     }
 }

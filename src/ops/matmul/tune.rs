@@ -13,9 +13,13 @@
 //! Winners are kept in a process-wide map and written to `<cache_dir>/matmul-tuning-v1.txt`
 //! ([`matmul_tuning_file`]): one line per key, `key<TAB>config`, read once per process
 //! (a line that does not parse is ignored and counted), written whole under a temporary name
-//! and renamed into place (merged with what another process wrote meanwhile). A tuning file
-//! shipped with a program (`CUDAJIT_MATMUL_TUNING_FILE`, or [`load_matmul_tuning`]) is read
-//! only, and its entries take precedence. `CUDAJIT_MATMUL_TUNE=0` turns tuning off for the
+//! and renamed into place (merged with what another process wrote meanwhile). The file in the
+//! cache directory is read and written only when that directory passes the compile cache's
+//! trust checks (`docs/CACHE.md`, "Trust": owned by the user, not writable by others, or
+//! `CUDAJIT_CACHE_TRUST=1`), and read only when the file itself belongs to the user (checked on
+//! the opened file). A tuning file shipped with a program (`CUDAJIT_MATMUL_TUNING_FILE`, or
+//! [`load_matmul_tuning`]) is the user's own choice: it is read wherever it is, without those
+//! checks; it is read only, and its entries take precedence. `CUDAJIT_MATMUL_TUNE=0` turns tuning off for the
 //! process (known winners are still used); `CUDAJIT_CACHE=0` means nothing is written.
 //! The simulator never tunes: its choice is [`MatmulConfig::choose`]'s.
 
@@ -25,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use crate::codegen::cache::{read_trusted_file, trusted_dir};
 use crate::codegen::cache_dir;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -245,7 +250,10 @@ pub(crate) fn write_file(path: &Path, entries: &HashMap<String, MatmulConfig>) -
     let io = |e: std::io::Error| Error::usage(format!("matmul tuning file {path:?}: {e}"));
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io)?;
-    let mut all = std::fs::read_to_string(path)
+    // Another user's file is not merged (it is replaced).
+    let mut all = read_trusted_file(path)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
         .map(|t| parse_file(&t).0)
         .unwrap_or_default();
     all.extend(entries.iter().map(|(k, v)| (k.clone(), *v)));
@@ -320,8 +328,8 @@ fn store() -> std::sync::MutexGuard<'static, Store> {
     }
     if !s.read_disk {
         s.read_disk = true;
-        if let Some(p) = matmul_tuning_file() {
-            if let Ok(text) = std::fs::read_to_string(&p) {
+        if let Some(dir) = trusted_dir(false) {
+            if let Some(text) = read_cache_dir_file(&dir.join(TUNING_FILE_NAME)) {
                 let (map, bad) = parse_file(&text);
                 s.stats.file_entries += map.len() as u64;
                 s.stats.ignored_lines += bad;
@@ -334,6 +342,21 @@ fn store() -> std::sync::MutexGuard<'static, Store> {
     s
 }
 
+/// The text of the tuning file in the (trusted) cache directory, if it belongs to the user (or
+/// `CUDAJIT_CACHE_TRUST=1`); a file of another user is ignored, with a log line.
+fn read_cache_dir_file(path: &Path) -> Option<String> {
+    match read_trusted_file(path) {
+        Ok(bytes) => String::from_utf8(bytes).ok(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            log_line(format_args!("{e}"));
+            None
+        }
+    }
+}
+
+/// Reads a tuning file the user named (`CUDAJIT_MATMUL_TUNING_FILE`, [`load_matmul_tuning`]):
+/// the user's choice, so without the cache directory's trust checks.
 fn load_into(s: &mut Store, path: &Path) -> Result<usize> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::usage(format!("matmul tuning file {path:?}: {e}")))?;
@@ -361,7 +384,9 @@ pub fn matmul_tuning_file() -> Option<PathBuf> {
 /// Reads a tuning file shipped with a program (as `CUDAJIT_MATMUL_TUNING_FILE` does): its
 /// entries take precedence over tuned ones and are never written back. Returns how many
 /// entries it held; lines that do not parse are ignored (and counted in
-/// [`matmul_tuning_stats`]). Errors if the file cannot be read.
+/// [`matmul_tuning_stats`]). Errors if the file cannot be read. Naming the file is the
+/// caller's choice: unlike the tuning file in the cache directory, it is read whoever owns it
+/// (its entries are still checked, as any configuration, before they are used).
 pub fn load_matmul_tuning(path: impl AsRef<Path>) -> Result<usize> {
     let mut s = store();
     load_into(&mut s, path.as_ref())
@@ -408,6 +433,14 @@ pub(crate) fn record(key: String, cfg: MatmulConfig) {
     let Some(path) = matmul_tuning_file() else {
         return;
     };
+    if trusted_dir(true).is_none() {
+        // Not trusted (warned once by the compile cache), or it cannot be made.
+        s.no_writes = true;
+        log_line(format_args!(
+            "the cache directory is not usable; winners are kept in memory only"
+        ));
+        return;
+    }
     let one: HashMap<String, MatmulConfig> = [(key, cfg)].into_iter().collect();
     match write_file(&path, &one) {
         Ok(()) => s.stats.writes += 1,
@@ -642,6 +675,38 @@ mod tests {
         // An unwritable place is an error, not a panic.
         let blocked = path.join("under-a-file").join(TUNING_FILE_NAME);
         assert!(write_file(&blocked, &a).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A tuning file in the cache directory that another user made is neither read nor merged
+    /// into the next write (which replaces it). Needs root (to give the file away).
+    #[cfg(unix)]
+    #[test]
+    fn tuning_file_of_another_user_is_not_read() {
+        let root = crate::codegen::cache::effective_uid() == 0;
+        if !root || std::env::var_os("CUDAJIT_CACHE_TRUST").is_some() {
+            eprintln!("note: not root (or CUDAJIT_CACHE_TRUST is set): test skipped");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!(
+            "cudajit-mm-tune-owner-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(TUNING_FILE_NAME);
+        let a: HashMap<_, _> = [(key().line(), MatmulConfig::simt(64, 64, 8, 4, 4))].into();
+        write_file(&path, &a).unwrap();
+        assert!(read_cache_dir_file(&path).is_some(), "ours is read");
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        assert_eq!(read_cache_dir_file(&path), None, "another user's is not");
+        let mut k2 = key();
+        k2.tf32 = true;
+        let b: HashMap<_, _> = [(k2.line(), MatmulConfig::simt(128, 128, 8, 8, 8))].into();
+        write_file(&path, &b).unwrap();
+        let (got, _) = parse_file(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(got, b, "the other user's entries are not merged");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
