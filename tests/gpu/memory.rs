@@ -58,6 +58,14 @@ fn every_element_type_round_trips() {
     round_trip(|r| r.next_u64() as u8, 0xaa);
     round_trip(|r| r.next_u64() as i16, -7);
     round_trip(|r| r.next_u64() & 1 == 1, true);
+    round_trip(
+        |r| cudajit::F8E4M3::from_bits(r.next_u64() as u8),
+        cudajit::F8E4M3::from_bits(0x7f),
+    );
+    round_trip(
+        |r| cudajit::F8E5M2::from_bits(r.next_u64() as u8),
+        cudajit::F8E5M2::from_bits(0xff),
+    );
 }
 
 #[test]
