@@ -209,7 +209,10 @@ mod tests {
             ..lookup
         };
         let mut log = LoadLog::new("libdevice", false);
-        assert_eq!(find(&lookup, &mut log), Ok(Found::Searched(via_python.clone())));
+        assert_eq!(
+            find(&lookup, &mut log),
+            Ok(Found::Searched(via_python.clone()))
+        );
         assert_eq!(asked.get(), 1);
         assert!(log
             .lines()
