@@ -41,6 +41,42 @@ fn libm() -> PathBuf {
 }
 
 #[test]
+fn relative_overrides_are_refused() {
+    for var in ["CUDAJIT_DRIVER", "NUMBA_CUDA_DRIVER"] {
+        let err = DriverLibrary::load(&env_with(var, "libcuda.so.1")).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::RelativeOverride { var: v, path } if *v == var && path == "libcuda.so.1"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("absolute path"), "{err}");
+    }
+    let err = NcclLibrary::load(&nccl_env("lib/libnccl.so.2")).unwrap_err();
+    assert!(
+        matches!(&err, NcclLoadError::RelativeOverride { path } if path == "lib/libnccl.so.2"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn the_load_log_names_the_rule() {
+    use cudajit::sys::load_log::LoadLog;
+    let libm = libm();
+    let mut log = LoadLog::new("libcuda", false);
+    DriverLibrary::load_logged(
+        &env_with("CUDAJIT_DRIVER", libm.to_str().unwrap()),
+        &mut log,
+    )
+    .unwrap();
+    assert_eq!(
+        log.lines(),
+        [format!(
+            "cudajit: load: libcuda: chose {} (rule: override variable CUDAJIT_DRIVER)",
+            libm.display()
+        )]
+    );
+}
+
+#[test]
 fn override_pointing_at_a_missing_file() {
     for var in ["CUDAJIT_DRIVER", "NUMBA_CUDA_DRIVER"] {
         let err = DriverLibrary::load(&env_with(var, "/nonexistent/libcuda.so.1")).unwrap_err();

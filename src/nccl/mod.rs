@@ -1,8 +1,10 @@
 //! Collectives across GPUs through NCCL, loaded at run time like the driver.
 //!
 //! NCCL (`libnccl.so.2`) is found the way `cudajit-sys`'s [`nccl` loader](crate::sys::nccl::loader)
-//! documents: `CUDAJIT_NCCL`, the usual directories, the `nvidia-nccl-cu12`/`-cu13` wheels
-//! under Python's site-packages, then the system loader. Without it everything else in cudajit
+//! documents: `CUDAJIT_NCCL` (an absolute path), the usual directories, the
+//! `nvidia-nccl-cu12`/`-cu13` wheels under Python's site-packages, then the system loader.
+//! Relative candidates are skipped, `python3` runs under a time limit and not at all with
+//! `CUDAJIT_NO_PYTHON=1`, and `CUDAJIT_LOG_LOAD=1` prints what was chosen and skipped. Without it everything else in cudajit
 //! works and the calls here return [`Error::NcclLoad`](crate::Error::NcclLoad), which says what
 //! to install (`pip install nvidia-nccl-cu12`) and where it looked.
 //!

@@ -12,7 +12,11 @@
 //!   `NUMBA_CUDA_DRIVER`, the system loader, the usual driver directories).
 //! - [`result_name`] / [`result_description`]: text for result codes with no driver.
 //! - [`nccl`]: NCCL's bindings and loader (`libnccl.so.2`, loaded at run time the same way).
-//! - [`python`]: where Python's site-packages are, for libraries shipped in NVIDIA's wheels.
+//! - [`python`]: where Python's site-packages are, for libraries shipped in NVIDIA's wheels;
+//!   `python3` runs only from an absolute directory of `PATH`, under a time limit, and not at
+//!   all with `CUDAJIT_NO_PYTHON=1`.
+//! - [`paths`]: the rule every search follows (absolute paths only), and [`load_log`]:
+//!   `CUDAJIT_LOG_LOAD=1`, one stderr line per library chosen or candidate skipped, and why.
 //!
 //! Function names are the versioned symbols that `cuda.h` maps to (`cuMemAlloc` is
 //! `#define`d to `cuMemAlloc_v2`), so each call reaches the ABI its signature describes.
@@ -21,9 +25,12 @@
 
 #[macro_use]
 mod lazy;
+pub mod load_log;
 pub mod loader;
+pub mod lookup;
 mod names;
 pub mod nccl;
+pub mod paths;
 mod profiler;
 pub mod python;
 

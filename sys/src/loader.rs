@@ -1,11 +1,15 @@
 //! Finding and opening the CUDA driver library.
 //!
 //! Search order (first match wins):
-//! 1. `CUDAJIT_DRIVER`, else `NUMBA_CUDA_DRIVER`: the path of the library file. If set and it
-//!    cannot be loaded, that is the error (no fallback). Empty means unset; `0` disables the
-//!    driver (every call then fails with [`LoadError::Disabled`]).
+//! 1. `CUDAJIT_DRIVER`, else `NUMBA_CUDA_DRIVER`: the absolute path of the library file. If set
+//!    and it cannot be loaded, that is the error (no fallback); a relative path is refused
+//!    ([`LoadError::RelativeOverride`]). Empty means unset; `0` disables the driver (every call
+//!    then fails with [`LoadError::Disabled`]).
 //! 2. `libcuda.so.1`, then `libcuda.so`, through the system loader (`nvcuda.dll` on Windows).
-//! 3. The usual driver directories ([`DRIVER_DIRS`]).
+//! 3. The usual driver directories ([`DRIVER_DIRS`], all absolute).
+//!
+//! The driver's search never runs Python. `CUDAJIT_LOG_LOAD=1` prints what was chosen and
+//! skipped ([`crate::load_log`]).
 //!
 //! The CUDA toolkit's `stubs/libcuda.so` only serves linking; it is never picked up by the search,
 //! and naming it in the override is a [`LoadError::StubLibrary`] error.
@@ -15,6 +19,9 @@ use std::ffi::{c_void, OsStr, OsString};
 use std::fmt;
 use std::path::Path;
 use std::sync::OnceLock;
+
+use crate::load_log::{LoadLog, Rule, Skip};
+use crate::paths::usable;
 
 /// Environment variable naming the driver library to load (cudajit's own).
 pub const DRIVER_ENV: &str = "CUDAJIT_DRIVER";
@@ -54,6 +61,13 @@ pub enum LoadError {
         /// The variable that disabled the driver.
         var: &'static str,
     },
+    /// The override variable was a relative path (it would depend on the current directory).
+    RelativeOverride {
+        /// The variable that was set.
+        var: &'static str,
+        /// Its value.
+        path: String,
+    },
     /// The override variable named a file that could not be loaded.
     OverrideFailed {
         /// The variable that was set.
@@ -88,6 +102,12 @@ impl fmt::Display for LoadError {
             LoadError::Disabled { var } => write!(
                 f,
                 "the CUDA driver is disabled ({var}=0); unset {var} or set it to the path of libcuda to use the GPU"
+            ),
+            LoadError::RelativeOverride { var, path } => write!(
+                f,
+                "{var}={path}: a relative path is refused (it would depend on the current directory); \
+                 give the absolute path of the driver's libcuda.so.1 (e.g. /usr/lib/x86_64-linux-gnu/libcuda.so.1), \
+                 or unset {var} to search the usual places"
             ),
             LoadError::OverrideFailed { var, path, message } => write!(
                 f,
@@ -181,36 +201,65 @@ impl DriverLibrary {
         }
     }
 
-    /// Opens the driver following the search order in this module's documentation.
+    /// Opens the driver following the search order in this module's documentation, logging
+    /// as the process's `CUDAJIT_LOG_LOAD` says.
     pub fn load(env: &DriverEnv) -> Result<Self, LoadError> {
+        Self::load_logged(env, &mut LoadLog::from_process("libcuda"))
+    }
+
+    /// [`load`](Self::load), logging to `log`.
+    pub fn load_logged(env: &DriverEnv, log: &mut LoadLog) -> Result<Self, LoadError> {
         if let Some((var, path)) = env.override_path() {
             let shown = path.to_string_lossy().into_owned();
             if path == "0" {
                 return Err(LoadError::Disabled { var });
             }
+            if !Path::new(path).is_absolute() {
+                log.skipped(Path::new(path), Some(var), &Skip::Relative);
+                return Err(LoadError::RelativeOverride { var, path: shown });
+            }
             if is_stub(Path::new(path)) {
                 return Err(LoadError::StubLibrary { path: shown });
             }
-            return open(path).map_err(|message| LoadError::OverrideFailed {
+            let lib = open(path).map_err(|message| LoadError::OverrideFailed {
                 var,
                 path: shown,
                 message,
-            });
+            })?;
+            log.chose(Path::new(path), Rule::Override(var));
+            return Ok(lib);
         }
         let mut tried = Vec::new();
-        let dir_candidates = DRIVER_DIRS.iter().flat_map(|dir| {
+        for name in SYSTEM_NAMES {
+            match open(OsStr::new(name)) {
+                Ok(lib) => {
+                    log.chose(Path::new(name), Rule::SystemLoader);
+                    return Ok(lib);
+                }
+                Err(message) => {
+                    log.skipped(Path::new(name), None, &Skip::Unloadable(message.clone()));
+                    tried.push((name.to_string(), message));
+                }
+            }
+        }
+        let in_dirs = DRIVER_DIRS.iter().flat_map(|dir| {
             SYSTEM_NAMES
                 .iter()
-                .map(move |name| Path::new(dir).join(name).into_os_string())
+                .map(move |name| Path::new(dir).join(name))
         });
-        let candidates = SYSTEM_NAMES
-            .iter()
-            .map(OsString::from)
-            .chain(dir_candidates.filter(|p| Path::new(p).exists()));
-        for candidate in candidates {
-            match open(&candidate) {
-                Ok(lib) => return Ok(lib),
-                Err(message) => tried.push((candidate.to_string_lossy().into_owned(), message)),
+        for candidate in in_dirs {
+            if !usable(&candidate, None, &|p| p.exists(), log) {
+                continue;
+            }
+            match open(candidate.as_os_str()) {
+                Ok(lib) => {
+                    log.chose(&candidate, Rule::UsualDir);
+                    return Ok(lib);
+                }
+                Err(message) => {
+                    log.skipped(&candidate, None, &Skip::Unloadable(message.clone()));
+                    tried.push((candidate.display().to_string(), message));
+                }
             }
         }
         Err(LoadError::NotFound { tried })
@@ -252,4 +301,44 @@ pub fn driver_library() -> Result<&'static DriverLibrary, LoadError> {
         .get_or_init(|| DriverLibrary::load(&DriverEnv::from_process()))
         .as_ref()
         .map_err(Clone::clone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relative_override_is_refused_before_anything_loads() {
+        for (var, env) in [
+            (
+                DRIVER_ENV,
+                DriverEnv {
+                    cudajit_driver: Some("libcuda.so.1".into()),
+                    numba_cuda_driver: Some("/abs/libcuda.so.1".into()),
+                },
+            ),
+            (
+                NUMBA_DRIVER_ENV,
+                DriverEnv {
+                    cudajit_driver: None,
+                    numba_cuda_driver: Some("./lib/libcuda.so.1".into()),
+                },
+            ),
+        ] {
+            let mut log = LoadLog::new("libcuda", false);
+            let err = DriverLibrary::load_logged(&env, &mut log).unwrap_err();
+            assert!(
+                matches!(&err, LoadError::RelativeOverride { var: v, .. } if *v == var),
+                "{err:?}"
+            );
+            let text = err.to_string();
+            assert!(text.contains("give the absolute path"), "{text}");
+            assert_eq!(log.lines().len(), 1);
+            assert!(
+                log.lines()[0].ends_with(&format!("(from {var}): relative path")),
+                "{:?}",
+                log.lines()
+            );
+        }
+    }
 }

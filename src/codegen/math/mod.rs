@@ -526,7 +526,7 @@ fn source_hash() -> u64 {
             include_str!("../../ir/math/alg.rs"),
             include_str!("../../ir/math/alg/consts.rs"),
             include_str!("emit.rs"),
-            include_str!("libdevice.rs"),
+            include_str!("libdevice/mod.rs"),
         ]
         .iter()
         .flat_map(|s| s.bytes())

@@ -1,13 +1,20 @@
 //! Finding and opening NCCL (`libnccl.so.2`).
 //!
 //! Search order (first library that loads and has `ncclGetVersion` wins):
-//! 1. `CUDAJIT_NCCL`: the path of the library file. If set and it cannot be loaded (or is not
-//!    NCCL), that is the error (no fallback). Empty means unset; `0` disables NCCL.
+//! 1. `CUDAJIT_NCCL`: the absolute path of the library file. If set and it cannot be loaded (or
+//!    is not NCCL), that is the error (no fallback); a relative path is refused
+//!    ([`NcclLoadError::RelativeOverride`]). Empty means unset; `0` disables NCCL.
 //! 2. The usual directories ([`NCCL_DIRS`], then `$CUDA_HOME/lib64` and `$CUDA_PATH/lib64`).
 //! 3. The `nvidia-nccl-cu12` / `nvidia-nccl-cu13` wheels' `lib/` under every Python
 //!    site-packages directory found on the machine ([`crate::python::site_packages`]), then
-//!    under the `nvidia` package of the `python3` on `PATH` (asked only if nothing was found).
+//!    under the `nvidia` package of the `python3` on `PATH` (asked only if nothing was found,
+//!    under a time limit, not at all with `CUDAJIT_NO_PYTHON=1`).
 //! 4. `libnccl.so.2`, then `libnccl.so`, through the system loader (`LD_LIBRARY_PATH`, ldconfig).
+//!
+//! Every directory and file of steps 2 and 3 is absolute: relative values (`CUDA_HOME=cuda`,
+//! a relative `PATH` entry, a relative line of Python's output) are skipped, never resolved
+//! against the current directory. `CUDAJIT_LOG_LOAD=1` prints what was chosen and skipped
+//! ([`crate::load_log`]).
 //!
 //! When nothing loads, [`NcclLoadError::NotFound`] says what to install and lists every place
 //! looked at.
@@ -16,6 +23,10 @@ use std::ffi::{c_void, OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+
+use crate::load_log::{LoadLog, Rule, Skip};
+use crate::lookup::Lookup;
+use crate::paths::{absolute_var, usable};
 
 /// Environment variable naming the NCCL library to load.
 pub const NCCL_ENV: &str = "CUDAJIT_NCCL";
@@ -48,6 +59,11 @@ const INSTALL_HINT: &str = "install NCCL with `pip install nvidia-nccl-cu12` (or
 pub enum NcclLoadError {
     /// `CUDAJIT_NCCL` was `0`.
     Disabled,
+    /// `CUDAJIT_NCCL` was a relative path (it would depend on the current directory).
+    RelativeOverride {
+        /// Its value.
+        path: String,
+    },
     /// `CUDAJIT_NCCL` named a file that could not be loaded.
     OverrideFailed {
         /// Its value.
@@ -82,6 +98,11 @@ impl fmt::Display for NcclLoadError {
             NcclLoadError::Disabled => write!(
                 f,
                 "NCCL is disabled ({NCCL_ENV}=0); unset {NCCL_ENV} or set it to the path of libnccl.so.2"
+            ),
+            NcclLoadError::RelativeOverride { path } => write!(
+                f,
+                "{NCCL_ENV}={path}: a relative path is refused (it would depend on the current directory); \
+                 give the absolute path of libnccl.so.2, or unset {NCCL_ENV} to search the usual places"
             ),
             NcclLoadError::OverrideFailed { path, message } => write!(
                 f,
@@ -169,82 +190,131 @@ impl NcclLibrary {
         }
     }
 
-    /// Opens NCCL following the search order in this module's documentation.
+    /// Opens NCCL following the search order in this module's documentation, reading the
+    /// process's environment, logging as `CUDAJIT_LOG_LOAD` says.
     pub fn load(env: &NcclEnv) -> Result<Self, NcclLoadError> {
+        Self::load_with(env, &Lookup::process(), &mut LoadLog::from_process("NCCL"))
+    }
+
+    /// [`load`](Self::load) with the machine as `lookup` sees it, logging to `log`.
+    pub fn load_with(
+        env: &NcclEnv,
+        lookup: &Lookup<'_>,
+        log: &mut LoadLog,
+    ) -> Result<Self, NcclLoadError> {
         if let Some(path) = env.cudajit_nccl.as_deref().filter(|p| !p.is_empty()) {
             if path == "0" {
                 return Err(NcclLoadError::Disabled);
             }
-            return open(path).map_err(|e| match e {
+            let shown = path.to_string_lossy().into_owned();
+            if !Path::new(path).is_absolute() {
+                log.skipped(Path::new(path), Some(NCCL_ENV), &Skip::Relative);
+                return Err(NcclLoadError::RelativeOverride { path: shown });
+            }
+            let lib = open(path).map_err(|e| match e {
                 OpenError::Load(message) => NcclLoadError::OverrideFailed {
-                    path: path.to_string_lossy().into_owned(),
+                    path: shown,
                     message,
                 },
                 OpenError::NotNccl(e) => e,
-            });
+            })?;
+            log.chose(Path::new(path), Rule::Override(NCCL_ENV));
+            return Ok(lib);
         }
         let mut looked_in = Vec::new();
         let mut tried = Vec::new();
-        if env.search {
-            let mut files = Vec::new();
-            let mut dirs: Vec<PathBuf> = NCCL_DIRS.iter().map(PathBuf::from).collect();
-            for var in ["CUDA_HOME", "CUDA_PATH"] {
-                if let Some(h) = std::env::var_os(var).filter(|h| !h.is_empty()) {
-                    dirs.push(Path::new(&h).join("lib64"));
+        if !env.search {
+            looked_in.push("nowhere (the search is off)".to_string());
+            return Err(NcclLoadError::NotFound { looked_in, tried });
+        }
+        for (file, rule) in candidates(lookup, &mut looked_in, log) {
+            match open(file.as_os_str()) {
+                Ok(lib) => {
+                    log.chose(&file, rule);
+                    return Ok(lib);
+                }
+                Err(e) => {
+                    log.skipped(&file, None, &Skip::Unloadable(e.to_string()));
+                    tried.push((file.display().to_string(), e.to_string()));
                 }
             }
-            for dir in &dirs {
-                looked_in.push(dir.display().to_string());
-                files.push(dir.join("libnccl.so.2"));
-            }
-            let mut wheel_roots = crate::python::site_packages();
-            let in_roots = |roots: &[PathBuf]| -> Vec<PathBuf> {
-                roots
-                    .iter()
-                    .flat_map(|r| NCCL_IN_WHEELS.iter().map(move |w| r.join(w)))
-                    .collect()
-            };
-            if !in_roots(&wheel_roots)
-                .iter()
-                .chain(&files)
-                .any(|f| f.is_file())
-            {
-                // The nvidia namespace's parent is a site-packages directory.
-                for root in crate::python::nvidia_namespace_dirs()
-                    .iter()
-                    .filter_map(|d| d.parent().map(Path::to_path_buf))
-                {
-                    let same = |r: &PathBuf| {
-                        std::fs::canonicalize(r).ok() == std::fs::canonicalize(&root).ok()
-                    };
-                    if !wheel_roots.iter().any(same) {
-                        wheel_roots.push(root);
+        }
+        for name in NCCL_SYSTEM_NAMES {
+            looked_in.push(format!("{name} through the system loader"));
+            match open(OsStr::new(name)) {
+                Ok(lib) => {
+                    log.chose(Path::new(name), Rule::SystemLoader);
+                    return Ok(lib);
+                }
+                Err(e) => {
+                    log.skipped(Path::new(name), None, &Skip::Unloadable(e.to_string()));
+                    if let OpenError::NotNccl(e) = e {
+                        tried.push((name.to_string(), e.to_string()));
                     }
                 }
             }
-            for root in &wheel_roots {
-                looked_in.push(format!("{}/nvidia/nccl/lib", root.display()));
-            }
-            files.extend(in_roots(&wheel_roots));
-            for file in files.iter().filter(|f| f.is_file()) {
-                match open(file.as_os_str()) {
-                    Ok(lib) => return Ok(lib),
-                    Err(e) => tried.push((file.display().to_string(), e.to_string())),
-                }
-            }
-            for name in NCCL_SYSTEM_NAMES {
-                looked_in.push(format!("{name} through the system loader"));
-                match open(OsStr::new(name)) {
-                    Ok(lib) => return Ok(lib),
-                    Err(OpenError::NotNccl(e)) => tried.push((name.to_string(), e.to_string())),
-                    Err(OpenError::Load(_)) => {}
-                }
-            }
-        } else {
-            looked_in.push("nowhere (the search is off)".to_string());
         }
         Err(NcclLoadError::NotFound { looked_in, tried })
     }
+}
+
+/// The files of steps 2 and 3 of the search that exist, in order, each with the rule that
+/// found it; every place looked at goes to `looked_in`, every file passed over to `log`.
+/// `python3` is asked only when nothing else exists.
+pub fn candidates(
+    lookup: &Lookup<'_>,
+    looked_in: &mut Vec<String>,
+    log: &mut LoadLog,
+) -> Vec<(PathBuf, Rule)> {
+    let mut dirs: Vec<(PathBuf, Rule)> = NCCL_DIRS
+        .iter()
+        .map(|d| (PathBuf::from(d), Rule::UsualDir))
+        .collect();
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(h) = absolute_var(lookup.var, var, log) {
+            dirs.push((h.join("lib64"), Rule::ToolkitDir(var)));
+        }
+    }
+    let mut files: Vec<(PathBuf, Rule)> = Vec::new();
+    for (dir, rule) in dirs {
+        looked_in.push(dir.display().to_string());
+        files.push((dir.join("libnccl.so.2"), rule));
+    }
+    let in_roots = |roots: &[PathBuf], rule: Rule| -> Vec<(PathBuf, Rule)> {
+        roots
+            .iter()
+            .flat_map(|r| NCCL_IN_WHEELS.iter().map(move |w| (r.join(w), rule)))
+            .collect()
+    };
+    let wheel_roots = (lookup.site_packages)(log);
+    files.extend(in_roots(&wheel_roots, Rule::Wheel));
+    for root in &wheel_roots {
+        looked_in.push(format!("{}/nvidia/nccl/lib", root.display()));
+    }
+    if !files
+        .iter()
+        .any(|(f, _)| f.is_absolute() && (lookup.is_file)(f))
+    {
+        // The nvidia namespace's parent is a site-packages directory.
+        let mut more = Vec::new();
+        for root in (lookup.python_nvidia_dirs)(log)
+            .iter()
+            .filter_map(|d| d.parent().map(Path::to_path_buf))
+        {
+            let same = |r: &PathBuf| {
+                r == &root
+                    || matches!((std::fs::canonicalize(r), std::fs::canonicalize(&root)),
+                        (Ok(a), Ok(b)) if a == b)
+            };
+            if !wheel_roots.iter().chain(&more).any(same) {
+                looked_in.push(format!("{}/nvidia/nccl/lib", root.display()));
+                more.push(root);
+            }
+        }
+        files.extend(in_roots(&more, Rule::WheelViaPython));
+    }
+    files.retain(|(f, _)| usable(f, None, lookup.is_file, log));
+    files
 }
 
 /// Why one candidate did not do.
@@ -309,3 +379,7 @@ pub fn nccl_library() -> Result<&'static NcclLibrary, NcclLoadError> {
 pub(crate) fn nccl_symbol(name: &str) -> Result<*mut c_void, NcclLoadError> {
     nccl_library()?.symbol(name)
 }
+
+#[cfg(test)]
+#[path = "loader_tests.rs"]
+mod tests;

@@ -1,11 +1,12 @@
-//! Finding NVIDIA's libdevice (`libdevice.10.bc`) and linking the functions a module uses.
+//! Finding NVIDIA's libdevice (`libdevice.10.bc`, the search in [`search`]) and linking the
+//! functions a module uses.
 //!
 //! The bitcode is read once per process and kept in memory; each module that calls `__nv_*`
 //! functions parses it into its own LLVM context, keeps only the functions it needs (and what
 //! they call), links them in with internal linkage and sets `nvvm-reflect-ftz`.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -19,6 +20,8 @@ use inkwell::targets::{CodeModel, RelocMode, Target, TargetMachine, TargetTriple
 use inkwell::OptimizationLevel;
 
 use super::super::options::PtxOptions;
+
+mod search;
 
 /// The environment variable naming a libdevice bitcode file.
 pub(crate) const ENV_PATH: &str = "CUDAJIT_LIBDEVICE";
@@ -80,45 +83,15 @@ fn read(path: PathBuf) -> Result<Libdevice, String> {
 }
 
 fn discover() -> Result<Option<Libdevice>, String> {
-    if let Some(p) = std::env::var_os(ENV_PATH).filter(|p| !p.is_empty()) {
-        return read(PathBuf::from(p))
+    let lookup = cudajit_sys::lookup::Lookup::process();
+    let mut log = cudajit_sys::load_log::LoadLog::from_process("libdevice");
+    match search::find(&lookup, &mut log)? {
+        search::Found::Override(p) => read(p)
             .map(Some)
-            .map_err(|e| format!("{e} (from {ENV_PATH})"));
+            .map_err(|e| format!("{e} (from {ENV_PATH})")),
+        search::Found::Searched(p) => Ok(read(p).ok()),
+        search::Found::Nothing => Ok(None),
     }
-    Ok(candidates()
-        .into_iter()
-        .find(|p| p.is_file())
-        .and_then(|p| read(p).ok()))
-}
-
-const IN_CUDA: &str = "nvvm/libdevice/libdevice.10.bc";
-const IN_WHEEL: &str = "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc";
-
-/// Where libdevice may be, most specific first (the Python query runs only if nothing else
-/// is there).
-fn candidates() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
-        if let Some(h) = std::env::var_os(var).filter(|h| !h.is_empty()) {
-            out.push(Path::new(&h).join(IN_CUDA));
-        }
-    }
-    out.push(PathBuf::from("/usr/local/cuda").join(IN_CUDA));
-    out.push(PathBuf::from("/opt/cuda").join(IN_CUDA));
-    let site = cudajit_sys::python::site_packages();
-    out.extend(site.into_iter().map(|s| s.join(IN_WHEEL)));
-    if !out.iter().any(|p| p.is_file()) {
-        out.extend(python_query());
-    }
-    out
-}
-
-/// Asks `python3` where the `nvidia` namespace package lives (last resort, once per process).
-fn python_query() -> Option<PathBuf> {
-    cudajit_sys::python::nvidia_namespace_dirs()
-        .into_iter()
-        .next()
-        .map(|d| d.join("cuda_nvcc/nvvm/libdevice/libdevice.10.bc"))
 }
 
 /// Links the libdevice functions in `wanted` that `module` does not define yet, with whatever
