@@ -96,33 +96,14 @@ impl Format {
         }
         // The quantum at a's binade (never below the subnormals'): a / q is exact.
         let emin = 1 - self.bias;
-        let e = (a.log2().floor() as i32).max(emin);
-        // log2 may be off by one near powers of two: settle e so that 2^e <= a < 2^(e+1).
-        let e = if e > emin && a < 2f64.powi(e) {
-            e - 1
-        } else if a >= 2f64.powi(e + 1) {
-            e + 1
-        } else {
-            e
-        };
+        let e = binade(a).max(emin);
         let q = 2f64.powi(e - self.mant as i32);
         let r = (a / q).round_ties_even() * q;
         if r >= max {
             return sign | self.max_bits;
         }
         // Encode r (exact in the format): its binade may be one above a's after rounding.
-        let er = if r < 2f64.powi(emin) {
-            emin - 1
-        } else {
-            r.log2().floor() as i32
-        };
-        let er = if er >= emin && r < 2f64.powi(er) {
-            er - 1
-        } else if r >= 2f64.powi(er + 1) {
-            er + 1
-        } else {
-            er
-        };
+        let er = binade(r);
         let bits = if er < emin {
             // Subnormal: exponent field 0.
             (r / 2f64.powi(emin - self.mant as i32)) as u32
@@ -132,6 +113,11 @@ impl Format {
         };
         sign | bits as u8
     }
+}
+
+/// `floor(log2(v))` of a positive normal f64, exactly (its exponent field).
+fn binade(v: f64) -> i32 {
+    ((v.to_bits() >> 52) & 0x7ff) as i32 - 1023
 }
 
 macro_rules! fp8 {
