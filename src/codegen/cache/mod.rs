@@ -32,6 +32,8 @@ mod hash;
 pub(crate) mod loaded;
 mod mac;
 mod memory;
+#[cfg(test)]
+mod test_support;
 mod trust;
 
 /// The process's effective user id (for the tests of files owned by others).
@@ -447,16 +449,8 @@ fn lookup_or_compile(
 
 #[cfg(test)]
 mod tests {
+    use super::test_support::env;
     use super::*;
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let m: HashMap<String, OsString> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), OsString::from(v)))
-            .collect();
-        move |k| m.get(k).cloned()
-    }
 
     #[test]
     fn directory_from_the_environment() {

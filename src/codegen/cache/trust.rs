@@ -417,37 +417,11 @@ pub(crate) const NOBODY: u32 = 65534;
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{env, private_dir, set_mode};
     use super::*;
-    use std::collections::HashMap;
 
     fn temp_dir(name: &str) -> PathBuf {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let d = std::env::temp_dir().join(format!(
-            "cudajit-trust-unit-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        set_mode(&d, 0o700);
-        d
-    }
-
-    fn set_mode(p: &Path, mode: u32) {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
-        }
-        let _ = (p, mode);
-    }
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let m: HashMap<String, OsString> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), OsString::from(v)))
-            .collect();
-        move |k| m.get(k).cloned()
+        private_dir("trust-unit", name)
     }
 
     #[test]

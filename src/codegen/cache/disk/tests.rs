@@ -1,32 +1,15 @@
 //! The disk cache's tests: entries, their MACs, and what is refused.
 
+use super::super::test_support::{self, scratch_dir, set_mode};
 use super::*;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "cudajit-disk-unit-{name}-{}-{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = fs::remove_dir_all(&d);
-    d
+    scratch_dir("disk-unit", name)
 }
 
 /// [`temp_dir`], made and private (mode 0700, whatever the umask).
 fn private_dir(name: &str) -> PathBuf {
-    let d = temp_dir(name);
-    fs::create_dir_all(&d).unwrap();
-    set_mode(&d, 0o700);
-    d
-}
-
-fn set_mode(p: &Path, mode: u32) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
-    }
-    let _ = (p, mode);
+    test_support::private_dir("disk-unit", name)
 }
 
 /// Removes a test directory even where a test made it read-only.
