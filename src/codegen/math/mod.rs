@@ -400,28 +400,17 @@ fn lower_math_values<'c>(
         MathFn::Sqrt if fast => return intrinsic(lw, "llvm.nvvm.sqrt.approx.ftz.f", ty, &vals),
         MathFn::Rsqrt if fast => return intrinsic(lw, "llvm.nvvm.rsqrt.approx.ftz.f", ty, &vals),
         MathFn::Exp2 if fast => return intrinsic(lw, "llvm.nvvm.ex2.approx.ftz.f", ty, &vals),
-        // A one-line scope, which workaround 7 (a NaN guard on each `ex2.approx`) leaves
-        // alone: the guard would double the instruction's cost (docs/MATH.md).
-        MathFn::Exp2Approx => {
+        // One-line scopes, which the workarounds leave alone: workaround 7's NaN guard would
+        // double `ex2.approx`'s cost (docs/MATH.md), and workarounds 1 and 5 would turn -|x|
+        // into integer `and` + `xor` that ptxas cannot fold into operands.
+        MathFn::Exp2Approx | MathFn::NegAbs => {
+            let text = if f == MathFn::Exp2Approx {
+                "{ ex2.approx.ftz.f32 $0, $1; }"
+            } else {
+                "{ .reg .f32 %cj_na; abs.f32 %cj_na, $1; neg.f32 $0, %cj_na; }"
+            };
             let f32t = lw.ctx.f32_type().into();
-            return super::lower::pure_asm(
-                lw,
-                "{ ex2.approx.ftz.f32 $0, $1; }",
-                "=f,f",
-                &vals,
-                f32t,
-            );
-        }
-        // The same for -|x|, which workarounds 1 and 5 would turn into integer `and` + `xor`.
-        MathFn::NegAbs => {
-            let f32t = lw.ctx.f32_type().into();
-            return super::lower::pure_asm(
-                lw,
-                "{ .reg .f32 %cj_na; abs.f32 %cj_na, $1; neg.f32 $0, %cj_na; }",
-                "=f,f",
-                &vals,
-                f32t,
-            );
+            return super::lower::pure_asm(lw, text, "=f,f", &vals, f32t);
         }
         MathFn::Sqrt => Some("sqrt"),
         MathFn::Abs => Some("fabs"),
