@@ -205,6 +205,8 @@ pub(crate) fn data_type_code(elem: ScalarTy) -> Option<u32> {
         ScalarTy::F32 => 7,
         ScalarTy::F64 => 8,
         ScalarTy::BF16 => 9,
+        // The 8-bit floats are bytes to the TMA unit.
+        ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => 0,
         ScalarTy::Bool | ScalarTy::I8 | ScalarTy::I16 => return None,
     })
 }
@@ -240,7 +242,7 @@ pub(crate) fn validate(desc: &TensorMapDesc) -> Result<()> {
     if data_type_code(elem).is_none() {
         return Err(refuse(format!(
             "the TMA unit does not copy elements of type {}: it copies u8, u16, u32, i32, u64, \
-             i64, f16, bf16, f32 and f64; view the memory as the unsigned type of the same size",
+             i64, f16, bf16, f32, f64 and the 8-bit floats; view the memory as the unsigned type of the same size",
             elem.name()
         )));
     }

@@ -103,6 +103,10 @@ impl<T: Scalar> Expr<T> {
 
     fn cmp(self, op: CmpOp, other: impl Into<Expr<T>>) -> Expr<bool> {
         let o = other.into();
+        if T::TY.is_fp8() {
+            // The 8-bit floats compare by value: as f32 (exact).
+            return self.cast::<f32>().cmp(op, o.cast::<f32>());
+        }
         Expr::record(
             Op::Cmp(op, crate::ir::ValueId(self.id), crate::ir::ValueId(o.id)),
             &[self.raw(), o.raw()],

@@ -129,7 +129,7 @@ thread_local! {
 /// the CPU, features and level are the same).
 fn target_machine(
     opts: &PtxOptions,
-    hopper: super::hopper::HopperUse,
+    hopper: super::hopper::TargetUse,
 ) -> std::result::Result<std::rc::Rc<TargetMachine>, String> {
     let (cpu, features) = opts.llvm_cpu_and_features_for(hopper);
     let key = (cpu, features, opts.effective_opt());
@@ -148,7 +148,7 @@ fn target_machine(
 /// A new LLVM target machine for the options' compute capability.
 fn new_target_machine(
     opts: &PtxOptions,
-    hopper: super::hopper::HopperUse,
+    hopper: super::hopper::TargetUse,
 ) -> std::result::Result<TargetMachine, String> {
     init_nvptx()?;
     let triple = TargetTriple::create("nvptx64-nvidia-cuda");
@@ -218,7 +218,7 @@ fn build_module<'c>(
     opts: &PtxOptions,
 ) -> Result<(Module<'c>, std::rc::Rc<TargetMachine>)> {
     let tm =
-        target_machine(opts, super::hopper::hopper_use(f)).map_err(|e| llvm_err(&f.name, e))?;
+        target_machine(opts, super::hopper::target_use(f)).map_err(|e| llvm_err(&f.name, e))?;
     let module = ctx.create_module(&f.name);
     module.set_triple(&tm.get_triple());
     module.set_data_layout(&tm.get_target_data().get_data_layout());
@@ -355,6 +355,8 @@ pub(crate) fn reg_type<'c>(ctx: &'c LlContext, ty: ScalarTy) -> BasicTypeEnum<'c
         ScalarTy::F64 => ctx.f64_type().into(),
         ScalarTy::F16 => ctx.f16_type().into(),
         ScalarTy::BF16 => ctx.bf16_type().into(),
+        // The 8-bit floats are bytes: only their casts look inside.
+        ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => ctx.i8_type().into(),
     }
 }
 
@@ -523,6 +525,7 @@ mod arith;
 mod asm;
 pub(crate) use asm::{asm, pure_asm, shared_addr};
 mod cast;
+mod cast_fp8;
 mod op;
 
 impl<'c> Lowerer<'c, '_> {
@@ -911,7 +914,7 @@ mod tests {
     fn shared_constant_and_local_pointers_are_32_bit() {
         let tm = target_machine(
             &PtxOptions::for_cc(9, 0),
-            crate::codegen::hopper::HopperUse::None,
+            crate::codegen::hopper::TargetUse::NONE,
         )
         .unwrap();
         let td = tm.get_target_data();

@@ -10,6 +10,7 @@
 //! | `f32` (computed as tf32: rounded to nearest, ties away, by the MMA) | 16×8×8 | `f32` |
 //! | `i8` | 16×8×32 | `i32` (wrapping) |
 //! | `u8` | 16×8×32 | `i32` (wrapping) |
+//! | [`F8E4M3`](crate::F8E4M3), [`F8E5M2`](crate::F8E5M2) (sm_89 and later) | 16×8×32 | `f32` |
 //!
 //! A is 16×K, B is K×8, C and D are 16×8. Each lane of the warp holds part of each:
 //! [`FragA::from_fn`], [`FragB::from_fn`] and [`FragC::from_fn`] ask for exactly the elements the
@@ -90,6 +91,12 @@ mma_input!(bf16, f32, Bf16, |x| x.bitcast::<u16>().cast::<u32>());
 mma_input!(f32, f32, Tf32, |x| x.bitcast::<u32>());
 mma_input!(i8, i32, S8, |x| x.bitcast::<u8>().cast::<u32>());
 mma_input!(u8, i32, U8, |x| x.cast::<u32>());
+mma_input!(crate::ir::F8E4M3, f32, E4M3, |x| x
+    .bitcast::<u8>()
+    .cast::<u32>());
+mma_input!(crate::ir::F8E5M2, f32, E5M2, |x| x
+    .bitcast::<u8>()
+    .cast::<u32>());
 
 fn kind_of<T: MmaInput>() -> MmaKind {
     T::kind().0
@@ -425,17 +432,41 @@ pub(crate) fn lower_mma<'c>(
             f32t.into()
         };
         let ret = lw.ctx.struct_type(&[acc; C_ELEMS], false);
-        let name = match kind {
-            MmaKind::F16 => "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-            MmaKind::Bf16 => "llvm.nvvm.mma.m16n8k16.row.col.bf16",
-            MmaKind::Tf32 => "llvm.nvvm.mma.m16n8k8.row.col.tf32",
-            MmaKind::S8 => "llvm.nvvm.mma.m16n8k32.row.col.s8",
-            MmaKind::U8 => "llvm.nvvm.mma.m16n8k32.row.col.u8",
+        let d = if kind.is_fp8() {
+            // No LLVM 19 intrinsic: inline PTX (ISA 8.4, which the kernel's target then asks for).
+            if sm < (8, 9) {
+                return Err(unsupported_err(
+                    &lw.f.name,
+                    format!(
+                        "the tensor-core MMA on {} inputs (mma.sync m16n8k32) needs compute \
+                         capability 8.9 or later, and this kernel is compiled for sm_{}{}: run it \
+                         on an Ada or Hopper GPU (or set PtxOptions::cc)",
+                        kind.name(),
+                        sm.0,
+                        sm.1
+                    ),
+                ));
+            }
+            let ty = kind.name();
+            let text = format!(
+                "mma.sync.aligned.m16n8k32.row.col.f32.{ty}.{ty}.f32 {{$0, $1, $2, $3}}, \
+                 {{$4, $5, $6, $7}}, {{$8, $9}}, {{$10, $11, $12, $13}};"
+            );
+            let cons = "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f".to_string();
+            super::lower::pure_asm(lw, &text, &cons, &args, ret.into())?.into_struct_value()
+        } else {
+            let name = match kind {
+                MmaKind::F16 => "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                MmaKind::Bf16 => "llvm.nvvm.mma.m16n8k16.row.col.bf16",
+                MmaKind::Tf32 => "llvm.nvvm.mma.m16n8k8.row.col.tf32",
+                MmaKind::S8 => "llvm.nvvm.mma.m16n8k32.row.col.s8",
+                MmaKind::U8 => "llvm.nvvm.mma.m16n8k32.row.col.u8",
+                MmaKind::E4M3 | MmaKind::E5M2 => unreachable!("fp8 MMAs are inline PTX"),
+            };
+            lw.call(name, Some(ret.into()), &args)?
+                .ok_or_else(|| lw.err("mma returned nothing"))?
+                .into_struct_value()
         };
-        let d = lw
-            .call(name, Some(ret.into()), &args)?
-            .ok_or_else(|| lw.err("mma returned nothing"))?
-            .into_struct_value();
         lw.last_mma = Some((key, d));
     }
     let d = match lw.last_mma {

@@ -195,13 +195,23 @@ impl PtxOptions {
     /// PTX ISA 8.0 on sm_90, and the architecture-specific `sm_90a` for wgmma and setmaxnreg.
     pub(crate) fn llvm_cpu_and_features_for(
         &self,
-        hopper: super::hopper::HopperUse,
+        needs: super::hopper::TargetUse,
     ) -> (String, String) {
         use super::hopper::HopperUse;
-        match hopper {
+        let (cpu, features) = match needs.hopper {
             HopperUse::Sm90 if self.sm() == (9, 0) => ("sm_90".into(), "+ptx80".into()),
             HopperUse::Sm90a if self.sm() == (9, 0) => ("sm_90a".into(), "+ptx80".into()),
             _ => self.llvm_cpu_and_features(),
+        };
+        // The 8-bit floats (sm_89 and later; earlier targets refuse them when they are
+        // lowered): `mma.sync` needs PTX ISA 8.4, and the `cvt`s 8.1 on sm_89 (sm_90 has them
+        // from 7.8, below the 8.0 that Hopper's operations ask for anyway).
+        if needs.fp8_mma && self.sm() >= (8, 9) {
+            return (cpu, "+ptx84".into());
         }
+        if needs.fp8_cvt && self.sm() == (8, 9) {
+            return (cpu, "+ptx81".into());
+        }
+        (cpu, features)
     }
 }

@@ -9,7 +9,8 @@ mod sealed {
 }
 
 /// A type kernels compute with: `f32`, `f64`, `half::f16`, `half::bf16`, `i8`, `u8`, `i16`,
-/// `u16`, `i32`, `u32`, `i64`, `u64`, `bool`.
+/// `u16`, `i32`, `u32`, `i64`, `u64`, `bool`, and the 8-bit float storage types
+/// [`F8E4M3`](crate::F8E4M3) and [`F8E5M2`](crate::F8E5M2).
 ///
 /// The 16-bit floats [`half::f16`] and [`half::bf16`] (re-exported as `cudajit::f16` and
 /// `cudajit::bf16`) are floats like `f32`: `+ - * /` correctly rounded (native `f16`
@@ -46,6 +47,23 @@ mod sealed {
 /// ```
 ///
 /// and a `bitcast` between sizes is an error when the kernel is built.
+///
+/// The 8-bit floats [`F8E4M3`](crate::F8E4M3) and [`F8E5M2`](crate::F8E5M2) are storage types
+/// (as in torch, whose `float8_e4m3fn` / `float8_e5m2` tensors they hold): array elements, scalar
+/// parameters, `select` and variables, comparisons (of their values, as f32), `bitcast` to and
+/// from `u8`/`i8`, and `cast` to and from every scalar type (compute capability 8.9 or later:
+/// PTX's `cvt` to and from `e4m3x2`/`e5m2x2`). A cast to fp8 rounds once to nearest, ties to
+/// even, saturating at the largest finite value (±∞ too; NaN stays NaN), as
+/// [`F8E4M3::from_f64`](crate::F8E4M3::from_f64); a cast from fp8 is its exact value, then
+/// Rust's `as` from f32. They have no arithmetic (cast to f16/f32 first), and the tensor cores
+/// read them ([`MmaInput`](crate::codegen::MmaInput), [`WgmmaInput`](crate::codegen::WgmmaInput)):
+///
+/// ```compile_fail
+/// # use cudajit::codegen::Expr;
+/// fn add(x: Expr<cudajit::F8E4M3>) -> Expr<cudajit::F8E4M3> {
+///     x + x // F8E4M3 is not `Num`: cast to f32, add, cast back
+/// }
+/// ```
 pub trait Scalar: DeviceCopy + KernelArg + sealed::Sealed + PartialEq + std::fmt::Debug {
     /// The type's tag in the kernel IR.
     const TY: ScalarTy;
@@ -138,4 +156,18 @@ scalar!(
     |v| v.to_bits() as u64,
     |b| half::bf16::from_bits(b as u16),
     [Num, Float, Signed]
+);
+scalar!(
+    crate::ir::F8E4M3,
+    F8E4M3,
+    |v| v.to_bits() as u64,
+    |b| crate::ir::F8E4M3::from_bits(b as u8),
+    []
+);
+scalar!(
+    crate::ir::F8E5M2,
+    F8E5M2,
+    |v| v.to_bits() as u64,
+    |b| crate::ir::F8E5M2::from_bits(b as u8),
+    []
 );

@@ -235,7 +235,9 @@ scalar_params!(
     u64,
     bool,
     half::f16,
-    half::bf16
+    half::bf16,
+    crate::ir::F8E4M3,
+    crate::ir::F8E5M2
 );
 
 /// A launch argument accepted for parameter type `P`.

@@ -79,12 +79,12 @@ impl Format {
     }
 
     /// `x` rounded to nearest (ties to even), saturating; NaN to NaN.
-    fn encode(&self, x: f32) -> u8 {
+    fn encode(&self, x: f64) -> u8 {
         let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
         if x.is_nan() {
             return sign | self.nan_bits;
         }
-        let a = x.abs() as f64;
+        let a = x.abs();
         let max = self.decode(self.max_bits) as f64;
         if a >= max {
             // Saturate; values between max and the next (unrepresentable) step round to max
@@ -145,6 +145,12 @@ macro_rules! fp8 {
             /// `x` rounded to nearest, ties to even; beyond the largest finite value (and
             /// ±∞), the largest finite value of its sign; NaN to NaN (see the module docs).
             pub fn from_f32(x: f32) -> Self {
+                Self($fmt.encode(x as f64))
+            }
+
+            /// `x` rounded once to nearest, ties to even, saturating as
+            /// [`from_f32`](Self::from_f32) (no double rounding through f32).
+            pub fn from_f64(x: f64) -> Self {
                 Self($fmt.encode(x))
             }
 
@@ -293,6 +299,20 @@ mod tests {
         assert_eq!(F8E4M3::from_f32(2f32.powi(-10)).to_bits(), 0);
         assert_eq!(F8E4M3::from_f32(-2f32.powi(-11)).to_bits(), 0x80);
         assert_eq!(F8E4M3::from_f32(3.0 * 2f32.powi(-11)).to_bits(), 0x01);
+    }
+
+    /// `from_f64` rounds once: just above a midpoint by less than f32 can hold, it rounds up
+    /// where the f32 would round to the midpoint and then to even.
+    #[test]
+    fn from_f64_rounds_once() {
+        let x = 1.0 + 2f64.powi(-4) + 2f64.powi(-30);
+        assert_eq!(F8E4M3::from_f64(x).to_f32(), 1.125);
+        assert_eq!(F8E4M3::from_f32(x as f32).to_f32(), 1.0);
+        let y = -(1.0 + 2f64.powi(-3) + 2f64.powi(-40));
+        assert_eq!(F8E5M2::from_f64(y).to_f32(), -1.25);
+        assert_eq!(F8E5M2::from_f64(1e300).to_f32(), 57344.0);
+        assert_eq!(F8E4M3::from_f64(-f64::MIN_POSITIVE).to_bits(), 0x80);
+        assert!(F8E4M3::from_f64(f64::NAN).is_nan());
     }
 
     /// `from_f32` against the scan over every code, on f32s spread over every binade the

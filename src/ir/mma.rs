@@ -36,6 +36,11 @@ pub(crate) enum MmaKind {
     S8,
     /// u8 × u8 + s32, m16n8k32, wrapping.
     U8,
+    /// e4m3 × e4m3 + f32 (8-bit floats, `F8E4M3`), m16n8k32 (sm_89, PTX ISA 8.4; wgmma on
+    /// sm_90a).
+    E4M3,
+    /// e5m2 × e5m2 + f32 (`F8E5M2`), m16n8k32, as [`MmaKind::E4M3`].
+    E5M2,
 }
 
 impl MmaKind {
@@ -44,8 +49,13 @@ impl MmaKind {
         match self {
             MmaKind::F16 | MmaKind::Bf16 => 16,
             MmaKind::Tf32 => 8,
-            MmaKind::S8 | MmaKind::U8 => 32,
+            MmaKind::S8 | MmaKind::U8 | MmaKind::E4M3 | MmaKind::E5M2 => 32,
         }
+    }
+
+    /// Whether the inputs are 8-bit floats.
+    pub(crate) fn is_fp8(self) -> bool {
+        matches!(self, MmaKind::E4M3 | MmaKind::E5M2)
     }
 
     /// Bits of one element of A and B.
@@ -53,7 +63,7 @@ impl MmaKind {
         match self {
             MmaKind::F16 | MmaKind::Bf16 => 16,
             MmaKind::Tf32 => 32,
-            MmaKind::S8 | MmaKind::U8 => 8,
+            MmaKind::S8 | MmaKind::U8 | MmaKind::E4M3 | MmaKind::E5M2 => 8,
         }
     }
 
@@ -78,6 +88,8 @@ impl MmaKind {
             MmaKind::Tf32 => "tf32",
             MmaKind::S8 => "s8",
             MmaKind::U8 => "u8",
+            MmaKind::E4M3 => "e4m3",
+            MmaKind::E5M2 => "e5m2",
         }
     }
 }
@@ -94,7 +106,9 @@ pub(crate) fn a_coord(kind: MmaKind, lane: u32, e: u32) -> (u32, u32) {
     match kind {
         MmaKind::F16 | MmaKind::Bf16 => (g + 8 * ((e >> 1) & 1), t * 2 + (e & 1) + 8 * (e >> 2)),
         MmaKind::Tf32 => (g + 8 * (e & 1), t + 4 * (e >> 1)),
-        MmaKind::S8 | MmaKind::U8 => (g + 8 * ((e >> 2) & 1), t * 4 + (e & 3) + 16 * (e >> 3)),
+        MmaKind::S8 | MmaKind::U8 | MmaKind::E4M3 | MmaKind::E5M2 => {
+            (g + 8 * ((e >> 2) & 1), t * 4 + (e & 3) + 16 * (e >> 3))
+        }
     }
 }
 
@@ -104,7 +118,9 @@ pub(crate) fn b_coord(kind: MmaKind, lane: u32, e: u32) -> (u32, u32) {
     match kind {
         MmaKind::F16 | MmaKind::Bf16 => (t * 2 + (e & 1) + 8 * (e >> 1), g),
         MmaKind::Tf32 => (t + 4 * e, g),
-        MmaKind::S8 | MmaKind::U8 => (t * 4 + (e & 3) + 16 * (e >> 2), g),
+        MmaKind::S8 | MmaKind::U8 | MmaKind::E4M3 | MmaKind::E5M2 => {
+            (t * 4 + (e & 3) + 16 * (e >> 2), g)
+        }
     }
 }
 

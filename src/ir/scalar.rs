@@ -29,6 +29,12 @@ pub enum ScalarTy {
     F16,
     /// `half::bf16` (bfloat16: f32's exponent, 8 significant bits).
     BF16,
+    /// [`F8E4M3`](crate::F8E4M3): an 8-bit float (4 exponent, 3 mantissa bits), a storage
+    /// type: loads, stores, casts, comparisons and the tensor cores (sm_89 and later).
+    F8E4M3,
+    /// [`F8E5M2`](crate::F8E5M2): an 8-bit float (5 exponent, 2 mantissa bits), a storage
+    /// type like [`ScalarTy::F8E4M3`].
+    F8E5M2,
 }
 
 impl ScalarTy {
@@ -43,6 +49,11 @@ impl ScalarTy {
     /// the instructions and through f32 otherwise.
     pub fn is_half(self) -> bool {
         matches!(self, ScalarTy::F16 | ScalarTy::BF16)
+    }
+    /// Whether this is an 8-bit float (`F8E4M3`, `F8E5M2`): a storage type, converted through
+    /// f32 (its casts) and read by the tensor cores; no arithmetic.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, ScalarTy::F8E4M3 | ScalarTy::F8E5M2)
     }
     /// Whether this is a signed integer type.
     pub fn is_signed_int(self) -> bool {
@@ -85,7 +96,7 @@ impl ScalarTy {
     /// Size in memory, bytes.
     pub const fn size(self) -> usize {
         match self {
-            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 => 1,
+            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => 1,
             ScalarTy::I16 | ScalarTy::U16 | ScalarTy::F16 | ScalarTy::BF16 => 2,
             ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 4,
             ScalarTy::I64 | ScalarTy::U64 | ScalarTy::F64 => 8,
@@ -107,6 +118,8 @@ impl ScalarTy {
             ScalarTy::F64 => "f64",
             ScalarTy::F16 => "f16",
             ScalarTy::BF16 => "bf16",
+            ScalarTy::F8E4M3 => "F8E4M3",
+            ScalarTy::F8E5M2 => "F8E5M2",
         }
     }
 }

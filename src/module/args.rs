@@ -51,7 +51,9 @@ scalar_args!(
     usize,
     bool,
     half::f16,
-    half::bf16
+    half::bf16,
+    crate::ir::F8E4M3,
+    crate::ir::F8E5M2
 );
 
 macro_rules! array_args {

@@ -222,6 +222,59 @@ fn wgmma_with_a_from_registers() {
         "{ptx}"
     );
     assert!(ptx.contains("cvt.rna.tf32.f32"), "{ptx}");
+    let ptx = rs::<cudajit::F8E4M3>("rs_e4m3");
+    assert!(
+        ptx.contains("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"),
+        "{ptx}"
+    );
+}
+
+/// The 8-bit floats' wgmma (K = 32) from shared memory compiles for sm_90a and passes ptxas,
+/// with no transpose immediates; an MN-major fp8 operand is a build error that says why.
+#[test]
+fn wgmma_fp8_from_shared_memory() {
+    fn ss<
+        T: cudajit::codegen::WgmmaInput
+            + cudajit::codegen::KernelParam<Handle = cudajit::codegen::Expr<T>>,
+    >(
+        name: &str,
+        b_major: WgmmaMajor,
+    ) -> cudajit::Result<String> {
+        let k = Kernel::<(&[T], &mut [f32])>::build(name, |k, (_a, d)| {
+            let smem = k.dynamic_shared::<T>();
+            let a = SmemMatrix::new(&smem, 0u32, WgmmaMajor::K, WgmmaSwizzle::B128, 16, 1024);
+            let b = SmemMatrix::new(&smem, 8192u32, b_major, WgmmaSwizzle::B128, 16, 1024);
+            k.wgmma_fence();
+            let mut acc = WgmmaAcc::zeros(128);
+            for st in 0..4u32 {
+                acc = k.wgmma(&a.advance(32 * st), &b.advance(32 * st), &acc, st > 0);
+            }
+            k.wgmma_commit();
+            let acc = k.wgmma_wait(0, &acc);
+            acc.for_each(k, |r, c, v| d.set(r * 128u32 + c, v));
+        })?;
+        let ptx = k.compile_ptx(&PtxOptions::for_cc(9, 0))?;
+        check_ptx_arch(&ptx, "sm_90a", k.name(), &[]);
+        Ok(ptx)
+    }
+    let ptx = ss::<cudajit::F8E4M3>("ss_e4m3", WgmmaMajor::K).unwrap();
+    assert_eq!(
+        ptx.matches("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3")
+            .count(),
+        4,
+        "{ptx}"
+    );
+    let ptx = ss::<cudajit::F8E5M2>("ss_e5m2", WgmmaMajor::K).unwrap();
+    assert!(
+        ptx.contains("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2"),
+        "{ptx}"
+    );
+    let err = ss::<cudajit::F8E4M3>("ss_e4m3_mn", WgmmaMajor::MN).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("e4m3 wgmma reads both operands K-major"),
+        "{err}"
+    );
 }
 
 /// A TMA load and store (through a `TmaMut` parameter) compile for sm_90 and pass ptxas.

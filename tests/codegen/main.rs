@@ -11,6 +11,7 @@ mod common;
 mod complex;
 mod contract;
 mod foreign;
+mod fp8;
 mod grid;
 mod half;
 mod hopper;

@@ -80,6 +80,33 @@ fn mma_u8() {
     check::<u8>("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32");
 }
 
+/// The 8-bit floats' MMA (sm_89 and later, PTX ISA 8.4): inline PTX that ptxas accepts for
+/// sm_89 and sm_90; sm_80 is a clear error.
+#[test]
+fn mma_fp8() {
+    fn fp8<T>(instruction: &str)
+    where
+        T: MmaInput + cudajit::codegen::KernelParam<Handle = cudajit::codegen::Expr<T>>,
+        T::Acc: cudajit::codegen::KernelParam,
+    {
+        let k = one_mma::<T>();
+        for cc in [(8, 9), (9, 0)] {
+            let ptx = k.compile_ptx(&PtxOptions::for_cc(cc.0, cc.1)).unwrap();
+            assert_eq!(ptx.matches(instruction).count(), 1, "{instruction}:\n{ptx}");
+            assert!(ptx.contains(".version 8.4"), "{ptx}");
+            check_ptx(&ptx, cc, k.name());
+        }
+        let err = k.compile_ptx(&PtxOptions::for_cc(8, 0)).unwrap_err();
+        assert!(
+            err.to_string().contains("compute capability 8.9 or later")
+                && err.to_string().contains("sm_80"),
+            "{err}"
+        );
+    }
+    fp8::<cudajit::F8E4M3>("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32");
+    fp8::<cudajit::F8E5M2>("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32");
+}
+
 /// The tensor-core code of README.md (its "Tensor cores" section) and of docs/GUIDE.md (the
 /// first block of its "Tensor cores") is examples/tensor_cores.rs's, which builds it, runs it
 /// and checks it against the host: every line of each block stands in the example, in the same

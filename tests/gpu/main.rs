@@ -15,6 +15,7 @@ mod enquiry;
 mod errors;
 mod events;
 mod foreign;
+mod fp8;
 mod graphs;
 mod grid;
 mod half;

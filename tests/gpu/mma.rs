@@ -4,7 +4,8 @@
 //! with the generators' special values: NaN, ±0, ±inf, subnormals, MIN/MAX), outputs poisoned
 //! first, every element of D checked against the host model of tests/support/mma_model.rs
 //! (float inputs: exact products summed in f64 per MMA, rounded once, tf32 inputs rounded
-//! first; on the GPU within `2^-20` of the sum of the terms' magnitudes; 8-bit integers exact,
+//! first; on the GPU within `2^-20` of the sum of the terms' magnitudes, `2^-12` for the 8-bit
+//! floats (sm_89 and later); 8-bit integers exact,
 //! wrapping in i32, on both).
 
 use cudajit::codegen::{FragA, FragB, FragC, Kernel, KernelParam};
@@ -35,8 +36,14 @@ const TK: u32 = 3;
 
 fn mma_matmul<T: Case>() {
     let c = ctx();
-    if !cudajit::on_simulator() && c.device().compute_capability().unwrap() < (8, 0) {
-        println!("skipped: the tensor-core MMA needs sm_80");
+    let need = if T::TY.is_fp8() { (8, 9) } else { (8, 0) };
+    if !cudajit::on_simulator() && c.device().compute_capability().unwrap() < need {
+        println!(
+            "skipped: the tensor-core MMA on {} needs sm_{}{}",
+            T::TY.name(),
+            need.0,
+            need.1
+        );
         return;
     }
     let s = c.new_stream().unwrap();
@@ -108,4 +115,16 @@ fn mma_i8() {
 #[ignore = "needs a CUDA GPU"]
 fn mma_u8() {
     mma_matmul::<u8>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_e4m3() {
+    mma_matmul::<cudajit::F8E4M3>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_e5m2() {
+    mma_matmul::<cudajit::F8E5M2>();
 }

@@ -42,6 +42,16 @@ impl Truncated for bf16 {
         self
     }
 }
+impl Truncated for cudajit::F8E4M3 {
+    fn truncated(self) -> Self {
+        self
+    }
+}
+impl Truncated for cudajit::F8E5M2 {
+    fn truncated(self) -> Self {
+        self
+    }
+}
 impl Truncated for f32 {
     fn truncated(self) -> f32 {
         if self.is_nan() {
@@ -189,6 +199,19 @@ fn wgmma_f16_k_major() {
     wgmma_tile::<f16>(8, false, false);
     wgmma_tile::<f16>(64, false, true);
     wgmma_tile::<f16>(256, false, false);
+}
+
+/// The 8-bit floats: K = 32 per instruction (128 per row), both operands K-major, A from shared
+/// memory or registers.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_fp8() {
+    wgmma_tile::<cudajit::F8E4M3>(8, false, false);
+    wgmma_tile::<cudajit::F8E4M3>(128, false, true);
+    wgmma_tile::<cudajit::F8E5M2>(64, false, false);
+    wgmma_tile::<cudajit::F8E5M2>(256, false, true);
+    wgmma_tile_from::<cudajit::F8E4M3>(64, false, false, true);
+    wgmma_tile_from::<cudajit::F8E5M2>(32, false, true, true);
 }
 
 #[test]

@@ -102,6 +102,18 @@ macro_rules! gen_float {
 }
 gen_float!(f32, u32, f32; f64, u64, f64);
 
+/// Every code of the 8-bit floats alike (NaN, ±0, ±∞ for e5m2, subnormals, ±MAX included).
+macro_rules! gen_fp8 {
+    ($($t:ty),*) => {$(
+        impl Gen for $t {
+            fn gen(r: &mut Rng) -> $t {
+                <$t>::from_bits(r.next_u64() as u8)
+            }
+        }
+    )*};
+}
+gen_fp8!(cudajit::F8E4M3, cudajit::F8E5M2);
+
 impl Gen for bool {
     fn gen(r: &mut Rng) -> bool {
         r.next_u64() & 1 == 1

@@ -599,7 +599,8 @@ pub(super) fn rmw(kind: AtomicKind, ty: ScalarTy, old: u64, v: u64, cmp: u64) ->
     }
     match ty {
         ScalarTy::I8 => int!(i8),
-        ScalarTy::U8 => int!(u8),
+        // (The 8-bit floats have no atomics; bytes here.)
+        ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => int!(u8),
         ScalarTy::I16 => int!(i16),
         ScalarTy::U16 => int!(u16),
         ScalarTy::I32 => int!(i32),

@@ -104,7 +104,9 @@ macro_rules! by_kind {
                 type $T = i8;
                 $int
             }
-            ScalarTy::U8 => {
+            // The 8-bit floats have no arithmetic, comparisons (the builder compares them as
+            // f32) or atomics; as bytes wherever the dispatch needs a type.
+            ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => {
                 type $T = u8;
                 $int
             }
@@ -286,7 +288,8 @@ pub(super) fn binary(op: BinOp, ty: ScalarTy, d: &mut [u64], a: &[u64], b: &[u64
     }
     match ty {
         ScalarTy::I8 => int_ops!(i8),
-        ScalarTy::U8 => int_ops!(u8),
+        // (The 8-bit floats have no arithmetic; bytes here.)
+        ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => int_ops!(u8),
         ScalarTy::I16 => int_ops!(i16),
         ScalarTy::U16 => int_ops!(u16),
         ScalarTy::I32 => int_ops!(i32),
@@ -431,13 +434,35 @@ fn cast_from<A: Conv>(to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
         ScalarTy::Bool => un::<A, bool>(d, a, sp, A::bool_),
         ScalarTy::F16 => un::<A, half::f16>(d, a, sp, A::f16_),
         ScalarTy::BF16 => un::<A, half::bf16>(d, a, sp, A::bf16_),
+        // One rounding from the exact f64 of any source (every source converts to f64 exactly
+        // or, a huge integer, far beyond the saturation point).
+        ScalarTy::F8E4M3 => un::<A, u64>(d, a, sp, |x| {
+            crate::ir::F8E4M3::from_f64(x.f64_()).to_bits() as u64
+        }),
+        ScalarTy::F8E5M2 => un::<A, u64>(d, a, sp, |x| {
+            crate::ir::F8E5M2::from_f64(x.f64_()).to_bits() as u64
+        }),
     }
 }
 
 /// `a as to` (Rust's semantics: saturating float-to-int with NaN as 0, round-to-nearest
 /// int-to-float, truncation or extension between integers).
 pub(super) fn cast(from: ScalarTy, to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
+    if from.is_fp8() {
+        return fp8_cast(from, to, d, a, sp);
+    }
     by_num!(from, T => cast_from::<T>(to, d, a, sp), bool => cast_from::<bool>(to, d, a, sp));
+}
+
+/// A cast from an 8-bit float, as the GPU's lowering: its exact value as f32, then f32's
+/// cast.
+fn fp8_cast(from: ScalarTy, to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
+    let mut w = vec![0u64; d.len()];
+    un::<u64, f32>(&mut w, a, sp, |b| match from {
+        ScalarTy::F8E4M3 => crate::ir::F8E4M3::from_bits(b as u8).to_f32(),
+        _ => crate::ir::F8E5M2::from_bits(b as u8).to_f32(),
+    });
+    cast(ScalarTy::F32, to, d, &w, sp);
 }
 
 /// Copies the bits (a bitcast between types of one size, or a plain copy).

@@ -71,6 +71,8 @@ fn element(kind: MmaKind, bytes: &[u8]) -> f64 {
     match kind {
         MmaKind::F16 => f16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f64(),
         MmaKind::Bf16 => bf16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f64(),
+        MmaKind::E4M3 => crate::ir::F8E4M3::from_bits(bytes[0]).to_f32() as f64,
+        MmaKind::E5M2 => crate::ir::F8E5M2::from_bits(bytes[0]).to_f32() as f64,
         // tf32 from shared memory: the low 13 mantissa bits are ignored (truncation; measured
         // on an H200), unlike `mma.sync`'s operands, which the builder rounds first.
         _ => {

@@ -30,6 +30,8 @@ pub(super) fn element(kind: MmaKind, reg: u32, e: u32) -> f64 {
         MmaKind::Tf32 => f32::from_bits(mma::round_tf32(raw)) as f64,
         MmaKind::S8 => raw as u8 as i8 as f64,
         MmaKind::U8 => raw as u8 as f64,
+        MmaKind::E4M3 => crate::ir::F8E4M3::from_bits(raw as u8).to_f32() as f64,
+        MmaKind::E5M2 => crate::ir::F8E5M2::from_bits(raw as u8).to_f32() as f64,
     }
 }
 

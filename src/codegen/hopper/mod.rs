@@ -42,8 +42,54 @@ pub(crate) enum HopperUse {
     Sm90a,
 }
 
+/// What a kernel needs of the target: its Hopper operations, and what its 8-bit floats need of
+/// the PTX ISA (their `cvt`s: 8.1 on sm_89, where sm_90 has them from 7.8; their `mma.sync`:
+/// 8.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TargetUse {
+    /// The Hopper operations' needs.
+    pub(crate) hopper: HopperUse,
+    /// Whether a cast to or from an 8-bit float is there.
+    pub(crate) fp8_cvt: bool,
+    /// Whether an `mma.sync` on e4m3/e5m2 inputs is there.
+    pub(crate) fp8_mma: bool,
+}
+
+impl TargetUse {
+    /// Nothing beyond the options' target.
+    #[cfg(test)]
+    pub(crate) const NONE: TargetUse = TargetUse {
+        hopper: HopperUse::None,
+        fp8_cvt: false,
+        fp8_mma: false,
+    };
+}
+
 /// What `f` and the device functions it calls need of the target.
-pub(crate) fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
+pub(crate) fn target_use(f: &crate::ir::FunctionIr) -> TargetUse {
+    use crate::ir::{Op, WarpOp};
+    let (mut fp8_cvt, mut fp8_mma) = (false, false);
+    for g in f.tree() {
+        for v in &g.values {
+            match &v.op {
+                Op::Warp(WarpOp::Mma { kind, .. }) if kind.is_fp8() => fp8_mma = true,
+                Op::Cast(a) => {
+                    let from = g.values.get(a.0 as usize).map(|d| d.ty);
+                    fp8_cvt |= v.ty.is_fp8() || from.is_some_and(|t| t.is_fp8());
+                }
+                _ => {}
+            }
+        }
+    }
+    TargetUse {
+        hopper: hopper_use(f),
+        fp8_cvt,
+        fp8_mma,
+    }
+}
+
+/// What `f` and the device functions it calls need of the target for Hopper operations.
+fn hopper_use(f: &crate::ir::FunctionIr) -> HopperUse {
     use crate::ir::{FunctionIr, Stmt};
     let mut u = HopperUse::None;
     for g in f.tree() {

@@ -28,19 +28,26 @@ mod sealed {
 /// instruction), `f32` computed as tf32 (K = 8, both operands K-major; the tensor cores ignore
 /// the low 13 mantissa bits of each f32 in shared memory — truncation, where `mma.sync`'s
 /// operands are rounded to nearest first: round the tile when it is written if that matters);
-/// f32 accumulators.
+/// f32 accumulators; and the 8-bit floats [`F8E4M3`](crate::F8E4M3) and
+/// [`F8E5M2`](crate::F8E5M2) (K = 32, both operands K-major).
 pub trait WgmmaInput: MmaInput + sealed::Sealed {}
 impl sealed::Sealed for f16 {}
 impl sealed::Sealed for bf16 {}
 impl sealed::Sealed for f32 {}
+impl sealed::Sealed for crate::ir::F8E4M3 {}
+impl sealed::Sealed for crate::ir::F8E5M2 {}
 impl WgmmaInput for f16 {}
 impl WgmmaInput for bf16 {}
 impl WgmmaInput for f32 {}
+impl WgmmaInput for crate::ir::F8E4M3 {}
+impl WgmmaInput for crate::ir::F8E5M2 {}
 
 fn kind_of<T: MmaInput>() -> MmaKind {
-    match T::K {
-        16 if std::any::TypeId::of::<T>() == std::any::TypeId::of::<bf16>() => MmaKind::Bf16,
-        16 => MmaKind::F16,
+    match T::TY {
+        crate::ir::ScalarTy::BF16 => MmaKind::Bf16,
+        crate::ir::ScalarTy::F16 => MmaKind::F16,
+        crate::ir::ScalarTy::F8E4M3 => MmaKind::E4M3,
+        crate::ir::ScalarTy::F8E5M2 => MmaKind::E5M2,
         _ => MmaKind::Tf32,
     }
 }
@@ -468,13 +475,14 @@ fn record_wgmma<T: WgmmaInput>(
                 );
                 return true;
             }
-            if kind == MmaKind::Tf32 && (a_mn || b.major == WgmmaMajor::MN) {
+            if kind.elem_bits() != 16 && (a_mn || b.major == WgmmaMajor::MN) {
                 s.error(
                     Kind::Hopper,
                     format!(
-                        "in `{name}`: a tf32 wgmma reads both operands K-major (the hardware \
+                        "in `{name}`: a {} wgmma reads both operands K-major (the hardware \
                          transposes only 16-bit operands); store the MN-major operand \
-                         transposed, or compute in f16/bf16"
+                         transposed, or compute in f16/bf16",
+                        kind.name()
                     ),
                 );
                 return true;
@@ -634,7 +642,7 @@ pub(super) fn lower_op<'c>(
                 let (ty, k) = (kind.name(), hopper::wgmma_k(*kind));
                 // The transpose immediates (16-bit types only): A's only from shared memory.
                 let tail = match (kind, a) {
-                    (MmaKind::Tf32, _) => String::new(),
+                    (k, _) if k.elem_bits() != 16 => String::new(),
                     (_, WgmmaA::Desc { mn_major, .. }) => {
                         format!(", {}, {}", *mn_major as u32, *b_mn_major as u32)
                     }

@@ -39,6 +39,9 @@ impl<'c> Lowerer<'c, '_> {
         if from == to {
             return Ok(v);
         }
+        if from.is_fp8() || to.is_fp8() {
+            return self.fp8_cast(v, from, to);
+        }
         if from.is_half() || to.is_half() {
             return self.half_cast(v, from, to);
         }

@@ -42,6 +42,10 @@ enum ArgKind {
 
 impl<T: Scalar> From<Expr<T>> for PrintfArg {
     fn from(e: Expr<T>) -> Self {
+        if T::TY.is_fp8() {
+            // An 8-bit float prints as its value (`%f` and friends).
+            return e.cast::<f32>().into();
+        }
         PrintfArg(ArgKind::Value {
             tag: e.tag,
             id: e.id,
