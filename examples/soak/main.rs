@@ -1,9 +1,12 @@
-//! Soak test: many host threads share one device for a while, each mixing allocation, pageable
-//! and pinned copies (small and staged-large), builder kernels, `Elementwise`, reductions,
-//! events with timing, host callbacks, stream futures, and stream creation and destruction;
-//! every result is checked. Device memory in use and the process's resident memory are read
-//! after a warm-up round and at the end and printed; the run fails on any error, wrong result,
-//! or growth beyond a small allowance.
+//! Soak test: many host threads share the GPUs for a while. Every other round of each thread
+//! mixes allocation, pageable and pinned copies (small and staged-large), builder kernels,
+//! `Elementwise`, reductions, events with timing, host callbacks, stream futures, and stream
+//! creation and destruction; the rounds between take the newer paths in turn (`newer.rs`): CUDA
+//! graphs with memory from the pool, the pool with scans, sharded arrays over devices 0 and 1,
+//! and NCCL collectives (the last two where there are two GPUs). Every result is checked.
+//! Device memory in use (on each device) and the process's resident memory are read after a
+//! warm-up round and at the end and printed; the run fails on any error, wrong result, or
+//! growth beyond a small allowance.
 //!
 //! ```sh
 //! cargo run --release --example soak -- [THREADS] [SECONDS]     # default 16 threads, 60 s
@@ -14,6 +17,8 @@
 //! growth that no leak causes (measured on an H200 host: +632 MiB in 25 s by default, +0.9
 //! MiB with the threshold fixed). So the soak runs itself again with `MALLOC_MMAP_THRESHOLD_`
 //! fixed at 1 MiB and `MALLOC_ARENA_MAX=4` unless the threshold is already set.
+
+mod newer;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -62,25 +67,44 @@ fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-/// Device memory in use, bytes.
-fn device_used(ctx: &Context) -> Result<u64> {
-    let (free, total) = ctx.memory_info()?;
-    Ok((total - free) as u64)
+/// Device memory in use on each device, bytes.
+fn device_used(ctxs: &[Context]) -> Result<Vec<u64>> {
+    ctxs.iter()
+        .map(|c| {
+            let (free, total) = c.memory_info()?;
+            Ok((total - free) as u64)
+        })
+        .collect()
+}
+
+/// Megabytes of each device's reading, for printing.
+fn mib(v: &[u64]) -> String {
+    v.iter()
+        .map(|b| format!("{:.1}", *b as f64 / 1048576.0))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 struct Shared {
     ctx: Context,
     scale: Kernel<(&'static [f32], &'static mut [f32], f32)>,
     axpy: Axpy,
+    newer: newer::Newer,
     ops: AtomicU64,
     stop: AtomicBool,
 }
 
 fn run(threads: usize, seconds: u64) -> Result<()> {
     let ctx = Context::new(0)?;
+    let ctxs: Vec<Context> = (0..cudajit::device_count()?.min(2))
+        .map(Context::new)
+        .collect::<Result<_>>()?;
+    let newer = newer::Newer::new()?;
     println!(
-        "soak: {threads} threads for {seconds} s on {}",
-        ctx.device().name()?
+        "soak: {threads} threads for {seconds} s on {} ({} device(s)); newer paths: {}",
+        ctx.device().name()?,
+        ctxs.len(),
+        newer.describe()
     );
     let scale = Kernel::<(&[f32], &mut [f32], f32)>::build("soak_scale", |k, (x, out, a)| {
         let i = k.grid1();
@@ -91,6 +115,7 @@ fn run(threads: usize, seconds: u64) -> Result<()> {
         ctx: ctx.clone(),
         scale,
         axpy,
+        newer,
         ops: AtomicU64::new(0),
         stop: AtomicBool::new(false),
     });
@@ -101,7 +126,10 @@ fn run(threads: usize, seconds: u64) -> Result<()> {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 let sh = &shared;
-                s.spawn(move || round(sh, t as u64, 0))
+                s.spawn(move || {
+                    round(sh, t as u64, 0)?;
+                    sh.newer.round(&sh.ctx, t as u64, t as u64)
+                })
             })
             .collect();
         for h in hs {
@@ -110,11 +138,13 @@ fn run(threads: usize, seconds: u64) -> Result<()> {
         }
         Ok(())
     })?;
-    ctx.synchronize()?;
-    let (dev0, rss0) = (device_used(&ctx)?, rss_bytes());
+    for c in &ctxs {
+        c.synchronize()?;
+    }
+    let (dev0, rss0) = (device_used(&ctxs)?, rss_bytes());
     println!(
-        "after warm-up: device memory in use {:.1} MiB, host RSS {:.1} MiB",
-        dev0 as f64 / 1048576.0,
+        "after warm-up: device memory in use {} MiB, host RSS {:.1} MiB",
+        mib(&dev0),
         rss0 as f64 / 1048576.0
     );
 
@@ -126,7 +156,11 @@ fn run(threads: usize, seconds: u64) -> Result<()> {
                 s.spawn(move || -> Result<()> {
                     let mut r = 1u64;
                     while !sh.stop.load(Ordering::Relaxed) {
-                        round(sh, t as u64, r)?;
+                        if r % 2 == 0 {
+                            round(sh, t as u64, r)?;
+                        } else {
+                            sh.newer.round(&sh.ctx, t as u64, r / 2)?;
+                        }
                         r += 1;
                     }
                     Ok(())
@@ -152,25 +186,41 @@ fn run(threads: usize, seconds: u64) -> Result<()> {
         }
         first
     });
-    ctx.synchronize()?;
-    let (dev1, rss1) = (device_used(&ctx)?, rss_bytes());
+    for c in &ctxs {
+        c.synchronize()?;
+    }
+    let (dev1, rss1) = (device_used(&ctxs)?, rss_bytes());
     let ops = shared.ops.load(Ordering::Relaxed);
+    let kinds: Vec<String> = newer::KINDS
+        .iter()
+        .zip(&shared.newer.done)
+        .map(|(k, n)| format!("{} {k}", n.load(Ordering::Relaxed)))
+        .collect();
+    let grew: Vec<f64> = dev0
+        .iter()
+        .zip(&dev1)
+        .map(|(a, b)| (*b as f64 - *a as f64) / 1048576.0)
+        .collect();
     println!(
-        "after {:.0} s: {ops} rounds; device memory in use {:.1} MiB ({:+.1} MiB), host RSS {:.1} MiB ({:+.1} MiB)",
+        "after {:.0} s: {ops} classic rounds and {}; device memory in use {} MiB ({} MiB), host RSS {:.1} MiB ({:+.1} MiB)",
         t0.elapsed().as_secs_f64(),
-        dev1 as f64 / 1048576.0,
-        (dev1 as f64 - dev0 as f64) / 1048576.0,
+        kinds.join(", "),
+        mib(&dev1),
+        grew.iter().map(|g| format!("{g:+.1}")).collect::<Vec<_>>().join(", "),
         rss1 as f64 / 1048576.0,
         (rss1 as f64 - rss0 as f64) / 1048576.0
     );
     result?;
-    // Allowances: the driver's own pools may round up by a few MiB; the allocator may keep some
-    // freed host memory.
-    if dev1 > dev0 + (64 << 20) {
-        return Err(Error::Usage(format!(
-            "device memory grew by {} MiB",
-            (dev1 - dev0) >> 20
-        )));
+    // Allowances: the driver's own pools may round up by a few MiB (the stream-ordered pool
+    // keeps what it has until its release threshold); the allocator may keep some freed host
+    // memory.
+    for (k, (a, b)) in dev0.iter().zip(&dev1).enumerate() {
+        if *b > a + (64 << 20) {
+            return Err(Error::Usage(format!(
+                "device {k}'s memory grew by {} MiB",
+                (b - a) >> 20
+            )));
+        }
     }
     if rss1 > rss0 + (256 << 20) {
         return Err(Error::Usage(format!(
