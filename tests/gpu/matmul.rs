@@ -35,6 +35,14 @@ trait El: MatmulOutput + cudajit::AnyBitPattern + std::fmt::Debug {
     /// A random input: any f32 in [-2, 2) for f32; small values exact in the type otherwise.
     fn input(r: &mut Rng) -> Self;
     fn poison() -> Self;
+    /// The largest finite value, where an output saturates (the 8-bit floats).
+    const MAX: f64 = f64::INFINITY;
+    /// The tensor cores' accumulation error per instruction with these inputs, relative to
+    /// the magnitudes of its terms (the 8-bit floats: about 13 bits kept, see
+    /// tests/support/mma_model.rs); 0 where the f32 bound above covers it.
+    const MMA_ACC: f64 = 0.0;
+    /// Half the type's smallest step (an 8-bit output's subnormals: absolute rounding error).
+    const ABS: f64 = 0.0;
 }
 
 impl El for f32 {
@@ -82,6 +90,33 @@ impl El for bf16 {
         bf16::from_f32(-7.777e29)
     }
 }
+
+macro_rules! fp8_el {
+    ($($t:ty, $unit:expr, $max:expr, $abs:expr);*) => {$(
+        impl El for $t {
+            fn from_f64(x: f64) -> Self {
+                <$t>::from_f64(x)
+            }
+            fn to_f64(self) -> f64 {
+                self.to_f32() as f64
+            }
+            const UNIT: f64 = $unit;
+            fn input(r: &mut Rng) -> Self {
+                <$t>::from_f32(((r.next_u64() % 65) as f32 - 32.0) / 16.0)
+            }
+            fn poison() -> Self {
+                <$t>::from_f32(-3.0)
+            }
+            const MAX: f64 = $max;
+            const MMA_ACC: f64 = 1.0 / 4096.0;
+            const ABS: f64 = $abs;
+        }
+    )*};
+}
+fp8_el!(
+    cudajit::F8E4M3, 1.0 / 16.0, 448.0, 1.0 / 1024.0;
+    cudajit::F8E5M2, 1.0 / 8.0, 57344.0, 1.0 / 131072.0
+);
 
 /// How a matrix is stored: row- or column-major, with `pad` more elements per row (column).
 #[derive(Clone, Copy, Debug)]
@@ -340,7 +375,7 @@ fn check<T: MatmulInput + El, O: El>(c: Case) {
         (k as f64 + 2.0) * 2f64.powi(-22)
     } else {
         (k as f64 + 2.0) * 2f64.powi(-24) + if c.tf32 { 2f64.powi(-10) } else { 0.0 }
-    };
+    } + (k as f64 / 32.0 + 2.0) * T::MMA_ACC;
     let mut bad = Vec::new();
     let mut touched = vec![false; got.len()];
     for bi in 0..nb {
@@ -368,9 +403,12 @@ fn check<T: MatmulInput + El, O: El>(c: Case) {
                     Epi::BiasGelu => (gelu_ref(v + cv), 1.13, (v + cv).abs() + cv.abs()),
                     Epi::RowCol => (0.5 * v * rv + cv, 0.5 * rv.abs(), (v * rv).abs() + cv.abs()),
                 };
+                // An 8-bit output saturates at its largest finite value.
+                let want = want.clamp(-O::MAX, O::MAX);
                 let tol = slope * acc_eps * mag
                     + (extra + v.abs()) * 2f64.powi(-21)
                     + want.abs() * O::UNIT
+                    + O::ABS
                     + 1e-30;
                 let idx = at(bi, i, j);
                 touched[idx] = true;
@@ -579,6 +617,36 @@ fn bf16_on_the_tensor_cores() {
     halves_on_the_tensor_cores::<bf16>();
 }
 
+/// The 8-bit floats on the `mma.sync` engine (sm_89's; element-loaded fragments), its
+/// `cp.async` pipeline, and the SIMT kernel: every layout, edges, a bf16 output.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_on_the_mma_and_simt_engines() {
+    let cx = ctx();
+    if !cudajit::on_simulator() && cx.device().compute_capability().unwrap() < (8, 9) {
+        println!("skipped: the 8-bit floats' tensor-core MMA needs sm_89");
+        return;
+    }
+    type E = cudajit::F8E4M3;
+    for (ta, tb) in LAYOUTS {
+        check::<E, f32>(Case {
+            ta,
+            tb,
+            config: Some(mma_small::<E>()),
+            ..case(70, 40, 96)
+        });
+    }
+    check::<E, bf16>(Case {
+        config: Some(mma_small::<E>().with_stages(3)),
+        ..case(128, 64, 128)
+    });
+    check::<cudajit::F8E5M2, f32>(Case {
+        tb: Transpose::T,
+        config: Some(simt_small()),
+        ..case(65, 33, 40)
+    });
+}
+
 /// The `cp.async` pipeline (3 and 4 stages) of the tensor-core kernel: every operand layout
 /// (A `[m][k]` and `[k][m]` in shared memory, B `[k][n]` and `[n][k]`), whole tiles, edges of
 /// M, N and K (lines padded to whole 16-byte chunks, so the pipeline applies), blocks wholly
@@ -701,6 +769,8 @@ fn wgmma_cases<T: MatmulInput + El>() {
         return;
     }
     let tf32 = std::mem::size_of::<T>() == 4;
+    // tf32 and the 8-bit floats are read K-major only.
+    let k_major = std::mem::size_of::<T>() != 2;
     let line = (128 / std::mem::size_of::<T>()) as u32;
     let small = MatmulConfig::wgmma(64, 64, line, 2);
     // tf32 reads both operands K-major: a row-major B or a column-major A is staged.
@@ -720,7 +790,7 @@ fn wgmma_cases<T: MatmulInput + El>() {
             ..case(72, 136, 200)
         });
     }
-    let tb = if tf32 { Transpose::T } else { Transpose::N };
+    let tb = if k_major { Transpose::T } else { Transpose::N };
     check::<T, f32>(Case {
         tb,
         lc: COL,
@@ -794,6 +864,21 @@ fn bf16_wgmma_engine() {
     wgmma_cases::<bf16>();
 }
 
+/// The 8-bit floats on the wgmma engine (K-major operands; others staged), f32, bf16 and
+/// 8-bit outputs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_wgmma_engine() {
+    wgmma_cases::<cudajit::F8E4M3>();
+    wgmma_cases::<cudajit::F8E5M2>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_wgmma_ws_engine() {
+    wgmma_ws_cases::<cudajit::F8E4M3>();
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn tf32_wgmma_engine() {
@@ -824,10 +909,11 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
         return;
     }
     let tf32 = std::mem::size_of::<T>() == 4;
+    let k_major = std::mem::size_of::<T>() != 2;
     let line = (128 / std::mem::size_of::<T>()) as u32;
     let small = MatmulConfig::wgmma_ws(64, 64, line, 2);
     every_layout::<T>(small, tf32, case(200, 136, 3 * line as usize + 5));
-    let tb = if tf32 { Transpose::T } else { Transpose::N };
+    let tb = if k_major { Transpose::T } else { Transpose::N };
     check::<T, f32>(Case {
         tb,
         lc: COL,

@@ -185,13 +185,13 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let max_optin = dev.max_shared_memory_per_block_optin()? as usize;
         let mut cands = tune_candidates(
             default,
-            self.mma_allowed(),
+            self.mma_allowed_on(cc),
             cc,
             T::K,
             <T as Scalar>::TY.size(),
             (max_shared, max_optin.max(max_shared)),
         );
-        if self.mma_allowed() {
+        if self.mma_allowed_on(cc) {
             let sms = dev.multiprocessor_count()? as usize;
             let size = <T as Scalar>::TY.size();
             cands.extend(super::split_k::candidates(p, cc, sms, size));

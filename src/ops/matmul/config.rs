@@ -508,7 +508,8 @@ impl MatmulConfig {
         if engine_mma && cc == (9, 0) {
             // Hopper: TMA + wgmma (operands TMA cannot read as given are staged first, see
             // `staging`). 128×256 tiles where they fill the device, else 128×128.
-            let line = if mma_k == 8 { 32 } else { 64 };
+            // One 128-byte line of K: 32 tf32 (K 8), 64 f16/bf16 (K 16), 128 fp8 (K 32).
+            let line = 4 * mma_k;
             let tiles_256 = m.div_ceil(128) * n.div_ceil(256) * batch;
             if tiles_256 >= sms.max(1) as usize {
                 return MatmulConfig::wgmma(128, 256, line, 4);

@@ -155,7 +155,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
             return Ok((c, None));
         }
         let sms = dev.multiprocessor_count()?;
-        let cfg = MatmulConfig::choose(self.mma_allowed(), cc, sms, p.m, p.n, p.batch, T::K);
+        let cfg = MatmulConfig::choose(self.mma_allowed_on(cc), cc, sms, p.m, p.n, p.batch, T::K);
         self.check_config(&cfg)?;
         match self.known_winner(ctx, p) {
             Some((Some(won), _)) => Ok((won, None)),
@@ -164,10 +164,18 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         }
     }
 
-    /// Whether the tensor cores may compute this product: f16 and bf16 always, f32 when tf32
-    /// is allowed.
+    /// Whether the tensor cores may compute this product: f16, bf16 and the 8-bit floats
+    /// always, f32 when tf32 is allowed.
     pub(super) fn mma_allowed(&self) -> bool {
-        <T as Scalar>::TY.size() == 2 || self.tf32
+        <T as Scalar>::TY.size() != 4 || self.tf32
+    }
+
+    /// Whether the tensor cores may compute this product on a device of compute capability
+    /// `cc`: as [`mma_allowed`](Self::mma_allowed), the 8-bit floats from sm_89 (the
+    /// simulator runs every engine).
+    pub(super) fn mma_allowed_on(&self, cc: (u32, u32)) -> bool {
+        self.mma_allowed()
+            && (<T as Scalar>::TY.size() != 1 || cc >= (8, 9) || crate::on_simulator())
     }
 
     pub(super) fn check_config(&self, cfg: &MatmulConfig) -> Result<()> {
@@ -254,7 +262,8 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         // along the tile's contiguous extent too.
         let vec = |o: &Operand, contig_k: bool, x_tile: u32| {
             let tile = if contig_k { cfg.block_k } else { x_tile };
-            !hopper && o.vec4_ok() && tile % 4 == 0
+            // (Four 8-bit elements are 4 bytes: no vector access moves them.)
+            !hopper && size >= 2 && o.vec4_ok() && tile % 4 == 0
         };
         Variant {
             cfg,

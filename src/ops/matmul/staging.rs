@@ -1,5 +1,5 @@
-//! Operands the Hopper engine's TMA cannot read as given, copied first: a tf32 operand that
-//! is not K-major (wgmma reads 32-bit operands K-major only: a row-major B, a column-major A)
+//! Operands the Hopper engine's TMA cannot read as given, copied first: a tf32 or 8-bit
+//! operand that is not K-major (wgmma reads them K-major only: a row-major B, a column-major A)
 //! is copied transposed, and an operand whose start, leading dimension or batch stride is not
 //! 16-byte aligned (odd sizes) is copied with its leading dimension padded. One strided copy
 //! per operand at the copy rate, into memory ordered on the stream (freed after the product),
@@ -32,7 +32,7 @@ pub(super) fn staged<'s, T: DeviceCopy>(
     }
     // A is K-major when row-major (K = its columns), B when column-major (K = its rows).
     for (o, k_major_is_row) in [(&mut out.a, true), (&mut out.b, false)] {
-        let row_major = if size == 4 {
+        let row_major = if size != 2 {
             k_major_is_row
         } else {
             o.row_major

@@ -4,7 +4,7 @@
 use half::{bf16, f16};
 
 use crate::codegen::{
-    DArray, Expr, Float, FragA, FragB, KernelBuilder, MmaInput, NdMut, ReadWrite, Scalar,
+    DArray, Expr, FragA, FragB, KernelBuilder, MmaInput, NdMut, ReadWrite, Scalar,
 };
 
 mod sealed {
@@ -12,13 +12,17 @@ mod sealed {
     impl Sealed for f32 {}
     impl Sealed for half::f16 {}
     impl Sealed for half::bf16 {}
+    impl Sealed for crate::ir::F8E4M3 {}
+    impl Sealed for crate::ir::F8E5M2 {}
 }
 
 /// An input element type of [`Matmul`](super::Matmul): `f32` (SIMT FMA, or tf32 on the tensor
-/// cores when allowed), `half::f16` and `half::bf16` (tensor cores on sm_80+, SIMT before);
+/// cores when allowed), `half::f16` and `half::bf16` (tensor cores on sm_80+, SIMT before), the
+/// 8-bit floats [`F8E4M3`](crate::F8E4M3) and [`F8E5M2`](crate::F8E5M2) (the wgmma engines on
+/// sm_90 with both operands read K-major, others staged so; `mma.sync` on sm_89; SIMT before);
 /// f32 accumulation for all. Each is also an output type.
 pub trait MatmulInput:
-    Float
+    Scalar
     + MmaInput<Acc = f32>
     + crate::codegen::WgmmaInput
     + MatmulOutput
@@ -223,8 +227,58 @@ macro_rules! ldmatrix_input {
 ldmatrix_input!(f16);
 ldmatrix_input!(bf16);
 
-/// An output element type of [`Matmul`](super::Matmul): `f32`, `half::f16`, `half::bf16`. The
-/// f32 result of the epilogue is rounded once to it (to nearest, ties to even).
+/// The 8-bit floats: element loads for `mma.sync` (sm_89's engine; `ldmatrix` has no 8-bit
+/// transpose before sm_100), the wgmma engines read shared memory themselves.
+macro_rules! element_input {
+    ($t:ty) => {
+        impl MatmulInput for $t {
+            fn frag_a(
+                k: &KernelBuilder,
+                sa: &NdMut<$t, 3>,
+                buf: Expr<u32>,
+                row0: Expr<u32>,
+                k0: u32,
+            ) -> FragA<$t> {
+                FragA::from_fn(k, |r, c| sa.at3(buf, row0 + r, c + k0))
+            }
+
+            fn frag_b(
+                k: &KernelBuilder,
+                sb: &NdMut<$t, 3>,
+                buf: Expr<u32>,
+                k0: u32,
+                col0: Expr<u32>,
+            ) -> FragB<$t> {
+                FragB::from_fn(k, |r, c| sb.at3(buf, r + k0, col0 + c))
+            }
+
+            fn frag_a_flat(
+                k: &KernelBuilder,
+                sh: &DArray<$t, 1, ReadWrite>,
+                _trans: bool,
+                idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+            ) -> FragA<$t> {
+                FragA::from_fn(k, |r, c| sh.at(idx(r, c)))
+            }
+
+            fn frag_b_flat(
+                k: &KernelBuilder,
+                sh: &DArray<$t, 1, ReadWrite>,
+                _trans: bool,
+                idx: &dyn Fn(Expr<u32>, Expr<u32>) -> Expr<u32>,
+            ) -> FragB<$t> {
+                FragB::from_fn(k, |r, c| sh.at(idx(r, c)))
+            }
+        }
+    };
+}
+
+element_input!(crate::ir::F8E4M3);
+element_input!(crate::ir::F8E5M2);
+
+/// An output element type of [`Matmul`](super::Matmul): `f32`, `half::f16`, `half::bf16`, and
+/// the 8-bit floats. The f32 result of the epilogue is rounded once to it (to nearest, ties to
+/// even; saturating for the 8-bit floats, as PTX's `cvt.rn.satfinite`).
 pub trait MatmulOutput: Scalar + sealed::Sealed + Send + Sync + 'static {
     /// The type's name in kernel names.
     const NAME: &'static str;
@@ -238,4 +292,10 @@ impl MatmulOutput for f16 {
 }
 impl MatmulOutput for bf16 {
     const NAME: &'static str = "bf16";
+}
+impl MatmulOutput for crate::ir::F8E4M3 {
+    const NAME: &'static str = "e4m3";
+}
+impl MatmulOutput for crate::ir::F8E5M2 {
+    const NAME: &'static str = "e5m2";
 }
