@@ -64,6 +64,7 @@ WORKS = [
     "matmul_tf32",
     "matmul_f16",
     "matmul_bf16",
+    "matmul_fp8",
     "matmul_batched",
     "matmul_splitk",
     "gemm_bias_gelu",
@@ -2171,12 +2172,53 @@ def one_matmul(r, work, shape, ty, fused=False):
         r.free_all()
 
 
+def one_scaled_mm(r, shape):
+    """torch._scaled_mm (cuBLAS's fp8 GEMM): e4m3 A (M x K, row-major) times e4m3 B (K x N,
+    column-major, as cuBLAS's fp8 GEMM needs), unit scales, bf16 out."""
+    b, m, n, k = shape
+    flops = 2 * b * m * n * k
+    label = matmul_label(shape, "e4m3")
+    work = "matmul_fp8"
+
+    def body():
+        lib = r.lib_for("torch")
+        t = lib.t
+        if not hasattr(t, "_scaled_mm") or not hasattr(t, "float8_e4m3fn"):
+            raise RuntimeError("this torch has no _scaled_mm / float8_e4m3fn")
+        a = lib.rand((m, k), -1.0, 1.0, r.next_seed()).to(t.float8_e4m3fn)
+        bt = lib.rand((n, k), -1.0, 1.0, r.next_seed()).to(t.float8_e4m3fn)
+        one = t.ones((), dtype=t.float32, device="cuda")
+        fn = lambda: t._scaled_mm(a, bt.t(), scale_a=one, scale_b=one,  # noqa: E731
+                                  out_dtype=t.bfloat16)
+        out = fn()
+        a64, b64 = a.double(), bt.double().t()
+        ref = t.matmul(a64, b64)
+        mag = t.matmul(a64.abs(), b64.abs())
+        lib.sync()
+        err = ((out.double() - ref).abs() / (mag + 1.0)).max().item()
+        if not err <= 1e-2:
+            raise AssertionError("%s %s: error %.2e relative to sum |a*b| exceeds 1e-2"
+                                 % (work, label, err))
+        del ref, mag, out
+        times = r.time("torch", fn)
+        ms = statistics.median(times)
+        return times, "%.1f TFLOP/s; within %.1e of float64 (relative to sum |a*b|)" % (
+            flops / (ms * 1e-3) / 1e12, err)
+
+    r.peer(work, "torch", "torch._scaled_mm(e4m3, e4m3 col-major, out_dtype=bf16)", body,
+           size=label, flops=flops)
+    r.free_all()
+
+
 def w_matmul(r):
     for work, ty in (("matmul_f32", "f32"), ("matmul_tf32", "tf32"), ("matmul_f16", "f16"),
                      ("matmul_bf16", "bf16")):
         if r.selected(work):
             for shape in matmul_shapes(r):
                 one_matmul(r, work, shape, ty)
+    if r.selected("matmul_fp8"):
+        for shape in matmul_shapes(r):
+            one_scaled_mm(r, shape)
     if r.selected("matmul_batched"):
         one_matmul(r, "matmul_batched", (8, 128, 128, 128) if r.args.quick else (64, 512, 512, 512),
                    "bf16")
@@ -2257,8 +2299,8 @@ RUNNERS = [
     (("peer_copy",), w_peer_copy),
     (("sum_1gpu", "add_1gpu", "scan_1gpu"), w_one_gpu),
     (("all_reduce", "sum_sharded", "add_sharded", "scan_sharded"), w_sharded),
-    (("matmul_f32", "matmul_tf32", "matmul_f16", "matmul_bf16", "matmul_batched",
-      "matmul_splitk", "gemm_bias_gelu"), w_matmul),
+    (("matmul_f32", "matmul_tf32", "matmul_f16", "matmul_bf16", "matmul_fp8",
+      "matmul_batched", "matmul_splitk", "gemm_bias_gelu"), w_matmul),
     (("attention", "attention_causal"), w_attention),
 ]
 

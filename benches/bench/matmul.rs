@@ -6,7 +6,9 @@
 //! against float64 dot products of the same inputs before it is timed; its record carries
 //! `flops` (2·M·N·K per product), which the report shows as TFLOP/s.
 
-use cudajit::ops::{Epilogue, EpilogueVectors, Matmul, MatmulConfig, MatmulInput, MatmulOutput};
+use cudajit::ops::{
+    Epilogue, EpilogueVectors, Matmul, MatmulConfig, MatmulInput, MatmulOutput, Transpose,
+};
 use cudajit::{bf16, f16};
 use ndarray::IxDyn;
 
@@ -66,6 +68,14 @@ impl HostEl for bf16 {
     }
     fn f64(self) -> f64 {
         self.to_f64()
+    }
+}
+impl HostEl for cudajit::F8E4M3 {
+    fn from_f32(x: f32) -> Self {
+        cudajit::F8E4M3::from_f32(x)
+    }
+    fn f64(self) -> f64 {
+        self.to_f32() as f64
     }
 }
 
@@ -201,9 +211,30 @@ impl Bench {
         run("matmul_bf16", &|sh| {
             self.one_matmul::<bf16, bf16>("matmul_bf16", "bf16", sh, Matmul::new())
         })?;
+        // e4m3 inputs, bf16 out, B column-major (stored N × K, used transposed), as cuBLAS's
+        // fp8 GEMM (`torch._scaled_mm`) takes them.
+        run("matmul_fp8", &|sh| {
+            let mm = Matmul::<cudajit::F8E4M3, bf16>::new().trans_b(Transpose::T);
+            self.one_matmul::<cudajit::F8E4M3, bf16>("matmul_fp8", "e4m3", sh, mm)
+        })?;
+        let hopper = self.c(self.ctx.device().compute_capability())? == (9, 0);
+        // Diagnostic rows (with `matmul_fp8`): the warp-specialised engine pinned.
+        if self.opts.selected("matmul_fp8") && hopper {
+            for (bm, bn, st, cl) in [(128, 128, 4, 1), (128, 128, 5, 2), (64, 256, 4, 1)] {
+                let cfg = MatmulConfig::wgmma_ws(bm, bn, 128, st).with_cluster_m(cl);
+                let work = format!("matmul_fp8_ws_{bm}x{bn}_s{st}_c{cl}");
+                for &sh in &shapes {
+                    let mm = Matmul::<cudajit::F8E4M3, bf16>::new()
+                        .trans_b(Transpose::T)
+                        .config(cfg);
+                    if let Err(e) = self.one_matmul(&work, "e4m3", sh, mm) {
+                        Rec::new(&work, &sh.label("e4m3")).error(&e).emit();
+                    }
+                }
+            }
+        }
         // Diagnostic rows (with `matmul_bf16`): the warp-specialised, persistent Hopper engine
         // pinned (tiles per consumer and stages in the work's name) beside the default's rows.
-        let hopper = self.c(self.ctx.device().compute_capability())? == (9, 0);
         if self.opts.selected("matmul_bf16") && hopper {
             let coop = (
                 "matmul_ws_coop_128x256_s3".to_string(),
@@ -389,8 +420,14 @@ impl Bench {
         let shaped = |v: &[T], r: usize, c: usize| {
             ndarray::ArrayD::from_shape_vec(dims(r, c), v.to_vec()).map_err(|e| e.to_string())
         };
+        // B stored N × K (used transposed: K-major) where the product transposes it.
+        let b_t = ty == "e4m3";
         let a = self.c(self.ctx.to_device(&shaped(&ha, m, k)?))?;
-        let b = self.c(self.ctx.to_device(&shaped(&hb, k, n)?))?;
+        let b = if b_t {
+            self.c(self.ctx.to_device(&shaped(&hb, n, k)?))?
+        } else {
+            self.c(self.ctx.to_device(&shaped(&hb, k, n)?))?
+        };
         // The bias in the output type, rounded as the input type rounds it (the types agree
         // in the fused row).
         let bias: Vec<O> = hbias
@@ -432,7 +469,12 @@ impl Bench {
             );
             let (mut dot, mut mag) = (0f64, 0f64);
             for x in 0..k {
-                let p = ha[(bi * m + row) * k + x].f64() * hb[(bi * k + x) * n + col].f64();
+                let bx = if b_t {
+                    hb[(bi * n + col) * k + x]
+                } else {
+                    hb[(bi * k + x) * n + col]
+                };
+                let p = ha[(bi * m + row) * k + x].f64() * bx.f64();
                 dot += p;
                 mag += p.abs();
             }
