@@ -38,8 +38,8 @@ trait El: MatmulOutput + cudajit::AnyBitPattern + std::fmt::Debug {
     /// The largest finite value, where an output saturates (the 8-bit floats).
     const MAX: f64 = f64::INFINITY;
     /// The tensor cores' accumulation error per instruction with these inputs, relative to
-    /// the magnitudes of its terms (the 8-bit floats: about 13 bits kept, see
-    /// tests/support/mma_model.rs); 0 where the f32 bound above covers it.
+    /// the magnitudes of its terms (the 8-bit floats: `2^-9`, see tests/support/mma_model.rs);
+    /// 0 where the f32 bound above covers it.
     const MMA_ACC: f64 = 0.0;
     /// Half the type's smallest step (an 8-bit output's subnormals: absolute rounding error).
     const ABS: f64 = 0.0;
@@ -108,7 +108,7 @@ macro_rules! fp8_el {
                 <$t>::from_f32(-3.0)
             }
             const MAX: f64 = $max;
-            const MMA_ACC: f64 = 1.0 / 4096.0;
+            const MMA_ACC: f64 = 1.0 / 512.0;
             const ABS: f64 = $abs;
         }
     )*};

@@ -4,7 +4,7 @@
 //! with the generators' special values: NaN, ±0, ±inf, subnormals, MIN/MAX), outputs poisoned
 //! first, every element of D checked against the host model of tests/support/mma_model.rs
 //! (float inputs: exact products summed in f64 per MMA, rounded once, tf32 inputs rounded
-//! first; on the GPU within `2^-20` of the sum of the terms' magnitudes, `2^-12` for the 8-bit
+//! first; on the GPU within `2^-20` of the sum of the terms' magnitudes, `2^-9` for the 8-bit
 //! floats (sm_89 and later); 8-bit integers exact,
 //! wrapping in i32, on both).
 

@@ -9,7 +9,7 @@
 //!   sum of the magnitudes of its terms, the incoming accumulator included (their internal
 //!   accumulation order and precision are not specified; over a long K the bound adds up:
 //!   wgmma over 14 instructions was seen 13 units off at 8.5e6), NaN as NaN.
-//! - 8-bit float inputs: the same model; the GPU within `2^-12` of the magnitudes (see
+//! - 8-bit float inputs: the same model; the GPU within `2^-9` of the magnitudes (see
 //!   `fp8_model!`).
 //! - 8-bit integer inputs: exact, wrapping in i32, on both.
 
@@ -149,8 +149,9 @@ impl MmaModel for u8 {
 }
 
 /// The 8-bit floats: the tensor cores accumulate their products with fewer bits than f32's
-/// (about 13-14 significant bits per instruction on Hopper: DeepSeek-V3's report, and what the
-/// GPU tests measure), so the GPU's bound is `2^-12` of the terms' magnitudes.
+/// (about 13-14 significant bits on Hopper, DeepSeek-V3's report; on an H100, driver 580.159,
+/// a 64×8 wgmma tile was 0.46 off at -530.7, 2^-10.2 of its terms' magnitudes), so the GPU's
+/// bound is `2^-9` of the terms' magnitudes per instruction.
 macro_rules! fp8_model {
     ($($t:ty),*) => {$(
         impl MmaModel for $t {
@@ -161,7 +162,7 @@ macro_rules! fp8_model {
                 <$t>::from_f32(((r.next_u64() % 65) as f32 - 32.0) / 16.0)
             }
             fn rel_err() -> f64 {
-                2f64.powi(-12)
+                2f64.powi(-9)
             }
         }
     )*};
@@ -190,6 +191,9 @@ pub fn check_product<T: MmaModel>(
 ) {
     let exact = cudajit::on_simulator();
     let mut bad = Vec::new();
+    // The worst error relative to the terms' magnitudes (printed: what the bound is checked
+    // against).
+    let mut worst = 0f64;
     for i in 0..m {
         for j in 0..n {
             let products: Vec<f64> = (0..k)
@@ -204,11 +208,19 @@ pub fn check_product<T: MmaModel>(
                 <T::Acc as AccModel>::model(acc, ps)
             });
             let g = got[i * n + j];
+            let err = (g.to_f64() - want.to_f64()).abs();
+            if err.is_finite() && magnitude > 0.0 {
+                worst = worst.max(err / magnitude);
+            }
             if !<T::Acc as AccModel>::close(g, want, magnitude * T::rel_err(), exact) {
                 bad.push(format!("D[{i}][{j}] = {g:?}, want {want:?} (C {cij:?})"));
             }
         }
     }
+    println!(
+        "{name}: worst |error| / magnitude {worst:.2e} (bound {:.2e})",
+        T::rel_err()
+    );
     assert!(
         bad.is_empty(),
         "{name}: {} of {} elements differ, e.g.\n{}",
