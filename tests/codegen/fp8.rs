@@ -74,3 +74,13 @@ fn casts_compile_to_cvt_for_sm89_and_sm90() {
         "{err}"
     );
 }
+
+/// docs/GUIDE.md's fp8 kernel is tests/gpu/fp8.rs's (which runs it and checks it).
+#[test]
+fn documented_quantisation_is_the_gpu_test() {
+    crate::hopper::guide_block_is_in(
+        "8-bit floats (fp8)",
+        include_str!("../gpu/fp8.rs"),
+        "tests/gpu/fp8.rs",
+    );
+}

@@ -145,7 +145,7 @@ fn documented_hopper_tile_is_the_example() {
 
 /// Every line of the first rust block of docs/GUIDE.md's section `heading` stands in
 /// `example` (an example's source), in the same order (indentation aside).
-fn guide_block_is_in(heading: &str, example: &str, name: &str) {
+pub(crate) fn guide_block_is_in(heading: &str, example: &str, name: &str) {
     let guide = include_str!("../../docs/GUIDE.md");
     let block = guide
         .split_once(&format!("\n### {heading}\n"))

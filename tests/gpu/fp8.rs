@@ -389,3 +389,65 @@ fn comparisons_compare_values() {
     pairs::<F8E4M3>();
     pairs::<F8E5M2>();
 }
+
+type Quant = (
+    &'static [f32],
+    &'static mut [F8E4M3],
+    &'static mut [f32],
+    f32,
+);
+
+/// The quantisation kernel of docs/GUIDE.md ("8-bit floats (fp8)"; its lines are checked to
+/// stand here by tests/codegen/fp8.rs).
+fn quant() -> cudajit::Result<Kernel<Quant>> {
+    // Quantise f32 to e4m3 with a scale, and back (dequantised) for a check.
+    let k = Kernel::<Quant>::build("quant", |k, (x, q, back, s)| {
+        let i = k.grid1();
+        k.if_(i.lt(x.len()), |_| {
+            let v = (x.at(i) * s).cast::<F8E4M3>(); // rounded once, saturating at ±448
+            q.set(i, v);
+            back.set(i, v.cast::<f32>() / s);
+        });
+    })?;
+    Ok(k)
+}
+
+/// The guide's kernel on special values: every output against `F8E4M3::from_f32(x * s)`.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn guide_quantisation_kernel() {
+    let c = ctx();
+    if !has_fp8(&c) {
+        println!("skipped: fp8 casts need sm_89");
+        return;
+    }
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let n = 10_000;
+    let x = crate::common::special_f32(&mut rng, n);
+    let scale = 0.75f32;
+    let dx = s.to_device(&x).unwrap();
+    let mut q = s.to_device(&vec![F8E4M3::from_bits(0x5a); n]).unwrap();
+    let mut back = s.to_device(&vec![f32::from_bits(0x7fa5_a5a5); n]).unwrap();
+    quant()
+        .unwrap()
+        .launch(
+            &s,
+            LaunchConfig::for_num_elems(n, 256).unwrap(),
+            (&dx, &mut q, &mut back, scale),
+        )
+        .unwrap();
+    let (gq, gb) = (q.to_vec_async(&s).unwrap(), back.to_vec_async(&s).unwrap());
+    for i in 0..n {
+        let want = F8E4M3::from_f32(x[i] * scale);
+        let wb = want.to_f32() / scale;
+        assert!(
+            (gq[i] == want || (gq[i].is_nan() && want.is_nan()))
+                && (gb[i].to_bits() == wb.to_bits() || (gb[i].is_nan() && wb.is_nan())),
+            "x = {}: {:?} and {}, want {want:?} and {wb}",
+            x[i],
+            gq[i],
+            gb[i]
+        );
+    }
+}
