@@ -10,7 +10,11 @@
 //!
 //! - [`Communicator`]: one rank of a communicator: [`Communicator::init_all`] over devices of
 //!   this process (`ncclCommInitAll`), or [`Communicator::init_rank`] with a [`UniqueId`] that
-//!   the user passes between processes (`ncclGetUniqueId` / `ncclCommInitRank`).
+//!   the user passes between processes (`ncclGetUniqueId` / `ncclCommInitRank`), or
+//!   [`Communicator::from_env`] / [`Communicator::with_rendezvous`], where the processes meet
+//!   through a [`Rendezvous`] (torch's `MASTER_ADDR`/`MASTER_PORT`/`RANK`/`WORLD_SIZE` and a
+//!   small TCP store, a shared file, or given bytes), with a time limit: a rank that never
+//!   arrives is an error on every rank, not a hang.
 //! - Collectives on cudajit streams and device arrays: [`Communicator::all_reduce`],
 //!   [`broadcast`](Communicator::broadcast), [`reduce`](Communicator::reduce),
 //!   [`all_gather`](Communicator::all_gather), [`reduce_scatter`](Communicator::reduce_scatter),
@@ -27,12 +31,14 @@
 mod collectives;
 mod comm;
 mod dtype;
+mod rendezvous;
 mod result;
 mod shapes;
 
 pub use collectives::group;
 pub use comm::{Communicator, UniqueId, UNIQUE_ID_BYTES};
 pub use dtype::{NcclType, ReduceOp};
+pub use rendezvous::Rendezvous;
 pub use result::NcclCode;
 
 use crate::error::Result;
