@@ -67,14 +67,67 @@ fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-/// Device memory in use on each device, bytes.
+/// Device memory in use on each device, bytes: this process's own where `nvidia-smi` lists it
+/// (`--query-compute-apps`: other processes on the GPUs, e.g. a fuzzing campaign beside the
+/// soak, do not count), else the whole device's.
 fn device_used(ctxs: &[Context]) -> Result<Vec<u64>> {
+    if let Some(own) = own_device_memory(ctxs) {
+        return Ok(own);
+    }
     ctxs.iter()
         .map(|c| {
             let (free, total) = c.memory_info()?;
             Ok((total - free) as u64)
         })
         .collect()
+}
+
+/// This process's device memory on each of `ctxs`' devices, as `nvidia-smi` reports it (MiB
+/// granularity); `None` where it cannot say (no nvidia-smi, or another PID namespace).
+fn own_device_memory(ctxs: &[Context]) -> Option<Vec<u64>> {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("nvidia-smi")
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let gpus = run(&["--query-gpu=index,pci.bus_id", "--format=csv,noheader"])?;
+    let apps = run(&[
+        "--query-compute-apps=pid,gpu_bus_id,used_memory",
+        "--format=csv,noheader,nounits",
+    ])?;
+    let me = std::process::id().to_string();
+    let mut per_bus = std::collections::HashMap::new();
+    let mut seen = false;
+    for line in apps.lines() {
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        if f.len() == 3 && f[0] == me {
+            seen = true;
+            *per_bus.entry(f[1].to_lowercase()).or_insert(0u64) += f[2].parse::<u64>().ok()? << 20;
+        }
+    }
+    if !seen {
+        return None;
+    }
+    // nvidia-smi's index order is the PCI order, which CUDA's default order follows.
+    let buses: Vec<String> = gpus
+        .lines()
+        .filter_map(|l| l.split(',').nth(1).map(|b| b.trim().to_lowercase()))
+        .collect();
+    Some(
+        (0..ctxs.len())
+            .map(|k| {
+                buses
+                    .get(k)
+                    .and_then(|b| per_bus.get(b))
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect(),
+    )
 }
 
 /// Megabytes of each device's reading, for printing.
@@ -143,8 +196,13 @@ fn run(threads: usize, seconds: u64) -> Result<()> {
     }
     let (dev0, rss0) = (device_used(&ctxs)?, rss_bytes());
     println!(
-        "after warm-up: device memory in use {} MiB, host RSS {:.1} MiB",
+        "after warm-up: device memory in use {} MiB ({}), host RSS {:.1} MiB",
         mib(&dev0),
+        if own_device_memory(&ctxs).is_some() {
+            "this process's, from nvidia-smi"
+        } else {
+            "the whole device's"
+        },
         rss0 as f64 / 1048576.0
     );
 
