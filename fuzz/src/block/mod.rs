@@ -23,6 +23,7 @@
 //! order the hardware may choose), [`check`] (runs, compares, minimises and reports).
 
 pub mod check;
+pub mod elem;
 pub mod gen;
 pub mod lower;
 pub mod model;

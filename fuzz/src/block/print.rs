@@ -273,6 +273,66 @@ fn used_inputs(p: &BlockProg) -> Vec<(Ty, u8)> {
     v
 }
 
+/// What a program refers to: variables, columns, tables, targets (the reproducer declares
+/// only these).
+#[derive(Default)]
+struct Used {
+    vars: Vec<bool>,
+    cols: Vec<bool>,
+    tables: Vec<bool>,
+    targets: Vec<bool>,
+}
+
+fn used(p: &BlockProg) -> Used {
+    let mut u = Used {
+        vars: vec![false; p.vars.len()],
+        cols: vec![false; p.cols.len()],
+        tables: vec![false; p.tables.len()],
+        targets: vec![false; p.targets.len()],
+    };
+    super::shrink::each_tree(p, &mut |n| {
+        for s in n.subtrees() {
+            if let Node::Var(_, v) = s {
+                u.vars[*v as usize] = true;
+            }
+        }
+    });
+    for ph in &p.phases {
+        super::walk(&ph.stmts, &mut |s| match s {
+            Stmt::Set { dst, .. } | Stmt::Warp { dst, .. } => u.vars[*dst as usize] = true,
+            Stmt::Store { col, .. } => u.cols[*col as usize] = true,
+            Stmt::Load { dst, col, .. } => {
+                u.vars[*dst as usize] = true;
+                u.cols[*col as usize] = true;
+            }
+            Stmt::Const { dst, table, .. } => {
+                u.vars[*dst as usize] = true;
+                u.tables[*table as usize] = true;
+            }
+            Stmt::TargetRead { dst, target, .. } => {
+                if let Some(d) = dst {
+                    u.vars[*d as usize] = true;
+                }
+                u.targets[*target as usize] = true;
+            }
+            Stmt::Atomic(a) => {
+                if let Some(d) = a.dst {
+                    u.vars[d as usize] = true;
+                }
+                u.targets[a.target as usize] = true;
+            }
+            _ => {}
+        });
+        match &ph.barrier {
+            Barrier::Sync => {}
+            Barrier::Count { dst, .. } | Barrier::And { dst, .. } | Barrier::Or { dst, .. } => {
+                u.vars[*dst as usize] = true
+            }
+        }
+    }
+    u
+}
+
 /// The builder code of `p` as the fuzzer runs it alone (block 0 of a one-block launch).
 pub fn rust(p: &BlockProg, contract: bool) -> String {
     let lay = Layout::of(std::slice::from_ref(p));
@@ -311,7 +371,14 @@ pub fn rust(p: &BlockProg, contract: bool) -> String {
         };
         pr.line(1, &format!("let x_{}_{slot} = {conv};", t.name()));
     }
-    let mut tys: Vec<Ty> = p.cols.clone();
+    let u = used(p);
+    let mut tys: Vec<Ty> = p
+        .cols
+        .iter()
+        .zip(&u.cols)
+        .filter(|(_, &x)| x)
+        .map(|(t, _)| *t)
+        .collect();
     tys.sort_by_key(|t| t.index());
     tys.dedup();
     for t in tys {
@@ -324,7 +391,9 @@ pub fn rust(p: &BlockProg, contract: bool) -> String {
     let mut atys: Vec<ATy> = p
         .targets
         .iter()
-        .filter(|t| t.space == Space::Shared)
+        .zip(&u.targets)
+        .filter(|(t, &x)| x && t.space == Space::Shared)
+        .map(|(t, _)| t)
         .map(|t| t.ty)
         .collect();
     atys.dedup();
@@ -345,7 +414,7 @@ pub fn rust(p: &BlockProg, contract: bool) -> String {
             );
         }
     }
-    for (i, t) in p.tables.iter().enumerate() {
+    for (i, t) in p.tables.iter().enumerate().filter(|(i, _)| u.tables[*i]) {
         let xs: Vec<String> = t
             .data
             .iter()
@@ -356,7 +425,7 @@ pub fn rust(p: &BlockProg, contract: bool) -> String {
             &format!("let table{i} = k.const_array(&[{}]);", xs.join(", ")),
         );
     }
-    for (i, t) in p.targets.iter().enumerate() {
+    for (i, t) in p.targets.iter().enumerate().filter(|(i, _)| u.targets[*i]) {
         if t.ty.is_float() {
             let xs: Vec<String> = t.table.iter().map(|&b| lit_a(t.ty, b)).collect();
             pr.line(
@@ -375,7 +444,7 @@ pub fn rust(p: &BlockProg, contract: bool) -> String {
             ),
         );
     }
-    for (i, t) in p.vars.iter().enumerate() {
+    for (i, t) in p.vars.iter().enumerate().filter(|(i, _)| u.vars[*i]) {
         if i == 0 {
             pr.line(1, "let v0 = k.var(tid);");
         } else {
@@ -391,7 +460,7 @@ pub fn rust(p: &BlockProg, contract: bool) -> String {
     if p.targets.iter().any(|t| t.space == Space::Shared) {
         pr.line(1, "k.if_(tid.eq(0u32), |_| {");
         for (i, t) in p.targets.iter().enumerate() {
-            if t.space == Space::Shared {
+            if t.space == Space::Shared && u.targets[i] {
                 let (arr, base) = pr.target(i as u8);
                 for (w, &b) in t.init.iter().enumerate() {
                     pr.line(
