@@ -313,6 +313,31 @@ impl G<'_> {
             let masks = self.masks(&WarpOp::All);
             return Stmt::ActiveMask { masks, slot: 0 };
         }
+        if self.below(4) == 0 {
+            let op = match self.below(6) {
+                0 => WarpOp::All,
+                1 => WarpOp::Any,
+                2 => WarpOp::Eq,
+                3 => WarpOp::Ballot,
+                4 => WarpOp::MatchAny,
+                _ => WarpOp::MatchAll,
+            };
+            let vty = match op {
+                WarpOp::MatchAny | WarpOp::MatchAll => pick(self.rng, &NUM_TYS),
+                _ => Ty::Bool,
+            };
+            let cond = self.tree(Ty::Bool, 3);
+            let value = self.tree(vty, 2);
+            let dst = self.dst(op.result_ty(vty));
+            return Stmt::WarpIf {
+                cond,
+                dst,
+                op,
+                value,
+                mslot: 0,
+                slot: 0,
+            };
+        }
         let op = match self.below(10) {
             0 => WarpOp::ShflIdx(self.tree(Ty::U32, 2)),
             1 => WarpOp::ShflUp(1 + self.below(31) as u8),

@@ -319,6 +319,25 @@ impl PLower<'_> {
                     self.set(*dst, r, *slot);
                 });
             }
+            Stmt::WarpIf {
+                cond,
+                dst,
+                op,
+                value,
+                mslot,
+                slot,
+            } => {
+                let D::B(c) = self.node(cond) else {
+                    unreachable!("a condition is bool")
+                };
+                k.if_(c, |k| {
+                    let mask = k.activemask();
+                    self.emit(*mslot, mask.cast());
+                    let v = self.node(value);
+                    let r = self.warp(k, op, &[], mask, v);
+                    self.set(*dst, r, *slot);
+                });
+            }
             Stmt::ActiveMask { masks, slot } => {
                 let mask = self.mask(k, masks);
                 let lane = k.lane_id();

@@ -30,6 +30,7 @@ pub mod model;
 pub mod print;
 pub mod serial;
 pub mod shrink;
+pub mod warp_model;
 
 use super::tree::{Node, Ty};
 
@@ -343,6 +344,18 @@ pub enum Stmt {
         masks: Vec<u32>,
         slot: u16,
     },
+    /// `if cond { let m = activemask(); v = op(m, value) }`: a vote, ballot or match over the
+    /// lanes that run the branch together (`m`, stored to `mslot`, which the model takes from
+    /// the device and checks: a subset of the lanes with `cond` that holds the lane, the same
+    /// for every lane it names).
+    WarpIf {
+        cond: Node,
+        dst: u8,
+        op: WarpOp,
+        value: Node,
+        mslot: u16,
+        slot: u16,
+    },
 }
 
 /// How a phase ends.
@@ -437,6 +450,11 @@ impl BlockProg {
                     | Stmt::Atomic(Atomic { slot, .. }) => {
                         *slot = *n;
                         *n += 1;
+                    }
+                    Stmt::WarpIf { mslot, slot, .. } => {
+                        *mslot = *n;
+                        *slot = *n + 1;
+                        *n += 2;
                     }
                     Stmt::Store { .. } => {}
                     Stmt::If { then, els, .. } => {

@@ -27,6 +27,7 @@ use super::super::model::Model;
 use super::super::tree::{Node, Ty, Val};
 use super::lower::members;
 use super::serial::{self, Op};
+use super::warp_model::lane_result;
 use super::{Atomic, Barrier, BlockProg, Stmt, WarpOp};
 
 /// What an output word must hold.
@@ -217,7 +218,7 @@ impl St<'_> {
                     self.stmts(t, body);
                 }
             }
-            Stmt::Warp { .. } | Stmt::ActiveMask { .. } => {
+            Stmt::Warp { .. } | Stmt::ActiveMask { .. } | Stmt::WarpIf { .. } => {
                 unreachable!("warp statements run for the whole warp")
             }
         }
@@ -300,67 +301,99 @@ impl St<'_> {
             for &l in &lanes {
                 vals[l] = self.eval(w * 32 + l, value);
             }
-            let all: Option<Vec<Val>> = lanes.iter().map(|&l| vals[l]).collect();
-            let preds: Option<Vec<bool>> = all
-                .as_ref()
-                .map(|v| v.iter().map(|x| *x == Val::Bool(true)).collect());
-            let bits_eq = |a: Option<Val>, b: Option<Val>| -> Option<bool> {
-                Some(a?.to_bits() == b?.to_bits())
-            };
             for &l in &lanes {
                 let t = w * 32 + l;
-                let src = |s: usize| Some(s).filter(|s| m >> s & 1 == 1);
-                let r: Option<Val> = match op {
-                    WarpOp::ShflIdx(n) => self.u32_of(t, n).and_then(|x| {
+                let idx_src = match op {
+                    WarpOp::ShflIdx(n) => self.u32_of(t, n).map(|x| {
                         let (mem, cnt) = members(masks);
-                        let c = cnt[w];
-                        src(mem[w * 32 + (x % c) as usize] as usize).and_then(|s| vals[s])
+                        mem[w * 32 + (x % cnt[w]) as usize] as usize
                     }),
-                    WarpOp::ShflUp(d) => {
-                        let d = *d as usize;
-                        src(if l >= d { l - d } else { l }).and_then(|s| vals[s])
-                    }
-                    WarpOp::ShflDown(d) => {
-                        let d = *d as usize;
-                        src(if l + d <= 31 { l + d } else { l }).and_then(|s| vals[s])
-                    }
-                    WarpOp::ShflXor(x) => src(l ^ *x as usize).and_then(|s| vals[s]),
-                    WarpOp::All => preds.as_ref().map(|p| Val::Bool(p.iter().all(|&x| x))),
-                    WarpOp::Any => preds.as_ref().map(|p| Val::Bool(p.iter().any(|&x| x))),
-                    WarpOp::Eq => preds
-                        .as_ref()
-                        .map(|p| Val::Bool(p.iter().all(|&x| x) || p.iter().all(|&x| !x))),
-                    WarpOp::Ballot => preds.as_ref().map(|p| {
-                        Val::U32(
-                            lanes
-                                .iter()
-                                .zip(p)
-                                .filter(|(_, &x)| x)
-                                .map(|(&l, _)| 1u32 << l)
-                                .sum(),
-                        )
-                    }),
-                    WarpOp::MatchAny => {
-                        let mut r = Some(0u32);
-                        for &o in &lanes {
-                            match (r, bits_eq(vals[l], vals[o])) {
-                                (Some(x), Some(true)) => r = Some(x | 1 << o),
-                                (Some(_), Some(false)) => {}
-                                _ => r = None,
-                            }
-                        }
-                        r.map(Val::U32)
-                    }
-                    WarpOp::MatchAll => {
-                        let same: Option<bool> = lanes
-                            .iter()
-                            .map(|&o| bits_eq(vals[l], vals[o]))
-                            .try_fold(true, |acc, x| x.map(|x| acc && x));
-                        same.map(|s| Val::U32(if s { m } else { 0 }))
-                    }
+                    _ => None,
                 };
+                let r = lane_result(op, l, m, &vals, idx_src);
                 // A NaN moved by a shuffle keeps its bits; a value the model leaves open stays open.
                 self.set(t, *dst, r, slot);
+            }
+        }
+    }
+
+    /// A vote, ballot or match under a per-thread condition, over `activemask()`: the
+    /// device's masks must hold their lane, name only lanes that took the branch, and agree
+    /// between the lanes they name; each lane's result is then computed over its mask.
+    fn warp_if(&mut self, s: &Stmt) {
+        let Stmt::WarpIf {
+            cond,
+            dst,
+            op,
+            value,
+            mslot,
+            slot,
+        } = s
+        else {
+            unreachable!()
+        };
+        let (dst, mslot, slot) = (*dst as usize, *mslot as usize, *slot as usize);
+        for w in 0..self.p.warps() {
+            let valid = self.p.valid_lanes(w);
+            let lanes: Vec<usize> = (0..32).filter(|l| valid >> l & 1 == 1).collect();
+            let conds: Vec<Option<bool>> = lanes
+                .iter()
+                .map(|&l| match self.eval(w * 32 + l, cond) {
+                    Some(Val::Bool(c)) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            if conds.iter().any(Option::is_none) {
+                // Which lanes run it is open: so is what they get.
+                for (&l, c) in lanes.iter().zip(&conds) {
+                    if *c != Some(false) {
+                        let t = w * 32 + l;
+                        self.vars[t][dst] = None;
+                        self.want[t][mslot] = Want::Open;
+                        self.want[t][slot] = Want::Open;
+                    }
+                }
+                continue;
+            }
+            let ran: u32 = lanes
+                .iter()
+                .zip(&conds)
+                .filter(|(_, c)| **c == Some(true))
+                .map(|(&l, _)| 1u32 << l)
+                .sum();
+            let mut vals = [None; 32];
+            for (l, v) in vals.iter_mut().enumerate() {
+                if ran >> l & 1 == 1 {
+                    *v = self.eval(w * 32 + l, value);
+                }
+            }
+            let mut groups = Vec::new();
+            for l in (0..32).filter(|l| ran >> l & 1 == 1) {
+                let t = w * 32 + l;
+                let m = self.rows[t][mslot] as u32;
+                self.want[t][mslot] = Want::Mask {
+                    must: 1 << l,
+                    may: ran,
+                };
+                let agree = (0..32)
+                    .filter(|o| m >> o & 1 == 1)
+                    .all(|o| ran >> o & 1 == 1 && self.rows[w * 32 + o][mslot] as u32 == m);
+                let r = if agree && m >> l & 1 == 1 {
+                    if !groups.contains(&m) {
+                        groups.push(m);
+                        self.stats.warp_calls += 1;
+                        self.stats.warp_lanes += m.count_ones() as usize;
+                    }
+                    lane_result(op, l, m, &vals, None)
+                } else {
+                    self.errors.push(format!(
+                        "warp {w} lane {l}: activemask() gave {m:#x}, which the lanes it names do \
+                         not all give (lanes that took the branch: {ran:#x})"
+                    ));
+                    None
+                };
+                self.vars[t][dst] = r;
+                self.want[t][slot] = Want::Val(r);
             }
         }
     }
@@ -462,6 +495,7 @@ pub fn model(p: &BlockProg, inputs: &[Vec<Val>], rows: &[&[u64]], contract: bool
         for s in &ph.stmts {
             match s {
                 Stmt::Warp { .. } | Stmt::ActiveMask { .. } => st.warp(s),
+                Stmt::WarpIf { .. } => st.warp_if(s),
                 _ => {
                     for t in 0..n {
                         st.stmt(t, s);

@@ -237,6 +237,25 @@ impl P<'_> {
                 self.set(d + 1, *dst, &call, *slot);
                 self.line(d, "});");
             }
+            Stmt::WarpIf {
+                cond,
+                dst,
+                op,
+                value,
+                mslot,
+                slot,
+            } => {
+                self.line(d, &format!("k.if_({}, |k| {{", tree(cond)));
+                self.line(d + 1, "let mask = k.activemask();");
+                self.emit(d + 1, *mslot, "mask.cast::<u64>()");
+                let v = tree(value);
+                let call = match op {
+                    WarpOp::MatchAll => format!("k.match_all_sync(mask, {v}).0"),
+                    _ => format!("k.{}(mask, {v})", op.name()),
+                };
+                self.set(d + 1, *dst, &call, *slot);
+                self.line(d, "});");
+            }
             Stmt::ActiveMask { masks, slot } => {
                 self.line(d, &format!("let mask = {};", self.mask(masks)));
                 self.line(d, "k.if_(((mask >> k.lane_id()) & 1u32).ne(0u32), |k| {");
@@ -299,7 +318,9 @@ fn used(p: &BlockProg) -> Used {
     });
     for ph in &p.phases {
         super::walk(&ph.stmts, &mut |s| match s {
-            Stmt::Set { dst, .. } | Stmt::Warp { dst, .. } => u.vars[*dst as usize] = true,
+            Stmt::Set { dst, .. } | Stmt::Warp { dst, .. } | Stmt::WarpIf { dst, .. } => {
+                u.vars[*dst as usize] = true
+            }
             Stmt::Store { col, .. } => u.cols[*col as usize] = true,
             Stmt::Load { dst, col, .. } => {
                 u.vars[*dst as usize] = true;

@@ -41,6 +41,10 @@ fn stmt_trees(s: &mut Stmt, f: &mut dyn FnMut(&mut Node)) {
             }
             f(value);
         }
+        Stmt::WarpIf { cond, value, .. } => {
+            f(cond);
+            f(value);
+        }
         Stmt::ActiveMask { .. } => {}
     }
 }
