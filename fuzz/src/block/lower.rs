@@ -167,10 +167,15 @@ fn const_read(k: &KernelBuilder, ty: Ty, data: &[u64], i: Expr<u32>) -> D {
     }
 }
 
-/// The global arrays of the kernel, by type.
+/// What the kernel declares for every program: the global arrays by type, the thread's
+/// inputs, the shared columns and targets by type, and the output layout.
 struct Globals {
     out: SliceMut<u64>,
     arrs: Vec<(ATy, TArr)>,
+    inputs: Vec<D>,
+    shared: Vec<(ATy, TArr)>,
+    cols: Vec<(Ty, Col)>,
+    lay: Layout,
 }
 
 fn zero(ty: Ty) -> D {
@@ -481,16 +486,8 @@ fn shared_counts(progs: &[BlockProg]) -> Vec<(ATy, usize)> {
 }
 
 /// Lowers program `j` (the body of `if block_idx == j`).
-fn program(
-    k: &KernelBuilder,
-    j: usize,
-    p: &BlockProg,
-    lay: &Layout,
-    inputs: &[D],
-    shared: &[(ATy, TArr)],
-    cols: &[(Ty, Col)],
-    g: &Globals,
-) {
+fn program(k: &KernelBuilder, j: usize, p: &BlockProg, g: &Globals) {
+    let (lay, inputs, shared, cols) = (&g.lay, &g.inputs, &g.shared, &g.cols);
     let tid = k.thread_idx().x;
     let vars: Vec<Option<V>> = p
         .vars
@@ -616,21 +613,6 @@ pub fn kernel(
         name,
         opts,
         |k, (inp, out, gu32, gi32, gi64, gf32, gf64, gi8, gu8, gu16, gf16, gbf16)| {
-            let g = Globals {
-                out,
-                arrs: vec![
-                    (ATy::U32, TArr::U32(gu32)),
-                    (ATy::I32, TArr::I32(gi32)),
-                    (ATy::I64, TArr::I64(gi64)),
-                    (ATy::F32, TArr::F32(gf32, None)),
-                    (ATy::F64, TArr::F64(gf64, None)),
-                    (ATy::I8, TArr::I8(gi8)),
-                    (ATy::U8, TArr::U8(gu8)),
-                    (ATy::U16, TArr::U16(gu16)),
-                    (ATy::F16, TArr::F16(gf16, None)),
-                    (ATy::BF16, TArr::BF16(gbf16, None)),
-                ],
-            };
             let tid = k.thread_idx().x;
             let base = tid.cast::<u64>() * INPUTS as u64;
             let inputs: Vec<D> = (0..INPUTS)
@@ -646,11 +628,28 @@ pub fn kernel(
                 .filter(|&(_, n)| n > 0)
                 .map(|(t, n)| (t, shared_tarr(k, t, n * MAX_WORDS)))
                 .collect();
+            let g = Globals {
+                out,
+                arrs: vec![
+                    (ATy::U32, TArr::U32(gu32)),
+                    (ATy::I32, TArr::I32(gi32)),
+                    (ATy::I64, TArr::I64(gi64)),
+                    (ATy::F32, TArr::F32(gf32, None)),
+                    (ATy::F64, TArr::F64(gf64, None)),
+                    (ATy::I8, TArr::I8(gi8)),
+                    (ATy::U8, TArr::U8(gu8)),
+                    (ATy::U16, TArr::U16(gu16)),
+                    (ATy::F16, TArr::F16(gf16, None)),
+                    (ATy::BF16, TArr::BF16(gbf16, None)),
+                ],
+                inputs,
+                shared,
+                cols,
+                lay,
+            };
             let blk = k.block_idx().x;
             for (j, p) in progs.iter().enumerate() {
-                k.if_(blk.eq(j as u32), |k| {
-                    program(k, j, p, &lay, &inputs, &shared, &cols, &g)
-                });
+                k.if_(blk.eq(j as u32), |k| program(k, j, p, &g));
             }
         },
     )?;

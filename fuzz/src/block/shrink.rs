@@ -194,7 +194,7 @@ pub fn smaller(p: &BlockProg) -> Vec<BlockProg> {
                     .subtrees()
                     .into_iter()
                     .filter(|s| s.ty() == ty && s.size() < t.size())
-                    .map(|s| s.clone())
+                    .cloned()
                     .collect();
                 subs.sort_by_key(|s| s.size());
                 subs.dedup();
