@@ -4,6 +4,9 @@
 
 use cudajit_fuzz::check::{run, Config, Contract};
 
+#[path = "support/ptxas.rs"]
+mod ptxas;
+
 fn config(trees: usize, programs: usize) -> Config {
     Config {
         trees,
@@ -119,16 +122,60 @@ fn fixed_seed_block_programs_match_the_host_model_on_the_simulator() {
     assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
 }
 
-/// The block programs through LLVM to PTX for sm_90 (no device): every kernel must compile.
+/// A slice of block programs on the GPU (the GPU bundle runs it): atomics in the hardware's own
+/// orders, warp intrinsics with partial masks and `activemask` under independent thread
+/// scheduling.
 #[test]
-fn fixed_seed_block_programs_compile_to_ptx() {
+#[ignore = "needs a CUDA GPU"]
+fn block_programs_match_the_host_model_on_the_gpu() {
     use cudajit_fuzz::block::check as block;
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = block::Config {
+        programs: 32 * 40,
+        seed: 20261127,
+        minimise: 3,
+        ..block::Config::default()
+    };
+    let mut lines = Vec::new();
+    let r = block::run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    assert_eq!(r.programs, cfg.programs);
+    assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+}
+
+/// The block programs through LLVM to PTX for sm_90 (no device), each kernel assembled by
+/// ptxas (as the codegen tests do: `CUDAJIT_PTXAS`, PATH, or the nvcc wheel).
+#[test]
+fn fixed_seed_block_programs_compile_to_ptx_and_pass_ptxas() {
+    use cudajit_fuzz::block::{check as block, lower};
     let cfg = block::Config {
         programs: 32 * 4,
         seed: 20261127,
         ..block::Config::default()
     };
     assert_eq!(block::compile_only(&cfg, (9, 0), |_| {}).unwrap(), 4);
+    let dir = std::env::temp_dir().join(format!("cudajit-fuzz-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = cudajit::codegen::PtxOptions::for_cc(9, 0);
+    for b in 0..4 {
+        let seed = cfg.seed + b;
+        let progs = block::batch(seed, &cfg);
+        let (k, _) = lower::kernel("fuzzb", &progs, cfg.contract.for_seed(seed)).unwrap();
+        let src = dir.join(format!("block-{seed}.ptx"));
+        std::fs::write(&src, k.compile_ptx(&opts).unwrap()).unwrap();
+        let out = std::process::Command::new(ptxas::ptxas())
+            .arg("-arch=sm_90")
+            .arg(&src)
+            .arg("-o")
+            .arg(dir.join(format!("block-{seed}.cubin")))
+            .output()
+            .expect("running ptxas");
+        assert!(
+            out.status.success(),
+            "ptxas rejected block batch {seed}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The check of the atomics' old values (`block::serial`) accepts every order and only those:
