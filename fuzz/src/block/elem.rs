@@ -209,8 +209,17 @@ pub(super) fn atomic_t<T: AtomElem>(
     (T::bits(old), T::to_d(old))
 }
 
-pub(super) fn read_t<T: AtomElem>(a: SliceMut<T>, index: Expr<u64>) -> (Expr<u64>, Option<D>) {
-    let x = a.at(index);
+/// `a[index]`, read plainly or as a relaxed atomic load.
+pub(super) fn read_t<T: AtomElem>(
+    a: SliceMut<T>,
+    index: Expr<u64>,
+    atomic: bool,
+) -> (Expr<u64>, Option<D>) {
+    let x = if atomic {
+        a.atomic_load(index)
+    } else {
+        a.at(index)
+    };
     (T::bits(x), T::to_d(x))
 }
 

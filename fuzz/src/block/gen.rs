@@ -179,7 +179,13 @@ impl G<'_> {
     }
 
     /// A statement that does not synchronise and touches no column or target it may not.
-    fn simple(&mut self, readable_cols: &[u8], readable_targets: &[u8]) -> Stmt {
+    /// `busy_targets` (with atomics in this phase) are read only with `atomic_load`.
+    fn simple(
+        &mut self,
+        readable_cols: &[u8],
+        readable_targets: &[u8],
+        busy_targets: &[u8],
+    ) -> Stmt {
         match self.below(6) {
             0 | 1 if !readable_cols.is_empty() => {
                 let col = pick(self.rng, readable_cols);
@@ -204,8 +210,14 @@ impl G<'_> {
                     slot: 0,
                 }
             }
-            3 if !readable_targets.is_empty() => {
-                let target = pick(self.rng, readable_targets);
+            3 if !readable_targets.is_empty() || !busy_targets.is_empty() => {
+                let all: Vec<u8> = readable_targets
+                    .iter()
+                    .chain(busy_targets)
+                    .copied()
+                    .collect();
+                let target = pick(self.rng, &all);
+                let atomic = busy_targets.contains(&target) || self.below(2) == 0;
                 let word = self.tree(Ty::U32, 2);
                 let dst = match self.p.targets[target as usize].ty.tree_ty() {
                     Some(t) if self.below(2) == 0 => Some(self.dst(t)),
@@ -216,6 +228,7 @@ impl G<'_> {
                     target,
                     word,
                     slot: 0,
+                    atomic,
                 }
             }
             _ => self.set(),
@@ -409,7 +422,7 @@ impl G<'_> {
                 0 | 1 => self.warp(),
                 2 => {
                     let body = (0..1 + self.below(3))
-                        .map(|_| self.simple(&readable_cols, &[]))
+                        .map(|_| self.simple(&readable_cols, &[], &[]))
                         .collect();
                     Stmt::Loop {
                         n: self.below(4) as u8,
@@ -419,14 +432,14 @@ impl G<'_> {
                 3 => {
                     let cond = self.tree(Ty::Bool, 3);
                     let then = (0..1 + self.below(2))
-                        .map(|_| self.simple(&readable_cols, &readable_targets))
+                        .map(|_| self.simple(&readable_cols, &readable_targets, &atomics))
                         .collect();
                     let els = (0..self.below(2))
-                        .map(|_| self.simple(&readable_cols, &readable_targets))
+                        .map(|_| self.simple(&readable_cols, &readable_targets, &atomics))
                         .collect();
                     Stmt::If { cond, then, els }
                 }
-                _ => self.simple(&readable_cols, &readable_targets),
+                _ => self.simple(&readable_cols, &readable_targets, &atomics),
             };
             stmts.push(s);
         }

@@ -272,9 +272,12 @@ impl PLower<'_> {
                 target,
                 word,
                 slot,
+                atomic,
             } => {
                 let i = self.word(*target, word);
-                let (bits, d) = on_tarr!(self.targets[*target as usize].0, |a, _t| read_t(a, i));
+                let (bits, d) = on_tarr!(self.targets[*target as usize].0, |a, _t| read_t(
+                    a, i, *atomic
+                ));
                 self.emit(*slot, bits);
                 if let (Some(v), Some(d)) = (dst, d) {
                     self.var(*v).set(d);
@@ -577,7 +580,8 @@ fn program(k: &KernelBuilder, j: usize, p: &BlockProg, g: &Globals) {
                 for w in 0..t.init.len() {
                     let (bits, _) = on_tarr!(pl.targets[i].0, |a, _t| read_t(
                         a,
-                        pl.targets[i].1 + w as u64
+                        pl.targets[i].1 + w as u64,
+                        false
                     ));
                     g.out.set(n, bits);
                     n += 1;

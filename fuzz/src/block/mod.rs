@@ -310,12 +310,16 @@ pub enum Stmt {
         clamp: bool,
         slot: u16,
     },
-    /// A plain read of a target word (a target no atomic of this phase touches).
+    /// A read of a target word: plain (`at`) of a target no atomic of this phase touches, or
+    /// `atomic_load` of any target.
     TargetRead {
         dst: Option<u8>,
         target: u8,
         word: Node,
         slot: u16,
+        /// `atomic_load` instead of `at`; then the target may have atomics in this phase too,
+        /// and the value read must be one the word held during the phase.
+        atomic: bool,
     },
     Atomic(Atomic),
     /// `if cond { then } else { els }` around statements that do not synchronise.

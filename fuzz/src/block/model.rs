@@ -89,6 +89,10 @@ struct St<'a> {
     /// This phase's atomics by word, and the words whose atomics are not all known.
     log: BTreeMap<(u8, usize), Vec<Op>>,
     open_words: BTreeSet<(u8, usize)>,
+    /// The targets this phase's atomics touch, and its atomic loads of them: thread, slot,
+    /// target, word (`None`: open) and the value the device read.
+    busy: BTreeSet<u8>,
+    loads: Vec<(usize, u16, u8, Option<usize>, u64)>,
     errors: Vec<String>,
     stats: Stats,
 }
@@ -190,6 +194,26 @@ impl St<'_> {
                 target,
                 word,
                 slot,
+                ..
+            } if self.busy.contains(target) => {
+                // An atomic load beside the phase's atomics: any value the word held.
+                let tg = &self.p.targets[*target as usize];
+                let got = self.rows[t][*slot as usize];
+                self.want[t][*slot as usize] = Want::Open;
+                let n = tg.init.len() as u32;
+                let w = self.u32_of(t, word).map(|w| (w % n) as usize);
+                // The value goes to the variable after the index is read.
+                if let (Some(d), Some(ty)) = (dst, tg.ty.tree_ty()) {
+                    self.vars[t][*d as usize] = Some(Val::from_bits(ty, got));
+                }
+                self.loads.push((t, *slot, *target, w, got));
+            }
+            Stmt::TargetRead {
+                dst,
+                target,
+                word,
+                slot,
+                ..
             } => {
                 let tg = &self.p.targets[*target as usize];
                 let n = tg.init.len() as u32;
@@ -426,6 +450,28 @@ impl St<'_> {
     fn end_phase(&mut self) {
         let log = std::mem::take(&mut self.log);
         let open = std::mem::take(&mut self.open_words);
+        for (t, slot, ti, w, got) in std::mem::take(&mut self.loads) {
+            let tg = &self.p.targets[ti as usize];
+            let Some(w) = w.filter(|&w| !open.contains(&(ti, w))) else {
+                continue;
+            };
+            let Some(init) = self.words[ti as usize][w] else {
+                continue;
+            };
+            let ops = log.get(&(ti, w)).map_or(&[][..], |v| &v[..]);
+            let held = got == init
+                || ops
+                    .iter()
+                    .any(|o| serial::apply(tg.ty, o.op, o.old, o.v, o.cmp) == got);
+            self.want[t][slot as usize] = Want::Old(tg.ty.bits());
+            if !held {
+                self.errors.push(format!(
+                    "thread {t}: atomic_load of target {ti} word {w} read {}, a value the word \
+                     never held in the phase",
+                    serial::show(tg.ty, got)
+                ));
+            }
+        }
         for (ti, tg) in self.p.targets.iter().enumerate() {
             for w in 0..tg.init.len() {
                 let key = (ti as u8, w);
@@ -487,11 +533,19 @@ pub fn model(p: &BlockProg, inputs: &[Vec<Val>], rows: &[&[u64]], contract: bool
         want: vec![vec![Want::Unwritten; p.slots as usize]; n],
         log: BTreeMap::new(),
         open_words: BTreeSet::new(),
+        busy: BTreeSet::new(),
+        loads: Vec::new(),
         errors: Vec::new(),
         stats: Stats::default(),
     };
     for ph in &p.phases {
         st.stats.phases += 1;
+        st.busy.clear();
+        super::walk(&ph.stmts, &mut |s| {
+            if let Stmt::Atomic(a) = s {
+                st.busy.insert(a.target);
+            }
+        });
         for s in &ph.stmts {
             match s {
                 Stmt::Warp { .. } | Stmt::ActiveMask { .. } => st.warp(s),

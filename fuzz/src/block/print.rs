@@ -145,12 +145,14 @@ impl P<'_> {
                 target,
                 word,
                 slot,
+                atomic,
             } => {
                 let (arr, _) = self.target(*target);
                 let ty = self.p.targets[*target as usize].ty;
+                let read = if *atomic { "atomic_load" } else { "at" };
                 self.line(
                     d,
-                    &format!("let x = {arr}.at({});", self.word(*target, word)),
+                    &format!("let x = {arr}.{read}({});", self.word(*target, word)),
                 );
                 self.emit(d, *slot, &widen_a(ty, "x"));
                 if let Some(v) = dst {
