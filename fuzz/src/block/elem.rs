@@ -28,9 +28,8 @@ macro_rules! cast_from_d {
                 D::U32(x) => x.cast(),
                 D::I64(x) => x.cast(),
                 D::U64(x) => x.cast(),
-                D::F32(x) => x.cast(),
-                D::F64(x) => x.cast(),
-                D::B(x) => x.cast(),
+                // (Operands are integer trees: `ATy::operand_ty`.)
+                _ => unreachable!("an integer operand"),
             }
         }
     };

@@ -375,7 +375,7 @@ impl PLower<'_> {
                     D::U64($x) => $e,
                     D::F32($x) => $e,
                     D::F64($x) => $e,
-                    D::B(_) => unreachable!("a warp value is numeric"),
+                    _ => unreachable!("a warp value is one of the numeric tree types"),
                 }
             };
         }
@@ -388,7 +388,7 @@ impl PLower<'_> {
                     D::U64($x) => D::U64($e),
                     D::F32($x) => D::F32($e),
                     D::F64($x) => D::F64($e),
-                    D::B(_) => unreachable!("a shuffled value is numeric"),
+                    _ => unreachable!("a shuffled value is one of the numeric tree types"),
                 }
             };
         }
