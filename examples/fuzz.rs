@@ -201,13 +201,15 @@ fn main_() -> Result<usize> {
         let b = block::check::run(&ctx, &bcfg, |line| println!("{line}"))?;
         let s = &b.stats;
         println!(
-            "fuzz: {} block programs ({} phases, {} statements) in {} kernels: {} atomics ({} old values checked against an order), {} warp intrinsic calls ({} lanes), {} shared reads, {} shared stores; {} words compared, {} left open, {} mismatches; {:.1} s",
+            "fuzz: {} block programs ({} phases, {} statements) in {} kernels: {} atomics ({} old values checked against an order; {} grid words hit by {} atomics of several blocks), {} warp intrinsic calls ({} lanes), {} shared reads, {} shared stores; {} words compared, {} left open, {} mismatches; {:.1} s",
             b.programs,
             b.phases,
             b.statements,
             b.kernels,
             s.atomics,
             s.olds_checked,
+            s.grid_words,
+            s.grid_atomics,
             s.warp_calls,
             s.warp_lanes,
             s.shared_reads,

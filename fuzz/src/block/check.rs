@@ -13,7 +13,7 @@ use super::super::tree::Val;
 use super::gen::{generate, THREADS};
 use super::lower::{kernel, Layout, GLOBAL_TYS};
 use super::model::{model, word_ok, Outcome, Stats, Want};
-use super::{print, shrink, ATy, BlockProg, Space, GLOBAL_WORDS};
+use super::{grid_init, print, serial, shrink, ATy, BlockProg, Space, GLOBAL_WORDS};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -105,6 +105,8 @@ fn add_stats(a: &mut Stats, b: &Stats) {
     a.shared_reads += b.shared_reads;
     a.shared_stores += b.shared_stores;
     a.phases += b.phases;
+    a.grid_words += b.grid_words;
+    a.grid_atomics += b.grid_atomics;
 }
 
 /// The programs of batch `seed` (all with one block size).
@@ -126,8 +128,10 @@ struct Device {
     lay: Layout,
 }
 
+/// The initial words of type `ty`'s global array: each program's targets, then the grid words.
 fn global_init(progs: &[BlockProg], ty: ATy) -> Vec<u64> {
     let mut v = vec![0u64; progs.len() * GLOBAL_WORDS];
+    v.extend(grid_init(ty));
     for (j, p) in progs.iter().enumerate() {
         for (i, t) in p.targets.iter().enumerate() {
             if t.space == Space::Global && t.ty == ty {
@@ -158,6 +162,7 @@ fn launch(s: &Stream, progs: &[BlockProg], inputs: &[Vec<Val>], contract: bool) 
     let mut out = vec![FILL; lay.len()];
     let g64 = global_init(progs, ATy::U64);
     out[lay.global_u64(0)..].copy_from_slice(&g64);
+    debug_assert_eq!(lay.global_u64(0) + g64.len(), lay.len());
     let mut dout = s.to_device(&out)?;
     let g: Vec<Vec<u64>> = GLOBAL_TYS.iter().map(|&t| global_init(progs, t)).collect();
     let mut a0 = up::<u32>(s, &g[0])?;
@@ -197,6 +202,75 @@ fn launch(s: &Stream, progs: &[BlockProg], inputs: &[Vec<Val>], contract: bool) 
     })
 }
 
+/// Grid word `w` of type `ty` as the device left it.
+fn grid_word(d: &Device, ty: ATy, w: usize) -> u64 {
+    match GLOBAL_TYS.iter().position(|&x| x == ty) {
+        Some(g) => d.globals[g][d.lay.grid() + w],
+        None => d.out[d.lay.grid_u64() + w],
+    }
+}
+
+/// The grid words: the atomics of every block on each checked together against every order
+/// (`outs[j]` is program `j`'s model outcome); the types whose words differ, and why.
+fn grid_check(
+    d: &Device,
+    progs: &[BlockProg],
+    outs: &[Outcome],
+    counts: &mut (usize, usize),
+    stats: &mut Stats,
+) -> Vec<(ATy, String)> {
+    let mut diffs = Vec::new();
+    for ty in super::ATYS {
+        if !progs.iter().any(|p| {
+            p.targets
+                .iter()
+                .any(|t| t.space == Space::Grid && t.ty == ty)
+        }) {
+            continue;
+        }
+        let init = grid_init(ty);
+        for (w, &init) in init.iter().enumerate() {
+            if outs.iter().any(|o| o.grid_open.contains(&(ty, w))) {
+                counts.1 += 1;
+                continue;
+            }
+            // Threads numbered across the launch: block j's thread t is j * threads + t.
+            let ops: Vec<serial::Op> = outs
+                .iter()
+                .enumerate()
+                .flat_map(|(j, o)| {
+                    o.grid_ops
+                        .iter()
+                        .filter(move |(t, x, _)| *t == ty && *x == w)
+                        .map(move |(_, _, op)| serial::Op {
+                            thread: op.thread + (j * d.lay.threads) as u32,
+                            ..*op
+                        })
+                })
+                .collect();
+            stats.olds_checked += ops.len();
+            stats.grid_atomics += ops.len();
+            stats.grid_words += 1;
+            counts.0 += 1;
+            let got = grid_word(d, ty, w);
+            match serial::serialise(ty, init, &ops) {
+                Ok(end) if end == got & ty.mask() => {}
+                Ok(end) => diffs.push((
+                    ty,
+                    format!(
+                        "grid word {w} ({}) at the end: Rust {}; device {}",
+                        ty.name(),
+                        serial::show(ty, end),
+                        serial::show(ty, got)
+                    ),
+                )),
+                Err(e) => diffs.push((ty, format!("grid word {w} ({}): {e}", ty.name()))),
+            }
+        }
+    }
+    diffs
+}
+
 /// Program `j`'s targets' final words as the device left them, in target order.
 fn device_words(d: &Device, j: usize, p: &BlockProg) -> Vec<u64> {
     let mut shared = d.lay.shared(j);
@@ -214,6 +288,7 @@ fn device_words(d: &Device, j: usize, p: &BlockProg) -> Vec<u64> {
                     let g = GLOBAL_TYS.iter().position(|&x| x == t.ty).unwrap_or(0);
                     d.globals[g][j * GLOBAL_WORDS + off + w]
                 }
+                Space::Grid => grid_word(d, t.ty, w),
             });
         }
     }
@@ -303,7 +378,16 @@ pub fn differs_alone(s: &Stream, p: &BlockProg, seed: u64, contract: bool) -> Ve
     let Ok(d) = launch(s, std::slice::from_ref(p), &inputs, contract) else {
         return vec![];
     };
-    compare(&d, 0, p, &inputs, contract, &mut (0, 0)).1
+    let (o, mut diffs) = compare(&d, 0, p, &inputs, contract, &mut (0, 0));
+    let grid = grid_check(
+        &d,
+        std::slice::from_ref(p),
+        &[o],
+        &mut (0, 0),
+        &mut Stats::default(),
+    );
+    diffs.extend(grid.into_iter().map(|(_, e)| e));
+    diffs
 }
 
 /// `p` made as small as it goes while it still differs alone (greedy, up to `budget` runs).
@@ -352,15 +436,33 @@ fn run_batch(
     let contract = cfg.contract.for_seed(seed);
     let d = launch(s, &progs, &inputs, contract)?;
     r.kernels += 1;
+    let mut outs = Vec::new();
+    let mut all_diffs = Vec::new();
+    let mut counts = (0, 0);
     for (j, p) in progs.iter().enumerate() {
         r.programs += 1;
         r.phases += p.phases.len();
         r.statements += p.size();
-        let mut counts = (0, 0);
         let (o, diffs) = compare(&d, j, p, &inputs, contract, &mut counts);
-        r.compared += counts.0;
-        r.open += counts.1;
         add_stats(&mut r.stats, &o.stats);
+        outs.push(o);
+        all_diffs.push(diffs);
+    }
+    // A grid word that differs goes to the first program with a grid target of its type.
+    for (ty, e) in grid_check(&d, &progs, &outs, &mut counts, &mut r.stats) {
+        let j = progs
+            .iter()
+            .position(|p| {
+                p.targets
+                    .iter()
+                    .any(|t| t.space == Space::Grid && t.ty == ty)
+            })
+            .unwrap_or(0);
+        all_diffs[j].push(format!("{e} (atomics of every block of the batch)"));
+    }
+    r.compared += counts.0;
+    r.open += counts.1;
+    for (j, (p, diffs)) in progs.iter().zip(all_diffs).enumerate() {
         if diffs.is_empty() {
             continue;
         }

@@ -7,8 +7,8 @@
 use super::super::rng::Rng;
 use super::super::tree::{random_val, Bin, Gen, Node, Ty, Val, SLOTS};
 use super::{
-    AOp, ATy, Atomic, Barrier, BlockProg, Phase, Space, Stmt, Table, Target, WarpOp, ATYS,
-    MAX_TARGETS, MAX_WORDS,
+    grid_init, AOp, ATy, Atomic, Barrier, BlockProg, Phase, Space, Stmt, Table, Target, WarpOp,
+    ATYS, GRID_WORDS, MAX_TARGETS, MAX_WORDS,
 };
 
 /// The types of variables and shared columns.
@@ -400,11 +400,29 @@ impl G<'_> {
         } else {
             (0..ncols as u8).filter(|c| !written.contains(c)).collect()
         };
+        // A grid target gets atomics in one phase only (the other blocks' order is free).
+        let mut grid_done = vec![false; self.p.targets.len()];
+        for ph in &self.p.phases {
+            super::walk(&ph.stmts, &mut |s| {
+                if let Stmt::Atomic(a) = s {
+                    grid_done[a.target as usize] = true;
+                }
+            });
+        }
         let atomics: Vec<u8> = (0..self.p.targets.len() as u8)
-            .filter(|_| self.rng.below(3) != 0)
+            .filter(|&t| {
+                self.rng.below(3) != 0
+                    && !(self.p.targets[t as usize].space == Space::Grid && grid_done[t as usize])
+            })
             .collect();
+        let grid = |p: &BlockProg, t: &u8| p.targets[*t as usize].space == Space::Grid;
         let readable_targets: Vec<u8> = (0..self.p.targets.len() as u8)
-            .filter(|t| !atomics.contains(t))
+            .filter(|t| !atomics.contains(t) && !grid(&self.p, t))
+            .collect();
+        let busy_targets: Vec<u8> = atomics
+            .iter()
+            .copied()
+            .filter(|t| !grid(&self.p, t))
             .collect();
         let mut stmts = Vec::new();
         for &col in &written {
@@ -432,14 +450,14 @@ impl G<'_> {
                 3 => {
                     let cond = self.tree(Ty::Bool, 3);
                     let then = (0..1 + self.below(2))
-                        .map(|_| self.simple(&readable_cols, &readable_targets, &atomics))
+                        .map(|_| self.simple(&readable_cols, &readable_targets, &busy_targets))
                         .collect();
                     let els = (0..self.below(2))
-                        .map(|_| self.simple(&readable_cols, &readable_targets, &atomics))
+                        .map(|_| self.simple(&readable_cols, &readable_targets, &busy_targets))
                         .collect();
                     Stmt::If { cond, then, els }
                 }
-                _ => self.simple(&readable_cols, &readable_targets, &atomics),
+                _ => self.simple(&readable_cols, &readable_targets, &busy_targets),
             };
             stmts.push(s);
         }
@@ -496,18 +514,26 @@ pub fn generate(rng: &mut Rng, threads: u32) -> BlockProg {
     }
     for _ in 0..1 + g.below(MAX_TARGETS as u64) {
         let ty = pick(g.rng, &ATYS);
-        let space = if ty.has_global() && g.below(2) == 0 {
-            Space::Global
-        } else {
-            Space::Shared
+        let grid_free =
+            !g.p.targets
+                .iter()
+                .any(|t| t.space == Space::Grid && t.ty == ty);
+        let space = match g.below(6) {
+            0 if ty.has_global() && grid_free => Space::Grid,
+            0..=2 if ty.has_global() => Space::Global,
+            _ => Space::Shared,
         };
-        let is_special = ty.is_float() && g.below(2) == 0;
+        let is_special = ty.is_float() && space != Space::Grid && g.below(2) == 0;
         let table = match (ty.is_float(), is_special) {
             (false, _) => vec![],
             (true, false) => dyadic(ty),
             (true, true) => special(ty),
         };
-        let words = 1 + g.below(MAX_WORDS as u64) as usize;
+        let words = if space == Space::Grid {
+            GRID_WORDS
+        } else {
+            1 + g.below(MAX_WORDS as u64) as usize
+        };
         let init = (0..words)
             .map(|_| {
                 if ty.is_float() {
@@ -519,6 +545,11 @@ pub fn generate(rng: &mut Rng, threads: u32) -> BlockProg {
                 }
             })
             .collect();
+        let init = if space == Space::Grid {
+            grid_init(ty)
+        } else {
+            init
+        };
         g.p.targets.push(Target {
             space,
             ty,

@@ -10,7 +10,8 @@
 //! The output buffer holds, in order: every thread's row (`(j * threads + t) * width`: its
 //! statements' output slots, its variables at the end, its own slot of each column), the
 //! shared targets' final words of each program (`shared_words` per program), and the `u64`
-//! global targets.
+//! global targets, then the `u64` grid words ([`GRID_WORDS`], which every block hits; the
+//! other types' grid words follow the programs' words in their arrays).
 
 use cudajit::codegen::{Expr, Kernel, KernelBuilder, PtxOptions, SliceMut};
 use cudajit::{bf16, f16};
@@ -18,7 +19,7 @@ use cudajit::{bf16, f16};
 use super::super::lower::{from_u64, lit, to_u64, Lower, D, INPUTS, V};
 use super::super::tree::{Node, Ty, Val, TYS};
 use super::elem::{atomic_t, init_t, on_tarr, read_t, shared_tarr, with_table, TArr};
-use super::{ATy, Barrier, BlockProg, Space, Stmt, WarpOp, GLOBAL_WORDS, MAX_WORDS};
+use super::{ATy, Barrier, BlockProg, Space, Stmt, WarpOp, GLOBAL_WORDS, GRID_WORDS, MAX_WORDS};
 
 /// The kernel's parameters.
 pub type Params = (
@@ -87,9 +88,17 @@ impl Layout {
     pub fn global_u64(&self, j: usize) -> usize {
         self.programs * (self.threads * self.width + self.shared_words) + j * GLOBAL_WORDS
     }
+    /// The first `u64` grid word (shared by every block of the launch).
+    pub fn grid_u64(&self) -> usize {
+        self.global_u64(self.programs)
+    }
+    /// The first grid word in the other types' global arrays (after every program's words).
+    pub fn grid(&self) -> usize {
+        self.programs * GLOBAL_WORDS
+    }
     /// Output words in all.
     pub fn len(&self) -> usize {
-        self.global_u64(self.programs)
+        self.grid_u64() + GRID_WORDS
     }
     /// Whether there is nothing to store.
     pub fn is_empty(&self) -> bool {
@@ -530,6 +539,15 @@ fn program(k: &KernelBuilder, j: usize, p: &BlockProg, g: &Globals) {
                         .expect("a parameter")
                         .1,
                     (j * GLOBAL_WORDS) as u64 + off,
+                ),
+                Space::Grid if t.ty == ATy::U64 => (TArr::U64(g.out), lay.grid_u64() as u64),
+                Space::Grid => (
+                    g.arrs
+                        .iter()
+                        .find(|(a, _)| *a == t.ty)
+                        .expect("a parameter")
+                        .1,
+                    lay.grid() as u64,
                 ),
             };
             (with_table(k, arr, &t.table), Expr::lit(base))

@@ -198,8 +198,28 @@ impl AOp {
 /// Where a target lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Space {
+    /// A shared array of the block.
     Shared,
+    /// Global memory of this block's program alone.
     Global,
+    /// Global words that every block of the launch hits ([`GRID_WORDS`] per type, from
+    /// [`grid_init`]): a program has at most one grid target per type and runs atomics on it
+    /// in one phase only, never reads it, and the olds of all blocks are checked together.
+    Grid,
+}
+
+/// Words per type that the blocks of a launch share.
+pub const GRID_WORDS: usize = 2;
+
+/// The grid words' initial bits (floats: 0.0 and 1.0; their targets are always dyadic).
+pub fn grid_init(ty: ATy) -> Vec<u64> {
+    match ty {
+        ATy::F16 => vec![0, cudajit::f16::from_f32(1.0).to_bits() as u64],
+        ATy::BF16 => vec![0, cudajit::bf16::from_f32(1.0).to_bits() as u64],
+        ATy::F32 => vec![0, 1.0f32.to_bits() as u64],
+        ATy::F64 => vec![0, 1.0f64.to_bits()],
+        _ => vec![0, 3],
+    }
 }
 
 /// A few words of one element type that atomics of many threads hit.
@@ -504,9 +524,13 @@ impl BlockProg {
     }
 
     /// The offset of target `t` in its type's region (shared array or global per-program
-    /// words): targets of one type and space follow each other, `MAX_WORDS` apart.
+    /// words): targets of one type and space follow each other, `MAX_WORDS` apart (grid
+    /// targets: 0 in the grid words).
     pub fn target_offset(&self, t: usize) -> usize {
         let me = &self.targets[t];
+        if me.space == Space::Grid {
+            return 0;
+        }
         self.targets[..t]
             .iter()
             .filter(|o| o.ty == me.ty && o.space == me.space)

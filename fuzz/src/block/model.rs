@@ -28,7 +28,7 @@ use super::super::tree::{Node, Ty, Val};
 use super::lower::members;
 use super::serial::{self, Op};
 use super::warp_model::lane_result;
-use super::{Atomic, Barrier, BlockProg, Stmt, WarpOp};
+use super::{ATy, Atomic, Barrier, BlockProg, Space, Stmt, WarpOp};
 
 /// What an output word must hold.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -61,6 +61,9 @@ pub struct Stats {
     pub shared_stores: usize,
     /// Phases run.
     pub phases: usize,
+    /// Grid words checked (every block's atomics on each together) and their atomics.
+    pub grid_words: usize,
+    pub grid_atomics: usize,
 }
 
 /// The model's outputs of one program.
@@ -73,6 +76,10 @@ pub struct Outcome {
     /// Atomics whose olds fit no order.
     pub errors: Vec<String>,
     pub stats: Stats,
+    /// The atomics on grid words (type, word, the op), checked with the other blocks'; and
+    /// the grid words whose atomics are not all known.
+    pub grid_ops: Vec<(ATy, usize, Op)>,
+    pub grid_open: Vec<(ATy, usize)>,
 }
 
 struct St<'a> {
@@ -95,6 +102,8 @@ struct St<'a> {
     loads: Vec<(usize, u16, u8, Option<usize>, u64)>,
     errors: Vec<String>,
     stats: Stats,
+    grid_ops: Vec<(ATy, usize, Op)>,
+    grid_open: Vec<(ATy, usize)>,
 }
 
 impl St<'_> {
@@ -476,6 +485,15 @@ impl St<'_> {
             for w in 0..tg.init.len() {
                 let key = (ti as u8, w);
                 let ops = log.get(&key).map_or(&[][..], |v| &v[..]);
+                if tg.space == Space::Grid {
+                    // Checked with the other blocks' atomics (`check::grid_check`).
+                    if open.contains(&key) {
+                        self.grid_open.push((tg.ty, w));
+                    }
+                    self.grid_ops.extend(ops.iter().map(|o| (tg.ty, w, *o)));
+                    self.words[ti][w] = None;
+                    continue;
+                }
                 let cur = self.words[ti][w];
                 self.words[ti][w] = match cur {
                     _ if open.contains(&key) => None,
@@ -537,6 +555,8 @@ pub fn model(p: &BlockProg, inputs: &[Vec<Val>], rows: &[&[u64]], contract: bool
         loads: Vec::new(),
         errors: Vec::new(),
         stats: Stats::default(),
+        grid_ops: Vec::new(),
+        grid_open: Vec::new(),
     };
     for ph in &p.phases {
         st.stats.phases += 1;
@@ -582,6 +602,8 @@ pub fn model(p: &BlockProg, inputs: &[Vec<Val>], rows: &[&[u64]], contract: bool
         words,
         errors: st.errors,
         stats: st.stats,
+        grid_ops: st.grid_ops,
+        grid_open: st.grid_open,
     }
 }
 

@@ -68,6 +68,8 @@ impl P<'_> {
             Space::Shared => (format!("sh_{}", tg.ty.name()), off),
             Space::Global if tg.ty == ATy::U64 => ("out".into(), self.lay.global_u64(0) + off),
             Space::Global => (format!("g_{}", tg.ty.name()), off),
+            Space::Grid if tg.ty == ATy::U64 => ("out".into(), self.lay.grid_u64()),
+            Space::Grid => (format!("g_{}", tg.ty.name()), self.lay.grid()),
         }
     }
 
