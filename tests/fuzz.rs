@@ -102,11 +102,13 @@ fn fixed_seed_block_programs_match_the_host_model_on_the_simulator() {
     let r = block::run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
     let s = &r.stats;
     println!(
-        "fuzz: {} block programs ({} phases), {} atomics ({} olds checked), {} warp calls ({} lanes), {} words compared, {} left open, {} mismatches",
+        "fuzz: {} block programs ({} phases), {} atomics ({} olds checked; {} grid words, {} of their atomics), {} warp calls ({} lanes), {} words compared, {} left open, {} mismatches",
         r.programs,
         r.phases,
         s.atomics,
         s.olds_checked,
+        s.grid_words,
+        s.grid_atomics,
         s.warp_calls,
         s.warp_lanes,
         r.compared,
@@ -115,7 +117,7 @@ fn fixed_seed_block_programs_match_the_host_model_on_the_simulator() {
     );
     assert_eq!(r.programs, cfg.programs);
     assert!(
-        s.olds_checked > r.programs * 100 && s.warp_lanes > r.programs * 20,
+        s.olds_checked > r.programs * 100 && s.warp_lanes > r.programs * 20 && s.grid_words > 0,
         "too little ran: {r:?}"
     );
     assert!(r.compared > r.programs * 1000, "too few comparisons: {r:?}");
