@@ -54,6 +54,7 @@ impl Default for Config {
 /// A mismatch, minimised.
 #[derive(Clone, Debug)]
 pub struct BlockMismatch {
+    /// The batch's seed.
     pub seed: u64,
     /// The program's index in its batch.
     pub prog: usize,
@@ -86,14 +87,17 @@ impl BlockMismatch {
 /// What a run found.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
+    /// Programs run, launches, and the programs' phases and statements.
     pub programs: usize,
     pub kernels: usize,
     pub phases: usize,
     pub statements: usize,
-    /// Output words compared (rows and target words) and left open.
+    /// Output words compared (rows, target words, grid words) and left open.
     pub compared: usize,
     pub open: usize,
+    /// What the programs did, per the model.
     pub stats: Stats,
+    /// Every mismatch (the first `minimise` minimised).
     pub mismatches: Vec<BlockMismatch>,
 }
 

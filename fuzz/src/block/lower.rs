@@ -58,6 +58,7 @@ pub const GLOBAL_TYS: [ATy; 10] = [
 /// Where a batch's outputs lie in the output buffer.
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
+    /// Programs (blocks) and threads per block.
     pub programs: usize,
     pub threads: usize,
     /// Row width (the widest program's).

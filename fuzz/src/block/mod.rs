@@ -102,9 +102,11 @@ impl ATy {
             (1u64 << self.bits()) - 1
         }
     }
+    /// f16, bf16, f32 or f64.
     pub fn is_float(self) -> bool {
         matches!(self, ATy::F16 | ATy::BF16 | ATy::F32 | ATy::F64)
     }
+    /// A signed integer type.
     pub fn is_signed(self) -> bool {
         matches!(self, ATy::I8 | ATy::I16 | ATy::I32 | ATy::I64)
     }
