@@ -13,10 +13,17 @@
 //! with an interpreter in plain Rust, and a mismatching program is shrunk statement by
 //! statement. Exits 1 if anything differed.
 //!
+//! `--blocks N` also runs N block programs (`cudajit_fuzz::block`): one thread block of 32 to
+//! 128 threads in phases separated by barriers, with shared-memory columns, constant tables,
+//! atomics of every kind and type on shared and global words (old values checked against every
+//! order the hardware may choose), and warp intrinsics with partial masks; `--block-threads T`
+//! fixes the block size (default: drawn per batch).
+//!
 //! ```sh
 //! cargo run --release --example fuzz -- [--trees N] [--programs P] [--seed S] [--per-kernel K]
 //!                                        [--threads T] [--depth D] [--seconds S]
-//!                                        [--contract off|on|alternate]
+//!                                        [--contract off|on|alternate] [--blocks N]
+//!                                        [--block-threads T]
 //! CUDAJIT_SIMULATOR=1 cargo run --release --example fuzz     # on the CPU simulator
 //! ```
 //!
@@ -32,6 +39,7 @@
 //! (the GPU findings of docs/RELIABILITY.md).
 
 use cudajit::prelude::*;
+use cudajit_fuzz::block;
 use cudajit_fuzz::check::{run, Config, Contract};
 
 fn main() {
@@ -53,7 +61,7 @@ fn ptx_only() -> Option<(u32, u32)> {
     Some((a.parse().ok()?, b.parse().ok()?))
 }
 
-fn parse_args() -> std::result::Result<Config, String> {
+fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
     let mut cfg = Config {
         trees: 2000,
         programs: 1000,
@@ -65,6 +73,7 @@ fn parse_args() -> std::result::Result<Config, String> {
         minimise: 50,
         contract: Contract::Alternate,
     };
+    let mut bcfg = block::check::Config::default();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut num = |what: &str| -> std::result::Result<u64, String> {
@@ -86,27 +95,37 @@ fn parse_args() -> std::result::Result<Config, String> {
                 cfg.contract = Contract::parse(&v)
                     .ok_or(format!("--contract: off, on or alternate, not `{v}`"))?;
             }
+            "--blocks" => bcfg.programs = num("--blocks")? as usize,
+            "--block-threads" => bcfg.threads = Some(num("--block-threads")?.clamp(1, 1024) as u32),
             "--ptx-only" => {
                 args.next();
             }
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--ptx-only 9.0]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--blocks N] [--block-threads T] [--ptx-only 9.0]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }
     }
-    Ok(cfg)
+    // The block programs share the seed, batch size, time limit, contraction and minimising.
+    bcfg.seed = cfg.seed;
+    bcfg.per_kernel = cfg.per_kernel;
+    bcfg.max_seconds = cfg.max_seconds;
+    bcfg.minimise = cfg.minimise;
+    bcfg.contract = cfg.contract;
+    Ok((cfg, bcfg))
 }
 
 fn main_() -> Result<usize> {
-    let cfg = parse_args().map_err(Error::Usage)?;
+    let (cfg, bcfg) = parse_args().map_err(Error::Usage)?;
     if let Some(cc) = ptx_only() {
         let t0 = std::time::Instant::now();
-        let n = cudajit_fuzz::check::compile_only(&cfg, cc, |l| eprintln!("{l}"))?;
+        let n = cudajit_fuzz::check::compile_only(&cfg, cc, |l| eprintln!("{l}"))?
+            + block::check::compile_only(&bcfg, cc, |l| eprintln!("{l}"))?;
         println!(
-            "fuzz: {n} kernels ({} trees, {} programs) compiled to PTX for sm_{}{} in {:.1} s",
+            "fuzz: {n} kernels ({} trees, {} programs, {} block programs) compiled to PTX for sm_{}{} in {:.1} s",
             cfg.trees,
             cfg.programs,
+            bcfg.programs,
             cc.0,
             cc.1,
             t0.elapsed().as_secs_f64()
@@ -176,5 +195,40 @@ fn main_() -> Result<usize> {
             m.original_size
         );
     }
-    Ok(r.total_mismatches())
+    let mut total = r.total_mismatches();
+    if bcfg.programs > 0 {
+        let t1 = std::time::Instant::now();
+        let b = block::check::run(&ctx, &bcfg, |line| println!("{line}"))?;
+        let s = &b.stats;
+        println!(
+            "fuzz: {} block programs ({} phases, {} statements) in {} kernels: {} atomics ({} old values checked against an order; {} grid words hit by {} atomics of several blocks), {} warp intrinsic calls ({} lanes), {} shared reads, {} shared stores; {} words compared, {} left open, {} mismatches; {:.1} s",
+            b.programs,
+            b.phases,
+            b.statements,
+            b.kernels,
+            s.atomics,
+            s.olds_checked,
+            s.grid_words,
+            s.grid_atomics,
+            s.warp_calls,
+            s.warp_lanes,
+            s.shared_reads,
+            s.shared_stores,
+            b.compared,
+            b.open,
+            b.mismatches.len(),
+            t1.elapsed().as_secs_f64()
+        );
+        for m in &b.mismatches {
+            println!(
+                "  seed {} block program {}: {} of {} statements left (snippet above)",
+                m.seed,
+                m.prog,
+                m.program.size(),
+                m.original_size
+            );
+        }
+        total += b.mismatches.len();
+    }
+    Ok(total)
 }

@@ -215,6 +215,62 @@ fn shared_memory_race_names_both_threads() {
     assert_eq!(out.to_vec_async(&s).unwrap(), want);
 }
 
+/// Relaxed atomic loads beside other threads' atomics on one shared element are no race (two
+/// atomic accesses never race), whichever comes first; a plain read there still is. Found by the
+/// fuzzer's block programs: the simulator took `atomic_load` for a plain read and reported
+/// `atomic_load` + `atomic_add` on a shared word as a data race.
+#[test]
+fn atomic_loads_beside_atomics_are_no_shared_race() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    // `loads_first`: the odd threads' branch runs first (lanes run the `then` branch first).
+    let build = |name: &str, loads_first: bool, atomic_load: bool| {
+        Kernel::<(&mut [u32],)>::build(name, move |k, (out,)| {
+            let sh = k.shared_array::<u32>(1);
+            let t = k.thread_idx().x;
+            k.if_(t.eq(0u32), |_| sh.set(0u32, 0u32));
+            k.syncthreads();
+            let load = |_: &cudajit::codegen::KernelBuilder| {
+                let x = if atomic_load {
+                    sh.atomic_load(0u32)
+                } else {
+                    sh.at(0u32)
+                };
+                out.set(t, x);
+            };
+            let add = |_: &cudajit::codegen::KernelBuilder| {
+                sh.atomic_add(0u32, 1u32);
+            };
+            let odd = (t & 1u32).eq(1u32);
+            if loads_first {
+                k.if_else(odd, load, add);
+            } else {
+                k.if_else(!odd, add, load);
+            }
+            k.syncthreads();
+            k.if_(t.eq(0u32), |_| out.set(0u32, sh.at(0u32)));
+        })
+        .unwrap()
+    };
+    for loads_first in [true, false] {
+        let mut out = c.zeros::<u32, _>(64).unwrap();
+        build("atomic_loads", loads_first, true)
+            .launch(&s, LaunchConfig::new(1, 64), (&mut out,))
+            .unwrap();
+        let got = out.to_vec_async(&s).unwrap();
+        assert_eq!(got[0], 32, "every even thread added 1");
+        assert!(
+            got.iter().skip(1).step_by(2).all(|&v| v <= 32),
+            "a load saw a value the word never held: {got:?}"
+        );
+    }
+    let mut out = c.zeros::<u32, _>(64).unwrap();
+    let (_, kind, msg) =
+        fault(build("plain_loads", true, false).launch(&s, LaunchConfig::new(1, 64), (&mut out,)));
+    assert_eq!(kind, FaultKind::SharedRace);
+    assert!(msg.contains("atomically updates element 0"), "{msg}");
+}
+
 #[test]
 fn warp_reduction_with_syncwarp_is_clean_and_exact() {
     let c = ctx();

@@ -1,10 +1,12 @@
 //! cudajit's differential fuzzer: random well-typed expression trees over every scalar type,
 //! operator, cast, bitcast, select and math function, and random statement programs with
 //! control flow (variables, if/else, loops with break/continue, early return, device
-//! functions), run as kernels (on the GPU or the simulator) and compared with a host model in
+//! functions), and block programs (`block/`: one thread block with shared memory, barriers,
+//! atomics, warp intrinsics and constant memory), run as kernels (on the GPU or the simulator) and compared with a host model in
 //! plain Rust. Shared by `examples/fuzz.rs` (the command) and `tests/fuzz.rs` (CI's fixed-seed
 //! slice on the simulator).
 
+pub mod block;
 pub mod check;
 pub mod lower;
 pub mod model;

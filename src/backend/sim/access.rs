@@ -56,6 +56,9 @@ pub(super) enum Access {
     Read,
     Write,
     Atomic,
+    /// A relaxed atomic load (`atomic_load`): a read that races with plain writes but not with
+    /// other threads' atomics (two atomic accesses never race).
+    AtomicRead,
 }
 
 impl Access {
@@ -64,6 +67,7 @@ impl Access {
             Access::Read => "reads",
             Access::Write => "writes",
             Access::Atomic => "atomically updates",
+            Access::AtomicRead => "atomically reads",
         }
     }
 }
@@ -186,8 +190,9 @@ impl Block<'_> {
                 && ((other as usize / 32) != w || other_wep == wep)
         };
         let mut other: Option<(u32, &str)> = None;
-        let w_clash =
-            clash(rec.w_tid, rec.w_bep, rec.w_wep) && !(rec.w_atomic && how == Access::Atomic);
+        let atomic = matches!(how, Access::Atomic | Access::AtomicRead);
+        let reads = matches!(how, Access::Read | Access::AtomicRead);
+        let w_clash = clash(rec.w_tid, rec.w_bep, rec.w_wep) && !(rec.w_atomic && atomic);
         if w_clash {
             other = Some((
                 rec.w_tid,
@@ -197,7 +202,7 @@ impl Block<'_> {
                     "wrote"
                 },
             ));
-        } else if how != Access::Read && rec.r_bep == bep {
+        } else if !reads && rec.r_bep == bep && !(how == Access::Atomic && rec.r_atomic) {
             let readers_clash = if rec.r_multi {
                 rec.r_multi_warp || (rec.r_tid as usize / 32) != w || rec.r_wep == wep
             } else {
@@ -225,17 +230,23 @@ impl Block<'_> {
             ));
         }
         match how {
-            Access::Read => {
+            Access::Read | Access::AtomicRead => {
+                // Whether every read since the barrier was atomic (then atomics may follow).
+                let atomic_read = how == Access::AtomicRead;
                 if rec.r_bep != bep {
                     rec.r_tid = tid;
                     rec.r_bep = bep;
                     rec.r_wep = wep;
                     rec.r_multi = false;
                     rec.r_multi_warp = false;
-                } else if rec.r_tid != tid {
-                    rec.r_multi = true;
-                    rec.r_multi_warp |= rec.r_tid as usize / 32 != w;
-                    rec.r_wep = rec.r_wep.max(wep);
+                    rec.r_atomic = atomic_read;
+                } else {
+                    rec.r_atomic &= atomic_read;
+                    if rec.r_tid != tid {
+                        rec.r_multi = true;
+                        rec.r_multi_warp |= rec.r_tid as usize / 32 != w;
+                        rec.r_wep = rec.r_wep.max(wep);
+                    }
                 }
             }
             Access::Write | Access::Atomic => {
@@ -290,7 +301,7 @@ impl Block<'_> {
                 // aligned to the element's size (checked above).
                 let r = unsafe {
                     match how {
-                        Access::Read => Some(global::load(addr, ty)),
+                        Access::Read | Access::AtomicRead => Some(global::load(addr, ty)),
                         Access::Write => {
                             global::store(addr, ty, op(0).unwrap_or(0));
                             Some(0)
@@ -336,7 +347,9 @@ impl Block<'_> {
                     self.race_check(&mut rec, t, how, f, array, idx)?;
                 }
                 self.dyn_shared.recs[off] = rec;
-                if !matches!(how, Access::Read) && !self.dyn_shared.tma_swizzle.is_empty() {
+                if !matches!(how, Access::Read | Access::AtomicRead)
+                    && !self.dyn_shared.tma_swizzle.is_empty()
+                {
                     self.dyn_shared.tma_swizzle[off..off + size].fill(0);
                 }
                 Ok(bytes_op(&mut self.dyn_shared.bytes[off..off + size]))
@@ -527,9 +540,10 @@ impl Block<'_> {
             let v = fr.regs[vb + t];
             let c = cb.map_or(0, |cb| fr.regs[cb + t]);
             // A relaxed load is one access whatever the size: a read (global memory is read
-            // through Rust atomics anyway).
+            // through Rust atomics anyway), which races with plain writes but not with other
+            // threads' atomics.
             let old = if kind == AtomicKind::Load {
-                self.access(fr, a.array, tg, ty, t, idx, Access::Read, |_| None)?
+                self.access(fr, a.array, tg, ty, t, idx, Access::AtomicRead, |_| None)?
             } else {
                 self.access(fr, a.array, tg, ty, t, idx, Access::Atomic, |old| {
                     Some(rmw(kind, ty, old, v, c))

@@ -144,6 +144,8 @@ pub(super) struct Rec {
     /// Read by more than one thread (of one warp, or of several).
     pub r_multi: bool,
     pub r_multi_warp: bool,
+    /// Every read since the last barrier was a relaxed atomic load.
+    pub r_atomic: bool,
 }
 
 impl Rec {
@@ -157,6 +159,7 @@ impl Rec {
         r_wep: 0,
         r_multi: false,
         r_multi_warp: false,
+        r_atomic: false,
     };
 }
 
