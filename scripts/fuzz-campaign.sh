@@ -55,7 +55,7 @@ for ((i = 0; i < total; i++)); do
     else
         what=(--trees 100000000 --programs 100000000)
     fi
-    CUDA_VISIBLE_DEVICES=$g CUDAJIT_CACHE=0 timeout $((seconds * 3 + 120)) \
+    CUDA_VISIBLE_DEVICES=$g CUDAJIT_CACHE=0 timeout $((seconds + 120)) \
         "$fuzz" "${what[@]}" --seed "$seed" --seconds "$seconds" "${extra[@]}" \
         > "$out/p$i.log" 2>&1 &
     pids+=($!)
