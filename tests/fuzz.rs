@@ -156,7 +156,6 @@ fn fixed_seed_block_programs_compile_to_ptx_and_pass_ptxas() {
         seed: 20261127,
         ..block::Config::default()
     };
-    assert_eq!(block::compile_only(&cfg, (9, 0), |_| {}).unwrap(), 4);
     let dir = std::env::temp_dir().join(format!("cudajit-fuzz-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let opts = cudajit::codegen::PtxOptions::for_cc(9, 0);
