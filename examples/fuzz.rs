@@ -17,7 +17,8 @@
 //! 128 threads in phases separated by barriers, with shared-memory columns, constant tables,
 //! atomics of every kind and type on shared and global words (old values checked against every
 //! order the hardware may choose), and warp intrinsics with partial masks; `--block-threads T`
-//! fixes the block size (default: drawn per batch).
+//! fixes the block size (default: drawn per batch). `--ptx-only` compiles 1,000 of them unless
+//! `--blocks` says otherwise.
 //!
 //! ```sh
 //! cargo run --release --example fuzz -- [--trees N] [--programs P] [--seed S] [--per-kernel K]
@@ -73,7 +74,12 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
         minimise: 50,
         contract: Contract::Alternate,
     };
-    let mut bcfg = block::check::Config::default();
+    // `--blocks` not given: none in a run, 1,000 with `--ptx-only` (so that compiling every
+    // kernel for a target covers the block programs too).
+    let mut bcfg = block::check::Config {
+        programs: if ptx_only().is_some() { 1000 } else { 0 },
+        ..Default::default()
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut num = |what: &str| -> std::result::Result<u64, String> {

@@ -145,7 +145,9 @@ fn block_programs_match_the_host_model_on_the_gpu() {
 }
 
 /// The block programs through LLVM to PTX for sm_90 (no device), each kernel assembled by
-/// ptxas (as the codegen tests do: `CUDAJIT_PTXAS`, PATH, or the nvcc wheel).
+/// ptxas (as the codegen tests do: `CUDAJIT_PTXAS`, PATH, or the nvcc wheel). Includes the
+/// batch that aborted LLVM 19 before `atomic_load` was a volatile load (seed 3029: a global
+/// array the kernel only read with `atomic_load`).
 #[test]
 fn fixed_seed_block_programs_compile_to_ptx_and_pass_ptxas() {
     use cudajit_fuzz::block::{check as block, lower};
@@ -154,12 +156,10 @@ fn fixed_seed_block_programs_compile_to_ptx_and_pass_ptxas() {
         seed: 20261127,
         ..block::Config::default()
     };
-    assert_eq!(block::compile_only(&cfg, (9, 0), |_| {}).unwrap(), 4);
     let dir = std::env::temp_dir().join(format!("cudajit-fuzz-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let opts = cudajit::codegen::PtxOptions::for_cc(9, 0);
-    for b in 0..4 {
-        let seed = cfg.seed + b;
+    for seed in [cfg.seed, cfg.seed + 1, cfg.seed + 2, cfg.seed + 3, 3029] {
         let progs = block::batch(seed, &cfg);
         let (k, _) = lower::kernel("fuzzb", &progs, cfg.contract.for_seed(seed)).unwrap();
         let src = dir.join(format!("block-{seed}.ptx"));

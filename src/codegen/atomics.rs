@@ -164,7 +164,7 @@ impl<T: Num, const N: usize> DArray<T, N, ReadWrite> {
         record_atomic(self, AtomicKind::Cas, i, new, Some(expected))
     }
 
-    /// `a[i]`, read as one relaxed atomic access (an LLVM `load atomic monotonic`: PTX
+    /// `a[i]`, read as one relaxed atomic access (an LLVM `load atomic volatile monotonic`: PTX
     /// `ld.volatile` or `ld.relaxed`), device-wide for global memory. Unlike [`at`](DArray::at)
     /// it is never served from the multiprocessor's L1 cache, never merged with another read
     /// and never hoisted out of a loop, so a loop that waits for another block's store (a flag
@@ -411,6 +411,13 @@ fn atomic_load<'c>(
         };
         inst.set_alignment(ty.size() as u32).map_err(bad)?;
         inst.set_atomic_ordering(RELAXED).map_err(bad)?;
+        // Also volatile: LLVM 19's NVPTX backend takes a load from a kernel parameter it finds
+        // read-only (`noalias`, and nothing in the kernel writes it) for `ld.global.nc`, which
+        // has no atomic form, and aborts the process ("Cannot select: AtomicLoad") when the
+        // array is only ever read with `atomic_load` (found by the fuzzer's block programs). A
+        // volatile load is never made non-coherent; the PTX is the same `ld.volatile.global`
+        // (or `ld.relaxed.gpu`) as for the other relaxed loads.
+        inst.set_volatile(true).map_err(bad)?;
     }
     Ok(v)
 }

@@ -229,6 +229,40 @@ fn f64_add_before_sm60_is_a_cas_loop_and_fastmath_compiles() {
     assert!(ptx.contains("atom.global.add.f64"), "{ptx}");
 }
 
+/// An array the kernel only ever reads with `atomic_load` (a flag another kernel or the host
+/// sets): LLVM 19 took the load for a read-only `ld.global.nc` and aborted the process
+/// ("Cannot select: AtomicLoad"); found by the fuzzer's block programs. Every element type,
+/// sm_75 and sm_90, through ptxas.
+#[test]
+fn atomic_load_of_an_array_nothing_else_touches_compiles() {
+    fn one<T: Num>(name: &str) {
+        let k = Kernel::<(&[u32], &mut [T], &mut [T])>::build(name, |k, (idx, flags, out)| {
+            let t = k.thread_idx().x;
+            out.set(t, flags.atomic_load(idx.at(t) % 64u32));
+        })
+        .unwrap();
+        let ptx = compile_all(&k).0;
+        assert!(
+            ptx.contains("ld.volatile.global") || ptx.contains("ld.relaxed.gpu.global"),
+            "{ptx}"
+        );
+        // (`idx` is read through the non-coherent path, `flags` never.)
+        assert_eq!(ptx.matches("ld.global.nc").count(), 1, "{ptx}");
+    }
+    one::<i8>("flag_i8");
+    one::<u8>("flag_u8");
+    one::<i16>("flag_i16");
+    one::<u16>("flag_u16");
+    one::<i32>("flag_i32");
+    one::<u32>("flag_u32");
+    one::<i64>("flag_i64");
+    one::<u64>("flag_u64");
+    one::<f32>("flag_f32");
+    one::<f64>("flag_f64");
+    one::<cudajit::f16>("flag_f16");
+    one::<cudajit::bf16>("flag_bf16");
+}
+
 #[test]
 fn cas_loop_in_a_kernel_compiles() {
     // A lock-free increment: retry until our compare-and-swap wins.
