@@ -96,7 +96,13 @@ impl Newer {
     /// A graph of `y += x; y += half(x)` (the elementwise output from the pool, allocated and
     /// freed by the graph), launched three times: `y = 4.5·x`.
     fn graph(&self, ctx: &Context, t: u64, r: u64, n: usize) -> Result<()> {
-        let s = ctx.new_stream()?;
+        // A non-blocking stream: while a blocking stream captures, CUDA refuses any work on
+        // the legacy default stream in its context (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT), e.g.
+        // another thread's synchronous memset (the first soak with graphs hit exactly this).
+        let s = ctx.new_stream_with(cudajit::StreamOptions {
+            non_blocking: true,
+            priority: 0,
+        })?;
         let x: Vec<f32> = (0..n).map(|i| ((i as u64 + t + r) % 100) as f32).collect();
         let dx = s.to_device(&x)?;
         let mut y = s.zeros_async::<f32, _>(n)?;
