@@ -101,7 +101,16 @@ impl Rec {
         self
     }
 
+    /// Prints the row's JSON line.
     pub(crate) fn emit(&self) {
+        let line = self.line();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+
+    /// The row's JSON line (without the newline).
+    pub(crate) fn line(&self) -> String {
         let mut s = String::from("{");
         let mut field = |k: &str, v: String| {
             if s.len() > 1 {
@@ -161,9 +170,7 @@ impl Rec {
             field("skip", json_str(v));
         }
         s.push('}');
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{s}");
-        let _ = out.flush();
+        s
     }
 }
 
