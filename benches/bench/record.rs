@@ -149,7 +149,11 @@ impl Rec {
 struct Lines;
 
 impl Formatter for Lines {
-    fn begin_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
         if first {
             Ok(())
         } else {
