@@ -1,32 +1,53 @@
 //! One result row (a JSON line) and the median.
 
+use std::io;
+
+use serde::Serialize;
+use serde_json::ser::{CharEscape, Formatter};
+
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
 // JSON lines.
 
 /// One output line: a measurement, an error, or a skip (a row this machine cannot run, such
-/// as a multi-GPU row on one GPU: `"skip": why`, not a failure).
+/// as a multi-GPU row on one GPU: `"skip": why`, not a failure). Serialized in the fields'
+/// order, the absent ones left out.
+#[derive(Serialize)]
 pub(crate) struct Rec {
     pub(crate) work: String,
     pub(crate) size: String,
+    #[serde(rename = "impl")]
     pub(crate) imp: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) variant: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) min_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) max_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) reps: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) bytes: Option<u64>,
-    pub(crate) unit: Option<&'static str>,
     /// Floating-point operations of one repetition (matrix products: 2·M·N·K).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) flops: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) unit: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) note: Option<String>,
-    pub(crate) error: Option<String>,
-    pub(crate) skip: Option<String>,
     /// Devices the row ran on (multi-GPU rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) devices: Option<usize>,
     /// All-reduce bus bandwidth in GB/s (nccl-tests' busbw: bytes / time * 2(n-1)/n).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) busbw_gbs: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) skip: Option<String>,
 }
 
 impl Rec {
@@ -101,88 +122,70 @@ impl Rec {
         self
     }
 
+    /// Prints the row's JSON line.
     pub(crate) fn emit(&self) {
-        let mut s = String::from("{");
-        let mut field = |k: &str, v: String| {
-            if s.len() > 1 {
-                s.push_str(", ");
-            }
-            s.push_str(&json_str(k));
-            s.push_str(": ");
-            s.push_str(&v);
-        };
-        field("work", json_str(&self.work));
-        field("size", json_str(&self.size));
-        field("impl", json_str(&self.imp));
-        let num = |v: f64| {
-            if v.is_finite() {
-                format!("{v:.6}")
-            } else {
-                "null".into()
-            }
-        };
-        if let Some(v) = &self.variant {
-            field("variant", json_str(v));
-        }
-        if let Some(v) = self.ms {
-            field("ms", num(v));
-        }
-        if let Some(v) = self.min_ms {
-            field("min_ms", num(v));
-        }
-        if let Some(v) = self.max_ms {
-            field("max_ms", num(v));
-        }
-        if let Some(v) = self.reps {
-            field("reps", v.to_string());
-        }
-        if let Some(v) = self.bytes {
-            field("bytes", v.to_string());
-        }
-        if let Some(v) = self.flops {
-            field("flops", v.to_string());
-        }
-        if let Some(v) = self.unit {
-            field("unit", json_str(v));
-        }
-        if let Some(v) = &self.note {
-            field("note", json_str(v));
-        }
-        if let Some(v) = self.devices {
-            field("devices", v.to_string());
-        }
-        if let Some(v) = self.busbw_gbs {
-            field("busbw_gbs", num(v));
-        }
-        if let Some(v) = &self.error {
-            field("error", json_str(v));
-        }
-        if let Some(v) = &self.skip {
-            field("skip", json_str(v));
-        }
-        s.push('}');
+        let line = self.line();
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{s}");
+        let _ = writeln!(out, "{line}");
         let _ = out.flush();
+    }
+
+    /// The row's JSON line (without the newline), as `Lines` formats it.
+    pub(crate) fn line(&self) -> String {
+        let mut out = Vec::with_capacity(256);
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, Lines);
+        // Serializing strings and numbers into a `Vec` cannot fail.
+        if self.serialize(&mut ser).is_err() {
+            return String::from("{}");
+        }
+        String::from_utf8(out).unwrap_or_default()
     }
 }
 
-pub(crate) fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
+/// The lines' format, which `benches/report.py` and the recorded results were written with:
+/// `", "` between fields and `": "` after keys, times and rates with 6 decimals (`null` when
+/// not finite: serde_json's own rule), and control characters other than `\n`, `\r`, `\t` as
+/// `\u00XX`.
+struct Lines;
+
+impl Formatter for Lines {
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
         }
     }
-    o.push('"');
-    o
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn write_f64<W: ?Sized + io::Write>(&mut self, w: &mut W, v: f64) -> io::Result<()> {
+        write!(w, "{v:.6}")
+    }
+
+    fn write_char_escape<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        escape: CharEscape,
+    ) -> io::Result<()> {
+        match escape {
+            CharEscape::Backspace => w.write_all(b"\\u0008"),
+            CharEscape::FormFeed => w.write_all(b"\\u000c"),
+            CharEscape::Quote => w.write_all(b"\\\""),
+            CharEscape::ReverseSolidus => w.write_all(b"\\\\"),
+            CharEscape::Solidus => w.write_all(b"/"),
+            CharEscape::LineFeed => w.write_all(b"\\n"),
+            CharEscape::CarriageReturn => w.write_all(b"\\r"),
+            CharEscape::Tab => w.write_all(b"\\t"),
+            CharEscape::AsciiControl(c) => write!(w, "\\u{:04x}", c),
+        }
+    }
 }
 
 pub(crate) fn median(v: &[f64]) -> f64 {

@@ -1,5 +1,6 @@
 //! One kernel launch on the simulator: the arguments decoded from the launch's parameter
-//! slots, the grid's blocks spread over the host's cores, the first fault reported.
+//! slots, the grid's blocks spread over the host's cores (the simulator's persistent rayon
+//! pool), the first fault reported.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -164,9 +165,13 @@ impl<'a> Launch<'a> {
         }
     }
 
-    /// Runs every block (every cluster of blocks), on up to `workers` host threads; the first
-    /// fault stops the launch.
-    pub(super) fn run(&self, workers: usize) -> Result<(), Fault> {
+    /// Runs every block (every cluster of blocks), on up to `workers` threads of `pool` (on the
+    /// calling thread without one); the first fault stops the launch.
+    pub(super) fn run(
+        &self,
+        workers: usize,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<(), Fault> {
         let size: u32 = self.cluster.iter().product();
         let units = (0..3)
             .map(|k| (self.grid[k] / self.cluster[k]) as u64)
@@ -199,27 +204,52 @@ impl<'a> Launch<'a> {
             }
         };
         // A kernel that synchronises its whole grid needs every block running at once (the
-        // launch checked the grid against the simulated occupancy): a thread per block.
-        let workers = if self.ir.grid_barrier.is_some() {
-            units as usize
-        } else {
-            workers.clamp(1, units.min(256) as usize)
-        };
-        if workers == 1 {
-            work();
-        } else {
+        // launch checked the grid against the simulated occupancy): an OS thread per block, as
+        // a pool of fewer threads could leave a block waiting at the grid barrier for one that
+        // never starts.
+        if self.ir.grid_barrier.is_some() && units > 1 {
             std::thread::scope(|s| {
-                for _ in 1..workers {
+                for _ in 1..units {
                     s.spawn(work);
                 }
                 work();
             });
+        } else {
+            let workers = workers.clamp(1, units.min(MAX_WORKERS as u64) as usize);
+            match pool {
+                // The pool's threads persist between launches: each takes blocks off the
+                // shared counter (in order, reusing its block state) until none is left.
+                Some(pool) if workers > 1 => pool.scope(|s| {
+                    for _ in 0..workers {
+                        s.spawn(|_| work());
+                    }
+                }),
+                _ => work(),
+            }
         }
         match first.into_inner() {
             Some((_, f)) => Err(f),
             None => Ok(()),
         }
     }
+}
+
+/// The most host threads one launch uses (unless its kernel synchronises the grid).
+pub(super) const MAX_WORKERS: usize = 256;
+
+/// The simulator's threads: a rayon pool of `workers` threads (at most [`MAX_WORKERS`]), made
+/// on the first launch that can use more than one and kept for the simulator's life; `None`
+/// (the launches then run on the calling thread) for one worker or if the threads cannot be
+/// made.
+pub(super) fn make_pool(workers: usize) -> Option<rayon::ThreadPool> {
+    if workers <= 1 {
+        return None;
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(workers.min(MAX_WORKERS))
+        .thread_name(|i| format!("cudajit-sim-{i}"))
+        .build()
+        .ok()
 }
 
 /// `CUDAJIT_SIM_RACECHECK=0` turns the shared-memory race checks off (read once).
@@ -285,10 +315,12 @@ impl Simulator {
         let l =
             unsafe { Launch::new(&ir, grid, block, cluster, shared_mem_bytes as usize, params) };
         self.check_arrays(&ir, &l, dev)?;
-        l.run(self.workers).map_err(|fault| Error::Fault {
-            kernel: ir.name.clone(),
-            kind: fault.kind,
-            message: fault.message,
-        })
+        let pool = self.pool.get_or_init(|| make_pool(self.workers));
+        l.run(self.workers, pool.as_ref())
+            .map_err(|fault| Error::Fault {
+                kernel: ir.name.clone(),
+                kind: fault.kind,
+                message: fault.message,
+            })
     }
 }

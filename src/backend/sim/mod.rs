@@ -131,6 +131,8 @@ pub(crate) struct Simulator {
     devices: Devices,
     /// Host threads running a launch's blocks (the simulated multiprocessors).
     workers: usize,
+    /// The persistent pool of those threads (`launch::make_pool`), made at the first launch.
+    pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
     /// Each device's total memory.
     total_mem: usize,
 }
@@ -162,6 +164,7 @@ impl Simulator {
             graphs: Mutex::new(graph::Graphs::default()),
             devices: Devices::new(n),
             workers,
+            pool: std::sync::OnceLock::new(),
             total_mem: memory::host_memory(),
         }
     }

@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 use std::sync::OnceLock;
 
 use super::hash::hex;
-use super::mac::{same_bytes, HmacSha256};
+use super::mac::HmacSha256;
 use super::trust::{self, KeyError, MacKey, Policy, Problem, Untrusted};
 use super::Key;
 
@@ -475,22 +475,22 @@ fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".tmp")
 }
 
-/// The MAC of a file: HMAC-SHA256 under `mac` of the header's fields before the MAC
-/// (`fields`, without the MAC or newline), the file's suffix and its body.
-fn tag(mac: &MacKey, fields: &str, suffix: &str, body: &[u8]) -> [u8; 32] {
+/// The MAC of a file, unfinished: HMAC-SHA256 under `mac` of the header's fields before the
+/// MAC (`fields`, without the MAC or newline), the file's suffix and its body.
+fn tag(mac: &MacKey, fields: &str, suffix: &str, body: &[u8]) -> HmacSha256 {
     let mut m = HmacSha256::new(&mac.0);
     m.update(fields.as_bytes());
     m.update(b"\n");
     m.update(suffix.as_bytes());
     m.update(b"\n");
     m.update(body);
-    m.finish()
+    m
 }
 
 /// The header line of a body stored under `key` with this suffix (with its newline).
 fn header_for(key: &Key, suffix: &str, mac: &MacKey, body: &[u8]) -> String {
     let fields = format!("{MAGIC} {FORMAT} {VERSION} {} {}", key.hex(), body.len());
-    let sum = hex(&tag(mac, &fields, suffix, body));
+    let sum = hex(&tag(mac, &fields, suffix, body).finish());
     format!("{fields} {sum}\n")
 }
 
@@ -549,10 +549,7 @@ fn decode_bytes(
     }
     let body = &bytes[nl + 1..];
     let fields = &header[..header.len() - sum.len() - 1];
-    if !same_bytes(
-        hex(&tag(mac, fields, suffix, body)).as_bytes(),
-        sum.as_bytes(),
-    ) {
+    if !tag(mac, fields, suffix, body).verify_hex(sum) {
         return Err("the MAC does not match (made with another key, or corrupt)".into());
     }
     bytes.drain(..=nl);

@@ -1,61 +1,61 @@
-//! HMAC-SHA256 (RFC 2104 over FIPS 180-4), on the cache's own [`Sha256`]: the disk cache's
+//! HMAC-SHA256 (RFC 2104 over FIPS 180-4), RustCrypto's `hmac` on `sha2`: the disk cache's
 //! entries carry an HMAC of their header and body under the per-user key (`trust.rs`), so a
-//! file that anyone without the key wrote is never used.
+//! file that anyone without the key wrote is never used. The RFC 4231 vectors below check the
+//! cache's use of the crates.
 
-use super::hash::Sha256;
-
-/// SHA-256's block size in bytes (the HMAC key's padded length).
-const BLOCK: usize = 64;
+use hmac::{Hmac, Mac};
 
 /// A streaming HMAC-SHA256.
 #[derive(Clone)]
-pub(crate) struct HmacSha256 {
-    inner: Sha256,
-    outer: Sha256,
-}
+pub(crate) struct HmacSha256(Hmac<sha2::Sha256>);
 
 impl HmacSha256 {
     /// An HMAC under `key` (any length: a key longer than a block is hashed first).
     pub(crate) fn new(key: &[u8]) -> Self {
-        let mut k = [0u8; BLOCK];
-        if key.len() > BLOCK {
-            let mut h = Sha256::new();
-            h.update(key);
-            k[..32].copy_from_slice(&h.finish());
-        } else {
-            k[..key.len()].copy_from_slice(key);
+        // HMAC takes keys of every length (RFC 2104): `new_from_slice` never fails for it.
+        match Hmac::new_from_slice(key) {
+            Ok(m) => HmacSha256(m),
+            Err(_) => unreachable!("HMAC accepts keys of any length"),
         }
-        let pad = |byte: u8| {
-            let mut p = [0u8; BLOCK];
-            for (p, k) in p.iter_mut().zip(k) {
-                *p = k ^ byte;
-            }
-            p
-        };
-        let mut inner = Sha256::new();
-        inner.update(&pad(0x36));
-        let mut outer = Sha256::new();
-        outer.update(&pad(0x5c));
-        HmacSha256 { inner, outer }
     }
 
     /// Authenticates `data` (after what was given before).
     pub(crate) fn update(&mut self, data: &[u8]) {
-        self.inner.update(data);
+        self.0.update(data);
     }
 
     /// The tag.
     pub(crate) fn finish(self) -> [u8; 32] {
-        let mut outer = self.outer;
-        outer.update(&self.inner.finish());
-        outer.finish()
+        self.0.finalize().into_bytes().into()
+    }
+
+    /// Whether the tag is the one `want` spells (64 lower-case hex digits, as `hex` writes
+    /// it), compared by `hmac` in constant time (when it stops does not tell how many leading
+    /// bytes were right). Any other spelling is a mismatch.
+    pub(crate) fn verify_hex(self, want: &str) -> bool {
+        match unhex_lower(want) {
+            Some(t) => self.0.verify_slice(&t).is_ok(),
+            None => false,
+        }
     }
 }
 
-/// Whether two byte strings are equal, in a time that depends on their lengths only (a MAC is
-/// compared without telling, by when it stops, how many leading bytes were right).
-pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The 32 bytes that 64 lower-case hex digits spell (`None` for anything else).
+fn unhex_lower(s: &str) -> Option<[u8; 32]> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let b = s.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
+        *o = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -140,10 +140,25 @@ mod tests {
     }
 
     #[test]
-    fn byte_comparison() {
-        assert!(same_bytes(b"", b""));
-        assert!(same_bytes(b"abc", b"abc"));
-        assert!(!same_bytes(b"abc", b"abd"));
-        assert!(!same_bytes(b"abc", b"ab"));
+    fn verify_against_hex() {
+        let key = [0x42u8; 32];
+        let tag = hmac_hex(&key, b"body");
+        let check = |want: &str| {
+            let mut m = HmacSha256::new(&key);
+            m.update(b"body");
+            m.verify_hex(want)
+        };
+        assert!(check(&tag));
+        // A flipped last digit, the upper-case spelling, a short or long tag, non-hex.
+        let mut flipped = tag.clone();
+        let last = if flipped.ends_with('0') { "1" } else { "0" };
+        flipped.replace_range(63.., last);
+        assert!(!check(&flipped));
+        assert!(tag.bytes().any(|b| b.is_ascii_lowercase()));
+        assert!(!check(&tag.to_uppercase()));
+        assert!(!check(&tag[..62]));
+        assert!(!check(&format!("{tag}00")));
+        assert!(!check(&"zz".repeat(32)));
+        assert!(!check(""));
     }
 }
