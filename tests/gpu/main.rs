@@ -20,6 +20,7 @@ mod graphs;
 mod grid;
 mod half;
 mod half_ops;
+mod host_args;
 mod kernels;
 mod lines;
 mod math;
