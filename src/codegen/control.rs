@@ -522,9 +522,10 @@ impl KernelBuilder {
                 s.error(
                     Kind::EmptyArray,
                     format!(
-                        "in `{}`: a {what} array of shape {dims:?} has no element: dimension {d} \
+                        "in `{}`: a {what} array of shape {} has no element: dimension {d} \
                          is 0; every extent must be at least 1",
-                        s.f.name
+                        s.f.name,
+                        crate::error::ShapeDisplay(&dims)
                     ),
                 );
             }

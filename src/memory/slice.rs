@@ -333,10 +333,10 @@ fn checked_reshape<D: Dimension, Sh: IntoDimension>(from: &D, shape: Sh) -> Resu
     let dim = shape.into_dimension();
     if dim.size() != from.size() {
         return Err(Error::usage(format!(
-            "cannot reshape an array of shape {:?} ({} elements) to {:?} ({} elements)",
-            from.slice(),
+            "cannot reshape an array of shape {} ({} elements) to {} ({} elements)",
+            crate::error::ShapeDisplay(from.slice()),
             from.size(),
-            dim.slice(),
+            crate::error::ShapeDisplay(dim.slice()),
             dim.size()
         )));
     }

@@ -15,7 +15,7 @@ pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>> {
             } else if d != 1 && d != *o {
                 return Err(Error::usage(format!(
                     "shapes {} cannot be broadcast together (dimension {} is {} in one and {} in another)",
-                    shapes.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", "),
+                    shapes.iter().map(|s| crate::error::ShapeDisplay(s).to_string()).collect::<Vec<_>>().join(", "),
                     i,
                     d,
                     o
