@@ -43,6 +43,7 @@ mod random;
 mod scan;
 mod sharded;
 mod shared_nd;
+mod short_circuit;
 mod streams;
 mod strided;
 #[path = "../support/mod.rs"]
