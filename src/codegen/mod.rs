@@ -73,5 +73,5 @@ pub use options::{default_cc, PtxOptions};
 pub use printf::PrintfArg;
 pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
 pub(crate) use signature::declare_scalar_param;
-pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, LaunchArgs};
+pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, KernelScalar, LaunchArgs};
 pub use strided::{DStrided, NdStrided, NdStridedMut};

@@ -309,6 +309,40 @@ where
     }
 }
 
+/// The one bound for kernels generic over their element type: a [`Scalar`] that is a scalar
+/// kernel parameter (the `T` of `Kernel<(&[T], T)>`, received as `Expr<T>`) and its own launch
+/// argument. Every element type is one (a blanket impl); add [`Float`](super::Float),
+/// [`Int`](super::Int), [`Num`](super::Num) or [`Signed`](super::Signed) for their operations:
+///
+/// ```no_run
+/// use cudajit::codegen::{Float, Kernel, KernelScalar};
+/// use cudajit::prelude::*;
+///
+/// fn axpy<T: KernelScalar + Float>(
+///     stream: &Stream,
+///     a: T,
+///     x: &DeviceArray<T>,
+///     y: &mut DeviceArray<T>,
+/// ) -> cudajit::Result<()> {
+///     let k = Kernel::<(&[T], &mut [T], T)>::build("axpy", |k, (x, y, a)| {
+///         let i = k.grid1();
+///         k.if_(i.lt(y.len()), |_| y.set(i, a * x.at(i) + y.at(i)));
+///     })?;
+///     k.launch(stream, LaunchConfig::for_num_elems(y.len(), 128)?, (x, y, a))
+/// }
+///
+/// # fn main() -> cudajit::Result<()> {
+/// let stream = Context::new(0)?.new_stream()?;
+/// let (x, mut y) = (stream.to_device(&[1.0f32; 8])?, stream.to_device(&[2.0f32; 8])?);
+/// axpy(&stream, 3.0f32, &x, &mut y)?;
+/// let (x, mut y) = (stream.to_device(&[1.0f64; 8])?, stream.to_device(&[2.0f64; 8])?);
+/// axpy(&stream, 3.0f64, &x, &mut y)?;
+/// # Ok(()) }
+/// ```
+pub trait KernelScalar: Scalar + KernelParam<Handle = Expr<Self>> + ArgFor<Self> {}
+
+impl<T: Scalar + KernelParam<Handle = Expr<T>> + ArgFor<T>> KernelScalar for T {}
+
 /// A tuple of parameter types: a kernel's whole parameter list.
 pub trait KernelParams {
     /// The tuple of handles the build closure receives.
