@@ -265,6 +265,39 @@ impl KernelBuilder {
         });
     }
 
+    /// `lhs && rhs`, short-circuiting as Rust's `&&` and Python's `and`: `rhs` is recorded
+    /// in a branch taken only where `lhs` is true, so it may read what is valid only then
+    /// (`j >= 0 && a[j] > key`). [`Expr::and`] evaluates both sides. Also
+    /// [`Expr::and_then`].
+    #[track_caller]
+    pub fn and_then(
+        &self,
+        lhs: impl Into<Expr<bool>>,
+        rhs: impl FnOnce(&KernelBuilder) -> Expr<bool>,
+    ) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at_block();
+        let lhs = lhs.into();
+        let v = Var::new(lhs);
+        self.if_(lhs, |k| v.set(rhs(k)));
+        v.get()
+    }
+
+    /// `lhs || rhs`, short-circuiting as Rust's `||` and Python's `or`: `rhs` is recorded in
+    /// a branch taken only where `lhs` is false. [`Expr::or`] evaluates both sides. Also
+    /// [`Expr::or_else`].
+    #[track_caller]
+    pub fn or_else(
+        &self,
+        lhs: impl Into<Expr<bool>>,
+        rhs: impl FnOnce(&KernelBuilder) -> Expr<bool>,
+    ) -> Expr<bool> {
+        let _at = crate::codegen::srcloc::at_block();
+        let lhs = lhs.into();
+        let v = Var::new(lhs);
+        self.if_(!lhs, |k| v.set(rhs(k)));
+        v.get()
+    }
+
     /// `while cond() { body }`: `cond` is evaluated before each iteration.
     #[track_caller]
     pub fn while_(
@@ -522,9 +555,10 @@ impl KernelBuilder {
                 s.error(
                     Kind::EmptyArray,
                     format!(
-                        "in `{}`: a {what} array of shape {dims:?} has no element: dimension {d} \
+                        "in `{}`: a {what} array of shape {} has no element: dimension {d} \
                          is 0; every extent must be at least 1",
-                        s.f.name
+                        s.f.name,
+                        crate::error::ShapeDisplay(&dims)
                     ),
                 );
             }
@@ -722,4 +756,26 @@ impl KernelBuilder {
 fn one<T: Int>() -> T {
     // Every integer scalar converts from its bits; 1 has the same bits in all of them.
     T::from_bits(1)
+}
+
+impl Expr<bool> {
+    /// `self && rhs()`, short-circuiting: `rhs` runs (its loads, its calls) only where `self` is
+    /// true, as Rust's `&&` and Python's `and` (see [`KernelBuilder::and_then`]).
+    #[track_caller]
+    pub fn and_then(self, rhs: impl FnOnce() -> Expr<bool>) -> Expr<bool> {
+        KernelBuilder {
+            tag: super::builder::current_tag(),
+        }
+        .and_then(self, |_| rhs())
+    }
+
+    /// `self || rhs()`, short-circuiting: `rhs` runs only where `self` is false, as Rust's
+    /// `||` and Python's `or` (see [`KernelBuilder::or_else`]).
+    #[track_caller]
+    pub fn or_else(self, rhs: impl FnOnce() -> Expr<bool>) -> Expr<bool> {
+        KernelBuilder {
+            tag: super::builder::current_tag(),
+        }
+        .or_else(self, |_| rhs())
+    }
 }

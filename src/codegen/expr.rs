@@ -242,13 +242,15 @@ impl<T: Num> Expr<T> {
 }
 
 impl Expr<bool> {
-    /// Logical and (both sides evaluated).
+    /// Logical and (both sides evaluated: for Rust's short-circuiting `&&`, see
+    /// [`and_then`](Expr::and_then)).
     #[track_caller]
     pub fn and(self, other: impl Into<Expr<bool>>) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();
         binary(BinOp::And, self, other.into())
     }
-    /// Logical or (both sides evaluated).
+    /// Logical or (both sides evaluated: for Rust's short-circuiting `||`, see
+    /// [`or_else`](Expr::or_else)).
     #[track_caller]
     pub fn or(self, other: impl Into<Expr<bool>>) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();

@@ -2,6 +2,7 @@
 //! and launched with arguments whose types the parameter list `P` fixes.
 
 use std::marker::PhantomData;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -46,6 +47,19 @@ const FAST_DEVICES: usize = 16;
 /// k.launch(stream, LaunchConfig::new(1, 32), (x,))?; // one argument missing
 /// # Ok(()) }
 /// ```
+///
+/// A host array the kernel may write is borrowed `&mut` for the launch, so it cannot alias
+/// another argument:
+///
+/// ```compile_fail
+/// # use cudajit::prelude::*;
+/// # use cudajit::codegen::Kernel;
+/// # fn f(stream: &Stream) -> cudajit::Result<()> {
+/// let k = Kernel::<(&[f32], &mut [f32])>::build("copy", |k, (x, y)| y.set(k.grid1(), x.at(k.grid1())))?;
+/// let mut v = vec![1.0f32; 32];
+/// k.launch(stream, LaunchConfig::new(1, 32), (&v, &mut v))?; // aliasing: refused
+/// # Ok(()) }
+/// ```
 pub struct Kernel<P> {
     inner: Arc<KernelInner>,
     _p: PhantomData<fn(P)>,
@@ -70,6 +84,8 @@ struct KernelInner {
     loaded: [OnceLock<Function>; FAST_DEVICES],
     /// Functions for other devices, or replacing a stale one after a context reset.
     others: Mutex<Vec<&'static Function>>,
+    /// Whether a launch with host arrays has logged its warning.
+    warned_host: AtomicBool,
 }
 
 /// Why `name` cannot be a PTX symbol, if it cannot.
@@ -149,6 +165,7 @@ impl<P: KernelParams> Kernel<P> {
                 options,
                 loaded: Default::default(),
                 others: Mutex::new(Vec::new()),
+                warned_host: AtomicBool::new(false),
             }),
             _p: PhantomData,
         })
@@ -248,14 +265,37 @@ impl<P: KernelParams> Kernel<P> {
 
     /// Launches the kernel on `stream`. The arguments' types are fixed by `P`; arrays must
     /// belong to the stream's context; the configuration is checked against the kernel's limits.
+    ///
+    /// Host arrays (`&[T]`, `&Vec<T>`, ndarray arrays and views; `&mut` ones for parameters
+    /// the kernel may write) are accepted too, as Numba accepts NumPy arrays: copied to the
+    /// device before the launch, the writable ones copied back after it, the call then
+    /// waiting for the kernel (see the guide's "Host arrays at launch" for the cost; the first
+    /// such launch of each kernel logs a warning). Not inside a graph capture.
     #[inline]
     pub fn launch<A: LaunchArgs<P>>(
         &self,
         stream: &Stream,
         config: LaunchConfig,
-        args: A,
+        mut args: A,
     ) -> Result<()> {
-        self.launch_with(stream, config, |buf| args.push_all(buf))
+        let mut buf = ArgBuffer::for_launch(stream, &self.inner.align);
+        self.launch_in(&mut buf, stream, config, |buf| args.push_all(buf))?;
+        if buf.has_staged() {
+            self.finish_host_arrays(&mut buf, stream, |buf| args.after_all(buf))?;
+        }
+        Ok(())
+    }
+
+    /// After a launch with host arrays: the warning (once), the wait, the copies back.
+    #[cold]
+    fn finish_host_arrays(
+        &self,
+        buf: &mut ArgBuffer<'_>,
+        stream: &Stream,
+        after: impl FnOnce(&mut ArgBuffer<'_>) -> Result<()>,
+    ) -> Result<()> {
+        super::host_args::warn_once(&self.inner.warned_host, self.name(), buf.staged_count());
+        super::host_args::finish(buf, stream, after)
     }
 
     /// Adds a launch of the kernel to a graph built by hand ([`Graph::new`]), run after `deps`:
@@ -314,11 +354,27 @@ impl<P: KernelParams> Kernel<P> {
         config: LaunchConfig,
         push: impl FnOnce(&mut ArgBuffer<'_>) -> Result<()>,
     ) -> Result<()> {
+        let mut buf = ArgBuffer::for_launch(stream, &self.inner.align);
+        self.launch_in(&mut buf, stream, config, push)?;
+        if buf.has_staged() {
+            self.finish_host_arrays(&mut buf, stream, |_| Ok(()))?;
+        }
+        Ok(())
+    }
+
+    /// Pushes the arguments into `buf` and launches.
+    #[inline]
+    fn launch_in(
+        &self,
+        buf: &mut ArgBuffer<'_>,
+        stream: &Stream,
+        config: LaunchConfig,
+        push: impl FnOnce(&mut ArgBuffer<'_>) -> Result<()>,
+    ) -> Result<()> {
         let ctx = stream.context();
         let f = self.loaded_function(ctx)?;
         config.validate(f)?;
-        let mut buf = ArgBuffer::new(ctx, &self.inner.align);
-        push(&mut buf)?;
+        push(buf)?;
         // A kernel that synchronises its grid: the barrier's two words, zeroed in stream order
         // (freed in stream order after the launch), and a cooperative launch of a grid that
         // fits on the device at once.

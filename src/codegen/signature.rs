@@ -41,6 +41,12 @@ pub struct ArgBuffer<'c> {
     align: &'c [u32],
     /// Index of the next parameter.
     param: usize,
+    /// The stream of a launch (host arrays are copied on it); `None` for a graph node.
+    pub(super) stream: Option<&'c crate::stream::Stream>,
+    /// Device copies of host-array arguments (empty, never allocated, without them).
+    pub(super) staged: Vec<Box<dyn std::any::Any>>,
+    /// The next staged copy the after-launch pass reaches.
+    pub(super) next_staged: usize,
 }
 
 impl<'c> ArgBuffer<'c> {
@@ -54,7 +60,18 @@ impl<'c> ArgBuffer<'c> {
             ctx,
             align,
             param: 0,
+            stream: None,
+            staged: Vec::new(),
+            next_staged: 0,
         }
+    }
+
+    /// A buffer for a launch on `stream` (where host arrays may be copied).
+    #[inline]
+    pub(crate) fn for_launch(stream: &'c crate::stream::Stream, align: &'c [u32]) -> Self {
+        let mut b = Self::new(stream.context(), align);
+        b.stream = Some(stream);
+        b
     }
 
     pub(crate) fn push_scalar(&mut self, v: u64) -> Result<()> {
@@ -240,10 +257,20 @@ scalar_params!(
     crate::ir::F8E5M2
 );
 
-/// A launch argument accepted for parameter type `P`.
+/// A launch argument accepted for parameter type `P`: a device array or view, a scalar, or a
+/// host array (copied to the device for the launch; see [`ArgBuffer`] and the guide's "Host
+/// arrays at launch").
 pub trait ArgFor<P> {
     /// Appends this argument's slots.
     fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()>;
+    /// After a launch that copied host arrays, once the kernel has finished: a host array
+    /// takes its device copy's values back (if the kernel may write it). Nothing for other
+    /// arguments, and never called for launches without host arrays.
+    #[inline]
+    fn after(&mut self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+        let _ = buf;
+        Ok(())
+    }
 }
 
 impl<T: Scalar, X: DeviceSlice<T, Dim = ndarray::Ix1> + ?Sized> ArgFor<&[T]> for &X {
@@ -282,6 +309,40 @@ where
     }
 }
 
+/// The one bound for kernels generic over their element type: a [`Scalar`] that is a scalar
+/// kernel parameter (the `T` of `Kernel<(&[T], T)>`, received as `Expr<T>`) and its own launch
+/// argument. Every element type is one (a blanket impl); add [`Float`](super::Float),
+/// [`Int`](super::Int), [`Num`](super::Num) or [`Signed`](super::Signed) for their operations:
+///
+/// ```no_run
+/// use cudajit::codegen::{Float, Kernel, KernelScalar};
+/// use cudajit::prelude::*;
+///
+/// fn axpy<T: KernelScalar + Float>(
+///     stream: &Stream,
+///     a: T,
+///     x: &DeviceArray<T>,
+///     y: &mut DeviceArray<T>,
+/// ) -> cudajit::Result<()> {
+///     let k = Kernel::<(&[T], &mut [T], T)>::build("axpy", |k, (x, y, a)| {
+///         let i = k.grid1();
+///         k.if_(i.lt(y.len()), |_| y.set(i, a * x.at(i) + y.at(i)));
+///     })?;
+///     k.launch(stream, LaunchConfig::for_num_elems(y.len(), 128)?, (x, y, a))
+/// }
+///
+/// # fn main() -> cudajit::Result<()> {
+/// let stream = Context::new(0)?.new_stream()?;
+/// let (x, mut y) = (stream.to_device(&[1.0f32; 8])?, stream.to_device(&[2.0f32; 8])?);
+/// axpy(&stream, 3.0f32, &x, &mut y)?;
+/// let (x, mut y) = (stream.to_device(&[1.0f64; 8])?, stream.to_device(&[2.0f64; 8])?);
+/// axpy(&stream, 3.0f64, &x, &mut y)?;
+/// # Ok(()) }
+/// ```
+pub trait KernelScalar: Scalar + KernelParam<Handle = Expr<Self>> + ArgFor<Self> {}
+
+impl<T: Scalar + KernelParam<Handle = Expr<T>> + ArgFor<T>> KernelScalar for T {}
+
 /// A tuple of parameter types: a kernel's whole parameter list.
 pub trait KernelParams {
     /// The tuple of handles the build closure receives.
@@ -294,6 +355,8 @@ pub trait KernelParams {
 pub trait LaunchArgs<P> {
     /// Appends every argument's slots, in order.
     fn push_all(&self, buf: &mut ArgBuffer<'_>) -> Result<()>;
+    /// Runs every argument's [`ArgFor::after`], in order.
+    fn after_all(&mut self, buf: &mut ArgBuffer<'_>) -> Result<()>;
 }
 
 macro_rules! tuples {
@@ -310,6 +373,11 @@ macro_rules! tuples {
             #[allow(unused_variables)]
             fn push_all(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
                 $(self.$i.push(buf)?;)*
+                Ok(())
+            }
+            #[allow(unused_variables)]
+            fn after_all(&mut self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+                $(self.$i.after(buf)?;)*
                 Ok(())
             }
         }

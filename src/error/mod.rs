@@ -17,6 +17,28 @@ use parking_lot::Mutex;
 
 pub use sys::LoadError;
 
+/// A shape as error messages print it, NumPy's tuple form: `(3, 4)`, `(7,)`, `()`.
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeDisplay<'a>(pub &'a [usize]);
+
+impl fmt::Display for ShapeDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [d] => write!(f, "({d},)"),
+            dims => {
+                f.write_str("(")?;
+                for (i, d) in dims.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{d}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
 /// Shorthand for `Result<T, cudajit::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -254,7 +276,9 @@ impl fmt::Display for Error {
                 actual,
             } => write!(
                 f,
-                "shape mismatch in {op}: expected {expected:?}, got {actual:?}"
+                "shape mismatch in {op}: expected {}, got {}",
+                ShapeDisplay(expected),
+                ShapeDisplay(actual)
             ),
             Error::OutOfMemory { requested, device } => write!(
                 f,
@@ -536,5 +560,15 @@ mod tests {
         );
         assert_eq!(e.clone(), e);
         assert!(Error::usage("x").source().is_none());
+        let e = Error::Shape {
+            op: "t",
+            expected: vec![3, 4],
+            actual: vec![7],
+        };
+        assert_eq!(
+            e.to_string(),
+            "shape mismatch in t: expected (3, 4), got (7,)"
+        );
+        assert_eq!(ShapeDisplay(&[]).to_string(), "()");
     }
 }

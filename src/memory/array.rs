@@ -115,8 +115,8 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
             .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
             .ok_or_else(|| {
                 Error::usage(format!(
-                    "array shape {:?} is too large to allocate",
-                    dim.slice()
+                    "array shape {} is too large to allocate",
+                    crate::error::ShapeDisplay(dim.slice())
                 ))
             })?;
         let mut ptr: sys::CUdeviceptr = 0;
@@ -150,9 +150,9 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         let dim = shape.into_dimension();
         if dim.size() != self.dim.size() {
             return Err(Error::usage(format!(
-                "cannot reshape an array of shape {:?} to {:?}: the sizes differ",
-                self.dim.slice(),
-                dim.slice()
+                "cannot reshape an array of shape {} to {}: the sizes differ",
+                crate::error::ShapeDisplay(self.dim.slice()),
+                crate::error::ShapeDisplay(dim.slice())
             )));
         }
         let this = std::mem::ManuallyDrop::new(self);

@@ -333,10 +333,10 @@ fn checked_reshape<D: Dimension, Sh: IntoDimension>(from: &D, shape: Sh) -> Resu
     let dim = shape.into_dimension();
     if dim.size() != from.size() {
         return Err(Error::usage(format!(
-            "cannot reshape an array of shape {:?} ({} elements) to {:?} ({} elements)",
-            from.slice(),
+            "cannot reshape an array of shape {} ({} elements) to {} ({} elements)",
+            crate::error::ShapeDisplay(from.slice()),
             from.size(),
-            dim.slice(),
+            crate::error::ShapeDisplay(dim.slice()),
             dim.size()
         )));
     }
@@ -498,7 +498,7 @@ mod tests {
         let e = check_shape("copy_from_host", &[3, 4], &[4, 3]).unwrap_err();
         let text = e.to_string();
         assert!(
-            text.contains("copy_from_host") && text.contains("[3, 4]") && text.contains("[4, 3]"),
+            text.contains("copy_from_host") && text.contains("(3, 4)") && text.contains("(4, 3)"),
             "{text}"
         );
     }
@@ -521,6 +521,6 @@ mod tests {
     fn reshape_keeps_the_element_count() {
         assert_eq!(checked_reshape(&Ix2(4, 6), (3, 8)).unwrap(), Ix2(3, 8));
         let e = checked_reshape(&Ix2(4, 6), (5, 5)).unwrap_err().to_string();
-        assert!(e.contains("[4, 6]") && e.contains("[5, 5]"), "{e}");
+        assert!(e.contains("(4, 6)") && e.contains("(5, 5)"), "{e}");
     }
 }

@@ -94,7 +94,22 @@ impl LaunchConfig {
     }
 
     /// A 1-D launch covering `n` elements with `block` threads each (one element per thread).
+    ///
+    /// `n = 0` is an error (a launch over nothing has no grid; skip the launch instead), as
+    /// is `block = 0` or a grid over the device limits.
     pub fn for_num_elems(n: usize, block: u32) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::launch_config(format!(
+                "LaunchConfig::for_num_elems(0, {block}): a launch over no elements has no grid; \
+                 skip the launch when there is nothing to do"
+            )));
+        }
+        Self::covering(n, block)
+    }
+
+    /// As [`for_num_elems`](Self::for_num_elems), but one block for `n = 0` (the crate's own
+    /// operations, whose kernels check their bounds).
+    pub(crate) fn covering(n: usize, block: u32) -> Result<Self> {
         if block == 0 {
             return Err(Error::launch_config("a block needs at least one thread"));
         }
@@ -224,7 +239,8 @@ pub(crate) fn explain_launch_error(f: &Function, config: &LaunchConfig, err: Err
 }
 
 impl Function {
-    /// A 1-D configuration covering `n` elements with the block size that maximises occupancy.
+    /// A 1-D configuration covering `n` elements with the block size that maximises occupancy
+    /// (`n = 0` is an error, as for [`LaunchConfig::for_num_elems`]).
     pub fn config_for_num_elems(&self, n: usize) -> Result<LaunchConfig> {
         let (_, block) = self.max_potential_block_size(0, 0)?;
         LaunchConfig::for_num_elems(n, block.max(1))
@@ -310,7 +326,9 @@ mod tests {
     fn configurations_for_n_elements() {
         let c = LaunchConfig::for_num_elems(1_000_001, 128).unwrap();
         assert_eq!((c.grid.x, c.block.x), (7813, 128));
-        assert_eq!(LaunchConfig::for_num_elems(0, 128).unwrap().grid.x, 1);
+        let e = LaunchConfig::for_num_elems(0, 128).unwrap_err().to_string();
+        assert!(e.contains("no elements"), "{e}");
+        assert_eq!(LaunchConfig::covering(0, 128).unwrap().grid.x, 1);
         assert!(LaunchConfig::for_num_elems(10, 0).is_err());
         assert!(LaunchConfig::for_num_elems(usize::MAX, 32).is_err());
         let c = LaunchConfig::new((4, 5), (8, 8, 2)).with_shared_mem(1024);

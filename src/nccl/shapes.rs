@@ -102,7 +102,7 @@ mod tests {
         let (op, e, a) = shape(same_len("all_reduce", 5, 4).unwrap_err());
         assert_eq!((op, e, a), ("all_reduce", vec![5], vec![4]));
         let text = same_len("broadcast", 3, 7).unwrap_err().to_string();
-        assert_eq!(text, "shape mismatch in broadcast: expected [3], got [7]");
+        assert_eq!(text, "shape mismatch in broadcast: expected (3,), got (7,)");
     }
 
     #[test]

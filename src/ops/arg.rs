@@ -189,17 +189,14 @@ impl<T: Scalar + Num> ArgExtreme<T> {
         out: u64,
     ) -> Result<()> {
         let ctx = stream.context();
-        self.kernel(COLS_FINAL)?.launch_with(
-            stream,
-            LaunchConfig::for_num_elems(m, BLOCK)?,
-            |buf| {
+        self.kernel(COLS_FINAL)?
+            .launch_with(stream, LaunchConfig::covering(m, BLOCK)?, |buf| {
                 buf.push_flat(ctx, vals, chunks * m)?;
                 buf.push_flat(ctx, idxs, chunks * m)?;
                 buf.push_flat(ctx, out, m)?;
                 buf.push_scalar(m as u64)?;
                 buf.push_scalar(chunks as u64)
-            },
-        )
+            })
     }
 
     /// The index along `axis` of the first extreme element of every lane through that axis

@@ -563,7 +563,7 @@ impl Context {
         if n > 0 {
             k.launch(
                 stream,
-                LaunchConfig::for_num_elems(n, 256)?,
+                LaunchConfig::covering(n, 256)?,
                 (&mut out, start, step),
             )?;
         }
@@ -594,7 +594,7 @@ impl Context {
         if n > 0 {
             k.launch(
                 stream,
-                LaunchConfig::for_num_elems(n, 256)?,
+                LaunchConfig::covering(n, 256)?,
                 (&mut out, start, stop),
             )?;
         }

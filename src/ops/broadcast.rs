@@ -15,7 +15,7 @@ pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>> {
             } else if d != 1 && d != *o {
                 return Err(Error::usage(format!(
                     "shapes {} cannot be broadcast together (dimension {} is {} in one and {} in another)",
-                    shapes.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", "),
+                    shapes.iter().map(|s| crate::error::ShapeDisplay(s).to_string()).collect::<Vec<_>>().join(", "),
                     i,
                     d,
                     o
@@ -72,7 +72,7 @@ mod tests {
         );
         assert_eq!(broadcast_shapes(&[&[5]]).unwrap(), vec![5]);
         let e = broadcast_shapes(&[&[3, 4], &[3]]).unwrap_err().to_string();
-        assert!(e.contains("[3, 4]") && e.contains("[3]"), "{e}");
+        assert!(e.contains("(3, 4)") && e.contains("(3,)"), "{e}");
         assert_eq!(broadcast_strides(&[3, 1], &[3, 4]), vec![1, 0]);
         assert_eq!(broadcast_strides(&[4], &[3, 4]), vec![0, 1]);
         assert_eq!(broadcast_strides(&[2, 3, 4], &[2, 3, 4]), vec![12, 4, 1]);

@@ -695,7 +695,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             let kernel = self.variant(variant)?;
             let vectors = n / w;
             let threads = if vectors > 0 { vectors } else { n };
-            let cfg = LaunchConfig::for_num_elems(threads, BLOCK)?;
+            let cfg = LaunchConfig::covering(threads, BLOCK)?;
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
                     a.push(buf, ctx)?;
@@ -712,7 +712,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 1
             };
             let kernel = self.variant(SUFFIX + w.trailing_zeros() as usize)?;
-            let cfg = LaunchConfig::for_num_elems(n / w, BLOCK)?;
+            let cfg = LaunchConfig::covering(n / w, BLOCK)?;
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
                     a.push(buf, ctx)?;
@@ -732,7 +732,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
                 )));
             }
             let kernel = self.variant(2 + rank)?;
-            let cfg = LaunchConfig::for_num_elems(n, BLOCK)?;
+            let cfg = LaunchConfig::covering(n, BLOCK)?;
             kernel.launch_with(stream, cfg, |buf| {
                 for a in ins.iter().chain(outs) {
                     a.push(buf, ctx)?;

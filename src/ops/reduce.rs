@@ -509,7 +509,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         count: usize,
     ) -> Result<()> {
         let ctx = stream.context();
-        let cfg = LaunchConfig::for_num_elems(m, BLOCK)?;
+        let cfg = LaunchConfig::covering(m, BLOCK)?;
         self.kernel(last)?.launch_with(stream, cfg, |buf| {
             buf.push_flat(ctx, parts, chunks * m)?;
             buf.push_flat(ctx, out, m)?;
@@ -553,7 +553,8 @@ impl AxisSplit {
     pub(super) fn new(op: &str, shape: &[usize], axis: usize, keepdims: bool) -> Result<Self> {
         if axis >= shape.len() {
             return Err(Error::usage(format!(
-                "{op}: axis {axis} is out of range for an array of shape {shape:?}"
+                "{op}: axis {axis} is out of range for an array of shape {}",
+                crate::error::ShapeDisplay(shape)
             )));
         }
         let mut out_shape = shape.to_vec();

@@ -418,7 +418,7 @@ impl<T: Num> Scan<T> {
         // One thread per lane through the axis, in coalesced steps.
         let m = outer * inner;
         let k = self.kernel(COLS)?;
-        k.launch_with(stream, LaunchConfig::for_num_elems(m, BLOCK)?, |buf| {
+        k.launch_with(stream, LaunchConfig::covering(m, BLOCK)?, |buf| {
             buf.push_flat(x.context(), x.device_ptr(), x.len())?;
             buf.push_flat(ctx, out, x.len())?;
             buf.push_scalar(outer as u64)?;

@@ -659,3 +659,24 @@ fn launch_bounds_reach_the_ptx() {
         e.err()
     );
 }
+
+#[test]
+fn short_circuit_and_or_compile_to_branches() {
+    let k = Kernel::<(&[f32], &mut [u32], u64)>::build("short_circuit", |k, (x, out, n)| {
+        let i = k.grid1();
+        let guarded = i.lt(n).and_then(|| x.at(i).gt(0.0f32));
+        let either = i.ge(n).or_else(|| x.at(i).lt(-1.0f32));
+        let via_k = k.and_then(guarded, |_| !either);
+        k.if_(i.lt(out.len()), |_| {
+            out.set(
+                i,
+                guarded.cast::<u32>() + either.cast::<u32>() * 2u32 + via_k.cast::<u32>() * 4u32,
+            )
+        });
+    })
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    // The loads of `x` sit behind branches or predicates (never speculated).
+    assert!(ptx.contains("ld.global.nc.f32"), "{ptx}");
+    assert!(ptx.contains("bra") || ptx.contains("@%p"), "{ptx}");
+}

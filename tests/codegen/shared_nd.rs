@@ -251,7 +251,7 @@ fn misuse_of_nd_arrays_is_a_build_error() {
     assert_eq!(e[0].0, BuildErrorKind::EmptyArray);
     assert!(
         e[0].1
-            .contains("a shared array of shape [16, 0] has no element: dimension 1 is 0"),
+            .contains("a shared array of shape (16, 0) has no element: dimension 1 is 0"),
         "{e:?}"
     );
 

@@ -20,6 +20,7 @@ mod graphs;
 mod grid;
 mod half;
 mod half_ops;
+mod host_args;
 mod kernels;
 mod lines;
 mod math;
@@ -42,6 +43,7 @@ mod random;
 mod scan;
 mod sharded;
 mod shared_nd;
+mod short_circuit;
 mod streams;
 mod strided;
 #[path = "../support/mod.rs"]

@@ -221,7 +221,7 @@ fn shapes_ranks_and_groups_are_checked_before_nccl() {
         ),
         "{e}"
     );
-    assert!(e.to_string().contains("expected [6], got [5]"), "{e}");
+    assert!(e.to_string().contains("expected (6,), got (5,)"), "{e}");
     let e = comm.all_gather(&a, &mut b5, &s).unwrap_err();
     assert!(e.to_string().contains("all_gather"), "{e}");
     let e = comm

@@ -130,7 +130,7 @@ impl<T: MatmulInput, O: MatmulOutput> Matmul<T, O> {
         let read_c = call.beta != 0.0;
         let kernel = self.reducer(p.c.row_major, read_c)?;
         let n = p.m * p.n;
-        let lc = LaunchConfig::for_num_elems(n, THREADS)?;
+        let lc = LaunchConfig::covering(n, THREADS)?;
         kernel.launch_with(stream, lc, |buf| {
             buf.push_flat(ctx, ws.ptr(), slices.0 * n)?;
             buf.push_flat(call.c.1, p.c.ptr, p.c.span())?;
