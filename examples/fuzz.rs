@@ -17,6 +17,7 @@
 //! cargo run --release --example fuzz -- [--trees N] [--programs P] [--seed S] [--per-kernel K]
 //!                                        [--threads T] [--depth D] [--seconds S]
 //!                                        [--contract off|on|alternate]
+//!                                        [--fastmath off|on|alternate] [--lang core|whole]
 //! CUDAJIT_SIMULATOR=1 cargo run --release --example fuzz     # on the CPU simulator
 //! ```
 //!
@@ -30,9 +31,15 @@
 //! setting is not drawn from the random streams, so a seed gives the same trees, programs and
 //! inputs in every mode; `--contract off` rebuilds a batch as it ran before contraction existed
 //! (the GPU findings of docs/RELIABILITY.md).
+//!
+//! `--lang whole` draws from every scalar type (i8, u8, i16, u16, f16, bf16 and the 8-bit
+//! floats too) with new streams (its batch seeds are mixed with a constant); its tree batches
+//! alternate fastmath unless `--fastmath` says otherwise (`--lang core`, the default, never
+//! uses fastmath unless told). With `--ptx-only` below 8.9 it leaves the 8-bit floats out.
 
 use cudajit::prelude::*;
-use cudajit_fuzz::check::{run, Config, Contract};
+use cudajit_fuzz::check::{run, Config, Contract, Fastmath};
+use cudajit_fuzz::tree::Lang;
 
 fn main() {
     match main_() {
@@ -64,7 +71,10 @@ fn parse_args() -> std::result::Result<Config, String> {
         max_seconds: None,
         minimise: 50,
         contract: Contract::Alternate,
+        fastmath: Fastmath::Off,
+        lang: Lang::Core,
     };
+    let mut fastmath = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut num = |what: &str| -> std::result::Result<u64, String> {
@@ -86,14 +96,36 @@ fn parse_args() -> std::result::Result<Config, String> {
                 cfg.contract = Contract::parse(&v)
                     .ok_or(format!("--contract: off, on or alternate, not `{v}`"))?;
             }
+            "--fastmath" => {
+                let v = args.next().unwrap_or_default();
+                fastmath = Some(
+                    Fastmath::parse(&v)
+                        .ok_or(format!("--fastmath: off, on or alternate, not `{v}`"))?,
+                );
+            }
+            "--lang" => match args.next().as_deref() {
+                Some("core") => cfg.lang = Lang::Core,
+                Some("whole") => cfg.lang = Lang::Whole { fp8: true },
+                v => return Err(format!("--lang: core or whole, not `{}`", v.unwrap_or(""))),
+            },
             "--ptx-only" => {
                 args.next();
             }
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--ptx-only 9.0]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--fastmath off|on|alternate] [--lang core|whole] [--ptx-only 9.0]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }
+    }
+    // Fastmath alternates in the whole language unless told; the core's runs never had it.
+    cfg.fastmath = fastmath.unwrap_or(if cfg.lang.whole() {
+        Fastmath::Alternate
+    } else {
+        Fastmath::Off
+    });
+    // The 8-bit floats' casts need sm_89+.
+    if let (Some(cc), Lang::Whole { .. }) = (ptx_only(), cfg.lang) {
+        cfg.lang = Lang::Whole { fp8: cc >= (8, 9) };
     }
     Ok(cfg)
 }
@@ -120,7 +152,7 @@ fn main_() -> Result<usize> {
         "the GPU"
     };
     println!(
-        "fuzz: {} trees and {} programs (seed {}, {} per kernel, {} input vectors, depth <= {}, contraction {:?}) on {on}: {}",
+        "fuzz: {} trees and {} programs (seed {}, {} per kernel, {} input vectors, depth <= {}, contraction {:?}, fastmath {:?}, {:?}) on {on}: {}",
         cfg.trees,
         cfg.programs,
         cfg.seed,
@@ -128,6 +160,8 @@ fn main_() -> Result<usize> {
         cfg.threads,
         cfg.depth,
         cfg.contract,
+        cfg.fastmath,
+        cfg.lang,
         ctx.device().name()?
     );
     let t0 = std::time::Instant::now();

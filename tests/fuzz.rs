@@ -2,7 +2,8 @@
 //! simulator, every result compared with the host model. The GPU machine runs the example
 //! itself with 10^5+ trees (docs/RELIABILITY.md).
 
-use cudajit_fuzz::check::{run, Config, Contract};
+use cudajit_fuzz::check::{run, Config, Contract, Fastmath};
+use cudajit_fuzz::tree::Lang;
 
 fn config(trees: usize, programs: usize) -> Config {
     Config {
@@ -16,6 +17,8 @@ fn config(trees: usize, programs: usize) -> Config {
         minimise: 10,
         // Both settings: batches with odd seeds are built with FMA contraction.
         contract: Contract::Alternate,
+        fastmath: Fastmath::Off,
+        lang: Lang::Core,
     }
 }
 

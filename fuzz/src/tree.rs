@@ -1,6 +1,74 @@
 //! The fuzzer's expression trees: types, values, operators, and random generation.
 
+use cudajit::{bf16, f16, F8E4M3, F8E5M2};
+
 use super::rng::Rng;
+
+/// Which part of the kernel language the generators draw from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    /// bool, i32, u32, i64, u64, f32, f64: the trees and programs the fuzzer always made (every
+    /// seed gives exactly what it gave before the other types existed).
+    Core,
+    /// Every scalar type: the core's and i8, u8, i16, u16, f16, bf16 and the 8-bit floats
+    /// (`fp8: false` leaves the 8-bit floats out, for targets before sm_89). Its batch seeds
+    /// are mixed with a constant ([`Lang::batch_seed`]), so its streams are new.
+    Whole { fp8: bool },
+}
+
+/// Every type of the whole language, in input-slot order (the core's first, so a core type's
+/// slot is the same in both layouts).
+pub const ALL_TYS: [Ty; 15] = [
+    Ty::Bool,
+    Ty::I32,
+    Ty::U32,
+    Ty::I64,
+    Ty::U64,
+    Ty::F32,
+    Ty::F64,
+    Ty::I8,
+    Ty::U8,
+    Ty::I16,
+    Ty::U16,
+    Ty::F16,
+    Ty::BF16,
+    Ty::E4M3,
+    Ty::E5M2,
+];
+
+impl Lang {
+    /// The types its trees use, in input-slot order.
+    pub fn tys(self) -> &'static [Ty] {
+        match self {
+            Lang::Core => &TYS,
+            Lang::Whole { fp8: true } => &ALL_TYS,
+            Lang::Whole { fp8: false } => &ALL_TYS[..13],
+        }
+    }
+    /// Input words per thread: `SLOTS` per type of [`ALL_TYS`] (whole) or [`TYS`] (core).
+    pub fn inputs(self) -> usize {
+        match self {
+            Lang::Core => SLOTS * TYS.len(),
+            Lang::Whole { .. } => SLOTS * ALL_TYS.len(),
+        }
+    }
+    /// The type of input word `c`.
+    pub fn input_ty(self, c: usize) -> Ty {
+        ALL_TYS[c / SLOTS]
+    }
+    /// The random seed of batch `seed`: itself in the core language, mixed with a constant in
+    /// the whole one (new streams; the old findings' seeds keep theirs).
+    pub fn batch_seed(self, seed: u64) -> u64 {
+        match self {
+            Lang::Core => seed,
+            Lang::Whole { .. } => seed ^ 0x3c6e_f372_fe94_f82b,
+        }
+    }
+    /// Whether it is the whole language.
+    pub fn whole(self) -> bool {
+        matches!(self, Lang::Whole { .. })
+    }
+}
 
 /// A scalar type of the kernel builder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -12,9 +80,19 @@ pub enum Ty {
     U64,
     F32,
     F64,
+    I8,
+    U8,
+    I16,
+    U16,
+    F16,
+    BF16,
+    /// `cudajit::F8E4M3` (storage only: casts, comparisons, select, bitcasts).
+    E4M3,
+    /// `cudajit::F8E5M2`.
+    E5M2,
 }
 
-/// Every type, in input-slot order.
+/// Every type of the core language, in input-slot order.
 pub const TYS: [Ty; 7] = [
     Ty::Bool,
     Ty::I32,
@@ -26,15 +104,36 @@ pub const TYS: [Ty; 7] = [
 ];
 
 impl Ty {
+    /// Floats with arithmetic (not the 8-bit storage floats).
     pub fn is_float(self) -> bool {
-        matches!(self, Ty::F32 | Ty::F64)
+        matches!(self, Ty::F32 | Ty::F64 | Ty::F16 | Ty::BF16)
+    }
+    /// The 16-bit floats.
+    pub fn is_half(self) -> bool {
+        matches!(self, Ty::F16 | Ty::BF16)
+    }
+    /// The 8-bit floats.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, Ty::E4M3 | Ty::E5M2)
+    }
+    /// Integers (not bool).
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 | Ty::I8 | Ty::U8 | Ty::I16 | Ty::U16
+        )
     }
     pub fn is_signed(self) -> bool {
-        matches!(self, Ty::I32 | Ty::I64 | Ty::F32 | Ty::F64)
+        matches!(
+            self,
+            Ty::I32 | Ty::I64 | Ty::F32 | Ty::F64 | Ty::I8 | Ty::I16 | Ty::F16 | Ty::BF16
+        )
     }
     pub fn bits(self) -> u32 {
         match self {
             Ty::Bool => 1,
+            Ty::I8 | Ty::U8 | Ty::E4M3 | Ty::E5M2 => 8,
+            Ty::I16 | Ty::U16 | Ty::F16 | Ty::BF16 => 16,
             Ty::I32 | Ty::U32 | Ty::F32 => 32,
             Ty::I64 | Ty::U64 | Ty::F64 => 64,
         }
@@ -49,11 +148,19 @@ impl Ty {
             Ty::U64 => "u64",
             Ty::F32 => "f32",
             Ty::F64 => "f64",
+            Ty::I8 => "i8",
+            Ty::U8 => "u8",
+            Ty::I16 => "i16",
+            Ty::U16 => "u16",
+            Ty::F16 => "f16",
+            Ty::BF16 => "bf16",
+            Ty::E4M3 => "F8E4M3",
+            Ty::E5M2 => "F8E5M2",
         }
     }
-    /// Index in [`TYS`].
+    /// Index in [`ALL_TYS`] (for the core types the same as in [`TYS`]).
     pub fn index(self) -> usize {
-        TYS.iter().position(|&t| t == self).unwrap_or(0)
+        ALL_TYS.iter().position(|&t| t == self).unwrap_or(0)
     }
 }
 
@@ -67,6 +174,14 @@ pub enum Val {
     U64(u64),
     F32(f32),
     F64(f64),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    F16(f16),
+    BF16(bf16),
+    E4M3(F8E4M3),
+    E5M2(F8E5M2),
 }
 
 impl Val {
@@ -79,6 +194,14 @@ impl Val {
             Val::U64(_) => Ty::U64,
             Val::F32(_) => Ty::F32,
             Val::F64(_) => Ty::F64,
+            Val::I8(_) => Ty::I8,
+            Val::U8(_) => Ty::U8,
+            Val::I16(_) => Ty::I16,
+            Val::U16(_) => Ty::U16,
+            Val::F16(_) => Ty::F16,
+            Val::BF16(_) => Ty::BF16,
+            Val::E4M3(_) => Ty::E4M3,
+            Val::E5M2(_) => Ty::E5M2,
         }
     }
     /// The bits as the kernels store them (zero-extended to 64).
@@ -91,6 +214,14 @@ impl Val {
             Val::U64(v) => v,
             Val::F32(v) => v.to_bits() as u64,
             Val::F64(v) => v.to_bits(),
+            Val::I8(v) => v as u8 as u64,
+            Val::U8(v) => v as u64,
+            Val::I16(v) => v as u16 as u64,
+            Val::U16(v) => v as u64,
+            Val::F16(v) => v.to_bits() as u64,
+            Val::BF16(v) => v.to_bits() as u64,
+            Val::E4M3(v) => v.to_bits() as u64,
+            Val::E5M2(v) => v.to_bits() as u64,
         }
     }
     /// The value of type `ty` whose stored bits are `b` (bits above the type's width ignored).
@@ -103,14 +234,38 @@ impl Val {
             Ty::U64 => Val::U64(b),
             Ty::F32 => Val::F32(f32::from_bits(b as u32)),
             Ty::F64 => Val::F64(f64::from_bits(b)),
+            Ty::I8 => Val::I8(b as u8 as i8),
+            Ty::U8 => Val::U8(b as u8),
+            Ty::I16 => Val::I16(b as u16 as i16),
+            Ty::U16 => Val::U16(b as u16),
+            Ty::F16 => Val::F16(f16::from_bits(b as u16)),
+            Ty::BF16 => Val::BF16(bf16::from_bits(b as u16)),
+            Ty::E4M3 => Val::E4M3(F8E4M3::from_bits(b as u8)),
+            Ty::E5M2 => Val::E5M2(F8E5M2::from_bits(b as u8)),
         }
     }
     pub fn is_nan(self) -> bool {
         match self {
             Val::F32(v) => v.is_nan(),
             Val::F64(v) => v.is_nan(),
+            Val::F16(v) => v.is_nan(),
+            Val::BF16(v) => v.is_nan(),
+            Val::E4M3(v) => v.is_nan(),
+            Val::E5M2(v) => v.is_nan(),
             _ => false,
         }
+    }
+    /// The value of a float (any width) as f64, exactly; `None` for other types.
+    pub fn as_f64(self) -> Option<f64> {
+        Some(match self {
+            Val::F32(v) => v as f64,
+            Val::F64(v) => v,
+            Val::F16(v) => v.to_f64(),
+            Val::BF16(v) => v.to_f64(),
+            Val::E4M3(v) => v.to_f32() as f64,
+            Val::E5M2(v) => v.to_f32() as f64,
+            _ => return None,
+        })
     }
     /// Equal as results: the same bits (so +0 and -0 differ), or both NaN (any payload).
     pub fn same(self, other: Val) -> bool {
@@ -150,6 +305,14 @@ impl Val {
                 "f64",
                 format!("{v:?}").parse::<f64>().map(f64::to_bits) == Ok(v.to_bits()),
             ),
+            Val::I8(v) => format!("{v}i8"),
+            Val::U8(v) => format!("{v}u8"),
+            Val::I16(v) => format!("{v}i16"),
+            Val::U16(v) => format!("{v}u16"),
+            Val::F16(v) => format!("f16::from_bits({:#06x}) /* {v:?} */", v.to_bits()),
+            Val::BF16(v) => format!("bf16::from_bits({:#06x}) /* {v:?} */", v.to_bits()),
+            Val::E4M3(v) => format!("F8E4M3::from_bits({:#04x}) /* {} */", v.to_bits(), v.to_f32()),
+            Val::E5M2(v) => format!("F8E5M2::from_bits({:#04x}) /* {} */", v.to_bits(), v.to_f32()),
         }
     }
 }
@@ -475,6 +638,49 @@ pub fn special(ty: Ty) -> Vec<Val> {
             .to_vec(),
         Ty::F32 => f32s.map(Val::F32).to_vec(),
         Ty::F64 => f64s.map(Val::F64).to_vec(),
+        Ty::I8 => [0, 1, -1, 2, 7, 8, 9, -8, i8::MIN, i8::MAX, i8::MIN + 1]
+            .map(Val::I8)
+            .to_vec(),
+        Ty::U8 => [0, 1, 2, 7, 8, 9, u8::MAX, u8::MAX - 1, 1 << 7]
+            .map(Val::U8)
+            .to_vec(),
+        Ty::I16 => [0, 1, -1, 2, 15, 16, 17, -16, i16::MIN, i16::MAX, i16::MIN + 1]
+            .map(Val::I16)
+            .to_vec(),
+        Ty::U16 => [0, 1, 2, 15, 16, 17, u16::MAX, u16::MAX - 1, 1 << 15]
+            .map(Val::U16)
+            .to_vec(),
+        // Bits: ±0, ±1, 0.5, -1.5, 2, 3, ±inf, NaNs (quiet, negative, payload, signaling),
+        // smallest normal and subnormal (both signs), largest subnormal, MAX, MIN, 2049 (f16:
+        // between two representable values once rounded) and the largest values below a
+        // power of two.
+        Ty::F16 => [
+            0x0000, 0x8000, 0x3c00, 0xbc00, 0x3800, 0xbe00, 0x4000, 0x4200, 0x7c00, 0xfc00,
+            0x7e00, 0xfe00, 0x7e01, 0x7d00, 0x0400, 0x8400, 0x0001, 0x8001, 0x03ff, 0x7bff,
+            0xfbff, 0x6800, 0x3bff, 0x5640,
+        ]
+        .map(|b| Val::F16(f16::from_bits(b)))
+        .to_vec(),
+        Ty::BF16 => [
+            0x0000, 0x8000, 0x3f80, 0xbf80, 0x3f00, 0xbfc0, 0x4000, 0x4040, 0x7f80, 0xff80,
+            0x7fc0, 0xffc0, 0x7fc1, 0x7fa0, 0x0080, 0x8080, 0x0001, 0x8001, 0x007f, 0x7f7f,
+            0xff7f, 0x4b80, 0x3f7f, 0x4f00,
+        ]
+        .map(|b| Val::BF16(bf16::from_bits(b)))
+        .to_vec(),
+        // ±0, ±1, 0.5, -1.5, NaN (both signs), MAX, MIN, smallest subnormal and normal, 3.
+        Ty::E4M3 => [
+            0x00, 0x80, 0x38, 0xb8, 0x30, 0xbc, 0x7f, 0xff, 0x7e, 0xfe, 0x01, 0x81, 0x08, 0x44,
+        ]
+        .map(|b| Val::E4M3(F8E4M3::from_bits(b)))
+        .to_vec(),
+        // As E4M3's, and ±inf.
+        Ty::E5M2 => [
+            0x00, 0x80, 0x3c, 0xbc, 0x38, 0xbe, 0x7f, 0xfe, 0x7b, 0xfb, 0x01, 0x81, 0x04, 0x42,
+            0x7c, 0xfc,
+        ]
+        .map(|b| Val::E5M2(F8E5M2::from_bits(b)))
+        .to_vec(),
     }
 }
 
@@ -491,6 +697,22 @@ pub fn random_val(rng: &mut Rng, ty: Ty) -> Val {
         Ty::F64 if rng.below(2) == 0 => Val::F64(((b % 2001) as f64 - 1000.0) / 8.0),
         Ty::I32 | Ty::I64 | Ty::U32 | Ty::U64 if rng.below(2) == 0 => {
             Val::from_bits(ty, (b % 80).wrapping_sub(16))
+        }
+        // The whole language's types (never drawn in the core's streams).
+        Ty::F16 if rng.below(2) == 0 => Val::F16(f16::from_f32(((b % 2001) as f32 - 1000.0) / 8.0)),
+        Ty::BF16 if rng.below(2) == 0 => {
+            Val::BF16(bf16::from_f32(((b % 2001) as f32 - 1000.0) / 8.0))
+        }
+        Ty::E4M3 | Ty::E5M2 if rng.below(2) == 0 => {
+            let x = ((b % 161) as f64 - 80.0) / 4.0;
+            if ty == Ty::E4M3 {
+                Val::E4M3(F8E4M3::from_f64(x))
+            } else {
+                Val::E5M2(F8E5M2::from_f64(x))
+            }
+        }
+        Ty::I8 | Ty::U8 | Ty::I16 | Ty::U16 if rng.below(2) == 0 => {
+            Val::from_bits(ty, (b % 40).wrapping_sub(8))
         }
         _ => Val::from_bits(ty, b),
     }
@@ -510,6 +732,8 @@ pub struct Gen<'a> {
     pub exact: bool,
     /// Input slots a leaf may read (`1..=SLOTS`).
     pub slots: u8,
+    /// The types it draws from.
+    pub lang: Lang,
 }
 
 impl<'a> Gen<'a> {
@@ -520,7 +744,14 @@ impl<'a> Gen<'a> {
             vars: Vec::new(),
             exact: false,
             slots: SLOTS as u8,
+            lang: Lang::Core,
         }
+    }
+
+    /// The same for another language.
+    pub fn lang(mut self, lang: Lang) -> Self {
+        self.lang = lang;
+        self
     }
 }
 
@@ -547,7 +778,20 @@ impl Gen<'_> {
     }
 
     fn any_ty(&mut self) -> Ty {
-        self.pick(&TYS)
+        self.pick(self.lang.tys())
+    }
+
+    fn fp8(&self) -> bool {
+        matches!(self.lang, Lang::Whole { fp8: true })
+    }
+
+    /// A type of `bits` bits other than bool for a bitcast (whole language).
+    fn same_size(&mut self, bits: u32) -> Ty {
+        match bits {
+            8 if self.fp8() => self.pick(&[Ty::I8, Ty::U8, Ty::E4M3, Ty::E5M2]),
+            8 => self.pick(&[Ty::I8, Ty::U8]),
+            _ => self.pick(&[Ty::I16, Ty::U16, Ty::F16, Ty::BF16]),
+        }
     }
 
     /// A tree of type `ty` at most `depth` deep.
@@ -570,14 +814,25 @@ impl Gen<'_> {
                     Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
                 }
                 5 => {
-                    let t = self.pick(&[Ty::F32, Ty::F64]);
+                    let t = if self.lang.whole() {
+                        self.pick(&[Ty::F32, Ty::F64, Ty::F16, Ty::BF16])
+                    } else {
+                        self.pick(&[Ty::F32, Ty::F64])
+                    };
                     let op = self.pick(&[Un::IsNan, Un::IsInf]);
                     Node::Un(op, b(self.tree(t, d)))
                 }
                 6 => self.select(ty, d),
                 _ => self.leaf(ty),
             },
-            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 => match self.rng.below(12) {
+            Ty::I32
+            | Ty::U32
+            | Ty::I64
+            | Ty::U64
+            | Ty::I8
+            | Ty::U8
+            | Ty::I16
+            | Ty::U16 => match self.rng.below(12) {
                 0..=4 => {
                     let op = self.pick(&[
                         Bin::Add,
@@ -604,13 +859,30 @@ impl Gen<'_> {
                     Node::Un(op, b(self.tree(ty, d)))
                 }
                 6 if ty == Ty::U32 => {
-                    let t = self.pick(&[Ty::I32, Ty::U32, Ty::I64, Ty::U64]);
+                    let t = if self.lang.whole() {
+                        self.pick(&[
+                            Ty::I32,
+                            Ty::U32,
+                            Ty::I64,
+                            Ty::U64,
+                            Ty::I8,
+                            Ty::U8,
+                            Ty::I16,
+                            Ty::U16,
+                        ])
+                    } else {
+                        self.pick(&[Ty::I32, Ty::U32, Ty::I64, Ty::U64])
+                    };
                     let op = self.pick(&[Un::Popc, Un::Clz, Un::Ffs]);
                     Node::Un(op, b(self.tree(t, d)))
                 }
                 6 | 7 => {
                     let t = self.any_ty();
                     Node::Cast(ty, b(self.tree(t, d)))
+                }
+                8 if ty.bits() < 32 => {
+                    let t = self.same_size(ty.bits());
+                    Node::Bitcast(ty, b(self.tree(t, d)))
                 }
                 8 => {
                     let t = match (ty.bits(), self.rng.below(3)) {
@@ -626,7 +898,7 @@ impl Gen<'_> {
                 9 => self.select(ty, d),
                 _ => self.leaf(ty),
             },
-            Ty::F32 | Ty::F64 => match self.rng.below(14) {
+            Ty::F32 | Ty::F64 | Ty::F16 | Ty::BF16 => match self.rng.below(14) {
                 0..=3 => {
                     let op = self.pick(&[
                         Bin::Add,
@@ -679,14 +951,32 @@ impl Gen<'_> {
                     Node::Cast(ty, b(self.tree(t, d)))
                 }
                 9 => {
-                    let t = if ty == Ty::F32 {
-                        self.pick(&[Ty::I32, Ty::U32])
-                    } else {
-                        self.pick(&[Ty::I64, Ty::U64])
+                    let t = match ty {
+                        Ty::F32 => self.pick(&[Ty::I32, Ty::U32]),
+                        Ty::F64 => self.pick(&[Ty::I64, Ty::U64]),
+                        _ => self.same_size(16),
                     };
                     Node::Bitcast(ty, b(self.tree(t, d)))
                 }
                 10 | 11 => self.select(ty, d),
+                _ => self.leaf(ty),
+            },
+            // The 8-bit floats: storage types (casts, bitcasts, select; compared as bools).
+            Ty::E4M3 | Ty::E5M2 => match self.rng.below(6) {
+                0 | 1 => {
+                    let t = loop {
+                        let t = self.any_ty();
+                        if t != Ty::Bool {
+                            break t;
+                        }
+                    };
+                    Node::Cast(ty, b(self.tree(t, d)))
+                }
+                2 => {
+                    let t = self.same_size(8);
+                    Node::Bitcast(ty, b(self.tree(t, d)))
+                }
+                3 => self.select(ty, d),
                 _ => self.leaf(ty),
             },
         }
