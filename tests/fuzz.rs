@@ -66,6 +66,77 @@ fn fixed_seed_programs_match_the_host_model_on_the_simulator() {
     assert!(r.prog_mismatches.is_empty(), "{}", lines.join("\n"));
 }
 
+/// The whole language (`--lang whole`): every scalar type (i8, u8, i16, u16, f16, bf16, the
+/// 8-bit floats, complex64/128 parts besides the core's), fastmath and contraction each on
+/// in half the batches, a fixed-seed slice of trees on the simulator.
+fn whole(trees: usize, programs: usize) -> Config {
+    Config {
+        seed: 31_000_000,
+        fastmath: Fastmath::Alternate,
+        lang: Lang::Whole { fp8: true },
+        ..config(trees, programs)
+    }
+}
+
+#[test]
+fn whole_language_trees_match_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = whole(10_000, 0);
+    let mut lines = Vec::new();
+    let r = run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    println!(
+        "fuzz (whole): {} trees, {} results compared, {} math results checked, {} open, {} mismatches",
+        r.trees,
+        r.compared,
+        r.math_checked,
+        r.indeterminate,
+        r.mismatches.len()
+    );
+    assert_eq!(r.trees, cfg.trees);
+    assert!(r.compared > r.trees * 30, "too few comparisons: {r:?}");
+    assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+}
+
+#[test]
+fn whole_language_programs_match_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = whole(0, 2_000);
+    let mut lines = Vec::new();
+    let r = run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    println!(
+        "fuzz (whole): {} programs ({} statements), {} output words compared, {} runs left open, {} mismatches",
+        r.programs,
+        r.statements,
+        r.prog_compared,
+        r.prog_open_runs,
+        r.prog_mismatches.len()
+    );
+    assert_eq!(r.programs, cfg.programs);
+    assert!(r.prog_compared > r.programs * 64, "too few comparisons");
+    assert!(r.prog_mismatches.is_empty(), "{}", lines.join("\n"));
+}
+
+/// The whole language's kernels compile to PTX for sm_90 (with the 8-bit floats) and sm_80
+/// (without: their casts need sm_89).
+#[test]
+fn whole_language_slice_compiles_to_ptx() {
+    let cfg = whole(32 * 8, 32 * 8);
+    assert_eq!(
+        cudajit_fuzz::check::compile_only(&cfg, (9, 0), |_| {}).unwrap(),
+        16
+    );
+    let cfg = Config {
+        lang: Lang::Whole { fp8: false },
+        ..cfg
+    };
+    assert_eq!(
+        cudajit_fuzz::check::compile_only(&cfg, (8, 0), |_| {}).unwrap(),
+        16
+    );
+}
+
 /// The same generator through LLVM to PTX (no device): every kernel must compile. Includes the
 /// batch that crashed LLVM 19 before float min/max were emitted as PTX directly (seed 1100120).
 #[test]

@@ -822,8 +822,7 @@ fn run_trees(
         for (i, inp) in inputs.iter().enumerate() {
             let row = &out[i * width..(i + 1) * width];
             let probes = &row[probe_at..probe_at + np];
-            let Some((want, got, math)) = check_one(tree, inp, row[j], probes, mode, report)
-            else {
+            let Some((want, got, math)) = check_one(tree, inp, row[j], probes, mode, report) else {
                 continue;
             };
             let mut mm = Mismatch {
@@ -935,9 +934,10 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
             let mut trees = batch_trees(seed, cfg);
             trees.truncate(cfg.trees - b * per);
             log(&format!("batch {b} (seed {seed}): {} trees", trees.len()));
-            lower::kernel_with("fuzz", &trees, cfg.mode(seed))?
+            let mode = cfg.mode(seed);
+            lower::kernel_with("fuzz", &trees, mode)?
                 .0
-                .compile_ptx(&opts)?;
+                .compile_ptx(&opts.clone().fastmath(mode.fastmath))?;
             n += 1;
         }
         if b < prog_batches {

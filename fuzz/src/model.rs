@@ -348,11 +348,17 @@ fn bin(op: Bin, a: Val, b: Val) -> Option<Val> {
         Bin::Rem if float => each_float!(|x, y| x % y),
         Bin::Min if float => match (a, b) {
             (F64(x), F64(y)) => F64(fminmax(x, y, f64::is_nan, f64::is_sign_negative, false)),
-            _ => narrow(a, fminmax(f32v(a), f32v(b), f32::is_nan, f32::is_sign_negative, false)),
+            _ => narrow(
+                a,
+                fminmax(f32v(a), f32v(b), f32::is_nan, f32::is_sign_negative, false),
+            ),
         },
         Bin::Max if float => match (a, b) {
             (F64(x), F64(y)) => F64(fminmax(x, y, f64::is_nan, f64::is_sign_negative, true)),
-            _ => narrow(a, fminmax(f32v(a), f32v(b), f32::is_nan, f32::is_sign_negative, true)),
+            _ => narrow(
+                a,
+                fminmax(f32v(a), f32v(b), f32::is_nan, f32::is_sign_negative, true),
+            ),
         },
         Bin::Copysign => {
             if b.is_nan() {
@@ -644,7 +650,13 @@ fn check_math(n: &Node, args: &[Val], got: Val) -> Option<String> {
             } else {
                 bf16::MIN_POSITIVE.to_f64()
             };
-            (w.as_f64().unwrap_or(0.0), got.as_f64().unwrap_or(0.0), d, min_pos, 1u64)
+            (
+                w.as_f64().unwrap_or(0.0),
+                got.as_f64().unwrap_or(0.0),
+                d,
+                min_pos,
+                1u64,
+            )
         }
         _ => unreachable!(),
     };

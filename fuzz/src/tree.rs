@@ -311,8 +311,16 @@ impl Val {
             Val::U16(v) => format!("{v}u16"),
             Val::F16(v) => format!("f16::from_bits({:#06x}) /* {v:?} */", v.to_bits()),
             Val::BF16(v) => format!("bf16::from_bits({:#06x}) /* {v:?} */", v.to_bits()),
-            Val::E4M3(v) => format!("F8E4M3::from_bits({:#04x}) /* {} */", v.to_bits(), v.to_f32()),
-            Val::E5M2(v) => format!("F8E5M2::from_bits({:#04x}) /* {} */", v.to_bits(), v.to_f32()),
+            Val::E4M3(v) => format!(
+                "F8E4M3::from_bits({:#04x}) /* {} */",
+                v.to_bits(),
+                v.to_f32()
+            ),
+            Val::E5M2(v) => format!(
+                "F8E5M2::from_bits({:#04x}) /* {} */",
+                v.to_bits(),
+                v.to_f32()
+            ),
         }
     }
 }
@@ -644,9 +652,21 @@ pub fn special(ty: Ty) -> Vec<Val> {
         Ty::U8 => [0, 1, 2, 7, 8, 9, u8::MAX, u8::MAX - 1, 1 << 7]
             .map(Val::U8)
             .to_vec(),
-        Ty::I16 => [0, 1, -1, 2, 15, 16, 17, -16, i16::MIN, i16::MAX, i16::MIN + 1]
-            .map(Val::I16)
-            .to_vec(),
+        Ty::I16 => [
+            0,
+            1,
+            -1,
+            2,
+            15,
+            16,
+            17,
+            -16,
+            i16::MIN,
+            i16::MAX,
+            i16::MIN + 1,
+        ]
+        .map(Val::I16)
+        .to_vec(),
         Ty::U16 => [0, 1, 2, 15, 16, 17, u16::MAX, u16::MAX - 1, 1 << 15]
             .map(Val::U16)
             .to_vec(),
@@ -655,16 +675,16 @@ pub fn special(ty: Ty) -> Vec<Val> {
         // between two representable values once rounded) and the largest values below a
         // power of two.
         Ty::F16 => [
-            0x0000, 0x8000, 0x3c00, 0xbc00, 0x3800, 0xbe00, 0x4000, 0x4200, 0x7c00, 0xfc00,
-            0x7e00, 0xfe00, 0x7e01, 0x7d00, 0x0400, 0x8400, 0x0001, 0x8001, 0x03ff, 0x7bff,
-            0xfbff, 0x6800, 0x3bff, 0x5640,
+            0x0000, 0x8000, 0x3c00, 0xbc00, 0x3800, 0xbe00, 0x4000, 0x4200, 0x7c00, 0xfc00, 0x7e00,
+            0xfe00, 0x7e01, 0x7d00, 0x0400, 0x8400, 0x0001, 0x8001, 0x03ff, 0x7bff, 0xfbff, 0x6800,
+            0x3bff, 0x5640,
         ]
         .map(|b| Val::F16(f16::from_bits(b)))
         .to_vec(),
         Ty::BF16 => [
-            0x0000, 0x8000, 0x3f80, 0xbf80, 0x3f00, 0xbfc0, 0x4000, 0x4040, 0x7f80, 0xff80,
-            0x7fc0, 0xffc0, 0x7fc1, 0x7fa0, 0x0080, 0x8080, 0x0001, 0x8001, 0x007f, 0x7f7f,
-            0xff7f, 0x4b80, 0x3f7f, 0x4f00,
+            0x0000, 0x8000, 0x3f80, 0xbf80, 0x3f00, 0xbfc0, 0x4000, 0x4040, 0x7f80, 0xff80, 0x7fc0,
+            0xffc0, 0x7fc1, 0x7fa0, 0x0080, 0x8080, 0x0001, 0x8001, 0x007f, 0x7f7f, 0xff7f, 0x4b80,
+            0x3f7f, 0x4f00,
         ]
         .map(|b| Val::BF16(bf16::from_bits(b)))
         .to_vec(),
@@ -825,79 +845,74 @@ impl Gen<'_> {
                 6 => self.select(ty, d),
                 _ => self.leaf(ty),
             },
-            Ty::I32
-            | Ty::U32
-            | Ty::I64
-            | Ty::U64
-            | Ty::I8
-            | Ty::U8
-            | Ty::I16
-            | Ty::U16 => match self.rng.below(12) {
-                0..=4 => {
-                    let op = self.pick(&[
-                        Bin::Add,
-                        Bin::Sub,
-                        Bin::Mul,
-                        Bin::Div,
-                        Bin::Rem,
-                        Bin::And,
-                        Bin::Or,
-                        Bin::Xor,
-                        Bin::Shl,
-                        Bin::Shr,
-                        Bin::Min,
-                        Bin::Max,
-                    ]);
-                    Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
-                }
-                5 => {
-                    let mut ops = vec![Un::Not, Un::Brev];
-                    if ty.is_signed() {
-                        ops.push(Un::Neg);
+            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 | Ty::I8 | Ty::U8 | Ty::I16 | Ty::U16 => {
+                match self.rng.below(12) {
+                    0..=4 => {
+                        let op = self.pick(&[
+                            Bin::Add,
+                            Bin::Sub,
+                            Bin::Mul,
+                            Bin::Div,
+                            Bin::Rem,
+                            Bin::And,
+                            Bin::Or,
+                            Bin::Xor,
+                            Bin::Shl,
+                            Bin::Shr,
+                            Bin::Min,
+                            Bin::Max,
+                        ]);
+                        Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
                     }
-                    let op = self.pick(&ops);
-                    Node::Un(op, b(self.tree(ty, d)))
+                    5 => {
+                        let mut ops = vec![Un::Not, Un::Brev];
+                        if ty.is_signed() {
+                            ops.push(Un::Neg);
+                        }
+                        let op = self.pick(&ops);
+                        Node::Un(op, b(self.tree(ty, d)))
+                    }
+                    6 if ty == Ty::U32 => {
+                        let t = if self.lang.whole() {
+                            self.pick(&[
+                                Ty::I32,
+                                Ty::U32,
+                                Ty::I64,
+                                Ty::U64,
+                                Ty::I8,
+                                Ty::U8,
+                                Ty::I16,
+                                Ty::U16,
+                            ])
+                        } else {
+                            self.pick(&[Ty::I32, Ty::U32, Ty::I64, Ty::U64])
+                        };
+                        let op = self.pick(&[Un::Popc, Un::Clz, Un::Ffs]);
+                        Node::Un(op, b(self.tree(t, d)))
+                    }
+                    6 | 7 => {
+                        let t = self.any_ty();
+                        Node::Cast(ty, b(self.tree(t, d)))
+                    }
+                    8 if ty.bits() < 32 => {
+                        let t = self.same_size(ty.bits());
+                        Node::Bitcast(ty, b(self.tree(t, d)))
+                    }
+                    8 => {
+                        let t = match (ty.bits(), self.rng.below(3)) {
+                            (32, 0) => Ty::F32,
+                            (32, 1) => Ty::I32,
+                            (32, _) => Ty::U32,
+                            (_, 0) => Ty::F64,
+                            (_, 1) => Ty::I64,
+                            _ => Ty::U64,
+                        };
+                        Node::Bitcast(ty, b(self.tree(t, d)))
+                    }
+                    9 => self.select(ty, d),
+                    _ => self.leaf(ty),
                 }
-                6 if ty == Ty::U32 => {
-                    let t = if self.lang.whole() {
-                        self.pick(&[
-                            Ty::I32,
-                            Ty::U32,
-                            Ty::I64,
-                            Ty::U64,
-                            Ty::I8,
-                            Ty::U8,
-                            Ty::I16,
-                            Ty::U16,
-                        ])
-                    } else {
-                        self.pick(&[Ty::I32, Ty::U32, Ty::I64, Ty::U64])
-                    };
-                    let op = self.pick(&[Un::Popc, Un::Clz, Un::Ffs]);
-                    Node::Un(op, b(self.tree(t, d)))
-                }
-                6 | 7 => {
-                    let t = self.any_ty();
-                    Node::Cast(ty, b(self.tree(t, d)))
-                }
-                8 if ty.bits() < 32 => {
-                    let t = self.same_size(ty.bits());
-                    Node::Bitcast(ty, b(self.tree(t, d)))
-                }
-                8 => {
-                    let t = match (ty.bits(), self.rng.below(3)) {
-                        (32, 0) => Ty::F32,
-                        (32, 1) => Ty::I32,
-                        (32, _) => Ty::U32,
-                        (_, 0) => Ty::F64,
-                        (_, 1) => Ty::I64,
-                        _ => Ty::U64,
-                    };
-                    Node::Bitcast(ty, b(self.tree(t, d)))
-                }
-                9 => self.select(ty, d),
-                _ => self.leaf(ty),
-            },
+            }
             Ty::F32 | Ty::F64 | Ty::F16 | Ty::BF16 => match self.rng.below(14) {
                 0..=3 => {
                     let op = self.pick(&[

@@ -427,3 +427,24 @@ fn argmin_argmax_and_device_functions_on_half_types() {
     .unwrap();
     compile_all(&k);
 }
+
+/// `bitcast` between f16 and bf16 (two float types of one size) goes through i16: LLVM's NVPTX
+/// back end cannot select a direct `bf16 = bitcast f16` and aborted (found by the
+/// whole-language fuzzer, `--lang whole --ptx-only 9.0 --seed 31000000`).
+#[test]
+fn bitcasts_between_f16_and_bf16_compile() {
+    let k = Kernel::<(&[f16], &[bf16], &mut [bf16], &mut [f16])>::build(
+        "bitcast_half",
+        |k, (a, b, oa, ob)| {
+            let i = k.grid1();
+            oa.set(i, a.at(i).bitcast::<bf16>());
+            ob.set(
+                i,
+                b.at(i).bitcast::<f16>() + Expr::lit(f16::ONE).bitcast::<bf16>().bitcast(),
+            );
+        },
+    )
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(ptx.contains(".entry bitcast_half"), "{ptx}");
+}

@@ -1,0 +1,576 @@
+//! Complex trees (`complex.rs`) as kernels through `CExpr`, run and compared with the host
+//! model (`complex_model.rs`), minimised to their smallest differing sub-expression and
+//! printed as a Rust reproducer.
+//!
+//! A batch kernel has the signature `(&[u64], &mut [u64])`: thread `i` reads `CINPUTS` words
+//! (`CSLOTS` f32 inputs, then `CSLOTS` f64 ones, each in the low bits of its word) and writes,
+//! tree after tree, the root's real and imaginary parts and then the probes of the tree's
+//! `exp`, `ln` (two words each) and `arg` (one), children before parents.
+
+use cudajit::codegen::{CExpr, ComplexPart, Expr, Kernel, PtxOptions, Scalar};
+use cudajit::prelude::*;
+use num_complex::Complex;
+
+use super::check::{Contract, FILL};
+use super::complex::{
+    part_val, random_part, random_tree, Any, CBin, CNode, CTree, CUn, PartFn, RArith, RNode,
+    CINPUTS, CSLOTS,
+};
+use super::complex_model::{bits, same, CModel, HostPart};
+use super::rng::Rng;
+
+/// A part type on both sides: the builder's `ComplexPart` and the model's `HostPart`, with its
+/// words' layout.
+pub trait Part: ComplexPart + HostPart {
+    /// The Rust name.
+    const NAME: &'static str;
+    /// The value in the low bits of `raw`.
+    fn load(raw: Expr<u64>) -> Expr<Self>;
+    /// The bits, zero-extended to 64.
+    fn store(x: Expr<Self>) -> Expr<u64>;
+    /// Where its inputs start in a thread's words.
+    const FIRST: usize;
+}
+
+impl Part for f32 {
+    const NAME: &'static str = "f32";
+    fn load(raw: Expr<u64>) -> Expr<f32> {
+        raw.cast::<u32>().bitcast()
+    }
+    fn store(x: Expr<f32>) -> Expr<u64> {
+        x.bitcast::<u32>().cast()
+    }
+    const FIRST: usize = 0;
+}
+
+impl Part for f64 {
+    const NAME: &'static str = "f64";
+    fn load(raw: Expr<u64>) -> Expr<f64> {
+        raw.bitcast()
+    }
+    fn store(x: Expr<f64>) -> Expr<u64> {
+        x.bitcast()
+    }
+    const FIRST: usize = CSLOTS;
+}
+
+/// What a run does: as `check::Config`, for the complex trees.
+#[derive(Clone, Debug)]
+pub struct CConfig {
+    /// Trees in all.
+    pub trees: usize,
+    /// Seed of the first batch; batch `b` uses `seed + b` (mixed with a constant, so that the
+    /// streams differ from the scalar trees').
+    pub seed: u64,
+    /// Trees per kernel, input vectors (threads) per kernel, maximum depth.
+    pub per_kernel: usize,
+    pub threads: usize,
+    pub depth: u32,
+    /// Minimise only the first this many mismatches.
+    pub minimise: usize,
+    /// FMA contraction of the batches (the complex operators never contract; the trees' real
+    /// adds of products do).
+    pub contract: Contract,
+    /// Fastmath of the batches, by the same schedule on `seed / 2` (so that `Alternate` for
+    /// both gives every combination). With fastmath, f32 trees are run but left open (f32
+    /// arithmetic may then approximate, flush subnormals and assume no NaN or infinity); f64
+    /// ones are unchanged and compared.
+    pub fastmath: Contract,
+    /// Stop after this many seconds.
+    pub max_seconds: Option<f64>,
+}
+
+/// Whether batch `seed` is built with fastmath.
+pub fn fastmath_for(cfg: &CConfig, seed: u64) -> bool {
+    cfg.fastmath.for_seed(seed / 2)
+}
+
+/// One mismatch, minimised.
+#[derive(Clone, Debug)]
+pub struct CMismatch {
+    pub seed: u64,
+    pub tree: usize,
+    pub thread: usize,
+    /// The thread's input words.
+    pub inputs: Vec<u64>,
+    /// The smallest differing sub-tree (the whole tree if none smaller differs).
+    pub node: CTree,
+    /// The model's parts (`None`: open) and the device's, as bits.
+    pub want: Complex<Option<u64>>,
+    pub got: Complex<u64>,
+    /// A math function out of its bounds: why.
+    pub math: Option<String>,
+    pub contract: bool,
+    pub fastmath: bool,
+}
+
+/// What a run found.
+#[derive(Clone, Debug, Default)]
+pub struct CReport {
+    pub trees: usize,
+    pub nodes: usize,
+    pub kernels: usize,
+    /// Result parts compared bit for bit (part x tree x input vector).
+    pub compared: usize,
+    /// Parts left open: a sign copied from a NaN, or f32 under fastmath.
+    pub open: usize,
+    /// `exp`/`ln`/`arg` results checked within bounds, and left unchecked.
+    pub math_checked: usize,
+    pub math_unchecked: usize,
+    /// Trees built with fastmath.
+    pub fastmath_trees: usize,
+    pub mismatches: Vec<CMismatch>,
+}
+
+/// The trees of batch `seed`.
+pub fn batch_trees(seed: u64, cfg: &CConfig) -> Vec<CTree> {
+    let mut rng = Rng::new(seed ^ 0x636f_6d70_6c65_7821);
+    (0..cfg.per_kernel)
+        .map(|_| random_tree(&mut rng, cfg.depth))
+        .collect()
+}
+
+/// The input vectors of batch `seed`.
+pub fn batch_inputs(seed: u64, threads: usize) -> Vec<Vec<u64>> {
+    let mut rng = Rng::new(seed ^ 0x6378_696e_7075_7473);
+    (0..threads)
+        .map(|_| {
+            (0..CINPUTS)
+                .map(|c| random_part(&mut rng, c >= CSLOTS))
+                .collect()
+        })
+        .collect()
+}
+
+/// Lowers one tree of part type `T`.
+struct Lower<'a, T> {
+    ins: &'a [Expr<T>],
+    probe: &'a mut dyn FnMut(Expr<u64>),
+}
+
+impl<T: Part> Lower<'_, T> {
+    fn lit(b: u64) -> T {
+        <T as Scalar>::from_bits(b)
+    }
+
+    fn real(&mut self, n: &RNode) -> Expr<T> {
+        match n {
+            RNode::In(s) => self.ins[*s as usize],
+            RNode::Lit(b) => Expr::lit(Self::lit(*b)),
+            RNode::Part(f, z) => {
+                let z = self.complex(z);
+                match f {
+                    PartFn::Re => z.re,
+                    PartFn::Im => z.im,
+                    PartFn::Abs => z.abs(),
+                    PartFn::NormSqr => z.norm_sqr(),
+                    PartFn::Arg => {
+                        let a = z.arg();
+                        (self.probe)(T::store(a));
+                        a
+                    }
+                }
+            }
+            RNode::Arith(op, a, b) => {
+                let (x, y) = (self.real(a), self.real(b));
+                match op {
+                    RArith::Add => x + y,
+                    RArith::Sub => x - y,
+                    RArith::Mul => x * y,
+                }
+            }
+        }
+    }
+
+    fn complex(&mut self, n: &CNode) -> CExpr<T> {
+        match n {
+            CNode::New(a, b) => {
+                let (x, y) = (self.real(a), self.real(b));
+                CExpr::new(x, y)
+            }
+            CNode::Real(a) => CExpr::from(self.real(a)),
+            CNode::Lit(re, im) => CExpr::lit(Complex::new(Self::lit(*re), Self::lit(*im))),
+            CNode::Bin(op, a, b) => {
+                let (x, y) = (self.complex(a), self.complex(b));
+                match op {
+                    CBin::Add => x + y,
+                    CBin::Sub => x - y,
+                    CBin::Mul => x * y,
+                    CBin::Div => x / y,
+                }
+            }
+            CNode::Un(op, a) => {
+                let x = self.complex(a);
+                let z = match op {
+                    CUn::Neg => -x,
+                    CUn::Conj => x.conj(),
+                    CUn::Sqrt => x.sqrt(),
+                    CUn::Exp => x.exp(),
+                    CUn::Ln => x.ln(),
+                };
+                if matches!(op, CUn::Exp | CUn::Ln) {
+                    (self.probe)(T::store(z.re));
+                    (self.probe)(T::store(z.im));
+                }
+                z
+            }
+            CNode::Scale(z, s) => {
+                let z = self.complex(z);
+                let s = self.real(s);
+                z * s
+            }
+        }
+    }
+}
+
+/// A batch kernel: input words in, results and probes out.
+pub type CKernel = Kernel<(&'static [u64], &'static mut [u64])>;
+
+/// Output words of a tree: its root's parts and its probes.
+fn words(t: &CTree) -> usize {
+    2 + t.probe_words()
+}
+
+/// Stores tree `t`'s root and probes from `row + at`.
+fn lower_tree<T: Part>(
+    t: &CNode,
+    ins: &[Expr<T>],
+    out: &cudajit::codegen::SliceMut<u64>,
+    base: Expr<u64>,
+) {
+    let mut next = 2u64;
+    let mut store = |d: Expr<u64>| {
+        out.set(base + next, d);
+        next += 1;
+    };
+    let z = Lower {
+        ins,
+        probe: &mut store,
+    }
+    .complex(t);
+    out.set(base, T::store(z.re));
+    out.set(base + 1u64, T::store(z.im));
+}
+
+/// The batch kernel of `trees`; its output row width.
+pub fn kernel(
+    name: &str,
+    trees: &[CTree],
+    contract: bool,
+    fastmath: bool,
+) -> cudajit::Result<(CKernel, usize)> {
+    let width: usize = trees.iter().map(words).sum();
+    let opts = PtxOptions::default().contract(contract).fastmath(fastmath);
+    let k = Kernel::<(&[u64], &mut [u64])>::build_with(name, opts, |k, (inp, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(inp.len() / CINPUTS as u64), |_| {
+            let base = i * CINPUTS as u64;
+            let load = |c: usize| inp.at(base + c as u64);
+            let f: Vec<Expr<f32>> = (0..CSLOTS).map(|s| f32::load(load(f32::FIRST + s))).collect();
+            let d: Vec<Expr<f64>> = (0..CSLOTS).map(|s| f64::load(load(f64::FIRST + s))).collect();
+            let mut at = 0u64;
+            for t in trees {
+                let row = i * width as u64 + at;
+                if t.f64 {
+                    lower_tree(&t.root, &d, &out, row);
+                } else {
+                    lower_tree(&t.root, &f, &out, row);
+                }
+                at += words(t) as u64;
+            }
+        });
+    })?;
+    Ok((k, width))
+}
+
+/// Runs `trees` on every input vector: the output rows and the row width.
+fn launch(
+    stream: &Stream,
+    trees: &[CTree],
+    inputs: &[Vec<u64>],
+    contract: bool,
+    fastmath: bool,
+) -> Result<(Vec<u64>, usize)> {
+    let (k, width) = kernel("fuzzc", trees, contract, fastmath)?;
+    let flat: Vec<u64> = inputs.iter().flatten().copied().collect();
+    let dinp = stream.to_device(&flat)?;
+    let mut out = stream.context().alloc::<u64, _>(inputs.len() * width)?;
+    out.fill_async(FILL, stream)?;
+    k.launch(
+        stream,
+        LaunchConfig::for_num_elems(inputs.len(), 128)?,
+        (&dinp, &mut out),
+    )?;
+    Ok((out.to_vec_async(stream)?, width))
+}
+
+/// How a tree differs: the model's parts, the device's, and a bound's violation.
+type Diff = (Complex<Option<u64>>, Complex<u64>, Option<String>);
+
+fn check_p<T: Part>(root: &CNode, inp: &[u64], w: &[u64], contract: bool, rep: &mut CReport) -> Option<Diff> {
+    let ins: Vec<T> = (0..CSLOTS)
+        .map(|s| <T as HostPart>::from_bits(inp[T::FIRST + s]))
+        .collect();
+    let mut m = CModel::<T>::new(&ins, &w[2..], contract);
+    let c = m.complex(root);
+    rep.math_checked += m.checked;
+    rep.math_unchecked += m.unchecked;
+    let got = Complex::new(w[0], w[1]);
+    let parts = [
+        same(c.re, <T as HostPart>::from_bits(w[0])),
+        same(c.im, <T as HostPart>::from_bits(w[1])),
+    ];
+    let mut differs = false;
+    for p in parts {
+        match p {
+            None => rep.open += 1,
+            Some(ok) => {
+                rep.compared += 1;
+                differs |= !ok;
+            }
+        }
+    }
+    let math = m.errors.into_iter().next();
+    (differs || math.is_some()).then(|| (bits(&c), got, math))
+}
+
+/// Compares a tree's words `w` (root and probes) on one input vector.
+fn check_tree(t: &CTree, inp: &[u64], w: &[u64], contract: bool, fast: bool, rep: &mut CReport) -> Option<Diff> {
+    if fast && !t.f64 {
+        rep.open += 2;
+        return None;
+    }
+    if t.f64 {
+        check_p::<f64>(&t.root, inp, w, contract, rep)
+    } else {
+        check_p::<f32>(&t.root, inp, w, contract, rep)
+    }
+}
+
+/// The smallest sub-tree of `t` that differs alone on `inp` (a real one as `CExpr::from`).
+fn minimise(stream: &Stream, t: &CTree, inp: &[u64], contract: bool, fast: bool) -> Result<Option<(CTree, Diff)>> {
+    let mut subs: Vec<CTree> = Any::C(&t.root)
+        .subtrees()
+        .into_iter()
+        .filter(|n| n.size() > 1)
+        .map(|n| CTree {
+            f64: t.f64,
+            root: match n {
+                Any::C(c) => c.clone(),
+                Any::R(r) => CNode::Real(Box::new(r.clone())),
+            },
+        })
+        .collect();
+    subs.sort_by_key(CTree::size);
+    let rows = vec![inp.to_vec()];
+    for s in subs.into_iter().take(200) {
+        let (out, width) = launch(stream, std::slice::from_ref(&s), &rows, contract, fast)?;
+        let mut scratch = CReport::default();
+        if let Some(d) = check_tree(&s, inp, &out[..width], contract, fast, &mut scratch) {
+            return Ok(Some((s, d)));
+        }
+    }
+    Ok(None)
+}
+
+/// Runs one batch.
+fn run_batch(stream: &Stream, cfg: &CConfig, seed: u64, count: usize, rep: &mut CReport, log: &mut impl FnMut(&str)) -> Result<()> {
+    let mut trees = batch_trees(seed, cfg);
+    trees.truncate(count);
+    let inputs = batch_inputs(seed, cfg.threads);
+    let (contract, fast) = (cfg.contract.for_seed(seed), fastmath_for(cfg, seed));
+    let (out, width) = launch(stream, &trees, &inputs, contract, fast)?;
+    rep.kernels += 1;
+    rep.trees += trees.len();
+    rep.nodes += trees.iter().map(CTree::size).sum::<usize>();
+    rep.fastmath_trees += if fast { trees.len() } else { 0 };
+    let mut at = 0;
+    for (j, t) in trees.iter().enumerate() {
+        let n = words(t);
+        for (i, inp) in inputs.iter().enumerate() {
+            let w = &out[i * width + at..i * width + at + n];
+            let Some((want, got, math)) = check_tree(t, inp, w, contract, fast, rep) else {
+                continue;
+            };
+            let mut mm = CMismatch {
+                seed,
+                tree: j,
+                thread: i,
+                inputs: inp.clone(),
+                node: t.clone(),
+                want,
+                got,
+                math,
+                contract,
+                fastmath: fast,
+            };
+            if rep.mismatches.len() < cfg.minimise {
+                if let Some((node, (want, got, math))) = minimise(stream, t, inp, contract, fast)? {
+                    (mm.node, mm.want, mm.got, mm.math) = (node, want, got, math);
+                }
+            }
+            log(&format!(
+                "MISMATCH (complex) seed {seed} tree {j} thread {i}{}\n{}",
+                mm.math.as_ref().map_or(String::new(), |m| format!(": {m}")),
+                mm.snippet()
+            ));
+            rep.mismatches.push(mm);
+            break;
+        }
+        at += n;
+    }
+    Ok(())
+}
+
+/// The batch seed of batch `b` (new streams, apart from the scalar trees').
+fn batch_seed(cfg: &CConfig, b: usize) -> u64 {
+    cfg.seed.wrapping_add(b as u64)
+}
+
+/// Runs the configured number of complex trees; `log` gets a line per mismatch.
+pub fn run(ctx: &Context, cfg: &CConfig, mut log: impl FnMut(&str)) -> Result<CReport> {
+    let stream = ctx.new_stream()?;
+    let mut rep = CReport::default();
+    let per = cfg.per_kernel.max(1);
+    let t0 = std::time::Instant::now();
+    for b in 0..cfg.trees.div_ceil(per) {
+        if cfg.max_seconds.is_some_and(|s| t0.elapsed().as_secs_f64() > s) {
+            log(&format!("time limit reached after {} complex trees", rep.trees));
+            break;
+        }
+        run_batch(&stream, cfg, batch_seed(cfg, b), cfg.trees - b * per, &mut rep, &mut log)?;
+    }
+    Ok(rep)
+}
+
+/// Compiles every batch kernel to PTX for compute capability `cc` (no device): returns the
+/// number of kernels.
+pub fn compile_only(cfg: &CConfig, cc: (u32, u32), mut log: impl FnMut(&str)) -> Result<usize> {
+    let per = cfg.per_kernel.max(1);
+    let mut n = 0;
+    for b in 0..cfg.trees.div_ceil(per) {
+        let seed = batch_seed(cfg, b);
+        let mut trees = batch_trees(seed, cfg);
+        trees.truncate(cfg.trees - b * per);
+        let fast = fastmath_for(cfg, seed);
+        log(&format!("complex batch {b} (seed {seed}): {} trees", trees.len()));
+        let opts = PtxOptions::for_cc(cc.0, cc.1).fastmath(fast);
+        kernel("fuzzc", &trees, cfg.contract.for_seed(seed), fast)?
+            .0
+            .compile_ptx(&opts)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Rust source of the builder expressions.
+fn rust_r(n: &RNode, f64: bool) -> String {
+    let t = if f64 { "f64" } else { "f32" };
+    match n {
+        RNode::In(s) => format!("x_{t}_{s}"),
+        RNode::Lit(b) => format!("Expr::lit({})", part_val(f64, *b).rust()),
+        RNode::Part(f, z) => {
+            let z = rust_c(z, f64);
+            match f {
+                PartFn::Re => format!("{z}.re"),
+                PartFn::Im => format!("{z}.im"),
+                PartFn::Abs => format!("{z}.abs()"),
+                PartFn::NormSqr => format!("{z}.norm_sqr()"),
+                PartFn::Arg => format!("{z}.arg()"),
+            }
+        }
+        RNode::Arith(op, a, b) => {
+            let o = match op {
+                RArith::Add => "+",
+                RArith::Sub => "-",
+                RArith::Mul => "*",
+            };
+            format!("({} {o} {})", rust_r(a, f64), rust_r(b, f64))
+        }
+    }
+}
+
+fn rust_c(n: &CNode, f64: bool) -> String {
+    match n {
+        CNode::New(a, b) => format!("CExpr::new({}, {})", rust_r(a, f64), rust_r(b, f64)),
+        CNode::Real(a) => format!("CExpr::from({})", rust_r(a, f64)),
+        CNode::Lit(re, im) => format!(
+            "CExpr::lit(Complex::new({}, {}))",
+            part_val(f64, *re).rust(),
+            part_val(f64, *im).rust()
+        ),
+        CNode::Bin(op, a, b) => {
+            let o = match op {
+                CBin::Add => "+",
+                CBin::Sub => "-",
+                CBin::Mul => "*",
+                CBin::Div => "/",
+            };
+            format!("({} {o} {})", rust_c(a, f64), rust_c(b, f64))
+        }
+        CNode::Un(op, a) => {
+            let a = rust_c(a, f64);
+            match op {
+                CUn::Neg => format!("(-{a})"),
+                CUn::Conj => format!("{a}.conj()"),
+                CUn::Sqrt => format!("{a}.sqrt()"),
+                CUn::Exp => format!("{a}.exp()"),
+                CUn::Ln => format!("{a}.ln()"),
+            }
+        }
+        CNode::Scale(z, s) => format!("({} * {})", rust_c(z, f64), rust_r(s, f64)),
+    }
+}
+
+impl CMismatch {
+    /// A Rust snippet that rebuilds the differing expression and its inputs.
+    pub fn snippet(&self) -> String {
+        let f64 = self.node.f64;
+        let (t, first) = if f64 { ("f64", CSLOTS) } else { ("f32", 0) };
+        let mut used: Vec<u8> = Any::C(&self.node.root)
+            .subtrees()
+            .into_iter()
+            .filter_map(|n| match n {
+                Any::R(RNode::In(s)) => Some(*s),
+                _ => None,
+            })
+            .collect();
+        used.sort();
+        used.dedup();
+        let mut s = String::new();
+        if !self.contract {
+            s.push_str("// built with FMA contraction off: `PtxOptions::default().contract(false)`\n");
+        }
+        if self.fastmath {
+            s.push_str("// built with fastmath: `PtxOptions::default().fastmath(true)`\n");
+        }
+        s.push_str("let k = Kernel::<(&[u64], &mut [u64])>::build(\"repro\", |k, (inp, out)| {\n");
+        for (i, slot) in used.iter().enumerate() {
+            let conv = if f64 { ".bitcast::<f64>()" } else { ".cast::<u32>().bitcast::<f32>()" };
+            s.push_str(&format!("    let x_{t}_{slot} = inp.at({i}u64){conv};\n"));
+        }
+        let store = if f64 { ".bitcast::<u64>()" } else { ".bitcast::<u32>().cast::<u64>()" };
+        s.push_str(&format!("    let z = {};\n", rust_c(&self.node.root, f64)));
+        s.push_str(&format!("    out.set(0u64, z.re{store});\n    out.set(1u64, z.im{store});\n}})?;\n"));
+        let vals: Vec<String> = used
+            .iter()
+            .map(|&slot| {
+                let b = self.inputs[first + slot as usize];
+                format!("{b:#x} /* {} */", part_val(f64, b).rust())
+            })
+            .collect();
+        s.push_str(&format!("// inp = [{}]\n", vals.join(", ")));
+        let show = |w: Option<u64>| w.map_or("(open)".to_string(), |b| part_val(f64, b).rust());
+        s.push_str(&format!(
+            "// Rust: ({}, {}); device: ({}, {})\n",
+            show(self.want.re),
+            show(self.want.im),
+            show(Some(self.got.re)),
+            show(Some(self.got.im))
+        ));
+        if let Some(m) = &self.math {
+            s.push_str(&format!("// out of bounds: {m} (the results above continue from the device's value)\n"));
+        }
+        s
+    }
+}
