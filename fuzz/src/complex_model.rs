@@ -218,8 +218,7 @@ pub fn within<P: HostPart>(got: P, want: f64, bound: u64) -> bool {
     }
     let dist = (ordered(w) - ordered(got)).unsigned_abs();
     dist <= bound as u128
-        || (want.abs() < P::MIN_POS
-            && (got.to_f64() - want).abs() <= bound as f64 * P::MIN_POS)
+        || (want.abs() < P::MIN_POS && (got.to_f64() - want).abs() <= bound as f64 * P::MIN_POS)
 }
 
 /// Evaluation of one tree on one thread.
@@ -315,10 +314,7 @@ impl<'a, P: HostPart> CModel<'a, P> {
                         let v = match (self.contract, x.prod, y.prod) {
                             (true, Some(pq), _) => fused(pq, y.v, false),
                             (true, None, Some(pq)) => fused(pq, x.v, sub),
-                            _ => x
-                                .v
-                                .zip(y.v)
-                                .map(|(x, y)| if sub { x - y } else { x + y }),
+                            _ => x.v.zip(y.v).map(|(x, y)| if sub { x - y } else { x + y }),
                         };
                         r(v)
                     }
@@ -353,8 +349,14 @@ impl<'a, P: HostPart> CModel<'a, P> {
                 let (x, y) = (self.complex(a), self.complex(b));
                 let part = |p: Option<P>, q: Option<P>, f: fn(P, P) -> P| Some(f(p?, q?));
                 match op {
-                    CBin::Add => C::plain(part(x.re, y.re, |p, q| p + q), part(x.im, y.im, |p, q| p + q)),
-                    CBin::Sub => C::plain(part(x.re, y.re, |p, q| p - q), part(x.im, y.im, |p, q| p - q)),
+                    CBin::Add => C::plain(
+                        part(x.re, y.re, |p, q| p + q),
+                        part(x.im, y.im, |p, q| p + q),
+                    ),
+                    CBin::Sub => C::plain(
+                        part(x.re, y.re, |p, q| p - q),
+                        part(x.im, y.im, |p, q| p - q),
+                    ),
                     CBin::Mul => match x.both().zip(y.both()) {
                         Some(((ar, ai), (br, bi))) => {
                             C::plain(Some(ar * br - ai * bi), Some(ar * bi + ai * br))
@@ -417,7 +419,10 @@ impl<'a, P: HostPart> CModel<'a, P> {
         let want = (hypot(re, im).to_f64().ln(), im.to_f64().atan2(re.to_f64()));
         let ok = within(got.0, want.0, P::ULPS) && within(got.1, want.1, P::ULPS);
         self.error(ok, || {
-            format!("ln({re:?} + {im:?}i) = {got:?}, std: ({:e}, {:e})", want.0, want.1)
+            format!(
+                "ln({re:?} + {im:?}i) = {got:?}, std: ({:e}, {:e})",
+                want.0, want.1
+            )
         });
     }
 
@@ -429,12 +434,16 @@ impl<'a, P: HostPart> CModel<'a, P> {
         let (xf, yf) = (x.to_f64(), y.to_f64());
         if y == P::ZERO {
             let ok = within(got.0, xf.exp(), P::ULPS) && got.1.to_bits() == y.to_bits();
-            self.error(ok, || format!("exp({x:?} + {y:?}i) = {got:?}, std: {:e}", xf.exp()));
+            self.error(ok, || {
+                format!("exp({x:?} + {y:?}i) = {got:?}, std: {:e}", xf.exp())
+            });
             return;
         }
         if x.is_nan() || y.is_nan() || y.is_infinite() {
             let ok = got.0.is_nan() && got.1.is_nan();
-            self.error(ok, || format!("exp({x:?} + {y:?}i) = {got:?}, want NaN + NaN i"));
+            self.error(ok, || {
+                format!("exp({x:?} + {y:?}i) = {got:?}, want NaN + NaN i")
+            });
             return;
         }
         if x.is_infinite() || xf > ln_max::<P>() - 1.0 || yf.abs() > P::FAR {
@@ -446,7 +455,10 @@ impl<'a, P: HostPart> CModel<'a, P> {
         let bound = 2 * P::ULPS + 3;
         let ok = within(got.0, want.0, bound) && within(got.1, want.1, bound);
         self.error(ok, || {
-            format!("exp({x:?} + {y:?}i) = {got:?}, std: ({:e}, {:e})", want.0, want.1)
+            format!(
+                "exp({x:?} + {y:?}i) = {got:?}, std: ({:e}, {:e})",
+                want.0, want.1
+            )
         });
     }
 }

@@ -266,8 +266,12 @@ pub fn kernel(
         k.if_(i.lt(inp.len() / CINPUTS as u64), |_| {
             let base = i * CINPUTS as u64;
             let load = |c: usize| inp.at(base + c as u64);
-            let f: Vec<Expr<f32>> = (0..CSLOTS).map(|s| f32::load(load(f32::FIRST + s))).collect();
-            let d: Vec<Expr<f64>> = (0..CSLOTS).map(|s| f64::load(load(f64::FIRST + s))).collect();
+            let f: Vec<Expr<f32>> = (0..CSLOTS)
+                .map(|s| f32::load(load(f32::FIRST + s)))
+                .collect();
+            let d: Vec<Expr<f64>> = (0..CSLOTS)
+                .map(|s| f64::load(load(f64::FIRST + s)))
+                .collect();
             let mut at = 0u64;
             for t in trees {
                 let row = i * width as u64 + at;
@@ -307,7 +311,13 @@ fn launch(
 /// How a tree differs: the model's parts, the device's, and a bound's violation.
 type Diff = (Complex<Option<u64>>, Complex<u64>, Option<String>);
 
-fn check_p<T: Part>(root: &CNode, inp: &[u64], w: &[u64], contract: bool, rep: &mut CReport) -> Option<Diff> {
+fn check_p<T: Part>(
+    root: &CNode,
+    inp: &[u64],
+    w: &[u64],
+    contract: bool,
+    rep: &mut CReport,
+) -> Option<Diff> {
     let ins: Vec<T> = (0..CSLOTS)
         .map(|s| <T as HostPart>::from_bits(inp[T::FIRST + s]))
         .collect();
@@ -335,7 +345,14 @@ fn check_p<T: Part>(root: &CNode, inp: &[u64], w: &[u64], contract: bool, rep: &
 }
 
 /// Compares a tree's words `w` (root and probes) on one input vector.
-fn check_tree(t: &CTree, inp: &[u64], w: &[u64], contract: bool, fast: bool, rep: &mut CReport) -> Option<Diff> {
+fn check_tree(
+    t: &CTree,
+    inp: &[u64],
+    w: &[u64],
+    contract: bool,
+    fast: bool,
+    rep: &mut CReport,
+) -> Option<Diff> {
     if fast && !t.f64 {
         rep.open += 2;
         return None;
@@ -348,7 +365,13 @@ fn check_tree(t: &CTree, inp: &[u64], w: &[u64], contract: bool, fast: bool, rep
 }
 
 /// The smallest sub-tree of `t` that differs alone on `inp` (a real one as `CExpr::from`).
-fn minimise(stream: &Stream, t: &CTree, inp: &[u64], contract: bool, fast: bool) -> Result<Option<(CTree, Diff)>> {
+fn minimise_tree(
+    stream: &Stream,
+    t: &CTree,
+    inp: &[u64],
+    contract: bool,
+    fast: bool,
+) -> Result<Option<(CTree, Diff)>> {
     let mut subs: Vec<CTree> = Any::C(&t.root)
         .subtrees()
         .into_iter()
@@ -374,17 +397,41 @@ fn minimise(stream: &Stream, t: &CTree, inp: &[u64], contract: bool, fast: bool)
 }
 
 /// Runs one batch.
-fn run_batch(stream: &Stream, cfg: &CConfig, seed: u64, count: usize, rep: &mut CReport, log: &mut impl FnMut(&str)) -> Result<()> {
+fn run_batch(
+    stream: &Stream,
+    cfg: &CConfig,
+    seed: u64,
+    count: usize,
+    rep: &mut CReport,
+    log: &mut impl FnMut(&str),
+) -> Result<()> {
     let mut trees = batch_trees(seed, cfg);
     trees.truncate(count);
     let inputs = batch_inputs(seed, cfg.threads);
-    let (contract, fast) = (cfg.contract.for_seed(seed), fastmath_for(cfg, seed));
-    let (out, width) = launch(stream, &trees, &inputs, contract, fast)?;
+    let modes = (cfg.contract.for_seed(seed), fastmath_for(cfg, seed));
+    let minimise = cfg.minimise.saturating_sub(rep.mismatches.len());
+    run_trees(stream, &trees, &inputs, modes, (seed, minimise), rep, log)
+}
+
+/// Runs `trees` on every input vector with contraction and fastmath `(contract, fastmath)`:
+/// counts into `rep`, logs and records each mismatch (one input vector per tree), the first
+/// `minimise` of them minimised; `seed` only names the batch in the log.
+pub fn run_trees(
+    stream: &Stream,
+    trees: &[CTree],
+    inputs: &[Vec<u64>],
+    (contract, fast): (bool, bool),
+    (seed, minimise): (u64, usize),
+    rep: &mut CReport,
+    log: &mut impl FnMut(&str),
+) -> Result<()> {
+    let (out, width) = launch(stream, trees, inputs, contract, fast)?;
     rep.kernels += 1;
     rep.trees += trees.len();
     rep.nodes += trees.iter().map(CTree::size).sum::<usize>();
     rep.fastmath_trees += if fast { trees.len() } else { 0 };
     let mut at = 0;
+    let mut minimised = 0;
     for (j, t) in trees.iter().enumerate() {
         let n = words(t);
         for (i, inp) in inputs.iter().enumerate() {
@@ -404,8 +451,11 @@ fn run_batch(stream: &Stream, cfg: &CConfig, seed: u64, count: usize, rep: &mut 
                 contract,
                 fastmath: fast,
             };
-            if rep.mismatches.len() < cfg.minimise {
-                if let Some((node, (want, got, math))) = minimise(stream, t, inp, contract, fast)? {
+            if minimised < minimise {
+                minimised += 1;
+                if let Some((node, (want, got, math))) =
+                    minimise_tree(stream, t, inp, contract, fast)?
+                {
                     (mm.node, mm.want, mm.got, mm.math) = (node, want, got, math);
                 }
             }
@@ -422,7 +472,8 @@ fn run_batch(stream: &Stream, cfg: &CConfig, seed: u64, count: usize, rep: &mut 
     Ok(())
 }
 
-/// The batch seed of batch `b` (new streams, apart from the scalar trees').
+/// The seed of batch `b` (the generators mix it with their own constants, so the streams are
+/// apart from the scalar trees').
 fn batch_seed(cfg: &CConfig, b: usize) -> u64 {
     cfg.seed.wrapping_add(b as u64)
 }
@@ -434,11 +485,24 @@ pub fn run(ctx: &Context, cfg: &CConfig, mut log: impl FnMut(&str)) -> Result<CR
     let per = cfg.per_kernel.max(1);
     let t0 = std::time::Instant::now();
     for b in 0..cfg.trees.div_ceil(per) {
-        if cfg.max_seconds.is_some_and(|s| t0.elapsed().as_secs_f64() > s) {
-            log(&format!("time limit reached after {} complex trees", rep.trees));
+        if cfg
+            .max_seconds
+            .is_some_and(|s| t0.elapsed().as_secs_f64() > s)
+        {
+            log(&format!(
+                "time limit reached after {} complex trees",
+                rep.trees
+            ));
             break;
         }
-        run_batch(&stream, cfg, batch_seed(cfg, b), cfg.trees - b * per, &mut rep, &mut log)?;
+        run_batch(
+            &stream,
+            cfg,
+            batch_seed(cfg, b),
+            cfg.trees - b * per,
+            &mut rep,
+            &mut log,
+        )?;
     }
     Ok(rep)
 }
@@ -453,7 +517,10 @@ pub fn compile_only(cfg: &CConfig, cc: (u32, u32), mut log: impl FnMut(&str)) ->
         let mut trees = batch_trees(seed, cfg);
         trees.truncate(cfg.trees - b * per);
         let fast = fastmath_for(cfg, seed);
-        log(&format!("complex batch {b} (seed {seed}): {} trees", trees.len()));
+        log(&format!(
+            "complex batch {b} (seed {seed}): {} trees",
+            trees.len()
+        ));
         let opts = PtxOptions::for_cc(cc.0, cc.1).fastmath(fast);
         kernel("fuzzc", &trees, cfg.contract.for_seed(seed), fast)?
             .0
@@ -539,19 +606,31 @@ impl CMismatch {
         used.dedup();
         let mut s = String::new();
         if !self.contract {
-            s.push_str("// built with FMA contraction off: `PtxOptions::default().contract(false)`\n");
+            s.push_str(
+                "// built with FMA contraction off: `PtxOptions::default().contract(false)`\n",
+            );
         }
         if self.fastmath {
             s.push_str("// built with fastmath: `PtxOptions::default().fastmath(true)`\n");
         }
         s.push_str("let k = Kernel::<(&[u64], &mut [u64])>::build(\"repro\", |k, (inp, out)| {\n");
         for (i, slot) in used.iter().enumerate() {
-            let conv = if f64 { ".bitcast::<f64>()" } else { ".cast::<u32>().bitcast::<f32>()" };
+            let conv = if f64 {
+                ".bitcast::<f64>()"
+            } else {
+                ".cast::<u32>().bitcast::<f32>()"
+            };
             s.push_str(&format!("    let x_{t}_{slot} = inp.at({i}u64){conv};\n"));
         }
-        let store = if f64 { ".bitcast::<u64>()" } else { ".bitcast::<u32>().cast::<u64>()" };
+        let store = if f64 {
+            ".bitcast::<u64>()"
+        } else {
+            ".bitcast::<u32>().cast::<u64>()"
+        };
         s.push_str(&format!("    let z = {};\n", rust_c(&self.node.root, f64)));
-        s.push_str(&format!("    out.set(0u64, z.re{store});\n    out.set(1u64, z.im{store});\n}})?;\n"));
+        s.push_str(&format!(
+            "    out.set(0u64, z.re{store});\n    out.set(1u64, z.im{store});\n}})?;\n"
+        ));
         let vals: Vec<String> = used
             .iter()
             .map(|&slot| {
@@ -569,7 +648,9 @@ impl CMismatch {
             show(Some(self.got.im))
         ));
         if let Some(m) = &self.math {
-            s.push_str(&format!("// out of bounds: {m} (the results above continue from the device's value)\n"));
+            s.push_str(&format!(
+                "// out of bounds: {m} (the results above continue from the device's value)\n"
+            ));
         }
         s
     }
