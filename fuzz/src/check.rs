@@ -921,7 +921,8 @@ pub fn run(ctx: &Context, cfg: &Config, mut log: impl FnMut(&str)) -> Result<Rep
 
 /// Compiles every batch kernel of `cfg` to PTX for compute capability `cc` without running
 /// anything (no GPU or simulator needed): the lowering and LLVM's NVPTX backend must accept
-/// every generated tree and program. `log` gets a line before each kernel (so that a crash
+/// every generated tree and program (with `FUZZ_PTX_DIR=DIR`, each kernel's PTX is written to
+/// `DIR/tree-SEED.ptx` / `DIR/prog-SEED.ptx`, e.g. for ptxas). `log` gets a line before each kernel (so that a crash
 /// names its batch). Returns the number of kernels compiled.
 pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> Result<usize> {
     let opts = cudajit::codegen::PtxOptions::for_cc(cc.0, cc.1);
@@ -935,9 +936,10 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
             trees.truncate(cfg.trees - b * per);
             log(&format!("batch {b} (seed {seed}): {} trees", trees.len()));
             let mode = cfg.mode(seed);
-            lower::kernel_with("fuzz", &trees, mode)?
+            let ptx = lower::kernel_with("fuzz", &trees, mode)?
                 .0
                 .compile_ptx(&opts.clone().fastmath(mode.fastmath))?;
+            save_ptx(&format!("tree-{seed}"), &ptx);
             n += 1;
         }
         if b < prog_batches {
@@ -947,11 +949,24 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
                 "batch {b} (seed {seed}): {} programs",
                 progs.len()
             ));
-            prog_lower::kernel("fuzzp", &progs, cfg.threads, cfg.contract.for_seed(seed))?
-                .0
-                .compile_ptx(&opts)?;
+            let ptx =
+                prog_lower::kernel("fuzzp", &progs, cfg.threads, cfg.contract.for_seed(seed))?
+                    .0
+                    .compile_ptx(&opts)?;
+            save_ptx(&format!("prog-{seed}"), &ptx);
             n += 1;
         }
     }
     Ok(n)
+}
+
+/// With `FUZZ_PTX_DIR=DIR`: writes `ptx` to `DIR/stem.ptx` (errors are printed, not fatal).
+fn save_ptx(stem: &str, ptx: &str) {
+    if let Ok(dir) = std::env::var("FUZZ_PTX_DIR") {
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|_| std::fs::write(format!("{dir}/{stem}.ptx"), ptx));
+        if let Err(e) = written {
+            eprintln!("fuzz: could not write {dir}/{stem}.ptx: {e}");
+        }
+    }
 }

@@ -1,212 +1,272 @@
-//! Complex numbers in the whole language (`--lang whole`): `CExpr<f32>` (complex64) and
-//! `CExpr<f64>` (complex128) sub-expressions inside real trees. They are never inputs, results
-//! or variables: a complex value is made from two real trees (`CExpr::new`), combined, and
-//! read back as a real (`.re`, `.im`, `abs`, `norm_sqr`).
+//! Complex trees: the whole language's complex64/complex128 (`cudajit::codegen::CExpr<f32>` /
+//! `CExpr<f64>`), generated, modelled and (in `complex_run.rs`) lowered and checked.
 //!
-//! The operations are the ones docs/MATH.md lists as exact given IEEE arithmetic and square
-//! roots (`+ - * /`, `-z`, `conj`, `sqrt`, `abs`, `norm_sqr`); the model computes them with
-//! `cudajit::codegen::complex_host`, the crate's host formulas (Smith's division, Kahan's
-//! square root, the scaled hypotenuse), and compares bit for bit. Left out: `exp`, `ln`,
-//! `arg` (inexact, built from the math functions checked elsewhere), and `z * real`, which
-//! the builder records as plain products that an enclosing add may contract (the model's
-//! contraction rule only looks at the tree's own `Mul` nodes).
+//! A tree is a complex expression over one part type (`f32` or `f64`): `CExpr::new(re, im)` of
+//! real expressions, a real value as a complex one (`CExpr::from`), complex literals, `+ - * /`,
+//! negation, `conj`, `sqrt`, `exp`, `ln` and scaling by a real (`z * s`). Its real expressions
+//! read the thread's inputs and literals, take `.re`, `.im`, `abs()`, `norm_sqr()`, `arg()` of
+//! complex ones, and add, subtract and multiply them (so that FMA contraction meets products
+//! hidden in complex values: `(z * s).re + c` fuses, the complex operators never do).
+//!
+//! The host model follows docs/MATH.md's formulas (the builder's, Numba's): the schoolbook
+//! product without fma, Smith's division scaled by the larger part of the divisor, the scaled
+//! hypotenuse for `abs`, Kahan's square root, `exp`/`ln` from the polar form, each operation
+//! rounded as the builder records it, so that results are compared bit for bit. `exp`, `ln` and
+//! `arg` use math functions: the kernel stores their values (probes), the model checks each
+//! within a bound of an f64 reference and goes on with the device's value.
 
-use cudajit::codegen::complex_host;
-use cudajit::codegen::CExpr;
 use num_complex::Complex;
 
-use super::lower::D;
-use super::tree::{Node, Ty, Val};
+use super::rng::Rng;
+use super::tree::{random_val, Ty, Val};
 
-/// A complex operation.
+/// Input slots of each part type per thread: `[f32 x SLOTS, f64 x SLOTS]`, one word each.
+pub const CSLOTS: usize = 4;
+
+/// Input words per thread.
+pub const CINPUTS: usize = 2 * CSLOTS;
+
+/// A real expression of the tree's part type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RNode {
+    /// Input slot (of the part type).
+    In(u8),
+    /// A literal, as the part type's bits.
+    Lit(u64),
+    /// `.re`, `.im`, `abs()`, `norm_sqr()` or `arg()` of a complex expression.
+    Part(PartFn, Box<CNode>),
+    /// `a + b`, `a - b`, `a * b` (real arithmetic: follows the kernel's contraction).
+    Arith(RArith, Box<RNode>, Box<RNode>),
+}
+
+/// Real results of complex values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cx {
-    /// `CExpr::new(re, im)` (two reals of one type).
-    New,
-    /// `z.re` (real).
+pub enum PartFn {
     Re,
-    /// `z.im` (real).
     Im,
-    /// `z.abs()` (real).
     Abs,
-    /// `z.norm_sqr()` (real).
     NormSqr,
+    /// `atan2(im, re)`: inexact (probed).
+    Arg,
+}
+
+/// Real arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RArith {
+    Add,
+    Sub,
+    Mul,
+}
+
+/// Complex binary operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CBin {
     Add,
     Sub,
     Mul,
     Div,
+}
+
+/// Complex unary operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CUn {
     Neg,
     Conj,
     Sqrt,
+    /// Inexact (probed).
+    Exp,
+    /// Inexact (probed).
+    Ln,
 }
 
-/// The operations of one or two complex operands that give a complex value.
-pub const COMPLEX_OPS: [Cx; 7] = [
-    Cx::Add,
-    Cx::Sub,
-    Cx::Mul,
-    Cx::Div,
-    Cx::Neg,
-    Cx::Conj,
-    Cx::Sqrt,
-];
+/// A complex expression of the tree's part type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CNode {
+    /// `CExpr::new(re, im)`.
+    New(Box<RNode>, Box<RNode>),
+    /// `CExpr::from(x)`: `x + 0i`.
+    Real(Box<RNode>),
+    /// `CExpr::lit(Complex::new(re, im))`, as the part type's bits.
+    Lit(u64, u64),
+    Bin(CBin, Box<CNode>, Box<CNode>),
+    Un(CUn, Box<CNode>),
+    /// `z * s` (both parts scaled).
+    Scale(Box<CNode>, Box<RNode>),
+}
 
-/// The projections to a real value.
-pub const PROJECTIONS: [Cx; 4] = [Cx::Re, Cx::Im, Cx::Abs, Cx::NormSqr];
+/// A tree: its part type (`true`: f64) and root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CTree {
+    pub f64: bool,
+    pub root: CNode,
+}
 
-impl Cx {
-    /// The result type, given the first operand's type.
-    pub fn ty(self, operand: Ty) -> Ty {
+/// Either kind of node, for walking a tree.
+#[derive(Clone, Copy, Debug)]
+pub enum Any<'a> {
+    R(&'a RNode),
+    C(&'a CNode),
+}
+
+impl<'a> Any<'a> {
+    /// The operands, in the order the kernel and the model evaluate them.
+    pub fn children(self) -> Vec<Any<'a>> {
         match self {
-            Cx::New => {
-                if operand == Ty::F32 {
-                    Ty::C64
-                } else {
-                    Ty::C128
-                }
+            Any::R(r) => match r {
+                RNode::In(_) | RNode::Lit(_) => vec![],
+                RNode::Part(_, z) => vec![Any::C(z)],
+                RNode::Arith(_, a, b) => vec![Any::R(a), Any::R(b)],
+            },
+            Any::C(c) => match c {
+                CNode::New(a, b) => vec![Any::R(a), Any::R(b)],
+                CNode::Real(a) => vec![Any::R(a)],
+                CNode::Lit(..) => vec![],
+                CNode::Bin(_, a, b) => vec![Any::C(a), Any::C(b)],
+                CNode::Un(_, a) => vec![Any::C(a)],
+                CNode::Scale(z, s) => vec![Any::C(z), Any::R(s)],
+            },
+        }
+    }
+    /// Output words of this node's probe (0: exact).
+    pub fn probe_words(self) -> usize {
+        match self {
+            Any::R(RNode::Part(PartFn::Arg, _)) => 1,
+            Any::C(CNode::Un(CUn::Exp | CUn::Ln, _)) => 2,
+            _ => 0,
+        }
+    }
+    /// Number of nodes.
+    pub fn size(self) -> usize {
+        1 + self.children().into_iter().map(Any::size).sum::<usize>()
+    }
+    /// Every sub-tree, children before parents, this one last.
+    pub fn subtrees(self) -> Vec<Any<'a>> {
+        let mut out = Vec::new();
+        fn walk<'a>(n: Any<'a>, out: &mut Vec<Any<'a>>) {
+            for c in n.children() {
+                walk(c, out);
             }
-            Cx::Re | Cx::Im | Cx::Abs | Cx::NormSqr => {
-                if operand == Ty::C64 {
-                    Ty::F32
-                } else {
-                    Ty::F64
-                }
+            out.push(n);
+        }
+        walk(self, &mut out);
+        out
+    }
+}
+
+impl CTree {
+    /// Probe words of the whole tree.
+    pub fn probe_words(&self) -> usize {
+        Any::C(&self.root)
+            .subtrees()
+            .into_iter()
+            .map(Any::probe_words)
+            .sum()
+    }
+    /// Nodes.
+    pub fn size(&self) -> usize {
+        Any::C(&self.root).size()
+    }
+}
+
+/// A random value of the part type, rich in special values (the scalar trees' generator).
+pub fn random_part(rng: &mut Rng, f64: bool) -> u64 {
+    random_val(rng, if f64 { Ty::F64 } else { Ty::F32 }).to_bits()
+}
+
+/// Random tree generation.
+pub struct CGen<'a> {
+    pub rng: &'a mut Rng,
+    pub f64: bool,
+}
+
+impl CGen<'_> {
+    fn b<T>(x: T) -> Box<T> {
+        Box::new(x)
+    }
+
+    fn input(&mut self) -> RNode {
+        RNode::In(self.rng.below(CSLOTS as u64) as u8)
+    }
+
+    fn rleaf(&mut self) -> RNode {
+        if self.rng.below(4) == 0 {
+            RNode::Lit(random_part(self.rng, self.f64))
+        } else {
+            self.input()
+        }
+    }
+
+    fn cleaf(&mut self) -> CNode {
+        match self.rng.below(6) {
+            0 => CNode::Lit(
+                random_part(self.rng, self.f64),
+                random_part(self.rng, self.f64),
+            ),
+            1 => CNode::Real(Self::b(self.rleaf())),
+            _ => CNode::New(Self::b(self.rleaf()), Self::b(self.rleaf())),
+        }
+    }
+
+    /// A real expression at most `depth` deep.
+    pub fn real(&mut self, depth: u32) -> RNode {
+        if depth == 0 || self.rng.below(4) == 0 {
+            return self.rleaf();
+        }
+        let d = depth - 1;
+        match self.rng.below(8) {
+            0..=3 => {
+                let f = [
+                    PartFn::Re,
+                    PartFn::Im,
+                    PartFn::Abs,
+                    PartFn::NormSqr,
+                    PartFn::Arg,
+                ][self.rng.below(5) as usize];
+                RNode::Part(f, Self::b(self.complex(d)))
             }
-            _ => operand,
+            _ => {
+                let op = [RArith::Add, RArith::Sub, RArith::Mul][self.rng.below(3) as usize];
+                RNode::Arith(op, Self::b(self.real(d)), Self::b(self.real(d)))
+            }
+        }
+    }
+
+    /// A complex expression at most `depth` deep.
+    pub fn complex(&mut self, depth: u32) -> CNode {
+        if depth == 0 || self.rng.below(6) == 0 {
+            return self.cleaf();
+        }
+        let d = depth - 1;
+        match self.rng.below(16) {
+            0..=6 => {
+                let op = [CBin::Add, CBin::Sub, CBin::Mul, CBin::Div][self.rng.below(4) as usize];
+                CNode::Bin(op, Self::b(self.complex(d)), Self::b(self.complex(d)))
+            }
+            7..=10 => {
+                let op = [CUn::Neg, CUn::Conj, CUn::Sqrt, CUn::Exp, CUn::Ln]
+                    [self.rng.below(5) as usize];
+                CNode::Un(op, Self::b(self.complex(d)))
+            }
+            11 => CNode::Scale(Self::b(self.complex(d)), Self::b(self.real(d))),
+            12 | 13 => CNode::New(Self::b(self.real(d)), Self::b(self.real(d))),
+            14 => CNode::Real(Self::b(self.real(d))),
+            _ => self.cleaf(),
         }
     }
 }
 
-/// The builder expression of `op` on lowered operands.
-pub fn lower(op: Cx, k: &[D]) -> D {
-    macro_rules! each {
-        ($z:ident => $e:expr) => {
-            match k[0] {
-                D::C64($z) => D::C64($e),
-                D::C128($z) => D::C128($e),
-                _ => unreachable!("complex operation on a real"),
-            }
-        };
-    }
-    macro_rules! real {
-        ($z:ident => $e:expr) => {
-            match k[0] {
-                D::C64($z) => D::F32($e),
-                D::C128($z) => D::F64($e),
-                _ => unreachable!("complex operation on a real"),
-            }
-        };
-    }
-    macro_rules! two {
-        ($z:ident, $w:ident => $e:expr) => {
-            match (k[0], k[1]) {
-                (D::C64($z), D::C64($w)) => D::C64($e),
-                (D::C128($z), D::C128($w)) => D::C128($e),
-                _ => unreachable!("complex operation on a real"),
-            }
-        };
-    }
-    match op {
-        Cx::New => match (k[0], k[1]) {
-            (D::F32(re), D::F32(im)) => D::C64(CExpr::new(re, im)),
-            (D::F64(re), D::F64(im)) => D::C128(CExpr::new(re, im)),
-            _ => unreachable!("a complex number of other parts"),
-        },
-        Cx::Re => real!(z => z.re),
-        Cx::Im => real!(z => z.im),
-        Cx::Abs => real!(z => z.abs()),
-        Cx::NormSqr => real!(z => z.norm_sqr()),
-        Cx::Add => two!(z, w => z + w),
-        Cx::Sub => two!(z, w => z - w),
-        Cx::Mul => two!(z, w => z * w),
-        Cx::Div => two!(z, w => z / w),
-        Cx::Neg => each!(z => -z),
-        Cx::Conj => each!(z => z.conj()),
-        Cx::Sqrt => each!(z => z.sqrt()),
-    }
+/// A random tree of part type f32 or f64 at most `depth` deep.
+pub fn random_tree(rng: &mut Rng, depth: u32) -> CTree {
+    let f64 = rng.below(2) == 1;
+    let depth = 1 + rng.below(depth.max(1) as u64) as u32;
+    let root = CGen { rng, f64 }.complex(depth);
+    CTree { f64, root }
 }
 
-/// The host model of `op` (the crate's host formulas).
-pub fn eval(op: Cx, k: &[Val]) -> Val {
-    macro_rules! model {
-        ($m:ident, $c:ident, $r:ident) => {{
-            let z = |v: Val| match v {
-                Val::$c(z) => z,
-                v => unreachable!("complex operation on {v:?}"),
-            };
-            match op {
-                Cx::New => unreachable!(),
-                Cx::Re => Val::$r(z(k[0]).re),
-                Cx::Im => Val::$r(z(k[0]).im),
-                Cx::Abs => Val::$r(complex_host::$m::abs(z(k[0]))),
-                Cx::NormSqr => {
-                    let z = z(k[0]);
-                    Val::$r(z.re * z.re + z.im * z.im)
-                }
-                Cx::Add => Val::$c(z(k[0]) + z(k[1])),
-                Cx::Sub => Val::$c(z(k[0]) - z(k[1])),
-                Cx::Mul => Val::$c(complex_host::$m::mul(z(k[0]), z(k[1]))),
-                Cx::Div => Val::$c(complex_host::$m::div(z(k[0]), z(k[1]))),
-                Cx::Neg => {
-                    let z = z(k[0]);
-                    Val::$c(Complex::new(-z.re, -z.im))
-                }
-                Cx::Conj => {
-                    let z = z(k[0]);
-                    Val::$c(Complex::new(z.re, -z.im))
-                }
-                Cx::Sqrt => Val::$c(complex_host::$m::sqrt(z(k[0]))),
-            }
-        }};
-    }
-    match (op, k[0]) {
-        (Cx::New, Val::F32(re)) => match k[1] {
-            Val::F32(im) => Val::C64(Complex::new(re, im)),
-            v => unreachable!("complex parts {v:?}"),
-        },
-        (Cx::New, Val::F64(re)) => match k[1] {
-            Val::F64(im) => Val::C128(Complex::new(re, im)),
-            v => unreachable!("complex parts {v:?}"),
-        },
-        (_, Val::C64(_)) => model!(f32, C64, F32),
-        (_, Val::C128(_)) => model!(f64, C128, F64),
-        (_, v) => unreachable!("{op:?} on {v:?}"),
-    }
+/// The value of a part type's bits as a scalar value (for printing).
+pub fn part_val(f64: bool, bits: u64) -> Val {
+    Val::from_bits(if f64 { Ty::F64 } else { Ty::F32 }, bits)
 }
 
-/// The Rust builder expression of `op` on its operands' expressions.
-pub fn rust(op: Cx, k: &[String]) -> String {
-    match op {
-        Cx::New => format!("CExpr::new({}, {})", k[0], k[1]),
-        Cx::Re => format!("{}.re", k[0]),
-        Cx::Im => format!("{}.im", k[0]),
-        Cx::Abs => format!("{}.abs()", k[0]),
-        Cx::NormSqr => format!("{}.norm_sqr()", k[0]),
-        Cx::Add => format!("({} + {})", k[0], k[1]),
-        Cx::Sub => format!("({} - {})", k[0], k[1]),
-        Cx::Mul => format!("({} * {})", k[0], k[1]),
-        Cx::Div => format!("({} / {})", k[0], k[1]),
-        Cx::Neg => format!("(-{})", k[0]),
-        Cx::Conj => format!("{}.conj()", k[0]),
-        Cx::Sqrt => format!("{}.sqrt()", k[0]),
-    }
-}
-
-/// A part of `CExpr::new`: never a bare product, which `CExpr::new` would pass on as it is
-/// and an add around `.re` could then contract beyond the model's view; a product `p` becomes
-/// `p + -0.0` (the same value bit for bit, fused or not).
-pub fn part(n: Node) -> Node {
-    if let Node::Bin(super::tree::Bin::Mul, ..) = n {
-        let zero = match n.ty() {
-            Ty::F32 => Val::F32(-0.0),
-            _ => Val::F64(-0.0),
-        };
-        Node::Bin(
-            super::tree::Bin::Add,
-            Box::new(n),
-            Box::new(Node::Lit(zero)),
-        )
-    } else {
-        n
-    }
-}
+/// A complex value as its parts' bits.
+pub type Bits2 = Complex<u64>;
