@@ -2,10 +2,14 @@
 //! operator, cast, bitcast, select and math function, and random statement programs with
 //! control flow (variables, if/else, loops with break/continue, early return, device
 //! functions), run as kernels (on the GPU or the simulator) and compared with a host model in
-//! plain Rust. Shared by `examples/fuzz.rs` (the command) and `tests/fuzz.rs` (CI's fixed-seed
-//! slice on the simulator).
+//! plain Rust; and complex trees (`CExpr<f32>`/`CExpr<f64>`, `ctree*.rs`). Shared by
+//! `examples/fuzz.rs` (the command) and `tests/fuzz.rs` (CI's fixed-seed slice on the
+//! simulator).
 
 pub mod check;
+pub mod ctree;
+pub mod ctree_model;
+pub mod ctree_run;
 pub mod lower;
 pub mod model;
 pub mod prog;

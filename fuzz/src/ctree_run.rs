@@ -1,5 +1,5 @@
-//! Complex trees (`complex.rs`) as kernels through `CExpr`, run and compared with the host
-//! model (`complex_model.rs`), minimised to their smallest differing sub-expression and
+//! Complex trees (`ctree.rs`) as kernels through `CExpr`, run and compared with the host
+//! model (`ctree_model.rs`), minimised to their smallest differing sub-expression and
 //! printed as a Rust reproducer.
 //!
 //! A batch kernel has the signature `(&[u64], &mut [u64])`: thread `i` reads `CINPUTS` words
@@ -12,11 +12,11 @@ use cudajit::prelude::*;
 use num_complex::Complex;
 
 use super::check::{Contract, FILL};
-use super::complex::{
+use super::ctree::{
     part_val, random_part, random_tree, Any, CBin, CNode, CTree, CUn, PartFn, RArith, RNode,
     CINPUTS, CSLOTS,
 };
-use super::complex_model::{bits, same, CModel, HostPart};
+use super::ctree_model::{bits, same, CModel, HostPart};
 use super::rng::Rng;
 
 /// A part type on both sides: the builder's `ComplexPart` and the model's `HostPart`, with its

@@ -1,4 +1,4 @@
-//! The host model of the complex trees (`complex.rs`): docs/MATH.md's formulas, each
+//! The host model of the complex trees (`ctree.rs`): docs/MATH.md's formulas, each
 //! operation rounded in the part type as the builder records it, so that exact results are
 //! compared bit for bit; `exp`, `ln` and `arg` are checked within bounds (see [`CModel`]).
 //!
@@ -14,7 +14,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use num_complex::Complex;
 
-use super::complex::{CBin, CNode, CUn, PartFn, RArith, RNode};
+use super::ctree::{CBin, CNode, CUn, PartFn, RArith, RNode};
 
 /// A part type on the host: `f32` or `f64`.
 pub trait HostPart:
