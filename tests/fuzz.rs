@@ -242,3 +242,138 @@ fn the_model_follows_the_contraction_setting_on_the_simulator() {
     }
     assert!(differ > 0, "no input vector tells the settings apart");
 }
+
+// The complex trees (`cudajit_fuzz::ctree*`: `CExpr<f32>`/`CExpr<f64>` roots, their own batches).
+
+fn complex_config(trees: usize) -> cudajit_fuzz::ctree_run::CConfig {
+    cudajit_fuzz::ctree_run::CConfig {
+        trees,
+        seed: 20261127,
+        per_kernel: 32,
+        threads: 64,
+        depth: 5,
+        minimise: 10,
+        // Every combination: contraction on odd seeds, fastmath on seeds 2 and 3 mod 4.
+        contract: Contract::Alternate,
+        fastmath: Contract::Alternate,
+        max_seconds: None,
+    }
+}
+
+#[test]
+fn fixed_seed_complex_trees_match_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = complex_config(8_000);
+    let mut lines = Vec::new();
+    let r = cudajit_fuzz::ctree_run::run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    println!(
+        "fuzz: {} complex trees ({} nodes, {} with fastmath), {} parts compared, {} open, {} exp/ln/arg checked ({} outside the bounds' domain), {} fused adds ({} through complex parts), {} mismatches",
+        r.trees,
+        r.nodes,
+        r.fastmath_trees,
+        r.compared,
+        r.open,
+        r.math_checked,
+        r.math_unchecked,
+        r.fused,
+        r.fused_parts,
+        r.mismatches.len()
+    );
+    assert_eq!(r.trees, cfg.trees);
+    assert!(r.compared > r.trees * 64, "too few comparisons: {r:?}");
+    assert!(r.math_checked > r.trees, "too few math checks: {r:?}");
+    assert!(
+        r.fused_parts > 0,
+        "no add fused through a complex part: {r:?}"
+    );
+    assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+}
+
+/// `(z * s).re + c`, `c - CExpr::new(a * b, ..).re` and `z.conj().re + c` contract (the parts
+/// are the kernel's product values) while the complex operators never do: the model gives the
+/// device's bits with the kernel's own setting, and the other setting differs.
+#[test]
+fn the_complex_model_follows_contraction_through_parts_on_the_simulator() {
+    use cudajit_fuzz::ctree::{CNode, CTree, CUn, PartFn, RArith, RNode, CINPUTS};
+    use cudajit_fuzz::ctree_model::CModel;
+    use cudajit_fuzz::ctree_run::{run_trees, CReport};
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    fn b<T>(x: T) -> Box<T> {
+        Box::new(x)
+    }
+    // f32 inputs: x = 1 + 2^-13 (x * x is inexact), 0, -1, 1.
+    let x = 1.0f32 + 2.0f32.powi(-13);
+    let mut inp = vec![0u64; CINPUTS];
+    inp[0] = x.to_bits() as u64;
+    inp[2] = (-1.0f32).to_bits() as u64;
+    inp[3] = 1.0f32.to_bits() as u64;
+    let new = || CNode::New(b(RNode::In(0)), b(RNode::In(1)));
+    let square = || {
+        CNode::New(
+            b(RNode::Arith(RArith::Mul, b(RNode::In(0)), b(RNode::In(0)))),
+            b(RNode::In(1)),
+        )
+    };
+    let mut trees = Vec::new();
+    for z in [
+        CNode::Scale(b(new()), b(RNode::In(0))),
+        square(),
+        CNode::Un(CUn::Conj, b(square())),
+    ] {
+        for op in [RArith::Add, RArith::Sub] {
+            let part = || RNode::Part(PartFn::Re, b(z.clone()));
+            // c = -1 for an add, 1 for a subtract: the exact result is 2^-12 + 2^-26 or its
+            // negation, the unfused one 2^-12 (or its negation).
+            let c = || RNode::In(if op == RArith::Add { 2 } else { 3 });
+            for (l, r) in [(part(), c()), (c(), part())] {
+                trees.push(CTree {
+                    f64: false,
+                    root: CNode::Real(b(RNode::Arith(op, b(l), b(r)))),
+                });
+            }
+        }
+    }
+    let ins = [x, 0.0, -1.0, 1.0];
+    let mut differ = 0;
+    for contract in [false, true] {
+        let mut rep = CReport::default();
+        let mut lines = Vec::new();
+        run_trees(
+            &stream,
+            &trees,
+            &[inp.clone()],
+            (contract, false),
+            (0, 0),
+            &mut rep,
+            &mut |l| lines.push(l.to_string()),
+        )
+        .unwrap();
+        assert_eq!(rep.compared, 2 * trees.len());
+        assert!(
+            rep.mismatches.is_empty(),
+            "contract {contract}: {}",
+            lines.join("\n")
+        );
+        for t in &trees {
+            let mine = CModel::<f32>::new(&ins, &[], contract).complex(&t.root);
+            let other = CModel::<f32>::new(&ins, &[], !contract).complex(&t.root);
+            differ += (mine.re.unwrap().to_bits() != other.re.unwrap().to_bits()) as usize;
+        }
+    }
+    assert_eq!(
+        differ,
+        2 * trees.len(),
+        "every tree must tell the settings apart"
+    );
+}
+
+/// The complex trees through LLVM to PTX for sm_90 (no device), fastmath on and off.
+#[test]
+fn fixed_seed_complex_trees_compile_to_ptx() {
+    let cfg = complex_config(32 * 8);
+    let n = cudajit_fuzz::ctree_run::compile_only(&cfg, (9, 0), |_| {}).unwrap();
+    assert_eq!(n, 8);
+}

@@ -215,13 +215,16 @@ impl CGen<'_> {
         let d = depth - 1;
         match self.rng.below(8) {
             0..=3 => {
+                // `.re`/`.im` twice as often: they pass products on to the adds.
                 let f = [
                     PartFn::Re,
+                    PartFn::Re,
+                    PartFn::Im,
                     PartFn::Im,
                     PartFn::Abs,
                     PartFn::NormSqr,
                     PartFn::Arg,
-                ][self.rng.below(5) as usize];
+                ][self.rng.below(7) as usize];
                 RNode::Part(f, Self::b(self.complex(d)))
             }
             _ => {
@@ -247,10 +250,9 @@ impl CGen<'_> {
                     [CUn::Neg, CUn::Conj, CUn::Sqrt, CUn::Exp, CUn::Ln][self.rng.below(5) as usize];
                 CNode::Un(op, Self::b(self.complex(d)))
             }
-            11 => CNode::Scale(Self::b(self.complex(d)), Self::b(self.real(d))),
-            12 | 13 => CNode::New(Self::b(self.real(d)), Self::b(self.real(d))),
-            14 => CNode::Real(Self::b(self.real(d))),
-            _ => self.cleaf(),
+            11 | 12 => CNode::Scale(Self::b(self.complex(d)), Self::b(self.real(d))),
+            13 | 14 => CNode::New(Self::b(self.real(d)), Self::b(self.real(d))),
+            _ => CNode::Real(Self::b(self.real(d))),
         }
     }
 }

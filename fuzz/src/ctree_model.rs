@@ -236,6 +236,10 @@ pub struct CModel<'a, P> {
     /// bounds cover: exp's overflow, sin/cos beyond their reduction range).
     pub checked: usize,
     pub unchecked: usize,
+    /// Adds fused with a product, and those whose product was a part of a complex value
+    /// (not a real `*` of the tree).
+    pub fused: usize,
+    pub fused_parts: usize,
 }
 
 impl<'a, P: HostPart> CModel<'a, P> {
@@ -248,6 +252,8 @@ impl<'a, P: HostPart> CModel<'a, P> {
             errors: Vec::new(),
             checked: 0,
             unchecked: 0,
+            fused: 0,
+            fused_parts: 0,
         }
     }
 
@@ -262,6 +268,11 @@ impl<'a, P: HostPart> CModel<'a, P> {
         if !ok {
             self.errors.push(what());
         }
+    }
+
+    fn count_fused(&mut self, direct: bool) {
+        self.fused += 1;
+        self.fused_parts += !direct as usize;
     }
 
     /// A real expression's value.
@@ -311,9 +322,16 @@ impl<'a, P: HostPart> CModel<'a, P> {
                             let p = if neg_p { -p } else { p };
                             Some(p.mul_add(q, if sub && !neg_p { -c } else { c }))
                         };
+                        let direct = |n: &RNode| matches!(n, RNode::Arith(RArith::Mul, ..));
                         let v = match (self.contract, x.prod, y.prod) {
-                            (true, Some(pq), _) => fused(pq, y.v, false),
-                            (true, None, Some(pq)) => fused(pq, x.v, sub),
+                            (true, Some(pq), _) => {
+                                self.count_fused(direct(a));
+                                fused(pq, y.v, false)
+                            }
+                            (true, None, Some(pq)) => {
+                                self.count_fused(direct(b));
+                                fused(pq, x.v, sub)
+                            }
                             _ => x.v.zip(y.v).map(|(x, y)| if sub { x - y } else { x + y }),
                         };
                         r(v)

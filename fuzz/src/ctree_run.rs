@@ -117,6 +117,10 @@ pub struct CReport {
     /// `exp`/`ln`/`arg` results checked within bounds, and left unchecked.
     pub math_checked: usize,
     pub math_unchecked: usize,
+    /// Real adds the model fused with a product (contraction on), and of those the ones whose
+    /// product was a part of a complex value (`(z * s).re + c`).
+    pub fused: usize,
+    pub fused_parts: usize,
     /// Trees built with fastmath.
     pub fastmath_trees: usize,
     pub mismatches: Vec<CMismatch>,
@@ -325,6 +329,8 @@ fn check_p<T: Part>(
     let c = m.complex(root);
     rep.math_checked += m.checked;
     rep.math_unchecked += m.unchecked;
+    rep.fused += m.fused;
+    rep.fused_parts += m.fused_parts;
     let got = Complex::new(w[0], w[1]);
     let parts = [
         same(c.re, <T as HostPart>::from_bits(w[0])),
