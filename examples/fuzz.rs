@@ -18,6 +18,7 @@
 //!                                        [--threads T] [--depth D] [--seconds S]
 //!                                        [--contract off|on|alternate]
 //!                                        [--fastmath off|on|alternate] [--lang core|whole]
+//!                                        [--complex N]
 //! CUDAJIT_SIMULATOR=1 cargo run --release --example fuzz     # on the CPU simulator
 //! ```
 //!
@@ -36,9 +37,15 @@
 //! floats too) with new streams (its batch seeds are mixed with a constant); its tree batches
 //! alternate fastmath unless `--fastmath` says otherwise (`--lang core`, the default, never
 //! uses fastmath unless told). With `--ptx-only` below 8.9 it leaves the 8-bit floats out.
+//!
+//! `--complex N` then runs N complex trees (`CExpr<f32>`/`CExpr<f64>` roots: `+ - * /`, `conj`,
+//! `sqrt`, `exp`, `ln`, `z * s`, and real expressions of `.re`, `.im`, `abs`, `norm_sqr`,
+//! `arg`; docs/RELIABILITY.md); by default a quarter of `--trees` with `--lang whole`, none with
+//! `--lang core`. With `--ptx-only` they are compiled too.
 
 use cudajit::prelude::*;
 use cudajit_fuzz::check::{run, Config, Contract, Fastmath};
+use cudajit_fuzz::ctree_run::CConfig;
 use cudajit_fuzz::tree::Lang;
 
 fn main() {
@@ -108,11 +115,11 @@ fn parse_args() -> std::result::Result<Config, String> {
                 Some("whole") => cfg.lang = Lang::Whole { fp8: true },
                 v => return Err(format!("--lang: core or whole, not `{}`", v.unwrap_or(""))),
             },
-            "--ptx-only" => {
-                args.next();
+            "--ptx-only" | "--complex" => {
+                args.next(); // read by ptx_only() / complex_trees()
             }
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--fastmath off|on|alternate] [--lang core|whole] [--ptx-only 9.0]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--fastmath off|on|alternate] [--lang core|whole] [--complex N] [--ptx-only 9.0]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }
@@ -142,6 +149,12 @@ fn main_() -> Result<usize> {
             cc.0,
             cc.1,
             t0.elapsed().as_secs_f64()
+        );
+        let ccfg = CConfig::like(&cfg, complex_trees(&cfg));
+        let n = cudajit_fuzz::ctree_run::compile_only(&ccfg, cc, |l| eprintln!("{l}"))?;
+        println!(
+            "fuzz: {n} kernels ({} complex trees) compiled to PTX for sm_{}{}",
+            ccfg.trees, cc.0, cc.1
         );
         return Ok(0);
     }
@@ -210,5 +223,44 @@ fn main_() -> Result<usize> {
             m.original_size
         );
     }
-    Ok(r.total_mismatches())
+    let ccfg = CConfig::like(&cfg, complex_trees(&cfg));
+    if ccfg.trees == 0 {
+        return Ok(r.total_mismatches());
+    }
+    let t0 = std::time::Instant::now();
+    let c = cudajit_fuzz::ctree_run::run(&ctx, &ccfg, |line| println!("{line}"))?;
+    println!(
+        "fuzz: {} complex trees ({} nodes, {} with fastmath) in {} kernels, {} parts compared bit for bit, {} left open, {} exp/ln/arg results checked ({} outside the bounds' domain), {} adds fused ({} through complex parts), {} mismatches; {:.1} s",
+        c.trees,
+        c.nodes,
+        c.fastmath_trees,
+        c.kernels,
+        c.compared,
+        c.open,
+        c.math_checked,
+        c.math_unchecked,
+        c.fused,
+        c.fused_parts,
+        c.mismatches.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    for m in &c.mismatches {
+        println!(
+            "  complex: seed {} tree {} thread {} (snippet above)",
+            m.seed, m.tree, m.thread
+        );
+    }
+    Ok(r.total_mismatches() + c.mismatches.len())
+}
+
+/// `--complex N`: complex trees (`cudajit_fuzz::ctree*`) to run after the others; by default
+/// a quarter of `--trees` with `--lang whole`, none with `--lang core`.
+fn complex_trees(cfg: &Config) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    let given = args.iter().position(|a| a == "--complex");
+    match given.and_then(|i| args.get(i + 1)?.replace('_', "").parse().ok()) {
+        Some(n) => n,
+        None if cfg.lang.whole() => cfg.trees / 4,
+        None => 0,
+    }
 }

@@ -255,7 +255,7 @@ fn complex_config(trees: usize) -> cudajit_fuzz::ctree_run::CConfig {
         minimise: 10,
         // Every combination: contraction on odd seeds, fastmath on seeds 2 and 3 mod 4.
         contract: Contract::Alternate,
-        fastmath: Contract::Alternate,
+        fastmath: cudajit_fuzz::check::Fastmath::Alternate,
         max_seconds: None,
     }
 }

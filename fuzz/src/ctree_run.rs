@@ -11,7 +11,7 @@ use cudajit::codegen::{CExpr, ComplexPart, Expr, Kernel, PtxOptions, Scalar};
 use cudajit::prelude::*;
 use num_complex::Complex;
 
-use super::check::{Contract, FILL};
+use super::check::{Config, Contract, Fastmath, FILL};
 use super::ctree::{
     part_val, random_part, random_tree, Any, CBin, CNode, CTree, CUn, PartFn, RArith, RNode,
     CINPUTS, CSLOTS,
@@ -71,18 +71,35 @@ pub struct CConfig {
     /// FMA contraction of the batches (the complex operators never contract; the trees' real
     /// adds of products do).
     pub contract: Contract,
-    /// Fastmath of the batches, by the same schedule on `seed / 2` (so that `Alternate` for
-    /// both gives every combination). With fastmath, f32 trees are run but left open (f32
-    /// arithmetic may then approximate, flush subnormals and assume no NaN or infinity); f64
-    /// ones are unchanged and compared.
-    pub fastmath: Contract,
+    /// Fastmath of the batches. With fastmath, f32 trees are run but left open (f32 arithmetic
+    /// may then approximate, flush subnormals and assume no NaN or infinity); f64 ones are
+    /// unchanged and compared.
+    pub fastmath: Fastmath,
     /// Stop after this many seconds.
     pub max_seconds: Option<f64>,
 }
 
 /// Whether batch `seed` is built with fastmath.
 pub fn fastmath_for(cfg: &CConfig, seed: u64) -> bool {
-    cfg.fastmath.for_seed(seed / 2)
+    cfg.fastmath.for_seed(seed)
+}
+
+impl CConfig {
+    /// `trees` complex trees with the seed, batch shape, minimising, contraction, fastmath and
+    /// time limit of a scalar run.
+    pub fn like(cfg: &Config, trees: usize) -> CConfig {
+        CConfig {
+            trees,
+            seed: cfg.seed,
+            per_kernel: cfg.per_kernel,
+            threads: cfg.threads,
+            depth: cfg.depth,
+            minimise: cfg.minimise,
+            contract: cfg.contract,
+            fastmath: cfg.fastmath,
+            max_seconds: cfg.max_seconds,
+        }
+    }
 }
 
 /// One mismatch, minimised.
@@ -513,8 +530,9 @@ pub fn run(ctx: &Context, cfg: &CConfig, mut log: impl FnMut(&str)) -> Result<CR
     Ok(rep)
 }
 
-/// Compiles every batch kernel to PTX for compute capability `cc` (no device): returns the
-/// number of kernels.
+/// Compiles every batch kernel to PTX for compute capability `cc` (no device; with
+/// `FUZZ_PTX_DIR=DIR` each is written to `DIR/complex-SEED.ptx`): returns the number of
+/// kernels.
 pub fn compile_only(cfg: &CConfig, cc: (u32, u32), mut log: impl FnMut(&str)) -> Result<usize> {
     let per = cfg.per_kernel.max(1);
     let mut n = 0;
@@ -528,9 +546,17 @@ pub fn compile_only(cfg: &CConfig, cc: (u32, u32), mut log: impl FnMut(&str)) ->
             trees.len()
         ));
         let opts = PtxOptions::for_cc(cc.0, cc.1).fastmath(fast);
-        kernel("fuzzc", &trees, cfg.contract.for_seed(seed), fast)?
+        let ptx = kernel("fuzzc", &trees, cfg.contract.for_seed(seed), fast)?
             .0
             .compile_ptx(&opts)?;
+        // With `FUZZ_PTX_DIR=DIR` (as `check::compile_only`): the PTX, e.g. for ptxas.
+        if let Ok(dir) = std::env::var("FUZZ_PTX_DIR") {
+            let written = std::fs::create_dir_all(&dir)
+                .and_then(|_| std::fs::write(format!("{dir}/complex-{seed}.ptx"), ptx));
+            if let Err(e) = written {
+                log(&format!("could not write {dir}/complex-{seed}.ptx: {e}"));
+            }
+        }
         n += 1;
     }
     Ok(n)
