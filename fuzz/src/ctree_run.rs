@@ -287,12 +287,10 @@ pub fn kernel(
         k.if_(i.lt(inp.len() / CINPUTS as u64), |_| {
             let base = i * CINPUTS as u64;
             let load = |c: usize| inp.at(base + c as u64);
-            let f: Vec<Expr<f32>> = (0..CSLOTS)
-                .map(|s| f32::load(load(f32::FIRST + s)))
-                .collect();
-            let d: Vec<Expr<f64>> = (0..CSLOTS)
-                .map(|s| f64::load(load(f64::FIRST + s)))
-                .collect();
+            fn all<T: Part>(load: impl Fn(usize) -> Expr<u64>) -> Vec<Expr<T>> {
+                (0..CSLOTS).map(|s| T::load(load(T::FIRST + s))).collect()
+            }
+            let (f, d) = (all::<f32>(&load), all::<f64>(&load));
             let mut at = 0u64;
             for t in trees {
                 let row = i * width as u64 + at;
