@@ -229,6 +229,7 @@ impl PGen<'_> {
             exact: true,
             slots: if self.in_func { 1 } else { SLOTS as u8 },
             lang: if self.in_func { Lang::Core } else { self.lang },
+            no_bf16: false,
         }
         .tree(ty, depth)
     }

@@ -754,6 +754,9 @@ pub struct Gen<'a> {
     pub slots: u8,
     /// The types it draws from.
     pub lang: Lang,
+    /// Leave bf16 out (a bf16 drawn becomes f16): fastmath batches, where LLVM 19 emits
+    /// `setp.*.ftz.bf16`, which ptxas rejects (see docs/RELIABILITY.md).
+    pub no_bf16: bool,
 }
 
 impl<'a> Gen<'a> {
@@ -765,6 +768,7 @@ impl<'a> Gen<'a> {
             exact: false,
             slots: SLOTS as u8,
             lang: Lang::Core,
+            no_bf16: false,
         }
     }
 
@@ -798,7 +802,17 @@ impl Gen<'_> {
     }
 
     fn any_ty(&mut self) -> Ty {
-        self.pick(self.lang.tys())
+        let t = self.pick(self.lang.tys());
+        self.allowed(t)
+    }
+
+    /// `t`, or f16 for a bf16 when bf16 is left out.
+    fn allowed(&self, t: Ty) -> Ty {
+        if t == Ty::BF16 && self.no_bf16 {
+            Ty::F16
+        } else {
+            t
+        }
     }
 
     fn fp8(&self) -> bool {
@@ -810,7 +824,10 @@ impl Gen<'_> {
         match bits {
             8 if self.fp8() => self.pick(&[Ty::I8, Ty::U8, Ty::E4M3, Ty::E5M2]),
             8 => self.pick(&[Ty::I8, Ty::U8]),
-            _ => self.pick(&[Ty::I16, Ty::U16, Ty::F16, Ty::BF16]),
+            _ => {
+                let t = self.pick(&[Ty::I16, Ty::U16, Ty::F16, Ty::BF16]);
+                self.allowed(t)
+            }
         }
     }
 
@@ -835,7 +852,8 @@ impl Gen<'_> {
                 }
                 5 => {
                     let t = if self.lang.whole() {
-                        self.pick(&[Ty::F32, Ty::F64, Ty::F16, Ty::BF16])
+                        let t = self.pick(&[Ty::F32, Ty::F64, Ty::F16, Ty::BF16]);
+                        self.allowed(t)
                     } else {
                         self.pick(&[Ty::F32, Ty::F64])
                     };
