@@ -499,7 +499,8 @@ fn batch_seed(cfg: &CConfig, b: usize) -> u64 {
     cfg.seed.wrapping_add(b as u64)
 }
 
-/// Runs the configured number of complex trees; `log` gets a line per mismatch.
+/// Runs the configured number of complex trees; `log` gets a line per mismatch and a progress
+/// line every 100 batches.
 pub fn run(ctx: &Context, cfg: &CConfig, mut log: impl FnMut(&str)) -> Result<CReport> {
     let stream = ctx.new_stream()?;
     let mut rep = CReport::default();
@@ -524,6 +525,13 @@ pub fn run(ctx: &Context, cfg: &CConfig, mut log: impl FnMut(&str)) -> Result<CR
             &mut rep,
             &mut log,
         )?;
+        if (b + 1) % 100 == 0 {
+            log(&format!(
+                "progress: {} complex trees, {} mismatches",
+                rep.trees,
+                rep.mismatches.len()
+            ));
+        }
     }
     Ok(rep)
 }
