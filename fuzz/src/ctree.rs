@@ -2,7 +2,8 @@
 //! `CExpr<f64>`), generated, modelled and (in `ctree_run.rs`) lowered and checked.
 //!
 //! A tree is a complex expression over one part type (`f32` or `f64`): `CExpr::new(re, im)` of
-//! real expressions, a real value as a complex one (`CExpr::from`), complex literals, `+ - * /`,
+//! real expressions, a real value as a complex one (`CExpr::from`), complex literals, elements
+//! of a `&[Complex<T>]` input array, `+ - * /`,
 //! negation, `conj`, `sqrt`, `exp`, `ln` and scaling by a real (`z * s`). Its real expressions
 //! read the thread's inputs and literals, take `.re`, `.im`, `abs()`, `norm_sqr()`, `arg()` of
 //! complex ones, and add, subtract and multiply them (so that FMA contraction meets products
@@ -88,6 +89,10 @@ pub enum CNode {
     Real(Box<RNode>),
     /// `CExpr::lit(Complex::new(re, im))`, as the part type's bits.
     Lit(u64, u64),
+    /// Element `s` of the thread's row of the part type's complex input array (a
+    /// `&[Complex<T>]` parameter, read as one 2-lane vector load): `in[s] + in[s + 1] i`
+    /// (slots modulo `CSLOTS`).
+    Load(u8),
     Bin(CBin, Box<CNode>, Box<CNode>),
     Un(CUn, Box<CNode>),
     /// `z * s` (both parts scaled).
@@ -120,7 +125,7 @@ impl<'a> Any<'a> {
             Any::C(c) => match c {
                 CNode::New(a, b) => vec![Any::R(a), Any::R(b)],
                 CNode::Real(a) => vec![Any::R(a)],
-                CNode::Lit(..) => vec![],
+                CNode::Lit(..) | CNode::Load(_) => vec![],
                 CNode::Bin(_, a, b) => vec![Any::C(a), Any::C(b)],
                 CNode::Un(_, a) => vec![Any::C(a)],
                 CNode::Scale(z, s) => vec![Any::C(z), Any::R(s)],
@@ -197,12 +202,13 @@ impl CGen<'_> {
     }
 
     fn cleaf(&mut self) -> CNode {
-        match self.rng.below(6) {
+        match self.rng.below(8) {
             0 => CNode::Lit(
                 random_part(self.rng, self.f64),
                 random_part(self.rng, self.f64),
             ),
             1 => CNode::Real(Self::b(self.rleaf())),
+            2 | 3 => CNode::Load(self.rng.below(CSLOTS as u64) as u8),
             _ => CNode::New(Self::b(self.rleaf()), Self::b(self.rleaf())),
         }
     }

@@ -14,7 +14,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use num_complex::Complex;
 
-use super::ctree::{CBin, CNode, CUn, PartFn, RArith, RNode};
+use super::ctree::{CBin, CNode, CUn, PartFn, RArith, RNode, CSLOTS};
 
 /// A part type on the host: `f32` or `f64`.
 pub trait HostPart:
@@ -363,6 +363,10 @@ impl<'a, P: HostPart> CModel<'a, P> {
                 }
             }
             CNode::Lit(re, im) => C::plain(Some(P::from_bits(*re)), Some(P::from_bits(*im))),
+            CNode::Load(s) => {
+                let s = *s as usize;
+                C::plain(Some(self.inputs[s]), Some(self.inputs[(s + 1) % CSLOTS]))
+            }
             CNode::Bin(op, a, b) => {
                 let (x, y) = (self.complex(a), self.complex(b));
                 let part = |p: Option<P>, q: Option<P>, f: fn(P, P) -> P| Some(f(p?, q?));

@@ -2,12 +2,17 @@
 //! model (`ctree_model.rs`), minimised to their smallest differing sub-expression and
 //! printed as a Rust reproducer.
 //!
-//! A batch kernel has the signature `(&[u64], &mut [u64])`: thread `i` reads `CINPUTS` words
-//! (`CSLOTS` f32 inputs, then `CSLOTS` f64 ones, each in the low bits of its word) and writes,
-//! tree after tree, the root's real and imaginary parts and then the probes of the tree's
-//! `exp`, `ln` (two words each) and `arg` (one), children before parents.
+//! A batch kernel has the signature `(&[u64], &[Complex<f32>], &[Complex<f64>], &mut [u64],
+//! &mut [Complex<f32>], &mut [Complex<f64>])`: thread `i` reads `CINPUTS` words (`CSLOTS` f32
+//! inputs, then `CSLOTS` f64 ones, each in the low bits of its word) and, for the trees' `Load`
+//! leaves, its `CSLOTS` elements of each complex array (element `s` is `in[s] + in[s + 1] i` of
+//! the part type, slots modulo `CSLOTS`); it writes, tree after tree, the root's real and
+//! imaginary parts and then the probes of the tree's `exp`, `ln` (two words each) and `arg`
+//! (one), children before parents, to its row of words, and the root again as element
+//! `i * trees + j` of the complex output array of its part type (which must hold the same
+//! bits: the 2-lane vector store against the scalar ones).
 
-use cudajit::codegen::{CExpr, ComplexPart, Expr, Kernel, PtxOptions, Scalar};
+use cudajit::codegen::{CExpr, CSlice, CSliceMut, ComplexPart, Expr, Kernel, PtxOptions, Scalar};
 use cudajit::prelude::*;
 use num_complex::Complex;
 
@@ -129,6 +134,9 @@ pub struct CReport {
     pub kernels: usize,
     /// Result parts compared bit for bit (part x tree x input vector).
     pub compared: usize,
+    /// Root parts compared between the complex output array and the words (the device's
+    /// 2-lane vector store against its scalar stores).
+    pub stores_compared: usize,
     /// Parts left open: a sign copied from a NaN, or f32 under fastmath.
     pub open: usize,
     /// `exp`/`ln`/`arg` results checked within bounds, and left unchecked.
@@ -166,6 +174,8 @@ pub fn batch_inputs(seed: u64, threads: usize) -> Vec<Vec<u64>> {
 /// Lowers one tree of part type `T`.
 struct Lower<'a, T> {
     ins: &'a [Expr<T>],
+    /// The thread's elements of the complex input array.
+    cins: &'a [CExpr<T>],
     probe: &'a mut dyn FnMut(Expr<u64>),
 }
 
@@ -211,6 +221,7 @@ impl<T: Part> Lower<'_, T> {
             }
             CNode::Real(a) => CExpr::from(self.real(a)),
             CNode::Lit(re, im) => CExpr::lit(Complex::new(Self::lit(*re), Self::lit(*im))),
+            CNode::Load(s) => self.cins[*s as usize],
             CNode::Bin(op, a, b) => {
                 let (x, y) = (self.complex(a), self.complex(b));
                 match op {
@@ -244,20 +255,29 @@ impl<T: Part> Lower<'_, T> {
     }
 }
 
-/// A batch kernel: input words in, results and probes out.
-pub type CKernel = Kernel<(&'static [u64], &'static mut [u64])>;
+/// A batch kernel: input words and complex arrays in, results and probes out (see the module
+/// docs).
+pub type CKernel = Kernel<(
+    &'static [u64],
+    &'static [Complex<f32>],
+    &'static [Complex<f64>],
+    &'static mut [u64],
+    &'static mut [Complex<f32>],
+    &'static mut [Complex<f64>],
+)>;
 
 /// Output words of a tree: its root's parts and its probes.
 fn words(t: &CTree) -> usize {
     2 + t.probe_words()
 }
 
-/// Stores tree `t`'s root and probes from `row + at`.
+/// Stores tree `t`'s root and probes from word `base`, and its root as `cout`'s element `at`.
 fn lower_tree<T: Part>(
     t: &CNode,
-    ins: &[Expr<T>],
+    (ins, cins): (&[Expr<T>], &[CExpr<T>]),
     out: &cudajit::codegen::SliceMut<u64>,
     base: Expr<u64>,
+    (cout, at): (&CSliceMut<T>, Expr<u64>),
 ) {
     let mut next = 2u64;
     let mut store = |d: Expr<u64>| {
@@ -266,11 +286,13 @@ fn lower_tree<T: Part>(
     };
     let z = Lower {
         ins,
+        cins,
         probe: &mut store,
     }
     .complex(t);
     out.set(base, T::store(z.re));
     out.set(base + 1u64, T::store(z.im));
+    cout.set(at, z);
 }
 
 /// The batch kernel of `trees`; its output row width.
@@ -282,7 +304,16 @@ pub fn kernel(
 ) -> cudajit::Result<(CKernel, usize)> {
     let width: usize = trees.iter().map(words).sum();
     let opts = PtxOptions::default().contract(contract).fastmath(fastmath);
-    let k = Kernel::<(&[u64], &mut [u64])>::build_with(name, opts, |k, (inp, out)| {
+    type Params<'a> = (
+        &'a [u64],
+        &'a [Complex<f32>],
+        &'a [Complex<f64>],
+        &'a mut [u64],
+        &'a mut [Complex<f32>],
+        &'a mut [Complex<f64>],
+    );
+    let n = trees.len() as u64;
+    let k = Kernel::<Params>::build_with(name, opts, |k, (inp, c32, c64, out, o32, o64)| {
         let i = k.grid1();
         k.if_(i.lt(inp.len() / CINPUTS as u64), |_| {
             let base = i * CINPUTS as u64;
@@ -290,14 +321,21 @@ pub fn kernel(
             fn all<T: Part>(load: impl Fn(usize) -> Expr<u64>) -> Vec<Expr<T>> {
                 (0..CSLOTS).map(|s| T::load(load(T::FIRST + s))).collect()
             }
+            fn elems<T: Part>(a: &CSlice<T>, i: Expr<u64>) -> Vec<CExpr<T>> {
+                (0..CSLOTS)
+                    .map(|s| a.at(i * CSLOTS as u64 + s as u64))
+                    .collect()
+            }
             let (f, d) = (all::<f32>(&load), all::<f64>(&load));
+            let (cf, cd) = (elems(&c32, i), elems(&c64, i));
             let mut at = 0u64;
-            for t in trees {
+            for (j, t) in trees.iter().enumerate() {
                 let row = i * width as u64 + at;
+                let el = i * n + j as u64;
                 if t.f64 {
-                    lower_tree(&t.root, &d, &out, row);
+                    lower_tree(&t.root, (&d, &cd), &out, row, (&o64, el));
                 } else {
-                    lower_tree(&t.root, &f, &out, row);
+                    lower_tree(&t.root, (&f, &cf), &out, row, (&o32, el));
                 }
                 at += words(t) as u64;
             }
@@ -306,25 +344,69 @@ pub fn kernel(
     Ok((k, width))
 }
 
-/// Runs `trees` on every input vector: the output rows and the row width.
+/// The complex input array of part type `T` for `inputs`: `CSLOTS` elements per thread.
+pub fn complex_inputs<T: Part>(inputs: &[Vec<u64>]) -> Vec<Complex<T>> {
+    inputs
+        .iter()
+        .flat_map(|inp| {
+            (0..CSLOTS).map(|s| {
+                let part = |s: usize| <T as HostPart>::from_bits(inp[T::FIRST + s % CSLOTS]);
+                Complex::new(part(s), part(s + 1))
+            })
+        })
+        .collect()
+}
+
+/// What a launch gives back: the rows of words, the row width, and the complex output arrays
+/// as bits (element `i * trees + j`).
+struct Out {
+    words: Vec<u64>,
+    width: usize,
+    c32: Vec<Complex<u64>>,
+    c64: Vec<Complex<u64>>,
+}
+
+/// Runs `trees` on every input vector.
 fn launch(
     stream: &Stream,
     trees: &[CTree],
     inputs: &[Vec<u64>],
     contract: bool,
     fastmath: bool,
-) -> Result<(Vec<u64>, usize)> {
+) -> Result<Out> {
     let (k, width) = kernel("fuzzc", trees, contract, fastmath)?;
     let flat: Vec<u64> = inputs.iter().flatten().copied().collect();
     let dinp = stream.to_device(&flat)?;
+    let d32 = stream.to_device(&complex_inputs::<f32>(inputs))?;
+    let d64 = stream.to_device(&complex_inputs::<f64>(inputs))?;
     let mut out = stream.context().alloc::<u64, _>(inputs.len() * width)?;
     out.fill_async(FILL, stream)?;
+    let n = inputs.len() * trees.len();
+    let fill32 = Complex::new(f32::from_bits(FILL as u32), f32::from_bits(FILL as u32));
+    let fill64 = Complex::new(f64::from_bits(FILL), f64::from_bits(FILL));
+    let mut o32 = stream.to_device(&vec![fill32; n])?;
+    let mut o64 = stream.to_device(&vec![fill64; n])?;
     k.launch(
         stream,
         LaunchConfig::for_num_elems(inputs.len(), 128)?,
-        (&dinp, &mut out),
+        (&dinp, &d32, &d64, &mut out, &mut o32, &mut o64),
     )?;
-    Ok((out.to_vec_async(stream)?, width))
+    let bits32 = |c: &Complex<f32>| Complex::new(c.re.to_bits() as u64, c.im.to_bits() as u64);
+    let bits64 = |c: &Complex<f64>| Complex::new(c.re.to_bits(), c.im.to_bits());
+    Ok(Out {
+        words: out.to_vec_async(stream)?,
+        width,
+        c32: o32.to_vec_async(stream)?.iter().map(bits32).collect(),
+        c64: o64.to_vec_async(stream)?.iter().map(bits64).collect(),
+    })
+}
+
+impl Out {
+    /// Tree `j`'s root on thread `i` as stored in the complex output array, as bits.
+    fn element(&self, t: &CTree, i: usize, j: usize, trees: usize) -> Complex<u64> {
+        let a = if t.f64 { &self.c64 } else { &self.c32 };
+        a[i * trees + j]
+    }
 }
 
 /// How a tree differs: the model's parts, the device's, and a bound's violation.
@@ -361,19 +443,30 @@ fn check_p<T: Part>(
             }
         }
     }
-    let math = m.errors.into_iter().next();
+    let math = m.errors.into_iter().next().map(|e| {
+        format!("out of bounds: {e} (the results above continue from the device's value)")
+    });
     (differs || math.is_some()).then(|| (bits(&c), got, math))
 }
 
-/// Compares a tree's words `w` (root and probes) on one input vector.
+/// Compares a tree's words `w` (root and probes) on one input vector, and the root as the
+/// complex output array holds it (`elem`), which must be the same bits (also with fastmath).
 fn check_tree(
     t: &CTree,
     inp: &[u64],
-    w: &[u64],
+    (w, elem): (&[u64], Complex<u64>),
     contract: bool,
     fast: bool,
     rep: &mut CReport,
 ) -> Option<Diff> {
+    rep.stores_compared += 2;
+    if elem != Complex::new(w[0], w[1]) {
+        let why = format!(
+            "the complex array's element ({:#x}, {:#x}) is not the parts stored as words",
+            elem.re, elem.im
+        );
+        return Some((Complex::new(Some(w[0]), Some(w[1])), elem, Some(why)));
+    }
     if fast && !t.f64 {
         rep.open += 2;
         return None;
@@ -408,9 +501,10 @@ fn minimise_tree(
     subs.sort_by_key(CTree::size);
     let rows = vec![inp.to_vec()];
     for s in subs.into_iter().take(200) {
-        let (out, width) = launch(stream, std::slice::from_ref(&s), &rows, contract, fast)?;
+        let out = launch(stream, std::slice::from_ref(&s), &rows, contract, fast)?;
         let mut scratch = CReport::default();
-        if let Some(d) = check_tree(&s, inp, &out[..width], contract, fast, &mut scratch) {
+        let w = (&out.words[..out.width], out.element(&s, 0, 0, 1));
+        if let Some(d) = check_tree(&s, inp, w, contract, fast, &mut scratch) {
             return Ok(Some((s, d)));
         }
     }
@@ -446,7 +540,8 @@ pub fn run_trees(
     rep: &mut CReport,
     log: &mut impl FnMut(&str),
 ) -> Result<()> {
-    let (out, width) = launch(stream, trees, inputs, contract, fast)?;
+    let out = launch(stream, trees, inputs, contract, fast)?;
+    let width = out.width;
     rep.kernels += 1;
     rep.trees += trees.len();
     rep.nodes += trees.iter().map(CTree::size).sum::<usize>();
@@ -456,8 +551,9 @@ pub fn run_trees(
     for (j, t) in trees.iter().enumerate() {
         let n = words(t);
         for (i, inp) in inputs.iter().enumerate() {
-            let w = &out[i * width + at..i * width + at + n];
-            let Some((want, got, math)) = check_tree(t, inp, w, contract, fast, rep) else {
+            let w = &out.words[i * width + at..i * width + at + n];
+            let elem = out.element(t, i, j, trees.len());
+            let Some((want, got, math)) = check_tree(t, inp, (w, elem), contract, fast, rep) else {
                 continue;
             };
             let mut mm = CMismatch {
@@ -599,6 +695,7 @@ fn rust_c(n: &CNode, f64: bool) -> String {
     match n {
         CNode::New(a, b) => format!("CExpr::new({}, {})", rust_r(a, f64), rust_r(b, f64)),
         CNode::Real(a) => format!("CExpr::from({})", rust_r(a, f64)),
+        CNode::Load(s) => format!("c_{}_{s}", if f64 { "f64" } else { "f32" }),
         CNode::Lit(re, im) => format!(
             "CExpr::lit(Complex::new({}, {}))",
             part_val(f64, *re).rust(),
@@ -632,16 +729,26 @@ impl CMismatch {
     pub fn snippet(&self) -> String {
         let f64 = self.node.f64;
         let (t, first) = if f64 { ("f64", CSLOTS) } else { ("f32", 0) };
-        let mut used: Vec<u8> = Any::C(&self.node.root)
-            .subtrees()
-            .into_iter()
-            .filter_map(|n| match n {
+        let used = |f: &dyn Fn(Any) -> Option<u8>| {
+            let mut v: Vec<u8> = Any::C(&self.node.root)
+                .subtrees()
+                .into_iter()
+                .filter_map(f)
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let (reals, loads) = (
+            used(&|n| match n {
                 Any::R(RNode::In(s)) => Some(*s),
                 _ => None,
-            })
-            .collect();
-        used.sort();
-        used.dedup();
+            }),
+            used(&|n| match n {
+                Any::C(CNode::Load(s)) => Some(*s),
+                _ => None,
+            }),
+        );
         let mut s = String::new();
         if !self.contract {
             s.push_str(
@@ -651,8 +758,10 @@ impl CMismatch {
         if self.fastmath {
             s.push_str("// built with fastmath: `PtxOptions::default().fastmath(true)`\n");
         }
-        s.push_str("let k = Kernel::<(&[u64], &mut [u64])>::build(\"repro\", |k, (inp, out)| {\n");
-        for (i, slot) in used.iter().enumerate() {
+        s.push_str(&format!(
+            "let k = Kernel::<(&[u64], &[Complex<{t}>], &mut [Complex<{t}>])>::build(\"repro\", |k, (inp, cin, out)| {{\n"
+        ));
+        for (i, slot) in reals.iter().enumerate() {
             let conv = if f64 {
                 ".bitcast::<f64>()"
             } else {
@@ -660,23 +769,28 @@ impl CMismatch {
             };
             s.push_str(&format!("    let x_{t}_{slot} = inp.at({i}u64){conv};\n"));
         }
-        let store = if f64 {
-            ".bitcast::<u64>()"
-        } else {
-            ".bitcast::<u32>().cast::<u64>()"
-        };
-        s.push_str(&format!("    let z = {};\n", rust_c(&self.node.root, f64)));
+        for (i, slot) in loads.iter().enumerate() {
+            s.push_str(&format!("    let c_{t}_{slot} = cin.at({i}u64);\n"));
+        }
         s.push_str(&format!(
-            "    out.set(0u64, z.re{store});\n    out.set(1u64, z.im{store});\n}})?;\n"
+            "    out.set(0u64, {});\n}})?;\n",
+            rust_c(&self.node.root, f64)
         ));
-        let vals: Vec<String> = used
-            .iter()
-            .map(|&slot| {
-                let b = self.inputs[first + slot as usize];
-                format!("{b:#x} /* {} */", part_val(f64, b).rust())
-            })
-            .collect();
-        s.push_str(&format!("// inp = [{}]\n", vals.join(", ")));
+        let part = |slot: usize| {
+            let b = self.inputs[first + slot % CSLOTS];
+            format!("{b:#x} /* {} */", part_val(f64, b).rust())
+        };
+        let vals: Vec<String> = reals.iter().map(|&slot| part(slot as usize)).collect();
+        if !vals.is_empty() {
+            s.push_str(&format!("// inp = [{}]\n", vals.join(", ")));
+        }
+        if !loads.is_empty() {
+            let els: Vec<String> = loads
+                .iter()
+                .map(|&l| format!("({}, {})", part(l as usize), part(l as usize + 1)))
+                .collect();
+            s.push_str(&format!("// cin = [{}]\n", els.join(", ")));
+        }
         let show = |w: Option<u64>| w.map_or("(open)".to_string(), |b| part_val(f64, b).rust());
         s.push_str(&format!(
             "// Rust: ({}, {}); device: ({}, {})\n",
@@ -686,9 +800,7 @@ impl CMismatch {
             show(Some(self.got.im))
         ));
         if let Some(m) = &self.math {
-            s.push_str(&format!(
-                "// out of bounds: {m} (the results above continue from the device's value)\n"
-            ));
+            s.push_str(&format!("// failed: {m}\n"));
         }
         s
     }
