@@ -7,6 +7,7 @@
 //! simulator).
 
 pub mod check;
+pub mod inputs;
 pub mod ctree;
 pub mod ctree_model;
 pub mod ctree_run;

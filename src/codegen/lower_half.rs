@@ -57,7 +57,9 @@ impl<'c> Lowerer<'c, '_> {
         y: FloatValue<'c>,
         ty: ScalarTy,
     ) -> Result<BasicValueEnum<'c>> {
-        if ty == ScalarTy::BF16 && self.opts.fastmath && matches!(o, BinOp::Add | BinOp::Sub | BinOp::Mul)
+        if ty == ScalarTy::BF16
+            && self.opts.fastmath
+            && matches!(o, BinOp::Add | BinOp::Sub | BinOp::Mul)
         {
             // With fastmath (f32 denormals flushed) LLVM 19 emits `add.rn.ftz.bf16` and the
             // like, which ptxas rejects (`.ftz` is no bf16 modifier): compute in f32 without
@@ -104,8 +106,7 @@ impl<'c> Lowerer<'c, '_> {
         let wide = ll!(self, self.b.build_int_z_extend(bits, i32t, ""));
         let high = ll!(
             self,
-            self.b
-                .build_left_shift(wide, i32t.const_int(16, false), "")
+            self.b.build_left_shift(wide, i32t.const_int(16, false), "")
         );
         let f = ll!(self, self.b.build_bit_cast(high, self.ctx.f32_type(), ""));
         // Through an opaque `mov`: the back end folds a compare of an extended value with a
