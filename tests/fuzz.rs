@@ -268,11 +268,12 @@ fn fixed_seed_complex_trees_match_the_host_model_on_the_simulator() {
     let mut lines = Vec::new();
     let r = cudajit_fuzz::ctree_run::run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
     println!(
-        "fuzz: {} complex trees ({} nodes, {} with fastmath), {} parts compared, {} open, {} exp/ln/arg checked ({} outside the bounds' domain), {} fused adds ({} through complex parts), {} mismatches",
+        "fuzz: {} complex trees ({} nodes, {} with fastmath), {} parts compared (and {} array stores), {} open, {} exp/ln/arg checked ({} outside the bounds' domain), {} fused adds ({} through complex parts), {} mismatches",
         r.trees,
         r.nodes,
         r.fastmath_trees,
         r.compared,
+        r.stores_compared,
         r.open,
         r.math_checked,
         r.math_unchecked,
@@ -288,6 +289,11 @@ fn fixed_seed_complex_trees_match_the_host_model_on_the_simulator() {
         "no add fused through a complex part: {r:?}"
     );
     assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+    assert_eq!(
+        r.stores_compared,
+        r.trees * 64 * 2,
+        "every root through the arrays"
+    );
 }
 
 /// `(z * s).re + c`, `c - CExpr::new(a * b, ..).re` and `z.conj().re + c` contract (the parts
