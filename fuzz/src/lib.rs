@@ -7,10 +7,11 @@
 //! simulator).
 
 pub mod check;
-pub mod inputs;
 pub mod ctree;
 pub mod ctree_model;
+pub mod ctree_print;
 pub mod ctree_run;
+pub mod inputs;
 pub mod lower;
 pub mod model;
 pub mod prog;
