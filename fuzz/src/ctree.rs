@@ -43,9 +43,13 @@ pub enum RNode {
 /// Real results of complex values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PartFn {
+    /// `z.re`.
     Re,
+    /// `z.im`.
     Im,
+    /// `z.abs()`: the scaled hypotenuse.
     Abs,
+    /// `z.norm_sqr()`: `re² + im²`, never contracted.
     NormSqr,
     /// `atan2(im, re)`: inexact (probed).
     Arg,
@@ -54,25 +58,35 @@ pub enum PartFn {
 /// Real arithmetic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RArith {
+    /// `a + b`.
     Add,
+    /// `a - b`.
     Sub,
+    /// `a * b` (a product an add may fuse with).
     Mul,
 }
 
 /// Complex binary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CBin {
+    /// `a + b`.
     Add,
+    /// `a - b`.
     Sub,
+    /// `a * b`: the schoolbook product.
     Mul,
+    /// `a / b`: Smith's division.
     Div,
 }
 
 /// Complex unary operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CUn {
+    /// `-z`.
     Neg,
+    /// `z.conj()`.
     Conj,
+    /// `z.sqrt()`: Kahan's principal root.
     Sqrt,
     /// Inexact (probed).
     Exp,
@@ -93,7 +107,9 @@ pub enum CNode {
     /// `&[Complex<T>]` parameter, read as one 2-lane vector load): `in[s] + in[s + 1] i`
     /// (slots modulo `CSLOTS`).
     Load(u8),
+    /// A binary operator.
     Bin(CBin, Box<CNode>, Box<CNode>),
+    /// A unary operation.
     Un(CUn, Box<CNode>),
     /// `z * s` (both parts scaled).
     Scale(Box<CNode>, Box<RNode>),
@@ -102,14 +118,18 @@ pub enum CNode {
 /// A tree: its part type (`true`: f64) and root.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CTree {
+    /// Whether the part type is f64 (else f32).
     pub f64: bool,
+    /// The root.
     pub root: CNode,
 }
 
 /// Either kind of node, for walking a tree.
 #[derive(Clone, Copy, Debug)]
 pub enum Any<'a> {
+    /// A real expression.
     R(&'a RNode),
+    /// A complex expression.
     C(&'a CNode),
 }
 
@@ -180,7 +200,9 @@ pub fn random_part(rng: &mut Rng, f64: bool) -> u64 {
 
 /// Random tree generation.
 pub struct CGen<'a> {
+    /// The random stream.
     pub rng: &'a mut Rng,
+    /// Whether the part type is f64.
     pub f64: bool,
 }
 

@@ -27,10 +27,15 @@ pub trait HostPart:
     + Div<Output = Self>
     + Neg<Output = Self>
 {
+    /// `0`.
     const ZERO: Self;
+    /// `1`.
     const ONE: Self;
+    /// `0.5`.
     const HALF: Self;
+    /// `+inf`.
     const INF: Self;
+    /// A quiet NaN.
     const NAN: Self;
     /// Bits of the type.
     const BITS: u32;
@@ -40,15 +45,25 @@ pub trait HostPart:
     const FAR: f64;
     /// The smallest normal number.
     const MIN_POS: f64;
+    /// The value of the low bits of `b`.
     fn from_bits(b: u64) -> Self;
+    /// The bits, zero-extended.
     fn to_bits(self) -> u64;
+    /// `x as Self`.
     fn from_f64(x: f64) -> Self;
+    /// `self as f64` (exact).
     fn to_f64(self) -> f64;
+    /// std's `abs`.
     fn abs(self) -> Self;
+    /// std's `sqrt` (correctly rounded).
     fn sqrt(self) -> Self;
+    /// std's `copysign`.
     fn copysign(self, s: Self) -> Self;
+    /// std's `mul_add` (one rounding).
     fn mul_add(self, b: Self, c: Self) -> Self;
+    /// std's `is_nan`.
     fn is_nan(self) -> bool;
+    /// std's `is_infinite`.
     fn is_infinite(self) -> bool;
 }
 
@@ -113,16 +128,22 @@ fn ln_max<P: HostPart>() -> f64 {
 /// operands when the value is a product the builder would fuse with an add.
 #[derive(Clone, Copy, Debug)]
 pub struct R<P> {
+    /// The value (`None`: open).
     pub v: Option<P>,
+    /// The product's operands, if the value is a product.
     pub prod: Option<(Option<P>, Option<P>)>,
 }
 
 /// A complex value, part by part (as [`R`]).
 #[derive(Clone, Copy, Debug)]
 pub struct C<P> {
+    /// The real part (`None`: open).
     pub re: Option<P>,
+    /// The imaginary part (`None`: open).
     pub im: Option<P>,
+    /// The real part's product operands, if it is a product.
     pub re_prod: Option<(Option<P>, Option<P>)>,
+    /// The imaginary part's product operands, if it is a product.
     pub im_prod: Option<(Option<P>, Option<P>)>,
 }
 
@@ -235,14 +256,17 @@ pub struct CModel<'a, P> {
     /// Probe values checked, and left unchecked (open arguments, or outside the domain the
     /// bounds cover: exp's overflow, sin/cos beyond their reduction range).
     pub checked: usize,
+    /// Probe values left unchecked.
     pub unchecked: usize,
     /// Adds fused with a product, and those whose product was a part of a complex value
     /// (not a real `*` of the tree).
     pub fused: usize,
+    /// Of those, the fusions with a complex value's part.
     pub fused_parts: usize,
 }
 
 impl<'a, P: HostPart> CModel<'a, P> {
+    /// A model of one thread's `inputs` (of the part type) and its `probes` words, for a kernel built with contraction `contract`.
     pub fn new(inputs: &'a [P], probes: &'a [u64], contract: bool) -> CModel<'a, P> {
         CModel {
             inputs,

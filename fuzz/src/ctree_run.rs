@@ -68,7 +68,9 @@ pub struct CConfig {
     pub seed: u64,
     /// Trees per kernel, input vectors (threads) per kernel, maximum depth.
     pub per_kernel: usize,
+    /// Input vectors (threads) per kernel.
     pub threads: usize,
+    /// Maximum tree depth.
     pub depth: u32,
     /// Minimise only the first this many mismatches.
     pub minimise: usize,
@@ -109,27 +111,37 @@ impl CConfig {
 /// One mismatch, minimised.
 #[derive(Clone, Debug)]
 pub struct CMismatch {
+    /// Seed of its batch.
     pub seed: u64,
+    /// Tree index in the batch.
     pub tree: usize,
+    /// Thread (input vector).
     pub thread: usize,
     /// The thread's input words.
     pub inputs: Vec<u64>,
     /// The smallest differing sub-tree (the whole tree if none smaller differs).
     pub node: CTree,
-    /// The model's parts (`None`: open) and the device's, as bits.
+    /// The model's parts, as bits (`None`: open).
     pub want: Complex<Option<u64>>,
+    /// The device's parts, as bits.
     pub got: Complex<u64>,
-    /// A math function out of its bounds: why.
+    /// Why, when it is not (only) a differing result: a math function out of its bounds, or
+    /// the complex array's element not the stored parts.
     pub math: Option<String>,
+    /// Whether its kernel was built with FMA contraction.
     pub contract: bool,
+    /// Whether its kernel was built with fastmath.
     pub fastmath: bool,
 }
 
 /// What a run found.
 #[derive(Clone, Debug, Default)]
 pub struct CReport {
+    /// Trees run.
     pub trees: usize,
+    /// Their nodes.
     pub nodes: usize,
+    /// Kernels launched.
     pub kernels: usize,
     /// Result parts compared bit for bit (part x tree x input vector).
     pub compared: usize,
@@ -140,13 +152,16 @@ pub struct CReport {
     pub open: usize,
     /// `exp`/`ln`/`arg` results checked within bounds, and left unchecked.
     pub math_checked: usize,
+    /// `exp`/`ln`/`arg` results left unchecked (open arguments, outside the bounds' domain).
     pub math_unchecked: usize,
     /// Real adds the model fused with a product (contraction on), and of those the ones whose
     /// product was a part of a complex value (`(z * s).re + c`).
     pub fused: usize,
+    /// Of those, the ones whose product was a part of a complex value.
     pub fused_parts: usize,
     /// Trees built with fastmath.
     pub fastmath_trees: usize,
+    /// The mismatches, minimised.
     pub mismatches: Vec<CMismatch>,
 }
 
