@@ -383,3 +383,59 @@ fn fixed_seed_complex_trees_compile_to_ptx() {
     let n = cudajit_fuzz::ctree_run::compile_only(&cfg, (9, 0), |_| {}).unwrap();
     assert_eq!(n, 8);
 }
+
+/// `cudajit::codegen::complex_host` (the host formulas the crate's complex tests compare the
+/// GPU with) gives the fuzzer model's bits (written from docs/MATH.md) for `*`, `/`, `abs` and
+/// `sqrt` on the fuzzer's inputs, rich in special values.
+#[test]
+fn complex_host_agrees_with_the_complex_model() {
+    use cudajit::codegen::complex_host;
+    use cudajit_fuzz::ctree::random_part;
+    use cudajit_fuzz::ctree_model::{div, hypot, sqrt};
+    use cudajit_fuzz::rng::Rng;
+    use num_complex::Complex;
+    let mut rng = Rng::new(20261127);
+    let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    let same32 = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    for _ in 0..50_000 {
+        let mut p = |f64| random_part(&mut rng, f64);
+        let (a, b) = (
+            Complex::new(f64::from_bits(p(true)), f64::from_bits(p(true))),
+            Complex::new(f64::from_bits(p(true)), f64::from_bits(p(true))),
+        );
+        let d = div((a.re, a.im), (b.re, b.im));
+        let h = complex_host::f64::div(a, b);
+        assert!(
+            same(d.0, h.re) && same(d.1, h.im),
+            "{a} / {b}: {d:?} vs {h}"
+        );
+        assert!(same(hypot(a.re, a.im), complex_host::f64::abs(a)), "|{a}|");
+        let m = complex_host::f64::mul(a, b);
+        assert!(same(a.re * b.re - a.im * b.im, m.re) && same(a.re * b.im + a.im * b.re, m.im));
+        let (re, im) = sqrt((a.re, a.im));
+        let h = complex_host::f64::sqrt(a);
+        assert!(
+            same(re, h.re) && im.map_or(true, |im| same(im, h.im)),
+            "sqrt {a}: {re}, {im:?} vs {h}"
+        );
+        let (x, y) = (
+            Complex::new(
+                f32::from_bits(p(false) as u32),
+                f32::from_bits(p(false) as u32),
+            ),
+            Complex::new(
+                f32::from_bits(p(false) as u32),
+                f32::from_bits(p(false) as u32),
+            ),
+        );
+        let d = div((x.re, x.im), (y.re, y.im));
+        let h = complex_host::f32::div(x, y);
+        assert!(same32(d.0, h.re) && same32(d.1, h.im), "{x} / {y}");
+        let (re, im) = sqrt((x.re, x.im));
+        let h = complex_host::f32::sqrt(x);
+        assert!(
+            same32(re, h.re) && im.map_or(true, |im| same32(im, h.im)),
+            "sqrt {x}"
+        );
+    }
+}
