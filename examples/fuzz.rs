@@ -230,13 +230,14 @@ fn main_() -> Result<usize> {
     let t0 = std::time::Instant::now();
     let c = cudajit_fuzz::ctree_run::run(&ctx, &ccfg, |line| println!("{line}"))?;
     println!(
-        "fuzz: {} complex trees ({} nodes, {} with fastmath) in {} kernels, {} parts compared bit for bit ({} more between the complex array and the words), {} left open, {} exp/ln/arg results checked ({} outside the bounds' domain), {} adds fused ({} through complex parts), {} mismatches; {:.1} s",
+        "fuzz: {} complex trees ({} nodes, {} with fastmath) in {} kernels, {} parts compared bit for bit ({} more between the complex array and the words, {} between Elementwise and the batch kernel), {} left open, {} exp/ln/arg results checked ({} outside the bounds' domain), {} adds fused ({} through complex parts), {} mismatches; {:.1} s",
         c.trees,
         c.nodes,
         c.fastmath_trees,
         c.kernels,
         c.compared,
         c.stores_compared,
+        c.ew_compared,
         c.open,
         c.math_checked,
         c.math_unchecked,

@@ -268,12 +268,13 @@ fn fixed_seed_complex_trees_match_the_host_model_on_the_simulator() {
     let mut lines = Vec::new();
     let r = cudajit_fuzz::ctree_run::run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
     println!(
-        "fuzz: {} complex trees ({} nodes, {} with fastmath), {} parts compared (and {} array stores), {} open, {} exp/ln/arg checked ({} outside the bounds' domain), {} fused adds ({} through complex parts), {} mismatches",
+        "fuzz: {} complex trees ({} nodes, {} with fastmath), {} parts compared (and {} array stores, {} Elementwise parts), {} open, {} exp/ln/arg checked ({} outside the bounds' domain), {} fused adds ({} through complex parts), {} mismatches",
         r.trees,
         r.nodes,
         r.fastmath_trees,
         r.compared,
         r.stores_compared,
+        r.ew_compared,
         r.open,
         r.math_checked,
         r.math_unchecked,
@@ -293,6 +294,10 @@ fn fixed_seed_complex_trees_match_the_host_model_on_the_simulator() {
         r.stores_compared,
         r.trees * 64 * 2,
         "every root through the arrays"
+    );
+    assert!(
+        r.ew_compared > r.trees * 4,
+        "too few Elementwise comparisons: {r:?}"
     );
 }
 

@@ -148,6 +148,8 @@ pub struct CReport {
     /// Root parts compared between the complex output array and the words (the device's
     /// 2-lane vector store against its scalar stores).
     pub stores_compared: usize,
+    /// Root parts compared between `Elementwise` (every 8th tree) and the batch kernel.
+    pub ew_compared: usize,
     /// Parts left open: a sign copied from a NaN, or f32 under fastmath.
     pub open: usize,
     /// `exp`/`ln`/`arg` results checked within bounds, and left unchecked.
@@ -283,6 +285,17 @@ pub type CKernel = Kernel<(
 /// Output words of a tree: its root's parts and its probes.
 fn words(t: &CTree) -> usize {
     2 + t.probe_words()
+}
+
+/// The root of tree `root` over the inputs `ins` and complex inputs `cins`, without probes
+/// (for `Elementwise` bodies, `ctree_ew.rs`).
+pub fn lower_root<T: Part>(root: &CNode, ins: &[Expr<T>], cins: &[CExpr<T>]) -> CExpr<T> {
+    Lower {
+        ins,
+        cins,
+        probe: &mut |_| {},
+    }
+    .complex(root)
 }
 
 /// Stores tree `t`'s root and probes from word `base`, and its root as `cout`'s element `at`.
@@ -600,7 +613,62 @@ pub fn run_trees(
         }
         at += n;
     }
+    // Every 8th tree again through `Elementwise`, on all input vectors but the last (an odd
+    // count): the same bits as the batch kernel's (f32 with fastmath aside).
+    for (j, t) in trees.iter().enumerate().step_by(8) {
+        if fast && !t.f64 {
+            continue;
+        }
+        let rows = &inputs[..inputs.len().saturating_sub(1)];
+        let ew = super::ctree_ew::roots(stream, t, rows, contract, fast)?;
+        for (i, e) in ew.iter().enumerate() {
+            let b = out.element(t, i, j, trees.len());
+            rep.ew_compared += 2;
+            let part = |x: u64, y: u64| x == y || (part_nan(t, x) && part_nan(t, y));
+            if part(e.re, b.re) && part(e.im, b.im) {
+                continue;
+            }
+            let ty = if t.f64 { "f64" } else { "f32" };
+            let why = format!(
+                "Elementwise::<(Elem<{ty}> x {CSLOTS}, Elem<Complex<{ty}>> x {CSLOTS}), CExpr<{ty}>> \
+                 over {} elements (the real inputs slot by slot, then the complex ones) gives \
+                 ({:#x}, {:#x}) for this tree, the batch kernel ({:#x}, {:#x})",
+                rows.len(),
+                e.re,
+                e.im,
+                b.re,
+                b.im
+            );
+            let mm = CMismatch {
+                seed,
+                tree: j,
+                thread: i,
+                inputs: inputs[i].clone(),
+                node: t.clone(),
+                want: Complex::new(Some(b.re), Some(b.im)),
+                got: *e,
+                math: Some(why),
+                contract,
+                fastmath: fast,
+            };
+            log(&format!(
+                "MISMATCH (complex, Elementwise) seed {seed} tree {j} thread {i}\n{}",
+                mm.snippet()
+            ));
+            rep.mismatches.push(mm);
+            break;
+        }
+    }
     Ok(())
+}
+
+/// Whether the bits `b` of a part of `t`'s type are a NaN.
+fn part_nan(t: &CTree, b: u64) -> bool {
+    if t.f64 {
+        f64::from_bits(b).is_nan()
+    } else {
+        f32::from_bits(b as u32).is_nan()
+    }
 }
 
 /// The seed of batch `b` (the generators mix it with their own constants, so the streams are

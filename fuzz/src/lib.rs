@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod ctree;
+pub mod ctree_ew;
 pub mod ctree_model;
 pub mod ctree_print;
 pub mod ctree_run;
