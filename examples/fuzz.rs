@@ -23,8 +23,9 @@
 //! ```sh
 //! cargo run --release --example fuzz -- [--trees N] [--programs P] [--seed S] [--per-kernel K]
 //!                                        [--threads T] [--depth D] [--seconds S]
-//!                                        [--contract off|on|alternate] [--blocks N]
-//!                                        [--block-threads T]
+//!                                        [--contract off|on|alternate]
+//!                                        [--fastmath off|on|alternate] [--lang core|whole]
+//!                                        [--complex N] [--blocks N] [--block-threads T]
 //! CUDAJIT_SIMULATOR=1 cargo run --release --example fuzz     # on the CPU simulator
 //! ```
 //!
@@ -38,10 +39,22 @@
 //! setting is not drawn from the random streams, so a seed gives the same trees, programs and
 //! inputs in every mode; `--contract off` rebuilds a batch as it ran before contraction existed
 //! (the GPU findings of docs/RELIABILITY.md).
+//!
+//! `--lang whole` draws from every scalar type (i8, u8, i16, u16, f16, bf16 and the 8-bit
+//! floats too) with new streams (its batch seeds are mixed with a constant); its tree batches
+//! alternate fastmath unless `--fastmath` says otherwise (`--lang core`, the default, never
+//! uses fastmath unless told). With `--ptx-only` below 8.9 it leaves the 8-bit floats out.
+//!
+//! `--complex N` then runs N complex trees (`CExpr<f32>`/`CExpr<f64>` roots: `+ - * /`, `conj`,
+//! `sqrt`, `exp`, `ln`, `z * s`, and real expressions of `.re`, `.im`, `abs`, `norm_sqr`,
+//! `arg`; docs/RELIABILITY.md); by default a quarter of `--trees` with `--lang whole`, none with
+//! `--lang core`. With `--ptx-only` they are compiled too.
 
 use cudajit::prelude::*;
 use cudajit_fuzz::block;
-use cudajit_fuzz::check::{run, Config, Contract};
+use cudajit_fuzz::check::{run, Config, Contract, Fastmath};
+use cudajit_fuzz::ctree_run::CConfig;
+use cudajit_fuzz::tree::Lang;
 
 fn main() {
     match main_() {
@@ -73,6 +86,8 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
         max_seconds: None,
         minimise: 50,
         contract: Contract::Alternate,
+        fastmath: Fastmath::Off,
+        lang: Lang::Core,
     };
     // `--blocks` not given: none in a run, 1,000 with `--ptx-only` (so that compiling every
     // kernel for a target covers the block programs too).
@@ -80,6 +95,7 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
         programs: if ptx_only().is_some() { 1000 } else { 0 },
         ..Default::default()
     };
+    let mut fastmath = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut num = |what: &str| -> std::result::Result<u64, String> {
@@ -103,14 +119,36 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
             }
             "--blocks" => bcfg.programs = num("--blocks")? as usize,
             "--block-threads" => bcfg.threads = Some(num("--block-threads")?.clamp(1, 1024) as u32),
-            "--ptx-only" => {
-                args.next();
+            "--fastmath" => {
+                let v = args.next().unwrap_or_default();
+                fastmath = Some(
+                    Fastmath::parse(&v)
+                        .ok_or(format!("--fastmath: off, on or alternate, not `{v}`"))?,
+                );
+            }
+            "--lang" => match args.next().as_deref() {
+                Some("core") => cfg.lang = Lang::Core,
+                Some("whole") => cfg.lang = Lang::Whole { fp8: true },
+                v => return Err(format!("--lang: core or whole, not `{}`", v.unwrap_or(""))),
+            },
+            "--ptx-only" | "--complex" => {
+                args.next(); // read by ptx_only() / complex_trees()
             }
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--blocks N] [--block-threads T] [--ptx-only 9.0]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--fastmath off|on|alternate] [--lang core|whole] [--complex N] [--blocks N] [--block-threads T] [--ptx-only 9.0]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }
+    }
+    // Fastmath alternates in the whole language unless told; the core's runs never had it.
+    cfg.fastmath = fastmath.unwrap_or(if cfg.lang.whole() {
+        Fastmath::Alternate
+    } else {
+        Fastmath::Off
+    });
+    // The 8-bit floats' casts need sm_89+.
+    if let (Some(cc), Lang::Whole { .. }) = (ptx_only(), cfg.lang) {
+        cfg.lang = Lang::Whole { fp8: cc >= (8, 9) };
     }
     // The block programs share the seed, batch size, time limit, contraction and minimising.
     bcfg.seed = cfg.seed;
@@ -136,6 +174,12 @@ fn main_() -> Result<usize> {
             cc.1,
             t0.elapsed().as_secs_f64()
         );
+        let ccfg = CConfig::like(&cfg, complex_trees(&cfg));
+        let n = cudajit_fuzz::ctree_run::compile_only(&ccfg, cc, |l| eprintln!("{l}"))?;
+        println!(
+            "fuzz: {n} kernels ({} complex trees) compiled to PTX for sm_{}{}",
+            ccfg.trees, cc.0, cc.1
+        );
         return Ok(0);
     }
     let ctx = Context::new(0)?;
@@ -145,7 +189,7 @@ fn main_() -> Result<usize> {
         "the GPU"
     };
     println!(
-        "fuzz: {} trees and {} programs (seed {}, {} per kernel, {} input vectors, depth <= {}, contraction {:?}) on {on}: {}",
+        "fuzz: {} trees and {} programs (seed {}, {} per kernel, {} input vectors, depth <= {}, contraction {:?}, fastmath {:?}, {:?}) on {on}: {}",
         cfg.trees,
         cfg.programs,
         cfg.seed,
@@ -153,6 +197,8 @@ fn main_() -> Result<usize> {
         cfg.threads,
         cfg.depth,
         cfg.contract,
+        cfg.fastmath,
+        cfg.lang,
         ctx.device().name()?
     );
     let t0 = std::time::Instant::now();
@@ -236,5 +282,46 @@ fn main_() -> Result<usize> {
         }
         total += b.mismatches.len();
     }
-    Ok(total)
+    let ccfg = CConfig::like(&cfg, complex_trees(&cfg));
+    if ccfg.trees == 0 {
+        return Ok(total);
+    }
+    let t0 = std::time::Instant::now();
+    let c = cudajit_fuzz::ctree_run::run(&ctx, &ccfg, |line| println!("{line}"))?;
+    println!(
+        "fuzz: {} complex trees ({} nodes, {} with fastmath) in {} kernels, {} parts compared bit for bit ({} more between the complex array and the words, {} between Elementwise and the batch kernel), {} left open, {} exp/ln/arg results checked ({} outside the bounds' domain), {} adds fused ({} through complex parts), {} mismatches; {:.1} s",
+        c.trees,
+        c.nodes,
+        c.fastmath_trees,
+        c.kernels,
+        c.compared,
+        c.stores_compared,
+        c.ew_compared,
+        c.open,
+        c.math_checked,
+        c.math_unchecked,
+        c.fused,
+        c.fused_parts,
+        c.mismatches.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    for m in &c.mismatches {
+        println!(
+            "  complex: seed {} tree {} thread {} (snippet above)",
+            m.seed, m.tree, m.thread
+        );
+    }
+    Ok(total + c.mismatches.len())
+}
+
+/// `--complex N`: complex trees (`cudajit_fuzz::ctree*`) to run after the others; by default
+/// a quarter of `--trees` with `--lang whole`, none with `--lang core`.
+fn complex_trees(cfg: &Config) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    let given = args.iter().position(|a| a == "--complex");
+    match given.and_then(|i| args.get(i + 1)?.replace('_', "").parse().ok()) {
+        Some(n) => n,
+        None if cfg.lang.whole() => cfg.trees / 4,
+        None => 0,
+    }
 }

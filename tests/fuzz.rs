@@ -2,7 +2,8 @@
 //! simulator, every result compared with the host model. The GPU machine runs the example
 //! itself with 10^5+ trees (docs/RELIABILITY.md).
 
-use cudajit_fuzz::check::{run, Config, Contract};
+use cudajit_fuzz::check::{run, Config, Contract, Fastmath};
+use cudajit_fuzz::tree::Lang;
 
 #[path = "support/ptxas.rs"]
 mod ptxas;
@@ -19,6 +20,8 @@ fn config(trees: usize, programs: usize) -> Config {
         minimise: 10,
         // Both settings: batches with odd seeds are built with FMA contraction.
         contract: Contract::Alternate,
+        fastmath: Fastmath::Off,
+        lang: Lang::Core,
     }
 }
 
@@ -64,6 +67,77 @@ fn fixed_seed_programs_match_the_host_model_on_the_simulator() {
         r.programs
     );
     assert!(r.prog_mismatches.is_empty(), "{}", lines.join("\n"));
+}
+
+/// The whole language (`--lang whole`): every scalar type (i8, u8, i16, u16, f16, bf16, the
+/// 8-bit floats, complex64/128 parts besides the core's), fastmath and contraction each on
+/// in half the batches, a fixed-seed slice of trees on the simulator.
+fn whole(trees: usize, programs: usize) -> Config {
+    Config {
+        seed: 31_000_000,
+        fastmath: Fastmath::Alternate,
+        lang: Lang::Whole { fp8: true },
+        ..config(trees, programs)
+    }
+}
+
+#[test]
+fn whole_language_trees_match_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = whole(10_000, 0);
+    let mut lines = Vec::new();
+    let r = run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    println!(
+        "fuzz (whole): {} trees, {} results compared, {} math results checked, {} open, {} mismatches",
+        r.trees,
+        r.compared,
+        r.math_checked,
+        r.indeterminate,
+        r.mismatches.len()
+    );
+    assert_eq!(r.trees, cfg.trees);
+    assert!(r.compared > r.trees * 30, "too few comparisons: {r:?}");
+    assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+}
+
+#[test]
+fn whole_language_programs_match_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = whole(0, 2_000);
+    let mut lines = Vec::new();
+    let r = run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    println!(
+        "fuzz (whole): {} programs ({} statements), {} output words compared, {} runs left open, {} mismatches",
+        r.programs,
+        r.statements,
+        r.prog_compared,
+        r.prog_open_runs,
+        r.prog_mismatches.len()
+    );
+    assert_eq!(r.programs, cfg.programs);
+    assert!(r.prog_compared > r.programs * 64, "too few comparisons");
+    assert!(r.prog_mismatches.is_empty(), "{}", lines.join("\n"));
+}
+
+/// The whole language's kernels compile to PTX for sm_90 (with the 8-bit floats) and sm_80
+/// (without: their casts need sm_89).
+#[test]
+fn whole_language_slice_compiles_to_ptx() {
+    let cfg = whole(32 * 8, 32 * 8);
+    assert_eq!(
+        cudajit_fuzz::check::compile_only(&cfg, (9, 0), |_| {}).unwrap(),
+        16
+    );
+    let cfg = Config {
+        lang: Lang::Whole { fp8: false },
+        ..cfg
+    };
+    assert_eq!(
+        cudajit_fuzz::check::compile_only(&cfg, (8, 0), |_| {}).unwrap(),
+        16
+    );
 }
 
 /// The same generator through LLVM to PTX (no device): every kernel must compile. Includes the
@@ -332,4 +406,206 @@ fn the_model_follows_the_contraction_setting_on_the_simulator() {
         }
     }
     assert!(differ > 0, "no input vector tells the settings apart");
+}
+
+// The complex trees (`cudajit_fuzz::ctree*`: `CExpr<f32>`/`CExpr<f64>` roots, their own batches).
+
+fn complex_config(trees: usize) -> cudajit_fuzz::ctree_run::CConfig {
+    cudajit_fuzz::ctree_run::CConfig {
+        trees,
+        seed: 20261127,
+        per_kernel: 32,
+        threads: 64,
+        depth: 5,
+        minimise: 10,
+        // Every combination: contraction on odd seeds, fastmath on seeds 2 and 3 mod 4.
+        contract: Contract::Alternate,
+        fastmath: cudajit_fuzz::check::Fastmath::Alternate,
+        max_seconds: None,
+    }
+}
+
+#[test]
+fn fixed_seed_complex_trees_match_the_host_model_on_the_simulator() {
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let cfg = complex_config(8_000);
+    let mut lines = Vec::new();
+    let r = cudajit_fuzz::ctree_run::run(&ctx, &cfg, |l| lines.push(l.to_string())).unwrap();
+    println!(
+        "fuzz: {} complex trees ({} nodes, {} with fastmath), {} parts compared (and {} array stores, {} Elementwise parts), {} open, {} exp/ln/arg checked ({} outside the bounds' domain), {} fused adds ({} through complex parts), {} mismatches",
+        r.trees,
+        r.nodes,
+        r.fastmath_trees,
+        r.compared,
+        r.stores_compared,
+        r.ew_compared,
+        r.open,
+        r.math_checked,
+        r.math_unchecked,
+        r.fused,
+        r.fused_parts,
+        r.mismatches.len()
+    );
+    assert_eq!(r.trees, cfg.trees);
+    assert!(r.compared > r.trees * 64, "too few comparisons: {r:?}");
+    assert!(r.math_checked > r.trees, "too few math checks: {r:?}");
+    assert!(
+        r.fused_parts > 0,
+        "no add fused through a complex part: {r:?}"
+    );
+    assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+    assert_eq!(
+        r.stores_compared,
+        r.trees * 64 * 2,
+        "every root through the arrays"
+    );
+    assert!(
+        r.ew_compared > r.trees * 4,
+        "too few Elementwise comparisons: {r:?}"
+    );
+}
+
+/// `(z * s).re + c`, `c - CExpr::new(a * b, ..).re` and `z.conj().re + c` contract (the parts
+/// are the kernel's product values) while the complex operators never do: the model gives the
+/// device's bits with the kernel's own setting, and the other setting differs.
+#[test]
+fn the_complex_model_follows_contraction_through_parts_on_the_simulator() {
+    use cudajit_fuzz::ctree::{CNode, CTree, CUn, PartFn, RArith, RNode, CINPUTS};
+    use cudajit_fuzz::ctree_model::CModel;
+    use cudajit_fuzz::ctree_run::{run_trees, CReport};
+    cudajit::use_simulator().unwrap();
+    let ctx = cudajit::Context::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    fn b<T>(x: T) -> Box<T> {
+        Box::new(x)
+    }
+    // f32 inputs: x = 1 + 2^-13 (x * x is inexact), 0, -1, 1.
+    let x = 1.0f32 + 2.0f32.powi(-13);
+    let mut inp = vec![0u64; CINPUTS];
+    inp[0] = x.to_bits() as u64;
+    inp[2] = (-1.0f32).to_bits() as u64;
+    inp[3] = 1.0f32.to_bits() as u64;
+    let new = || CNode::New(b(RNode::In(0)), b(RNode::In(1)));
+    let square = || {
+        CNode::New(
+            b(RNode::Arith(RArith::Mul, b(RNode::In(0)), b(RNode::In(0)))),
+            b(RNode::In(1)),
+        )
+    };
+    let mut trees = Vec::new();
+    for z in [
+        CNode::Scale(b(new()), b(RNode::In(0))),
+        square(),
+        CNode::Un(CUn::Conj, b(square())),
+    ] {
+        for op in [RArith::Add, RArith::Sub] {
+            let part = || RNode::Part(PartFn::Re, b(z.clone()));
+            // c = -1 for an add, 1 for a subtract: the exact result is 2^-12 + 2^-26 or its
+            // negation, the unfused one 2^-12 (or its negation).
+            let c = || RNode::In(if op == RArith::Add { 2 } else { 3 });
+            for (l, r) in [(part(), c()), (c(), part())] {
+                trees.push(CTree {
+                    f64: false,
+                    root: CNode::Real(b(RNode::Arith(op, b(l), b(r)))),
+                });
+            }
+        }
+    }
+    let ins = [x, 0.0, -1.0, 1.0];
+    let mut differ = 0;
+    for contract in [false, true] {
+        let mut rep = CReport::default();
+        let mut lines = Vec::new();
+        run_trees(
+            &stream,
+            &trees,
+            &[inp.clone()],
+            (contract, false),
+            (0, 0),
+            &mut rep,
+            &mut |l| lines.push(l.to_string()),
+        )
+        .unwrap();
+        assert_eq!(rep.compared, 2 * trees.len());
+        assert!(
+            rep.mismatches.is_empty(),
+            "contract {contract}: {}",
+            lines.join("\n")
+        );
+        for t in &trees {
+            let mine = CModel::<f32>::new(&ins, &[], contract).complex(&t.root);
+            let other = CModel::<f32>::new(&ins, &[], !contract).complex(&t.root);
+            differ += (mine.re.unwrap().to_bits() != other.re.unwrap().to_bits()) as usize;
+        }
+    }
+    assert_eq!(
+        differ,
+        2 * trees.len(),
+        "every tree must tell the settings apart"
+    );
+}
+
+/// The complex trees through LLVM to PTX for sm_90 (no device), fastmath on and off.
+#[test]
+fn fixed_seed_complex_trees_compile_to_ptx() {
+    let cfg = complex_config(32 * 8);
+    let n = cudajit_fuzz::ctree_run::compile_only(&cfg, (9, 0), |_| {}).unwrap();
+    assert_eq!(n, 8);
+}
+
+/// `cudajit::codegen::complex_host` (the host formulas the crate's complex tests compare the
+/// GPU with) gives the fuzzer model's bits (written from docs/MATH.md) for `*`, `/`, `abs` and
+/// `sqrt` on the fuzzer's inputs, rich in special values.
+#[test]
+fn complex_host_agrees_with_the_complex_model() {
+    use cudajit::codegen::complex_host;
+    use cudajit_fuzz::ctree::random_part;
+    use cudajit_fuzz::ctree_model::{div, hypot, sqrt};
+    use cudajit_fuzz::rng::Rng;
+    use num_complex::Complex;
+    let mut rng = Rng::new(20261127);
+    let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    let same32 = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    for _ in 0..50_000 {
+        let mut p = |f64| random_part(&mut rng, f64);
+        let (a, b) = (
+            Complex::new(f64::from_bits(p(true)), f64::from_bits(p(true))),
+            Complex::new(f64::from_bits(p(true)), f64::from_bits(p(true))),
+        );
+        let d = div((a.re, a.im), (b.re, b.im));
+        let h = complex_host::f64::div(a, b);
+        assert!(
+            same(d.0, h.re) && same(d.1, h.im),
+            "{a} / {b}: {d:?} vs {h}"
+        );
+        assert!(same(hypot(a.re, a.im), complex_host::f64::abs(a)), "|{a}|");
+        let m = complex_host::f64::mul(a, b);
+        assert!(same(a.re * b.re - a.im * b.im, m.re) && same(a.re * b.im + a.im * b.re, m.im));
+        let (re, im) = sqrt((a.re, a.im));
+        let h = complex_host::f64::sqrt(a);
+        assert!(
+            same(re, h.re) && im.map_or(true, |im| same(im, h.im)),
+            "sqrt {a}: {re}, {im:?} vs {h}"
+        );
+        let (x, y) = (
+            Complex::new(
+                f32::from_bits(p(false) as u32),
+                f32::from_bits(p(false) as u32),
+            ),
+            Complex::new(
+                f32::from_bits(p(false) as u32),
+                f32::from_bits(p(false) as u32),
+            ),
+        );
+        let d = div((x.re, x.im), (y.re, y.im));
+        let h = complex_host::f32::div(x, y);
+        assert!(same32(d.0, h.re) && same32(d.1, h.im), "{x} / {y}");
+        let (re, im) = sqrt((x.re, x.im));
+        let h = complex_host::f32::sqrt(x);
+        assert!(
+            same32(re, h.re) && im.map_or(true, |im| same32(im, h.im)),
+            "sqrt {x}"
+        );
+    }
 }

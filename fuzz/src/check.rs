@@ -7,12 +7,12 @@
 
 use cudajit::prelude::*;
 
-use super::lower::{self, INPUTS};
+use super::lower::{self, Mode};
 use super::model::Model;
 use super::prog::{self, Coverage, Prog, Slot};
 use super::prog_lower;
 use super::rng::Rng;
-use super::tree::{random_val, Gen, Node, Ty, Val, SLOTS, TYS};
+use super::tree::{random_val, Gen, Lang, Node, Ty, Val, SLOTS};
 
 /// The output buffers' fill value: an output word never stored keeps it.
 pub const FILL: u64 = 0xdead_beef_dead_beef;
@@ -43,6 +43,56 @@ pub struct Config {
     pub minimise: usize,
     /// FMA contraction of the batch kernels (`PtxOptions::contract`), which the model follows.
     pub contract: Contract,
+    /// Fastmath of the batch kernels (`PtxOptions::fastmath`; trees only: programs are built
+    /// without it). The model leaves what fastmath leaves open unchecked.
+    pub fastmath: Fastmath,
+    /// The language the trees and programs are drawn from.
+    pub lang: Lang,
+}
+
+/// Which tree batches are built with fastmath (`PtxOptions::fastmath`); like [`Contract`],
+/// never drawn from the random streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fastmath {
+    /// Off in every batch (the core language's runs always were).
+    Off,
+    /// On in every batch.
+    On,
+    /// On in the batches whose seed is 2 or 3 modulo 4 (so with [`Contract::Alternate`] each
+    /// of the four combinations runs).
+    Alternate,
+}
+
+impl Fastmath {
+    /// Whether batch `seed` is built with fastmath.
+    pub fn for_seed(self, seed: u64) -> bool {
+        match self {
+            Fastmath::Off => false,
+            Fastmath::On => true,
+            Fastmath::Alternate => seed / 2 % 2 == 1,
+        }
+    }
+
+    /// The mode named `off`, `on` or `alternate`.
+    pub fn parse(s: &str) -> Option<Fastmath> {
+        match s {
+            "off" => Some(Fastmath::Off),
+            "on" => Some(Fastmath::On),
+            "alternate" => Some(Fastmath::Alternate),
+            _ => None,
+        }
+    }
+}
+
+impl Config {
+    /// How batch `seed`'s tree kernel is built.
+    pub fn mode(&self, seed: u64) -> Mode {
+        Mode {
+            contract: self.contract.for_seed(seed),
+            fastmath: self.fastmath.for_seed(seed),
+            lang: self.lang,
+        }
+    }
 }
 
 /// Which batches are built with FMA contraction (`PtxOptions::contract`). The setting is never
@@ -106,8 +156,8 @@ pub struct Mismatch {
     pub got: Val,
     /// For an inexact function out of its bounds: why.
     pub math: Option<String>,
-    /// Whether its kernel was built with FMA contraction.
-    pub contract: bool,
+    /// How its kernel was built (contraction, fastmath, language).
+    pub mode: Mode,
 }
 
 impl Mismatch {
@@ -127,7 +177,10 @@ impl Mismatch {
             v.dedup();
             v
         };
-        let mut s = contract_note(self.contract).to_string();
+        let mut s = contract_note(self.mode.contract).to_string();
+        if self.mode.fastmath {
+            s.push_str("// built with fastmath: `PtxOptions::default().fastmath(true)`\n");
+        }
         s.push_str("let k = Kernel::<(&[u64], &mut [u64])>::build(\"repro\", |k, (inp, out)| {\n");
         for (i, (t, slot)) in used.iter().enumerate() {
             let load = format!("inp.at({i}u64)");
@@ -139,6 +192,14 @@ impl Mismatch {
                 Ty::U64 => load,
                 Ty::F32 => format!("{load}.cast::<u32>().bitcast::<f32>()"),
                 Ty::F64 => format!("{load}.bitcast::<f64>()"),
+                Ty::I8 => format!("{load}.cast::<u8>().bitcast::<i8>()"),
+                Ty::U8 => format!("{load}.cast::<u8>()"),
+                Ty::I16 => format!("{load}.cast::<u16>().bitcast::<i16>()"),
+                Ty::U16 => format!("{load}.cast::<u16>()"),
+                Ty::F16 => format!("{load}.cast::<u16>().bitcast::<f16>()"),
+                Ty::BF16 => format!("{load}.cast::<u16>().bitcast::<bf16>()"),
+                Ty::E4M3 => format!("{load}.cast::<u8>().bitcast::<F8E4M3>()"),
+                Ty::E5M2 => format!("{load}.cast::<u8>().bitcast::<F8E5M2>()"),
             };
             s.push_str(&format!("    let x_{}_{slot} = {conv};\n", t.name()));
         }
@@ -147,6 +208,9 @@ impl Mismatch {
             Ty::I32 | Ty::F32 => ".bitcast::<u32>().cast::<u64>()",
             Ty::I64 | Ty::F64 => ".bitcast::<u64>()",
             Ty::U64 => "",
+            Ty::U8 | Ty::U16 => ".cast::<u64>()",
+            Ty::I8 | Ty::E4M3 | Ty::E5M2 => ".bitcast::<u8>().cast::<u64>()",
+            Ty::I16 | Ty::F16 | Ty::BF16 => ".bitcast::<u16>().cast::<u64>()",
         };
         s.push_str(&format!(
             "    out.set(0u64, {}{store});\n}})?;\n",
@@ -272,23 +336,38 @@ impl Report {
 
 /// The trees of batch `seed`.
 pub fn batch_trees(seed: u64, cfg: &Config) -> Vec<Node> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::new(cfg.lang.batch_seed(seed));
+    let tys = cfg.lang.tys();
+    // Fastmath batches leave bf16 out (an LLVM 19 bug, see `Gen::no_bf16`).
+    let no_bf16 = cfg.lang.whole() && cfg.mode(seed).fastmath;
     (0..cfg.per_kernel)
         .map(|_| {
-            let ty = TYS[rng.below(TYS.len() as u64) as usize];
+            let mut ty = tys[rng.below(tys.len() as u64) as usize];
+            if ty == Ty::BF16 && no_bf16 {
+                ty = Ty::F16;
+            }
             let depth = 1 + rng.below(cfg.depth as u64) as u32;
-            Gen::new(&mut rng).tree(ty, depth)
+            let mut g = Gen::new(&mut rng).lang(cfg.lang);
+            g.no_bf16 = no_bf16;
+            g.tree(ty, depth)
         })
         .collect()
 }
 
-/// Input vectors of batch `seed`: `threads` rows of `INPUTS` values.
+/// Input vectors of batch `seed` in the core language: `threads` rows of
+/// `lower::INPUTS` values.
 pub fn batch_inputs(seed: u64, threads: usize) -> Vec<Vec<Val>> {
-    let mut rng = Rng::new(seed ^ 0xa5a5_a5a5);
+    batch_inputs_in(seed, threads, Lang::Core)
+}
+
+/// Input vectors of batch `seed` for `lang`: `threads` rows of `lang.inputs()` values (the
+/// whole language's always with the 8-bit floats' slots, read or not).
+pub fn batch_inputs_in(seed: u64, threads: usize, lang: Lang) -> Vec<Vec<Val>> {
+    let mut rng = Rng::new(lang.batch_seed(seed) ^ 0xa5a5_a5a5);
     (0..threads)
         .map(|_| {
-            (0..INPUTS)
-                .map(|c| random_val(&mut rng, TYS[c / SLOTS]))
+            (0..lang.inputs())
+                .map(|c| random_val(&mut rng, lang.input_ty(c)))
                 .collect()
         })
         .collect()
@@ -299,9 +378,9 @@ fn launch(
     stream: &Stream,
     trees: &[Node],
     inputs: &[Vec<Val>],
-    contract: bool,
+    mode: Mode,
 ) -> Result<(Vec<u64>, usize)> {
-    let (k, width) = lower::kernel("fuzz", trees, contract)?;
+    let (k, width) = lower::kernel_with("fuzz", trees, mode)?;
     let flat: Vec<u64> = inputs.iter().flatten().map(|v| v.to_bits()).collect();
     let dinp = stream.to_device(&flat)?;
     let mut out = stream.context().alloc::<u64, _>(inputs.len() * width)?;
@@ -320,7 +399,7 @@ fn check_one(
     inputs: &[Val],
     result: u64,
     probes: &[u64],
-    contract: bool,
+    mode: Mode,
     report: &mut Report,
 ) -> Option<(Option<Val>, Val, Option<String>)> {
     let probe_vals: Vec<Val> = {
@@ -332,7 +411,9 @@ fn check_one(
         }
         ps
     };
-    let mut m = Model::new(inputs, &probe_vals).contracting(contract);
+    let mut m = Model::new(inputs, &probe_vals)
+        .contracting(mode.contract)
+        .fast(mode.fastmath);
     let want = m.eval(tree);
     report.math_checked += probe_vals.len();
     let got = Val::from_bits(tree.ty(), result);
@@ -361,16 +442,16 @@ fn minimise(
     stream: &Stream,
     tree: &Node,
     inputs: &[Val],
-    contract: bool,
+    mode: Mode,
 ) -> Result<Option<(Node, Differs)>> {
     let mut subs: Vec<&Node> = tree.subtrees();
     subs.sort_by_key(|n| n.size());
     subs.dedup();
     let rows = vec![inputs.to_vec()];
     for s in subs.into_iter().filter(|n| n.size() > 1).take(200) {
-        let (out, width) = launch(stream, std::slice::from_ref(s), &rows, contract)?;
+        let (out, width) = launch(stream, std::slice::from_ref(s), &rows, mode)?;
         let mut scratch = Report::default();
-        if let Some(d) = check_one(s, inputs, out[0], &out[1..width], contract, &mut scratch) {
+        if let Some(d) = check_one(s, inputs, out[0], &out[1..width], mode, &mut scratch) {
             return Ok(Some((s.clone(), d)));
         }
     }
@@ -398,7 +479,7 @@ fn dump_trees(
         .flatten()
         .map(|v| format!("{:#018x}", v.to_bits()))
         .collect();
-    let ptx = lower::kernel("fuzz", trees, mm.contract)
+    let ptx = lower::kernel_with("fuzz", trees, mm.mode)
         .and_then(|(k, _)| k.compile_ptx_for_current_device());
     write_dump(&dir, &stem, ptx, &words, &mm.snippet(), log);
 }
@@ -427,9 +508,9 @@ fn write_dump(
 
 /// The programs of batch `seed`.
 pub fn batch_progs(seed: u64, cfg: &Config) -> Vec<Prog> {
-    let mut rng = Rng::new(seed ^ 0x7072_6f67_7261_6d73);
+    let mut rng = Rng::new(cfg.lang.batch_seed(seed) ^ 0x7072_6f67_7261_6d73);
     (0..cfg.per_kernel)
-        .map(|_| prog::generate(&mut rng, PROG_STMTS))
+        .map(|_| prog::generate_in(&mut rng, PROG_STMTS, cfg.lang))
         .collect()
 }
 
@@ -675,7 +756,7 @@ fn run_progs(
 ) -> Result<()> {
     let mut progs = batch_progs(seed, cfg);
     progs.truncate(count);
-    let inputs = batch_inputs(seed, cfg.threads);
+    let inputs = batch_inputs_in(seed, cfg.threads, cfg.lang);
     let contract = cfg.contract.for_seed(seed);
     let (out, width) = launch_progs(stream, &progs, &inputs, contract)?;
     report.kernels += 1;
@@ -736,9 +817,9 @@ fn run_trees(
 ) -> Result<()> {
     let mut trees = batch_trees(seed, cfg);
     trees.truncate(count);
-    let inputs = batch_inputs(seed, cfg.threads);
-    let contract = cfg.contract.for_seed(seed);
-    let (out, width) = launch(stream, &trees, &inputs, contract)?;
+    let inputs = batch_inputs_in(seed, cfg.threads, cfg.lang);
+    let mode = cfg.mode(seed);
+    let (out, width) = launch(stream, &trees, &inputs, mode)?;
     report.kernels += 1;
     report.trees += trees.len();
     report.nodes += trees.iter().map(Node::size).sum::<usize>();
@@ -748,8 +829,7 @@ fn run_trees(
         for (i, inp) in inputs.iter().enumerate() {
             let row = &out[i * width..(i + 1) * width];
             let probes = &row[probe_at..probe_at + np];
-            let Some((want, got, math)) = check_one(tree, inp, row[j], probes, contract, report)
-            else {
+            let Some((want, got, math)) = check_one(tree, inp, row[j], probes, mode, report) else {
                 continue;
             };
             let mut mm = Mismatch {
@@ -761,10 +841,10 @@ fn run_trees(
                 want,
                 got,
                 math,
-                contract,
+                mode,
             };
             if report.mismatches.len() < cfg.minimise {
-                match minimise(stream, tree, inp, contract)? {
+                match minimise(stream, tree, inp, mode)? {
                     Some((node, (want, got, math))) => {
                         (mm.node, mm.want, mm.got, mm.math) = (node, want, got, math);
                         let alone = [mm.node.clone()];
@@ -848,7 +928,8 @@ pub fn run(ctx: &Context, cfg: &Config, mut log: impl FnMut(&str)) -> Result<Rep
 
 /// Compiles every batch kernel of `cfg` to PTX for compute capability `cc` without running
 /// anything (no GPU or simulator needed): the lowering and LLVM's NVPTX backend must accept
-/// every generated tree and program. `log` gets a line before each kernel (so that a crash
+/// every generated tree and program (with `FUZZ_PTX_DIR=DIR`, each kernel's PTX is written to
+/// `DIR/tree-SEED.ptx` / `DIR/prog-SEED.ptx`, e.g. for ptxas). `log` gets a line before each kernel (so that a crash
 /// names its batch). Returns the number of kernels compiled.
 pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> Result<usize> {
     let opts = cudajit::codegen::PtxOptions::for_cc(cc.0, cc.1);
@@ -861,9 +942,11 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
             let mut trees = batch_trees(seed, cfg);
             trees.truncate(cfg.trees - b * per);
             log(&format!("batch {b} (seed {seed}): {} trees", trees.len()));
-            lower::kernel("fuzz", &trees, cfg.contract.for_seed(seed))?
+            let mode = cfg.mode(seed);
+            let ptx = lower::kernel_with("fuzz", &trees, mode)?
                 .0
-                .compile_ptx(&opts)?;
+                .compile_ptx(&opts.clone().fastmath(mode.fastmath))?;
+            save_ptx(&format!("tree-{seed}"), &ptx);
             n += 1;
         }
         if b < prog_batches {
@@ -873,11 +956,24 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
                 "batch {b} (seed {seed}): {} programs",
                 progs.len()
             ));
-            prog_lower::kernel("fuzzp", &progs, cfg.threads, cfg.contract.for_seed(seed))?
-                .0
-                .compile_ptx(&opts)?;
+            let ptx =
+                prog_lower::kernel("fuzzp", &progs, cfg.threads, cfg.contract.for_seed(seed))?
+                    .0
+                    .compile_ptx(&opts)?;
+            save_ptx(&format!("prog-{seed}"), &ptx);
             n += 1;
         }
     }
     Ok(n)
+}
+
+/// With `FUZZ_PTX_DIR=DIR`: writes `ptx` to `DIR/stem.ptx` (errors are printed, not fatal).
+fn save_ptx(stem: &str, ptx: &str) {
+    if let Ok(dir) = std::env::var("FUZZ_PTX_DIR") {
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|_| std::fs::write(format!("{dir}/{stem}.ptx"), ptx));
+        if let Err(e) = written {
+            eprintln!("fuzz: could not write {dir}/{stem}.ptx: {e}");
+        }
+    }
 }

@@ -8,9 +8,11 @@
 
 use cudajit::codegen::{select, Expr, Float, Int, Kernel, KernelBuilder, PtxOptions, Scalar, Var};
 
-use super::tree::{Bin, Cmp, Math, Node, Ty, Un, Val, SLOTS, TYS};
+use cudajit::{bf16, f16, F8E4M3, F8E5M2};
 
-/// Inputs per thread.
+use super::tree::{Bin, Cmp, Lang, Math, Node, Ty, Un, Val, SLOTS, TYS};
+
+/// Inputs per thread (the core language's; [`Lang::inputs`] gives each language's).
 pub const INPUTS: usize = SLOTS * TYS.len();
 
 /// A builder expression of any of the types.
@@ -23,6 +25,14 @@ pub enum D {
     U64(Expr<u64>),
     F32(Expr<f32>),
     F64(Expr<f64>),
+    I8(Expr<i8>),
+    U8(Expr<u8>),
+    I16(Expr<i16>),
+    U16(Expr<u16>),
+    F16(Expr<f16>),
+    BF16(Expr<bf16>),
+    E4M3(Expr<F8E4M3>),
+    E5M2(Expr<F8E5M2>),
 }
 
 macro_rules! each_int {
@@ -32,6 +42,10 @@ macro_rules! each_int {
             D::U32($x) => D::U32($e),
             D::I64($x) => D::I64($e),
             D::U64($x) => D::U64($e),
+            D::I8($x) => D::I8($e),
+            D::U8($x) => D::U8($e),
+            D::I16($x) => D::I16($e),
+            D::U16($x) => D::U16($e),
             _ => unreachable!("integer operation on another type"),
         }
     };
@@ -42,6 +56,8 @@ macro_rules! each_float {
         match $d {
             D::F32($x) => D::F32($e),
             D::F64($x) => D::F64($e),
+            D::F16($x) => D::F16($e),
+            D::BF16($x) => D::BF16($e),
             _ => unreachable!("float operation on another type"),
         }
     };
@@ -58,6 +74,14 @@ macro_rules! each_any {
             D::U64($x) => $e,
             D::F32($x) => $e,
             D::F64($x) => $e,
+            D::I8($x) => $e,
+            D::U8($x) => $e,
+            D::I16($x) => $e,
+            D::U16($x) => $e,
+            D::F16($x) => $e,
+            D::BF16($x) => $e,
+            D::E4M3($x) => $e,
+            D::E5M2($x) => $e,
         }
     };
 }
@@ -81,43 +105,79 @@ pub enum V {
     U64(Var<u64>),
     F32(Var<f32>),
     F64(Var<f64>),
+    I8(Var<i8>),
+    U8(Var<u8>),
+    I16(Var<i16>),
+    U16(Var<u16>),
+    F16(Var<f16>),
+    BF16(Var<bf16>),
+    E4M3(Var<F8E4M3>),
+    E5M2(Var<F8E5M2>),
+}
+
+/// `$m!(Variant, type)` for every type but bool.
+macro_rules! each_ty {
+    ($m:ident) => {
+        $m!(I32, i32);
+        $m!(U32, u32);
+        $m!(I64, i64);
+        $m!(U64, u64);
+        $m!(F32, f32);
+        $m!(F64, f64);
+        $m!(I8, i8);
+        $m!(U8, u8);
+        $m!(I16, i16);
+        $m!(U16, u16);
+        $m!(F16, f16);
+        $m!(BF16, bf16);
+        $m!(E4M3, F8E4M3);
+        $m!(E5M2, F8E5M2);
+    };
 }
 
 impl V {
     /// `k.var(init)`: a new variable of `init`'s type.
     pub fn new(k: &KernelBuilder, init: D) -> V {
+        macro_rules! arm {
+            ($v:ident, $t:ty) => {
+                if let D::$v(x) = init {
+                    return V::$v(k.var(x));
+                }
+            };
+        }
+        each_ty!(arm);
         match init {
             D::B(x) => V::B(k.var(x)),
-            D::I32(x) => V::I32(k.var(x)),
-            D::U32(x) => V::U32(k.var(x)),
-            D::I64(x) => V::I64(k.var(x)),
-            D::U64(x) => V::U64(k.var(x)),
-            D::F32(x) => V::F32(k.var(x)),
-            D::F64(x) => V::F64(k.var(x)),
+            _ => unreachable!(),
         }
     }
     /// `v.get()`.
     pub fn get(self) -> D {
+        macro_rules! arm {
+            ($v:ident, $t:ty) => {
+                if let V::$v(x) = self {
+                    return D::$v(x.get());
+                }
+            };
+        }
+        each_ty!(arm);
         match self {
             V::B(v) => D::B(v.get()),
-            V::I32(v) => D::I32(v.get()),
-            V::U32(v) => D::U32(v.get()),
-            V::I64(v) => D::I64(v.get()),
-            V::U64(v) => D::U64(v.get()),
-            V::F32(v) => D::F32(v.get()),
-            V::F64(v) => D::F64(v.get()),
+            _ => unreachable!(),
         }
     }
     /// `v.set(d)` (`d` of the variable's type).
     pub fn set(self, d: D) {
+        macro_rules! arm {
+            ($v:ident, $t:ty) => {
+                if let (V::$v(v), D::$v(x)) = (self, d) {
+                    return v.set(x);
+                }
+            };
+        }
+        each_ty!(arm);
         match (self, d) {
             (V::B(v), D::B(x)) => v.set(x),
-            (V::I32(v), D::I32(x)) => v.set(x),
-            (V::U32(v), D::U32(x)) => v.set(x),
-            (V::I64(v), D::I64(x)) => v.set(x),
-            (V::U64(v), D::U64(x)) => v.set(x),
-            (V::F32(v), D::F32(x)) => v.set(x),
-            (V::F64(v), D::F64(x)) => v.set(x),
             _ => unreachable!("assignment of another type"),
         }
     }
@@ -133,6 +193,14 @@ pub fn lit(v: Val) -> D {
         Val::U64(x) => D::U64(Expr::lit(x)),
         Val::F32(x) => D::F32(Expr::lit(x)),
         Val::F64(x) => D::F64(Expr::lit(x)),
+        Val::I8(x) => D::I8(Expr::lit(x)),
+        Val::U8(x) => D::U8(Expr::lit(x)),
+        Val::I16(x) => D::I16(Expr::lit(x)),
+        Val::U16(x) => D::U16(Expr::lit(x)),
+        Val::F16(x) => D::F16(Expr::lit(x)),
+        Val::BF16(x) => D::BF16(Expr::lit(x)),
+        Val::E4M3(x) => D::E4M3(Expr::lit(x)),
+        Val::E5M2(x) => D::E5M2(Expr::lit(x)),
     }
 }
 
@@ -146,6 +214,14 @@ pub fn from_u64(raw: Expr<u64>, ty: Ty) -> D {
         Ty::U64 => D::U64(raw),
         Ty::F32 => D::F32(raw.cast::<u32>().bitcast()),
         Ty::F64 => D::F64(raw.bitcast()),
+        Ty::I8 => D::I8(raw.cast::<u8>().bitcast()),
+        Ty::U8 => D::U8(raw.cast()),
+        Ty::I16 => D::I16(raw.cast::<u16>().bitcast()),
+        Ty::U16 => D::U16(raw.cast()),
+        Ty::F16 => D::F16(raw.cast::<u16>().bitcast()),
+        Ty::BF16 => D::BF16(raw.cast::<u16>().bitcast()),
+        Ty::E4M3 => D::E4M3(raw.cast::<u8>().bitcast()),
+        Ty::E5M2 => D::E5M2(raw.cast::<u8>().bitcast()),
     }
 }
 
@@ -159,31 +235,39 @@ pub fn to_u64(d: D) -> Expr<u64> {
         D::U64(x) => x,
         D::F32(x) => x.bitcast::<u32>().cast(),
         D::F64(x) => x.bitcast(),
+        D::I8(x) => x.bitcast::<u8>().cast(),
+        D::U8(x) => x.cast(),
+        D::I16(x) => x.bitcast::<u16>().cast(),
+        D::U16(x) => x.cast(),
+        D::F16(x) => x.bitcast::<u16>().cast(),
+        D::BF16(x) => x.bitcast::<u16>().cast(),
+        D::E4M3(x) => x.bitcast::<u8>().cast(),
+        D::E5M2(x) => x.bitcast::<u8>().cast(),
     }
 }
 
 fn cast_to<T: Scalar>(x: Expr<T>, to: Ty) -> D {
-    match to {
-        Ty::Bool => unreachable!("casts to bool are not Rust"),
-        Ty::I32 => D::I32(x.cast()),
-        Ty::U32 => D::U32(x.cast()),
-        Ty::I64 => D::I64(x.cast()),
-        Ty::U64 => D::U64(x.cast()),
-        Ty::F32 => D::F32(x.cast()),
-        Ty::F64 => D::F64(x.cast()),
+    macro_rules! arm {
+        ($v:ident, $t:ty) => {
+            if to == Ty::$v {
+                return D::$v(x.cast());
+            }
+        };
     }
+    each_ty!(arm);
+    unreachable!("casts to bool are not Rust")
 }
 
 fn bitcast_to<T: Scalar>(x: Expr<T>, to: Ty) -> D {
-    match to {
-        Ty::Bool => unreachable!("bitcasts to bool are not allowed"),
-        Ty::I32 => D::I32(x.bitcast()),
-        Ty::U32 => D::U32(x.bitcast()),
-        Ty::I64 => D::I64(x.bitcast()),
-        Ty::U64 => D::U64(x.bitcast()),
-        Ty::F32 => D::F32(x.bitcast()),
-        Ty::F64 => D::F64(x.bitcast()),
+    macro_rules! arm {
+        ($v:ident, $t:ty) => {
+            if to == Ty::$v {
+                return D::$v(x.bitcast());
+            }
+        };
     }
+    each_ty!(arm);
+    unreachable!("bitcasts to bool are not allowed")
 }
 
 fn math<T: Float>(x: Expr<T>, m: Math) -> Expr<T> {
@@ -254,6 +338,10 @@ impl Lower<'_> {
                     D::I64(x) => D::I64(-x),
                     D::F32(x) => D::F32(-x),
                     D::F64(x) => D::F64(-x),
+                    D::I8(x) => D::I8(-x),
+                    D::I16(x) => D::I16(-x),
+                    D::F16(x) => D::F16(-x),
+                    D::BF16(x) => D::BF16(-x),
                     _ => unreachable!("neg of an unsigned type"),
                 },
                 Un::Not => match k[0] {
@@ -269,11 +357,15 @@ impl Lower<'_> {
                 Un::IsNan => match k[0] {
                     D::F32(x) => D::B(x.is_nan()),
                     D::F64(x) => D::B(x.is_nan()),
+                    D::F16(x) => D::B(x.is_nan()),
+                    D::BF16(x) => D::B(x.is_nan()),
                     _ => unreachable!(),
                 },
                 Un::IsInf => match k[0] {
                     D::F32(x) => D::B(x.is_infinite()),
                     D::F64(x) => D::B(x.is_infinite()),
+                    D::F16(x) => D::B(x.is_infinite()),
+                    D::BF16(x) => D::B(x.is_infinite()),
                     _ => unreachable!(),
                 },
                 Un::Popc | Un::Clz | Un::Ffs => match k[0] {
@@ -281,6 +373,10 @@ impl Lower<'_> {
                     D::U32(x) => D::U32(int_u32(x, *op)),
                     D::I64(x) => D::U32(int_u32(x, *op)),
                     D::U64(x) => D::U32(int_u32(x, *op)),
+                    D::I8(x) => D::U32(int_u32(x, *op)),
+                    D::U8(x) => D::U32(int_u32(x, *op)),
+                    D::I16(x) => D::U32(int_u32(x, *op)),
+                    D::U16(x) => D::U32(int_u32(x, *op)),
                     _ => unreachable!(),
                 },
                 Un::Brev => each_int!(k[0], |x| x.brev()),
@@ -289,21 +385,133 @@ impl Lower<'_> {
             Node::Bin(op, _, _) => {
                 let (a, b) = (k[0], k[1]);
                 match op {
-                    Bin::Add => pair!(a, b, |x, y| x + y, I32, U32, I64, U64, F32, F64),
-                    Bin::Sub => pair!(a, b, |x, y| x - y, I32, U32, I64, U64, F32, F64),
-                    Bin::Mul => pair!(a, b, |x, y| x * y, I32, U32, I64, U64, F32, F64),
-                    Bin::Div => pair!(a, b, |x, y| x / y, I32, U32, I64, U64, F32, F64),
-                    Bin::Rem => pair!(a, b, |x, y| x % y, I32, U32, I64, U64, F32, F64),
-                    Bin::Min => pair!(a, b, |x, y| x.min(y), I32, U32, I64, U64, F32, F64),
-                    Bin::Max => pair!(a, b, |x, y| x.max(y), I32, U32, I64, U64, F32, F64),
-                    Bin::And => pair!(a, b, |x, y| x & y, I32, U32, I64, U64),
-                    Bin::Or => pair!(a, b, |x, y| x | y, I32, U32, I64, U64),
-                    Bin::Xor => pair!(a, b, |x, y| x ^ y, I32, U32, I64, U64),
-                    Bin::Shl => pair!(a, b, |x, y| x << y, I32, U32, I64, U64),
-                    Bin::Shr => pair!(a, b, |x, y| x >> y, I32, U32, I64, U64),
-                    Bin::Copysign => pair!(a, b, |x, y| x.copysign(y), F32, F64),
-                    Bin::Powf => pair!(a, b, |x, y| x.powf(y), F32, F64),
-                    Bin::Atan2 => pair!(a, b, |x, y| x.atan2(y), F32, F64),
+                    Bin::Add => pair!(
+                        a,
+                        b,
+                        |x, y| x + y,
+                        I32,
+                        U32,
+                        I64,
+                        U64,
+                        F32,
+                        F64,
+                        I8,
+                        U8,
+                        I16,
+                        U16,
+                        F16,
+                        BF16
+                    ),
+                    Bin::Sub => pair!(
+                        a,
+                        b,
+                        |x, y| x - y,
+                        I32,
+                        U32,
+                        I64,
+                        U64,
+                        F32,
+                        F64,
+                        I8,
+                        U8,
+                        I16,
+                        U16,
+                        F16,
+                        BF16
+                    ),
+                    Bin::Mul => pair!(
+                        a,
+                        b,
+                        |x, y| x * y,
+                        I32,
+                        U32,
+                        I64,
+                        U64,
+                        F32,
+                        F64,
+                        I8,
+                        U8,
+                        I16,
+                        U16,
+                        F16,
+                        BF16
+                    ),
+                    Bin::Div => pair!(
+                        a,
+                        b,
+                        |x, y| x / y,
+                        I32,
+                        U32,
+                        I64,
+                        U64,
+                        F32,
+                        F64,
+                        I8,
+                        U8,
+                        I16,
+                        U16,
+                        F16,
+                        BF16
+                    ),
+                    Bin::Rem => pair!(
+                        a,
+                        b,
+                        |x, y| x % y,
+                        I32,
+                        U32,
+                        I64,
+                        U64,
+                        F32,
+                        F64,
+                        I8,
+                        U8,
+                        I16,
+                        U16,
+                        F16,
+                        BF16
+                    ),
+                    Bin::Min => pair!(
+                        a,
+                        b,
+                        |x, y| x.min(y),
+                        I32,
+                        U32,
+                        I64,
+                        U64,
+                        F32,
+                        F64,
+                        I8,
+                        U8,
+                        I16,
+                        U16,
+                        F16,
+                        BF16
+                    ),
+                    Bin::Max => pair!(
+                        a,
+                        b,
+                        |x, y| x.max(y),
+                        I32,
+                        U32,
+                        I64,
+                        U64,
+                        F32,
+                        F64,
+                        I8,
+                        U8,
+                        I16,
+                        U16,
+                        F16,
+                        BF16
+                    ),
+                    Bin::And => pair!(a, b, |x, y| x & y, I32, U32, I64, U64, I8, U8, I16, U16),
+                    Bin::Or => pair!(a, b, |x, y| x | y, I32, U32, I64, U64, I8, U8, I16, U16),
+                    Bin::Xor => pair!(a, b, |x, y| x ^ y, I32, U32, I64, U64, I8, U8, I16, U16),
+                    Bin::Shl => pair!(a, b, |x, y| x << y, I32, U32, I64, U64, I8, U8, I16, U16),
+                    Bin::Shr => pair!(a, b, |x, y| x >> y, I32, U32, I64, U64, I8, U8, I16, U16),
+                    Bin::Copysign => pair!(a, b, |x, y| x.copysign(y), F32, F64, F16, BF16),
+                    Bin::Powf => pair!(a, b, |x, y| x.powf(y), F32, F64, F16, BF16),
+                    Bin::Atan2 => pair!(a, b, |x, y| x.atan2(y), F32, F64, F16, BF16),
                     Bin::LAnd => pair!(a, b, |x, y| x.and(y), B),
                     Bin::LOr => pair!(a, b, |x, y| x.or(y), B),
                 }
@@ -316,6 +524,14 @@ impl Lower<'_> {
                 (D::U64(x), D::U64(y)) => compare(*op, x, y),
                 (D::F32(x), D::F32(y)) => compare(*op, x, y),
                 (D::F64(x), D::F64(y)) => compare(*op, x, y),
+                (D::I8(x), D::I8(y)) => compare(*op, x, y),
+                (D::U8(x), D::U8(y)) => compare(*op, x, y),
+                (D::I16(x), D::I16(y)) => compare(*op, x, y),
+                (D::U16(x), D::U16(y)) => compare(*op, x, y),
+                (D::F16(x), D::F16(y)) => compare(*op, x, y),
+                (D::BF16(x), D::BF16(y)) => compare(*op, x, y),
+                (D::E4M3(x), D::E4M3(y)) => compare(*op, x, y),
+                (D::E5M2(x), D::E5M2(y)) => compare(*op, x, y),
                 _ => unreachable!("comparison of different types"),
             }),
             Node::Select(..) => {
@@ -324,12 +540,32 @@ impl Lower<'_> {
                 };
                 match (k[1], k[2]) {
                     (D::B(x), D::B(y)) => D::B(select(c, x, y)),
-                    (a, b) => pair!(a, b, |x, y| select(c, x, y), I32, U32, I64, U64, F32, F64),
+                    (a, b) => pair!(
+                        a,
+                        b,
+                        |x, y| select(c, x, y),
+                        I32,
+                        U32,
+                        I64,
+                        U64,
+                        F32,
+                        F64,
+                        I8,
+                        U8,
+                        I16,
+                        U16,
+                        F16,
+                        BF16,
+                        E4M3,
+                        E5M2
+                    ),
                 }
             }
             Node::MulAdd(..) => match (k[0], k[1], k[2]) {
                 (D::F32(a), D::F32(b), D::F32(c)) => D::F32(a.mul_add(b, c)),
                 (D::F64(a), D::F64(b), D::F64(c)) => D::F64(a.mul_add(b, c)),
+                (D::F16(a), D::F16(b), D::F16(c)) => D::F16(a.mul_add(b, c)),
+                (D::BF16(a), D::BF16(b), D::BF16(c)) => D::BF16(a.mul_add(b, c)),
                 _ => unreachable!("mul_add of non-floats"),
             },
             Node::Cast(t, _) => each_any!(k[0], |x| cast_to(x, *t)),
@@ -353,15 +589,59 @@ pub type BatchKernel = Kernel<(&'static [u64], &'static mut [u64])>;
 /// The batch kernel of `trees`, built with FMA contraction on or off (`contract`): its output
 /// row width is `trees.len() + total probes`.
 pub fn kernel(name: &str, trees: &[Node], contract: bool) -> cudajit::Result<(BatchKernel, usize)> {
+    kernel_with(
+        name,
+        trees,
+        Mode {
+            contract,
+            fastmath: false,
+            lang: Lang::Core,
+        },
+    )
+}
+
+/// How a batch kernel is built: its options and its input layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mode {
+    /// FMA contraction (`PtxOptions::contract`).
+    pub contract: bool,
+    /// `PtxOptions::fastmath`.
+    pub fastmath: bool,
+    /// The language (the input layout: [`Lang::inputs`] words per thread).
+    pub lang: Lang,
+}
+
+impl Mode {
+    /// Its `PtxOptions`.
+    pub fn options(self) -> PtxOptions {
+        PtxOptions::default()
+            .contract(self.contract)
+            .fastmath(self.fastmath)
+    }
+}
+
+/// A thread's inputs: `word(c)` for each slot `c` of `lang`'s layout (the types `lang` leaves
+/// out are not loaded; nothing reads them).
+pub fn load_inputs(word: impl Fn(u64) -> Expr<u64>, lang: Lang) -> Vec<D> {
+    let n = SLOTS * lang.tys().len();
+    (0..n)
+        .map(|c| from_u64(word(c as u64), lang.input_ty(c)))
+        .collect()
+}
+
+/// [`kernel`] in any [`Mode`].
+pub fn kernel_with(
+    name: &str,
+    trees: &[Node],
+    mode: Mode,
+) -> cudajit::Result<(BatchKernel, usize)> {
     let width = trees.len() + trees.iter().map(probes).sum::<usize>();
-    let opts = PtxOptions::default().contract(contract);
-    let k = Kernel::<(&[u64], &mut [u64])>::build_with(name, opts, |k, (inp, out)| {
+    let stride = mode.lang.inputs() as u64;
+    let k = Kernel::<(&[u64], &mut [u64])>::build_with(name, mode.options(), |k, (inp, out)| {
         let i = k.grid1();
-        k.if_(i.lt(inp.len() / INPUTS as u64), |_| {
-            let base = i * INPUTS as u64;
-            let inputs: Vec<D> = (0..INPUTS)
-                .map(|c| from_u64(inp.at(base + c as u64), TYS[c / SLOTS]))
-                .collect();
+        k.if_(i.lt(inp.len() / stride), |_| {
+            let base = i * stride;
+            let inputs = load_inputs(|c| inp.at(base + c), mode.lang);
             let row = i * width as u64;
             let mut next_probe = trees.len() as u64;
             let mut store_probe = |d: D| {

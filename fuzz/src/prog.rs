@@ -16,7 +16,7 @@
 use super::lower::INPUTS;
 use super::model::Model;
 use super::rng::Rng;
-use super::tree::{Gen, Node, Ty, Val, SLOTS, TYS};
+use super::tree::{Gen, Lang, Node, Ty, Val, SLOTS, TYS};
 
 /// A statement. Variables are numbered per program (or per device function); a variable is
 /// declared (by `Let`, a declaring `Call`, or as a loop's index/counter) before it is read,
@@ -158,6 +158,9 @@ pub struct Prog {
     pub emits: Vec<Ty>,
     pub funcs: Vec<Func>,
     pub body: Vec<Stmt>,
+    /// The language it was drawn from (its input layout; its device functions are always
+    /// the core's: one parameter per core type).
+    pub lang: Lang,
 }
 
 impl Prog {
@@ -195,6 +198,8 @@ struct PGen<'a> {
     funcs: Vec<Ty>,
     /// Statements still to make.
     left: usize,
+    /// The language of the program body (device functions: always the core).
+    lang: Lang,
 }
 
 /// Integer types (loop indices).
@@ -206,7 +211,8 @@ impl PGen<'_> {
     }
 
     fn any_ty(&mut self) -> Ty {
-        TYS[self.below(TYS.len() as u64) as usize]
+        let tys = if self.in_func { &TYS } else { self.lang.tys() };
+        tys[self.below(tys.len() as u64) as usize]
     }
 
     /// An exact tree of type `ty` over the inputs and the visible variables.
@@ -222,6 +228,8 @@ impl PGen<'_> {
             vars,
             exact: true,
             slots: if self.in_func { 1 } else { SLOTS as u8 },
+            lang: if self.in_func { Lang::Core } else { self.lang },
+            no_bf16: false,
         }
         .tree(ty, depth)
     }
@@ -428,6 +436,11 @@ impl PGen<'_> {
 
 /// A random program of about `max_stmts` statements (device functions not counted).
 pub fn generate(rng: &mut Rng, max_stmts: usize) -> Prog {
+    generate_in(rng, max_stmts, Lang::Core)
+}
+
+/// A random program of `lang` (see [`generate`]).
+pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang) -> Prog {
     let mut funcs = Vec::new();
     for _ in 0..rng.below(3) {
         let mut g = PGen {
@@ -439,6 +452,7 @@ pub fn generate(rng: &mut Rng, max_stmts: usize) -> Prog {
             emits: Vec::new(),
             funcs: Vec::new(),
             left: 4,
+            lang: Lang::Core,
         };
         let ret = g.any_ty();
         // The result may read the variables the body declares at its top level.
@@ -464,6 +478,7 @@ pub fn generate(rng: &mut Rng, max_stmts: usize) -> Prog {
         emits: Vec::new(),
         funcs: funcs.iter().map(|f| f.ret).collect(),
         left: max_stmts,
+        lang,
     };
     let results = 1 + g.below(3) as usize;
     g.emits = (0..g.below(4)).map(|_| g.any_ty()).collect();
@@ -483,6 +498,7 @@ pub fn generate(rng: &mut Rng, max_stmts: usize) -> Prog {
         emits: g.emits,
         funcs,
         body,
+        lang,
     }
 }
 

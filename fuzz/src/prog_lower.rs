@@ -14,9 +14,9 @@ use cudajit::codegen::{
 };
 use cudajit::prelude::*;
 
-use super::lower::{self, from_u64, to_u64, BatchKernel, Lower, D, INPUTS, V};
+use super::lower::{self, load_inputs, to_u64, BatchKernel, Lower, D, INPUTS, V};
 use super::prog::{Func, Prog, Stmt};
-use super::tree::{Node, Ty, Val, SLOTS, TYS};
+use super::tree::{Lang, Node, Ty, Val, SLOTS, TYS};
 
 /// A device function's parameters: one of each type, in `TYS` order.
 pub type Params = (bool, i32, u32, i64, u64, f32, f64);
@@ -77,6 +77,7 @@ impl F {
             Ty::U64 => build!(U64, u64),
             Ty::F32 => build!(F32, f32),
             Ty::F64 => build!(F64, f64),
+            t => unreachable!("a device function returning {t:?} (they return core types)"),
         })
     }
 
@@ -274,15 +275,15 @@ pub fn kernel(
         })
         .collect::<Result<_>>()?;
     let total = (progs.len() * threads) as u64;
+    let lang = progs.first().map_or(Lang::Core, |p| p.lang);
+    let stride = lang.inputs() as u64;
     let opts = PtxOptions::default().contract(contract);
     let k = Kernel::<(&[u64], &mut [u64])>::build_with(name, opts, |k, (inp, out)| {
         let i = k.grid1();
         k.if_(i.lt(total), |k| {
             let p = i / threads as u64;
-            let base = (i % threads as u64) * INPUTS as u64;
-            let inputs: Vec<D> = (0..INPUTS)
-                .map(|c| from_u64(inp.at(base + c as u64), TYS[c / SLOTS]))
-                .collect();
+            let base = (i % threads as u64) * stride;
+            let inputs = load_inputs(|c| inp.at(base + c), lang);
             let row = i * width as u64;
             for (j, prog) in progs.iter().enumerate() {
                 k.if_(p.eq(j as u64), |k| {
@@ -309,6 +310,9 @@ fn store_suffix(ty: Ty) -> &'static str {
         Ty::I32 | Ty::F32 => ".bitcast::<u32>().cast::<u64>()",
         Ty::I64 | Ty::F64 => ".bitcast::<u64>()",
         Ty::U64 => "",
+        Ty::U8 | Ty::U16 => ".cast::<u64>()",
+        Ty::I8 | Ty::E4M3 | Ty::E5M2 => ".bitcast::<u8>().cast::<u64>()",
+        Ty::I16 | Ty::F16 | Ty::BF16 => ".bitcast::<u16>().cast::<u64>()",
     }
 }
 
@@ -520,6 +524,14 @@ pub fn rust(p: &Prog) -> String {
             Ty::U64 => load,
             Ty::F32 => format!("{load}.cast::<u32>().bitcast::<f32>()"),
             Ty::F64 => format!("{load}.bitcast::<f64>()"),
+            Ty::I8 => format!("{load}.cast::<u8>().bitcast::<i8>()"),
+            Ty::U8 => format!("{load}.cast::<u8>()"),
+            Ty::I16 => format!("{load}.cast::<u16>().bitcast::<i16>()"),
+            Ty::U16 => format!("{load}.cast::<u16>()"),
+            Ty::F16 => format!("{load}.cast::<u16>().bitcast::<f16>()"),
+            Ty::BF16 => format!("{load}.cast::<u16>().bitcast::<bf16>()"),
+            Ty::E4M3 => format!("{load}.cast::<u8>().bitcast::<F8E4M3>()"),
+            Ty::E5M2 => format!("{load}.cast::<u8>().bitcast::<F8E5M2>()"),
         };
         pr.line(1, &format!("let x_{}_{slot} = {conv};", t.name()));
     }

@@ -1,6 +1,75 @@
 //! The fuzzer's expression trees: types, values, operators, and random generation.
 
+use cudajit::{bf16, f16, F8E4M3, F8E5M2};
+
+pub use super::inputs::{random_val, special};
 use super::rng::Rng;
+
+/// Which part of the kernel language the generators draw from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    /// bool, i32, u32, i64, u64, f32, f64: the trees and programs the fuzzer always made (every
+    /// seed gives exactly what it gave before the other types existed).
+    Core,
+    /// Every scalar type: the core's and i8, u8, i16, u16, f16, bf16 and the 8-bit floats
+    /// (`fp8: false` leaves the 8-bit floats out, for targets before sm_89). Its batch seeds
+    /// are mixed with a constant ([`Lang::batch_seed`]), so its streams are new.
+    Whole { fp8: bool },
+}
+
+/// Every type of the whole language, in input-slot order (the core's first, so a core type's
+/// slot is the same in both layouts).
+pub const ALL_TYS: [Ty; 15] = [
+    Ty::Bool,
+    Ty::I32,
+    Ty::U32,
+    Ty::I64,
+    Ty::U64,
+    Ty::F32,
+    Ty::F64,
+    Ty::I8,
+    Ty::U8,
+    Ty::I16,
+    Ty::U16,
+    Ty::F16,
+    Ty::BF16,
+    Ty::E4M3,
+    Ty::E5M2,
+];
+
+impl Lang {
+    /// The types its trees use, in input-slot order.
+    pub fn tys(self) -> &'static [Ty] {
+        match self {
+            Lang::Core => &TYS,
+            Lang::Whole { fp8: true } => &ALL_TYS,
+            Lang::Whole { fp8: false } => &ALL_TYS[..13],
+        }
+    }
+    /// Input words per thread: `SLOTS` per type of [`ALL_TYS`] (whole) or [`TYS`] (core).
+    pub fn inputs(self) -> usize {
+        match self {
+            Lang::Core => SLOTS * TYS.len(),
+            Lang::Whole { .. } => SLOTS * ALL_TYS.len(),
+        }
+    }
+    /// The type of input word `c`.
+    pub fn input_ty(self, c: usize) -> Ty {
+        ALL_TYS[c / SLOTS]
+    }
+    /// The random seed of batch `seed`: itself in the core language, mixed with a constant in
+    /// the whole one (new streams; the old findings' seeds keep theirs).
+    pub fn batch_seed(self, seed: u64) -> u64 {
+        match self {
+            Lang::Core => seed,
+            Lang::Whole { .. } => seed ^ 0x3c6e_f372_fe94_f82b,
+        }
+    }
+    /// Whether it is the whole language.
+    pub fn whole(self) -> bool {
+        matches!(self, Lang::Whole { .. })
+    }
+}
 
 /// A scalar type of the kernel builder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -12,9 +81,19 @@ pub enum Ty {
     U64,
     F32,
     F64,
+    I8,
+    U8,
+    I16,
+    U16,
+    F16,
+    BF16,
+    /// `cudajit::F8E4M3` (storage only: casts, comparisons, select, bitcasts).
+    E4M3,
+    /// `cudajit::F8E5M2`.
+    E5M2,
 }
 
-/// Every type, in input-slot order.
+/// Every type of the core language, in input-slot order.
 pub const TYS: [Ty; 7] = [
     Ty::Bool,
     Ty::I32,
@@ -26,15 +105,36 @@ pub const TYS: [Ty; 7] = [
 ];
 
 impl Ty {
+    /// Floats with arithmetic (not the 8-bit storage floats).
     pub fn is_float(self) -> bool {
-        matches!(self, Ty::F32 | Ty::F64)
+        matches!(self, Ty::F32 | Ty::F64 | Ty::F16 | Ty::BF16)
+    }
+    /// The 16-bit floats.
+    pub fn is_half(self) -> bool {
+        matches!(self, Ty::F16 | Ty::BF16)
+    }
+    /// The 8-bit floats.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, Ty::E4M3 | Ty::E5M2)
+    }
+    /// Integers (not bool).
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 | Ty::I8 | Ty::U8 | Ty::I16 | Ty::U16
+        )
     }
     pub fn is_signed(self) -> bool {
-        matches!(self, Ty::I32 | Ty::I64 | Ty::F32 | Ty::F64)
+        matches!(
+            self,
+            Ty::I32 | Ty::I64 | Ty::F32 | Ty::F64 | Ty::I8 | Ty::I16 | Ty::F16 | Ty::BF16
+        )
     }
     pub fn bits(self) -> u32 {
         match self {
             Ty::Bool => 1,
+            Ty::I8 | Ty::U8 | Ty::E4M3 | Ty::E5M2 => 8,
+            Ty::I16 | Ty::U16 | Ty::F16 | Ty::BF16 => 16,
             Ty::I32 | Ty::U32 | Ty::F32 => 32,
             Ty::I64 | Ty::U64 | Ty::F64 => 64,
         }
@@ -49,11 +149,19 @@ impl Ty {
             Ty::U64 => "u64",
             Ty::F32 => "f32",
             Ty::F64 => "f64",
+            Ty::I8 => "i8",
+            Ty::U8 => "u8",
+            Ty::I16 => "i16",
+            Ty::U16 => "u16",
+            Ty::F16 => "f16",
+            Ty::BF16 => "bf16",
+            Ty::E4M3 => "F8E4M3",
+            Ty::E5M2 => "F8E5M2",
         }
     }
-    /// Index in [`TYS`].
+    /// Index in [`ALL_TYS`] (for the core types the same as in [`TYS`]).
     pub fn index(self) -> usize {
-        TYS.iter().position(|&t| t == self).unwrap_or(0)
+        ALL_TYS.iter().position(|&t| t == self).unwrap_or(0)
     }
 }
 
@@ -67,6 +175,14 @@ pub enum Val {
     U64(u64),
     F32(f32),
     F64(f64),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    F16(f16),
+    BF16(bf16),
+    E4M3(F8E4M3),
+    E5M2(F8E5M2),
 }
 
 impl Val {
@@ -79,6 +195,14 @@ impl Val {
             Val::U64(_) => Ty::U64,
             Val::F32(_) => Ty::F32,
             Val::F64(_) => Ty::F64,
+            Val::I8(_) => Ty::I8,
+            Val::U8(_) => Ty::U8,
+            Val::I16(_) => Ty::I16,
+            Val::U16(_) => Ty::U16,
+            Val::F16(_) => Ty::F16,
+            Val::BF16(_) => Ty::BF16,
+            Val::E4M3(_) => Ty::E4M3,
+            Val::E5M2(_) => Ty::E5M2,
         }
     }
     /// The bits as the kernels store them (zero-extended to 64).
@@ -91,6 +215,14 @@ impl Val {
             Val::U64(v) => v,
             Val::F32(v) => v.to_bits() as u64,
             Val::F64(v) => v.to_bits(),
+            Val::I8(v) => v as u8 as u64,
+            Val::U8(v) => v as u64,
+            Val::I16(v) => v as u16 as u64,
+            Val::U16(v) => v as u64,
+            Val::F16(v) => v.to_bits() as u64,
+            Val::BF16(v) => v.to_bits() as u64,
+            Val::E4M3(v) => v.to_bits() as u64,
+            Val::E5M2(v) => v.to_bits() as u64,
         }
     }
     /// The value of type `ty` whose stored bits are `b` (bits above the type's width ignored).
@@ -103,14 +235,38 @@ impl Val {
             Ty::U64 => Val::U64(b),
             Ty::F32 => Val::F32(f32::from_bits(b as u32)),
             Ty::F64 => Val::F64(f64::from_bits(b)),
+            Ty::I8 => Val::I8(b as u8 as i8),
+            Ty::U8 => Val::U8(b as u8),
+            Ty::I16 => Val::I16(b as u16 as i16),
+            Ty::U16 => Val::U16(b as u16),
+            Ty::F16 => Val::F16(f16::from_bits(b as u16)),
+            Ty::BF16 => Val::BF16(bf16::from_bits(b as u16)),
+            Ty::E4M3 => Val::E4M3(F8E4M3::from_bits(b as u8)),
+            Ty::E5M2 => Val::E5M2(F8E5M2::from_bits(b as u8)),
         }
     }
     pub fn is_nan(self) -> bool {
         match self {
             Val::F32(v) => v.is_nan(),
             Val::F64(v) => v.is_nan(),
+            Val::F16(v) => v.is_nan(),
+            Val::BF16(v) => v.is_nan(),
+            Val::E4M3(v) => v.is_nan(),
+            Val::E5M2(v) => v.is_nan(),
             _ => false,
         }
+    }
+    /// The value of a float (any width) as f64, exactly; `None` for other types.
+    pub fn as_f64(self) -> Option<f64> {
+        Some(match self {
+            Val::F32(v) => v as f64,
+            Val::F64(v) => v,
+            Val::F16(v) => v.to_f64(),
+            Val::BF16(v) => v.to_f64(),
+            Val::E4M3(v) => v.to_f32() as f64,
+            Val::E5M2(v) => v.to_f32() as f64,
+            _ => return None,
+        })
     }
     /// Equal as results: the same bits (so +0 and -0 differ), or both NaN (any payload).
     pub fn same(self, other: Val) -> bool {
@@ -149,6 +305,22 @@ impl Val {
                 format!("{:#018x}", v.to_bits()),
                 "f64",
                 format!("{v:?}").parse::<f64>().map(f64::to_bits) == Ok(v.to_bits()),
+            ),
+            Val::I8(v) => format!("{v}i8"),
+            Val::U8(v) => format!("{v}u8"),
+            Val::I16(v) => format!("{v}i16"),
+            Val::U16(v) => format!("{v}u16"),
+            Val::F16(v) => format!("f16::from_bits({:#06x}) /* {v:?} */", v.to_bits()),
+            Val::BF16(v) => format!("bf16::from_bits({:#06x}) /* {v:?} */", v.to_bits()),
+            Val::E4M3(v) => format!(
+                "F8E4M3::from_bits({:#04x}) /* {} */",
+                v.to_bits(),
+                v.to_f32()
+            ),
+            Val::E5M2(v) => format!(
+                "F8E5M2::from_bits({:#04x}) /* {} */",
+                v.to_bits(),
+                v.to_f32()
             ),
         }
     }
@@ -379,123 +551,6 @@ impl Node {
 /// Input slots per type and thread.
 pub const SLOTS: usize = 3;
 
-/// Special values of each type, for inputs and literals.
-pub fn special(ty: Ty) -> Vec<Val> {
-    let f32s: [f32; 24] = [
-        0.0,
-        -0.0,
-        1.0,
-        -1.0,
-        0.5,
-        -1.5,
-        2.0,
-        3.0,
-        -7.25,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        -f32::NAN,
-        f32::from_bits(0x7fc0_0001),
-        f32::MIN_POSITIVE,
-        -f32::MIN_POSITIVE,
-        f32::from_bits(1),
-        f32::from_bits(0x8000_0001),
-        f32::from_bits(0x007f_ffff),
-        f32::MAX,
-        f32::MIN,
-        1e10,
-        16777217.0,
-        2147483648.0,
-    ];
-    let f64s: [f64; 24] = [
-        0.0,
-        -0.0,
-        1.0,
-        -1.0,
-        0.5,
-        -1.5,
-        2.0,
-        3.0,
-        -7.25,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::NAN,
-        -f64::NAN,
-        f64::from_bits(0x7ff8_0000_0000_0001),
-        f64::MIN_POSITIVE,
-        -f64::MIN_POSITIVE,
-        f64::from_bits(1),
-        f64::from_bits(0x8000_0000_0000_0001),
-        f32::MAX as f64,
-        f64::MAX,
-        f64::MIN,
-        1e300,
-        9007199254740993.0,
-        9.223372036854776e18,
-    ];
-    match ty {
-        Ty::Bool => vec![Val::Bool(false), Val::Bool(true)],
-        Ty::I32 => [
-            0,
-            1,
-            -1,
-            2,
-            31,
-            32,
-            33,
-            -32,
-            7,
-            i32::MIN,
-            i32::MAX,
-            i32::MIN + 1,
-        ]
-        .map(Val::I32)
-        .to_vec(),
-        Ty::U32 => [0, 1, 2, 31, 32, 33, 7, u32::MAX, u32::MAX - 1, 1 << 31]
-            .map(Val::U32)
-            .to_vec(),
-        Ty::I64 => [
-            0,
-            1,
-            -1,
-            2,
-            63,
-            64,
-            65,
-            -64,
-            7,
-            i64::MIN,
-            i64::MAX,
-            i64::MIN + 1,
-        ]
-        .map(Val::I64)
-        .to_vec(),
-        Ty::U64 => [0, 1, 2, 63, 64, 65, 7, u64::MAX, u64::MAX - 1, 1 << 63]
-            .map(Val::U64)
-            .to_vec(),
-        Ty::F32 => f32s.map(Val::F32).to_vec(),
-        Ty::F64 => f64s.map(Val::F64).to_vec(),
-    }
-}
-
-/// A random value of `ty`: half special values, half random (floats: random bits or a
-/// random moderate number).
-pub fn random_val(rng: &mut Rng, ty: Ty) -> Val {
-    if rng.below(2) == 0 {
-        let s = special(ty);
-        return s[rng.below(s.len() as u64) as usize];
-    }
-    let b = rng.next_u64();
-    match ty {
-        Ty::F32 if rng.below(2) == 0 => Val::F32(((b % 2001) as f32 - 1000.0) / 8.0),
-        Ty::F64 if rng.below(2) == 0 => Val::F64(((b % 2001) as f64 - 1000.0) / 8.0),
-        Ty::I32 | Ty::I64 | Ty::U32 | Ty::U64 if rng.below(2) == 0 => {
-            Val::from_bits(ty, (b % 80).wrapping_sub(16))
-        }
-        _ => Val::from_bits(ty, b),
-    }
-}
-
 /// Random tree generation: well-typed by construction.
 ///
 /// [`Gen::new`] gives the plain trees of the tree fuzzer; the statement programs (`prog.rs`)
@@ -510,6 +565,11 @@ pub struct Gen<'a> {
     pub exact: bool,
     /// Input slots a leaf may read (`1..=SLOTS`).
     pub slots: u8,
+    /// The types it draws from.
+    pub lang: Lang,
+    /// Leave bf16 out (a bf16 drawn becomes f16): fastmath batches, where LLVM 19 emits
+    /// `setp.*.ftz.bf16`, which ptxas rejects (see docs/RELIABILITY.md).
+    pub no_bf16: bool,
 }
 
 impl<'a> Gen<'a> {
@@ -520,7 +580,15 @@ impl<'a> Gen<'a> {
             vars: Vec::new(),
             exact: false,
             slots: SLOTS as u8,
+            lang: Lang::Core,
+            no_bf16: false,
         }
+    }
+
+    /// The same for another language.
+    pub fn lang(mut self, lang: Lang) -> Self {
+        self.lang = lang;
+        self
     }
 }
 
@@ -547,7 +615,33 @@ impl Gen<'_> {
     }
 
     fn any_ty(&mut self) -> Ty {
-        self.pick(&TYS)
+        let t = self.pick(self.lang.tys());
+        self.allowed(t)
+    }
+
+    /// `t`, or f16 for a bf16 when bf16 is left out.
+    fn allowed(&self, t: Ty) -> Ty {
+        if t == Ty::BF16 && self.no_bf16 {
+            Ty::F16
+        } else {
+            t
+        }
+    }
+
+    fn fp8(&self) -> bool {
+        matches!(self.lang, Lang::Whole { fp8: true })
+    }
+
+    /// A type of `bits` bits other than bool for a bitcast (whole language).
+    fn same_size(&mut self, bits: u32) -> Ty {
+        match bits {
+            8 if self.fp8() => self.pick(&[Ty::I8, Ty::U8, Ty::E4M3, Ty::E5M2]),
+            8 => self.pick(&[Ty::I8, Ty::U8]),
+            _ => {
+                let t = self.pick(&[Ty::I16, Ty::U16, Ty::F16, Ty::BF16]);
+                self.allowed(t)
+            }
+        }
     }
 
     /// A tree of type `ty` at most `depth` deep.
@@ -570,63 +664,87 @@ impl Gen<'_> {
                     Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
                 }
                 5 => {
-                    let t = self.pick(&[Ty::F32, Ty::F64]);
+                    let t = if self.lang.whole() {
+                        let t = self.pick(&[Ty::F32, Ty::F64, Ty::F16, Ty::BF16]);
+                        self.allowed(t)
+                    } else {
+                        self.pick(&[Ty::F32, Ty::F64])
+                    };
                     let op = self.pick(&[Un::IsNan, Un::IsInf]);
                     Node::Un(op, b(self.tree(t, d)))
                 }
                 6 => self.select(ty, d),
                 _ => self.leaf(ty),
             },
-            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 => match self.rng.below(12) {
-                0..=4 => {
-                    let op = self.pick(&[
-                        Bin::Add,
-                        Bin::Sub,
-                        Bin::Mul,
-                        Bin::Div,
-                        Bin::Rem,
-                        Bin::And,
-                        Bin::Or,
-                        Bin::Xor,
-                        Bin::Shl,
-                        Bin::Shr,
-                        Bin::Min,
-                        Bin::Max,
-                    ]);
-                    Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
-                }
-                5 => {
-                    let mut ops = vec![Un::Not, Un::Brev];
-                    if ty.is_signed() {
-                        ops.push(Un::Neg);
+            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 | Ty::I8 | Ty::U8 | Ty::I16 | Ty::U16 => {
+                match self.rng.below(12) {
+                    0..=4 => {
+                        let op = self.pick(&[
+                            Bin::Add,
+                            Bin::Sub,
+                            Bin::Mul,
+                            Bin::Div,
+                            Bin::Rem,
+                            Bin::And,
+                            Bin::Or,
+                            Bin::Xor,
+                            Bin::Shl,
+                            Bin::Shr,
+                            Bin::Min,
+                            Bin::Max,
+                        ]);
+                        Node::Bin(op, b(self.tree(ty, d)), b(self.tree(ty, d)))
                     }
-                    let op = self.pick(&ops);
-                    Node::Un(op, b(self.tree(ty, d)))
+                    5 => {
+                        let mut ops = vec![Un::Not, Un::Brev];
+                        if ty.is_signed() {
+                            ops.push(Un::Neg);
+                        }
+                        let op = self.pick(&ops);
+                        Node::Un(op, b(self.tree(ty, d)))
+                    }
+                    6 if ty == Ty::U32 => {
+                        let t = if self.lang.whole() {
+                            self.pick(&[
+                                Ty::I32,
+                                Ty::U32,
+                                Ty::I64,
+                                Ty::U64,
+                                Ty::I8,
+                                Ty::U8,
+                                Ty::I16,
+                                Ty::U16,
+                            ])
+                        } else {
+                            self.pick(&[Ty::I32, Ty::U32, Ty::I64, Ty::U64])
+                        };
+                        let op = self.pick(&[Un::Popc, Un::Clz, Un::Ffs]);
+                        Node::Un(op, b(self.tree(t, d)))
+                    }
+                    6 | 7 => {
+                        let t = self.any_ty();
+                        Node::Cast(ty, b(self.tree(t, d)))
+                    }
+                    8 if ty.bits() < 32 => {
+                        let t = self.same_size(ty.bits());
+                        Node::Bitcast(ty, b(self.tree(t, d)))
+                    }
+                    8 => {
+                        let t = match (ty.bits(), self.rng.below(3)) {
+                            (32, 0) => Ty::F32,
+                            (32, 1) => Ty::I32,
+                            (32, _) => Ty::U32,
+                            (_, 0) => Ty::F64,
+                            (_, 1) => Ty::I64,
+                            _ => Ty::U64,
+                        };
+                        Node::Bitcast(ty, b(self.tree(t, d)))
+                    }
+                    9 => self.select(ty, d),
+                    _ => self.leaf(ty),
                 }
-                6 if ty == Ty::U32 => {
-                    let t = self.pick(&[Ty::I32, Ty::U32, Ty::I64, Ty::U64]);
-                    let op = self.pick(&[Un::Popc, Un::Clz, Un::Ffs]);
-                    Node::Un(op, b(self.tree(t, d)))
-                }
-                6 | 7 => {
-                    let t = self.any_ty();
-                    Node::Cast(ty, b(self.tree(t, d)))
-                }
-                8 => {
-                    let t = match (ty.bits(), self.rng.below(3)) {
-                        (32, 0) => Ty::F32,
-                        (32, 1) => Ty::I32,
-                        (32, _) => Ty::U32,
-                        (_, 0) => Ty::F64,
-                        (_, 1) => Ty::I64,
-                        _ => Ty::U64,
-                    };
-                    Node::Bitcast(ty, b(self.tree(t, d)))
-                }
-                9 => self.select(ty, d),
-                _ => self.leaf(ty),
-            },
-            Ty::F32 | Ty::F64 => match self.rng.below(14) {
+            }
+            Ty::F32 | Ty::F64 | Ty::F16 | Ty::BF16 => match self.rng.below(14) {
                 0..=3 => {
                     let op = self.pick(&[
                         Bin::Add,
@@ -679,14 +797,32 @@ impl Gen<'_> {
                     Node::Cast(ty, b(self.tree(t, d)))
                 }
                 9 => {
-                    let t = if ty == Ty::F32 {
-                        self.pick(&[Ty::I32, Ty::U32])
-                    } else {
-                        self.pick(&[Ty::I64, Ty::U64])
+                    let t = match ty {
+                        Ty::F32 => self.pick(&[Ty::I32, Ty::U32]),
+                        Ty::F64 => self.pick(&[Ty::I64, Ty::U64]),
+                        _ => self.same_size(16),
                     };
                     Node::Bitcast(ty, b(self.tree(t, d)))
                 }
                 10 | 11 => self.select(ty, d),
+                _ => self.leaf(ty),
+            },
+            // The 8-bit floats: storage types (casts, bitcasts, select; compared as bools).
+            Ty::E4M3 | Ty::E5M2 => match self.rng.below(6) {
+                0 | 1 => {
+                    let t = loop {
+                        let t = self.any_ty();
+                        if t != Ty::Bool {
+                            break t;
+                        }
+                    };
+                    Node::Cast(ty, b(self.tree(t, d)))
+                }
+                2 => {
+                    let t = self.same_size(8);
+                    Node::Bitcast(ty, b(self.tree(t, d)))
+                }
+                3 => self.select(ty, d),
                 _ => self.leaf(ty),
             },
         }

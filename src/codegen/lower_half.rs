@@ -57,6 +57,23 @@ impl<'c> Lowerer<'c, '_> {
         y: FloatValue<'c>,
         ty: ScalarTy,
     ) -> Result<BasicValueEnum<'c>> {
+        if ty == ScalarTy::BF16
+            && self.opts.fastmath
+            && matches!(o, BinOp::Add | BinOp::Sub | BinOp::Mul)
+        {
+            // With fastmath (f32 denormals flushed) LLVM 19 emits `add.rn.ftz.bf16` and the
+            // like, which ptxas rejects (`.ftz` is no bf16 modifier): compute in f32 without
+            // `.ftz` (exact for bf16 operands' products and sums up to one rounding) and round
+            // once, as on targets without native bf16.
+            let (a, b) = (self.half_to_f32(x.into())?, self.half_to_f32(y.into())?);
+            let op = match o {
+                BinOp::Add => "add",
+                BinOp::Sub => "sub",
+                _ => "mul",
+            };
+            let r = self.asm2_f32(format!("{op}.rn.f32 $0, $1, $2;"), a, b)?;
+            return self.round_to_half(r.into_float_value(), ty);
+        }
         Ok(match o {
             BinOp::Add => ll!(self, self.b.build_float_add(x, y, "")).into(),
             BinOp::Sub => ll!(self, self.b.build_float_sub(x, y, "")).into(),
@@ -78,6 +95,37 @@ impl<'c> Lowerer<'c, '_> {
             }
             _ => return Err(self.err(format!("{o:?} on floats"))),
         })
+    }
+
+    /// A bf16 value as f32 by its bits (the high half of the f32's): exact, and opaque to the
+    /// folds that would turn a compare of it back into a bf16 compare.
+    pub(crate) fn bf16_bits_to_f32(&self, v: BasicValueEnum<'c>) -> Result<BasicValueEnum<'c>> {
+        let i16t = self.ctx.i16_type();
+        let i32t = self.ctx.i32_type();
+        let bits = ll!(self, self.b.build_bit_cast(v, i16t, "")).into_int_value();
+        let wide = ll!(self, self.b.build_int_z_extend(bits, i32t, ""));
+        let high = ll!(
+            self,
+            self.b.build_left_shift(wide, i32t.const_int(16, false), "")
+        );
+        let f = ll!(self, self.b.build_bit_cast(high, self.ctx.f32_type(), ""));
+        // Through an opaque `mov`: the back end folds a compare of an extended value with a
+        // constant back into a bf16 compare otherwise.
+        let ft = self.ctx.f32_type();
+        let fty = ft.fn_type(&[ft.into()], false);
+        let asm = self.ctx.create_inline_asm(
+            fty,
+            "mov.b32 $0, $1;".to_string(),
+            "=f,f".to_string(),
+            false,
+            false,
+            None,
+            false,
+        );
+        let call = ll!(self, self.b.build_indirect_call(fty, asm, &[f.into()], ""));
+        call.try_as_basic_value()
+            .basic()
+            .ok_or_else(|| self.err("inline assembly returned nothing"))
     }
 
     /// Two f32 operands through a piece of inline PTX (`$0` the result).

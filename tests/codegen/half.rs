@@ -427,3 +427,47 @@ fn argmin_argmax_and_device_functions_on_half_types() {
     .unwrap();
     compile_all(&k);
 }
+
+/// `bitcast` between f16 and bf16 (two float types of one size) goes through i16: LLVM's NVPTX
+/// back end cannot select a direct `bf16 = bitcast f16` and aborted (found by the
+/// whole-language fuzzer, `--lang whole --ptx-only 9.0 --seed 31000000`).
+#[test]
+fn bitcasts_between_f16_and_bf16_compile() {
+    let k = Kernel::<(&[f16], &[bf16], &mut [bf16], &mut [f16])>::build(
+        "bitcast_half",
+        |k, (a, b, oa, ob)| {
+            let i = k.grid1();
+            oa.set(i, a.at(i).bitcast::<bf16>());
+            ob.set(
+                i,
+                b.at(i).bitcast::<f16>() + Expr::lit(f16::ONE).bitcast::<bf16>().bitcast(),
+            );
+        },
+    )
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(ptx.contains(".entry bitcast_half"), "{ptx}");
+}
+
+/// With fastmath (f32 denormals flushed), LLVM 19 emitted `add.rn.ftz.bf16`, `fma.rn.ftz.bf16`
+/// and `setp.*.ftz.bf16`, which ptxas rejects: bf16 `+ - *`, `mul_add` and comparisons of two
+/// values go through f32 there (found by the whole-language fuzzer with fastmath). Comparisons
+/// with a constant still come out as `setp.*.ftz.bf16` (the fuzzer leaves bf16 out of its
+/// fastmath batches for that; see docs/RELIABILITY.md).
+#[test]
+fn bf16_arithmetic_with_fastmath_passes_ptxas() {
+    let opts = PtxOptions::default().fastmath(true);
+    let k = Kernel::<(&[bf16], &[bf16], &mut [bf16], &mut [bool])>::build_with(
+        "bf16_fast",
+        opts,
+        |k, (a, b, o, c)| {
+            let i = k.grid1();
+            let (x, y) = (a.at(i), b.at(i));
+            o.set(i, (x + y) * (x - y) + x.mul_add(y, x));
+            c.set(i, x.lt(y));
+        },
+    )
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(!ptx.contains("ftz.bf16"), "{ptx}");
+}

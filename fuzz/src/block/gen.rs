@@ -149,6 +149,9 @@ impl G<'_> {
             vars,
             exact: true,
             slots: SLOTS as u8,
+            // The block programs' trees are the core language's (their own types and inputs).
+            lang: crate::tree::Lang::Core,
+            no_bf16: false,
         }
         .tree(ty, d)
     }

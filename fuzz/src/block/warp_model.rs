@@ -22,7 +22,18 @@ pub fn lane_result(
             .map(|o| Some((o, vals[o]? == Val::Bool(true))))
             .collect()
     };
-    let bits_eq = |a: Option<Val>, b: Option<Val>| Some(a?.to_bits() == b?.to_bits());
+    // `match` compares bits: where either value is a NaN, whose bits Rust leaves open (the
+    // GPU makes one canonical NaN where x86 keeps or sets others), the result is open (found
+    // on an H200: lanes of NaNs from different inputs matched on the device, not in the model).
+    let nan =
+        |v: Val| matches!(v, Val::F32(x) if x.is_nan()) || matches!(v, Val::F64(x) if x.is_nan());
+    let bits_eq = |a: Option<Val>, b: Option<Val>| {
+        let (a, b) = (a?, b?);
+        if nan(a) || nan(b) {
+            return None;
+        }
+        Some(a.to_bits() == b.to_bits())
+    };
     match op {
         WarpOp::ShflIdx(_) => src(idx_src?),
         WarpOp::ShflUp(d) => {

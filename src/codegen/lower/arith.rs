@@ -287,7 +287,14 @@ impl<'c> Lowerer<'c, '_> {
         b: ValueId,
     ) -> Result<BasicValueEnum<'c>> {
         let ty = self.ty(a);
-        let (x, y) = (self.v(a)?, self.v(b)?);
+        let (mut x, mut y) = (self.v(a)?, self.v(b)?);
+        if ty == ScalarTy::BF16 && self.opts.fastmath {
+            // LLVM 19 would emit `setp.*.ftz.bf16` with fastmath, which ptxas rejects: compare
+            // the values widened (exactly) to f32 instead, with f32's fastmath semantics. The
+            // widening is by bits: LLVM folds a compare of two `fpext`s back into a bf16 one.
+            x = self.bf16_bits_to_f32(x)?;
+            y = self.bf16_bits_to_f32(y)?;
+        }
         if ty.is_float() {
             let p = match c {
                 CmpOp::Eq => FloatPredicate::OEQ,

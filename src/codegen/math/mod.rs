@@ -366,7 +366,8 @@ fn lower_half_math<'c>(
 ) -> Result<BasicValueEnum<'c>> {
     if f == MathFn::Fma {
         let fv: Vec<_> = vals.iter().map(|v| v.into_float_value()).collect();
-        if arg == ScalarTy::BF16 && lw.opts.sm() < (8, 0) {
+        // With fastmath, LLVM 19 would emit `fma.rn.ftz.bf16`, which ptxas rejects.
+        if arg == ScalarTy::BF16 && (lw.opts.sm() < (8, 0) || lw.opts.fastmath) {
             return lw.bf16_fma_odd(fv[0], fv[1], fv[2]);
         }
         let sfx = if arg == ScalarTy::F16 { "f16" } else { "bf16" };
