@@ -32,7 +32,9 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 const MAGIC: &[u8; 4] = b"CJRV";
 const VERSION: u32 = 1;
 
-/// How the ranks meet; see the [module docs](self).
+/// How the ranks of a communicator over processes meet to share its [`UniqueId`]: TCP (torch's
+/// `env://`), a shared file, or given bytes; every wait bounded (see [`Communicator::from_env`]
+/// and the [`nccl`](crate::nccl) module).
 #[derive(Debug, Clone)]
 pub struct Rendezvous {
     how: How,
