@@ -309,6 +309,8 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 /// One round of mixed work on a new stream, every result checked.
 fn round(sh: &Shared, t: u64, r: u64) -> Result<()> {
+    // Never beside a capture (newer.rs, `CAPTURE`).
+    let _beside = newer::CAPTURE.read().unwrap_or_else(|e| e.into_inner());
     let ctx = &sh.ctx;
     let s = ctx.new_stream()?;
     // Sizes cycle through small, medium, and (rarely) staged-large pageable copies.

@@ -6,7 +6,7 @@
 //! exact).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use cudajit::codegen::{Expr, Kernel};
 use cudajit::nccl::{self, Communicator, ReduceOp};
@@ -16,6 +16,21 @@ use cudajit::sharded::{Mesh, ShardedArray};
 
 /// The kinds of rounds, in the order of their counters.
 pub const KINDS: [&str; 4] = ["graph", "pool+scan", "sharded", "nccl"];
+
+/// Held for writing by a graph round (from capture to its last launch) and for reading by
+/// every other round, so that no other work of the process runs while a thread captures.
+/// The first two-GPU soaks with graphs beside everything else lost their captures:
+/// `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` while capturing on blocking streams, then
+/// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` within 2 s on non-blocking ones (CUDA invalidates a
+/// capture when another thread synchronises the whole context or waits on an event recorded in
+/// the capture; which call of which round did it is not isolated yet). `SOAK_CONCURRENT_CAPTURE=1`
+/// turns the lock off, to look for it.
+pub static CAPTURE: RwLock<()> = RwLock::new(());
+
+/// Whether graph rounds run alone (the default; see [`CAPTURE`]).
+pub fn captures_alone() -> bool {
+    std::env::var_os("SOAK_CONCURRENT_CAPTURE").is_none()
+}
 
 /// What the newer rounds share.
 pub struct Newer {
@@ -61,7 +76,12 @@ impl Newer {
     /// Which kinds run here.
     pub fn describe(&self) -> String {
         format!(
-            "graphs, pool and scans{}{}",
+            "graphs{}, pool and scans{}{}",
+            if captures_alone() {
+                " (captured with no other round running)"
+            } else {
+                " (captured beside the other rounds)"
+            },
             if self.two {
                 ", sharded arrays on devices 0 and 1"
             } else {
@@ -83,6 +103,12 @@ impl Newer {
             (3, _, true) => 3,
             (k, _, _) => (k % 2) as usize,
         };
+        let (_alone, _beside);
+        if kind == 0 && captures_alone() {
+            _alone = CAPTURE.write().unwrap_or_else(|e| e.into_inner());
+        } else {
+            _beside = CAPTURE.read().unwrap_or_else(|e| e.into_inner());
+        }
         match kind {
             0 => self.graph(ctx, t, r, n)?,
             1 => self.pool_scan(ctx, t, r, n)?,

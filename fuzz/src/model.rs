@@ -438,6 +438,10 @@ fn cmp(op: Cmp, a: Val, b: Val) -> bool {
 /// Rust's `as` (the builder's `cast`); to the 16-bit floats one rounding to nearest even of
 /// the exact value (docs/GUIDE.md), to the 8-bit floats `F8E4M3::from_f64(value as f64)`.
 pub fn cast(v: Val, to: Ty) -> Val {
+    // To its own type: the same bits (an 8-bit float's infinity stays infinite).
+    if v.ty() == to {
+        return v;
+    }
     /// A value exactly: an integer, or a float's value.
     enum X {
         Int(i128),

@@ -318,6 +318,56 @@ fn narrow_negation_wraps() {
     }
 }
 
+/// Every `i16` (and so every `i8`): `-x` and `x.max(-x)` (which LLVM makes an `abs`) widened to
+/// `i32` and compared with `x`, against Rust's wrapping values: `i16::MIN` negates to itself (the
+/// PTX compiler gave +32768 until workaround 13, `src/codegen/ptx_fix/w13_*`).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn narrow_negation_and_abs_of_min_widen_to_rusts_values() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&[i16], &mut [i32])>::build("narrow_neg_abs_widened", |k, (a, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(a.len()), |_| {
+            let x = a.at(i);
+            let (n, m) = (-x, x.max(-x));
+            out.set(i * 4u64, n.cast::<i32>());
+            out.set(i * 4u64 + 1u64, m.cast::<i32>());
+            out.set(
+                i * 4u64 + 2u64,
+                n.gt(x).cast::<i32>() + m.lt(Expr::lit(0i16)).cast::<i32>() * 2i32,
+            );
+            let b = x.cast::<i8>();
+            out.set(
+                i * 4u64 + 3u64,
+                (-b).cast::<i32>() * 256i32 + b.max(-b).cast::<i32>(),
+            );
+        });
+    })
+    .unwrap();
+    let a: Vec<i16> = (i16::MIN..=i16::MAX).collect();
+    let n = a.len();
+    let da = s.to_device(&a).unwrap();
+    let mut out = s.to_device(&vec![poison::<i32>(); 4 * n]).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 256).unwrap(),
+        (&da, &mut out),
+    )
+    .unwrap();
+    let out = out.to_vec_async(&s).unwrap();
+    for (i, &x) in a.iter().enumerate() {
+        let (nx, mx, b) = (x.wrapping_neg(), x.max(x.wrapping_neg()), x as i8);
+        let want = [
+            nx as i32,
+            mx as i32,
+            (nx > x) as i32 + 2 * (mx < 0) as i32,
+            b.wrapping_neg() as i32 * 256 + b.max(b.wrapping_neg()) as i32,
+        ];
+        assert_eq!(out[4 * i..4 * i + 4], want, "x = {x}");
+    }
+}
+
 /// `x.cast::<D>()` for random `x`, against `host(x)`, bit for bit.
 fn cast_case<S: Gen, D: Gen>(rng: &mut Rng, host: impl Fn(S) -> D) {
     let name = format!("narrow_cast_{}_{}", S::TY.name(), D::TY.name());

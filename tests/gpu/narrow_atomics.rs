@@ -4,7 +4,7 @@
 //! the elements of two words, next to plain stores to the other elements of the word, and in
 //! shared memory.
 
-use cudajit::codegen::{Expr, Int, Kernel, SliceMut};
+use cudajit::codegen::{Expr, Int, Kernel, PtxOptions, SliceMut};
 use cudajit::prelude::*;
 
 use crate::common::{ctx, Rng};
@@ -358,4 +358,169 @@ fn narrow_atomics_in_shared_memory() {
     shared_atomics::<u8>(&mut rng);
     shared_atomics::<i16>(&mut rng);
     shared_atomics::<u16>(&mut rng);
+}
+
+/// How a thread computes its operand from its `i32` input `w` before truncating it to the
+/// narrow type: in registers, not loaded from memory (the fuzzer's campaign found an `i16`
+/// `atomic_nanmax` whose operand was `(-w).cast::<i16>()` ending below its start value).
+const FORMS: [&str; 3] = ["-w", "w", "w + 1"];
+const MINMAX: [A; 4] = [A::Max, A::Min, A::NanMax, A::NanMin];
+
+fn form(f: usize, w: Expr<i32>) -> Expr<i32> {
+    match f {
+        0 => -w,
+        1 => w,
+        _ => w + 1i32,
+    }
+}
+
+fn form_host(f: usize, w: i32) -> i32 {
+    match f {
+        0 => w.wrapping_neg(),
+        1 => w,
+        _ => w.wrapping_add(1),
+    }
+}
+
+/// Min/max atomics, on shared and global words at a dynamic index, with operands computed in
+/// registers as truncated `i32`s (the sign of the narrow value is its own bit 7 or 15, not the
+/// `i32`'s), plus the same comparisons without atomics. The final words are exact; every old
+/// value is the start value or one of the operands at its index.
+fn truncated_operands<T: Narrow>(rng: &mut Rng) {
+    let name = format!("narrow_truncated_{}", T::TY.name());
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let slots = FORMS.len() * MINMAX.len();
+    let big = T::from_u64(if T::TY.size() == 1 { 100 } else { 28133 });
+    let start = [T::from_u64(0), big, T::from_u64(1), T::from_u64(2)];
+    let k = Kernel::<(&[i32], &[u32], &mut [T], &mut [T], &mut [T], &mut [T])>::build(
+        &name,
+        |k, (w, bins, glob, olds, plain, fin)| {
+            let t = k.thread_idx().x;
+            let i = k.grid1();
+            let sh = k.shared_array::<T>(slots * 4);
+            k.if_(t.lt(slots as u32 * 4), |_| {
+                sh.set(t, glob.at(t.cast::<u64>()));
+            });
+            k.syncthreads();
+            let idx = (bins.at(i) % 4u32).cast::<u64>();
+            for f in 0..FORMS.len() {
+                let v = form(f, w.at(i)).cast::<T>();
+                let base = (f * MINMAX.len() * 4) as u64;
+                for (m, &op) in MINMAX.iter().enumerate() {
+                    let slot = base + m as u64 * 4;
+                    let o = i * (2 * slots) as u64 + 2 * (f * MINMAX.len() + m) as u64;
+                    olds.set(o, apply(op, sh, idx + slot, v, v));
+                    olds.set(
+                        o + 1u64,
+                        apply(op, glob, idx + slot + (slots * 4) as u64, v, v),
+                    );
+                }
+                plain.set(i * 6u64 + (2 * f) as u64, v.max(Expr::lit(big)));
+                plain.set(i * 6u64 + (2 * f + 1) as u64, v.min(Expr::lit(big)));
+            }
+            k.syncthreads();
+            k.if_(t.lt(slots as u32 * 4), |_| {
+                fin.set(t, sh.at(t));
+            });
+        },
+    )
+    .unwrap();
+    let n = 256usize;
+    let w: Vec<i32> = rng.vec(n, |r| {
+        let u = r.next_u64();
+        let low: [u32; 8] = [0x8000, 0x7fff, 0xffff, 0x0000, 0x80, 0x7f, 0xff, 0x8001];
+        match u % 4 {
+            0 => ((u >> 32) as u32 & 0xffff_0000 | low[(u >> 8) as usize % 8]) as i32,
+            1 => (u >> 32) as i32,
+            2 => -((u >> 20) as i32 & 0x7fff_ffff),
+            _ => [i32::MIN, i32::MAX, 0, -1, 1, -0x7f7f_ffff][(u >> 8) as usize % 6],
+        }
+    });
+    let bins: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
+    let mut g0 = vec![T::from_u64(0); 2 * slots * 4];
+    for (j, g) in g0.iter_mut().enumerate() {
+        *g = start[j % 4];
+    }
+    let (dw, db) = (s.to_device(&w).unwrap(), s.to_device(&bins).unwrap());
+    let mut dg = s.to_device(&g0).unwrap();
+    let mut dold = s.to_device(&vec![poison::<T>(); n * 2 * slots]).unwrap();
+    let mut dplain = s.to_device(&vec![poison::<T>(); n * 6]).unwrap();
+    let mut dfin = s.to_device(&vec![poison::<T>(); slots * 4]).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::new(1, n as u32),
+        (&dw, &db, &mut dg, &mut dold, &mut dplain, &mut dfin),
+    )
+    .unwrap();
+    let (glob, olds) = (dg.to_vec_async(&s).unwrap(), dold.to_vec_async(&s).unwrap());
+    let (plain, fin) = (
+        dplain.to_vec_async(&s).unwrap(),
+        dfin.to_vec_async(&s).unwrap(),
+    );
+    let mut bad = Vec::new();
+    for f in 0..FORMS.len() {
+        for (m, &op) in MINMAX.iter().enumerate() {
+            let slot = (f * MINMAX.len() + m) * 4;
+            let mut want = start;
+            let mut seen: Vec<Vec<T>> = start.iter().map(|&x| vec![x]).collect();
+            for i in 0..n {
+                let v = T::from_u64(form_host(f, w[i]) as u32 as u64);
+                let j = (bins[i] % 4) as usize;
+                want[j] = T::atomic(op, want[j], v, v);
+                seen[j].push(v);
+            }
+            for j in 0..4 {
+                for (mem, got) in [
+                    ("shared", fin[slot + j]),
+                    ("global", glob[slots * 4 + slot + j]),
+                ] {
+                    if got != want[j] {
+                        bad.push(format!(
+                            "{op:?} of {} on {mem} element {j}: {got:?}, want {:?}",
+                            FORMS[f], want[j]
+                        ));
+                    }
+                }
+            }
+            for i in 0..n {
+                let j = (bins[i] % 4) as usize;
+                for (h, mem) in ["shared", "global"].iter().enumerate() {
+                    let o = olds[i * 2 * slots + 2 * (f * MINMAX.len() + m) + h];
+                    if !seen[j].contains(&o) {
+                        bad.push(format!("{op:?} of {} on {mem}: thread {i} old {o:?} is no value of element {j}", FORMS[f]));
+                    }
+                }
+            }
+        }
+        for i in 0..n {
+            let v = T::from_u64(form_host(f, w[i]) as u32 as u64);
+            let (mx, mn) = (plain[i * 6 + 2 * f], plain[i * 6 + 2 * f + 1]);
+            if mx != v.max(big) || mn != v.min(big) {
+                bad.push(format!(
+                    "max/min of {} = {v:?} and {big:?}: {mx:?}/{mn:?}",
+                    FORMS[f]
+                ));
+            }
+        }
+    }
+    if !bad.is_empty() {
+        let ptx = k.compile_ptx(&PtxOptions::for_cc(9, 0)).unwrap_or_default();
+        eprintln!("{name}: PTX for sm_90:\n{ptx}");
+        panic!(
+            "{name}: {} wrong, first: {:#?}",
+            bad.len(),
+            &bad[..bad.len().min(12)]
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn narrow_min_max_atomics_of_operands_truncated_in_registers() {
+    let mut rng = Rng::new();
+    truncated_operands::<i16>(&mut rng);
+    truncated_operands::<i8>(&mut rng);
+    truncated_operands::<u16>(&mut rng);
+    truncated_operands::<u8>(&mut rng);
 }

@@ -448,6 +448,11 @@ fn cast_from<A: Conv>(to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
 /// `a as to` (Rust's semantics: saturating float-to-int with NaN as 0, round-to-nearest
 /// int-to-float, truncation or extension between integers).
 pub(super) fn cast(from: ScalarTy, to: ScalarTy, d: &mut [u64], a: &[u64], sp: Spans) {
+    // A cast to the same type keeps the bits, as Rust's `as` and the lowering do (an 8-bit
+    // float's infinity is not saturated, a NaN's payload stays).
+    if from == to {
+        return copy(d, a, sp);
+    }
     if from.is_fp8() {
         return fp8_cast(from, to, d, a, sp);
     }

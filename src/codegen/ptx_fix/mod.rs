@@ -20,6 +20,7 @@
 //! | 10 | `w10_bits_to_float_in_loop.rs` | integer bits moved to float in a loop read as numbers |
 //! | 11 | `w11_undefined_registers.rs` | a register undefined on one path taken as defined |
 //! | 12 | `w12_abs_s32_never_negative.rs` | `abs.s32` assumed never negative |
+//! | 13 | `w13_narrow_neg_abs_not_wrapped.rs` | 16-bit `neg`/`abs` of `i16::MIN` not wrapped |
 //!
 //! How they are applied (`registry.rs`): each function of the module is parsed once into typed
 //! lines (`ptx.rs`); each active workaround reads that parse, as LLVM wrote it, and proposes
@@ -45,6 +46,7 @@ mod w09_minus_zero_select;
 mod w10_bits_to_float_in_loop;
 mod w11_undefined_registers;
 mod w12_abs_s32_never_negative;
+mod w13_narrow_neg_abs_not_wrapped;
 
 use w01_abs_f32_never_nan as w01;
 use w02_negated_min_max_operand as w02;
@@ -58,6 +60,7 @@ use w09_minus_zero_select as w09;
 use w10_bits_to_float_in_loop as w10;
 use w11_undefined_registers as w11;
 use w12_abs_s32_never_negative as w12;
+use w13_narrow_neg_abs_not_wrapped as w13;
 
 /// The set of workarounds one compilation applies (chosen from the driver version).
 pub(crate) use registry::WorkaroundSet;

@@ -55,7 +55,7 @@ fn ids_are_unique_and_in_order_and_the_precedence_names_each_once() {
     let ids: Vec<u8> = WORKAROUNDS.iter().map(|w| w.id).collect();
     assert_eq!(
         ids,
-        (1..=12).collect::<Vec<u8>>(),
+        (1..=13).collect::<Vec<u8>>(),
         "by id, from 1, none missing"
     );
     let mut order = PRECEDENCE.to_vec();

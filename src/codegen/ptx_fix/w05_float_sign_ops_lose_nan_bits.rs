@@ -62,9 +62,9 @@ mod tests {
     #[test]
     fn float_negation_keeps_nan_bits() {
         let ptx =
-            "\tneg.f64 \t%fd3, %fd2;\n\t@%p1 neg.ftz.f32 \t%f2, %f1;\n\tneg.s16 \t%rs2, %rs1;\n";
+            "\tneg.f64 \t%fd3, %fd2;\n\t@%p1 neg.ftz.f32 \t%f2, %f1;\n\tneg.f16 \t%rs2, %rs1;\n";
         let want = "\txor.b64 \t%fd3, %fd2, 0x8000000000000000;\n\
-                    \t@%p1 xor.b32 \t%f2, %f1, 0x80000000;\n\tneg.s16 \t%rs2, %rs1;\n";
+                    \t@%p1 xor.b32 \t%f2, %f1, 0x80000000;\n\tneg.f16 \t%rs2, %rs1;\n";
         assert_eq!(fix(ptx), want);
     }
 }
