@@ -1,0 +1,190 @@
+//! Two processes sharing device memory (docs/GUIDE.md's "IPC between processes"): this program
+//! is the producer, and starts itself again as the consumer.
+//!
+//! 1. Plain memory: the producer fills an array and sends its IPC handle and an IPC event's
+//!    handle (as bytes, here on the consumer's command line); the consumer opens the array,
+//!    doubles it with a kernel and records the event; the producer waits on the event and
+//!    checks every element.
+//! 2. Stream-ordered pool memory: the producer allocates from an exportable pool and passes the
+//!    pool's file descriptor over a Unix socket (SCM_RIGHTS, `cudajit::ipc::send_fd`) with the
+//!    allocation's and the event's handles; the consumer imports the pool, opens the
+//!    allocation, adds one to it, frees its mapping and records the event, after which the
+//!    producer frees the allocation.
+//!
+//! Needs a GPU (Linux): on the simulator it says that IPC needs a real GPU and stops.
+//!
+//!   cargo run --release --example ipc
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::process::{Command, Stdio};
+
+use cudajit::codegen::Kernel;
+use cudajit::ipc::{recv_fd, send_fd, IpcEventHandle, IpcMemHandle, IpcPoolPtrHandle};
+use cudajit::prelude::*;
+use cudajit::MemPool;
+
+const N: usize = 1 << 22;
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .filter_map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
+
+fn usage(msg: &str) -> cudajit::Error {
+    cudajit::Error::Usage(msg.to_string())
+}
+
+/// `a[i] = a[i] * mul + add` for every element.
+fn axpb() -> cudajit::Result<Kernel<(&'static mut [f32], f32, f32)>> {
+    Kernel::<(&mut [f32], f32, f32)>::build("ipc_axpb", |k, (a, mul, add)| {
+        let i = k.grid1();
+        k.if_(i.lt(a.len()), |_| a.set(i, a.at(i) * mul + add));
+    })
+}
+
+fn main() -> cudajit::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("plain-consumer") => plain_consumer(&args[2], &args[3]),
+        Some("pool-consumer") => pool_consumer(&args[2]),
+        _ => producer(),
+    }
+}
+
+fn producer() -> cudajit::Result<()> {
+    let ctx = Device::get(0)?.primary_context()?;
+    let stream = ctx.new_stream()?;
+    let host: Vec<f32> = (0..N).map(|i| (i % 977) as f32).collect();
+    let a = stream.to_device(&host)?;
+    let event = ctx.new_ipc_event()?;
+    let handle = match a.ipc_handle() {
+        Ok(h) => h,
+        Err(e) => {
+            println!("producer: {e}");
+            return Ok(());
+        }
+    };
+    stream.synchronize()?; // the data is complete before the consumer sees the handle
+    println!(
+        "producer (pid {}): {N} f32 on device 0; handle is {} bytes",
+        std::process::id(),
+        handle.to_bytes().len()
+    );
+    let mut consumer = Command::new(std::env::current_exe().map_err(|e| usage(&e.to_string()))?)
+        .args([
+            "plain-consumer",
+            &hex(&handle.to_bytes()),
+            &hex(&event.ipc_handle()?.to_bytes()),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| usage(&format!("starting the consumer: {e}")))?;
+    let mut lines = BufReader::new(consumer.stdout.take().expect("piped")).lines();
+    for line in lines.by_ref() {
+        let line = line.map_err(|e| usage(&e.to_string()))?;
+        println!("  {line}");
+        if line.contains("recorded") {
+            break;
+        }
+    }
+    stream.wait_event(&event)?; // the consumer's kernel, across processes
+    let got = a.to_vec_async(&stream)?;
+    let bad = got.iter().zip(&host).filter(|(g, h)| **g != 2.0 * **h).count();
+    println!("producer: the consumer doubled the array in place; {bad} of {N} elements wrong");
+    writeln!(consumer.stdin.as_mut().expect("piped"), "done").map_err(|e| usage(&e.to_string()))?;
+    for line in lines {
+        println!("  {}", line.map_err(|e| usage(&e.to_string()))?);
+    }
+    consumer.wait().map_err(|e| usage(&e.to_string()))?;
+    drop(a); // only after the consumer closed its mapping
+
+    // Pool memory, the pool's file descriptor over a Unix socket.
+    let pool = ctx.new_exportable_mem_pool()?;
+    let mut b = stream.alloc_from_pool::<f32, _>(&pool, N)?;
+    b.copy_from_host_async(&host, &stream)?;
+    event.record(&stream)?; // the allocation and the copy, which the consumer waits for
+    let ptr = b.pool_ipc_handle()?.to_bytes();
+    let mut payload = (ptr.len() as u32).to_le_bytes().to_vec();
+    payload.extend_from_slice(&ptr);
+    payload.extend_from_slice(&event.ipc_handle()?.to_bytes());
+    let path = std::env::temp_dir().join(format!("cudajit-ipc-example-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).map_err(|e| usage(&e.to_string()))?;
+    let mut consumer = Command::new(std::env::current_exe().map_err(|e| usage(&e.to_string()))?)
+        .args(["pool-consumer", path.to_str().expect("a UTF-8 temp path")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| usage(&format!("starting the consumer: {e}")))?;
+    let (sock, _) = listener.accept().map_err(|e| usage(&e.to_string()))?;
+    send_fd(&sock, pool.export_fd()?.as_fd(), &payload)?;
+    let lines = BufReader::new(consumer.stdout.take().expect("piped")).lines();
+    for line in lines {
+        let line = line.map_err(|e| usage(&e.to_string()))?;
+        println!("  {line}");
+        if line.contains("recorded") {
+            break;
+        }
+    }
+    stream.wait_event(&event)?; // the consumer's kernel and its free of the imported pointer
+    let got = b.to_vec_async(&stream)?;
+    let bad = got.iter().zip(&host).filter(|(g, h)| **g != **h + 1.0).count();
+    println!("producer: the consumer added one to the pool array; {bad} of {N} elements wrong");
+    drop(b); // freed on `stream`, after the consumer's free
+    consumer.wait().map_err(|e| usage(&e.to_string()))?;
+    let _ = std::fs::remove_file(&path);
+    stream.synchronize()?;
+    Ok(())
+}
+
+fn plain_consumer(mem: &str, ev: &str) -> cudajit::Result<()> {
+    let ctx = Device::get(0)?.primary_context()?;
+    let stream = ctx.new_stream()?;
+    let handle = IpcMemHandle::from_bytes(&unhex(mem))?;
+    let event = IpcEventHandle::from_bytes(&unhex(ev))?.open(&ctx)?;
+    let mut a: DeviceArray<f32> = handle.open(&ctx)?;
+    println!(
+        "consumer (pid {}): opened {} {} of the producer (pid {})",
+        std::process::id(),
+        a.len(),
+        handle.type_name(),
+        handle.exporter_pid()
+    );
+    axpb()?.launch(&stream, LaunchConfig::for_num_elems(a.len(), 256)?, (&mut a, 2.0, 0.0))?;
+    event.record(&stream)?;
+    println!("consumer: doubled it and recorded the event");
+    std::io::stdout().flush().ok();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).ok();
+    drop(a); // closes the mapping
+    println!("consumer: closed the mapping");
+    Ok(())
+}
+
+fn pool_consumer(path: &str) -> cudajit::Result<()> {
+    let ctx = Device::get(0)?.primary_context()?;
+    let stream = ctx.new_stream()?;
+    let sock = UnixStream::connect(path).map_err(|e| usage(&e.to_string()))?;
+    let (fd, payload) = recv_fd(&sock)?;
+    let split = 4 + u32::from_le_bytes(payload[..4].try_into().expect("4 bytes")) as usize;
+    let ptr = IpcPoolPtrHandle::from_bytes(&payload[4..split])?;
+    let event = IpcEventHandle::from_bytes(&payload[split..])?.open(&ctx)?;
+    let pool = MemPool::import_fd(&ctx, fd.as_fd())?;
+    let mut b: DeviceArray<f32> = ptr.open(&pool, &stream)?;
+    println!("consumer: imported the pool and opened {} {}", b.len(), ptr.type_name());
+    stream.wait_event(&event)?; // the producer's allocation and copy
+    axpb()?.launch(&stream, LaunchConfig::for_num_elems(b.len(), 256)?, (&mut b, 1.0, 1.0))?;
+    drop(b); // freed in the stream's order, before the event below
+    event.record(&stream)?;
+    println!("consumer: added one, freed the imported pointer, recorded the event");
+    std::io::stdout().flush().ok();
+    stream.synchronize()?;
+    Ok(())
+}
