@@ -14,6 +14,13 @@ use std::os::unix::net::UnixStream;
 
 use crate::error::{Error, Result};
 
+/// `sendmsg`'s flags: no SIGPIPE when the peer is gone (an error instead), where there is
+/// such a flag.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+const SEND_FLAGS: libc::c_int = libc::MSG_NOSIGNAL;
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+const SEND_FLAGS: libc::c_int = 0;
+
 /// The largest payload [`recv_fd`] accepts.
 const MAX_PAYLOAD: usize = 1 << 20;
 
@@ -113,7 +120,7 @@ fn send_with_rights(sock: &UnixStream, fd: BorrowedFd<'_>, data: &[u8]) -> std::
         (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd.as_raw_fd());
         loop {
-            let n = libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
+            let n = libc::sendmsg(sock.as_raw_fd(), &msg, SEND_FLAGS);
             if n >= 0 {
                 break n;
             }
