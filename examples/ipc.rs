@@ -97,7 +97,11 @@ fn producer() -> cudajit::Result<()> {
     }
     stream.wait_event(&event)?; // the consumer's kernel, across processes
     let got = a.to_vec_async(&stream)?;
-    let bad = got.iter().zip(&host).filter(|(g, h)| **g != 2.0 * **h).count();
+    let bad = got
+        .iter()
+        .zip(&host)
+        .filter(|(g, h)| **g != 2.0 * **h)
+        .count();
     println!("producer: the consumer doubled the array in place; {bad} of {N} elements wrong");
     writeln!(consumer.stdin.as_mut().expect("piped"), "done").map_err(|e| usage(&e.to_string()))?;
     for line in lines {
@@ -120,13 +124,14 @@ fn producer() -> cudajit::Result<()> {
     let listener = UnixListener::bind(&path).map_err(|e| usage(&e.to_string()))?;
     let mut consumer = Command::new(std::env::current_exe().map_err(|e| usage(&e.to_string()))?)
         .args(["pool-consumer", path.to_str().expect("a UTF-8 temp path")])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| usage(&format!("starting the consumer: {e}")))?;
     let (sock, _) = listener.accept().map_err(|e| usage(&e.to_string()))?;
     send_fd(&sock, pool.export_fd()?.as_fd(), &payload)?;
-    let lines = BufReader::new(consumer.stdout.take().expect("piped")).lines();
-    for line in lines {
+    let mut lines = BufReader::new(consumer.stdout.take().expect("piped")).lines();
+    for line in lines.by_ref() {
         let line = line.map_err(|e| usage(&e.to_string()))?;
         println!("  {line}");
         if line.contains("recorded") {
@@ -135,9 +140,17 @@ fn producer() -> cudajit::Result<()> {
     }
     stream.wait_event(&event)?; // the consumer's kernel and its free of the imported pointer
     let got = b.to_vec_async(&stream)?;
-    let bad = got.iter().zip(&host).filter(|(g, h)| **g != **h + 1.0).count();
+    let bad = got
+        .iter()
+        .zip(&host)
+        .filter(|(g, h)| **g != **h + 1.0)
+        .count();
     println!("producer: the consumer added one to the pool array; {bad} of {N} elements wrong");
     drop(b); // freed on `stream`, after the consumer's free
+    writeln!(consumer.stdin.as_mut().expect("piped"), "done").map_err(|e| usage(&e.to_string()))?;
+    for line in lines {
+        println!("  {}", line.map_err(|e| usage(&e.to_string()))?);
+    }
     consumer.wait().map_err(|e| usage(&e.to_string()))?;
     let _ = std::fs::remove_file(&path);
     stream.synchronize()?;
@@ -157,7 +170,11 @@ fn plain_consumer(mem: &str, ev: &str) -> cudajit::Result<()> {
         handle.type_name(),
         handle.exporter_pid()
     );
-    axpb()?.launch(&stream, LaunchConfig::for_num_elems(a.len(), 256)?, (&mut a, 2.0, 0.0))?;
+    axpb()?.launch(
+        &stream,
+        LaunchConfig::for_num_elems(a.len(), 256)?,
+        (&mut a, 2.0, 0.0),
+    )?;
     event.record(&stream)?;
     println!("consumer: doubled it and recorded the event");
     std::io::stdout().flush().ok();
@@ -178,13 +195,25 @@ fn pool_consumer(path: &str) -> cudajit::Result<()> {
     let event = IpcEventHandle::from_bytes(&payload[split..])?.open(&ctx)?;
     let pool = MemPool::import_fd(&ctx, fd.as_fd())?;
     let mut b: DeviceArray<f32> = ptr.open(&pool, &stream)?;
-    println!("consumer: imported the pool and opened {} {}", b.len(), ptr.type_name());
+    println!(
+        "consumer: imported the pool and opened {} {}",
+        b.len(),
+        ptr.type_name()
+    );
     stream.wait_event(&event)?; // the producer's allocation and copy
-    axpb()?.launch(&stream, LaunchConfig::for_num_elems(b.len(), 256)?, (&mut b, 1.0, 1.0))?;
+    axpb()?.launch(
+        &stream,
+        LaunchConfig::for_num_elems(b.len(), 256)?,
+        (&mut b, 1.0, 1.0),
+    )?;
     drop(b); // freed in the stream's order, before the event below
     event.record(&stream)?;
     println!("consumer: added one, freed the imported pointer, recorded the event");
     std::io::stdout().flush().ok();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).ok();
     stream.synchronize()?;
+    drop(pool);
+    println!("consumer: released the imported pool");
     Ok(())
 }

@@ -858,6 +858,8 @@ fn ipc_needs_a_real_gpu() {
     let p = s.zeros_async::<f32, _>(4).unwrap();
     let e = p.ipc_handle().unwrap_err().to_string();
     assert!(e.contains("stream-ordered pool memory"), "{e}");
-    let e = cudajit::ipc::IpcMemHandle::from_bytes(b"CJIPC").unwrap_err().to_string();
+    let e = cudajit::ipc::IpcMemHandle::from_bytes(b"CJIPC")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("truncated"), "{e}");
 }

@@ -90,15 +90,7 @@ pub(crate) trait Backend:
 }
 
 impl<T> Backend for T where
-    T: DeviceApi
-        + MemoryApi
-        + StreamApi
-        + ModuleApi
-        + LaunchApi
-        + GraphApi
-        + IpcApi
-        + Send
-        + Sync
+    T: DeviceApi + MemoryApi + StreamApi + ModuleApi + LaunchApi + GraphApi + IpcApi + Send + Sync
 {
 }
 

@@ -58,7 +58,8 @@ pub fn send_fd(sock: &UnixStream, fd: BorrowedFd<'_>, payload: &[u8]) -> Result<
 /// malformed message.
 pub fn recv_fd(sock: &UnixStream) -> Result<(OwnedFd, Vec<u8>)> {
     let mut head = [0u8; 4];
-    let (got, fd) = recv_with_rights(sock, &mut head).map_err(|e| io_error("recv_fd: recvmsg", e))?;
+    let (got, fd) =
+        recv_with_rights(sock, &mut head).map_err(|e| io_error("recv_fd: recvmsg", e))?;
     if got == 0 {
         return Err(Error::Ipc {
             message: "recv_fd: the peer closed the socket before sending".to_string(),
@@ -135,7 +136,10 @@ fn send_with_rights(sock: &UnixStream, fd: BorrowedFd<'_>, data: &[u8]) -> std::
 
 /// One `recvmsg` into `buf`; the bytes read and the descriptor that came with them, if any
 /// (descriptors beyond the first are closed).
-fn recv_with_rights(sock: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Option<OwnedFd>)> {
+fn recv_with_rights(
+    sock: &UnixStream,
+    buf: &mut [u8],
+) -> std::io::Result<(usize, Option<OwnedFd>)> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
@@ -189,6 +193,10 @@ fn recv_with_rights(sock: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize
         ));
     }
     // Extra descriptors (not from send_fd) are closed as `fds` drops.
-    let first = if fds.is_empty() { None } else { Some(fds.swap_remove(0)) };
+    let first = if fds.is_empty() {
+        None
+    } else {
+        Some(fds.swap_remove(0))
+    };
     Ok((n, first))
 }

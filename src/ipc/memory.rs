@@ -66,11 +66,13 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         }
         let ctx = self.context();
         ctx.bind()?;
-        let get = |e| super::driver_error(e, "exporting the array's memory", |_| {
-            "the allocation cannot be shared (IPC needs a device with unified addressing on \
+        let get = |e| {
+            super::driver_error(e, "exporting the array's memory", |_| {
+                "the allocation cannot be shared (IPC needs a device with unified addressing on \
              Linux, and memory from cuMemAlloc)"
-                .to_string()
-        });
+                    .to_string()
+            })
+        };
         // SAFETY: the array's allocation is live and of the bound context.
         let raw = unsafe { backend().ipc_get_mem_handle(ptr) }.map_err(get)?;
         // SAFETY: as above.
@@ -107,7 +109,10 @@ impl IpcMemHandle {
 
     fn array(&self) -> &ArrayDesc {
         // A memory record always has its array (decode and ipc_handle make it so).
-        self.record.array.as_ref().expect("a memory handle describes its array")
+        self.record
+            .array
+            .as_ref()
+            .expect("a memory handle describes its array")
     }
 
     /// The array's shape.

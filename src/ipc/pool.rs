@@ -12,7 +12,9 @@ use super::wire::{ArrayDesc, Kind, Record};
 use crate::backend::backend;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::memory::{AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, MemPool, Ordered, Release};
+use crate::memory::{
+    AnyBitPattern, DeviceArray, DeviceCopy, DeviceSlice, MemPool, Ordered, Release,
+};
 use crate::stream::Stream;
 
 /// One allocation of an exportable pool as another process opens it from the imported pool
@@ -197,7 +199,10 @@ impl IpcPoolPtrHandle {
 
     fn array(&self) -> &ArrayDesc {
         // A pool pointer record always has its array (decode and pool_ipc_handle make it so).
-        self.record.array.as_ref().expect("a pool pointer handle describes its array")
+        self.record
+            .array
+            .as_ref()
+            .expect("a pool pointer handle describes its array")
     }
 
     /// The array's shape.

@@ -96,7 +96,10 @@ fn bad_bytes_are_errors_never_panics() {
     assert!(message(IpcMemHandle::from_bytes(&v).unwrap_err()).contains("version 99"));
     // Another kind.
     let e = message(IpcEventHandle::from_bytes(&good).unwrap_err());
-    assert!(e.contains("IpcMemHandle") && e.contains("not an IPC event handle"), "{e}");
+    assert!(
+        e.contains("IpcMemHandle") && e.contains("not an IPC event handle"),
+        "{e}"
+    );
     let e = message(IpcPoolPtrHandle::from_bytes(&good).unwrap_err());
     assert!(e.contains("IpcMemHandle"), "{e}");
     // A shape whose byte size overflows.
@@ -122,7 +125,8 @@ fn type_and_axes_are_checked() {
     a.check_type::<f64>().unwrap();
     let e = message(a.check_type::<f32>().unwrap_err());
     assert!(
-        e.contains("array of f64 (8 bytes each) of shape (3, 5)") && e.contains("as an array of f32"),
+        e.contains("array of f64 (8 bytes each) of shape (3, 5)")
+            && e.contains("as an array of f32"),
         "{e}"
     );
     let e = message(a.check_type::<u64>().unwrap_err());
@@ -132,7 +136,10 @@ fn type_and_axes_are_checked() {
     let d: ndarray::IxDyn = a.dim().unwrap();
     assert_eq!(d.slice(), &[3, 5]);
     let e = message(a.dim::<ndarray::Ix1>().unwrap_err());
-    assert!(e.contains("shape (3, 5) (2 axes)") && e.contains("with 1 axes"), "{e}");
+    assert!(
+        e.contains("shape (3, 5) (2 axes)") && e.contains("with 1 axes"),
+        "{e}"
+    );
     assert_eq!(a.num_bytes(), 120);
 }
 
@@ -196,7 +203,10 @@ mod fd_passing {
         file.seek(SeekFrom::Start(0)).unwrap();
         let mut text = String::new();
         file.read_to_string(&mut text).unwrap();
-        println!("FILE[{text}] PAYLOAD[{}]", String::from_utf8(payload).unwrap());
+        println!(
+            "FILE[{text}] PAYLOAD[{}]",
+            String::from_utf8(payload).unwrap()
+        );
         // A second message: an empty payload.
         let (_fd, payload) = recv_fd(&sock).unwrap();
         println!("SECOND[{}]", payload.len());
@@ -247,7 +257,10 @@ mod fd_passing {
         );
         assert!(text.contains(&want), "{}", &text[..text.len().min(400)]);
         assert!(text.contains("SECOND[0]"), "{text}");
-        assert!(text.contains("THIRD[IPC: recv_fd: the peer closed the socket"), "{text}");
+        assert!(
+            text.contains("THIRD[IPC: recv_fd: the peer closed the socket"),
+            "{text}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -257,7 +270,9 @@ mod fd_passing {
         (&a).write_all(&[3, 0, 0, 0, 1, 2, 3]).unwrap();
         let e = recv_fd(&b).unwrap_err().to_string();
         assert!(e.contains("carried no file descriptor"), "{e}");
-        let e = send_fd(&a, a.as_fd(), &vec![0; (1 << 20) + 1]).unwrap_err().to_string();
+        let e = send_fd(&a, a.as_fd(), &vec![0; (1 << 20) + 1])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("at most"), "{e}");
     }
 }

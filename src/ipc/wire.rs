@@ -208,7 +208,9 @@ impl Record {
     pub(crate) fn decode(bytes: &[u8], want: Kind) -> Result<Record> {
         let mut r = Reader { bytes, at: 0 };
         if r.take(5).ok() != Some(&MAGIC[..]) {
-            return Err(bad("these bytes are not a cudajit IPC handle (no `CJIPC` mark)"));
+            return Err(bad(
+                "these bytes are not a cudajit IPC handle (no `CJIPC` mark)",
+            ));
         }
         let version = r.u8()?;
         if version != VERSION {

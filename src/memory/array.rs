@@ -17,7 +17,9 @@ use crate::error::{check_in_drop, Error, Result};
 use crate::stream::{OwnedStream, Stream};
 
 /// An n-D array of `T` in device memory: contiguous, C order, shape `D` (ndarray's
-/// `Ix1`, `Ix2`, ..., `IxDyn`). Frees its memory on drop; keeps its context alive.
+/// `Ix1`, `Ix2`, ..., `IxDyn`). Frees its memory on drop; keeps its context alive. An array
+/// opened from another process's handle ([`crate::ipc`]) closes its mapping (or frees its
+/// imported pool pointer) on drop instead.
 ///
 /// Copies, views and fills come from the [`DeviceSlice`] and [`DeviceSliceMut`] traits
 /// (in the prelude). Created by [`Context::alloc`], [`Context::zeros`],
@@ -156,7 +158,12 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
     /// # Safety
     /// `ptr` must address at least `dim.size()` elements of `T` in `ctx`'s address space, valid
     /// until `release` gives it back, and `release` must be how it goes back.
-    pub(crate) unsafe fn from_parts(ctx: &Context, ptr: sys::CUdeviceptr, dim: D, release: Release) -> Self {
+    pub(crate) unsafe fn from_parts(
+        ctx: &Context,
+        ptr: sys::CUdeviceptr,
+        dim: D,
+        release: Release,
+    ) -> Self {
         DeviceArray {
             ctx: ctx.clone(),
             ptr,

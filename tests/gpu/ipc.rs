@@ -59,7 +59,13 @@ struct Kid {
 impl Kid {
     fn spawn(test: &str, value: &str, extra: &[(&str, String)]) -> Kid {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([test, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                test,
+                "--exact",
+                "--include-ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD, value)
             .envs(extra.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
@@ -129,7 +135,12 @@ fn child_doubles_plain_memory() {
     let h = IpcMemHandle::from_bytes(&unhex(mem)).unwrap();
     // The event is the parent's, of device 0: used where this process runs on device 0 too
     // (on a peer device the stream is synchronized instead).
-    let e = (ordinal == 0).then(|| IpcEventHandle::from_bytes(&unhex(ev)).unwrap().open(&c).unwrap());
+    let e = (ordinal == 0).then(|| {
+        IpcEventHandle::from_bytes(&unhex(ev))
+            .unwrap()
+            .open(&c)
+            .unwrap()
+    });
     // Opened as another type or number of axes: errors, nothing mapped.
     let err = h.open::<f64, ndarray::Ix1>(&c).unwrap_err().to_string();
     assert!(err.contains("as an array of f64"), "{err}");
@@ -139,7 +150,11 @@ fn child_doubles_plain_memory() {
     assert_eq!(a.shape(), h.shape());
     // The parent's data is complete (it synchronized before sending the handle).
     double_kernel()
-        .launch(&s, LaunchConfig::for_num_elems(a.len(), 256).unwrap(), (&mut a,))
+        .launch(
+            &s,
+            LaunchConfig::for_num_elems(a.len(), 256).unwrap(),
+            (&mut a,),
+        )
         .unwrap();
     match &e {
         Some(e) => e.record(&s).unwrap(),
@@ -180,7 +195,11 @@ fn plain_round_trip(n: usize, child_device: usize) {
     s.wait_event(&ev).unwrap();
     let got = a.to_vec_async(&s).unwrap();
     for (i, (g, x)) in got.iter().zip(&host).enumerate() {
-        assert_eq!(g.to_bits(), (x + x).to_bits(), "element {i}: {g} != 2 * {x}");
+        assert_eq!(
+            g.to_bits(),
+            (x + x).to_bits(),
+            "element {i}: {g} != 2 * {x}"
+        );
     }
     kid.go();
     kid.finish();
@@ -230,7 +249,10 @@ fn opening_in_the_exporting_process_is_an_error() {
     };
     // Type and axes are checked first, then the process.
     let e = h.open::<i32, ndarray::Ix1>(&c).unwrap_err().to_string();
-    assert!(e.contains("array of f32 (4 bytes each) of shape (3,)"), "{e}");
+    assert!(
+        e.contains("array of f32 (4 bytes each) of shape (3,)"),
+        "{e}"
+    );
     let e = h.open::<f32, ndarray::Ix1>(&c).unwrap_err().to_string();
     assert!(e.contains("in the process that exported it"), "{e}");
     let e = h.open::<f32, ndarray::IxDyn>(&c).unwrap_err().to_string();
@@ -249,7 +271,10 @@ fn child_exports_and_exits() {
     let Ok(_) = std::env::var(CHILD) else { return };
     let c = ctx();
     let a = c.to_device(&[7u32; 1000]).unwrap();
-    say(&format!("HANDLE{}", hex(&a.ipc_handle().unwrap().to_bytes())));
+    say(&format!(
+        "HANDLE{}",
+        hex(&a.ipc_handle().unwrap().to_bytes())
+    ));
     drop(a);
     say("IPC CHILD OK");
 }
@@ -268,7 +293,10 @@ fn a_handle_whose_exporter_is_gone_is_an_error() {
     match h.open::<u32, ndarray::Ix1>(&c) {
         Err(e @ Error::Ipc { code: Some(_), .. }) => {
             let text = e.to_string();
-            assert!(text.contains("opening the IPC memory handle failed"), "{text}");
+            assert!(
+                text.contains("opening the IPC memory handle failed"),
+                "{text}"
+            );
         }
         other => panic!("opening a handle of an exited process: {other:?}"),
     }
@@ -288,7 +316,12 @@ fn pool_and_event_misuse_are_errors() {
     assert!(e.contains("stream-ordered pool memory"), "{e}");
     let e = a.pool_ipc_handle().unwrap_err().to_string();
     assert!(e.contains("exportable pool"), "{e}");
-    let e = c.to_device(&[1u8]).unwrap().pool_ipc_handle().unwrap_err().to_string();
+    let e = c
+        .to_device(&[1u8])
+        .unwrap()
+        .pool_ipc_handle()
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("exportable pool"), "{e}");
     let e = c.mem_pool().unwrap().export_fd().unwrap_err().to_string();
     assert!(e.contains("new_exportable_mem_pool"), "{e}");
@@ -306,7 +339,10 @@ fn pool_and_event_misuse_are_errors() {
     let e = b.ipc_handle().unwrap_err().to_string();
     assert!(e.contains("pool_ipc_handle"), "{e}");
     // Opened from a pool that is not imported, or in this process.
-    let e = h.open::<f32, ndarray::Ix2>(&pool, &s).unwrap_err().to_string();
+    let e = h
+        .open::<f32, ndarray::Ix2>(&pool, &s)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("MemPool::import_fd"), "{e}");
     assert_eq!(IpcPoolPtrHandle::from_bytes(&h.to_bytes()).unwrap(), h);
     drop(b);
@@ -316,26 +352,41 @@ fn pool_and_event_misuse_are_errors() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn child_doubles_pool_memory() {
-    let Ok(path) = std::env::var(CHILD) else { return };
+    let Ok(path) = std::env::var(CHILD) else {
+        return;
+    };
     let c = ctx();
     let s = c.new_stream().unwrap();
     let sock = UnixStream::connect(path).unwrap();
     let (fd, payload) = recv_fd(&sock).unwrap();
     let split = u32::from_le_bytes(payload[..4].try_into().unwrap()) as usize;
     let ptr = IpcPoolPtrHandle::from_bytes(&payload[4..4 + split]).unwrap();
-    let ev = IpcEventHandle::from_bytes(&payload[4 + split..]).unwrap().open(&c).unwrap();
+    let ev = IpcEventHandle::from_bytes(&payload[4 + split..])
+        .unwrap()
+        .open(&c)
+        .unwrap();
     let pool = MemPool::import_fd(&c, fd.as_fd()).unwrap();
     drop(fd);
     assert!(pool.is_imported());
-    let e = s.alloc_from_pool::<f32, _>(&pool, 4).unwrap_err().to_string();
+    let e = s
+        .alloc_from_pool::<f32, _>(&pool, 4)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cannot allocate"), "{e}");
-    let e = ptr.open::<u32, ndarray::Ix1>(&pool, &s).unwrap_err().to_string();
+    let e = ptr
+        .open::<u32, ndarray::Ix1>(&pool, &s)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("as an array of u32"), "{e}");
     let mut a: DeviceArray<f32, ndarray::Ix1> = ptr.open(&pool, &s).unwrap();
     // The parent recorded the event after filling the allocation: wait for that first.
     s.wait_event(&ev).unwrap();
     double_kernel()
-        .launch(&s, LaunchConfig::for_num_elems(a.len(), 256).unwrap(), (&mut a,))
+        .launch(
+            &s,
+            LaunchConfig::for_num_elems(a.len(), 256).unwrap(),
+            (&mut a,),
+        )
         .unwrap();
     // Freed in this stream's order, then the event marks both the kernel and the free, which
     // the parent's free must follow.
@@ -390,7 +441,11 @@ fn a_child_process_doubles_pool_memory_passed_over_a_socket() {
     s.wait_event(&ev).unwrap();
     let got = a.to_vec_async(&s).unwrap();
     for (i, (g, x)) in got.iter().zip(&host).enumerate() {
-        assert_eq!(g.to_bits(), (x + x).to_bits(), "element {i}: {g} != 2 * {x}");
+        assert_eq!(
+            g.to_bits(),
+            (x + x).to_bits(),
+            "element {i}: {g} != 2 * {x}"
+        );
     }
     drop(a); // on `s`, after the wait: after the importer's free, as the driver requires
     kid.go();

@@ -161,10 +161,7 @@ impl IpcApi for CudaDriver {
         Ok(flags == sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
     }
 
-    unsafe fn mem_address_range(
-        &self,
-        ptr: sys::CUdeviceptr,
-    ) -> Result<(sys::CUdeviceptr, usize)> {
+    unsafe fn mem_address_range(&self, ptr: sys::CUdeviceptr) -> Result<(sys::CUdeviceptr, usize)> {
         let (mut base, mut size) = (0, 0);
         // SAFETY: valid out-pointers; the caller passes an address in a live allocation.
         unsafe { drv!(cuMemGetAddressRange_v2(&mut base, &mut size, ptr)) }?;
