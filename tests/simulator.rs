@@ -830,36 +830,3 @@ fn ldmatrix_faults_f32() {
         "{msg}"
     );
 }
-
-/// IPC has no other process to share with on the simulator: every entry point says that it
-/// needs a real GPU (an error, never a fault), while the checks that need no device still run.
-#[cfg(unix)]
-#[test]
-fn ipc_needs_a_real_gpu() {
-    let c = ctx();
-    let s = c.new_stream().unwrap();
-    let needs_gpu = |e: Error| {
-        assert!(
-            matches!(e, Error::Ipc { .. }) && e.to_string().contains("IPC needs a real GPU"),
-            "{e}"
-        );
-    };
-    let a = c.to_device(&[1.0f32, 2.0]).unwrap();
-    needs_gpu(a.ipc_handle().unwrap_err());
-    let ev = c.new_ipc_event().unwrap();
-    needs_gpu(ev.ipc_handle().unwrap_err());
-    needs_gpu(c.new_exportable_mem_pool().unwrap_err());
-    let (r, _w) = std::os::unix::net::UnixStream::pair().unwrap();
-    use std::os::fd::AsFd;
-    needs_gpu(cudajit::MemPool::import_fd(&c, r.as_fd()).unwrap_err());
-    // Misuse is reported as such, before the device would be asked.
-    let e = c.new_event().unwrap().ipc_handle().unwrap_err().to_string();
-    assert!(e.contains("new_ipc_event"), "{e}");
-    let p = s.zeros_async::<f32, _>(4).unwrap();
-    let e = p.ipc_handle().unwrap_err().to_string();
-    assert!(e.contains("stream-ordered pool memory"), "{e}");
-    let e = cudajit::ipc::IpcMemHandle::from_bytes(b"CJIPC")
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("truncated"), "{e}");
-}

@@ -33,7 +33,7 @@
 //!   its peer (`cuIpcOpenMemHandle` enables peer access lazily).
 //! - Handles are checked when opened: the element type (its name and size), the number of
 //!   axes, the process and the device; an exporter that is gone or freed the memory is the
-//!   driver's error, reported as [`Error::Ipc`](crate::Error::Ipc) with what it likely means.
+//!   driver's error, reported as [`Error::Ipc`] with what it likely means.
 //! - The simulator has no processes to share with: every IPC call there is an error that says
 //!   IPC needs a real GPU.
 //!
