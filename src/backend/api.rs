@@ -95,10 +95,10 @@ impl<T> Backend for T where
 }
 
 /// What every IPC method of a backend without IPC (the simulator) answers.
-fn no_ipc() -> Error {
+pub(crate) fn no_ipc() -> Error {
     Error::Ipc {
-        message: "IPC needs a real GPU: the simulator's device memory, events and pools live \
-                  inside one process and cannot be shared with another"
+        message: "the simulator cannot share device memory, events or pools with another \
+                  process (they live inside this one): IPC needs a real GPU"
             .to_string(),
         code: None,
     }

@@ -30,7 +30,7 @@ use cudajit_sys as sys;
 use crate::error::{Error, Result};
 use crate::ir::FunctionIr;
 pub(crate) use api::{
-    Backend, DeviceApi, GraphApi, IpcApi, LaunchApi, MemoryApi, ModuleApi, StreamApi,
+    no_ipc, Backend, DeviceApi, GraphApi, IpcApi, LaunchApi, MemoryApi, ModuleApi, StreamApi,
 };
 
 /// A callback that the backend runs in stream order: `(data)`.

@@ -190,7 +190,7 @@ pub(crate) fn open_checks(origin: &Origin, ctx: &Context, kind: Kind) -> Result<
     origin.check_other_process(kind)?;
     if crate::on_simulator() {
         // The backend answers every IPC call with this error; say it before device checks.
-        return Err(super::no_ipc_on_simulator());
+        return Err(crate::backend::no_ipc());
     }
     super::check_device(ctx, &origin.uuid, origin.ordinal)
 }

@@ -125,16 +125,6 @@ fn uuid_text(u: &[u8; 16]) -> String {
     )
 }
 
-/// The error of every IPC call on the simulator.
-pub(crate) fn no_ipc_on_simulator() -> Error {
-    Error::Ipc {
-        message: "IPC needs a real GPU: the simulator's device memory, events and pools live \
-                  inside one process and cannot be shared with another"
-            .to_string(),
-        code: None,
-    }
-}
-
 /// Where a handle made in `ctx` comes from.
 pub(crate) fn origin_of(ctx: &Context) -> Result<wire::Origin> {
     let dev: Device = ctx.device();

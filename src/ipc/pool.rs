@@ -115,7 +115,7 @@ impl MemPool {
     pub fn import_fd(ctx: &Context, fd: std::os::fd::BorrowedFd<'_>) -> Result<MemPool> {
         use std::os::fd::AsRawFd;
         if crate::on_simulator() {
-            return Err(super::no_ipc_on_simulator());
+            return Err(crate::backend::no_ipc());
         }
         ctx.bind()?;
         let raw = backend().mem_pool_import_fd(fd.as_raw_fd()).map_err(|e| {
