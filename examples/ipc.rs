@@ -11,9 +11,12 @@
 //!    allocation, adds one to it, frees its mapping and records the event, after which the
 //!    producer frees the allocation.
 //!
+//! The consumer also times opening the handle and reading the whole array through it (a
+//! device-to-device copy into its own memory, timed with events).
+//!
 //! Needs a GPU (Linux): on the simulator it says that IPC needs a real GPU and stops.
 //!
-//!   cargo run --release --example ipc
+//!   cargo run --release --example ipc [MiB]     # the array's size, 16 MiB by default
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsFd;
@@ -24,8 +27,6 @@ use cudajit::codegen::Kernel;
 use cudajit::ipc::{recv_fd, send_fd, IpcEventHandle, IpcMemHandle, IpcPoolPtrHandle};
 use cudajit::prelude::*;
 use cudajit::MemPool;
-
-const N: usize = 1 << 22;
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -54,14 +55,21 @@ fn main() -> cudajit::Result<()> {
     match args.get(1).map(String::as_str) {
         Some("plain-consumer") => plain_consumer(&args[2], &args[3]),
         Some("pool-consumer") => pool_consumer(&args[2]),
-        _ => producer(),
+        Some(mib) => match mib.parse::<usize>() {
+            Ok(mib) if mib > 0 => producer(mib << 18),
+            _ => Err(usage(
+                "usage: ipc [MiB]: the array's size in MiB, a positive number",
+            )),
+        },
+        None => producer(16 << 18),
     }
 }
 
-fn producer() -> cudajit::Result<()> {
+/// The producer, sharing `n` f32.
+fn producer(n: usize) -> cudajit::Result<()> {
     let ctx = Device::get(0)?.primary_context()?;
     let stream = ctx.new_stream()?;
-    let host: Vec<f32> = (0..N).map(|i| (i % 977) as f32).collect();
+    let host: Vec<f32> = (0..n).map(|i| (i % 977) as f32).collect();
     let a = stream.to_device(&host)?;
     let event = ctx.new_ipc_event()?;
     let handle = match a.ipc_handle() {
@@ -73,7 +81,7 @@ fn producer() -> cudajit::Result<()> {
     };
     stream.synchronize()?; // the data is complete before the consumer sees the handle
     println!(
-        "producer (pid {}): {N} f32 on device 0; handle is {} bytes",
+        "producer (pid {}): {n} f32 on device 0; handle is {} bytes",
         std::process::id(),
         handle.to_bytes().len()
     );
@@ -102,7 +110,7 @@ fn producer() -> cudajit::Result<()> {
         .zip(&host)
         .filter(|(g, h)| **g != 2.0 * **h)
         .count();
-    println!("producer: the consumer doubled the array in place; {bad} of {N} elements wrong");
+    println!("producer: the consumer doubled the array in place; {bad} of {n} elements wrong");
     writeln!(consumer.stdin.as_mut().expect("piped"), "done").map_err(|e| usage(&e.to_string()))?;
     for line in lines {
         println!("  {}", line.map_err(|e| usage(&e.to_string()))?);
@@ -112,7 +120,7 @@ fn producer() -> cudajit::Result<()> {
 
     // Pool memory, the pool's file descriptor over a Unix socket.
     let pool = ctx.new_exportable_mem_pool()?;
-    let mut b = stream.alloc_from_pool::<f32, _>(&pool, N)?;
+    let mut b = stream.alloc_from_pool::<f32, _>(&pool, n)?;
     b.copy_from_host_async(&host, &stream)?;
     event.record(&stream)?; // the allocation and the copy, which the consumer waits for
     let ptr = b.pool_ipc_handle()?.to_bytes();
@@ -145,7 +153,7 @@ fn producer() -> cudajit::Result<()> {
         .zip(&host)
         .filter(|(g, h)| **g != **h + 1.0)
         .count();
-    println!("producer: the consumer added one to the pool array; {bad} of {N} elements wrong");
+    println!("producer: the consumer added one to the pool array; {bad} of {n} elements wrong");
     drop(b); // freed on `stream`, after the consumer's free
     writeln!(consumer.stdin.as_mut().expect("piped"), "done").map_err(|e| usage(&e.to_string()))?;
     for line in lines {
@@ -162,14 +170,33 @@ fn plain_consumer(mem: &str, ev: &str) -> cudajit::Result<()> {
     let stream = ctx.new_stream()?;
     let handle = IpcMemHandle::from_bytes(&unhex(mem))?;
     let event = IpcEventHandle::from_bytes(&unhex(ev))?.open(&ctx)?;
+    let t = std::time::Instant::now();
     let mut a: DeviceArray<f32> = handle.open(&ctx)?;
+    let open_ms = t.elapsed().as_secs_f64() * 1e3;
     println!(
-        "consumer (pid {}): opened {} {} of the producer (pid {})",
+        "consumer (pid {}): opened {} {} of the producer (pid {}) in {open_ms:.3} ms",
         std::process::id(),
         a.len(),
         handle.type_name(),
         handle.exporter_pid()
     );
+    // Reading the whole array through the mapping: a copy into this process's own memory.
+    let mut local = ctx.alloc::<f32, _>(a.len())?;
+    local.copy_from_device_async(&a, &stream)?; // warm-up
+    let (start, end) = (ctx.new_event()?, ctx.new_event()?);
+    start.record(&stream)?;
+    local.copy_from_device_async(&a, &stream)?;
+    end.record(&stream)?;
+    end.synchronize()?;
+    let ms = end.elapsed_ms_since(&start)?;
+    let bytes = a.num_bytes() as f64;
+    println!(
+        "consumer: read {:.1} MiB through the handle in {ms:.3} ms ({:.0} GB/s: a read and a \
+         write of each byte)",
+        bytes / (1 << 20) as f64,
+        2.0 * bytes / (ms as f64 * 1e6)
+    );
+    drop(local);
     axpb()?.launch(
         &stream,
         LaunchConfig::for_num_elems(a.len(), 256)?,

@@ -68,8 +68,8 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         ctx.bind()?;
         let get = |e| {
             super::driver_error(e, "exporting the array's memory", |_| {
-                "the allocation cannot be shared (IPC needs a device with unified addressing on \
-             Linux, and memory from cuMemAlloc)"
+                "the allocation cannot be shared (IPC needs a device with unified addressing \
+                 on Linux, and memory from cuMemAlloc)"
                     .to_string()
             })
         };
