@@ -122,6 +122,7 @@ pub mod error;
 pub mod event;
 pub mod fault_injection;
 pub mod graph;
+pub mod ipc;
 mod ir;
 pub mod memory;
 pub mod module;

@@ -85,13 +85,23 @@ macro_rules! backend_api {
 /// None` means the synchronous form. Methods that take raw pointers or handles are `unsafe`:
 /// callers guarantee the handles are live and the host ranges valid for the given byte counts.
 pub(crate) trait Backend:
-    DeviceApi + MemoryApi + StreamApi + ModuleApi + LaunchApi + GraphApi + Send + Sync
+    DeviceApi + MemoryApi + StreamApi + ModuleApi + LaunchApi + GraphApi + IpcApi + Send + Sync
 {
 }
 
 impl<T> Backend for T where
-    T: DeviceApi + MemoryApi + StreamApi + ModuleApi + LaunchApi + GraphApi + Send + Sync
+    T: DeviceApi + MemoryApi + StreamApi + ModuleApi + LaunchApi + GraphApi + IpcApi + Send + Sync
 {
+}
+
+/// What every IPC method of a backend without IPC (the simulator) answers.
+pub(crate) fn no_ipc() -> Error {
+    Error::Ipc {
+        message: "the simulator cannot share device memory, events or pools with another \
+                  process (they live inside this one): IPC needs a real GPU"
+            .to_string(),
+        code: None,
+    }
 }
 
 backend_api! {
@@ -541,5 +551,112 @@ backend_api! {
         ) -> Result<sys::CUgraphNode>;
         [counted unsafe]
         fn graph_exec_destroy(&self, e: sys::CUgraphExec) -> Result<()>;
+    }
+}
+
+backend_api! {
+    /// Sharing memory, events and memory pools with other processes (`cuIpc*`, exportable
+    /// pools). Every method defaults to an error: a backend without processes to share with
+    /// (the simulator) keeps the defaults.
+    trait IpcApi {
+        /// The 64-byte handle of the allocation holding `ptr` (`cuIpcGetMemHandle`).
+        [counted unsafe]
+        fn ipc_get_mem_handle(&self, ptr: sys::CUdeviceptr) -> Result<[u8; 64]> = {
+            let _ = ptr;
+            Err(no_ipc())
+        };
+        /// Maps another process's allocation into the current context (`cuIpcOpenMemHandle_v2`
+        /// with `CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS`); the base of the mapping.
+        [counted]
+        fn ipc_open_mem_handle(&self, handle: &[u8; 64]) -> Result<sys::CUdeviceptr> = {
+            let _ = handle;
+            Err(no_ipc())
+        };
+        /// Unmaps what [`IpcApi::ipc_open_mem_handle`] mapped (`cuIpcCloseMemHandle`).
+        [releases unsafe]
+        fn ipc_close_mem_handle(&self, base: sys::CUdeviceptr) -> Result<()> = {
+            let _ = base;
+            Err(no_ipc())
+        };
+        /// The 64-byte handle of an interprocess event (`cuIpcGetEventHandle`).
+        [counted unsafe]
+        fn ipc_get_event_handle(&self, e: sys::CUevent) -> Result<[u8; 64]> = {
+            let _ = e;
+            Err(no_ipc())
+        };
+        /// Opens another process's interprocess event in the current context
+        /// (`cuIpcOpenEventHandle`); destroyed with `event_destroy`.
+        [counted]
+        fn ipc_open_event_handle(&self, handle: &[u8; 64]) -> Result<sys::CUevent> = {
+            let _ = handle;
+            Err(no_ipc())
+        };
+        /// A new memory pool of device memory on `dev` whose pool can be exported as a POSIX file
+        /// descriptor (`cuMemPoolCreate` with `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`).
+        [counted]
+        fn mem_pool_create_exportable(&self, dev: sys::CUdevice) -> Result<sys::CUmemoryPool> = {
+            let _ = dev;
+            Err(no_ipc())
+        };
+        /// Destroys a pool made or imported by cudajit (`cuMemPoolDestroy`).
+        [releases unsafe]
+        fn mem_pool_destroy(&self, pool: sys::CUmemoryPool) -> Result<()> = {
+            let _ = pool;
+            Err(no_ipc())
+        };
+        /// Stream-ordered allocation from `pool` (`cuMemAllocFromPoolAsync`).
+        [counted unsafe]
+        fn mem_alloc_from_pool(
+            &self,
+            bytes: usize,
+            pool: sys::CUmemoryPool,
+            stream: sys::CUstream,
+        ) -> Result<sys::CUdeviceptr> = {
+            let _ = (bytes, pool, stream);
+            Err(no_ipc())
+        };
+        /// A new file descriptor for `pool` (`cuMemPoolExportToShareableHandle`); the caller
+        /// owns it.
+        [counted unsafe]
+        fn mem_pool_export_fd(&self, pool: sys::CUmemoryPool) -> Result<i32> = {
+            let _ = pool;
+            Err(no_ipc())
+        };
+        /// Imports another process's pool from its file descriptor
+        /// (`cuMemPoolImportFromShareableHandle`; the descriptor stays the caller's).
+        [counted]
+        fn mem_pool_import_fd(&self, fd: i32) -> Result<sys::CUmemoryPool> = {
+            let _ = fd;
+            Err(no_ipc())
+        };
+        /// The 64 bytes that name one allocation of an exportable pool (`cuMemPoolExportPointer`).
+        [counted unsafe]
+        fn mem_pool_export_pointer(&self, ptr: sys::CUdeviceptr) -> Result<[u8; 64]> = {
+            let _ = ptr;
+            Err(no_ipc())
+        };
+        /// The allocation `data` names in an imported pool (`cuMemPoolImportPointer`); freed
+        /// with `mem_free_async`.
+        [counted unsafe]
+        fn mem_pool_import_pointer(
+            &self,
+            pool: sys::CUmemoryPool,
+            data: &[u8; 64],
+        ) -> Result<sys::CUdeviceptr> = {
+            let _ = (pool, data);
+            Err(no_ipc())
+        };
+        /// Whether kernels on `dev` may read and write `pool`'s memory (`cuMemPoolGetAccess`).
+        [counted unsafe]
+        fn mem_pool_can_access(&self, pool: sys::CUmemoryPool, dev: sys::CUdevice) -> Result<bool> = {
+            let _ = (pool, dev);
+            Err(no_ipc())
+        };
+        /// The base and size of the allocation holding `ptr` (`cuMemGetAddressRange_v2`).
+        [counted unsafe]
+        fn mem_address_range(&self, ptr: sys::CUdeviceptr) -> Result<(sys::CUdeviceptr, usize)> = {
+            let _ = ptr;
+            Err(no_ipc())
+        };
     }
 }

@@ -29,7 +29,9 @@ use cudajit_sys as sys;
 
 use crate::error::{Error, Result};
 use crate::ir::FunctionIr;
-pub(crate) use api::{Backend, DeviceApi, GraphApi, LaunchApi, MemoryApi, ModuleApi, StreamApi};
+pub(crate) use api::{
+    no_ipc, Backend, DeviceApi, GraphApi, IpcApi, LaunchApi, MemoryApi, ModuleApi, StreamApi,
+};
 
 /// A callback that the backend runs in stream order: `(data)`.
 pub(crate) type HostFnPtr = unsafe extern "C" fn(*mut c_void);

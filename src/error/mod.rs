@@ -114,6 +114,16 @@ pub enum Error {
         /// NCCL's own account of the last error (`ncclGetLastError`), when it has one.
         detail: String,
     },
+    /// Sharing memory, an event or a memory pool with another process failed (`cudajit::ipc`):
+    /// a handle that does not match what it is opened as, a handle opened where it cannot be
+    /// (the exporting process, another device, the simulator), or a driver error with what it
+    /// means for IPC.
+    Ipc {
+        /// What went wrong and what to do about it.
+        message: String,
+        /// The driver's code, when a driver call failed.
+        code: Option<DriverCode>,
+    },
     /// The simulator stopped a kernel that did something the GPU would not catch or would
     /// fault on: an out-of-bounds access, a barrier only part of a block reached, a data race
     /// on shared memory, a misaligned access. The context stays usable.
@@ -308,6 +318,13 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Error::Ipc { message, code } => {
+                write!(f, "IPC: {message}")?;
+                if let Some(code) = code {
+                    write!(f, " (driver: {code})")?;
+                }
+                Ok(())
+            }
             Error::Fault {
                 kernel,
                 kind,
@@ -362,6 +379,7 @@ impl Error {
     pub fn driver_code(&self) -> Option<DriverCode> {
         match self {
             Error::Driver { code, .. } | Error::Jit { code, .. } => Some(*code),
+            Error::Ipc { code, .. } => *code,
             _ => None,
         }
     }

@@ -15,6 +15,9 @@ pub struct Event {
     raw: sys::CUevent,
     /// Created with timing (so `elapsed_ms` may use it).
     timing: bool,
+    /// Created with `CU_EVENT_INTERPROCESS` (or opened from another process's handle), so
+    /// `crate::ipc` may share it.
+    interprocess: bool,
 }
 
 // SAFETY: a CUevent may be used from any thread; the driver synchronises internally.
@@ -44,11 +47,28 @@ impl Context {
             ctx: self.clone(),
             raw,
             timing,
+            interprocess: false,
         })
     }
 }
 
 impl Event {
+    /// An interprocess event (made with `CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING`, or
+    /// opened from another process's handle) that this value destroys on drop.
+    pub(crate) fn from_interprocess(ctx: &Context, raw: sys::CUevent) -> Event {
+        Event {
+            ctx: ctx.clone(),
+            raw,
+            timing: false,
+            interprocess: true,
+        }
+    }
+
+    /// Whether the event may be shared with other processes (`crate::ipc`).
+    pub(crate) fn is_interprocess(&self) -> bool {
+        self.interprocess
+    }
+
     /// The driver's handle.
     pub fn raw(&self) -> sys::CUevent {
         self.raw

@@ -9,6 +9,7 @@ use ndarray::{Dimension, IntoDimension, Ix1};
 
 use super::element::{AnyBitPattern, DeviceCopy};
 use super::host::HostSource;
+use super::pool::MemPool;
 use super::slice::{check_stream, DeviceSlice, DeviceSliceMut, Sealed};
 use crate::backend::backend;
 use crate::context::Context;
@@ -16,7 +17,9 @@ use crate::error::{check_in_drop, Error, Result};
 use crate::stream::{OwnedStream, Stream};
 
 /// An n-D array of `T` in device memory: contiguous, C order, shape `D` (ndarray's
-/// `Ix1`, `Ix2`, ..., `IxDyn`). Frees its memory on drop; keeps its context alive.
+/// `Ix1`, `Ix2`, ..., `IxDyn`). Frees its memory on drop; keeps its context alive. An array
+/// opened from another process's handle ([`crate::ipc`]) closes its mapping (or frees its
+/// imported pool pointer) on drop instead.
 ///
 /// Copies, views and fills come from the [`DeviceSlice`] and [`DeviceSliceMut`] traits
 /// (in the prelude). Created by [`Context::alloc`], [`Context::zeros`],
@@ -25,15 +28,34 @@ pub struct DeviceArray<T: DeviceCopy, D: Dimension = Ix1> {
     ctx: Context,
     ptr: sys::CUdeviceptr,
     dim: D,
-    /// For memory from the stream's pool ([`Stream::alloc_async`]): the stream it is freed on.
-    ordered: Option<Ordered>,
+    /// How the memory goes back on drop.
+    release: Release,
     _t: PhantomData<T>,
 }
 
-/// The stream an array from a memory pool is freed on, kept valid while the array lives.
-struct Ordered {
-    stream: sys::CUstream,
-    _keep: Option<Arc<OwnedStream>>,
+/// How an array's memory is released on drop.
+pub(crate) enum Release {
+    /// `cuMemFree` (deferred while a graph that uses it is being captured).
+    Free,
+    /// Memory from a pool (the device's, an exportable one, or a pointer imported from another
+    /// process's pool): `cuMemFreeAsync` on a stream.
+    Ordered(Ordered),
+    /// A mapping of another process's allocation (`crate::ipc`): `cuIpcCloseMemHandle` of the
+    /// mapping's base (the array may start past it).
+    IpcMapping {
+        /// The address `cuIpcOpenMemHandle` returned.
+        base: sys::CUdeviceptr,
+    },
+}
+
+/// The stream an array from a memory pool is freed on, kept valid while the array lives, and
+/// the pool when it is not the device's default one.
+pub(crate) struct Ordered {
+    pub(crate) stream: sys::CUstream,
+    pub(crate) _keep: Option<Arc<OwnedStream>>,
+    /// An explicit pool (exportable, or imported from another process), kept alive while
+    /// the array lives.
+    pub(crate) pool: Option<MemPool>,
 }
 
 // SAFETY: the array owns device memory, reachable from any thread through its context;
@@ -47,12 +69,23 @@ impl<T: DeviceCopy, D: Dimension> Drop for DeviceArray<T, D> {
         if self.ptr == 0 {
             return;
         }
-        if let Some(o) = &self.ordered {
-            self.ctx.bind_in_drop();
-            // SAFETY: the pointer came from mem_alloc_async on this stream (kept alive by
-            // `_keep`) in this context, and is freed once, after the stream's queued work.
-            check_in_drop(unsafe { backend().mem_free_async(self.ptr, o.stream) });
-            return;
+        match &self.release {
+            Release::Ordered(o) => {
+                self.ctx.bind_in_drop();
+                // SAFETY: the pointer came from a pool allocation on this stream (kept alive
+                // by `keep`) in this context, or from importing another process's, and is
+                // freed once, after the stream's queued work.
+                check_in_drop(unsafe { backend().mem_free_async(self.ptr, o.stream) });
+                return;
+            }
+            Release::IpcMapping { base } => {
+                self.ctx.bind_in_drop();
+                // SAFETY: `base` is the mapping cuIpcOpenMemHandle returned in this context
+                // for this array, closed once.
+                check_in_drop(unsafe { backend().ipc_close_mem_handle(*base) });
+                return;
+            }
+            Release::Free => {}
         }
         if crate::graph::defer_free(&self.ctx, self.ptr) {
             return;
@@ -87,8 +120,9 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         let ordered = Ordered {
             stream: stream.raw(),
             _keep: stream.keep_handle(),
+            pool: None,
         };
-        Self::alloc_with(stream.context(), dim, Some(ordered), |bytes| {
+        Self::alloc_with(stream.context(), dim, Release::Ordered(ordered), |bytes| {
             // SAFETY: the stream is live and of the bound context; the array frees the memory.
             unsafe { backend().mem_alloc_async(bytes, stream.raw()) }
         })
@@ -96,18 +130,60 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
 
     /// Allocates uninitialised memory for `dim`.
     pub(crate) fn alloc_raw(ctx: &Context, dim: D) -> Result<Self> {
-        Self::alloc_with(ctx, dim, None, |bytes| {
+        Self::alloc_with(ctx, dim, Release::Free, |bytes| {
             crate::graph::refuse("allocating a device array (cuMemAlloc)")?;
             backend().mem_alloc(bytes)
         })
     }
 
+    /// Allocates uninitialised memory for `dim` from `pool` (an exportable pool), in `stream`'s
+    /// order (`cuMemAllocFromPoolAsync`); freed in its order on drop. The caller checked that
+    /// the pool and the stream are of one context.
+    pub(crate) fn alloc_from_pool(stream: &Stream, pool: &MemPool, dim: D) -> Result<Self> {
+        let ordered = Ordered {
+            stream: stream.raw(),
+            _keep: stream.keep_handle(),
+            pool: Some(pool.clone()),
+        };
+        Self::alloc_with(stream.context(), dim, Release::Ordered(ordered), |bytes| {
+            // SAFETY: the pool and the stream are live and of the bound context; the array
+            // frees the memory (and keeps the pool alive until then).
+            unsafe { backend().mem_alloc_from_pool(bytes, pool.raw(), stream.raw()) }
+        })
+    }
+
+    /// An array over memory cudajit did not allocate here (an IPC mapping, a pointer imported
+    /// from another process's pool), released on drop as `release` says.
+    ///
+    /// # Safety
+    /// `ptr` must address at least `dim.size()` elements of `T` in `ctx`'s address space, valid
+    /// until `release` gives it back, and `release` must be how it goes back.
+    pub(crate) unsafe fn from_parts(
+        ctx: &Context,
+        ptr: sys::CUdeviceptr,
+        dim: D,
+        release: Release,
+    ) -> Self {
+        DeviceArray {
+            ctx: ctx.clone(),
+            ptr,
+            dim,
+            release,
+            _t: PhantomData,
+        }
+    }
+
+    /// How the array's memory goes back.
+    pub(crate) fn release(&self) -> &Release {
+        &self.release
+    }
+
     /// An array of `dim` in memory from `alloc` (given the byte count, called with `ctx` bound
-    /// and only for a non-empty array), freed as `ordered` says.
+    /// and only for a non-empty array), freed as `release` says.
     fn alloc_with(
         ctx: &Context,
         dim: D,
-        ordered: Option<Ordered>,
+        release: Release,
         alloc: impl FnOnce(usize) -> Result<sys::CUdeviceptr>,
     ) -> Result<Self> {
         let bytes = dim
@@ -140,7 +216,7 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
             ctx: ctx.clone(),
             ptr,
             dim,
-            ordered,
+            release,
             _t: PhantomData,
         })
     }
@@ -159,13 +235,13 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         // SAFETY: `this` is never dropped, so its context is moved out exactly once and the
         // allocation changes owner without being freed.
         let ctx = unsafe { std::ptr::read(&this.ctx) };
-        // SAFETY: as above, for the stream the memory is freed on.
-        let ordered = unsafe { std::ptr::read(&this.ordered) };
+        // SAFETY: as above, for how the memory is released.
+        let release = unsafe { std::ptr::read(&this.release) };
         Ok(DeviceArray {
             ctx,
             ptr: this.ptr,
             dim,
-            ordered,
+            release,
             _t: PhantomData,
         })
     }

@@ -19,6 +19,7 @@ pub(crate) mod transfer;
 /// The 128 bytes of an encoded tensor map, as kernels receive them.
 pub use crate::backend::tensor_map::TensorMapBytes;
 pub use array::{DeviceArray, DeviceView, DeviceViewMut};
+pub(crate) use array::{Ordered, Release};
 pub use element::{AnyBitPattern, DeviceCopy};
 pub use host::HostSource;
 pub(crate) use layout::Layout;

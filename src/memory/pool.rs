@@ -17,6 +17,7 @@
 //! ```
 
 use std::fmt;
+use std::sync::Arc;
 
 use cudajit_sys as sys;
 use ndarray::IntoDimension;
@@ -26,7 +27,7 @@ use super::element::{AnyBitPattern, DeviceCopy};
 use super::slice::DeviceSliceMut;
 use crate::backend::backend;
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{check_in_drop, Result};
 use crate::stream::Stream;
 
 impl Stream {
@@ -54,13 +55,40 @@ impl Stream {
     }
 }
 
-/// A device's memory pool: where [`Stream::alloc_async`] (and the array operations given a
-/// stream) take memory from. The driver keeps freed memory for reuse up to the release
-/// threshold and returns the rest at the next synchronisation.
+/// A memory pool: the device's default one ([`Context::mem_pool`]), where
+/// [`Stream::alloc_async`] (and the array operations given a stream) take memory from; or one
+/// made to be shared with other processes
+/// ([`Context::new_exportable_mem_pool`](crate::Context::new_exportable_mem_pool)), or imported
+/// from another process ([`MemPool::import_fd`](crate::MemPool::import_fd)), both destroyed
+/// when the last clone and the last array from them are dropped. The driver keeps freed memory
+/// for reuse up to the release threshold and returns the rest at the next synchronisation.
 #[derive(Clone)]
 pub struct MemPool {
     ctx: Context,
     raw: sys::CUmemoryPool,
+    /// For a pool cudajit made or imported: what destroys it.
+    owned: Option<Arc<OwnedPool>>,
+}
+
+/// A pool cudajit made or imported, destroyed on drop.
+struct OwnedPool {
+    ctx: Context,
+    raw: sys::CUmemoryPool,
+    imported: bool,
+}
+
+// SAFETY: as for MemPool below.
+unsafe impl Send for OwnedPool {}
+// SAFETY: as above.
+unsafe impl Sync for OwnedPool {}
+
+impl Drop for OwnedPool {
+    fn drop(&mut self) {
+        self.ctx.bind_in_drop();
+        // SAFETY: the pool was made or imported by cudajit and is destroyed once (the driver
+        // defers the release while allocations from it are outstanding).
+        check_in_drop(unsafe { backend().mem_pool_destroy(self.raw) });
+    }
 }
 
 // SAFETY: a CUmemoryPool may be used from any thread; the driver synchronises internally.
@@ -90,14 +118,47 @@ impl Context {
         Ok(MemPool {
             ctx: self.clone(),
             raw,
+            owned: None,
         })
     }
 }
 
 impl MemPool {
+    /// A pool cudajit made (`imported: false`) or imported from another process, destroyed when
+    /// the last clone goes.
+    pub(crate) fn owned(ctx: &Context, raw: sys::CUmemoryPool, imported: bool) -> MemPool {
+        MemPool {
+            ctx: ctx.clone(),
+            raw,
+            owned: Some(Arc::new(OwnedPool {
+                ctx: ctx.clone(),
+                raw,
+                imported,
+            })),
+        }
+    }
+
+    /// Whether the pool was made to be shared with other processes
+    /// ([`Context::new_exportable_mem_pool`](crate::Context::new_exportable_mem_pool)).
+    pub fn is_exportable(&self) -> bool {
+        self.owned.as_ref().is_some_and(|o| !o.imported)
+    }
+
+    /// Whether the pool was imported from another process
+    /// ([`MemPool::import_fd`](crate::MemPool::import_fd)).
+    pub fn is_imported(&self) -> bool {
+        self.owned.as_ref().is_some_and(|o| o.imported)
+    }
+
+    /// The context the pool was obtained in.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
     fn get(&self, attr: sys::CUmemPool_attribute) -> Result<u64> {
         self.ctx.bind()?;
-        // SAFETY: the pool is the device's default pool, live while its context is.
+        // SAFETY: the pool is the device's default pool, live while its context is, or one
+        // cudajit made or imported, live while `owned` is.
         unsafe { backend().mem_pool_attribute(self.raw, attr) }
     }
 
@@ -157,6 +218,11 @@ impl MemPool {
 
 impl fmt::Debug for MemPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "MemPool(device {})", self.ctx.device().ordinal())
+        let kind = match &self.owned {
+            None => "default",
+            Some(o) if o.imported => "imported",
+            Some(_) => "exportable",
+        };
+        write!(f, "MemPool({kind}, device {})", self.ctx.device().ordinal())
     }
 }

@@ -21,6 +21,8 @@ mod grid;
 mod half;
 mod half_ops;
 mod host_args;
+#[cfg(unix)]
+mod ipc;
 mod kernels;
 mod lines;
 mod math;

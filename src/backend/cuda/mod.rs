@@ -3,9 +3,10 @@
 //! The calls are grouped by what they touch: `context.rs` (devices, contexts, peer access, the
 //! profiler), `memory.rs` (allocations, memory pools, copies and fills), `streams.rs` (streams
 //! and events), `modules.rs` (loading, linking and the JIT's logs), `launch.rs` (kernel
-//! functions' attributes, occupancy and launches) and `graphs.rs` (stream capture and graphs).
+//! functions' attributes, occupancy and launches), `graphs.rs` (stream capture and graphs) and
+//! `ipc.rs` (memory, events and pools shared with other processes).
 //! Each file implements the [`Backend`](crate::backend::Backend) trait of its concern (`DeviceApi`, `MemoryApi`,
-//! `StreamApi`, `ModuleApi`, `LaunchApi`, `GraphApi`) directly.
+//! `StreamApi`, `ModuleApi`, `LaunchApi`, `GraphApi`, `IpcApi`) directly.
 
 /// libcuda, loaded at run time.
 pub(crate) struct CudaDriver;
@@ -20,6 +21,7 @@ macro_rules! drv {
 
 mod context;
 mod graphs;
+mod ipc;
 mod launch;
 mod memory;
 mod modules;

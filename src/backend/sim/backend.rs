@@ -12,9 +12,13 @@ use cudajit_sys as sys;
 use super::memory::Kind;
 use super::{devices, Simulator, VERSION};
 use crate::backend::tensor_map::{TensorMapBytes, TensorMapDesc};
-use crate::backend::{DeviceApi, LaunchApi, MemoryApi, ModuleApi, ModuleImage};
+use crate::backend::{DeviceApi, IpcApi, LaunchApi, MemoryApi, ModuleApi, ModuleImage};
 use crate::error::Result;
 use crate::ir::FunctionIr;
+
+/// No IPC: the simulator's memory, events and pools live in this process (every method keeps
+/// the trait's default, an error that says IPC needs a real GPU).
+impl IpcApi for Simulator {}
 
 impl DeviceApi for Simulator {
     fn is_simulator(&self) -> bool {
