@@ -308,47 +308,39 @@ pub extern "C" fn cj_import_add(h: u64, v: f32) -> c_int {
 pub unsafe extern "C" fn cj_import_read(h: u64, out: *mut c_void, n: usize) -> c_int {
     with_state(-1, |s| {
         let st = &s.stream;
-        let copy = |v: &[u8]| -> cudajit::Result<c_int> {
-            if out.is_null() {
-                return Err(cudajit_usage("cj_import_read: null buffer"));
-            }
-            // SAFETY: the caller's buffer of n elements (v.len() bytes, checked below).
-            unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out.cast::<u8>(), v.len()) };
-            Ok(0)
+        let bytes = match s.imports.get(&h) {
+            Some(Imported::F32Flat(a)) => to_bytes(&a.to_vec_async(st)?),
+            Some(Imported::F32(a)) => to_bytes(&a.to_vec_async(st)?),
+            Some(Imported::F32Strided(a)) => to_bytes(
+                &a.view()
+                    .to_array_async(st)?
+                    .iter()
+                    .copied()
+                    .collect::<Vec<f32>>(),
+            ),
+            Some(Imported::I64(a)) => to_bytes(&a.to_vec_async(st)?),
+            None => return Err(cudajit_usage("unknown import handle")),
         };
-        let bytes = |len: usize, size: usize| -> cudajit::Result<()> {
-            if len != n {
-                return Err(cudajit_usage("cj_import_read: wrong length"));
-            }
-            let _ = size;
-            Ok(())
+        let size = match s.imports.get(&h) {
+            Some(Imported::I64(_)) => 8,
+            _ => 4,
         };
-        match s.imports.get(&h) {
-            Some(Imported::F32Flat(a)) => {
-                bytes(a.len(), 4)?;
-                copy(as_bytes(&a.to_vec_async(st)?))
-            }
-            Some(Imported::F32(a)) => {
-                bytes(a.len(), 4)?;
-                copy(as_bytes(&a.to_vec_async(st)?))
-            }
-            Some(Imported::F32Strided(a)) => {
-                let v = a.view().to_array_async(st)?;
-                bytes(v.len(), 4)?;
-                copy(as_bytes(&v.iter().copied().collect::<Vec<f32>>()))
-            }
-            Some(Imported::I64(a)) => {
-                bytes(a.len(), 8)?;
-                copy(as_bytes(&a.to_vec_async(st)?))
-            }
-            None => Err(cudajit_usage("unknown import handle")),
+        if out.is_null() || bytes.len() != n * size {
+            return Err(cudajit_usage(
+                "cj_import_read: wrong length or a null buffer",
+            ));
         }
+        // SAFETY: the caller's buffer of n elements of `size` bytes, checked above.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.cast::<u8>(), bytes.len()) };
+        Ok(0)
     })
 }
 
-fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
-    // SAFETY: plain numbers (f32, i64) viewed as their bytes.
+/// Plain numbers (f32, i64) as their bytes.
+fn to_bytes<T: Copy>(v: &[T]) -> Vec<u8> {
+    // SAFETY: plain numbers viewed as their bytes, copied out at once.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+        .to_vec()
 }
 
 /// Drops imported tensor `h`, after the library's stream has finished with it: the producer's

@@ -40,7 +40,11 @@ mod export;
     dead_code,
     clippy::all,
     unknown_lints,
-    unpredictable_function_pointer_comparisons
+    unpredictable_function_pointer_comparisons,
+    // The header's comments, as they are: `[i]` is not a link, `<float>` not a tag.
+    rustdoc::broken_intra_doc_links,
+    rustdoc::invalid_html_tags,
+    rustdoc::bare_urls
 )]
 pub mod ffi;
 mod import;

@@ -370,7 +370,7 @@ fn import_checks_accept_good_tensors() {
 /// The error message of importing `t` as `T`, `D` on device 0; the deleter still runs once.
 fn refused<T: DlpackElement, D: ndarray::Dimension>(f: &Fake, t: DlpackTensor) -> String {
     let before = f.calls();
-    let msg = check::<T, D>(0, &t).err().expect("refused").to_string();
+    let msg = check::<T, D>(0, &t).expect_err("refused").to_string();
     drop(t);
     assert_eq!(f.calls(), before + 1);
     msg
