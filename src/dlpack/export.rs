@@ -19,12 +19,13 @@ use super::tensor::{
 };
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceArray, DeviceSlice, ManagedBuffer, StridedArray};
+use crate::memory::{DeviceArray, DeviceSlice, ManagedBuffer, PinnedHostBuffer, StridedArray};
 use crate::stream::Stream;
 
 /// What an exported tensor describes.
 pub struct Parts<'a> {
-    ctx: &'a Context,
+    /// The context of device memory (`None` for pinned host memory, which every context reaches).
+    ctx: Option<&'a Context>,
     device: DLDevice,
     /// Address of element `[0, ..., 0]` (0 for an empty array).
     ptr: u64,
@@ -37,8 +38,8 @@ pub struct Parts<'a> {
 mod private {
     /// Sealed: describes the memory of an exportable value.
     pub trait Describe {
-        /// The tensor's description.
-        fn describe(&self) -> super::Parts<'_>;
+        /// The tensor's description (after any copy in flight into or out of it).
+        fn describe(&self) -> crate::error::Result<super::Parts<'_>>;
     }
 }
 
@@ -46,7 +47,9 @@ mod private {
 /// an `Arc`) the memory, and the exported tensor keeps it alive until its deleter runs.
 ///
 /// Device arrays ([`DeviceArray`], [`StridedArray`]) export as `kDLCUDA` tensors of their device;
-/// [`ManagedBuffer`] as `kDLCUDAManaged` (device id 0, as DLPack says for managed memory). An
+/// [`ManagedBuffer`] as `kDLCUDAManaged` and [`PinnedHostBuffer`] as `kDLCUDAHost` (device id 0,
+/// as DLPack says for managed and pinned memory; a pinned buffer first waits for its copy in
+/// flight, and its address is the host's, which the device shares). An
 /// `Arc` of any of them exports a tensor that shares the memory with the cudajit side (both
 /// see each other's writes: order them with streams).
 pub trait ToDlpack: private::Describe + Send + 'static {}
@@ -63,39 +66,39 @@ fn cuda_device(ctx: &Context) -> DLDevice {
 }
 
 impl<T: DlpackElement, D: Dimension> private::Describe for DeviceArray<T, D> {
-    fn describe(&self) -> Parts<'_> {
-        Parts {
-            ctx: self.context(),
+    fn describe(&self) -> Result<Parts<'_>> {
+        Ok(Parts {
+            ctx: Some(self.context()),
             device: cuda_device(self.context()),
             ptr: self.device_ptr(),
             dtype: T::DTYPE,
             shape: dims(self.shape()),
             strides: self.strides().iter().map(|&s| s as i64).collect(),
-        }
+        })
     }
 }
 impl<T: DlpackElement, D: Dimension + 'static> ToDlpack for DeviceArray<T, D> {}
 
 impl<T: DlpackElement, D: Dimension> private::Describe for StridedArray<T, D> {
-    fn describe(&self) -> Parts<'_> {
+    fn describe(&self) -> Result<Parts<'_>> {
         let v = self.view();
         let ptr = if v.is_empty() { 0 } else { v.device_ptr() };
-        Parts {
-            ctx: self.storage().context(),
+        Ok(Parts {
+            ctx: Some(self.storage().context()),
             device: cuda_device(self.storage().context()),
             ptr,
             dtype: T::DTYPE,
             shape: dims(v.shape()),
             strides: v.strides().iter().map(|&s| s as i64).collect(),
-        }
+        })
     }
 }
 impl<T: DlpackElement, D: Dimension + 'static> ToDlpack for StridedArray<T, D> {}
 
 impl<T: DlpackElement> private::Describe for ManagedBuffer<T> {
-    fn describe(&self) -> Parts<'_> {
-        Parts {
-            ctx: self.context(),
+    fn describe(&self) -> Result<Parts<'_>> {
+        Ok(Parts {
+            ctx: Some(self.context()),
             device: DLDevice {
                 device_type: DLDeviceType::kDLCUDAManaged,
                 device_id: 0,
@@ -104,13 +107,35 @@ impl<T: DlpackElement> private::Describe for ManagedBuffer<T> {
             dtype: T::DTYPE,
             shape: dims(self.shape()),
             strides: vec![1; self.shape().len()],
-        }
+        })
     }
 }
 impl<T: DlpackElement> ToDlpack for ManagedBuffer<T> {}
 
+impl<T: DlpackElement> private::Describe for PinnedHostBuffer<T> {
+    fn describe(&self) -> Result<Parts<'_>> {
+        let host = self.as_slice()?;
+        Ok(Parts {
+            ctx: None,
+            device: DLDevice {
+                device_type: DLDeviceType::kDLCUDAHost,
+                device_id: 0,
+            },
+            ptr: if host.is_empty() {
+                0
+            } else {
+                host.as_ptr() as u64
+            },
+            dtype: T::DTYPE,
+            shape: vec![host.len() as i64],
+            strides: vec![1],
+        })
+    }
+}
+impl<T: DlpackElement> ToDlpack for PinnedHostBuffer<T> {}
+
 impl<X: private::Describe + Send + Sync + 'static> private::Describe for Arc<X> {
-    fn describe(&self) -> Parts<'_> {
+    fn describe(&self) -> Result<Parts<'_>> {
         (**self).describe()
     }
 }
@@ -171,7 +196,7 @@ pub fn export<X: ToDlpack>(value: X, kind: ManagedKind) -> Result<DlpackTensor> 
         shape,
         strides,
         ..
-    } = value.describe();
+    } = value.describe()?;
     let data = ptr as *mut c_void;
     let ndim = i32::try_from(shape.len())
         .map_err(|_| Error::usage("DLPack: too many dimensions to export"))?;
@@ -246,14 +271,15 @@ pub fn export_on<X: ToDlpack>(
     consumer: ConsumerStream,
 ) -> Result<DlpackTensor> {
     {
-        let p = value.describe();
-        let ctx = p.ctx;
-        if ctx.raw() != producer.context().raw() {
-            return Err(Error::usage(format!(
-                "DLPack export: the producer stream is of device {}, the array of device {}",
-                producer.context().device().ordinal(),
-                ctx.device().ordinal()
-            )));
+        let p = value.describe()?;
+        if let Some(ctx) = p.ctx {
+            if ctx.raw() != producer.context().raw() {
+                return Err(Error::usage(format!(
+                    "DLPack export: the producer stream is of device {}, the array of device {}",
+                    producer.context().device().ordinal(),
+                    ctx.device().ordinal()
+                )));
+            }
         }
         handshake(producer, consumer)?;
     }

@@ -3,8 +3,8 @@
 //!
 //! - Export: [`export`] / [`export_on`] turn a cudajit array ([`ToDlpack`]: a
 //!   [`DeviceArray`](crate::DeviceArray), a [`StridedArray`](crate::StridedArray), a
-//!   [`ManagedBuffer`](crate::ManagedBuffer), or an `Arc` of one to keep using it) into a
-//!   [`DlpackTensor`]: a `DLManagedTensorVersioned` (DLPack 1.x) or a legacy `DLManagedTensor`
+//!   [`ManagedBuffer`](crate::ManagedBuffer), a [`PinnedHostBuffer`](crate::PinnedHostBuffer),
+//!   or an `Arc` of one to keep using it) into a [`DlpackTensor`]: a `DLManagedTensorVersioned` (DLPack 1.x) or a legacy `DLManagedTensor`
 //!   ([`ManagedKind`]), which owns the array until its deleter runs. [`DlpackTensor::into_raw`]
 //!   gives the pointer to put in a Python capsule (`"dltensor_versioned"` / `"dltensor"`).
 //! - Import: [`DlpackTensor::from_raw_versioned`] / [`from_raw_legacy`](DlpackTensor::from_raw_legacy)

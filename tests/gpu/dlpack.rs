@@ -270,3 +270,32 @@ fn counters_balance_after_the_exchanges() {
     assert!(after.export_deleters_run > before.export_deleters_run);
     assert!(after.adopted_deleters_called > before.adopted_deleters_called);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pinned_host_memory_exports_as_cuda_host() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let p = Arc::new(c.pinned_from_slice(&iota(256)).unwrap());
+    let host_ptr = p.as_slice().unwrap().as_ptr() as u64;
+    let t = export(Arc::clone(&p), ManagedKind::Legacy).unwrap();
+    let d = t.dl_tensor().unwrap();
+    assert_eq!(d.device.device_type, ffi::DLDeviceType::kDLCUDAHost);
+    assert_eq!((d.device.device_id, d.data as u64), (0, host_ptr));
+    // The device reaches pinned memory at its host address (unified addressing): a kernel
+    // writes it in place.
+    let mut back: DlpackArray<f32, Ix1> = c.import_dlpack(t).unwrap();
+    assert_eq!(back.device_type(), ffi::DLDeviceType::kDLCUDAHost);
+    add_kernel()
+        .launch(
+            &s,
+            LaunchConfig::for_num_elems(256, 128).unwrap(),
+            (&mut back, 3.0f32),
+        )
+        .unwrap();
+    s.synchronize().unwrap();
+    drop(back);
+    let want: Vec<f32> = iota(256).iter().map(|x| x + 3.0).collect();
+    assert_eq!(p.as_slice().unwrap(), &want[..]);
+    assert_eq!(Arc::strong_count(&p), 1);
+}
