@@ -128,6 +128,8 @@ class Lib:
             "cj_import_add": (c_int, [u64, f32]),
             "cj_import_read": (c_int, [u64, vp, ctypes.c_size_t]),
             "cj_import_drop": (c_int, [u64]),
+            "cj_import_drop_nosync": (c_int, [u64]),
+            "cj_bench_roundtrip": (ctypes.c_double, [u64]),
             "cj_counters": (None, [ctypes.POINTER(u64)]),
             "cj_set_capsule_api": (None, [vp, vp]),
         }
@@ -195,6 +197,19 @@ class CudajitArray:
         return self.lib.read(self.h, self.n)
 
 
+class OldProducer:
+    """A producer from before DLPack 1.0: `__dlpack__` takes no max_version."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __dlpack_device__(self):
+        return self.inner.__dlpack_device__()
+
+    def __dlpack__(self, stream=None):
+        return self.inner.__dlpack__(stream=stream)
+
+
 def take(obj, stream):
     """Another library's tensor as (capsule, pointer, versioned), the capsule marked used."""
     try:
@@ -245,6 +260,17 @@ def section_ctypes(lib, device):
         c1 = lib.counters()
         check(f"ctypes/{tag}: the export's deleter ran once",
               c1["export_deleted"] - c0["export_deleted"] == 1, f"{c0} -> {c1}")
+    # A producer without max_version: the legacy struct, through take()'s fallback.
+    a = CudajitArray(lib, 8, device)
+    _, ptr, versioned = take(OldProducer(a), lib.so.cj_stream())
+    h = lib.so.cj_import(ptr, int(versioned), 0)
+    check("ctypes: a producer without max_version gives the legacy struct",
+          h != 0 and not versioned, lib.error())
+    if h:
+        lib.so.cj_import_drop(h)
+    per = lib.so.cj_bench_roundtrip(20000)
+    print(f"BENCH cudajit export + import + release, in Rust: {per / 1000:.2f} us")
+
     # A capsule nobody consumed: its destructor runs the deleter.
     c0 = lib.counters()
     a = CudajitArray(lib, 16, device)
@@ -420,6 +446,8 @@ def section_torch(lib, device):
         lib.so.cj_import_drop(h)
     else:
         check("torch: int64 tensor", False, lib.error())
+    bench(lib, device, "torch", torch.from_dlpack,
+          torch.zeros(1024, dtype=torch.float32, device=dev))
     if torch.cuda.device_count() > device + 1:
         other = torch.arange(4, dtype=torch.float32, device=torch.device("cuda", device + 1))
         msg = import_error(lib, other, 0, None)
@@ -427,6 +455,35 @@ def section_torch(lib, device):
               msg is not None and f"CUDA device {device + 1}" in msg, msg)
     else:
         skip("torch: another device's tensor", "one GPU")
+
+
+def per_call_us(f, iters=2000):
+    """Host microseconds per call of f (after a warm-up)."""
+    import time
+    for _ in range(50):
+        f()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        f()
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def bench(lib, device, name, from_dlpack, native):
+    """The host cost of the exchange against the library's own from_dlpack of its own array."""
+    a = CudajitArray(lib, 1024, device)
+    own = per_call_us(lambda: from_dlpack(native))
+    ours = per_call_us(lambda: from_dlpack(a))
+
+    def into_cudajit():
+        _, ptr, versioned = take(native, lib.so.cj_stream())
+        h = lib.so.cj_import(ptr, int(versioned), 0)
+        lib.so.cj_import_drop_nosync(h)
+
+    back = per_call_us(into_cudajit)
+    lib.so.cj_sync()
+    print(f"BENCH {name}: {name}.from_dlpack({name} array) {own:.2f} us (its own cost); "
+          f"{name}.from_dlpack(cudajit array) {ours:.2f} us; "
+          f"a {name} array into cudajit (__dlpack__ + import + release) {back:.2f} us")
 
 
 def section_cupy(lib, device):
@@ -485,6 +542,7 @@ def section_cupy(lib, device):
         lib.so.cj_import_drop(h)
     else:
         check("handshake cupy -> cudajit: import", False, lib.error())
+    bench(lib, device, "cupy", cupy.from_dlpack, cupy.zeros(1024, dtype=cupy.float32))
 
 
 def default_lib():
