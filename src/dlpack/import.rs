@@ -12,7 +12,7 @@ use super::tensor::DlpackTensor;
 use crate::backend::backend;
 use crate::context::Context;
 use crate::error::{Error, Result, ShapeDisplay};
-use crate::memory::layout::{is_standard, span};
+use crate::memory::layout::is_standard;
 use crate::memory::slice::Sealed;
 use crate::memory::Layout;
 use crate::memory::{
@@ -150,7 +150,7 @@ pub(super) fn overlaps(shape: &[usize], strides: &[usize]) -> bool {
         if stride <= reach || stride == 0 {
             return true;
         }
-        reach += stride * (len - 1);
+        reach = reach.saturating_add(stride.saturating_mul(len - 1));
     }
     false
 }
@@ -263,13 +263,8 @@ pub(super) fn check<T: DlpackElement, D: Dimension>(
                 std::mem::align_of::<T>()
             )));
         }
-        let (lo, hi) = span(dim.slice(), strides.slice());
-        let esize = std::mem::size_of::<T>() as i128;
-        let (first, last) = (
-            ptr as i128 + lo as i128 * esize,
-            ptr as i128 + (hi as i128 + 1) * esize - 1,
-        );
-        if first < 0 || last > u64::MAX as i128 {
+        let (first, last) = extent::<T>(ptr, dim.slice(), strides.slice());
+        if first < 0 || last > i128::from(u64::MAX) {
             return Err(Error::usage(
                 "DLPack import: the tensor's extent overflows the address space",
             ));
@@ -278,16 +273,34 @@ pub(super) fn check<T: DlpackElement, D: Dimension>(
     Ok((Layout { ptr, dim, strides }, dev.device_type))
 }
 
+/// The lowest and highest byte addresses a non-empty view of `T` at `ptr` touches, in `i128`
+/// (a producer's strides may be anything: no overflow, whatever they are).
+fn extent<T>(ptr: u64, shape: &[usize], strides: &[usize]) -> (i128, i128) {
+    let (mut lo, mut hi) = (0i128, 0i128);
+    for (&d, &s) in shape.iter().zip(strides) {
+        let far = (d as i128 - 1) * (s as isize as i128);
+        if far < 0 {
+            lo += far;
+        } else {
+            hi += far;
+        }
+    }
+    let size = std::mem::size_of::<T>() as i128;
+    (
+        i128::from(ptr) + lo * size,
+        i128::from(ptr) + (hi + 1) * size - 1,
+    )
+}
+
 /// Checks that the lowest and highest bytes of a non-empty tensor (already checked by `check`)
 /// are memory the driver knows.
 fn check_memory<T, D: Dimension>(ctx: &Context, lay: &Layout<D>) -> Result<()> {
     if lay.dim.size() == 0 {
         return Ok(());
     }
-    let size = std::mem::size_of::<T>() as i128;
-    let (lo, hi) = span(lay.dim.slice(), lay.strides.slice());
-    let first = (lay.ptr as i128 + lo as i128 * size) as u64;
-    let last = (lay.ptr as i128 + (hi as i128 + 1) * size - 1) as u64;
+    // In range: `check` refused anything else.
+    let (first, last) = extent::<T>(lay.ptr, lay.dim.slice(), lay.strides.slice());
+    let (first, last) = (first as u64, last as u64);
     ctx.bind()?;
     for a in [first, last] {
         if !backend().is_driver_memory(a as *const std::ffi::c_void) {

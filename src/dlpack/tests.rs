@@ -429,6 +429,14 @@ fn import_checks_refuse_what_cudajit_cannot_use() {
     assert!(t.dl_tensor().is_err());
     assert!(refused::<f32, Ix2>(&f, t).contains("DLPack 2.0"));
 
+    // Strides far outside the address space: refused, no overflow.
+    let mut h = Fake::new(&[1 << 40, 2], Some(&[1 << 40, 1 << 62]));
+    let t = h.legacy(cuda(0), f32::DTYPE, ADDR);
+    assert!(refused::<f32, Ix2>(&h, t).contains("overflows the address space"));
+    let mut h = Fake::new(&[3], Some(&[-(1 << 60)]));
+    let t = h.legacy(cuda(0), f32::DTYPE, ADDR);
+    assert!(refused::<f32, Ix1>(&h, t).contains("overflows the address space"));
+
     let mut g = Fake::new(&[2, -3], None);
     let t = g.legacy(cuda(0), f32::DTYPE, ADDR);
     assert!(refused::<f32, Ix2>(&g, t).contains("negative extent"));
