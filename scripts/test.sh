@@ -48,6 +48,23 @@ if ((rc == 0)) && [[ "${CUDAJIT_TEST_SIMULATOR:-1}" != 0 ]]; then
     rc=${PIPESTATUS[0]}
     set -e
 fi
+# The DLPack exchange through its C ABI (examples/dlpack_py, built by `cargo test` above, loaded
+# by Python's ctypes): the capsule round trips and a producer made in Python, on the simulator
+# (under a second). Its torch and CuPy sections need those packages and a GPU
+# (`python3 scripts/dlpack-check.py` on a GPU machine).
+if ((rc == 0)) && command -v python3 > /dev/null 2>&1; then
+    dlpack_lib=""
+    for p in "${CARGO_TARGET_DIR:-target}"/{debug,release}/examples/libdlpack_py.so; do
+        [[ -f "$p" && ( -z "$dlpack_lib" || "$p" -nt "$dlpack_lib" ) ]] && dlpack_lib="$p"
+    done
+    if [[ -n "$dlpack_lib" ]]; then
+        echo "+ CUDAJIT_SIMULATOR=1 python3 scripts/dlpack-check.py --only ctypes --lib $dlpack_lib"
+        set +e
+        CUDAJIT_SIMULATOR=1 python3 scripts/dlpack-check.py --only ctypes --lib "$dlpack_lib"
+        rc=$?
+        set -e
+    fi
+fi
 # One closing line for the whole run: the last `test result:` of each test binary (a test that
 # re-runs itself in a child process may print the child's too), summed. Ignored tests are the GPU tests on a machine without a GPU.
 awk 'function add() { if (have) { p += lp; f += lf; s += ls; have = 0 } }

@@ -118,6 +118,7 @@
 mod backend;
 pub mod codegen;
 pub mod context;
+pub mod dlpack;
 pub mod error;
 pub mod event;
 pub mod fault_injection;

@@ -11,6 +11,7 @@ mod common;
 mod complex;
 mod context;
 mod contract;
+mod dlpack;
 mod enquiry;
 mod errors;
 mod events;
