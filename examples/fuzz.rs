@@ -22,7 +22,7 @@
 //!
 //! ```sh
 //! cargo run --release --example fuzz -- [--trees N] [--programs P] [--seed S] [--per-kernel K]
-//!                                        [--threads T] [--depth D] [--seconds S]
+//!                                        [--threads T] [--depth D] [--seconds S] [--minimise M]
 //!                                        [--contract off|on|alternate]
 //!                                        [--fastmath off|on|alternate] [--lang core|whole]
 //!                                        [--complex N] [--blocks N] [--block-threads T]
@@ -31,7 +31,8 @@
 //!
 //! Defaults: 2,000 trees, 1,000 programs, seed 1, 32 trees (or programs) per kernel, 128 input
 //! vectors, depth 5, no time limit (`--seconds` stops early and reports how many ran); the
-//! first 50 mismatches of each kind are minimised.
+//! first 50 mismatches of each kind are minimised (`--minimise M`: the first M; a campaign
+//! passes a few, so that its time box holds).
 //!
 //! `--contract` sets FMA contraction (`PtxOptions::contract`) of the batch kernels, which the
 //! host model follows (fused `a*b ± c` as `mul_add`): `alternate` (the default) builds the
@@ -112,6 +113,7 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
             "--threads" => cfg.threads = num("--threads")?.max(1) as usize,
             "--depth" => cfg.depth = num("--depth")?.clamp(1, 12) as u32,
             "--seconds" => cfg.max_seconds = Some(num("--seconds")? as f64),
+            "--minimise" => cfg.minimise = num("--minimise")? as usize,
             "--contract" => {
                 let v = args.next().unwrap_or_default();
                 cfg.contract = Contract::parse(&v)
@@ -135,7 +137,7 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
                 args.next(); // read by ptx_only() / complex_trees()
             }
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--contract off|on|alternate] [--fastmath off|on|alternate] [--lang core|whole] [--complex N] [--blocks N] [--block-threads T] [--ptx-only 9.0]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--minimise M] [--contract off|on|alternate] [--fastmath off|on|alternate] [--lang core|whole] [--complex N] [--blocks N] [--block-threads T] [--ptx-only 9.0]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }

@@ -450,7 +450,10 @@ def section_torch(lib, device):
           torch.zeros(1024, dtype=torch.float32, device=dev))
     if torch.cuda.device_count() > device + 1:
         other = torch.arange(4, dtype=torch.float32, device=torch.device("cuda", device + 1))
-        msg = import_error(lib, other, 0, None)
+        # torch exports a tensor only with its device current ("Can't export tensors on a
+        # different CUDA device index"); cudajit, on device `device`, must then refuse it.
+        with torch.cuda.device(device + 1):
+            msg = import_error(lib, other, 0, None)
         check("torch: another device's tensor is refused",
               msg is not None and f"CUDA device {device + 1}" in msg, msg)
     else:

@@ -155,6 +155,15 @@ fn fixed_seed_slice_compiles_to_ptx() {
         cudajit_fuzz::check::compile_only(&cfg, (9, 0), |_| {}).unwrap(),
         1
     );
+    // The whole language's batch that aborted LLVM ("Cannot select: bf16 = bitcast") before
+    // every bitcast to f16/bf16 went through `mov.b16`: a program's `f16 -> u16 -> bf16`,
+    // folded into one bitcast beside another program (seed 37500005, programs 7 and 13).
+    cfg.seed = 37500005;
+    cfg.lang = Lang::Whole { fp8: true };
+    assert_eq!(
+        cudajit_fuzz::check::compile_only(&cfg, (9, 0), |_| {}).unwrap(),
+        1
+    );
 }
 
 /// CI's slice of the block programs (`cudajit_fuzz::block`): one thread block per program,

@@ -102,6 +102,7 @@ impl MemPool {
                 code: None,
             });
         }
+        self.mark_shared();
         // SAFETY: the driver made a new descriptor for the caller, owned by nothing else.
         Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
     }
@@ -139,11 +140,11 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
     /// process must not free the array until every importer's free has completed (they drop
     /// theirs, record an IPC event, and this process's freeing stream waits on it).
     pub fn pool_ipc_handle(&self) -> Result<IpcPoolPtrHandle> {
-        let exportable = match self.release() {
-            Release::Ordered(o) => o.pool.as_ref().is_some_and(|p| p.is_exportable()),
-            _ => false,
+        let (pool, stream) = match self.release() {
+            Release::Ordered(o) => (o.pool.as_ref().filter(|p| p.is_exportable()), o.stream),
+            _ => (None, std::ptr::null_mut()),
         };
-        if !exportable {
+        let Some(pool) = pool else {
             return Err(Error::Ipc {
                 message: "only an array allocated from an exportable pool \
                           (Context::new_exportable_mem_pool, Stream::alloc_from_pool) has a pool \
@@ -151,7 +152,7 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
                     .to_string(),
                 code: None,
             });
-        }
+        };
         let ptr = self.device_ptr();
         if ptr == 0 {
             return Err(Error::Ipc {
@@ -161,8 +162,28 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         }
         let ctx = self.context();
         ctx.bind()?;
+        // The driver exports allocations only of a pool already shared (CUDA's own sample
+        // exports the pool first; pointers first fail with CUDA_ERROR_INVALID_VALUE, seen on
+        // an H200 with driver 580): export it once, and close the descriptor (each
+        // `export_fd` makes a new one).
+        #[cfg(unix)]
+        if !pool.mark_shared() {
+            drop(pool.export_fd()?);
+        }
         // SAFETY: the allocation is live (held by `self`), from a pool of the bound context.
-        let raw = unsafe { backend().mem_pool_export_pointer(ptr) }.map_err(|e| {
+        let first = unsafe { backend().mem_pool_export_pointer(ptr) };
+        // An allocation not yet made on its stream may be refused too: wait for the stream
+        // that allocated it and ask again.
+        let exported = match first {
+            Err(_) if !stream.is_null() => {
+                // SAFETY: the allocating stream is kept alive by the array (`Ordered`).
+                unsafe { backend().stream_synchronize(stream) }?;
+                // SAFETY: as above.
+                unsafe { backend().mem_pool_export_pointer(ptr) }
+            }
+            r => r,
+        };
+        let raw = exported.map_err(|e| {
             super::driver_error(e, "exporting the pool allocation", |_| {
                 "the driver refused to export this allocation".to_string()
             })

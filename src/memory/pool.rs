@@ -75,6 +75,8 @@ struct OwnedPool {
     ctx: Context,
     raw: sys::CUmemoryPool,
     imported: bool,
+    /// Whether the pool has been exported to a shareable handle (file descriptor) once.
+    shared: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: as for MemPool below.
@@ -134,6 +136,7 @@ impl MemPool {
                 ctx: ctx.clone(),
                 raw,
                 imported,
+                shared: std::sync::atomic::AtomicBool::new(false),
             })),
         }
     }
@@ -142,6 +145,13 @@ impl MemPool {
     /// ([`Context::new_exportable_mem_pool`](crate::Context::new_exportable_mem_pool)).
     pub fn is_exportable(&self) -> bool {
         self.owned.as_ref().is_some_and(|o| !o.imported)
+    }
+
+    /// Whether the pool has been exported to a file descriptor; marks it so.
+    pub(crate) fn mark_shared(&self) -> bool {
+        self.owned
+            .as_ref()
+            .is_some_and(|o| o.shared.swap(true, std::sync::atomic::Ordering::AcqRel))
     }
 
     /// Whether the pool was imported from another process

@@ -62,23 +62,20 @@ impl<'c> Lowerer<'c, '_> {
             Op::Cast(a) => self.cast(*a, ty)?,
             Op::Bitcast(a) => {
                 let mut v = self.v(*a)?;
-                // Between the two 16-bit float types (f16 and bf16; no other float types
-                // share a size) through an i16 `mov.b16`: NVPTX cannot select a direct
-                // `bf16 = bitcast f16`, and LLVM folds a chain of bitcasts into one.
-                if let (BasicTypeEnum::FloatType(_), BasicTypeEnum::FloatType(_)) =
-                    (v.get_type(), rt)
-                {
-                    if v.get_type() != rt {
-                        let i16t = self.ctx.i16_type();
-                        let bits = ll!(self, self.b.build_bit_cast(v, i16t, ""));
-                        v = super::asm::pure_asm(
-                            self,
-                            "mov.b16 $0, $1;",
-                            "=h,h",
-                            &[bits],
-                            i16t.into(),
-                        )?;
-                    }
+                // To a 16-bit float (f16, bf16) from anything else, through an i16
+                // `mov.b16`: NVPTX cannot select a direct `bf16 = bitcast f16`, and LLVM folds
+                // a chain of bitcasts into one, also `f16 -> u16 -> bf16` (the whole-language
+                // campaign's programs aborted LLVM with it: "Cannot select: bf16 = bitcast").
+                if ty.is_half() && v.get_type() != rt {
+                    let i16t = self.ctx.i16_type();
+                    let bits = ll!(self, self.b.build_bit_cast(v, i16t, ""));
+                    v = super::asm::pure_asm(
+                        self,
+                        "mov.b16 $0, $1;",
+                        "=h,h",
+                        &[bits],
+                        i16t.into(),
+                    )?;
                 }
                 ll!(self, self.b.build_bit_cast(v, rt, ""))
             }
