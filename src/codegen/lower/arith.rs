@@ -134,7 +134,11 @@ impl<'c> Lowerer<'c, '_> {
 
     /// Exact floating-point remainder (C's `fmod`, Rust's `%`): LLVM's `frem` is lowered by
     /// NVPTX as `x - trunc(x / y) * y`, which is wrong for large quotients. Subtracts `y`
-    /// scaled by powers of two, largest first; each subtraction is exact (Sterbenz).
+    /// scaled by powers of two, largest first; each subtraction is exact (Sterbenz). Both loops
+    /// are also bounded by a count (more steps than any finite operands take: twice the binades
+    /// from the smallest subnormal to MAX), so that they end under fastmath too, where LLVM may take `|x| < inf`
+    /// for true and flushing makes `t + t` zero (the whole-language campaign's fastmath trees
+    /// never finished on the GPU).
     pub(crate) fn float_rem(
         &mut self,
         x: inkwell::values::FloatValue<'c>,
@@ -154,6 +158,11 @@ impl<'c> Lowerer<'c, '_> {
         let (ax, ay) = (fabs(self, x)?, fabs(self, y)?);
         let (r, t) = (self.entry_alloca(ft.into())?, self.entry_alloca(ft.into())?);
         let out = self.entry_alloca(ft.into())?;
+        let i32t = self.ctx.i32_type();
+        let steps = self.entry_alloca(i32t.into())?;
+        // Each loop runs at most once per binade between the smallest subnormal and MAX (277 for
+        // f32, 2098 for f64), and they share the count.
+        let bound = i32t.const_int(if ty == ScalarTy::F32 { 600 } else { 4400 }, false);
         let bb = |n: &str| self.ctx.append_basic_block(self.func, n);
         let (special, finite_y, dbl_head, dbl_body, sub_head, sub_body, done, end) = (
             bb("rem.special"),
@@ -190,7 +199,18 @@ impl<'c> Lowerer<'c, '_> {
         );
         ll!(self, self.b.build_store(r, ax));
         ll!(self, self.b.build_store(t, ay));
+        ll!(self, self.b.build_store(steps, i32t.const_zero()));
         ll!(self, self.b.build_conditional_branch(small, end, dbl_head));
+        // One more step of a loop, and whether the count allows it.
+        let step = |lw: &Self| -> Result<IntValue<'c>> {
+            let n = ll!(lw, lw.b.build_load(i32t, steps, "")).into_int_value();
+            let n1 = ll!(lw, lw.b.build_int_add(n, i32t.const_int(1, false), ""));
+            ll!(lw, lw.b.build_store(steps, n1));
+            Ok(ll!(
+                lw,
+                lw.b.build_int_compare(IntPredicate::ULT, n, bound, "")
+            ))
+        };
         // Double t while 2t <= r.
         self.b.position_at_end(dbl_head);
         let tv = ll!(self, self.b.build_load(ft, t, "")).into_float_value();
@@ -199,6 +219,8 @@ impl<'c> Lowerer<'c, '_> {
             self,
             self.b.build_float_compare(FloatPredicate::OLE, t2, ax, "")
         );
+        let go = step(self)?;
+        let fits = ll!(self, self.b.build_and(fits, go, ""));
         ll!(
             self,
             self.b.build_conditional_branch(fits, dbl_body, sub_head)
@@ -213,6 +235,8 @@ impl<'c> Lowerer<'c, '_> {
             self,
             self.b.build_float_compare(FloatPredicate::OGE, tv, ay, "")
         );
+        let go = step(self)?;
+        let more = ll!(self, self.b.build_and(more, go, ""));
         ll!(self, self.b.build_conditional_branch(more, sub_body, done));
         self.b.position_at_end(sub_body);
         let rv = ll!(self, self.b.build_load(ft, r, "")).into_float_value();
