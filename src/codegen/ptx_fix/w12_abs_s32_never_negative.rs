@@ -49,11 +49,11 @@ mod tests {
 
     #[test]
     fn writes_abs_s32_with_a_shift() {
-        let ptx = "\tabs.s32 \t%r2, %r1;\n\t@%p1 abs.s32 \t%r3, %r3;\n\tabs.s16 \t%rs2, %rs1;\n";
+        let ptx = "\tabs.s32 \t%r2, %r1;\n\t@%p1 abs.s32 \t%r3, %r3;\n\tabs.bf16 \t%rs2, %rs1;\n";
         let want = "\t{ .reg .b32 %cj_s; shr.s32 %cj_s, %r1, 31; xor.b32 %r2, %r1, %cj_s; \
                     sub.s32 %r2, %r2, %cj_s; }\n\
                     \t{ .reg .b32 %cj_s; @%p1 shr.s32 %cj_s, %r3, 31; @%p1 xor.b32 %r3, %r3, \
-                    %cj_s; @%p1 sub.s32 %r3, %r3, %cj_s; }\n\tabs.s16 \t%rs2, %rs1;\n";
+                    %cj_s; @%p1 sub.s32 %r3, %r3, %cj_s; }\n\tabs.bf16 \t%rs2, %rs1;\n";
         assert_eq!(fix(ptx), want);
     }
 }
