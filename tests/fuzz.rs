@@ -464,10 +464,11 @@ fn fixed_seed_complex_trees_match_the_host_model_on_the_simulator() {
         "no add fused through a complex part: {r:?}"
     );
     assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
+    assert!(r.stores_compared > 0 && r.stores_open > 0, "{r:?}");
     assert_eq!(
-        r.stores_compared,
+        r.stores_compared + r.stores_open,
         r.trees * 64 * 2,
-        "every root through the arrays"
+        "every root through the arrays (f32 under fastmath open)"
     );
     assert!(
         r.ew_compared > r.trees * 4,

@@ -148,6 +148,8 @@ pub struct CReport {
     /// Root parts compared between the complex output array and the words (the device's
     /// 2-lane vector store against its scalar stores).
     pub stores_compared: usize,
+    /// Root parts of the complex output array left open (f32 under fastmath).
+    pub stores_open: usize,
     /// Root parts compared between `Elementwise` (every 8th tree) and the batch kernel.
     pub ew_compared: usize,
     /// Parts left open: a sign copied from a NaN, or f32 under fastmath.
@@ -493,6 +495,7 @@ fn check_tree(
     // of 8,896 trees, every one a fastmath batch).
     if fast && !t.f64 {
         rep.open += 2;
+        rep.stores_open += 2;
         return None;
     }
     rep.stores_compared += 2;
