@@ -93,43 +93,9 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
     }
 }
 
+array_handle_common!(IpcMemHandle, Kind::Mem);
+
 impl IpcMemHandle {
-    /// The handle as bytes (about 130 for a 1-D array), for any channel between processes.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        self.record.encode()
-    }
-
-    /// A handle from [`IpcMemHandle::to_bytes`]'s bytes; an error for bytes that are not one
-    /// (truncated, another kind of handle, another format version).
-    pub fn from_bytes(bytes: &[u8]) -> Result<IpcMemHandle> {
-        Ok(IpcMemHandle {
-            record: Record::decode(bytes, Kind::Mem)?,
-        })
-    }
-
-    fn array(&self) -> &ArrayDesc {
-        // A memory record always has its array (decode and ipc_handle make it so).
-        self.record
-            .array
-            .as_ref()
-            .expect("a memory handle describes its array")
-    }
-
-    /// The array's shape.
-    pub fn shape(&self) -> &[usize] {
-        &self.array().shape
-    }
-
-    /// The element type's name (`std::any::type_name`, e.g. `f32`).
-    pub fn type_name(&self) -> &str {
-        &self.array().type_name
-    }
-
-    /// The exporting process's id.
-    pub fn exporter_pid(&self) -> u32 {
-        self.record.origin.pid
-    }
-
     /// The UUID of the device the memory is on.
     pub fn device_uuid(&self) -> [u8; 16] {
         self.record.origin.uuid

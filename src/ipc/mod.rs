@@ -53,6 +53,49 @@
 //! # Ok(()) }
 //! ```
 
+/// The parts an array handle ([`IpcMemHandle`], [`IpcPoolPtrHandle`]) shares: its bytes both
+/// ways and what it says of the array and its exporter.
+macro_rules! array_handle_common {
+    ($handle:ident, $kind:expr) => {
+        impl $handle {
+            /// The handle as bytes (about 130 for a 1-D array), for any channel between
+            /// processes.
+            pub fn to_bytes(&self) -> Vec<u8> {
+                self.record.encode()
+            }
+
+            #[doc = concat!("A handle from [`", stringify!($handle), "::to_bytes`]'s bytes; an error for bytes that are not one (truncated, another kind of handle, another format version).")]
+            pub fn from_bytes(bytes: &[u8]) -> Result<$handle> {
+                Ok($handle {
+                    record: Record::decode(bytes, $kind)?,
+                })
+            }
+
+            /// The array the handle describes: every array handle has one (decoding and
+            /// exporting make it so; `wire::NO_ARRAY` stands in otherwise, which no element type
+            /// matches).
+            fn array(&self) -> &ArrayDesc {
+                self.record.array.as_ref().unwrap_or(&crate::ipc::wire::NO_ARRAY)
+            }
+
+            /// The array's shape.
+            pub fn shape(&self) -> &[usize] {
+                &self.array().shape
+            }
+
+            /// The element type's name (`std::any::type_name`, e.g. `f32`).
+            pub fn type_name(&self) -> &str {
+                &self.array().type_name
+            }
+
+            /// The exporting process's id.
+            pub fn exporter_pid(&self) -> u32 {
+                self.record.origin.pid
+            }
+        }
+    };
+}
+
 mod event;
 #[cfg(unix)]
 mod fd;

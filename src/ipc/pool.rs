@@ -204,43 +204,9 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
     }
 }
 
+array_handle_common!(IpcPoolPtrHandle, Kind::PoolPtr);
+
 impl IpcPoolPtrHandle {
-    /// The handle as bytes, for any channel between processes.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        self.record.encode()
-    }
-
-    /// A handle from [`IpcPoolPtrHandle::to_bytes`]'s bytes; an error for bytes that are not
-    /// one.
-    pub fn from_bytes(bytes: &[u8]) -> Result<IpcPoolPtrHandle> {
-        Ok(IpcPoolPtrHandle {
-            record: Record::decode(bytes, Kind::PoolPtr)?,
-        })
-    }
-
-    fn array(&self) -> &ArrayDesc {
-        // A pool pointer record always has its array (decode and pool_ipc_handle make it so).
-        self.record
-            .array
-            .as_ref()
-            .expect("a pool pointer handle describes its array")
-    }
-
-    /// The array's shape.
-    pub fn shape(&self) -> &[usize] {
-        &self.array().shape
-    }
-
-    /// The element type's name (`std::any::type_name`).
-    pub fn type_name(&self) -> &str {
-        &self.array().type_name
-    }
-
-    /// The exporting process's id.
-    pub fn exporter_pid(&self) -> u32 {
-        self.record.origin.pid
-    }
-
     /// Opens the exported allocation from `pool` (the exporter's pool, imported with
     /// [`MemPool::import_fd`]) as an array of `T` with `D`'s number of axes
     /// (`cuMemPoolImportPointer`), freed on drop in `stream`'s order (`cuMemFreeAsync`), as

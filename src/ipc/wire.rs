@@ -120,6 +120,14 @@ pub(crate) struct ArrayDesc {
     pub(crate) shape: Vec<usize>,
 }
 
+/// No array: what a handle without one reads as (no element type matches it).
+pub(crate) static NO_ARRAY: ArrayDesc = ArrayDesc {
+    byte_offset: 0,
+    elem_size: 0,
+    type_name: String::new(),
+    shape: Vec::new(),
+};
+
 impl ArrayDesc {
     /// The array's size in bytes (checked when decoded).
     pub(crate) fn num_bytes(&self) -> usize {
