@@ -167,7 +167,7 @@ impl<T: DeviceCopy, D: Dimension> DeviceArray<T, D> {
         // an H200 with driver 580): export it once, and close the descriptor (each
         // `export_fd` makes a new one).
         #[cfg(unix)]
-        if !pool.mark_shared() {
+        if !pool.is_shared() {
             drop(pool.export_fd()?);
         }
         // SAFETY: the allocation is live (held by `self`), from a pool of the bound context.

@@ -147,11 +147,18 @@ impl MemPool {
         self.owned.as_ref().is_some_and(|o| !o.imported)
     }
 
-    /// Whether the pool has been exported to a file descriptor; marks it so.
-    pub(crate) fn mark_shared(&self) -> bool {
+    /// Whether the pool has been exported to a file descriptor.
+    pub(crate) fn is_shared(&self) -> bool {
         self.owned
             .as_ref()
-            .is_some_and(|o| o.shared.swap(true, std::sync::atomic::Ordering::AcqRel))
+            .is_some_and(|o| o.shared.load(std::sync::atomic::Ordering::Acquire))
+    }
+
+    /// Records that the pool has been exported to a file descriptor.
+    pub(crate) fn mark_shared(&self) {
+        if let Some(o) = &self.owned {
+            o.shared.store(true, std::sync::atomic::Ordering::Release);
+        }
     }
 
     /// Whether the pool was imported from another process
