@@ -31,6 +31,9 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// The first bytes of a rank's hello, and the protocol's version.
 const MAGIC: &[u8; 4] = b"CJRV";
 const VERSION: u32 = 1;
+/// How long past its own deadline a rank waits for rank 0's answer (rank 0 answers by its
+/// deadline, which is about the same instant).
+const ANSWER_GRACE: Duration = Duration::from_secs(2);
 
 /// How the ranks of a communicator over processes meet to share its [`UniqueId`]: TCP (torch's
 /// `env://`), a shared file, or given bytes; every wait bounded (see [`Communicator::from_env`]
@@ -281,8 +284,11 @@ impl Rendezvous {
         }
         s.write_all(&hello)
             .map_err(|e| fail(rank, format!("saying hello to {addr}: {e}")))?;
-        let left = deadline.saturating_duration_since(Instant::now());
-        let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(100))));
+        // Rank 0 answers by its own deadline at the latest (the id, or a refusal naming the
+        // ranks that did not come), and its deadline is about this rank's: wait a grace past
+        // ours for that answer, so that a refusal is read rather than raced by our own timeout.
+        let left = deadline.saturating_duration_since(Instant::now()) + ANSWER_GRACE;
+        let _ = s.set_read_timeout(Some(left));
         let mut head = [0u8; 5];
         s.read_exact(&mut head).map_err(|e| {
             fail(
