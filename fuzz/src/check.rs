@@ -941,6 +941,17 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
         if b < batches {
             let mut trees = batch_trees(seed, cfg);
             trees.truncate(cfg.trees - b * per);
+            // `FUZZ_ONLY_TREE=I`: tree I of each batch alone (to find the tree whose code
+            // decides the whole kernel's, e.g. one LLVM proves undefined).
+            if let Some(i) = std::env::var("FUZZ_ONLY_TREE")
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+            {
+                trees = trees.into_iter().skip(i).take(1).collect();
+                for t in &trees {
+                    log(&format!("tree {i}: {}", lower::rust(t)));
+                }
+            }
             log(&format!("batch {b} (seed {seed}): {} trees", trees.len()));
             let mode = cfg.mode(seed);
             let ptx = lower::kernel_with("fuzz", &trees, mode)?

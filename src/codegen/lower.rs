@@ -887,15 +887,25 @@ impl<'c> Lowerer<'c, '_> {
     /// `--use_fast_math`, leaves f64 exact). With FMA contraction off
     /// ([`PtxOptions::contract`](super::PtxOptions::contract)) the flags leave out LLVM's
     /// `contract`, so that fastmath does not fuse what the kernel keeps separate (nvcc's
-    /// `--use_fast_math --fmad=false`); with it on, fastmath keeps every flag, as before.
+    /// `--use_fast_math --fmad=false`).
+    ///
+    /// The flags never include `nnan` or `ninf`: with them a NaN or an infinity is LLVM's
+    /// poison, and a branch on poison is undefined behaviour, which LLVM may take as
+    /// unreachable and delete the kernel's other work (the fuzzer's whole-language campaign
+    /// found tree batches whose every store was gone: a float `%` of a NaN literal, whose
+    /// loop branches on comparisons of its operands, became `exit`). nvcc's fast math does not
+    /// assume finite values either.
     pub(crate) fn fast(&self, v: BasicValueEnum<'c>) -> BasicValueEnum<'c> {
         use inkwell::values::FastMathFlags;
         if self.opts.fastmath && v.get_type() == self.ctx.f32_type().into() {
             if let Some(inst) = v.as_instruction_value() {
+                let finite = FastMathFlags::NoNaNs | FastMathFlags::NoInfs;
                 let flags = if self.opts.contract {
-                    FastMathFlags::all()
+                    FastMathFlags::all().difference(finite)
                 } else {
-                    FastMathFlags::all().difference(FastMathFlags::AllowContract)
+                    FastMathFlags::all()
+                        .difference(finite)
+                        .difference(FastMathFlags::AllowContract)
                 };
                 let _ = inst.set_fast_math_flags(flags);
             }

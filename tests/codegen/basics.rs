@@ -138,6 +138,33 @@ fn float_arithmetic_and_casts_compile() {
     }
 }
 
+/// Fastmath never makes a NaN undefined behaviour: the whole-language fuzzer's tree (seed
+/// 42200311, tree 25) took a float `%` of a NaN-literal product under fastmath. With LLVM's
+/// `nnan`/`ninf` flags that value was poison, the remainder's loop branched on it, and LLVM
+/// deleted every store of the kernel (its PTX was one `exit`). Now the kernel keeps its stores.
+#[test]
+fn fastmath_nan_literal_remainder_keeps_the_kernels_stores() {
+    let k = Kernel::<(&[f32], &[u32], &mut [f32], &mut [f32])>::build_with(
+        "fast_nan_rem",
+        PtxOptions::default().fastmath(true),
+        |k, (a, b, before, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(a.len()), |_| {
+                let x = a.at(i);
+                before.set(i, x + 1.0);
+                let sel = select(b.at(i).ne(0u32), Expr::lit(2.0f32), Expr::lit(-99.125f32));
+                let nan = Expr::lit(f32::from_bits(0x7fc0_0001));
+                let v = (sel * nan.mul_add(x, Expr::lit(f32::INFINITY))) % x;
+                out.set(i, v + b.at(i).bitcast::<f32>());
+            });
+        },
+    )
+    .unwrap();
+    let (ptx, _) = compile_all(&k);
+    assert!(!ptx.contains("exit;"), "{ptx}");
+    assert_eq!(ptx.matches("st.global.").count(), 2, "{ptx}");
+}
+
 #[test]
 fn loops_variables_and_early_return() {
     let k = Kernel::<(&[f32], &mut [f32], u32)>::build("loops", |k, (x, out, reps)| {

@@ -368,6 +368,91 @@ fn narrow_negation_and_abs_of_min_widen_to_rusts_values() {
     }
 }
 
+/// 16-bit (and 8-bit) `min`/`max` compared with one of their operands, for every `u16` `x`
+/// against a random partner `y`: the PTX compiler folded `setp.eq (max.u16 d, c), c` into the
+/// paired-halves `VIMNMX.U16x2` and read the high half's predicate (workaround 14,
+/// `src/codegen/ptx_fix/w14_*`); the whole-language campaign's `1u8 / (x & 0x90)` is one.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn narrow_min_max_compared_with_an_operand() {
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let k = Kernel::<(&[u16], &[u16], &mut [u32])>::build("narrow_min_max_eq", |k, (a, b, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(a.len()), |_| {
+            let (u, v) = (a.at(i), b.at(i));
+            let (s, t) = (u.bitcast::<i16>(), v.bitcast::<i16>());
+            let (u8_, s8) = (u.cast::<u8>(), u.cast::<u8>().bitcast::<i8>());
+            let bits = [
+                u.max(Expr::lit(1u16)).eq(1u16),
+                u.min(Expr::lit(7u16)).eq(7u16),
+                s.max(Expr::lit(-7i16)).eq(-7i16),
+                s.min(Expr::lit(3i16)).eq(3i16),
+                u.max(v).eq(v),
+                s.min(t).eq(t),
+                u8_.max(Expr::lit(1u8)).eq(1u8),
+                s8.min(Expr::lit(-3i8)).eq(-3i8),
+                (u8_ & Expr::lit(0x90u8)).max(Expr::lit(1u8)).eq(1u8),
+            ];
+            let mut w = Expr::lit(0u32);
+            for (n, bit) in bits.into_iter().enumerate() {
+                w = w | (bit.cast::<u32>() << (n as u32));
+            }
+            out.set(i * 2u64, w);
+            out.set(
+                i * 2u64 + 1u64,
+                (Expr::lit(1u8) / (u8_ & Expr::lit(0x90u8))).cast::<u32>(),
+            );
+        });
+    })
+    .unwrap();
+    let a: Vec<u16> = (0..=u16::MAX).collect();
+    let mut rng = Rng::new();
+    let b: Vec<u16> = (0..a.len())
+        .map(|i| match i % 4 {
+            0 => a[i],
+            1 => [0, 1, 7, 0x7FFF, 0x8000, 0xFFFF][(rng.next_u64() % 6) as usize],
+            _ => rng.next_u64() as u16,
+        })
+        .collect();
+    let n = a.len();
+    let (da, db) = (s.to_device(&a).unwrap(), s.to_device(&b).unwrap());
+    let mut out = s.to_device(&vec![poison::<u32>(); 2 * n]).unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 256).unwrap(),
+        (&da, &db, &mut out),
+    )
+    .unwrap();
+    let out = out.to_vec_async(&s).unwrap();
+    for (i, (&u, &v)) in a.iter().zip(&b).enumerate() {
+        let (s, t, u8_) = (u as i16, v as i16, u as u8);
+        let bits = [
+            u.max(1) == 1,
+            u.min(7) == 7,
+            s.max(-7) == -7,
+            s.min(3) == 3,
+            u.max(v) == v,
+            s.min(t) == t,
+            u8_.max(1) == 1,
+            (u8_ as i8).min(-3) == -3,
+            (u8_ & 0x90).max(1) == 1,
+        ];
+        let w = bits
+            .iter()
+            .enumerate()
+            .fold(0u32, |w, (n, &b)| w | (b as u32) << n);
+        // The crate's integer division by zero gives all ones (PTX's `div.u32`), narrowed.
+        let d = u8_ & 0x90;
+        let q = if d == 0 { u8::MAX } else { 1 / d };
+        assert_eq!(
+            out[2 * i..2 * i + 2],
+            [w, q as u32],
+            "x = {u:#x}, y = {v:#x}"
+        );
+    }
+}
+
 /// `x.cast::<D>()` for random `x`, against `host(x)`, bit for bit.
 fn cast_case<S: Gen, D: Gen>(rng: &mut Rng, host: impl Fn(S) -> D) {
     let name = format!("narrow_cast_{}_{}", S::TY.name(), D::TY.name());

@@ -21,6 +21,7 @@
 //! | 11 | `w11_undefined_registers.rs` | a register undefined on one path taken as defined |
 //! | 12 | `w12_abs_s32_never_negative.rs` | `abs.s32` assumed never negative |
 //! | 13 | `w13_narrow_neg_abs_not_wrapped.rs` | 16-bit `neg`/`abs` of `i16::MIN` not wrapped |
+//! | 14 | `w14_narrow_min_max_predicate.rs` | a 16-bit `min`/`max` compared with its operand |
 //!
 //! How they are applied (`registry.rs`): each function of the module is parsed once into typed
 //! lines (`ptx.rs`); each active workaround reads that parse, as LLVM wrote it, and proposes
@@ -47,6 +48,7 @@ mod w10_bits_to_float_in_loop;
 mod w11_undefined_registers;
 mod w12_abs_s32_never_negative;
 mod w13_narrow_neg_abs_not_wrapped;
+mod w14_narrow_min_max_predicate;
 
 use w01_abs_f32_never_nan as w01;
 use w02_negated_min_max_operand as w02;
@@ -61,6 +63,7 @@ use w10_bits_to_float_in_loop as w10;
 use w11_undefined_registers as w11;
 use w12_abs_s32_never_negative as w12;
 use w13_narrow_neg_abs_not_wrapped as w13;
+use w14_narrow_min_max_predicate as w14;
 
 /// The set of workarounds one compilation applies (chosen from the driver version).
 pub(crate) use registry::WorkaroundSet;
