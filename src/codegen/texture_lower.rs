@@ -1,10 +1,11 @@
 //! Lowering of texture fetches and surface loads and stores to inline PTX (`tex`, `tex.level`,
 //! `tld4`, `suld.b`, `sust.b`, all with 64-bit object handles: the unified texture mode).
-//! A fetch's four channels are one pure asm each over the same operands, which LLVM merges
-//! into one instruction; surface accesses are `volatile` (they read and write memory).
+//! A fetch's four channels, recorded as consecutive values, share one instruction: channel 0
+//! emits it, the others extract their channel from its result. Surface accesses are
+//! `volatile` (they read and write memory).
 
 use inkwell::types::BasicTypeEnum;
-use inkwell::values::BasicValueEnum;
+use inkwell::values::{BasicValue, BasicValueEnum};
 
 use super::lower::{asm, pure_asm, Lowerer};
 use crate::error::Result;
@@ -32,9 +33,13 @@ fn vec_operand(first: usize, n: usize) -> String {
 /// A texture fetch's channel, or a surface load.
 pub(crate) fn lower_texture_op<'c>(
     lw: &mut Lowerer<'c, '_>,
+    id: ValueId,
     op: &TexOp,
     ty: ScalarTy,
 ) -> Result<BasicValueEnum<'c>> {
+    if let Some(v) = same_fetch(lw, id, op)? {
+        return Ok(v);
+    }
     match op {
         TexOp::Fetch {
             tex,
@@ -105,6 +110,43 @@ pub(crate) fn lower_texture_op<'c>(
             from_surf_reg(lw, r, ty)
         }
     }
+}
+
+/// Channel `c` > 0 of a fetch whose channel 0 is the value `c` before it: extracted from that
+/// channel's instruction result.
+fn same_fetch<'c>(lw: &mut Lowerer<'c, '_>, id: ValueId, op: &TexOp) -> Result<Option<BasicValueEnum<'c>>> {
+    let TexOp::Fetch { channel, .. } = op else {
+        return Ok(None);
+    };
+    let c = *channel as u32;
+    if c == 0 || id.0 < c {
+        return Ok(None);
+    }
+    let first = ValueId(id.0 - c);
+    let mut op0 = op.clone();
+    if let TexOp::Fetch { channel, .. } = &mut op0 {
+        *channel = 0;
+    }
+    if lw.f.values[first.0 as usize].op != crate::ir::Op::Texture(op0) {
+        return Ok(None);
+    }
+    let Ok(v0) = lw.v(first) else { return Ok(None) };
+    let agg = v0
+        .as_instruction_value()
+        .filter(|i| i.get_opcode() == inkwell::values::InstructionOpcode::ExtractValue)
+        .and_then(|i| i.get_operand(0))
+        .and_then(|o| match o {
+            inkwell::values::Operand::Value(v) => Some(v),
+            _ => None,
+        });
+    let Some(agg) = agg.filter(|a| a.is_struct_value()) else {
+        return Ok(None);
+    };
+    let v = lw
+        .b
+        .build_extract_value(agg.into_struct_value(), c, "")
+        .map_err(|e| lw.err(e.to_string()))?;
+    Ok(Some(v))
 }
 
 /// A surface store.
