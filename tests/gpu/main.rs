@@ -52,6 +52,7 @@ mod strided;
 #[path = "../support/mod.rs"]
 mod support;
 mod tensor_map;
+mod texture;
 mod tma;
 mod warp;
 mod warps;
