@@ -265,3 +265,301 @@ matrix_tests! {
     texture_2d_f16_every_mode: f16;
     texture_2d_f32_every_mode: f32;
 }
+
+/// 1-D and 3-D arrays of f32 and of u8 read as normalized floats: every address mode ×
+/// filter × coordinate mode.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn texture_1d_and_3d_every_mode() {
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let k1 = Kernel::<(Texture1d<f32>, &[f32], &mut [u32])>::build("texture_fetch1d", |k, (t, xs, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(xs.len()), |_| {
+            for (ch, v) in t.tex1d4(xs.at(i)).into_iter().enumerate() {
+                out.set(i * 4 + ch as u64, v.bitcast::<u32>());
+            }
+        });
+    })
+    .unwrap();
+    let k3 = Kernel::<(Texture3d<f32>, &[f32], &mut [u32])>::build("texture_fetch3d", |k, (t, xyz, out)| {
+        let i = k.grid1();
+        k.if_((i * 3).lt(xyz.len()), |_| {
+            let c = t.tex3d4(xyz.at(i * 3), xyz.at(i * 3 + 1), xyz.at(i * 3 + 2));
+            for (ch, v) in c.into_iter().enumerate() {
+                out.set(i * 4 + ch as u64, v.bitcast::<u32>());
+            }
+        });
+    })
+    .unwrap();
+    let n = 64;
+    fn arrays<T: Texel>(ctx: &Context, rng: &mut Rng) -> (Vec<[u32; 4]>, CudaArray<T>, Vec<[u32; 4]>, CudaArray<T>) {
+        let (r1, t1) = texels::<T>(9, rng);
+        let mut a1 = CudaArray::<T>::new_1d(ctx, 9).unwrap();
+        a1.copy_from_host(&t1).unwrap();
+        let (r3, t3) = texels::<T>(4 * 3 * 2, rng);
+        let mut a3 = CudaArray::<T>::new_3d(ctx, 4, 3, 2).unwrap();
+        a3.copy_from_host(&t3).unwrap();
+        (r1, a1, r3, a3)
+    }
+    let (rf1, af1, rf3, af3) = arrays::<[f32; 2]>(&ctx, &mut rng);
+    let (ru1, au1, ru3, au3) = arrays::<[u8; 4]>(&ctx, &mut rng);
+    for desc in descs(ChannelKind::U8) {
+        let float_ok = !refused(ChannelKind::F32, &desc) && !desc.read_normalized;
+        let u8_ok = desc.read_normalized && !refused(ChannelKind::U8, &desc);
+        let mut cases: Vec<(Tex, TextureObject<f32>)> = Vec::new();
+        if float_ok {
+            let t = TextureObject::<f32>::from_array(&af1, &desc).unwrap();
+            cases.push((model::<[f32; 2]>(rf1.clone(), [9, 1, 1], 1, &desc), t));
+            let t = TextureObject::<f32>::from_array(&af3, &desc).unwrap();
+            cases.push((model::<[f32; 2]>(rf3.clone(), [4, 3, 2], 3, &desc), t));
+        }
+        if u8_ok {
+            let t = TextureObject::<f32>::from_array(&au1, &desc).unwrap();
+            cases.push((model::<[u8; 4]>(ru1.clone(), [9, 1, 1], 1, &desc), t));
+            let t = TextureObject::<f32>::from_array(&au3, &desc).unwrap();
+            cases.push((model::<[u8; 4]>(ru3.clone(), [4, 3, 2], 3, &desc), t));
+        }
+        for (m, tex) in cases {
+            let (e, dims) = (m.extent, m.dims);
+            let mut out = ctx.to_device(&vec![0xdead_beef_u32; 4 * n]).unwrap();
+            let cs: Vec<Vec<f32>> = (0..dims).map(|d| coords(n, e[d], desc.normalized_coords, &mut rng)).collect();
+            if dims == 1 {
+                let dx = ctx.to_device(&cs[0]).unwrap();
+                k1.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dx, &mut out)).unwrap();
+            } else {
+                let xyz: Vec<f32> = (0..n).flat_map(|i| [cs[0][i], cs[1][i], cs[2][i]]).collect();
+                let dxyz = ctx.to_device(&xyz).unwrap();
+                k3.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dxyz, &mut out)).unwrap();
+            }
+            let got = out.to_vec().unwrap();
+            let at = |i: usize| -> Vec<f32> { (0..dims).map(|d| cs[d][i]).collect() };
+            let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&at(i))).collect();
+            compare(&format!("{dims}-D {:?} {desc:?}", m.kind), &got, &want, &|i| format!("{:?}", at(i)));
+        }
+    }
+}
+
+/// Textures over linear memory (integer coordinates, 0 out of range) and pitched 2-D memory
+/// (rows padded), of i16 × 2 read as integers and as normalized floats.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn texture_linear_and_pitched_memory() {
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let n = 64;
+    let (raw, typed) = texels::<[i16; 2]>(37, &mut rng);
+    let mem = ctx.to_device(&typed).unwrap();
+    let kf = Kernel::<(Texture1d<i32>, &[i32], &mut [i32])>::build("texture_fetch_linear", |k, (t, is, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(is.len()), |_| {
+            for (ch, v) in t.fetch4(is.at(i)).into_iter().enumerate() {
+                out.set(i * 4 + ch as u64, v);
+            }
+        });
+    })
+    .unwrap();
+    let desc = TextureDesc::default();
+    let tex = TextureObject::<i32>::from_linear(&mem, &desc).unwrap();
+    let is: Vec<i32> = (0..n as i32).map(|i| i - 10).collect();
+    let dis = ctx.to_device(&is).unwrap();
+    let mut out = ctx.to_device(&vec![0x5a5a_5a5a_i32; 4 * n]).unwrap();
+    kf.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dis, &mut out)).unwrap();
+    let got: Vec<u32> = out.to_vec().unwrap().into_iter().map(|v| v as u32).collect();
+    let m = model::<[i16; 2]>(raw.clone(), [37, 1, 1], 1, &desc);
+    let want: Vec<Vec<u32>> = is.iter().map(|&i| m.fetch_linear(i)).collect();
+    compare("linear i16x2", &got, &want, &|i| is[i].to_string());
+    // Refused over linear memory: linear filtering, normalized coordinates; a wrong result type.
+    let bad = desc.filter(FilterMode::Linear).read_normalized(true);
+    assert!(matches!(TextureObject::<f32>::from_linear(&mem, &bad), Err(Error::Usage(_))));
+    assert!(matches!(TextureObject::<u32>::from_linear(&mem, &desc), Err(Error::Usage(_))));
+    assert!(matches!(TextureObject::<f32>::from_linear(&mem, &desc), Err(Error::Usage(_))));
+
+    // Pitched: 6 rows of 5 texels, rows 64 bytes apart (the GPU's pitch alignment is at most 32
+    // on current parts; 64 keeps the rows aligned everywhere).
+    let (w, h, pitch) = (5usize, 6usize, 64usize);
+    let per_row = pitch / 4;
+    let (raw2, typed2) = texels::<[i16; 2]>(per_row * h, &mut rng);
+    let mem2 = ctx.to_device(&typed2).unwrap();
+    let k2 = Kernel::<(Texture2d<f32>, &[f32], &[f32], &mut [u32])>::build("texture_fetch_pitch", |k, (t, xs, ys, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(xs.len()), |_| {
+            for (ch, v) in t.tex2d4(xs.at(i), ys.at(i)).into_iter().enumerate() {
+                out.set(i * 4 + ch as u64, v.bitcast::<u32>());
+            }
+        });
+    })
+    .unwrap();
+    let dense: Vec<[u32; 4]> = (0..h).flat_map(|y| raw2[y * per_row..y * per_row + w].to_vec()).collect();
+    for mode in [AddressMode::Clamp, AddressMode::Border] {
+        let desc = TextureDesc::default().address(mode).filter(FilterMode::Linear).read_normalized(true);
+        let tex = TextureObject::<f32>::from_pitch2d(&mem2, w, h, pitch, &desc).unwrap();
+        let xs = coords(n, w, false, &mut rng);
+        let ys = coords(n, h, false, &mut rng);
+        let (dx, dy) = (ctx.to_device(&xs).unwrap(), ctx.to_device(&ys).unwrap());
+        let mut out = ctx.to_device(&vec![0xdead_beef_u32; 4 * n]).unwrap();
+        k2.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dx, &dy, &mut out)).unwrap();
+        let m = model::<[i16; 2]>(dense.clone(), [w, h, 1], 2, &desc);
+        let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&[xs[i], ys[i]])).collect();
+        compare("pitched i16x2", &out.to_vec().unwrap(), &want, &|i| format!("({}, {})", xs[i], ys[i]));
+    }
+    // A pitch shorter than a row, or memory too short: usage errors.
+    let d = TextureDesc::default();
+    assert!(matches!(TextureObject::<i32>::from_pitch2d(&mem2, w, h, 8, &d), Err(Error::Usage(_))));
+    assert!(matches!(TextureObject::<i32>::from_pitch2d(&mem2, w, h + 1, pitch, &d), Err(Error::Usage(_))));
+}
+
+/// `tex2d_gather` of each component and `tex2d_lod` (level 0) over a 4-channel u16 array,
+/// clamped and bordered, normalized coordinates and not.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn texture_gather_and_lod() {
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let (w, h, n) = (6usize, 4usize, 64usize);
+    let (raw, typed) = texels::<[u16; 4]>(w * h, &mut rng);
+    let mut arr = CudaArray::<[u16; 4]>::new_2d(&ctx, w, h).unwrap();
+    arr.copy_from_host(&typed).unwrap();
+    let k = Kernel::<(Texture2d<u32>, Texture2d<f32>, &[f32], &[f32], &mut [u32])>::build(
+        "texture_gather_lod",
+        |k, (t, tf, xs, ys, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(xs.len()), |_| {
+                let (x, y) = (xs.at(i), ys.at(i));
+                for comp in 0..4u8 {
+                    for (j, v) in t.tex2d_gather(x, y, comp).into_iter().enumerate() {
+                        out.set(i * 20 + comp as u64 * 4 + j as u64, v);
+                    }
+                }
+                for (ch, v) in tf.tex2d_lod4(x, y, cudajit::codegen::Expr::lit(0.0f32)).into_iter().enumerate() {
+                    out.set(i * 20 + 16 + ch as u64, v.bitcast::<u32>());
+                }
+            });
+        },
+    )
+    .unwrap();
+    for mode in [AddressMode::Clamp, AddressMode::Border] {
+        for norm in [false, true] {
+            let di = TextureDesc::default().address(mode).normalized_coords(norm);
+            let df = di.read_normalized(true).filter(FilterMode::Linear);
+            let ti = TextureObject::<u32>::from_array(&arr, &di).unwrap();
+            let tf = TextureObject::<f32>::from_array(&arr, &df).unwrap();
+            let xs = coords(n, w, norm, &mut rng);
+            let ys = coords(n, h, norm, &mut rng);
+            let (dx, dy) = (ctx.to_device(&xs).unwrap(), ctx.to_device(&ys).unwrap());
+            let mut out = ctx.to_device(&vec![0xdead_beef_u32; 20 * n]).unwrap();
+            k.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&ti, &tf, &dx, &dy, &mut out))
+                .unwrap();
+            let got = out.to_vec().unwrap();
+            let (mi, mf) = (model::<[u16; 4]>(raw.clone(), [w, h, 1], 2, &di), model::<[u16; 4]>(raw.clone(), [w, h, 1], 2, &df));
+            for i in 0..n {
+                for comp in 0..4 {
+                    let want = mi.gather(xs[i], ys[i], comp);
+                    let g = &got[i * 20 + comp * 4..i * 20 + comp * 4 + 4];
+                    assert_eq!(g, want, "gather {comp} at ({}, {}) {di:?}", xs[i], ys[i]);
+                }
+                let want = mf.fetch(&[xs[i], ys[i]]);
+                assert_eq!(&got[i * 20 + 16..i * 20 + 20], &want[..], "lod 0 at ({}, {}) {df:?}", xs[i], ys[i]);
+            }
+        }
+    }
+}
+
+/// Copies: host → array → array → device → array → host round trips of every shape, and
+/// shape mismatches as errors.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn texture_array_copies() {
+    let ctx = ctx();
+    let mut rng = Rng::new();
+    for extent in [[13, 0, 0], [7, 5, 0], [5, 4, 3]] {
+        let n: usize = extent.iter().map(|&e| e.max(1)).product();
+        let (_, host) = texels::<[f16; 2]>(n, &mut rng);
+        let opts = cudajit::memory::ArrayOptions::default();
+        let mut a = CudaArray::<[f16; 2]>::new(&ctx, extent, opts).unwrap();
+        let mut b = CudaArray::<[f16; 2]>::new(&ctx, extent, opts).unwrap();
+        a.copy_from_host(&host).unwrap();
+        b.copy_from_array(&a).unwrap();
+        let mut dev = ctx.zeros::<[f16; 2], _>(n).unwrap();
+        b.copy_to_device(&mut dev).unwrap();
+        let mut c = CudaArray::<[f16; 2]>::new(&ctx, extent, opts).unwrap();
+        c.copy_from_device(&dev).unwrap();
+        let back = c.to_host().unwrap();
+        let bits = |v: &[[f16; 2]]| v.iter().map(|t| [t[0].to_bits(), t[1].to_bits()]).collect::<Vec<_>>();
+        assert_eq!(bits(&back), bits(&host), "{extent:?}");
+        let mut short = vec![[f16::ZERO; 2]; n - 1];
+        assert!(matches!(c.copy_to_host(&mut short), Err(Error::Shape { .. })));
+        assert!(matches!(a.copy_from_host(&short), Err(Error::Shape { .. })));
+    }
+    let a = CudaArray::<f32>::new_2d(&ctx, 4, 4).unwrap();
+    let mut b = CudaArray::<f32>::new_2d(&ctx, 4, 3).unwrap();
+    assert!(matches!(b.copy_from_array(&a), Err(Error::Shape { .. })));
+    assert!(matches!(CudaArray::<f32>::new(&ctx, [0, 1, 0], Default::default()), Err(Error::Usage(_))));
+}
+
+/// Surface loads and stores: a kernel reads an f32 × 1 array through a surface, writes
+/// `2v + 1` to another; a u8 × 4 array written per byte.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn surface_2d_load_and_store() {
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let (w, h) = (9usize, 7usize);
+    let src: Vec<f32> = (0..w * h).map(|_| (rng.f32() - 0.5) * 100.0).collect();
+    let mut a = CudaArray::<f32>::new_2d(&ctx, w, h).unwrap();
+    a.copy_from_host(&src).unwrap();
+    let mut b = CudaArray::<f32>::new_2d(&ctx, w, h).unwrap();
+    b.copy_from_host(&vec![f32::NAN; w * h]).unwrap();
+    let k = Kernel::<(Surface2d<f32>, Surface2d<f32>)>::build("surface_scale", |k, (sa, sb)| {
+        let [x, y] = k.grid2();
+        let (xi, yi) = (x.cast::<i32>(), y.cast::<i32>());
+        k.if_(xi.lt(w as i32).and(yi.lt(h as i32)), |_| {
+            let v = sa.suld(xi, yi);
+            sb.sust(xi, yi, v * 2.0 + 1.0);
+        });
+    })
+    .unwrap();
+    {
+        let sa = SurfaceObject::new(&mut a).unwrap();
+        let sb = SurfaceObject::new(&mut b).unwrap();
+        k.launch(&s, LaunchConfig::new((2, 2), (8, 4)), (&sa, &sb)).unwrap();
+        s.synchronize().unwrap();
+    }
+    let got = b.to_host().unwrap();
+    for i in 0..w * h {
+        assert_eq!(got[i].to_bits(), (src[i] * 2.0 + 1.0).to_bits(), "texel {i}");
+    }
+    // Byte stores into a 4-channel u8 array: x counts bytes there.
+    let mut c = CudaArray::<[u8; 4]>::new_2d(&ctx, 3, 2).unwrap();
+    c.copy_from_host(&[[0xee; 4]; 6]).unwrap();
+    let kb = Kernel::<(Surface2d<u8>,)>::build("surface_bytes", |k, (sc,)| {
+        let i = k.grid1().cast::<i32>();
+        k.if_(i.lt(24), |_| sc.sust(i % 12, i / 12, (i * 3).cast::<u8>()));
+    })
+    .unwrap();
+    {
+        let sc = SurfaceObject::new(&mut c).unwrap();
+        kb.launch(&s, LaunchConfig::new(1, 32), (&sc,)).unwrap();
+        s.synchronize().unwrap();
+    }
+    let got: Vec<u8> = c.to_host().unwrap().into_iter().flatten().collect();
+    let want: Vec<u8> = (0..24).map(|i| (i * 3) as u8).collect();
+    assert_eq!(got, want);
+    // A surface over an array made without surface access: a usage error.
+    let mut plain = CudaArray::<f32>::new_1d(&ctx, 4).unwrap();
+    assert!(matches!(SurfaceObject::new(&mut plain), Err(Error::Usage(_))));
+    // A texture parameter given a texture of another dimension count: a launch error.
+    let t1 = TextureObject::<f32>::from_array(&plain, &TextureDesc::default()).unwrap();
+    let k2 = Kernel::<(Texture2d<f32>, &mut [f32])>::build("texture_dims", |k, (t, o)| {
+        let i = k.grid1();
+        o.set(i, t.tex2d(i.cast::<f32>(), i.cast::<f32>()));
+    })
+    .unwrap();
+    let mut o = ctx.zeros::<f32, _>(1).unwrap();
+    let e = k2.launch(&s, LaunchConfig::new(1, 1), (&t1, &mut o)).unwrap_err();
+    assert!(e.to_string().contains("2-D texture parameter was given a 1-D texture"), "{e}");
+}
