@@ -32,7 +32,10 @@ fn bilinear(img: &[[u8; 4]], w: usize, h: usize, x: f32, y: f32, c: usize, q: bo
     };
     let ((i, a), (j, b)) = (tap(x), tap(y));
     let at = |i: i64, j: i64| {
-        let (i, j) = (i.clamp(0, w as i64 - 1) as usize, j.clamp(0, h as i64 - 1) as usize);
+        let (i, j) = (
+            i.clamp(0, w as i64 - 1) as usize,
+            j.clamp(0, h as i64 - 1) as usize,
+        );
         img[j * w + i][c] as f32 / 255.0
     };
     (1.0 - a) * (1.0 - b) * at(i, j)
@@ -44,7 +47,11 @@ fn bilinear(img: &[[u8; 4]], w: usize, h: usize, x: f32, y: f32, c: usize, q: bo
 fn run() -> cudajit::Result<()> {
     let ctx = Context::new(0)?;
     let stream = ctx.new_stream()?;
-    let on = if cudajit::on_simulator() { "the cudajit CPU simulator" } else { "the GPU" };
+    let on = if cudajit::on_simulator() {
+        "the cudajit CPU simulator"
+    } else {
+        "the GPU"
+    };
     println!("running on {on}: {}", ctx.device().name()?);
 
     let (w, h, ow, oh) = (64usize, 48usize, 100usize, 75usize);
@@ -52,7 +59,12 @@ fn run() -> cudajit::Result<()> {
     let img: Vec<[u8; 4]> = (0..w * h)
         .map(|p| {
             let (x, y) = (p % w, p / w);
-            [(x * 4) as u8, (y * 5) as u8, if (x / 8 + y / 8) % 2 == 0 { 255 } else { 0 }, 255]
+            [
+                (x * 4) as u8,
+                (y * 5) as u8,
+                if (x / 8 + y / 8) % 2 == 0 { 255 } else { 0 },
+                255,
+            ]
         })
         .collect();
     let mut arr = CudaArray::<[u8; 4]>::new_2d(&ctx, w, h)?;
@@ -80,7 +92,10 @@ fn run() -> cudajit::Result<()> {
         },
     )?;
     let mut out = ctx.to_device(&vec![f32::NAN; ow * oh * 4])?;
-    let cfg = LaunchConfig::new(((ow as u32).div_ceil(16), (oh as u32).div_ceil(16)), (16, 16));
+    let cfg = LaunchConfig::new(
+        ((ow as u32).div_ceil(16), (oh as u32).div_ceil(16)),
+        (16, 16),
+    );
     resize.launch(&stream, cfg, (&tex, &mut out, ow as u32, oh as u32, sx, sy))?;
     let got = out.to_vec_async(&stream)?;
 
@@ -96,7 +111,10 @@ fn run() -> cudajit::Result<()> {
         }
     }
     println!("resized {w} x {h} RGBA8 to {ow} x {oh} through a texture (bilinear, clamped edges)");
-    println!("pixel (50, 37) = {:?}", &got[(37 * ow + 50) * 4..(37 * ow + 50) * 4 + 4]);
+    println!(
+        "pixel (50, 37) = {:?}",
+        &got[(37 * ow + 50) * 4..(37 * ow + 50) * 4 + 4]
+    );
     println!("matches the texture unit's model (8-bit weights) bit for bit: {exact_bits}");
     println!("largest difference from exact bilinear interpolation: {max_diff:.5} (of 1.0)");
     if !exact_bits {

@@ -114,7 +114,11 @@ pub(crate) fn lower_texture_op<'c>(
 
 /// Channel `c` > 0 of a fetch whose channel 0 is the value `c` before it: extracted from that
 /// channel's instruction result.
-fn same_fetch<'c>(lw: &mut Lowerer<'c, '_>, id: ValueId, op: &TexOp) -> Result<Option<BasicValueEnum<'c>>> {
+fn same_fetch<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    id: ValueId,
+    op: &TexOp,
+) -> Result<Option<BasicValueEnum<'c>>> {
     let TexOp::Fetch { channel, .. } = op else {
         return Ok(None);
     };
@@ -142,10 +146,9 @@ fn same_fetch<'c>(lw: &mut Lowerer<'c, '_>, id: ValueId, op: &TexOp) -> Result<O
     let Some(agg) = agg.filter(|a| a.is_struct_value()) else {
         return Ok(None);
     };
-    let v = lw
-        .b
-        .build_extract_value(agg.into_struct_value(), c, "")
-        .map_err(|e| lw.err(e.to_string()))?;
+    let v =
+        lw.b.build_extract_value(agg.into_struct_value(), c, "")
+            .map_err(|e| lw.err(e.to_string()))?;
     Ok(Some(v))
 }
 

@@ -24,7 +24,7 @@ mod ops;
 mod random;
 mod shared_nd;
 mod strided;
-mod texture;
 #[path = "../support/mod.rs"]
 mod support;
+mod texture;
 mod warp;

@@ -61,9 +61,9 @@ fn channel_bits(kind: ChannelKind, rng: &mut Rng) -> u32 {
     match kind {
         ChannelKind::U8 | ChannelKind::I8 if special => [0x00, 0xff, 0x7f, 0x80][pick % 4],
         ChannelKind::U16 | ChannelKind::I16 if special => [0, 0xffff, 0x7fff, 0x8000][pick % 4],
-        ChannelKind::F16 if special => {
-            [0x7e00, 0xfe00, 0x0000, 0x8000, 0x7c00, 0xfc00, 0x0001, 0x83ff, 0x7bff][pick % 9]
-        }
+        ChannelKind::F16 if special => [
+            0x7e00, 0xfe00, 0x0000, 0x8000, 0x7c00, 0xfc00, 0x0001, 0x83ff, 0x7bff,
+        ][pick % 9],
         ChannelKind::F32 if special => [
             0x7fc0_0000,
             0xffc0_0000,
@@ -115,7 +115,12 @@ fn coords(n: usize, extent: usize, normalized: bool, rng: &mut Rng) -> Vec<f32> 
 }
 
 /// The model of a texture described by `desc` over `raw` texels of `T`.
-fn model<T: TexelFormat>(raw: Vec<[u32; 4]>, extent: [usize; 3], dims: usize, desc: &TextureDesc) -> Tex {
+fn model<T: TexelFormat>(
+    raw: Vec<[u32; 4]>,
+    extent: [usize; 3],
+    dims: usize,
+    desc: &TextureDesc,
+) -> Tex {
     Tex {
         kind: T::LAYOUT.kind,
         channels: T::LAYOUT.channels as usize,
@@ -167,7 +172,8 @@ fn compare(what: &str, got: &[u32], want: &[Vec<u32>], coords: &dyn Fn(usize) ->
         for (c, &wc) in w.iter().enumerate() {
             let g = got[4 * i + c];
             assert_eq!(
-                g, wc,
+                g,
+                wc,
                 "{what}: fetch {i} at {} channel {c}: got {g:#x} ({}), want {wc:#x} ({})",
                 coords(i),
                 f32::from_bits(g),
@@ -205,11 +211,17 @@ fn run_2d<R: TexResult + cudajit::codegen::Scalar, T: Texel>(
     let ys = coords(n, h, desc.normalized_coords, rng);
     let (dx, dy) = (ctx.to_device(&xs).unwrap(), ctx.to_device(&ys).unwrap());
     let mut out = ctx.to_device(&vec![0xdead_beef_u32; 4 * n]).unwrap();
-    k.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dx, &dy, &mut out))
-        .unwrap();
+    k.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 64).unwrap(),
+        (&tex, &dx, &dy, &mut out),
+    )
+    .unwrap();
     let got = out.to_vec().unwrap();
     let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&[xs[i], ys[i]])).collect();
-    compare(&format!("{desc:?} over {arr:?}"), &got, &want, &|i| format!("({}, {})", xs[i], ys[i]));
+    compare(&format!("{desc:?} over {arr:?}"), &got, &want, &|i| {
+        format!("({}, {})", xs[i], ys[i])
+    });
 }
 
 /// Every sampling state over a 2-D array of `T` (7 × 5 texels): fetched, or refused as a
@@ -274,27 +286,36 @@ fn texture_1d_and_3d_every_mode() {
     let ctx = ctx();
     let s = ctx.new_stream().unwrap();
     let mut rng = Rng::new();
-    let k1 = Kernel::<(Texture1d<f32>, &[f32], &mut [u32])>::build("texture_fetch1d", |k, (t, xs, out)| {
-        let i = k.grid1();
-        k.if_(i.lt(xs.len()), |_| {
-            for (ch, v) in t.tex1d4(xs.at(i)).into_iter().enumerate() {
-                out.set(i * 4 + ch as u64, v.bitcast::<u32>());
-            }
-        });
-    })
+    let k1 = Kernel::<(Texture1d<f32>, &[f32], &mut [u32])>::build(
+        "texture_fetch1d",
+        |k, (t, xs, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(xs.len()), |_| {
+                for (ch, v) in t.tex1d4(xs.at(i)).into_iter().enumerate() {
+                    out.set(i * 4 + ch as u64, v.bitcast::<u32>());
+                }
+            });
+        },
+    )
     .unwrap();
-    let k3 = Kernel::<(Texture3d<f32>, &[f32], &mut [u32])>::build("texture_fetch3d", |k, (t, xyz, out)| {
-        let i = k.grid1();
-        k.if_((i * 3).lt(xyz.len()), |_| {
-            let c = t.tex3d4(xyz.at(i * 3), xyz.at(i * 3 + 1), xyz.at(i * 3 + 2));
-            for (ch, v) in c.into_iter().enumerate() {
-                out.set(i * 4 + ch as u64, v.bitcast::<u32>());
-            }
-        });
-    })
+    let k3 = Kernel::<(Texture3d<f32>, &[f32], &mut [u32])>::build(
+        "texture_fetch3d",
+        |k, (t, xyz, out)| {
+            let i = k.grid1();
+            k.if_((i * 3).lt(xyz.len()), |_| {
+                let c = t.tex3d4(xyz.at(i * 3), xyz.at(i * 3 + 1), xyz.at(i * 3 + 2));
+                for (ch, v) in c.into_iter().enumerate() {
+                    out.set(i * 4 + ch as u64, v.bitcast::<u32>());
+                }
+            });
+        },
+    )
     .unwrap();
     let n = 64;
-    fn arrays<T: Texel>(ctx: &Context, rng: &mut Rng) -> (Vec<[u32; 4]>, CudaArray<T>, Vec<[u32; 4]>, CudaArray<T>) {
+    fn arrays<T: Texel>(
+        ctx: &Context,
+        rng: &mut Rng,
+    ) -> (Vec<[u32; 4]>, CudaArray<T>, Vec<[u32; 4]>, CudaArray<T>) {
         let (r1, t1) = texels::<T>(9, rng);
         let mut a1 = CudaArray::<T>::new_1d(ctx, 9).unwrap();
         a1.copy_from_host(&t1).unwrap();
@@ -324,19 +345,38 @@ fn texture_1d_and_3d_every_mode() {
         for (m, tex) in cases {
             let (e, dims) = (m.extent, m.dims);
             let mut out = ctx.to_device(&vec![0xdead_beef_u32; 4 * n]).unwrap();
-            let cs: Vec<Vec<f32>> = (0..dims).map(|d| coords(n, e[d], desc.normalized_coords, &mut rng)).collect();
+            let cs: Vec<Vec<f32>> = (0..dims)
+                .map(|d| coords(n, e[d], desc.normalized_coords, &mut rng))
+                .collect();
             if dims == 1 {
                 let dx = ctx.to_device(&cs[0]).unwrap();
-                k1.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dx, &mut out)).unwrap();
+                k1.launch(
+                    &s,
+                    LaunchConfig::for_num_elems(n, 64).unwrap(),
+                    (&tex, &dx, &mut out),
+                )
+                .unwrap();
             } else {
-                let xyz: Vec<f32> = (0..n).flat_map(|i| [cs[0][i], cs[1][i], cs[2][i]]).collect();
+                let xyz: Vec<f32> = (0..n)
+                    .flat_map(|i| [cs[0][i], cs[1][i], cs[2][i]])
+                    .collect();
                 let dxyz = ctx.to_device(&xyz).unwrap();
-                k3.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dxyz, &mut out)).unwrap();
+                k3.launch(
+                    &s,
+                    LaunchConfig::for_num_elems(n, 64).unwrap(),
+                    (&tex, &dxyz, &mut out),
+                )
+                .unwrap();
             }
             let got = out.to_vec().unwrap();
             let at = |i: usize| -> Vec<f32> { (0..dims).map(|d| cs[d][i]).collect() };
             let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&at(i))).collect();
-            compare(&format!("{dims}-D {:?} {desc:?}", m.kind), &got, &want, &|i| format!("{:?}", at(i)));
+            compare(
+                &format!("{dims}-D {:?} {desc:?}", m.kind),
+                &got,
+                &want,
+                &|i| format!("{:?}", at(i)),
+            );
         }
     }
 }
@@ -352,30 +392,52 @@ fn texture_linear_and_pitched_memory() {
     let n = 64;
     let (raw, typed) = texels::<[i16; 2]>(37, &mut rng);
     let mem = ctx.to_device(&typed).unwrap();
-    let kf = Kernel::<(Texture1d<i32>, &[i32], &mut [i32])>::build("texture_fetch_linear", |k, (t, is, out)| {
-        let i = k.grid1();
-        k.if_(i.lt(is.len()), |_| {
-            for (ch, v) in t.fetch4(is.at(i)).into_iter().enumerate() {
-                out.set(i * 4 + ch as u64, v);
-            }
-        });
-    })
+    let kf = Kernel::<(Texture1d<i32>, &[i32], &mut [i32])>::build(
+        "texture_fetch_linear",
+        |k, (t, is, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(is.len()), |_| {
+                for (ch, v) in t.fetch4(is.at(i)).into_iter().enumerate() {
+                    out.set(i * 4 + ch as u64, v);
+                }
+            });
+        },
+    )
     .unwrap();
     let desc = TextureDesc::default();
     let tex = TextureObject::<i32>::from_linear(&mem, &desc).unwrap();
     let is: Vec<i32> = (0..n as i32).map(|i| i - 10).collect();
     let dis = ctx.to_device(&is).unwrap();
     let mut out = ctx.to_device(&vec![0x5a5a_5a5a_i32; 4 * n]).unwrap();
-    kf.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dis, &mut out)).unwrap();
-    let got: Vec<u32> = out.to_vec().unwrap().into_iter().map(|v| v as u32).collect();
+    kf.launch(
+        &s,
+        LaunchConfig::for_num_elems(n, 64).unwrap(),
+        (&tex, &dis, &mut out),
+    )
+    .unwrap();
+    let got: Vec<u32> = out
+        .to_vec()
+        .unwrap()
+        .into_iter()
+        .map(|v| v as u32)
+        .collect();
     let m = model::<[i16; 2]>(raw.clone(), [37, 1, 1], 1, &desc);
     let want: Vec<Vec<u32>> = is.iter().map(|&i| m.fetch_linear(i)).collect();
     compare("linear i16x2", &got, &want, &|i| is[i].to_string());
     // Refused over linear memory: linear filtering, normalized coordinates; a wrong result type.
     let bad = desc.filter(FilterMode::Linear).read_normalized(true);
-    assert!(matches!(TextureObject::<f32>::from_linear(&mem, &bad), Err(Error::Usage(_))));
-    assert!(matches!(TextureObject::<u32>::from_linear(&mem, &desc), Err(Error::Usage(_))));
-    assert!(matches!(TextureObject::<f32>::from_linear(&mem, &desc), Err(Error::Usage(_))));
+    assert!(matches!(
+        TextureObject::<f32>::from_linear(&mem, &bad),
+        Err(Error::Usage(_))
+    ));
+    assert!(matches!(
+        TextureObject::<u32>::from_linear(&mem, &desc),
+        Err(Error::Usage(_))
+    ));
+    assert!(matches!(
+        TextureObject::<f32>::from_linear(&mem, &desc),
+        Err(Error::Usage(_))
+    ));
 
     // Pitched: 6 rows of 5 texels, rows 64 bytes apart (the GPU's pitch alignment is at most 32
     // on current parts; 64 keeps the rows aligned everywhere).
@@ -383,32 +445,53 @@ fn texture_linear_and_pitched_memory() {
     let per_row = pitch / 4;
     let (raw2, typed2) = texels::<[i16; 2]>(per_row * h, &mut rng);
     let mem2 = ctx.to_device(&typed2).unwrap();
-    let k2 = Kernel::<(Texture2d<f32>, &[f32], &[f32], &mut [u32])>::build("texture_fetch_pitch", |k, (t, xs, ys, out)| {
-        let i = k.grid1();
-        k.if_(i.lt(xs.len()), |_| {
-            for (ch, v) in t.tex2d4(xs.at(i), ys.at(i)).into_iter().enumerate() {
-                out.set(i * 4 + ch as u64, v.bitcast::<u32>());
-            }
-        });
-    })
+    let k2 = Kernel::<(Texture2d<f32>, &[f32], &[f32], &mut [u32])>::build(
+        "texture_fetch_pitch",
+        |k, (t, xs, ys, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(xs.len()), |_| {
+                for (ch, v) in t.tex2d4(xs.at(i), ys.at(i)).into_iter().enumerate() {
+                    out.set(i * 4 + ch as u64, v.bitcast::<u32>());
+                }
+            });
+        },
+    )
     .unwrap();
-    let dense: Vec<[u32; 4]> = (0..h).flat_map(|y| raw2[y * per_row..y * per_row + w].to_vec()).collect();
+    let dense: Vec<[u32; 4]> = (0..h)
+        .flat_map(|y| raw2[y * per_row..y * per_row + w].to_vec())
+        .collect();
     for mode in [AddressMode::Clamp, AddressMode::Border] {
-        let desc = TextureDesc::default().address(mode).filter(FilterMode::Linear).read_normalized(true);
+        let desc = TextureDesc::default()
+            .address(mode)
+            .filter(FilterMode::Linear)
+            .read_normalized(true);
         let tex = TextureObject::<f32>::from_pitch2d(&mem2, w, h, pitch, &desc).unwrap();
         let xs = coords(n, w, false, &mut rng);
         let ys = coords(n, h, false, &mut rng);
         let (dx, dy) = (ctx.to_device(&xs).unwrap(), ctx.to_device(&ys).unwrap());
         let mut out = ctx.to_device(&vec![0xdead_beef_u32; 4 * n]).unwrap();
-        k2.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&tex, &dx, &dy, &mut out)).unwrap();
+        k2.launch(
+            &s,
+            LaunchConfig::for_num_elems(n, 64).unwrap(),
+            (&tex, &dx, &dy, &mut out),
+        )
+        .unwrap();
         let m = model::<[i16; 2]>(dense.clone(), [w, h, 1], 2, &desc);
         let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&[xs[i], ys[i]])).collect();
-        compare("pitched i16x2", &out.to_vec().unwrap(), &want, &|i| format!("({}, {})", xs[i], ys[i]));
+        compare("pitched i16x2", &out.to_vec().unwrap(), &want, &|i| {
+            format!("({}, {})", xs[i], ys[i])
+        });
     }
     // A pitch shorter than a row, or memory too short: usage errors.
     let d = TextureDesc::default();
-    assert!(matches!(TextureObject::<i32>::from_pitch2d(&mem2, w, h, 8, &d), Err(Error::Usage(_))));
-    assert!(matches!(TextureObject::<i32>::from_pitch2d(&mem2, w, h + 1, pitch, &d), Err(Error::Usage(_))));
+    assert!(matches!(
+        TextureObject::<i32>::from_pitch2d(&mem2, w, h, 8, &d),
+        Err(Error::Usage(_))
+    ));
+    assert!(matches!(
+        TextureObject::<i32>::from_pitch2d(&mem2, w, h + 1, pitch, &d),
+        Err(Error::Usage(_))
+    ));
 }
 
 /// `tex2d_gather` of each component and `tex2d_lod` (level 0) over a 4-channel u16 array,
@@ -434,7 +517,11 @@ fn texture_gather_and_lod() {
                         out.set(i * 20 + comp as u64 * 4 + j as u64, v);
                     }
                 }
-                for (ch, v) in tf.tex2d_lod4(x, y, cudajit::codegen::Expr::lit(0.0f32)).into_iter().enumerate() {
+                for (ch, v) in tf
+                    .tex2d_lod4(x, y, cudajit::codegen::Expr::lit(0.0f32))
+                    .into_iter()
+                    .enumerate()
+                {
                     out.set(i * 20 + 16 + ch as u64, v.bitcast::<u32>());
                 }
             });
@@ -451,10 +538,17 @@ fn texture_gather_and_lod() {
             let ys = coords(n, h, norm, &mut rng);
             let (dx, dy) = (ctx.to_device(&xs).unwrap(), ctx.to_device(&ys).unwrap());
             let mut out = ctx.to_device(&vec![0xdead_beef_u32; 20 * n]).unwrap();
-            k.launch(&s, LaunchConfig::for_num_elems(n, 64).unwrap(), (&ti, &tf, &dx, &dy, &mut out))
-                .unwrap();
+            k.launch(
+                &s,
+                LaunchConfig::for_num_elems(n, 64).unwrap(),
+                (&ti, &tf, &dx, &dy, &mut out),
+            )
+            .unwrap();
             let got = out.to_vec().unwrap();
-            let (mi, mf) = (model::<[u16; 4]>(raw.clone(), [w, h, 1], 2, &di), model::<[u16; 4]>(raw.clone(), [w, h, 1], 2, &df));
+            let (mi, mf) = (
+                model::<[u16; 4]>(raw.clone(), [w, h, 1], 2, &di),
+                model::<[u16; 4]>(raw.clone(), [w, h, 1], 2, &df),
+            );
             for i in 0..n {
                 for comp in 0..4 {
                     let want = mi.gather(xs[i], ys[i], comp);
@@ -462,7 +556,13 @@ fn texture_gather_and_lod() {
                     assert_eq!(g, want, "gather {comp} at ({}, {}) {di:?}", xs[i], ys[i]);
                 }
                 let want = mf.fetch(&[xs[i], ys[i]]);
-                assert_eq!(&got[i * 20 + 16..i * 20 + 20], &want[..], "lod 0 at ({}, {}) {df:?}", xs[i], ys[i]);
+                assert_eq!(
+                    &got[i * 20 + 16..i * 20 + 20],
+                    &want[..],
+                    "lod 0 at ({}, {}) {df:?}",
+                    xs[i],
+                    ys[i]
+                );
             }
         }
     }
@@ -488,16 +588,26 @@ fn texture_array_copies() {
         let mut c = CudaArray::<[f16; 2]>::new(&ctx, extent, opts).unwrap();
         c.copy_from_device(&dev).unwrap();
         let back = c.to_host().unwrap();
-        let bits = |v: &[[f16; 2]]| v.iter().map(|t| [t[0].to_bits(), t[1].to_bits()]).collect::<Vec<_>>();
+        let bits = |v: &[[f16; 2]]| {
+            v.iter()
+                .map(|t| [t[0].to_bits(), t[1].to_bits()])
+                .collect::<Vec<_>>()
+        };
         assert_eq!(bits(&back), bits(&host), "{extent:?}");
         let mut short = vec![[f16::ZERO; 2]; n - 1];
-        assert!(matches!(c.copy_to_host(&mut short), Err(Error::Shape { .. })));
+        assert!(matches!(
+            c.copy_to_host(&mut short),
+            Err(Error::Shape { .. })
+        ));
         assert!(matches!(a.copy_from_host(&short), Err(Error::Shape { .. })));
     }
     let a = CudaArray::<f32>::new_2d(&ctx, 4, 4).unwrap();
     let mut b = CudaArray::<f32>::new_2d(&ctx, 4, 3).unwrap();
     assert!(matches!(b.copy_from_array(&a), Err(Error::Shape { .. })));
-    assert!(matches!(CudaArray::<f32>::new(&ctx, [0, 1, 0], Default::default()), Err(Error::Usage(_))));
+    assert!(matches!(
+        CudaArray::<f32>::new(&ctx, [0, 1, 0], Default::default()),
+        Err(Error::Usage(_))
+    ));
 }
 
 /// Surface loads and stores: a kernel reads an f32 × 1 array through a surface, writes
@@ -526,12 +636,17 @@ fn surface_2d_load_and_store() {
     {
         let sa = SurfaceObject::new(&mut a).unwrap();
         let sb = SurfaceObject::new(&mut b).unwrap();
-        k.launch(&s, LaunchConfig::new((2, 2), (8, 4)), (&sa, &sb)).unwrap();
+        k.launch(&s, LaunchConfig::new((2, 2), (8, 4)), (&sa, &sb))
+            .unwrap();
         s.synchronize().unwrap();
     }
     let got = b.to_host().unwrap();
     for i in 0..w * h {
-        assert_eq!(got[i].to_bits(), (src[i] * 2.0 + 1.0).to_bits(), "texel {i}");
+        assert_eq!(
+            got[i].to_bits(),
+            (src[i] * 2.0 + 1.0).to_bits(),
+            "texel {i}"
+        );
     }
     // Byte stores into a 4-channel u8 array: x counts bytes there.
     let mut c = CudaArray::<[u8; 4]>::new_2d(&ctx, 3, 2).unwrap();
@@ -551,7 +666,10 @@ fn surface_2d_load_and_store() {
     assert_eq!(got, want);
     // A surface over an array made without surface access: a usage error.
     let mut plain = CudaArray::<f32>::new_1d(&ctx, 4).unwrap();
-    assert!(matches!(SurfaceObject::new(&mut plain), Err(Error::Usage(_))));
+    assert!(matches!(
+        SurfaceObject::new(&mut plain),
+        Err(Error::Usage(_))
+    ));
     // A texture parameter given a texture of another dimension count: a launch error.
     let t1 = TextureObject::<f32>::from_array(&plain, &TextureDesc::default()).unwrap();
     let k2 = Kernel::<(Texture2d<f32>, &mut [f32])>::build("texture_dims", |k, (t, o)| {
@@ -560,6 +678,12 @@ fn surface_2d_load_and_store() {
     })
     .unwrap();
     let mut o = ctx.zeros::<f32, _>(1).unwrap();
-    let e = k2.launch(&s, LaunchConfig::new(1, 1), (&t1, &mut o)).unwrap_err();
-    assert!(e.to_string().contains("2-D texture parameter was given a 1-D texture"), "{e}");
+    let e = k2
+        .launch(&s, LaunchConfig::new(1, 1), (&t1, &mut o))
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("2-D texture parameter was given a 1-D texture"),
+        "{e}"
+    );
 }

@@ -91,7 +91,13 @@ impl Tex {
     /// The coordinates in texels.
     fn scaled(&self, x: &[f32]) -> Vec<f32> {
         (0..self.dims)
-            .map(|d| if self.normalized_coords { x[d] * self.extent[d] as f32 } else { x[d] })
+            .map(|d| {
+                if self.normalized_coords {
+                    x[d] * self.extent[d] as f32
+                } else {
+                    x[d]
+                }
+            })
             .collect()
     }
 
