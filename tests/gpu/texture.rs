@@ -278,6 +278,9 @@ matrix_tests! {
     texture_2d_f32_every_mode: f32;
 }
 
+/// Raw texels and the array of a 1-D texture, then of a 3-D one.
+type Arrays<T> = (Vec<[u32; 4]>, CudaArray<T>, Vec<[u32; 4]>, CudaArray<T>);
+
 /// 1-D and 3-D arrays of f32 and of u8 read as normalized floats: every address mode ×
 /// filter × coordinate mode.
 #[test]
@@ -315,7 +318,7 @@ fn texture_1d_and_3d_every_mode() {
     fn arrays<T: Texel>(
         ctx: &Context,
         rng: &mut Rng,
-    ) -> (Vec<[u32; 4]>, CudaArray<T>, Vec<[u32; 4]>, CudaArray<T>) {
+    ) -> Arrays<T> {
         let (r1, t1) = texels::<T>(9, rng);
         let mut a1 = CudaArray::<T>::new_1d(ctx, 9).unwrap();
         a1.copy_from_host(&t1).unwrap();

@@ -67,7 +67,8 @@ pub struct TextureObject<'a, R: TexResult> {
     raw: sys::CUtexObject,
     dims: usize,
     linear: bool,
-    _r: PhantomData<(fn() -> R, &'a ())>,
+    _r: PhantomData<fn() -> R>,
+    _a: PhantomData<&'a ()>,
 }
 
 // SAFETY: the handle is a 64-bit value valid in every thread of its context's process.
@@ -178,6 +179,7 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
             dims,
             linear,
             _r: PhantomData,
+            _a: PhantomData,
         })
     }
 
