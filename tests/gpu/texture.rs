@@ -166,21 +166,34 @@ fn refused(kind: ChannelKind, d: &TextureDesc) -> bool {
         || (d.filter == FilterMode::Linear && !float)
 }
 
-/// Compares the fetched channels with the model's, bit for bit.
+/// Compares the fetched channels with the model's, bit for bit (a NaN matches any NaN only
+/// where the model's NaN comes from converting an f16 NaN, whose payload the hardware's
+/// conversion need not keep); on a mismatch, fails naming how many fetches differ and the
+/// first few (so one GPU run shows the whole pattern).
 fn compare(what: &str, got: &[u32], want: &[Vec<u32>], coords: &dyn Fn(usize) -> String) {
+    let f16_nan_ok = what.contains("F16");
+    let mut bad = Vec::new();
     for (i, w) in want.iter().enumerate() {
         for (c, &wc) in w.iter().enumerate() {
             let g = got[4 * i + c];
-            assert_eq!(
-                g,
-                wc,
-                "{what}: fetch {i} at {} channel {c}: got {g:#x} ({}), want {wc:#x} ({})",
-                coords(i),
-                f32::from_bits(g),
-                f32::from_bits(wc)
-            );
+            let both_nan = f32::from_bits(g).is_nan() && f32::from_bits(wc).is_nan();
+            if g != wc && !(f16_nan_ok && both_nan) {
+                bad.push(format!(
+                    "fetch {i} at {} channel {c}: got {g:#x} ({}), want {wc:#x} ({})",
+                    coords(i),
+                    f32::from_bits(g),
+                    f32::from_bits(wc)
+                ));
+            }
         }
     }
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {} channels differ from the model; the first:\n{}",
+        bad.len(),
+        want.iter().map(Vec::len).sum::<usize>(),
+        bad[..bad.len().min(8)].join("\n")
+    );
 }
 
 /// Runs the 2-D fetches of `desc` over `arr` and compares them with `m`.
@@ -219,9 +232,12 @@ fn run_2d<R: TexResult + cudajit::codegen::Scalar, T: Texel>(
     .unwrap();
     let got = out.to_vec().unwrap();
     let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&[xs[i], ys[i]])).collect();
-    compare(&format!("{desc:?} over {arr:?}"), &got, &want, &|i| {
-        format!("({}, {})", xs[i], ys[i])
-    });
+    compare(
+        &format!("{desc:?} over {arr:?} ({:?})", T::LAYOUT.kind),
+        &got,
+        &want,
+        &|i| format!("({}, {})", xs[i], ys[i]),
+    );
 }
 
 /// Every sampling state over a 2-D array of `T` (7 × 5 texels): fetched, or refused as a
@@ -315,10 +331,7 @@ fn texture_1d_and_3d_every_mode() {
     )
     .unwrap();
     let n = 64;
-    fn arrays<T: Texel>(
-        ctx: &Context,
-        rng: &mut Rng,
-    ) -> Arrays<T> {
+    fn arrays<T: Texel>(ctx: &Context, rng: &mut Rng) -> Arrays<T> {
         let (r1, t1) = texels::<T>(9, rng);
         let mut a1 = CudaArray::<T>::new_1d(ctx, 9).unwrap();
         a1.copy_from_host(&t1).unwrap();

@@ -3,7 +3,8 @@
 // bit for bit. Texel centres at +0.5; linear filtering with the fraction of x - 0.5 rounded to
 // 8 bits (weights of 9-bit fixed point); each texel index a fetch reads addressed on its own
 // (clamp to the edge, border 0, wrap modulo the size, mirror); integer texels read as
-// normalized floats (unsigned v / MAX, signed max(v / MAX, -1)) or as 32-bit integers.
+// normalized floats (unsigned v / MAX, signed max(v / MAX, -1)) or as 32-bit integers. A
+// filtered NaN is the canonical NaN 0x7fffffff (the GPU's arithmetic's).
 
 use cudajit::memory::{AddressMode, ChannelKind, FilterMode};
 
@@ -134,7 +135,12 @@ impl Tex {
                         Some(a) => a + term,
                     });
                 }
-                acc.unwrap().to_bits()
+                let r = acc.unwrap();
+                if r.is_nan() {
+                    0x7fff_ffff
+                } else {
+                    r.to_bits()
+                }
             })
             .collect()
     }

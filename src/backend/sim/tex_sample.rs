@@ -2,7 +2,8 @@
 //! "Texture Fetching" appendix): texel centres at +0.5, linear filtering with weights of 8
 //! fractional bits (9-bit fixed point: 1.0 is exact), the address modes applied to each texel
 //! index a fetch reads, border texels zero, integer texels read as normalized floats
-//! (`u8 / 255`, `i8 / 127` clamped to -1, ...) or as integers.
+//! (`u8 / 255`, `i8 / 127` clamped to -1, ...) or as integers. A filtered NaN is the canonical
+//! NaN (`0x7fffffff`, what the GPU's float arithmetic gives; its payload is not promised).
 
 use half::f16;
 
@@ -192,5 +193,11 @@ pub(super) fn fetch(
         let term = w * t;
         sum = Some(sum.map_or(term, |s| s + term));
     }
-    sum.unwrap_or(0.0).to_bits() as u64
+    let r = sum.unwrap_or(0.0);
+    // A NaN from the filter's arithmetic is the GPU's canonical NaN.
+    if r.is_nan() {
+        0x7fff_ffff
+    } else {
+        r.to_bits() as u64
+    }
 }
