@@ -407,7 +407,18 @@ fn texture_linear_and_pitched_memory() {
     let mut rng = Rng::new();
     let n = 64;
     let (raw, typed) = texels::<[i16; 2]>(37, &mut rng);
-    let mem = ctx.to_device(&typed).unwrap();
+    // A texture over device memory starts at the texture alignment (512 bytes): the texels are
+    // placed at the first aligned element of a larger array.
+    let mut big = ctx.zeros::<[i16; 2], _>(37 + 128).unwrap();
+    let skip = ((512 - big.device_ptr() % 512) % 512) as usize / 4;
+    let mut whole = vec![[0i16; 2]; 37 + 128];
+    whole[skip..skip + 37].copy_from_slice(&typed);
+    big.copy_from_host(&whole).unwrap();
+    let mem = big.slice(skip..skip + 37).unwrap();
+    // A view off the alignment: refused, naming it.
+    let off = big.slice(skip + 1..skip + 2).unwrap();
+    let e = TextureObject::<i32>::from_linear(&off, &TextureDesc::default()).unwrap_err();
+    assert!(e.to_string().contains("aligned to 512 bytes"), "{e}");
     let kf = Kernel::<(Texture1d<i32>, &[i32], &mut [i32])>::build(
         "texture_fetch_linear",
         |k, (t, is, out)| {
@@ -460,7 +471,12 @@ fn texture_linear_and_pitched_memory() {
     let (w, h, pitch) = (5usize, 6usize, 64usize);
     let per_row = pitch / 4;
     let (raw2, typed2) = texels::<[i16; 2]>(per_row * h, &mut rng);
-    let mem2 = ctx.to_device(&typed2).unwrap();
+    let mut big2 = ctx.zeros::<[i16; 2], _>(per_row * h + 128).unwrap();
+    let skip2 = ((512 - big2.device_ptr() % 512) % 512) as usize / 4;
+    let mut whole2 = vec![[0i16; 2]; per_row * h + 128];
+    whole2[skip2..skip2 + per_row * h].copy_from_slice(&typed2);
+    big2.copy_from_host(&whole2).unwrap();
+    let mem2 = big2.slice(skip2..skip2 + per_row * h).unwrap();
     let k2 = Kernel::<(Texture2d<f32>, &[f32], &[f32], &mut [u32])>::build(
         "texture_fetch_pitch",
         |k, (t, xs, ys, out)| {

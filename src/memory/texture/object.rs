@@ -152,6 +152,32 @@ fn check<R: TexResult>(texel: TexelLayout, desc: &TextureDesc, linear_memory: bo
     Ok(())
 }
 
+/// Checks a texture's start address (and pitch) over device memory against the device's
+/// texture alignments (`CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT`, `..._PITCH_ALIGNMENT`).
+fn check_alignment(ctx: &Context, ptr: u64, pitch: Option<usize>) -> Result<()> {
+    use sys::CUdevice_attribute as A;
+    let dev = ctx.device();
+    let base = dev
+        .attribute(A::CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)?
+        .max(1) as u64;
+    if ptr % base != 0 {
+        return Err(Error::usage(format!(
+            "a texture over device memory must start at an address aligned to {base} bytes              (the device's texture alignment); this memory starts at {ptr:#x} (a view at an              offset, or an allocation shared with others: allocate the texture's memory alone,              or view it from an aligned element)"
+        )));
+    }
+    if let Some(p) = pitch {
+        let pa = dev
+            .attribute(A::CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT)?
+            .max(1) as usize;
+        if p % pa != 0 {
+            return Err(Error::usage(format!(
+                "a pitched 2-D texture's pitch must be a multiple of {pa} bytes (the device's                  texture pitch alignment), not {p}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn to_backend(desc: &TextureDesc) -> TexDesc {
     TexDesc {
         address: desc.address,
@@ -202,7 +228,8 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
     }
 
     /// A 1-D texture over linear device memory (`src`'s texels), read with integer coordinates
-    /// ([`Texture1d::fetch`](crate::codegen::TexHandle::fetch)); out of range reads 0.
+    /// ([`TexHandle::fetch`](crate::codegen::TexHandle::fetch)); out of range reads 0. `src`
+    /// must start at the device's texture alignment (512 bytes on current GPUs).
     pub fn from_linear<T: TexelFormat, S: DeviceSlice<T> + ?Sized>(
         src: &'a S,
         desc: &TextureDesc,
@@ -213,6 +240,7 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
                 "a texture over linear memory needs at least one texel",
             ));
         }
+        check_alignment(src.context(), src.device_ptr(), None)?;
         let res = TexResource::Linear {
             ptr: src.device_ptr(),
             texel: T::LAYOUT,
@@ -222,9 +250,9 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
     }
 
     /// A 2-D texture over pitched device memory: `height` rows of `width` texels of `T`, each
-    /// row `pitch_bytes` after the one before, starting at `src`'s first element (the GPU wants
-    /// the pitch a multiple of its texture pitch alignment, 32 or more bytes, and the start
-    /// aligned to its texture alignment).
+    /// row `pitch_bytes` after the one before, starting at `src`'s first element: the pitch a
+    /// multiple of the device's texture pitch alignment (32 bytes on current GPUs), the start
+    /// aligned to its texture alignment (512 bytes); checked, a clear error otherwise.
     pub fn from_pitch2d<T: TexelFormat, S: DeviceSlice<T> + ?Sized>(
         src: &'a S,
         width: usize,
@@ -247,6 +275,7 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
                  the memory given has {have}"
             )));
         }
+        check_alignment(src.context(), src.device_ptr(), Some(pitch_bytes))?;
         let res = TexResource::Pitch2d {
             ptr: src.device_ptr(),
             texel: T::LAYOUT,
