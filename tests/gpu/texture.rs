@@ -719,3 +719,65 @@ fn surface_2d_load_and_store() {
         "{e}"
     );
 }
+
+/// 1-D and 3-D surfaces: a kernel copies a u16 × 2 array into another through 16-bit element
+/// loads and stores, adding the element's x to each.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn surface_1d_and_3d_load_and_store() {
+    use cudajit::codegen::{Surface1d, Surface3d};
+    use cudajit::memory::ArrayOptions;
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let opts = ArrayOptions {
+        surface: true,
+        ..Default::default()
+    };
+    let k1 =
+        Kernel::<(Surface1d<u16>, Surface1d<u16>, i32)>::build("surface_1d", |k, (a, b, n)| {
+            let x = k.grid1().cast::<i32>();
+            k.if_(x.lt(n), |_| b.sust(x, a.suld(x) + x.cast::<u16>()));
+        })
+        .unwrap();
+    let k3 =
+        Kernel::<(Surface3d<u16>, Surface3d<u16>, i32)>::build("surface_3d", |k, (a, b, n)| {
+            let [x, y, z] = k.grid3();
+            let (x, y, z) = (x.cast::<i32>(), y.cast::<i32>(), z.cast::<i32>());
+            k.if_(x.lt(n), |_| {
+                b.sust(x, y, z, a.suld(x, y, z) + x.cast::<u16>())
+            });
+        })
+        .unwrap();
+    for extent in [[11, 0, 0], [5, 3, 2]] {
+        let texels: usize = extent.iter().map(|&e| e.max(1)).product();
+        let src: Vec<[u16; 2]> = (0..texels)
+            .map(|_| [rng.next_u64() as u16, rng.next_u64() as u16])
+            .collect();
+        let mut a = CudaArray::<[u16; 2]>::new(&ctx, extent, opts).unwrap();
+        a.copy_from_host(&src).unwrap();
+        let mut b = CudaArray::<[u16; 2]>::new(&ctx, extent, opts).unwrap();
+        b.copy_from_host(&vec![[0xffff; 2]; texels]).unwrap();
+        let n = (extent[0] * 2) as i32;
+        {
+            let (sa, sb) = (
+                SurfaceObject::new(&mut a).unwrap(),
+                SurfaceObject::new(&mut b).unwrap(),
+            );
+            if extent[1] == 0 {
+                k1.launch(&s, LaunchConfig::new(1, 32), (&sa, &sb, n))
+                    .unwrap();
+            } else {
+                let cfg = LaunchConfig::new((1, 1, 1), (16, 3, 2));
+                k3.launch(&s, cfg, (&sa, &sb, n)).unwrap();
+            }
+            s.synchronize().unwrap();
+        }
+        let got = b.to_host().unwrap();
+        for (i, (g, w)) in got.iter().zip(&src).enumerate() {
+            let x = (i % extent[0]) * 2;
+            let want = [w[0].wrapping_add(x as u16), w[1].wrapping_add(x as u16 + 1)];
+            assert_eq!(*g, want, "{extent:?} texel {i}");
+        }
+    }
+}

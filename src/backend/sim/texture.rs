@@ -37,8 +37,6 @@ pub(super) struct View {
 struct SimArray {
     addr: u64,
     desc: ArrayDesc,
-    /// The device whose context made it.
-    dev: usize,
 }
 
 #[derive(Default)]
@@ -93,9 +91,9 @@ fn array_view(a: &SimArray) -> View {
     }
 }
 
-/// A side of a copy as (address, row pitch, rows per slice, bytes per row it may hold, rows,
-/// slices it may hold: `usize::MAX` for host memory, whose extent the caller guarantees).
-fn resolve(t: &Table, s: &CopySide, sim: &Simulator) -> Result<(u64, usize, usize, [usize; 3])> {
+/// A side of a copy as (address, row pitch, rows per slice, and the row bytes, rows and
+/// slices it holds: `usize::MAX` where the caller guarantees the extent, host memory's).
+fn resolve(t: &Table, s: &CopySide) -> Result<(u64, usize, usize, [usize; 3])> {
     match *s {
         CopySide::Host { ptr, pitch, height } => Ok((ptr as u64, pitch, height, [usize::MAX; 3])),
         CopySide::Device { ptr, pitch, height } => {
@@ -106,7 +104,6 @@ fn resolve(t: &Table, s: &CopySide, sim: &Simulator) -> Result<(u64, usize, usiz
                 .arrays
                 .get(&(a as u64))
                 .ok_or_else(|| invalid("cuMemcpy3D_v2"))?;
-            let _ = sim;
             let e = a.desc.extent();
             Ok((
                 a.addr,
@@ -140,24 +137,14 @@ impl TextureApi for Simulator {
         let addr = self.alloc(bytes, Kind::Device, dev, call)?;
         let mut t = TABLE.write();
         let h = t.make();
-        t.arrays.insert(
-            h,
-            SimArray {
-                addr,
-                desc: *desc,
-                dev,
-            },
-        );
+        t.arrays.insert(h, SimArray { addr, desc: *desc });
         Ok(h as sys::CUarray)
     }
 
     unsafe fn array_destroy(&self, a: sys::CUarray) -> Result<()> {
         let arr = TABLE.write().arrays.remove(&(a as u64));
         match arr {
-            Some(arr) => {
-                let _ = arr.dev;
-                self.free(arr.addr, Some(Kind::Device), "cuArrayDestroy")
-            }
+            Some(arr) => self.free(arr.addr, Some(Kind::Device), "cuArrayDestroy"),
             None => Err(bad_handle("cuArrayDestroy")),
         }
     }
@@ -172,8 +159,8 @@ impl TextureApi for Simulator {
             }
         }
         let t = TABLE.read();
-        let (src, sp, sh, sfit) = resolve(&t, &c.src, self)?;
-        let (dst, dp, dh, dfit) = resolve(&t, &c.dst, self)?;
+        let (src, sp, sh, sfit) = resolve(&t, &c.src)?;
+        let (dst, dp, dh, dfit) = resolve(&t, &c.dst)?;
         let fits =
             |fit: [usize; 3]| c.width_bytes <= fit[0] && c.height <= fit[1] && c.depth <= fit[2];
         if !fits(sfit) || !fits(dfit) || c.width_bytes > sp || c.width_bytes > dp {
