@@ -69,9 +69,7 @@ impl Bench {
         let mut out = self.poisoned_f32(o * o)?;
         let cfg = LaunchConfig::new(((o as u32).div_ceil(32), (o as u32).div_ceil(8)), (32, 8));
         let s = m as f32 / o as f32;
-        let mut run = || k.launch(&self.stream, cfg, (&tex, &mut out, o as u32, s));
-        self.c(run())?;
-        drop(run);
+        self.c(k.launch(&self.stream, cfg, (&tex, &mut out, o as u32, s)))?;
         let got = self.c(out.to_vec_async(&self.stream))?;
         check(
             "resize",

@@ -178,12 +178,15 @@ fn check_alignment(ctx: &Context, ptr: u64, pitch: Option<usize>) -> Result<()> 
     Ok(())
 }
 
-fn to_backend(desc: &TextureDesc) -> TexDesc {
+/// The backend's description. Float texels are "read as normalized floats" (the driver's
+/// default promotion, a no-op for them): `CU_TRSF_READ_AS_INTEGER` is set only for integer
+/// texels read as they are.
+fn to_backend(desc: &TextureDesc, texel: TexelLayout) -> TexDesc {
     TexDesc {
         address: desc.address,
         filter: desc.filter,
         normalized_coords: desc.normalized_coords,
-        normalized_float: desc.read_normalized,
+        normalized_float: desc.read_normalized || texel.kind.is_float(),
         border: [0.0; 4],
     }
 }
@@ -192,13 +195,14 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
     fn create(
         ctx: &Context,
         res: TexResource,
+        texel: TexelLayout,
         desc: &TextureDesc,
         dims: usize,
         linear: bool,
     ) -> Result<Self> {
         ctx.bind()?;
         // SAFETY: the resource is borrowed for `'a`, longer than the object lives.
-        let raw = unsafe { backend().tex_object_create(&res, &to_backend(desc)) }?;
+        let raw = unsafe { backend().tex_object_create(&res, &to_backend(desc, texel)) }?;
         Ok(TextureObject {
             ctx: ctx.clone(),
             raw,
@@ -221,6 +225,7 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
         Self::create(
             array.context(),
             TexResource::Array(array.raw()),
+            T::LAYOUT,
             desc,
             array.ndim(),
             false,
@@ -246,7 +251,7 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
             texel: T::LAYOUT,
             texels: src.len(),
         };
-        Self::create(src.context(), res, desc, 1, true)
+        Self::create(src.context(), res, T::LAYOUT, desc, 1, true)
     }
 
     /// A 2-D texture over pitched device memory: `height` rows of `width` texels of `T`, each
@@ -283,7 +288,7 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
             height,
             pitch: pitch_bytes,
         };
-        Self::create(src.context(), res, desc, 2, false)
+        Self::create(src.context(), res, T::LAYOUT, desc, 2, false)
     }
 
     /// The 64-bit handle kernels receive (`CUtexObject`).
