@@ -78,6 +78,6 @@ pub(crate) use signature::declare_scalar_param;
 pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, KernelScalar, LaunchArgs};
 pub use strided::{DStrided, NdStrided, NdStridedMut};
 pub use texture::{
-    SurfHandle, Surface, Surface1d, Surface2d, Surface3d, TexHandle, Texture, Texture1d, Texture2d,
-    Texture3d,
+    LayeredTexHandle, SurfHandle, Surface, Surface1d, Surface2d, Surface3d, TexHandle, Texture,
+    Texture1d, Texture1dLayered, Texture2d, Texture2dLayered, Texture3d, TextureLayered,
 };

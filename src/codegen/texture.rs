@@ -1,6 +1,7 @@
 //! Texture and surface parameters in the kernel language: [`Texture1d`], [`Texture2d`],
 //! [`Texture3d`] (fetches `tex1d`, `tex2d`, `tex3d`, `tex2d_lod`, `tex2d_gather`, and `fetch`
-//! with integer coordinates) and [`Surface1d`], [`Surface2d`], [`Surface3d`] (`suld`,
+//! with integer coordinates), [`Texture1dLayered`], [`Texture2dLayered`] (`tex1d_layered`,
+//! `tex2d_layered`) and [`Surface1d`], [`Surface2d`], [`Surface3d`] (`suld`,
 //! `sust`). Each receives a 64-bit object handle (`.param .u64`); the launch argument is a
 //! [`&TextureObject`](crate::memory::TextureObject) or
 //! [`&SurfaceObject`](crate::memory::SurfaceObject) of the same dimension count.
@@ -24,6 +25,113 @@ pub type Texture1d<R> = Texture<R, 1>;
 pub type Texture2d<R> = Texture<R, 2>;
 /// A 3-D texture parameter.
 pub type Texture3d<R> = Texture<R, 3>;
+
+/// A kernel parameter: a layered texture object (over a layered CUDA array) of `D`-dimensional
+/// layers (1 or 2) whose fetches return `R` per channel. The build closure receives a
+/// [`LayeredTexHandle`].
+pub struct TextureLayered<R, const D: usize>(PhantomData<fn() -> R>);
+/// A layered 1-D texture parameter.
+pub type Texture1dLayered<R> = TextureLayered<R, 1>;
+/// A layered 2-D texture parameter.
+pub type Texture2dLayered<R> = TextureLayered<R, 2>;
+
+/// A layered texture parameter in a kernel being built: fetches within one layer (`i32`,
+/// clamped to the layers there are).
+pub struct LayeredTexHandle<R, const D: usize> {
+    h: Expr<u64>,
+    _r: PhantomData<fn() -> R>,
+}
+
+impl<R, const D: usize> Clone for LayeredTexHandle<R, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<R, const D: usize> Copy for LayeredTexHandle<R, D> {}
+
+impl<R: TexResult + Scalar, const D: usize> KernelParam for TextureLayered<R, D> {
+    type Handle = LayeredTexHandle<R, D>;
+    fn declare() -> Self::Handle {
+        const { assert!(D >= 1 && D <= 2, "a layered texture has 1-D or 2-D layers") };
+        LayeredTexHandle {
+            h: declare_handle(),
+            _r: PhantomData,
+        }
+    }
+}
+
+impl<R: TexResult + Scalar, const D: usize> ArgFor<TextureLayered<R, D>> for &TextureObject<'_, R> {
+    #[inline]
+    fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
+        if !self.is_layered() || self.ndim() != D {
+            return Err(Error::launch_argument(format!(
+                "a layered {D}-D texture parameter was given a {}{}-D texture object",
+                if self.is_layered() { "layered " } else { "" },
+                self.ndim()
+            )));
+        }
+        buf.push_handle(self.context(), "a kernel's texture argument", self.raw())
+    }
+}
+
+/// Records a layered fetch: float coordinates, then the layer.
+fn layered<R: Scalar>(
+    h: Expr<u64>,
+    xs: &[Expr<f32>],
+    layer: Expr<i32>,
+    channels: u8,
+) -> Vec<Expr<R>> {
+    let mut raws = vec![h.raw()];
+    raws.extend(xs.iter().map(|c| c.raw()));
+    raws.push(layer.raw());
+    let ids: Vec<ValueId> = raws.iter().map(|r| ValueId(r.1)).collect();
+    (0..channels)
+        .map(|channel| {
+            let op = TexOp::Fetch {
+                tex: ids[0],
+                kind: TexFetch::Layered,
+                dims: xs.len() as u8,
+                coords: ids[1..].to_vec(),
+                channel,
+            };
+            Expr::record(Op::Texture(op), &raws, true)
+        })
+        .collect()
+}
+
+impl<R: TexResult + Scalar> LayeredTexHandle<R, 1> {
+    /// Channel 0 at `x` in layer `layer` (`tex1DLayered`).
+    #[track_caller]
+    pub fn tex1d_layered(&self, x: Expr<f32>, layer: Expr<i32>) -> Expr<R> {
+        let _at = crate::codegen::srcloc::at();
+        layered(self.h, &[x], layer, 1)[0]
+    }
+
+    /// All four channels at `x` in layer `layer`.
+    #[track_caller]
+    pub fn tex1d_layered4(&self, x: Expr<f32>, layer: Expr<i32>) -> [Expr<R>; 4] {
+        let _at = crate::codegen::srcloc::at();
+        let v = layered(self.h, &[x], layer, 4);
+        [v[0], v[1], v[2], v[3]]
+    }
+}
+
+impl<R: TexResult + Scalar> LayeredTexHandle<R, 2> {
+    /// Channel 0 at (`x`, `y`) in layer `layer` (`tex2DLayered`).
+    #[track_caller]
+    pub fn tex2d_layered(&self, x: Expr<f32>, y: Expr<f32>, layer: Expr<i32>) -> Expr<R> {
+        let _at = crate::codegen::srcloc::at();
+        layered(self.h, &[x, y], layer, 1)[0]
+    }
+
+    /// All four channels at (`x`, `y`) in layer `layer`.
+    #[track_caller]
+    pub fn tex2d_layered4(&self, x: Expr<f32>, y: Expr<f32>, layer: Expr<i32>) -> [Expr<R>; 4] {
+        let _at = crate::codegen::srcloc::at();
+        let v = layered(self.h, &[x, y], layer, 4);
+        [v[0], v[1], v[2], v[3]]
+    }
+}
 
 /// A kernel parameter: a surface object of `D` dimensions read and written as elements of `T`
 /// (any scalar but `bool`; x coordinates count elements of `T`). The build closure receives a
@@ -100,9 +208,10 @@ impl<T: Scalar, const D: usize> KernelParam for Surface<T, D> {
 impl<R: TexResult + Scalar, const D: usize> ArgFor<Texture<R, D>> for &TextureObject<'_, R> {
     #[inline]
     fn push(&self, buf: &mut ArgBuffer<'_>) -> Result<()> {
-        if self.ndim() != D {
+        if self.ndim() != D || self.is_layered() {
             return Err(Error::launch_argument(format!(
-                "a {D}-D texture parameter was given a {}-D texture object",
+                "a {D}-D texture parameter was given a {}{}-D texture object",
+                if self.is_layered() { "layered " } else { "" },
                 self.ndim()
             )));
         }

@@ -56,6 +56,7 @@ pub(crate) fn lower_texture_op<'c>(
                 ("f32", "f")
             };
             let d = *dims as usize;
+            let layered = *kind == TexFetch::Layered;
             let at = vec_operand(5, d);
             let text = match kind {
                 TexFetch::Sample => {
@@ -67,6 +68,17 @@ pub(crate) fn lower_texture_op<'c>(
                         5 + d
                     )
                 }
+                TexFetch::Layered => {
+                    // The layer comes first in the vector: {layer, x} or {layer, x, y, y}.
+                    let layer = format!("${}", 5 + d);
+                    let xs: Vec<String> = (5..5 + d).map(|i| format!("${i}")).collect();
+                    let v = if d == 1 {
+                        format!("{{{layer}, {}}}", xs[0])
+                    } else {
+                        format!("{{{layer}, {}, {}, {}}}", xs[0], xs[1], xs[1])
+                    };
+                    format!("tex.a{d}d.v4.{out}.f32 {{$0, $1, $2, $3}}, [$4, {v}];")
+                }
                 TexFetch::Gather(c) => {
                     let comp = ["r", "g", "b", "a"][*c as usize % 4];
                     format!("tld4.{comp}.2d.v4.{out}.f32 {{$0, $1, $2, $3}}, [$4, {at}];")
@@ -74,7 +86,13 @@ pub(crate) fn lower_texture_op<'c>(
             };
             let mut cons = vec![format!("={oc}"); 4];
             cons.push("l".into());
-            cons.extend(coords.iter().map(|_| cc.to_string()));
+            cons.extend(coords.iter().enumerate().map(|(k, _)| {
+                if layered && k == d {
+                    "r".to_string()
+                } else {
+                    cc.to_string()
+                }
+            }));
             let mut args = vec![lw.v(*tex)?];
             for c in coords {
                 args.push(lw.v(*c)?);

@@ -15,6 +15,9 @@ pub(crate) enum TexFetch {
     /// `tex.level.2d`: at an explicit level of detail (the last operand; level 0 of a texture
     /// without mipmaps is the texture itself).
     Level,
+    /// `tex.{a1d,a2d}`: a layered texture at `dims` float coordinates within the layer given by
+    /// the last operand (an `i32`).
+    Layered,
     /// `tld4.{r,g,b,a}.2d`: channel `0..4` of the four texels bilinear filtering would read
     /// (in the order (0, 1), (1, 1), (1, 0), (0, 0) of the footprint, as CUDA's `tex2Dgather`).
     Gather(u8),

@@ -134,3 +134,21 @@ fn surface_of_bool_is_a_build_error() {
     let e = r.err().expect("a build error");
     assert!(e.to_string().contains("not bool"), "{e}");
 }
+
+/// Layered fetches: `tex.a1d` and `tex.a2d`, float and integer results.
+#[test]
+fn texture_layered_fetches() {
+    use cudajit::codegen::{Texture1dLayered, Texture2dLayered};
+    let k = Kernel::<(Texture1dLayered<f32>, Texture2dLayered<u32>, &mut [f32])>::build(
+        "tex_layered",
+        |k, (t1, t2, out)| {
+            let i = k.grid1();
+            let (x, l) = (i.cast::<f32>(), i.cast::<i32>());
+            let a = t1.tex1d_layered(x, l) + t1.tex1d_layered4(x, l)[3];
+            let b = t2.tex2d_layered(x, x, l) + t2.tex2d_layered4(x, x, l)[1];
+            out.set(i, a + b.cast::<f32>());
+        },
+    )
+    .unwrap();
+    check(&k, &["tex.a1d.v4.f32.f32", "tex.a2d.v4.u32.f32"]);
+}

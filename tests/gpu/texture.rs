@@ -781,3 +781,131 @@ fn surface_1d_and_3d_load_and_store() {
         }
     }
 }
+
+/// Layered textures: a layered 2-D f32 × 2 array (5 × 4, 3 layers) and a layered 1-D u8 × 4
+/// one read as normalized floats, every valid sampling state, layers in and out of range
+/// (clamped to the layers there are), against the model of the layer.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn texture_layered_every_mode() {
+    use cudajit::codegen::{Texture1dLayered, Texture2dLayered};
+    use cudajit::memory::ArrayOptions;
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let layered = ArrayOptions {
+        layered: true,
+        ..Default::default()
+    };
+    let n = 64;
+    let k2 = Kernel::<(Texture2dLayered<f32>, &[f32], &[f32], &[i32], &mut [u32])>::build(
+        "texture_layered2d",
+        |k, (t, xs, ys, ls, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(xs.len()), |_| {
+                let c = t.tex2d_layered4(xs.at(i), ys.at(i), ls.at(i));
+                for (ch, v) in c.into_iter().enumerate() {
+                    out.set(i * 4 + ch as u64, v.bitcast::<u32>());
+                }
+            });
+        },
+    )
+    .unwrap();
+    let k1 = Kernel::<(Texture1dLayered<f32>, &[f32], &[i32], &mut [u32])>::build(
+        "texture_layered1d",
+        |k, (t, xs, ls, out)| {
+            let i = k.grid1();
+            k.if_(i.lt(xs.len()), |_| {
+                for (ch, v) in t.tex1d_layered4(xs.at(i), ls.at(i)).into_iter().enumerate() {
+                    out.set(i * 4 + ch as u64, v.bitcast::<u32>());
+                }
+            });
+        },
+    )
+    .unwrap();
+    let (raw2, typed2) = texels::<[f32; 2]>(5 * 4 * 3, &mut rng);
+    let mut a2 = CudaArray::<[f32; 2]>::new(&ctx, [5, 4, 3], layered).unwrap();
+    a2.copy_from_host(&typed2).unwrap();
+    let (raw1, typed1) = texels::<[u8; 4]>(9 * 2, &mut rng);
+    let mut a1 = CudaArray::<[u8; 4]>::new(&ctx, [9, 0, 2], layered).unwrap();
+    a1.copy_from_host(&typed1).unwrap();
+    let ls: Vec<i32> = (0..n as i32).map(|i| i % 5 - 1).collect();
+    let dls = ctx.to_device(&ls).unwrap();
+    for desc in descs(ChannelKind::U8) {
+        // The f32 array with the element-type read, the u8 one read as normalized floats.
+        for (is2, ok) in [
+            (
+                true,
+                !desc.read_normalized && !refused(ChannelKind::F32, &desc),
+            ),
+            (
+                false,
+                desc.read_normalized && !refused(ChannelKind::U8, &desc),
+            ),
+        ] {
+            if !ok {
+                continue;
+            }
+            let (w, h, layers) = if is2 { (5, 4, 3) } else { (9, 1, 2) };
+            let xs = coords(n, w, desc.normalized_coords, &mut rng);
+            let ys = coords(n, h, desc.normalized_coords, &mut rng);
+            let mut out = ctx.to_device(&vec![0xdead_beef_u32; 4 * n]).unwrap();
+            let dx = ctx.to_device(&xs).unwrap();
+            if is2 {
+                let tex = TextureObject::<f32>::from_array(&a2, &desc).unwrap();
+                assert!(tex.is_layered() && tex.ndim() == 2);
+                let dy = ctx.to_device(&ys).unwrap();
+                let cfg = LaunchConfig::for_num_elems(n, 64).unwrap();
+                k2.launch(&s, cfg, (&tex, &dx, &dy, &dls, &mut out))
+                    .unwrap();
+            } else {
+                let tex = TextureObject::<f32>::from_array(&a1, &desc).unwrap();
+                let cfg = LaunchConfig::for_num_elems(n, 64).unwrap();
+                k1.launch(&s, cfg, (&tex, &dx, &dls, &mut out)).unwrap();
+            }
+            let got = out.to_vec().unwrap();
+            let want: Vec<Vec<u32>> = (0..n)
+                .map(|i| {
+                    let l = ls[i].clamp(0, layers as i32 - 1) as usize;
+                    let per = w * h;
+                    if is2 {
+                        let m = model::<[f32; 2]>(
+                            raw2[l * per..(l + 1) * per].to_vec(),
+                            [w, h, 1],
+                            2,
+                            &desc,
+                        );
+                        m.fetch(&[xs[i], ys[i]])
+                    } else {
+                        let m = model::<[u8; 4]>(
+                            raw1[l * per..(l + 1) * per].to_vec(),
+                            [w, 1, 1],
+                            1,
+                            &desc,
+                        );
+                        m.fetch(&[xs[i]])
+                    }
+                })
+                .collect();
+            let what = format!(
+                "layered {} {desc:?}",
+                if is2 { "2-D F32" } else { "1-D U8" }
+            );
+            compare(&what, &got, &want, &|i| {
+                format!("({}, {}) layer {}", xs[i], ys[i], ls[i])
+            });
+        }
+    }
+    // A layered texture given to a plain 2-D parameter: a launch error.
+    let tex = TextureObject::<f32>::from_array(&a2, &TextureDesc::default()).unwrap();
+    let kp = Kernel::<(Texture2d<f32>, &mut [f32])>::build("texture_not_layered", |k, (t, o)| {
+        let i = k.grid1();
+        o.set(i, t.tex2d(i.cast::<f32>(), i.cast::<f32>()));
+    })
+    .unwrap();
+    let mut o = ctx.zeros::<f32, _>(1).unwrap();
+    let e = kp
+        .launch(&s, LaunchConfig::new(1, 1), (&tex, &mut o))
+        .unwrap_err();
+    assert!(e.to_string().contains("given a layered 2-D texture"), "{e}");
+}

@@ -56,12 +56,16 @@ impl Block<'_> {
                             (v, desc)
                         }
                     };
-                    if v.dims != *dims {
+                    let layered = *kind == crate::ir::TexFetch::Layered;
+                    if v.dims != *dims || v.layered != layered {
+                        let l = |b: bool| if b { "layered " } else { "" };
                         return Err(Fault::new(
                             FaultKind::Unsupported,
                             format!(
-                                "{} makes a {dims}-D fetch from a {}-D texture object",
+                                "{} makes a {}{dims}-D fetch from a {}{}-D texture object",
                                 self.who(t),
+                                l(layered),
+                                l(v.layered),
                                 v.dims
                             ),
                         ));

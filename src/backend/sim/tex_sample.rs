@@ -106,9 +106,10 @@ impl Texel {
     }
 }
 
-/// The texel index of each dimension, addressed (`None` if any is a border texel).
-fn addressed(v: &View, d: &TexDesc, i: &[i64]) -> Option<[usize; 3]> {
-    let mut at = [0usize; 3];
+/// The texel index of each dimension, addressed (`None` if any is a border texel), in layer
+/// `layer` of a layered texture.
+fn addressed(v: &View, d: &TexDesc, i: &[i64], layer: usize) -> Option<[usize; 3]> {
+    let mut at = [0, 0, layer];
     for (k, &ik) in i.iter().enumerate() {
         at[k] = address(ik, v.extent[k], d.address[k])?;
     }
@@ -149,6 +150,13 @@ pub(super) fn fetch(
     ret: ScalarTy,
 ) -> u64 {
     let dims = v.dims as usize;
+    // A layer index out of range reads the nearest layer.
+    let layer = if kind == TexFetch::Layered {
+        let l = coords.get(dims).map_or(0, |&c| c as u32 as i32 as i64);
+        l.clamp(0, v.extent[2] as i64 - 1) as usize
+    } else {
+        0
+    };
     if int_coords {
         let i: Vec<i64> = coords
             .iter()
@@ -162,7 +170,7 @@ pub(super) fn fetch(
             }
             return texel(v, d, Some([i[0] as usize, 0, 0]), channel, ret).bits();
         }
-        return texel(v, d, addressed(v, d, &i), channel, ret).bits();
+        return texel(v, d, addressed(v, d, &i, layer), channel, ret).bits();
     }
     let u: Vec<f32> = (0..dims)
         .map(|k| texel_coord(v, d, k, f32::from_bits(coords[k] as u32)))
@@ -171,12 +179,12 @@ pub(super) fn fetch(
         let (i, _) = linear_taps(u[0]);
         let (j, _) = linear_taps(u[1]);
         let (di, dj) = [(0, 1), (1, 1), (1, 0), (0, 0)][channel];
-        let at = addressed(v, d, &[i + di, j + dj]);
+        let at = addressed(v, d, &[i + di, j + dj], layer);
         return texel(v, d, at, c as usize, ret).bits();
     }
     if d.filter == FilterMode::Point || ret != ScalarTy::F32 {
         let i: Vec<i64> = u.iter().map(|&x| floor_index(x)).collect();
-        return texel(v, d, addressed(v, d, &i), channel, ret).bits();
+        return texel(v, d, addressed(v, d, &i, layer), channel, ret).bits();
     }
     let taps: Vec<(i64, f32)> = u.iter().map(|&x| linear_taps(x)).collect();
     let mut sum: Option<f32> = None;
@@ -189,7 +197,7 @@ pub(super) fn fetch(
             i[k] = lo + hi as i64;
             w *= if hi { a } else { 1.0 - a };
         }
-        let t = texel(v, d, addressed(v, d, &i[..dims]), channel, ret).f();
+        let t = texel(v, d, addressed(v, d, &i[..dims], layer), channel, ret).f();
         let term = w * t;
         sum = Some(sum.map_or(term, |s| s + term));
     }

@@ -32,6 +32,8 @@ pub(super) struct View {
     pub slice: usize,
     /// Linear memory (`tex1Dfetch`): integer coordinates, zero out of range.
     pub linear: bool,
+    /// A layered array: `dims` counts a layer's dimensions, the slices are the layers.
+    pub layered: bool,
 }
 
 struct SimArray {
@@ -80,14 +82,20 @@ fn array_dims(d: &ArrayDesc) -> u8 {
 fn array_view(a: &SimArray) -> View {
     let e = a.desc.extent();
     let pitch = a.desc.row_bytes();
+    let layered = a.desc.flags & sys::CUDA_ARRAY3D_LAYERED != 0;
     View {
         base: a.addr,
         texel: a.desc.texel,
         extent: e,
-        dims: array_dims(&a.desc),
+        dims: if layered {
+            1 + (a.desc.height > 0) as u8
+        } else {
+            array_dims(&a.desc)
+        },
         pitch,
         slice: pitch * e[1],
         linear: false,
+        layered,
     }
 }
 
@@ -213,6 +221,7 @@ impl TextureApi for Simulator {
                     pitch: texels * texel.bytes(),
                     slice: texels * texel.bytes(),
                     linear: true,
+                    layered: false,
                 }
             }
             TexResource::Pitch2d {
@@ -234,6 +243,7 @@ impl TextureApi for Simulator {
                     pitch,
                     slice: pitch * height,
                     linear: false,
+                    layered: false,
                 }
             }
         };
@@ -271,7 +281,10 @@ impl TextureApi for Simulator {
         if arr.desc.flags & sys::CUDA_ARRAY3D_SURFACE_LDST == 0 {
             return Err(invalid("cuSurfObjectCreate"));
         }
-        let v = array_view(arr);
+        let mut v = array_view(arr);
+        // Surfaces address a layered array's layers as its third dimension.
+        v.dims = array_dims(&arr.desc);
+        v.layered = false;
         let h = t.make();
         t.surfaces.insert(h, v);
         Ok(h)

@@ -165,6 +165,11 @@ impl<T: TexelFormat> CudaArray<T> {
         self.raw
     }
 
+    /// Whether it is layered (its depth counts layers).
+    pub fn is_layered(&self) -> bool {
+        self.desc.flags & sys::CUDA_ARRAY3D_LAYERED != 0
+    }
+
     /// Whether surface objects may be made over it.
     pub fn surface_capable(&self) -> bool {
         self.desc.flags & sys::CUDA_ARRAY3D_SURFACE_LDST != 0

@@ -67,6 +67,7 @@ pub struct TextureObject<'a, R: TexResult> {
     raw: sys::CUtexObject,
     dims: usize,
     linear: bool,
+    layered: bool,
     _r: PhantomData<fn() -> R>,
     _a: PhantomData<&'a ()>,
 }
@@ -208,19 +209,35 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
             raw,
             dims,
             linear,
+            layered: false,
             _r: PhantomData,
             _a: PhantomData,
         })
     }
 
-    /// A texture over a CUDA array (of its dimension count).
+    /// A texture over a CUDA array (of its dimension count; over a layered array, a layered
+    /// texture of its layers' dimension count, for [`Texture1dLayered`](crate::codegen::Texture1dLayered)
+    /// and [`Texture2dLayered`](crate::codegen::Texture2dLayered) parameters).
     pub fn from_array<T: TexelFormat>(array: &'a CudaArray<T>, desc: &TextureDesc) -> Result<Self> {
         check::<R>(T::LAYOUT, desc, false)?;
-        if array.desc().flags & (sys::CUDA_ARRAY3D_LAYERED | sys::CUDA_ARRAY3D_CUBEMAP) != 0 {
+        if array.desc().flags & sys::CUDA_ARRAY3D_CUBEMAP != 0 {
             return Err(Error::usage(
-                "textures over layered and cube-map CUDA arrays are not supported yet \
-                 (their fetches, tex.a1d/a2d/cube, are not in the kernel language)",
+                "textures over cube-map CUDA arrays are not supported yet (their fetches, \
+                 tex.cube, are not in the kernel language)",
             ));
+        }
+        if array.is_layered() {
+            let dims = if array.extent()[1] == 0 { 1 } else { 2 };
+            let mut t = Self::create(
+                array.context(),
+                TexResource::Array(array.raw()),
+                T::LAYOUT,
+                desc,
+                dims,
+                false,
+            )?;
+            t.layered = true;
+            return Ok(t);
         }
         Self::create(
             array.context(),
@@ -299,6 +316,11 @@ impl<'a, R: TexResult> TextureObject<'a, R> {
     /// 1, 2 or 3.
     pub fn ndim(&self) -> usize {
         self.dims
+    }
+
+    /// Whether it is a layered texture (over a layered CUDA array).
+    pub fn is_layered(&self) -> bool {
+        self.layered
     }
 
     /// Whether it reads linear memory (integer-coordinate fetches only).
