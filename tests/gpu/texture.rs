@@ -866,7 +866,7 @@ fn texture_layered_every_mode() {
             let got = out.to_vec().unwrap();
             let want: Vec<Vec<u32>> = (0..n)
                 .map(|i| {
-                    let l = ls[i].clamp(0, layers as i32 - 1) as usize;
+                    let l = ls[i].clamp(0, layers - 1) as usize;
                     let per = w * h;
                     if is2 {
                         let m = model::<[f32; 2]>(
