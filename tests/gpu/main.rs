@@ -51,6 +51,7 @@ mod streams;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
+mod surface;
 mod tensor_map;
 mod texture;
 mod tma;
