@@ -86,6 +86,7 @@ const WORKS: &[&str] = &[
     "gemm_bias_gelu",
     "attention",
     "attention_causal",
+    "resize",
 ];
 
 /// Entry point (public so that an example can reuse this file as a module).
@@ -181,6 +182,8 @@ mod opts;
 mod ours;
 #[path = "bench/record.rs"]
 mod record;
+#[path = "bench/texture.rs"]
+mod texture;
 #[path = "bench/wgmma_gemm.rs"]
 mod wgmma_gemm;
 
@@ -296,6 +299,7 @@ impl Bench {
                 Bench::matmuls,
             ),
             (&["attention", "attention_causal"], Bench::attention),
+            (&["resize"], Bench::resize),
         ];
         for (names, f) in works {
             if !names.iter().any(|n| self.opts.selected(n)) {
@@ -325,6 +329,7 @@ impl Bench {
             "attention" | "attention_causal" if self.opts.quick => "2x2x512 d128 bf16".into(),
             "attention" | "attention_causal" => "8x16x4096 d128 bf16".into(),
             "launch" => "1 elem, 3 arrays".into(),
+            "resize" => texture::resize_label(self.opts.quick),
             "compile_cold" | "compile_cached" => "new kernel".into(),
             "compile_new_process" => "cached kernel".into(),
             "graph" => format!("{} kernels, 32 elem", runtime::GRAPH_KERNELS),
