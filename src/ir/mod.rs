@@ -14,6 +14,7 @@
 pub(crate) mod async_copy;
 pub(crate) mod atomic;
 mod fp8;
+pub(crate) mod device_launch;
 pub(crate) mod hopper;
 pub(crate) mod link;
 pub(crate) mod math;
@@ -288,6 +289,8 @@ pub(crate) enum Stmt {
     AsyncCopy(AsyncCopy),
     /// Hopper's barriers, tile copies and fences (see `hopper.rs`).
     Hopper(HopperStmt),
+    /// A kernel launch from device code (see `device_launch.rs`).
+    DeviceLaunch(device_launch::DeviceLaunch),
 }
 
 /// A parameter of a kernel or device function.
