@@ -108,6 +108,28 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
         }
         dims.push(agg);
     }
+    // A configuration the device runtime must refuse is refused here, the same way on every
+    // device and on the simulator: `cudaErrorInvalidConfiguration`, and no launch.
+    let (valid_bb, invalid_bb, done) = (
+        ctx.append_basic_block(lw.func, "dp.valid"),
+        ctx.append_basic_block(lw.func, "dp.invalid"),
+        ctx.append_basic_block(lw.func, "dp.done"),
+    );
+    let valid = config_valid(lw, l, max_threads(child_ir))?;
+    lw.b.build_conditional_branch(valid, valid_bb, invalid_bb)
+        .map_err(e)?;
+    lw.b.position_at_end(invalid_bb);
+    let status = lw
+        .param_array(l.status)
+        .ok_or_else(|| llvm_err(&name, "the status parameter is not an array"))?;
+    record_failure(
+        lw,
+        status.0,
+        i32t.const_int(code::INVALID_CONFIGURATION as u64, false),
+        l.site,
+    )?;
+    lw.b.build_unconditional_branch(done).map_err(e)?;
+    lw.b.position_at_end(valid_bb);
     let fptr = entry.as_global_value().as_pointer_value();
     let shared = lw.v(l.shared)?;
     let buf = lw
@@ -122,13 +144,9 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
         .basic()
         .ok_or_else(|| llvm_err(&name, "cudaGetParameterBufferV2 returns nothing"))?
         .into_pointer_value();
-    let status = lw
-        .param_array(l.status)
-        .ok_or_else(|| llvm_err(&name, "the status parameter is not an array"))?;
-    let (fill, no_buf, done) = (
+    let (fill, no_buf) = (
         ctx.append_basic_block(lw.func, "dp.fill"),
         ctx.append_basic_block(lw.func, "dp.nobuf"),
-        ctx.append_basic_block(lw.func, "dp.done"),
     );
     let null = lw.b.build_is_null(buf, "").map_err(e)?;
     lw.b.build_conditional_branch(null, no_buf, fill)
@@ -217,6 +235,55 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
     lw.b.build_unconditional_branch(done).map_err(e)?;
     lw.b.position_at_end(done);
     Ok(())
+}
+
+/// The most threads a block of `f` may have (its launch bounds, else 1024).
+pub(crate) fn max_threads(f: &FunctionIr) -> u64 {
+    f.launch_bounds.map_or(1024, |(t, _)| t.clamp(1, 1024) as u64)
+}
+
+/// Whether a launch's grid and block are ones CUDA accepts: every extent positive, the grid
+/// at most (2^31 - 1, 65535, 65535), the block at most (1024, 1024, 64) and `max_threads`
+/// threads in all.
+fn config_valid<'c>(
+    lw: &mut Lowerer<'c, '_>,
+    l: &DeviceLaunch,
+    max_threads: u64,
+) -> Result<IntValue<'c>> {
+    let name = lw.f.name.clone();
+    let e = |x: inkwell::builder::BuilderError| llvm_err(&name, x);
+    let (i32t, i64t) = (lw.ctx.i32_type(), lw.ctx.i64_type());
+    let mut ok = lw.ctx.bool_type().const_int(1, false);
+    let limits = [i32::MAX as u64, 65535, 65535, 1024, 1024, 64];
+    let ids = [l.grid, l.block].concat();
+    let mut product = i64t.const_int(1, false);
+    for (k, (id, limit)) in ids.iter().zip(limits).enumerate() {
+        let v = lw.v(*id)?.into_int_value();
+        let pos = lw
+            .b
+            .build_int_compare(IntPredicate::NE, v, i32t.const_zero(), "")
+            .map_err(e)?;
+        let le = lw
+            .b
+            .build_int_compare(IntPredicate::ULE, v, i32t.const_int(limit, false), "")
+            .map_err(e)?;
+        ok = lw.b.build_and(ok, pos, "").map_err(e)?;
+        ok = lw.b.build_and(ok, le, "").map_err(e)?;
+        if k >= 3 {
+            let w = lw.b.build_int_z_extend(v, i64t, "").map_err(e)?;
+            product = lw.b.build_int_mul(product, w, "").map_err(e)?;
+        }
+    }
+    let fits = lw
+        .b
+        .build_int_compare(
+            IntPredicate::ULE,
+            product,
+            i64t.const_int(max_threads, false),
+            "",
+        )
+        .map_err(e)?;
+    lw.b.build_and(ok, fits, "").map_err(e)
 }
 
 /// `buf + off` as a generic pointer.
