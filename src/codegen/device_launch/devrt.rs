@@ -269,7 +269,7 @@ mod tests {
             python_nvidia_dirs: &python,
         };
         let mut log = LoadLog::new("libcudadevrt", false);
-        assert_eq!(find(&lookup, &mut log), Ok(Found::Searched(via)));
+        assert_eq!(find(&lookup, &mut log), Ok(Found::Searched(via.clone())));
         assert!(log
             .lines()
             .last()
@@ -306,5 +306,16 @@ mod tests {
         std::fs::write(&path, b"!<arch>\n").unwrap();
         assert_eq!(&*read(Found::Searched(path)).unwrap(), b"!<arch>\n");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn this_machine_finds_it_or_says_what_to_install() {
+        match get() {
+            Ok(bytes) => assert!(bytes.starts_with(b"!<arch>"), "not an archive"),
+            Err(e) => assert!(
+                e.contains("pip install nvidia-cuda-runtime-cu12") || e.contains(ENV_PATH),
+                "{e}"
+            ),
+        }
     }
 }

@@ -337,3 +337,28 @@ fn record_failure<'c>(
     lw.b.position_at_end(after);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::Kernel;
+
+    #[test]
+    fn the_parameter_buffer_follows_the_param_layout() {
+        // (bool, &[f32], u16, f64, &mut [u8; 2-D]): each slot aligned to its size.
+        type P = (
+            bool,
+            &'static [f32],
+            u16,
+            f64,
+            crate::codegen::NdMut<u8, 2>,
+        );
+        let k = Kernel::<P>::build("layout", |_, _| {}).unwrap();
+        let (slots, size) = param_layout(k.ir());
+        assert_eq!(
+            slots,
+            [(0, 1), (8, 8), (16, 8), (24, 2), (32, 8), (40, 8), (48, 8), (56, 8)]
+        );
+        assert_eq!(size, 64);
+    }
+}
