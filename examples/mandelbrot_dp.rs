@@ -82,59 +82,69 @@ fn dwell(k: &KernelBuilder, px: Expr<u32>, py: Expr<u32>, w: Expr<u32>) -> Expr<
 /// `(image, w, x0, y0, size, depth, stats)`: block (bx, by) takes the square of side `size`
 /// at (x0 + bx·size, y0 + by·size). `stats[0]` counts device launches, `stats[1]` the pixels
 /// computed one by one, `stats[2]` the pixels filled.
-type Ms = Kernel<(&'static mut [u32], u32, u32, u32, u32, u32, &'static mut [u32])>;
+type Ms = Kernel<(
+    &'static mut [u32],
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    &'static mut [u32],
+)>;
 
 fn mariani_silver() -> cudajit::Result<Ms> {
-    Ms::build("mariani_silver", |k, (img, w, x0, y0, size, depth, stats)| {
-        let t = k.thread_idx().x;
-        let sx = x0 + k.block_idx().x * size;
-        let sy = y0 + k.block_idx().y * size;
-        // The border: 4·size pixels, each thread a stride of them.
-        let d0 = dwell(k, sx, sy, w);
-        let same = k.var::<bool>(true);
-        k.for_step(t, size * 4u32, THREADS, |k, p| {
-            let (side, off) = (p / size, p % size);
-            let last = size - 1u32;
-            let px = cudajit::codegen::select(
-                side.lt(2u32),
-                sx + off,
-                sx + cudajit::codegen::select(side.eq(2u32), Expr::lit(0u32), last),
-            );
-            let py = cudajit::codegen::select(
-                side.lt(2u32),
-                sy + cudajit::codegen::select(side.eq(0u32), Expr::lit(0u32), last),
-                sy + off,
-            );
-            k.if_(dwell(k, px, py, w).ne(d0), |_| same.set(false));
-        });
-        let uniform = k.syncthreads_and(same.get());
-        let area = size * size;
-        k.if_else(
-            uniform,
-            |k| {
-                // One dwell all around: fill the square.
-                k.for_step(t, area, THREADS, |_, p| {
-                    img.set((sy + p / size) * w + sx + p % size, d0);
-                });
-                k.if_(t.eq(0u32), |_| {
-                    stats.atomic_add(2u32, area);
-                });
-            },
-            |k| {
-                k.if_else(
-                    size.le(MIN_SIZE).or(depth.ge(MAX_DEPTH)),
-                    |k| {
-                        k.for_step(t, area, THREADS, |k, p| {
-                            let (px, py) = (sx + p % size, sy + p / size);
-                            img.set(py * w + px, dwell(k, px, py, w));
-                        });
-                        k.if_(t.eq(0u32), |_| {
-                            stats.atomic_add(1u32, area);
-                        });
-                    },
-                    |k| {
-                        // Refine: 4 × 4 blocks on the sub-squares, launched by one thread.
-                        k.if_(t.eq(0u32), |k| {
+    Ms::build(
+        "mariani_silver",
+        |k, (img, w, x0, y0, size, depth, stats)| {
+            let t = k.thread_idx().x;
+            let sx = x0 + k.block_idx().x * size;
+            let sy = y0 + k.block_idx().y * size;
+            // The border: 4·size pixels, each thread a stride of them.
+            let d0 = dwell(k, sx, sy, w);
+            let same = k.var::<bool>(true);
+            k.for_step(t, size * 4u32, THREADS, |k, p| {
+                let (side, off) = (p / size, p % size);
+                let last = size - 1u32;
+                let px = cudajit::codegen::select(
+                    side.lt(2u32),
+                    sx + off,
+                    sx + cudajit::codegen::select(side.eq(2u32), Expr::lit(0u32), last),
+                );
+                let py = cudajit::codegen::select(
+                    side.lt(2u32),
+                    sy + cudajit::codegen::select(side.eq(0u32), Expr::lit(0u32), last),
+                    sy + off,
+                );
+                k.if_(dwell(k, px, py, w).ne(d0), |_| same.set(false));
+            });
+            let uniform = k.syncthreads_and(same.get());
+            let area = size * size;
+            k.if_else(
+                uniform,
+                |k| {
+                    // One dwell all around: fill the square.
+                    k.for_step(t, area, THREADS, |_, p| {
+                        img.set((sy + p / size) * w + sx + p % size, d0);
+                    });
+                    k.if_(t.eq(0u32), |_| {
+                        stats.atomic_add(2u32, area);
+                    });
+                },
+                |k| {
+                    k.if_else(
+                        size.le(MIN_SIZE).or(depth.ge(MAX_DEPTH)),
+                        |k| {
+                            k.for_step(t, area, THREADS, |k, p| {
+                                let (px, py) = (sx + p % size, sy + p / size);
+                                img.set(py * w + px, dwell(k, px, py, w));
+                            });
+                            k.if_(t.eq(0u32), |_| {
+                                stats.atomic_add(1u32, area);
+                            });
+                        },
+                        |k| {
+                            // Refine: 4 × 4 blocks on the sub-squares, launched by one thread.
+                            k.if_(t.eq(0u32), |k| {
                             stats.atomic_add(0u32, 1u32);
                             k.launch_self::<(&mut [u32], u32, u32, u32, u32, u32, &mut [u32]), _>(
                                 (SUB, SUB, 1),
@@ -144,19 +154,33 @@ fn mariani_silver() -> cudajit::Result<Ms> {
                                 (img, w, sx, sy, size / SUB, depth + 1u32, stats),
                             );
                         });
-                    },
-                );
-            },
-        );
-    })
+                        },
+                    );
+                },
+            );
+        },
+    )
 }
 
 /// The host's model of the same algorithm: (image, pixels computed one by one, device launches).
 fn model(w: u32) -> (Vec<u32>, u64, u64) {
-    fn square(img: &mut [u32], w: u32, sx: u32, sy: u32, size: u32, depth: u32, n: &mut (u64, u64)) {
+    fn square(
+        img: &mut [u32],
+        w: u32,
+        sx: u32,
+        sy: u32,
+        size: u32,
+        depth: u32,
+        n: &mut (u64, u64),
+    ) {
         let d0 = dwell_host(sx, sy, w);
         let border = (0..size).flat_map(|o| {
-            [(sx + o, sy), (sx + o, sy + size - 1), (sx, sy + o), (sx + size - 1, sy + o)]
+            [
+                (sx + o, sy),
+                (sx + o, sy + size - 1),
+                (sx, sy + o),
+                (sx + size - 1, sy + o),
+            ]
         });
         let uniform = border.into_iter().all(|(x, y)| dwell_host(x, y, w) == d0);
         if uniform {
@@ -198,7 +222,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::new(0)?;
     let stream = ctx.new_stream()?;
     let sim = cudajit::on_simulator();
-    let backend = if sim { "the cudajit CPU simulator" } else { "the GPU" };
+    let backend = if sim {
+        "the cudajit CPU simulator"
+    } else {
+        "the GPU"
+    };
     println!("running on {backend}: {}", ctx.device().name()?);
     let w: u32 = if sim { 256 } else { 2048 };
     let k = mariani_silver()?;
@@ -235,7 +263,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .step_by(cell)
             .map(|x| {
                 let d = got[y * w as usize + x];
-                let i = if d >= MAX_DWELL { 9 } else { (d as usize * 9 / 64).min(8) };
+                let i = if d >= MAX_DWELL {
+                    9
+                } else {
+                    (d as usize * 9 / 64).min(8)
+                };
                 shades[i] as char
             })
             .collect();

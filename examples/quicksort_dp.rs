@@ -88,7 +88,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::new(0)?;
     let stream = ctx.new_stream()?;
     let sim = cudajit::on_simulator();
-    let backend = if sim { "the cudajit CPU simulator" } else { "the GPU" };
+    let backend = if sim {
+        "the cudajit CPU simulator"
+    } else {
+        "the GPU"
+    };
     println!("running on {backend}: {}", ctx.device().name()?);
     let n: usize = match std::env::args().nth(1) {
         Some(a) => a

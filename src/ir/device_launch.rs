@@ -154,6 +154,10 @@ pub(crate) fn status_param(f: &FunctionIr) -> Option<u32> {
 /// kernel's declared parameters.
 pub(crate) fn user_params(f: &FunctionIr) -> &[Param] {
     let hidden = [status_param(f), f.grid_barrier];
-    let n = hidden.iter().flatten().min().map_or(f.params.len(), |&i| i as usize);
+    let n = hidden
+        .iter()
+        .flatten()
+        .min()
+        .map_or(f.params.len(), |&i| i as usize);
     &f.params[..n.min(f.params.len())]
 }

@@ -13,8 +13,8 @@
 
 pub(crate) mod async_copy;
 pub(crate) mod atomic;
-mod fp8;
 pub(crate) mod device_launch;
+mod fp8;
 pub(crate) mod hopper;
 pub(crate) mod link;
 pub(crate) mod math;

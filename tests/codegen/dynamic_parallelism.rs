@@ -27,9 +27,30 @@ fn a_launch_calls_the_device_runtime_and_names_the_child_entry() {
     let k = Kernel::<(&mut [f32], u32)>::build("dp_parent", |k, (out, n)| {
         k.if_(k.thread_idx().x.eq(0u32), |k| {
             let blocks = (n + 63u32) / 64u32;
-            k.launch_kernel(&c, blocks, 64u32, 0u32, DeviceStream::Default, (out, 0u32, 2.5f32));
-            k.launch_kernel(&c, 1u32, 32u32, 0u32, DeviceStream::TailLaunch, (out, n, 1.0f32));
-            k.launch_kernel(&c, 1u32, 32u32, 0u32, DeviceStream::FireAndForget, (out, n, 1.0f32));
+            k.launch_kernel(
+                &c,
+                blocks,
+                64u32,
+                0u32,
+                DeviceStream::Default,
+                (out, 0u32, 2.5f32),
+            );
+            k.launch_kernel(
+                &c,
+                1u32,
+                32u32,
+                0u32,
+                DeviceStream::TailLaunch,
+                (out, n, 1.0f32),
+            );
+            k.launch_kernel(
+                &c,
+                1u32,
+                32u32,
+                0u32,
+                DeviceStream::FireAndForget,
+                (out, n, 1.0f32),
+            );
         });
     })
     .unwrap();
@@ -41,7 +62,10 @@ fn a_launch_calls_the_device_runtime_and_names_the_child_entry() {
     assert!(ptx.contains(".entry dp_fill__dp"), "{ptx}");
     // The child is lowered once (a declaration, then its body), and its address is taken.
     assert!(ptx.matches(".entry dp_fill__dp").count() <= 2, "{ptx}");
-    assert!(w.contains("mov.u64 %rd7, dp_fill__dp") || w.contains(", dp_fill__dp"), "{ptx}");
+    assert!(
+        w.contains("mov.u64 %rd7, dp_fill__dp") || w.contains(", dp_fill__dp"),
+        "{ptx}"
+    );
 }
 
 #[test]
@@ -63,7 +87,10 @@ fn a_kernel_launches_itself() {
     })
     .unwrap();
     let (ptx, _) = compile_all_args(&k, &["-c"]);
-    assert!(words(&ptx).contains("mov.u64 %rd") && ptx.contains("dp_rec;"), "{ptx}");
+    assert!(
+        words(&ptx).contains("mov.u64 %rd") && ptx.contains("dp_rec;"),
+        "{ptx}"
+    );
     let _ = PtxOptions::default();
 }
 

@@ -51,7 +51,11 @@ fn dynamic_parallelism_many_children() {
         let n = (parents * chunk) as usize;
         let mut out = s.to_device(&rng.vec(n, |r| r.next_u64() as u32)).unwrap();
         parent
-            .launch(&s, LaunchConfig::new(parents.div_ceil(64), parents.min(64)), (&mut out, chunk))
+            .launch(
+                &s,
+                LaunchConfig::new(parents.div_ceil(64), parents.min(64)),
+                (&mut out, chunk),
+            )
             .unwrap();
         let got = out.to_vec().unwrap();
         let want: Vec<u32> = (0..n as u32)
@@ -67,7 +71,9 @@ type Rec = Kernel<(&'static mut [u32], u32, u32)>;
 fn recursive() -> Rec {
     Rec::build("dp_recursive", |k, (out, depth, max)| {
         k.if_(k.thread_idx().x.eq(0u32), |k| {
-            k.if_(depth.lt(out.len().cast::<u32>()), |_| out.set(depth, depth + 1u32));
+            k.if_(depth.lt(out.len().cast::<u32>()), |_| {
+                out.set(depth, depth + 1u32)
+            });
             k.if_(depth.lt(max), |k| {
                 k.launch_self::<(&mut [u32], u32, u32), _>(
                     1u32,
@@ -92,7 +98,9 @@ fn dynamic_parallelism_nesting_depth() {
         let mut out = s.to_device(&[0u32; 16]).unwrap();
         k.launch(&s, LaunchConfig::new(1, 32), (&mut out, 0u32, max))
             .unwrap();
-        let want: Vec<u32> = (0..16u32).map(|d| if d <= max { d + 1 } else { 0 }).collect();
+        let want: Vec<u32> = (0..16u32)
+            .map(|d| if d <= max { d + 1 } else { 0 })
+            .collect();
         assert_eq!(out.to_vec().unwrap(), want, "depth {max}");
     }
     // Deeper than CUDA's 24 levels: the launch that goes too deep fails, and the host hears it.
@@ -144,7 +152,11 @@ fn dynamic_parallelism_tail_launch_runs_after_the_grid_and_its_children() {
         parent
             .launch(&s, LaunchConfig::new(blocks, 64), (&mut out,))
             .unwrap();
-        assert_eq!(out.to_vec().unwrap(), [blocks, 1, blocks * 10 + 1], "{blocks} blocks");
+        assert_eq!(
+            out.to_vec().unwrap(),
+            [blocks, 1, blocks * 10 + 1],
+            "{blocks} blocks"
+        );
     }
 }
 
@@ -241,7 +253,14 @@ fn dynamic_parallelism_failing_child_is_a_host_error() {
     // A block of 2048 threads: a bad configuration, refused by the device runtime.
     let parent = Kernel::<(&mut [u32], u32)>::build("dp_bad_config", |k, (out, threads)| {
         k.if_(k.grid1().eq(0u64), |k| {
-            k.launch_kernel(&child, 1u32, threads, 0u32, DeviceStream::Default, (out, 0u32, 4u32, 7u32));
+            k.launch_kernel(
+                &child,
+                1u32,
+                threads,
+                0u32,
+                DeviceStream::Default,
+                (out, 0u32, 4u32, 7u32),
+            );
         });
     })
     .unwrap();

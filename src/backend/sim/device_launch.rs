@@ -130,7 +130,8 @@ fn fail(status: u64, code: u32, site: u32) {
     // SAFETY: `status` is the address of the launching kernel's two live, aligned `u32`
     // status words in simulator memory (pushed by `Kernel::launch`).
     unsafe {
-        let old = super::global::update(status, ScalarTy::U32, &|o| (o == 0).then_some(code as u64));
+        let old =
+            super::global::update(status, ScalarTy::U32, &|o| (o == 0).then_some(code as u64));
         if old == Some(0) {
             super::global::store(status + 4, ScalarTy::U32, site as u64);
         }
@@ -179,11 +180,8 @@ pub(super) fn run_children(
             fail(p.status, code::INVALID_CONFIGURATION, p.site);
             continue;
         }
-        let mut ptrs: Vec<*mut c_void> = p
-            .slots
-            .iter_mut()
-            .map(|s| (s as *mut u64).cast())
-            .collect();
+        let mut ptrs: Vec<*mut c_void> =
+            p.slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
         // SAFETY: one pointer per parameter slot of the child's IR (built from its parameter
         // list above), each to a live 8-byte value.
         let mut cl = unsafe {

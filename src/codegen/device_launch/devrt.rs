@@ -65,7 +65,11 @@ pub(crate) fn find(lookup: &Lookup<'_>, log: &mut LoadLog) -> Result<Found, Stri
         }
     }
     for root in ["/usr/local/cuda", "/opt/cuda"] {
-        candidates.extend(IN_CUDA.iter().map(|c| (Path::new(root).join(c), Rule::UsualDir)));
+        candidates.extend(
+            IN_CUDA
+                .iter()
+                .map(|c| (Path::new(root).join(c), Rule::UsualDir)),
+        );
     }
     // Debian's and Ubuntu's `nvidia-cuda-toolkit` package.
     candidates.push((

@@ -100,11 +100,10 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
         let mut agg = dim3.get_undef();
         for (k, id) in ids.iter().enumerate() {
             let v = lw.v(*id)?.into_int_value();
-            agg = lw
-                .b
-                .build_insert_value(agg, v, k as u32, "")
-                .map_err(e)?
-                .into_struct_value();
+            agg =
+                lw.b.build_insert_value(agg, v, k as u32, "")
+                    .map_err(e)?
+                    .into_struct_value();
         }
         dims.push(agg);
     }
@@ -132,9 +131,8 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
     lw.b.position_at_end(valid_bb);
     let fptr = entry.as_global_value().as_pointer_value();
     let shared = lw.v(l.shared)?;
-    let buf = lw
-        .b
-        .build_call(
+    let buf =
+        lw.b.build_call(
             get,
             &[fptr.into(), dims[0].into(), dims[1].into(), shared.into()],
             "dp.buf",
@@ -173,11 +171,10 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
                 (Param::Scalar(t), Some(DeviceArg::Scalar(id))) => {
                     let mut v = lw.v(*id)?;
                     if *t == ScalarTy::Bool {
-                        v = lw
-                            .b
-                            .build_int_z_extend(v.into_int_value(), ctx.i8_type(), "")
-                            .map_err(e)?
-                            .into();
+                        v =
+                            lw.b.build_int_z_extend(v.into_int_value(), ctx.i8_type(), "")
+                                .map_err(e)?
+                                .into();
                     }
                     values.push(v);
                     None
@@ -211,22 +208,20 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
         .i64_type()
         .const_int(l.stream.handle(), false)
         .const_to_pointer(ctx.ptr_type(AddressSpace::default()));
-    let err = lw
-        .b
-        .build_call(launch, &[buf.into(), stream.into()], "dp.err")
-        .map_err(e)?
-        .try_as_basic_value()
-        .basic()
-        .ok_or_else(|| llvm_err(&name, "cudaLaunchDeviceV2 returns nothing"))?
-        .into_int_value();
+    let err =
+        lw.b.build_call(launch, &[buf.into(), stream.into()], "dp.err")
+            .map_err(e)?
+            .try_as_basic_value()
+            .basic()
+            .ok_or_else(|| llvm_err(&name, "cudaLaunchDeviceV2 returns nothing"))?
+            .into_int_value();
     let (failed, ok) = (
         ctx.append_basic_block(lw.func, "dp.failed"),
         ctx.append_basic_block(lw.func, "dp.ok"),
     );
-    let bad = lw
-        .b
-        .build_int_compare(IntPredicate::NE, err, i32t.const_zero(), "")
-        .map_err(e)?;
+    let bad =
+        lw.b.build_int_compare(IntPredicate::NE, err, i32t.const_zero(), "")
+            .map_err(e)?;
     lw.b.build_conditional_branch(bad, failed, ok).map_err(e)?;
     lw.b.position_at_end(failed);
     record_failure(lw, status.0, err, l.site)?;
@@ -239,7 +234,8 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
 
 /// The most threads a block of `f` may have (its launch bounds, else 1024).
 pub(crate) fn max_threads(f: &FunctionIr) -> u64 {
-    f.launch_bounds.map_or(1024, |(t, _)| t.clamp(1, 1024) as u64)
+    f.launch_bounds
+        .map_or(1024, |(t, _)| t.clamp(1, 1024) as u64)
 }
 
 /// Whether a launch's grid and block are ones CUDA accepts: every extent positive, the grid
@@ -259,14 +255,12 @@ fn config_valid<'c>(
     let mut product = i64t.const_int(1, false);
     for (k, (id, limit)) in ids.iter().zip(limits).enumerate() {
         let v = lw.v(*id)?.into_int_value();
-        let pos = lw
-            .b
-            .build_int_compare(IntPredicate::NE, v, i32t.const_zero(), "")
-            .map_err(e)?;
-        let le = lw
-            .b
-            .build_int_compare(IntPredicate::ULE, v, i32t.const_int(limit, false), "")
-            .map_err(e)?;
+        let pos =
+            lw.b.build_int_compare(IntPredicate::NE, v, i32t.const_zero(), "")
+                .map_err(e)?;
+        let le =
+            lw.b.build_int_compare(IntPredicate::ULE, v, i32t.const_int(limit, false), "")
+                .map_err(e)?;
         ok = lw.b.build_and(ok, pos, "").map_err(e)?;
         ok = lw.b.build_and(ok, le, "").map_err(e)?;
         if k >= 3 {
@@ -274,9 +268,8 @@ fn config_valid<'c>(
             product = lw.b.build_int_mul(product, w, "").map_err(e)?;
         }
     }
-    let fits = lw
-        .b
-        .build_int_compare(
+    let fits =
+        lw.b.build_int_compare(
             IntPredicate::ULE,
             product,
             i64t.const_int(max_threads, false),
@@ -287,11 +280,7 @@ fn config_valid<'c>(
 }
 
 /// `buf + off` as a generic pointer.
-fn slot_ptr<'c>(
-    lw: &Lowerer<'c, '_>,
-    buf: PointerValue<'c>,
-    off: u32,
-) -> Result<PointerValue<'c>> {
+fn slot_ptr<'c>(lw: &Lowerer<'c, '_>, buf: PointerValue<'c>, off: u32) -> Result<PointerValue<'c>> {
     let i8t = lw.ctx.i8_type();
     let idx = lw.ctx.i64_type().const_int(off as u64, false);
     // SAFETY: an in-bounds byte offset into the parameter buffer the device runtime allocated
@@ -313,15 +302,13 @@ fn record_failure<'c>(
     let ctx = lw.ctx;
     let i32t = ctx.i32_type();
     let relaxed = AtomicOrdering::Monotonic;
-    let pair = lw
-        .b
-        .build_cmpxchg(status, i32t.const_zero(), code, relaxed, relaxed)
-        .map_err(e)?;
-    let won = lw
-        .b
-        .build_extract_value(pair, 1, "")
-        .map_err(e)?
-        .into_int_value();
+    let pair =
+        lw.b.build_cmpxchg(status, i32t.const_zero(), code, relaxed, relaxed)
+            .map_err(e)?;
+    let won =
+        lw.b.build_extract_value(pair, 1, "")
+            .map_err(e)?
+            .into_int_value();
     let (set, after) = (
         ctx.append_basic_block(lw.func, "dp.site"),
         ctx.append_basic_block(lw.func, "dp.kept"),
@@ -346,18 +333,21 @@ mod tests {
     #[test]
     fn the_parameter_buffer_follows_the_param_layout() {
         // (bool, &[f32], u16, f64, &mut [u8; 2-D]): each slot aligned to its size.
-        type P = (
-            bool,
-            &'static [f32],
-            u16,
-            f64,
-            crate::codegen::NdMut<u8, 2>,
-        );
+        type P = (bool, &'static [f32], u16, f64, crate::codegen::NdMut<u8, 2>);
         let k = Kernel::<P>::build("layout", |_, _| {}).unwrap();
         let (slots, size) = param_layout(k.ir());
         assert_eq!(
             slots,
-            [(0, 1), (8, 8), (16, 8), (24, 2), (32, 8), (40, 8), (48, 8), (56, 8)]
+            [
+                (0, 1),
+                (8, 8),
+                (16, 8),
+                (24, 2),
+                (32, 8),
+                (40, 8),
+                (48, 8),
+                (56, 8)
+            ]
         );
         assert_eq!(size, 64);
     }

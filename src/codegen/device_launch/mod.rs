@@ -25,8 +25,8 @@ pub(crate) mod devrt;
 pub(crate) mod host;
 pub(crate) mod lower;
 
-pub use args::{DeviceArgFor, DeviceArgs, ParamSpec, RawArg};
 pub use crate::ir::device_launch::DeviceStream;
+pub use args::{DeviceArgFor, DeviceArgs, ParamSpec, RawArg};
 
 use args::Raw;
 
@@ -227,7 +227,10 @@ impl KernelBuilder {
         with_state(|s| {
             let who = child_name.clone().unwrap_or_else(|| s.f.name.clone());
             let fail = |s: &mut super::builder::FnState, what: String| {
-                let msg = format!("in `{}`: launching `{who}` from the device: {what}", s.f.name);
+                let msg = format!(
+                    "in `{}`: launching `{who}` from the device: {what}",
+                    s.f.name
+                );
                 s.error(Kind::DeviceLaunch, msg);
             };
             if !s.kernel {
@@ -275,10 +278,7 @@ impl KernelBuilder {
                     }
                     Raw::Array(tag, array) => {
                         if tag != s.tag {
-                            fail(
-                                s,
-                                format!("argument {i} is an array of another kernel"),
-                            );
+                            fail(s, format!("argument {i} is an array of another kernel"));
                             return;
                         }
                         let ArrayRef::Param(j) = array else {
