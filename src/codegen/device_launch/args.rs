@@ -60,7 +60,7 @@ fn array<T: Scalar>(ndim: usize, mutable: bool) -> ParamSpec {
     })
 }
 
-impl<'a, T: Scalar, A> DeviceArgFor<&'a [T]> for DArray<T, 1, A> {
+impl<T: Scalar, A> DeviceArgFor<&[T]> for DArray<T, 1, A> {
     fn param() -> ParamSpec {
         array::<T>(1, false)
     }
@@ -69,7 +69,7 @@ impl<'a, T: Scalar, A> DeviceArgFor<&'a [T]> for DArray<T, 1, A> {
     }
 }
 
-impl<'a, T: Scalar> DeviceArgFor<&'a mut [T]> for DArray<T, 1, ReadWrite> {
+impl<T: Scalar> DeviceArgFor<&mut [T]> for DArray<T, 1, ReadWrite> {
     fn param() -> ParamSpec {
         array::<T>(1, true)
     }
