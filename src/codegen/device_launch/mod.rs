@@ -3,8 +3,8 @@
 //! every thread that reaches it, with the child's arguments type-checked like a host launch's.
 //!
 //! The PTX calls the device runtime (`cudaGetParameterBufferV2`, then `cudaLaunchDeviceV2`),
-//! which the driver's linker resolves from `libcudadevrt.a` ([`devrt`]) when the kernel is
-//! loaded; the children are lowered into the launching kernel's module. A launch that fails on
+//! which the driver's linker resolves from `libcudadevrt.a` (found as the guide's "Kernels
+//! that launch kernels" says) when the kernel is loaded; the children are lowered into the launching kernel's module. A launch that fails on
 //! the device (a bad configuration, too many pending launches, too deep a nesting) writes its
 //! `cudaError_t` into two hidden status words that the launching kernel and its children
 //! share; [`Kernel::launch`](super::Kernel::launch) waits for such a kernel and turns a failure
