@@ -4,11 +4,12 @@
 //!
 //! The PTX calls the device runtime (`cudaGetParameterBufferV2`, then `cudaLaunchDeviceV2`),
 //! which the driver's linker resolves from `libcudadevrt.a` (found as the guide's "Kernels
-//! that launch kernels" says) when the kernel is loaded; the children are lowered into the launching kernel's module. A launch that fails on
-//! the device (a bad configuration, too many pending launches, too deep a nesting) writes its
-//! `cudaError_t` into two hidden status words that the launching kernel and its children
-//! share; [`Kernel::launch`](super::Kernel::launch) waits for such a kernel and turns a failure
-//! into an error that names it.
+//! that launch kernels" says) when the kernel is loaded; the children are lowered into the
+//! launching kernel's module. A launch that fails on the device (a bad configuration, too many
+//! pending launches, too deep a nesting) writes its `cudaError_t` into two hidden status words
+//! that the launching kernel and its children share;
+//! [`Kernel::launch`](super::Kernel::launch) waits for such a kernel and turns a failure into
+//! an error that names it.
 
 use std::cell::RefCell;
 
