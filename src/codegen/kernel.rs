@@ -389,6 +389,10 @@ impl<P: KernelParams> Kernel<P> {
         // (freed in stream order after the launch), and a cooperative launch of a grid that
         // fits on the device at once. A kernel that launches kernels: its status words (see
         // `device_launch`), read back after the launch. Hidden parameters come in their order.
+        if self.inner.dp_status.is_some() {
+            // The launch waits for the kernel's status words: nothing may wait in a capture.
+            crate::graph::refuse("launching a kernel that launches kernels")?;
+        }
         let cooperative = self.inner.ir.grid_barrier.is_some();
         if cooperative {
             self.check_cooperative(ctx, f, &config)?;
