@@ -86,6 +86,7 @@ const WORKS: &[&str] = &[
     "gemm_bias_gelu",
     "attention",
     "attention_causal",
+    "mandelbrot_dp",
 ];
 
 /// Entry point (public so that an example can reuse this file as a module).
@@ -167,6 +168,8 @@ mod attention;
 mod data;
 #[path = "bench/device.rs"]
 mod device;
+#[path = "bench/dynamic.rs"]
+mod dynamic;
 #[path = "bench/host.rs"]
 mod host;
 #[path = "bench/matmul.rs"]
@@ -296,6 +299,7 @@ impl Bench {
                 Bench::matmuls,
             ),
             (&["attention", "attention_causal"], Bench::attention),
+            (&["mandelbrot_dp"], Bench::dynamic),
         ];
         for (names, f) in works {
             if !names.iter().any(|n| self.opts.selected(n)) {
@@ -325,6 +329,10 @@ impl Bench {
             "attention" | "attention_causal" if self.opts.quick => "2x2x512 d128 bf16".into(),
             "attention" | "attention_causal" => "8x16x4096 d128 bf16".into(),
             "launch" => "1 elem, 3 arrays".into(),
+            "mandelbrot_dp" => {
+                let w = dynamic::side(self.opts.quick);
+                format!("{w}x{w} u32, dwell <= 256")
+            }
             "compile_cold" | "compile_cached" => "new kernel".into(),
             "compile_new_process" => "cached kernel".into(),
             "graph" => format!("{} kernels, 32 elem", runtime::GRAPH_KERNELS),
