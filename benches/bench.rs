@@ -87,6 +87,7 @@ const WORKS: &[&str] = &[
     "attention",
     "attention_causal",
     "resize",
+    "mandelbrot_dp",
 ];
 
 /// Entry point (public so that an example can reuse this file as a module).
@@ -168,6 +169,8 @@ mod attention;
 mod data;
 #[path = "bench/device.rs"]
 mod device;
+#[path = "bench/dynamic.rs"]
+mod dynamic;
 #[path = "bench/host.rs"]
 mod host;
 #[path = "bench/matmul.rs"]
@@ -300,6 +303,7 @@ impl Bench {
             ),
             (&["attention", "attention_causal"], Bench::attention),
             (&["resize"], Bench::resize),
+            (&["mandelbrot_dp"], Bench::dynamic),
         ];
         for (names, f) in works {
             if !names.iter().any(|n| self.opts.selected(n)) {
@@ -330,6 +334,10 @@ impl Bench {
             "attention" | "attention_causal" => "8x16x4096 d128 bf16".into(),
             "launch" => "1 elem, 3 arrays".into(),
             "resize" => texture::resize_label(self.opts.quick),
+            "mandelbrot_dp" => {
+                let w = dynamic::side(self.opts.quick);
+                format!("{w}x{w} u32, dwell <= 256")
+            }
             "compile_cold" | "compile_cached" => "new kernel".into(),
             "compile_new_process" => "cached kernel".into(),
             "graph" => format!("{} kernels, 32 elem", runtime::GRAPH_KERNELS),

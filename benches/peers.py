@@ -71,6 +71,8 @@ WORKS = [
     "attention",
     "attention_causal",
     "resize",
+    # cudajit only (device launches against host launches): no peer has dynamic parallelism.
+    "mandelbrot_dp",
 ]
 # The multi-GPU rows that need two devices (sum_1gpu and add_1gpu run on one).
 MULTI_WORKS = ("peer_copy", "all_reduce", "sum_sharded", "add_sharded")

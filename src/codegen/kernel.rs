@@ -86,6 +86,8 @@ struct KernelInner {
     others: Mutex<Vec<&'static Function>>,
     /// Whether a launch with host arrays has logged its warning.
     warned_host: AtomicBool,
+    /// Kernels that launch kernels: the index of the hidden status parameter.
+    dp_status: Option<u32>,
 }
 
 /// Why `name` cannot be a PTX symbol, if it cannot.
@@ -158,6 +160,7 @@ impl<P: KernelParams> Kernel<P> {
         if !errors.is_empty() {
             return Err(super::builder::build_error(name, errors, here));
         }
+        let dp_status = crate::ir::device_launch::status_param(&ir);
         Ok(Kernel {
             inner: Arc::new(KernelInner {
                 align: ir.param_alignments(),
@@ -166,13 +169,13 @@ impl<P: KernelParams> Kernel<P> {
                 loaded: Default::default(),
                 others: Mutex::new(Vec::new()),
                 warned_host: AtomicBool::new(false),
+                dp_status,
             }),
             _p: PhantomData,
         })
     }
 
     /// The kernel's IR (what the simulator executes).
-    #[cfg(test)]
     pub(crate) fn ir(&self) -> &Arc<FunctionIr> {
         &self.inner.ir
     }
@@ -309,6 +312,13 @@ impl<P: KernelParams> Kernel<P> {
         args: A,
         deps: &[GraphNode],
     ) -> Result<GraphNode> {
+        if self.inner.dp_status.is_some() {
+            return Err(Error::usage(format!(
+                "kernel `{}` launches kernels from the device and needs its status words, which a \
+                 hand-built graph node does not give: launch it with `Kernel::launch`",
+                self.name()
+            )));
+        }
         if self.inner.ir.grid_barrier.is_some() {
             return Err(Error::Launch(LaunchError::Cooperative {
                 message: format!(
@@ -377,26 +387,45 @@ impl<P: KernelParams> Kernel<P> {
         push(buf)?;
         // A kernel that synchronises its grid: the barrier's two words, zeroed in stream order
         // (freed in stream order after the launch), and a cooperative launch of a grid that
-        // fits on the device at once.
-        let barrier = match self.inner.ir.grid_barrier {
-            Some(_) => {
-                self.check_cooperative(ctx, f, &config)?;
+        // fits on the device at once. A kernel that launches kernels: its status words (see
+        // `device_launch`), read back after the launch. Hidden parameters come in their order.
+        if self.inner.dp_status.is_some() {
+            // The launch waits for the kernel's status words: nothing may wait in a capture.
+            crate::graph::refuse("launching a kernel that launches kernels")?;
+        }
+        let cooperative = self.inner.ir.grid_barrier.is_some();
+        if cooperative {
+            self.check_cooperative(ctx, f, &config)?;
+        }
+        let mut hidden: Vec<(u32, bool)> = Vec::new();
+        hidden.extend(self.inner.ir.grid_barrier.map(|i| (i, true)));
+        hidden.extend(self.inner.dp_status.map(|i| (i, false)));
+        hidden.sort_unstable();
+        let (mut barrier, mut status) = (None, None);
+        for (_, is_barrier) in hidden {
+            if is_barrier {
                 let bar = stream.zeros_async::<u32, _>(2)?;
                 buf.push_array(&bar)?;
-                Some(bar)
+                barrier = Some(bar);
+            } else {
+                let st = super::device_launch::host::alloc(stream)?;
+                buf.push_array(&st)?;
+                status = Some(st);
             }
-            None => None,
-        };
+        }
         ctx.bind()?;
         buf.with_params(|params| {
             // SAFETY: the parameter slots were pushed in the order and with the types of the
-            // kernel's IR parameters (fixed by `P`; the grid barrier last), each array belongs
-            // to this context, and the function is live.
-            unsafe {
-                crate::module::launch_raw(f, &config, stream.raw(), params, barrier.is_some())
-            }
+            // kernel's IR parameters (fixed by `P`; the hidden ones last, in their order),
+            // each array belongs to this context, and the function is live.
+            unsafe { crate::module::launch_raw(f, &config, stream.raw(), params, cooperative) }
         })
-        .map_err(|e| crate::module::explain_launch_error(f, &config, e))
+        .map_err(|e| crate::module::explain_launch_error(f, &config, e))?;
+        drop(barrier);
+        match status {
+            Some(st) => super::device_launch::host::check(&self.inner.ir, stream, &st),
+            None => Ok(()),
+        }
     }
 
     /// How many blocks of `block_threads` threads (with `dynamic_shared_bytes` of dynamic

@@ -228,57 +228,7 @@ fn build_module<'c>(
         .then(|| super::debug_info::ModuleDebug::new(ctx, &module, f));
     let func = lower_function(ctx, &module, f, role, opts, &mut lowered, dbg.as_ref())?;
     if role == Role::Kernel {
-        // `.entry`: the PTX_Kernel calling convention and the nvvm.annotations metadata; launch
-        // bounds become `.maxntid` and `.minnctapersm` (0: none).
-        func.set_call_conventions(PTX_KERNEL_CC);
-        let (threads, blocks) = f.launch_bounds.unwrap_or((0, 0));
-        // Tensor maps are `__grid_constant__`: NVPTX reads them in place (`cvta.param`)
-        // instead of copying them to local memory, which TMA could not read.
-        let maps: Vec<_> = f
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| matches!(p, Param::TensorMap { .. }))
-            .map(|(i, _)| i)
-            .collect();
-        if !maps.is_empty() {
-            // Indices count LLVM parameters from 1.
-            let idx: Vec<_> = maps
-                .iter()
-                .map(|&i| {
-                    let slot: usize = f.params[..i]
-                        .iter()
-                        .map(|p| match p {
-                            Param::Array { ndim, .. } => 1 + *ndim as usize,
-                            _ => 1,
-                        })
-                        .sum();
-                    ctx.i32_type().const_int(slot as u64 + 1, false).into()
-                })
-                .collect();
-            let list = ctx.metadata_node(&idx);
-            let md = ctx.metadata_node(&[
-                func.as_global_value().as_pointer_value().into(),
-                ctx.metadata_string("grid_constant").into(),
-                list.into(),
-            ]);
-            module
-                .add_global_metadata("nvvm.annotations", &md)
-                .map_err(|e| llvm_err(&f.name, e))?;
-        }
-        for (what, v) in [("kernel", 1), ("maxntidx", threads), ("minctasm", blocks)] {
-            if v == 0 {
-                continue;
-            }
-            let md = ctx.metadata_node(&[
-                func.as_global_value().as_pointer_value().into(),
-                ctx.metadata_string(what).into(),
-                ctx.i32_type().const_int(v as u64, false).into(),
-            ]);
-            module
-                .add_global_metadata("nvvm.annotations", &md)
-                .map_err(|e| llvm_err(&f.name, e))?;
-        }
+        mark_kernel(ctx, &module, func, f)?;
     }
     let module = match dbg {
         Some(d) => {
@@ -521,6 +471,9 @@ macro_rules! ll {
 
 // After `ll!`, which they use.
 mod access;
+mod entry;
+pub(crate) use entry::child_entry;
+use entry::mark_kernel;
 mod arith;
 mod asm;
 pub(crate) use asm::{asm, pure_asm, shared_addr};
@@ -626,6 +579,11 @@ impl<'c> Lowerer<'c, '_> {
     fn dead_block(&mut self) {
         let bb = self.ctx.append_basic_block(self.func, "dead");
         self.b.position_at_end(bb);
+    }
+
+    /// An array parameter's pointer and extents (`None` for other parameters).
+    pub(crate) fn param_array(&self, i: u32) -> Option<(PointerValue<'c>, Vec<IntValue<'c>>)> {
+        self.arrays.get(i as usize).cloned().flatten()
     }
 
     pub(crate) fn v(&self, id: ValueId) -> Result<BasicValueEnum<'c>> {
@@ -832,6 +790,7 @@ impl<'c> Lowerer<'c, '_> {
             Stmt::AsyncCopy(c) => super::async_copy::lower_async_copy(self, c)?,
             Stmt::Hopper(h) => super::hopper::lower_hopper_stmt(self, h)?,
             Stmt::SurfStore(st) => super::texture_lower::lower_surf_store(self, st)?,
+            Stmt::DeviceLaunch(l) => super::device_launch::lower::lower_launch(self, l)?,
         }
         Ok(())
     }

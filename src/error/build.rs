@@ -113,6 +113,10 @@ build_errors! {
     /// A Hopper operation used wrongly: a wgmma shape or operand layout, a matrix
     /// descriptor's offsets, a register budget.
     Hopper,
+    /// A kernel launch from device code (`launch_kernel`, `launch_self`) that cannot be
+    /// made: in a device function, an array the child cannot receive, a child that needs a
+    /// cooperative launch, a parameter list that does not match.
+    DeviceLaunch,
     /// An inconsistency of cudajit's builder (please report it).
     Internal,
 }

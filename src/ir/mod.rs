@@ -13,6 +13,7 @@
 
 pub(crate) mod async_copy;
 pub(crate) mod atomic;
+pub(crate) mod device_launch;
 mod fp8;
 pub(crate) mod hopper;
 pub(crate) mod link;
@@ -294,6 +295,8 @@ pub(crate) enum Stmt {
     Hopper(HopperStmt),
     /// A surface store (see `texture.rs`).
     SurfStore(SurfStore),
+    /// A kernel launch from device code (see `device_launch.rs`).
+    DeviceLaunch(device_launch::DeviceLaunch),
 }
 
 /// A parameter of a kernel or device function.

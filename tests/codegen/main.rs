@@ -10,6 +10,7 @@ mod clusters;
 mod common;
 mod complex;
 mod contract;
+mod dynamic_parallelism;
 mod foreign;
 mod fp8;
 mod grid;

@@ -12,6 +12,7 @@ mod complex;
 mod context;
 mod contract;
 mod dlpack;
+mod dynamic_parallelism;
 mod enquiry;
 mod errors;
 mod events;

@@ -311,6 +311,7 @@ impl<'l> Block<'l> {
             Stmt::AsyncCopy(c) => self.async_copy(fr, c, m),
             Stmt::Hopper(h) => self.hopper(fr, h, m),
             Stmt::SurfStore(st) => self.surf_store(fr, st, m),
+            Stmt::DeviceLaunch(d) => self.device_launch(fr, d, m),
             _ => Err(Fault::internal(
                 "control flow executed as a simple statement",
             )),

@@ -55,6 +55,8 @@ pub(super) struct Launch<'a> {
     pub abort: AtomicBool,
     /// Whether shared-memory accesses are checked for races.
     pub race_checks: bool,
+    /// The grids its threads launched, and its nesting depth (see `device_launch.rs`).
+    pub dp: super::device_launch::Children,
 }
 
 impl<'a> Launch<'a> {
@@ -162,6 +164,7 @@ impl<'a> Launch<'a> {
             tid,
             abort: AtomicBool::new(false),
             race_checks: race_checks_enabled(),
+            dp: Default::default(),
         }
     }
 
@@ -321,6 +324,7 @@ impl Simulator {
                 kernel: ir.name.clone(),
                 kind: fault.kind,
                 message: fault.message,
-            })
+            })?;
+        super::device_launch::run_children(&l, self.workers, pool.as_ref())
     }
 }

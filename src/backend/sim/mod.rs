@@ -26,6 +26,7 @@ mod block;
 mod cluster;
 mod control;
 mod copies;
+mod device_launch;
 mod devices;
 mod eval;
 mod fault;

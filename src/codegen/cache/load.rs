@@ -77,7 +77,11 @@ fn suffix() -> Result<&'static str> {
 /// Steps 3 and 4: the kernel's machine code loaded in `ctx`.
 fn machine_code(ctx: &Context, ir: &FunctionIr, options: &PtxOptions) -> Result<Module> {
     let key = key_for(ir, options);
-    let links = crate::codegen::extern_fn::links_of(ir);
+    let mut links = crate::codegen::extern_fn::links_of(ir);
+    // A kernel that launches kernels is linked with the device runtime (`libcudadevrt.a`).
+    if crate::ir::device_launch::status_param(ir).is_some() {
+        links.push(crate::codegen::device_launch::devrt::link_data(&ir.name)?);
+    }
     // Without link inputs or external calls, the PTX loads as itself; else the driver's linker
     // joins them (and names an undefined external function in its error).
     let plain = links.is_empty() && ir.first_extern().is_none();

@@ -1,0 +1,54 @@
+//! The host's side of kernels that launch kernels: the status words each launch gets
+//! (zeroed in stream order), read back once the kernel, and with it every grid it launched,
+//! has completed; a failure becomes an error that names the failing launch.
+
+use crate::error::{Error, Result};
+use crate::ir::device_launch::{error_text, f_launches, LaunchTarget};
+use crate::ir::FunctionIr;
+use crate::memory::{DeviceArray, DeviceSlice};
+use crate::stream::Stream;
+
+/// The two status words of one launch: the first failure's `cudaError_t` and its site.
+pub(crate) fn alloc(stream: &Stream) -> Result<DeviceArray<u32, ndarray::Ix1>> {
+    stream.zeros_async::<u32, _>(2)
+}
+
+/// Waits for the launch (the copy is ordered after it on `stream`, and a grid completes only
+/// after the grids it launched) and reports a device-side launch failure.
+pub(crate) fn check(
+    ir: &FunctionIr,
+    stream: &Stream,
+    status: &DeviceArray<u32, ndarray::Ix1>,
+) -> Result<()> {
+    let words = status.to_vec_async(stream)?;
+    match words.as_slice() {
+        [0, ..] => Ok(()),
+        [code, site, ..] => Err(failure(ir, *code, *site)),
+        _ => Ok(()),
+    }
+}
+
+/// The error for failure `code` at launch site `site` (1-based, in the order the builder
+/// recorded the launches of the kernel, or of a child that shares its status words).
+pub(crate) fn failure(ir: &FunctionIr, code: u32, site: u32) -> Error {
+    let launches = f_launches(ir);
+    let at = match launches.get(site.wrapping_sub(1) as usize) {
+        Some(l) => {
+            let child = match &l.target {
+                LaunchTarget::Itself => ir.name.clone(),
+                LaunchTarget::Kernel(c) => c.name.clone(),
+            };
+            format!("launch #{site} (of `{child}`)")
+        }
+        None => format!("launch #{site}"),
+    };
+    Error::Kernel {
+        kernel: ir.name.clone(),
+        message: format!(
+            "a kernel launch from the device failed: {at} in `{}` or in a kernel it launched \
+             returned {}",
+            ir.name,
+            error_text(code)
+        ),
+    }
+}
