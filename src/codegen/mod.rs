@@ -46,8 +46,6 @@ mod scalar;
 mod signature;
 pub(crate) mod srcloc;
 mod strided;
-mod texture;
-mod texture_lower;
 pub(crate) mod warp;
 
 pub use atomics::*;
@@ -79,7 +77,3 @@ pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
 pub(crate) use signature::declare_scalar_param;
 pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, KernelScalar, LaunchArgs};
 pub use strided::{DStrided, NdStrided, NdStridedMut};
-pub use texture::{
-    LayeredTexHandle, SurfHandle, Surface, Surface1d, Surface2d, Surface3d, TexHandle, Texture,
-    Texture1d, Texture1dLayered, Texture2d, Texture2dLayered, Texture3d, TextureLayered,
-};

@@ -52,9 +52,7 @@ mod streams;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
-mod surface;
 mod tensor_map;
-mod texture;
 mod tma;
 mod warp;
 mod warps;
