@@ -31,12 +31,35 @@ macro_rules! ll {
 
 impl<'c> Lowerer<'c, '_> {
     /// `v` (a half value) widened exactly to f32.
+    ///
+    /// A `bf16` is widened as bits (its 16 bits above 16 zero bits), not as LLVM's `fpext`:
+    /// LLVM 19's instruction combiner takes a `bfloat` to fit in a `half` (both 16 bits wide),
+    /// so `fptrunc (fadd (fpext bfloat x), 0.0) to half` became `fadd half (fptrunc x), 0.0`,
+    /// which gives +0.0 where `x` rounds to -0.0 in f16 (`(x.cast::<f32>() - -0.0).cast::<f16>()`
+    /// for x = -5.0e-13, the whole-language campaign's seed 45400243, program 24). Bits keep
+    /// the value (and a signalling NaN's bits, as Rust's `bf16::to_f32`) and hide the `bfloat`
+    /// from the combiner.
     pub(crate) fn half_to_f32(&self, v: BasicValueEnum<'c>) -> Result<FloatValue<'c>> {
-        let f32t = self.ctx.f32_type();
+        let v = v.into_float_value();
+        if v.get_type() == self.ctx.bf16_type() {
+            return self.bf16_widened(v);
+        }
         Ok(ll!(
             self,
-            self.b.build_float_ext(v.into_float_value(), f32t, "")
+            self.b.build_float_ext(v, self.ctx.f32_type(), "")
         ))
+    }
+
+    /// A `bf16` value's bits as the f32 of the same value (its 16 bits above 16 zero bits).
+    fn bf16_widened(&self, v: FloatValue<'c>) -> Result<FloatValue<'c>> {
+        let (i16t, i32t) = (self.ctx.i16_type(), self.ctx.i32_type());
+        let bits = ll!(self, self.b.build_bit_cast(v, i16t, "")).into_int_value();
+        let wide = ll!(self, self.b.build_int_z_extend(bits, i32t, ""));
+        let high = ll!(
+            self,
+            self.b.build_left_shift(wide, i32t.const_int(16, false), "")
+        );
+        Ok(ll!(self, self.b.build_bit_cast(high, self.ctx.f32_type(), "")).into_float_value())
     }
 
     /// An f32 or f64 value rounded once to the half type `to`.
@@ -100,15 +123,7 @@ impl<'c> Lowerer<'c, '_> {
     /// A bf16 value as f32 by its bits (the high half of the f32's): exact, and opaque to the
     /// folds that would turn a compare of it back into a bf16 compare.
     pub(crate) fn bf16_bits_to_f32(&self, v: BasicValueEnum<'c>) -> Result<BasicValueEnum<'c>> {
-        let i16t = self.ctx.i16_type();
-        let i32t = self.ctx.i32_type();
-        let bits = ll!(self, self.b.build_bit_cast(v, i16t, "")).into_int_value();
-        let wide = ll!(self, self.b.build_int_z_extend(bits, i32t, ""));
-        let high = ll!(
-            self,
-            self.b.build_left_shift(wide, i32t.const_int(16, false), "")
-        );
-        let f = ll!(self, self.b.build_bit_cast(high, self.ctx.f32_type(), ""));
+        let f = self.bf16_widened(v.into_float_value())?;
         // Through an opaque `mov`: the back end folds a compare of an extended value with a
         // constant back into a bf16 compare otherwise.
         let ft = self.ctx.f32_type();

@@ -471,3 +471,21 @@ fn bf16_arithmetic_with_fastmath_passes_ptxas() {
     let (ptx, _) = compile_all(&k);
     assert!(!ptx.contains("ftz.bf16"), "{ptx}");
 }
+
+/// A bf16 widened to f32, plus zero, rounded to f16: LLVM 19's instruction combiner took a
+/// `bfloat` for a type that fits in `half` and moved the rounding before the addition
+/// (`fadd half (fptrunc x), 0.0`, which gives +0.0 where the sum rounds to -0.0; the
+/// whole-language campaign's seed 45400243). bf16 widens as bits, so the sum stays in f32.
+#[test]
+fn bf16_to_f16_through_an_f32_sum_is_not_narrowed() {
+    let k = Kernel::<(&[bf16], &mut [f16])>::build("bf16_f16_sum", |k, (a, out)| {
+        let i = k.grid1();
+        k.if_(i.lt(a.len()), |_| {
+            out.set(i, (a.at(i).cast::<f32>() - (-Expr::lit(0.0f32))).cast::<f16>());
+        });
+    })
+    .unwrap();
+    let ir = k.llvm_ir(&PtxOptions::default()).unwrap();
+    assert!(!ir.contains("fadd half"), "{ir}");
+    assert!(ir.contains("fadd float") || ir.contains("fsub float"), "{ir}");
+}

@@ -103,12 +103,17 @@ fn dynamic_parallelism_nesting_depth() {
             .collect();
         assert_eq!(out.to_vec().unwrap(), want, "depth {max}");
     }
-    // Deeper than CUDA's 24 levels: the launch that goes too deep fails, and the host hears it.
+    // Deeper than CUDA's documented 24 levels: on the simulator the launch that goes too deep
+    // fails, and the host hears it. An H100 with driver 580 ran all 31 levels (2026-11-27):
+    // there every level must then have written its word.
     let mut out = s.to_device(&[0u32; 32]).unwrap();
-    let e = k
-        .launch(&s, LaunchConfig::new(1, 32), (&mut out, 0u32, 30u32))
-        .unwrap_err()
-        .to_string();
+    let r = k.launch(&s, LaunchConfig::new(1, 32), (&mut out, 0u32, 30u32));
+    if r.is_ok() && !cudajit::on_simulator() {
+        let want: Vec<u32> = (0..32u32).map(|d| if d <= 30 { d + 1 } else { 0 }).collect();
+        assert_eq!(out.to_vec().unwrap(), want, "depth 30");
+        return;
+    }
+    let e = r.unwrap_err().to_string();
     assert!(
         e.contains("a kernel launch from the device failed") && e.contains("dp_recursive"),
         "{e}"
