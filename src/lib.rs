@@ -152,8 +152,8 @@ pub use ir::{F8E4M3, F8E5M2};
 pub use memory::{
     AnyBitPattern, AsStrided, AsStridedMut, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut,
     DeviceView, DeviceViewMut, HostSource, ManagedBuffer, MappedHostBuffer, MemPool,
-    PinnedHostBuffer, PoolStats, PrefetchTarget, StridedArray, StridedView, StridedViewMut,
-    TensorMap, TensorMapOptions, TensorMapSwizzle,
+    PinnedHostBuffer, PinnedSlice, PinnedSliceMut, PoolStats, PrefetchTarget, StridedArray,
+    StridedView, StridedViewMut, TensorMap, TensorMapOptions, TensorMapSwizzle,
 };
 pub use module::{Dim3, Function, FunctionAttributes, KernelArg, KernelArgs, LaunchConfig, Module};
 pub use profiler::{profile_start, profile_stop, profiling, Profiling};
