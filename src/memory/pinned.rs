@@ -1,5 +1,6 @@
-//! Page-locked host memory: pinned buffers for fast and truly asynchronous copies, and mapped
-//! buffers the device reads and writes directly.
+//! Page-locked host memory: pinned buffers for fast and truly asynchronous copies (whole, or in
+//! chunks through their slices: `pinned_slice`), and mapped buffers the device reads and writes
+//! directly. n-D constructors and ndarray views: `host_nd`.
 
 use std::ptr::NonNull;
 
