@@ -68,8 +68,10 @@
 //!     [`Device`], [`Context`] (a device's primary context), [`CurrentGuard`], peer access
 //!     ([`Device::can_access_peer`], [`Context::enable_peer_access`]);
 //!   - [`memory`]: [`DeviceArray`] (n-D, ndarray shapes) and its views, strided views, copies
-//!     through the [`DeviceSlice`] / [`DeviceSliceMut`] traits, [`PinnedHostBuffer`],
-//!     [`MappedHostBuffer`], [`ManagedBuffer`], the stream-ordered [`MemPool`];
+//!     through the [`DeviceSlice`] / [`DeviceSliceMut`] traits, [`PinnedHostBuffer`] (copied in
+//!     chunks through [`PinnedSlice`] / [`PinnedSliceMut`]), [`MappedHostBuffer`],
+//!     [`ManagedBuffer`] (all three n-D too: [`Context::pinned_array`] and its siblings), the
+//!     stream-ordered [`MemPool`];
 //!   - [`stream`] and [`event`]: [`Stream`] (host callbacks, a `Future`, an auto-synchronising
 //!     guard), [`Event`] (timing with [`elapsed_ms`]);
 //!   - [`graph`]: CUDA graphs, captured or built, instantiated and launched;
@@ -152,8 +154,8 @@ pub use ir::{F8E4M3, F8E5M2};
 pub use memory::{
     AnyBitPattern, AsStrided, AsStridedMut, DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut,
     DeviceView, DeviceViewMut, HostSource, ManagedBuffer, MappedHostBuffer, MemPool,
-    PinnedHostBuffer, PoolStats, PrefetchTarget, StridedArray, StridedView, StridedViewMut,
-    TensorMap, TensorMapOptions, TensorMapSwizzle,
+    PinnedHostBuffer, PinnedSlice, PinnedSliceMut, PoolStats, PrefetchTarget, StridedArray,
+    StridedView, StridedViewMut, TensorMap, TensorMapOptions, TensorMapSwizzle,
 };
 pub use module::{Dim3, Function, FunctionAttributes, KernelArg, KernelArgs, LaunchConfig, Module};
 pub use profiler::{profile_start, profile_stop, profiling, Profiling};

@@ -11,21 +11,22 @@ use crate::context::Context;
 use crate::error::{check_in_drop, Error, Result};
 use crate::stream::Stream;
 
-/// Managed memory (`cuMemAllocManaged`) of `len` elements of `T`, attached globally.
+/// Managed memory (`cuMemAllocManaged`) of `T` with a shape (`D`, 1-D unless made by
+/// [`Context::managed_array`]), attached globally.
 ///
 /// Usable wherever a device array is ([`DeviceSlice`]), and from the host through
 /// [`as_slice`](Self::as_slice), which first waits for all work in the context.
-pub struct ManagedBuffer<T: DeviceCopy> {
-    ctx: Context,
-    ptr: sys::CUdeviceptr,
-    dim: Ix1,
-    _t: std::marker::PhantomData<T>,
+pub struct ManagedBuffer<T: DeviceCopy, D: Dimension = Ix1> {
+    pub(super) ctx: Context,
+    pub(super) ptr: sys::CUdeviceptr,
+    pub(super) dim: D,
+    pub(super) _t: std::marker::PhantomData<T>,
 }
 
 // SAFETY: the buffer owns its memory; T is Send + Sync.
-unsafe impl<T: DeviceCopy> Send for ManagedBuffer<T> {}
+unsafe impl<T: DeviceCopy, D: Dimension> Send for ManagedBuffer<T, D> {}
 // SAFETY: host reads wait for all device work first; writes need `&mut self`.
-unsafe impl<T: DeviceCopy> Sync for ManagedBuffer<T> {}
+unsafe impl<T: DeviceCopy, D: Dimension> Sync for ManagedBuffer<T, D> {}
 
 /// Where to prefetch managed memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +61,7 @@ impl Context {
     }
 }
 
-impl<T: DeviceCopy> ManagedBuffer<T> {
+impl<T: DeviceCopy, D: Dimension> ManagedBuffer<T, D> {
     /// The contents, after all work in the context has finished.
     pub fn as_slice(&self) -> Result<&[T]> {
         self.ctx.synchronize()?;
@@ -76,7 +77,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.host_ptr(), self.dim.size()) })
     }
 
-    fn host_ptr(&self) -> *mut T {
+    pub(super) fn host_ptr(&self) -> *mut T {
         if self.ptr == 0 {
             std::ptr::NonNull::dangling().as_ptr()
         } else {
@@ -106,22 +107,22 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
     }
 }
 
-impl<T: DeviceCopy> Sealed for ManagedBuffer<T> {}
-impl<T: DeviceCopy> DeviceSlice<T> for ManagedBuffer<T> {
-    type Dim = Ix1;
+impl<T: DeviceCopy, D: Dimension> Sealed for ManagedBuffer<T, D> {}
+impl<T: DeviceCopy, D: Dimension> DeviceSlice<T> for ManagedBuffer<T, D> {
+    type Dim = D;
     fn context(&self) -> &Context {
         &self.ctx
     }
     fn device_ptr(&self) -> sys::CUdeviceptr {
         self.ptr
     }
-    fn dim(&self) -> &Ix1 {
+    fn dim(&self) -> &D {
         &self.dim
     }
 }
-impl<T: DeviceCopy> DeviceSliceMut<T> for ManagedBuffer<T> {}
+impl<T: DeviceCopy, D: Dimension> DeviceSliceMut<T> for ManagedBuffer<T, D> {}
 
-impl<T: DeviceCopy> Drop for ManagedBuffer<T> {
+impl<T: DeviceCopy, D: Dimension> Drop for ManagedBuffer<T, D> {
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;

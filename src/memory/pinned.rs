@@ -1,5 +1,6 @@
-//! Page-locked host memory: pinned buffers for fast and truly asynchronous copies, and mapped
-//! buffers the device reads and writes directly.
+//! Page-locked host memory: pinned buffers for fast and truly asynchronous copies (whole, or in
+//! chunks through their slices: `pinned_slice`), and mapped buffers the device reads and writes
+//! directly. n-D constructors and ndarray views: `host_nd`.
 
 use std::ptr::NonNull;
 
@@ -16,26 +17,36 @@ use crate::error::{check_in_drop, record_drop_error, Error, Result};
 use crate::event::Event;
 use crate::stream::Stream;
 
-/// Page-locked (pinned) host memory of `len` elements of `T`.
+/// Page-locked (pinned) host memory of `T`, with a shape (`D`, 1-D unless made by
+/// [`Context::pinned_array`]).
 ///
 /// Copies between pinned memory and the device run at full PCIe/NVLink speed and, on a
-/// stream, overlap with host work. The buffer remembers its last asynchronous copy and waits for
-/// it before handing out its contents ([`as_slice`](Self::as_slice)) or freeing itself, so a copy
-/// in flight can never race with host code.
-pub struct PinnedHostBuffer<T: DeviceCopy> {
-    ctx: Context,
-    ptr: NonNull<T>,
-    len: usize,
-    pending: Mutex<Option<Event>>,
+/// stream, overlap with host work. The buffer remembers its asynchronous copies in flight (of
+/// the whole buffer or of [slices](Self::slice)) and waits for them before handing out its
+/// contents ([`as_slice`](Self::as_slice)) or freeing itself, so a copy in flight can never race
+/// with host code.
+pub struct PinnedHostBuffer<T: DeviceCopy, D: Dimension = Ix1> {
+    pub(super) ctx: Context,
+    pub(super) ptr: NonNull<T>,
+    pub(super) len: usize,
+    pub(super) dim: D,
+    pub(super) pending: Mutex<Vec<Pending>>,
+}
+
+/// An asynchronous copy in flight into or out of the elements `start..end` of a pinned buffer.
+pub(super) struct Pending {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) ev: Event,
 }
 
 // SAFETY: the buffer owns its host memory like a Vec; T is Send + Sync.
-unsafe impl<T: DeviceCopy> Send for PinnedHostBuffer<T> {}
+unsafe impl<T: DeviceCopy, D: Dimension> Send for PinnedHostBuffer<T, D> {}
 // SAFETY: shared access only reads (after waiting for copies in flight) or enqueues reads.
-unsafe impl<T: DeviceCopy> Sync for PinnedHostBuffer<T> {}
+unsafe impl<T: DeviceCopy, D: Dimension> Sync for PinnedHostBuffer<T, D> {}
 
 /// Allocates `len` elements of page-locked host memory with `cuMemHostAlloc` flags.
-fn host_alloc<T>(ctx: &Context, len: usize, flags: u32) -> Result<NonNull<T>> {
+pub(super) fn host_alloc<T>(ctx: &Context, len: usize, flags: u32) -> Result<NonNull<T>> {
     let bytes = len
         .checked_mul(std::mem::size_of::<T>())
         .ok_or_else(|| Error::usage(format!("{len} elements are too many to allocate")))?;
@@ -50,7 +61,7 @@ fn host_alloc<T>(ctx: &Context, len: usize, flags: u32) -> Result<NonNull<T>> {
 }
 
 /// Frees memory from [`host_alloc`], inside `Drop`.
-fn host_free<T>(ctx: &Context, ptr: NonNull<T>, len: usize) {
+pub(super) fn host_free<T>(ctx: &Context, ptr: NonNull<T>, len: usize) {
     if len == 0 || std::mem::size_of::<T>() == 0 {
         return;
     }
@@ -80,7 +91,8 @@ impl Context {
             ctx: self.clone(),
             ptr: host_alloc(self, len, flags)?,
             len,
-            pending: Mutex::new(None),
+            dim: Ix1(len),
+            pending: Mutex::new(Vec::new()),
         })
     }
 
@@ -90,7 +102,8 @@ impl Context {
             ctx: self.clone(),
             ptr: host_alloc(self, data.len(), sys::CU_MEMHOSTALLOC_PORTABLE)?,
             len: data.len(),
-            pending: Mutex::new(None),
+            dim: Ix1(data.len()),
+            pending: Mutex::new(Vec::new()),
         };
         // SAFETY: the new buffer has room for `data.len()` elements and does not overlap `data`.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr.as_ptr(), data.len()) };
@@ -98,7 +111,7 @@ impl Context {
     }
 }
 
-impl<T: DeviceCopy> PinnedHostBuffer<T> {
+impl<T: DeviceCopy, D: Dimension> PinnedHostBuffer<T, D> {
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -109,12 +122,50 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
         self.len == 0
     }
 
-    /// Waits for the last asynchronous copy into or out of this buffer.
+    /// The shape (`[len]` unless made by [`Context::pinned_array`]).
+    pub fn shape(&self) -> &[usize] {
+        self.dim.slice()
+    }
+
+    /// The shape as an ndarray dimension.
+    pub fn dim(&self) -> &D {
+        &self.dim
+    }
+
+    /// The host address of the first element, for foreign code (a dangling, aligned pointer
+    /// when the buffer is empty). Copies may be in flight: call [`wait`](Self::wait) before
+    /// reading or writing through it.
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.as_ptr()
+    }
+
+    /// The host address of the first element, writable; as [`as_ptr`](Self::as_ptr).
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// Waits for every asynchronous copy into or out of this buffer (or its slices).
     pub fn wait(&self) -> Result<()> {
-        match self.pending.lock().take() {
-            Some(ev) => ev.synchronize(),
-            None => Ok(()),
+        self.wait_range(0, usize::MAX)
+    }
+
+    /// Waits for the copies in flight that touch the elements `start..end`.
+    pub(super) fn wait_range(&self, start: usize, end: usize) -> Result<()> {
+        let overlapping: Vec<Pending> = {
+            let mut pending = self.pending.lock();
+            let (hit, keep) = std::mem::take(&mut *pending)
+                .into_iter()
+                .partition(|p| p.start < end && start < p.end);
+            *pending = keep;
+            hit
+        };
+        let mut first_err = None;
+        for p in overlapping {
+            if let Err(e) = p.ev.synchronize() {
+                first_err.get_or_insert(e);
+            }
         }
+        first_err.map_or(Ok(()), Err)
     }
 
     /// The contents, after any copy in flight has finished.
@@ -148,7 +199,7 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
             src.num_bytes(),
             Some(stream),
         )?;
-        self.mark_pending(stream)
+        self.mark_pending(0, self.len, stream)
     }
 
     /// Copies this buffer into `dst` (same number of elements) on `stream`, without waiting.
@@ -167,23 +218,31 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
             dst.num_bytes(),
             Some(stream),
         )?;
-        self.mark_pending(stream)
+        self.mark_pending(0, self.len, stream)
     }
 
-    fn mark_pending(&self, stream: &Stream) -> Result<()> {
+    /// Remembers a copy of the elements `start..end` just enqueued on `stream`, forgetting
+    /// those already finished.
+    pub(super) fn mark_pending(&self, start: usize, end: usize, stream: &Stream) -> Result<()> {
         if crate::graph::capturing() {
             // A copy captured into a graph runs at the graph's launches, which the host
             // orders itself (an event recorded in a capture cannot be waited for).
             return Ok(());
         }
+        if start >= end {
+            return Ok(()); // an empty copy enqueued nothing
+        }
         let ev = self.ctx.new_event_with(false, false)?;
         ev.record(stream)?;
-        *self.pending.lock() = Some(ev);
+        let mut pending = self.pending.lock();
+        // A failed query keeps the copy, so that its error surfaces at the next wait.
+        pending.retain(|p| !matches!(p.ev.query(), Ok(true)));
+        pending.push(Pending { start, end, ev });
         Ok(())
     }
 }
 
-impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
+impl<T: DeviceCopy, D: Dimension> Drop for PinnedHostBuffer<T, D> {
     fn drop(&mut self) {
         if let Err(e) = self.wait() {
             record_drop_error(e);
@@ -196,17 +255,17 @@ impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
 /// read and write it directly over the bus. Usable wherever a device array is
 /// ([`DeviceSlice`]), and from the host through [`as_slice`](Self::as_slice), which first
 /// waits for all work in the context.
-pub struct MappedHostBuffer<T: DeviceCopy> {
-    ctx: Context,
-    host: NonNull<T>,
-    device: sys::CUdeviceptr,
-    dim: Ix1,
+pub struct MappedHostBuffer<T: DeviceCopy, D: Dimension = Ix1> {
+    pub(super) ctx: Context,
+    pub(super) host: NonNull<T>,
+    pub(super) device: sys::CUdeviceptr,
+    pub(super) dim: D,
 }
 
 // SAFETY: as for PinnedHostBuffer.
-unsafe impl<T: DeviceCopy> Send for MappedHostBuffer<T> {}
+unsafe impl<T: DeviceCopy, D: Dimension> Send for MappedHostBuffer<T, D> {}
 // SAFETY: host reads wait for all device work first; writes need `&mut self`.
-unsafe impl<T: DeviceCopy> Sync for MappedHostBuffer<T> {}
+unsafe impl<T: DeviceCopy, D: Dimension> Sync for MappedHostBuffer<T, D> {}
 
 impl Context {
     /// Mapped host memory holding a copy of `data`.
@@ -229,7 +288,7 @@ impl Context {
     }
 }
 
-impl<T: DeviceCopy> MappedHostBuffer<T> {
+impl<T: DeviceCopy, D: Dimension> MappedHostBuffer<T, D> {
     /// The contents, after all work in the context has finished.
     pub fn as_slice(&self) -> Result<&[T]> {
         self.ctx.synchronize()?;
@@ -245,22 +304,22 @@ impl<T: DeviceCopy> MappedHostBuffer<T> {
     }
 }
 
-impl<T: DeviceCopy> Sealed for MappedHostBuffer<T> {}
-impl<T: DeviceCopy> DeviceSlice<T> for MappedHostBuffer<T> {
-    type Dim = Ix1;
+impl<T: DeviceCopy, D: Dimension> Sealed for MappedHostBuffer<T, D> {}
+impl<T: DeviceCopy, D: Dimension> DeviceSlice<T> for MappedHostBuffer<T, D> {
+    type Dim = D;
     fn context(&self) -> &Context {
         &self.ctx
     }
     fn device_ptr(&self) -> sys::CUdeviceptr {
         self.device
     }
-    fn dim(&self) -> &Ix1 {
+    fn dim(&self) -> &D {
         &self.dim
     }
 }
-impl<T: DeviceCopy> DeviceSliceMut<T> for MappedHostBuffer<T> {}
+impl<T: DeviceCopy, D: Dimension> DeviceSliceMut<T> for MappedHostBuffer<T, D> {}
 
-impl<T: DeviceCopy> Drop for MappedHostBuffer<T> {
+impl<T: DeviceCopy, D: Dimension> Drop for MappedHostBuffer<T, D> {
     fn drop(&mut self) {
         host_free(&self.ctx, self.host, self.dim.size());
     }

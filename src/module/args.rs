@@ -80,7 +80,7 @@ array_args! {
 
 macro_rules! buffer_args {
     ($($buf:ident),*) => {$(
-        impl<'a, T: DeviceCopy> KernelArg for &'a $buf<T> {
+        impl<'a, T: DeviceCopy, D: Dimension> KernelArg for &'a $buf<T, D> {
             type Raw = sys::CUdeviceptr;
             #[inline]
             fn to_raw(&self) -> sys::CUdeviceptr {
@@ -91,7 +91,7 @@ macro_rules! buffer_args {
                 Some(self.context())
             }
         }
-        impl<'a, T: DeviceCopy> KernelArg for &'a mut $buf<T> {
+        impl<'a, T: DeviceCopy, D: Dimension> KernelArg for &'a mut $buf<T, D> {
             type Raw = sys::CUdeviceptr;
             #[inline]
             fn to_raw(&self) -> sys::CUdeviceptr {

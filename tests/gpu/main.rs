@@ -23,6 +23,7 @@ mod grid;
 mod half;
 mod half_ops;
 mod host_args;
+mod host_nd;
 #[cfg(unix)]
 mod ipc;
 mod kernels;
@@ -41,6 +42,7 @@ mod nccl;
 mod ops;
 mod peer;
 mod pinned;
+mod pinned_slice;
 mod pool;
 mod profiler;
 mod random;
