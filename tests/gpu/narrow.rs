@@ -444,7 +444,7 @@ fn narrow_min_max_compared_with_an_operand() {
             .fold(0u32, |w, (n, &b)| w | (b as u32) << n);
         // The crate's integer division by zero gives all ones (PTX's `div.u32`), narrowed.
         let d = u8_ & 0x90;
-        let q = if d == 0 { u8::MAX } else { 1 / d };
+        let q = 1u8.checked_div(d).unwrap_or(u8::MAX);
         assert_eq!(
             out[2 * i..2 * i + 2],
             [w, q as u32],
