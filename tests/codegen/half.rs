@@ -481,11 +481,17 @@ fn bf16_to_f16_through_an_f32_sum_is_not_narrowed() {
     let k = Kernel::<(&[bf16], &mut [f16])>::build("bf16_f16_sum", |k, (a, out)| {
         let i = k.grid1();
         k.if_(i.lt(a.len()), |_| {
-            out.set(i, (a.at(i).cast::<f32>() - (-Expr::lit(0.0f32))).cast::<f16>());
+            out.set(
+                i,
+                (a.at(i).cast::<f32>() - (-Expr::lit(0.0f32))).cast::<f16>(),
+            );
         });
     })
     .unwrap();
     let ir = k.llvm_ir(&PtxOptions::default()).unwrap();
     assert!(!ir.contains("fadd half"), "{ir}");
-    assert!(ir.contains("fadd float") || ir.contains("fsub float"), "{ir}");
+    assert!(
+        ir.contains("fadd float") || ir.contains("fsub float"),
+        "{ir}"
+    );
 }

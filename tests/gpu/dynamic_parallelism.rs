@@ -109,7 +109,9 @@ fn dynamic_parallelism_nesting_depth() {
     let mut out = s.to_device(&[0u32; 32]).unwrap();
     let r = k.launch(&s, LaunchConfig::new(1, 32), (&mut out, 0u32, 30u32));
     if r.is_ok() && !cudajit::on_simulator() {
-        let want: Vec<u32> = (0..32u32).map(|d| if d <= 30 { d + 1 } else { 0 }).collect();
+        let want: Vec<u32> = (0..32u32)
+            .map(|d| if d <= 30 { d + 1 } else { 0 })
+            .collect();
         assert_eq!(out.to_vec().unwrap(), want, "depth 30");
         return;
     }
