@@ -30,6 +30,7 @@ pub mod device_launch;
 mod divergence;
 mod expr;
 pub(crate) mod extern_fn;
+mod file_search;
 mod grid_sync;
 pub mod hopper;
 mod host_args;

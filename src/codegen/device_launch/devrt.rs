@@ -7,99 +7,39 @@
 //! Only kernels that launch kernels need it: when it is missing, loading one of them is an
 //! error that says what to install, and everything else keeps working.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use cudajit_sys::load_log::{LoadLog, Rule, Skip};
+use cudajit_sys::load_log::LoadLog;
 use cudajit_sys::lookup::Lookup;
-use cudajit_sys::paths::{absolute_var, usable};
+
+pub(crate) use crate::codegen::file_search::Found;
+use crate::codegen::file_search::{self, Wanted};
 
 /// The environment variable naming `libcudadevrt.a`.
 pub(crate) const ENV_PATH: &str = "CUDAJIT_CUDADEVRT";
 
-/// The archive under a CUDA toolkit's root.
-const IN_CUDA: [&str; 3] = [
-    "lib64/libcudadevrt.a",
-    "targets/x86_64-linux/lib/libcudadevrt.a",
-    "targets/sbsa-linux/lib/libcudadevrt.a",
-];
-/// The archive under a site-packages directory (the `nvidia-cuda-runtime-cu12` and `-cu13`
-/// wheels).
-const IN_WHEEL: [&str; 2] = [
-    "nvidia/cuda_runtime/lib/libcudadevrt.a",
-    "nvidia/cu13/lib/libcudadevrt.a",
-];
-/// The archive under the `nvidia` namespace package's directory.
-const IN_NVIDIA: [&str; 2] = ["cuda_runtime/lib/libcudadevrt.a", "cu13/lib/libcudadevrt.a"];
-
-/// What the search decided.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Found {
-    /// `CUDAJIT_CUDADEVRT`'s absolute path (not checked yet: reading it is the check).
-    Override(PathBuf),
-    /// The first candidate that exists.
-    Searched(PathBuf),
-    /// No candidate exists.
-    Nothing,
-}
+/// Where the archive may be: under a CUDA toolkit's root, Debian's and Ubuntu's
+/// `nvidia-cuda-toolkit` package, a site-packages directory (the `nvidia-cuda-runtime-cu12`
+/// and `-cu13` wheels), the `nvidia` namespace package's directory.
+const WANTED: Wanted = Wanted {
+    env: ENV_PATH,
+    file: "libcudadevrt.a",
+    in_cuda: &[
+        "lib64/libcudadevrt.a",
+        "targets/x86_64-linux/lib/libcudadevrt.a",
+        "targets/sbsa-linux/lib/libcudadevrt.a",
+    ],
+    usual: &["/usr/lib/x86_64-linux-gnu/libcudadevrt.a"],
+    in_wheel: &[
+        "nvidia/cuda_runtime/lib/libcudadevrt.a",
+        "nvidia/cu13/lib/libcudadevrt.a",
+    ],
+    in_nvidia: &["cuda_runtime/lib/libcudadevrt.a", "cu13/lib/libcudadevrt.a"],
+};
 
 /// The search (see the module's documentation). An error when `CUDAJIT_CUDADEVRT` is relative.
 pub(crate) fn find(lookup: &Lookup<'_>, log: &mut LoadLog) -> Result<Found, String> {
-    if let Some(p) = (lookup.var)(ENV_PATH).filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        if !p.is_absolute() {
-            log.skipped(&p, Some(ENV_PATH), &Skip::Relative);
-            return Err(format!(
-                "{ENV_PATH}={}: a relative path is refused (it would depend on the current \
-                 directory); give the absolute path of libcudadevrt.a",
-                p.display()
-            ));
-        }
-        log.chose(&p, Rule::Override(ENV_PATH));
-        return Ok(Found::Override(p));
-    }
-    let mut candidates: Vec<(PathBuf, Rule)> = Vec::new();
-    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
-        if let Some(h) = absolute_var(lookup.var, var, log) {
-            candidates.extend(IN_CUDA.iter().map(|c| (h.join(c), Rule::ToolkitDir(var))));
-        }
-    }
-    for root in ["/usr/local/cuda", "/opt/cuda"] {
-        candidates.extend(
-            IN_CUDA
-                .iter()
-                .map(|c| (Path::new(root).join(c), Rule::UsualDir)),
-        );
-    }
-    // Debian's and Ubuntu's `nvidia-cuda-toolkit` package.
-    candidates.push((
-        PathBuf::from("/usr/lib/x86_64-linux-gnu/libcudadevrt.a"),
-        Rule::UsualDir,
-    ));
-    for site in (lookup.site_packages)(log) {
-        candidates.extend(IN_WHEEL.iter().map(|w| (site.join(w), Rule::Wheel)));
-    }
-    if let Some(found) = first_usable(&candidates, lookup, log) {
-        return Ok(found);
-    }
-    let from_python: Vec<(PathBuf, Rule)> = (lookup.python_nvidia_dirs)(log)
-        .into_iter()
-        .flat_map(|d| IN_NVIDIA.map(|n| (d.join(n), Rule::WheelViaPython)))
-        .collect();
-    Ok(first_usable(&from_python, lookup, log).unwrap_or(Found::Nothing))
-}
-
-/// The first candidate that is absolute and exists, logged as chosen.
-fn first_usable(
-    candidates: &[(PathBuf, Rule)],
-    lookup: &Lookup<'_>,
-    log: &mut LoadLog,
-) -> Option<Found> {
-    let (path, rule) = candidates
-        .iter()
-        .find(|(p, _)| usable(p, None, lookup.is_file, log))?;
-    log.chose(path, *rule);
-    Some(Found::Searched(path.clone()))
+    file_search::find(&WANTED, lookup, log)
 }
 
 /// What to do when the archive is missing.
@@ -161,6 +101,7 @@ pub(crate) fn link_data(kernel: &str) -> crate::error::Result<crate::ir::LinkDat
 mod tests {
     use super::*;
     use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
 
     fn var(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
         move |k| {

@@ -5,13 +5,12 @@
 //! line of Python's output is skipped (and logged with `CUDAJIT_LOG_LOAD=1`), and a relative
 //! `CUDAJIT_LIBDEVICE` is refused with an error.
 
-use std::path::{Path, PathBuf};
-
-use cudajit_sys::load_log::{LoadLog, Rule, Skip};
+use cudajit_sys::load_log::LoadLog;
 use cudajit_sys::lookup::Lookup;
-use cudajit_sys::paths::{absolute_var, usable};
 
 use super::ENV_PATH;
+pub(crate) use crate::codegen::file_search::Found;
+use crate::codegen::file_search::{self, Wanted};
 
 /// libdevice under a CUDA toolkit's root.
 const IN_CUDA: &str = "nvvm/libdevice/libdevice.10.bc";
@@ -20,67 +19,20 @@ const IN_WHEEL: &str = "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc";
 /// libdevice under the `nvidia` namespace package's directory.
 const IN_NVIDIA: &str = "cuda_nvcc/nvvm/libdevice/libdevice.10.bc";
 
-/// What the search decided.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Found {
-    /// `CUDAJIT_LIBDEVICE`'s absolute path (not checked yet: reading it is the check).
-    Override(PathBuf),
-    /// The first candidate that exists.
-    Searched(PathBuf),
-    /// No candidate exists.
-    Nothing,
-}
+/// Where libdevice may be.
+const WANTED: Wanted = Wanted {
+    env: ENV_PATH,
+    file: "libdevice.10.bc",
+    in_cuda: &[IN_CUDA],
+    usual: &[],
+    in_wheel: &[IN_WHEEL],
+    in_nvidia: &[IN_NVIDIA],
+};
 
 /// The search: `CUDAJIT_LIBDEVICE`, the toolkit directories, the wheel in site-packages, then
 /// `python3` (only when nothing else exists). An error when `CUDAJIT_LIBDEVICE` is relative.
 pub(crate) fn find(lookup: &Lookup<'_>, log: &mut LoadLog) -> Result<Found, String> {
-    if let Some(p) = (lookup.var)(ENV_PATH).filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        if !p.is_absolute() {
-            log.skipped(&p, Some(ENV_PATH), &Skip::Relative);
-            return Err(format!(
-                "{ENV_PATH}={}: a relative path is refused (it would depend on the current \
-                 directory); give the absolute path of libdevice.10.bc",
-                p.display()
-            ));
-        }
-        log.chose(&p, Rule::Override(ENV_PATH));
-        return Ok(Found::Override(p));
-    }
-    let mut candidates: Vec<(PathBuf, Rule)> = Vec::new();
-    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
-        if let Some(h) = absolute_var(lookup.var, var, log) {
-            candidates.push((h.join(IN_CUDA), Rule::ToolkitDir(var)));
-        }
-    }
-    for root in ["/usr/local/cuda", "/opt/cuda"] {
-        candidates.push((Path::new(root).join(IN_CUDA), Rule::UsualDir));
-    }
-    for site in (lookup.site_packages)(log) {
-        candidates.push((site.join(IN_WHEEL), Rule::Wheel));
-    }
-    if let Some(found) = first_usable(&candidates, lookup, log) {
-        return Ok(found);
-    }
-    let from_python: Vec<(PathBuf, Rule)> = (lookup.python_nvidia_dirs)(log)
-        .into_iter()
-        .map(|d| (d.join(IN_NVIDIA), Rule::WheelViaPython))
-        .collect();
-    Ok(first_usable(&from_python, lookup, log).unwrap_or(Found::Nothing))
-}
-
-/// The first candidate that is absolute and exists, logged as chosen; the ones before it are
-/// logged as skipped.
-fn first_usable(
-    candidates: &[(PathBuf, Rule)],
-    lookup: &Lookup<'_>,
-    log: &mut LoadLog,
-) -> Option<Found> {
-    let (path, rule) = candidates
-        .iter()
-        .find(|(p, _)| usable(p, None, lookup.is_file, log))?;
-    log.chose(path, *rule);
-    Some(Found::Searched(path.clone()))
+    file_search::find(&WANTED, lookup, log)
 }
 
 #[cfg(test)]
@@ -88,6 +40,7 @@ mod tests {
     use super::*;
     use std::cell::Cell;
     use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
 
     fn var(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
         move |k| {
