@@ -979,7 +979,7 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
 }
 
 /// With `FUZZ_PTX_DIR=DIR`: writes `ptx` to `DIR/stem.ptx` (errors are printed, not fatal).
-fn save_ptx(stem: &str, ptx: &str) {
+pub(crate) fn save_ptx(stem: &str, ptx: &str) {
     if let Ok(dir) = std::env::var("FUZZ_PTX_DIR") {
         let written = std::fs::create_dir_all(&dir)
             .and_then(|_| std::fs::write(format!("{dir}/{stem}.ptx"), ptx));

@@ -352,6 +352,20 @@ fn compare(
         }
     }
     let got = device_words(d, j, p);
+    // `FUZZ_BLOCK_DUMP=1`: a differing program's whole device rows and every thread's inputs
+    // (to tell the device, the model and the minimiser apart on a replay).
+    if !diffs.is_empty() && std::env::var_os("FUZZ_BLOCK_DUMP").is_some() {
+        for (t, row) in rows.iter().enumerate() {
+            let words: Vec<String> = row.iter().map(|w| format!("{w:#x}")).collect();
+            diffs.push(format!("dump: thread {t} row [{}]", words.join(", ")));
+        }
+        let words: Vec<String> = got.iter().map(|w| format!("{w:#x}")).collect();
+        diffs.push(format!("dump: target words [{}]", words.join(", ")));
+        diffs.push(format!(
+            "dump: inputs\n{}",
+            print::inputs_of(p, inputs, usize::MAX)
+        ));
+    }
     let mut n = 0;
     for (i, t) in p.targets.iter().enumerate() {
         for w in 0..t.init.len() {
@@ -435,6 +449,7 @@ fn run_batch(
 ) -> Result<()> {
     let mut progs = batch(seed, cfg);
     progs.truncate(count);
+    only_block(&mut progs, log);
     let threads = progs.first().map_or(32, |p| p.threads as usize);
     let inputs = batch_inputs(seed, threads);
     let contract = cfg.contract.for_seed(seed);
@@ -501,6 +516,20 @@ fn run_batch(
     Ok(())
 }
 
+/// `FUZZ_ONLY_BLOCK=J`: program J of each batch alone, printed (to replay one program of a
+/// campaign's report as it was drawn, without the minimiser).
+fn only_block(progs: &mut Vec<BlockProg>, log: &mut impl FnMut(&str)) {
+    if let Some(j) = std::env::var("FUZZ_ONLY_BLOCK")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        *progs = progs.iter().skip(j).take(1).cloned().collect();
+        for p in progs.iter() {
+            log(&format!("block program {j}:\n{}", print::rust(p, false)));
+        }
+    }
+}
+
 /// Runs `cfg.programs` block programs in batches of `per_kernel`; `log` receives a line per
 /// mismatch and progress.
 pub fn run(ctx: &Context, cfg: &Config, mut log: impl FnMut(&str)) -> Result<Report> {
@@ -520,6 +549,9 @@ pub fn run(ctx: &Context, cfg: &Config, mut log: impl FnMut(&str)) -> Result<Rep
             break;
         }
         let seed = cfg.seed.wrapping_add(b as u64);
+        if std::env::var_os("FUZZ_LOG_BATCH").is_some() {
+            log(&format!("block batch {b} (seed {seed})"));
+        }
         run_batch(&s, cfg, seed, cfg.programs - b * per, &mut r, &mut log)?;
         if (b + 1) % 20 == 0 {
             log(&format!(
@@ -542,13 +574,15 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
         let seed = cfg.seed.wrapping_add(b as u64);
         let mut progs = batch(seed, cfg);
         progs.truncate(cfg.programs - b * per);
+        only_block(&mut progs, &mut log);
         log(&format!(
             "block batch {b} (seed {seed}): {} programs",
             progs.len()
         ));
-        kernel("fuzzb", &progs, cfg.contract.for_seed(seed))?
+        let ptx = kernel("fuzzb", &progs, cfg.contract.for_seed(seed))?
             .0
             .compile_ptx(&opts)?;
+        crate::check::save_ptx(&format!("block-{seed}"), &ptx);
         n += 1;
     }
     Ok(n)

@@ -510,12 +510,17 @@ pub fn rust(p: &BlockProg, contract: bool) -> String {
 
 /// The inputs the program reads, per thread (first threads only).
 pub fn inputs_note(p: &BlockProg, inputs: &[Vec<Val>]) -> String {
+    inputs_of(p, inputs, 4)
+}
+
+/// The inputs the program reads, for the first `threads` threads.
+pub fn inputs_of(p: &BlockProg, inputs: &[Vec<Val>], threads: usize) -> String {
     let used = used_inputs(p);
     if used.is_empty() {
         return "// (reads no inputs)\n".into();
     }
     let mut s = String::new();
-    for (t, row) in inputs.iter().enumerate().take(4) {
+    for (t, row) in inputs.iter().enumerate().take(threads) {
         let vals: Vec<String> = used
             .iter()
             .map(|(ty, slot)| {
