@@ -266,12 +266,15 @@ fn becomes_a_loop(kind: AtomicKind, ty: ScalarTy) -> bool {
 /// again after the loop is what the compiler assumed; the lanes that entered the loop
 /// together are exactly the mask read before it, and each of them leaves the loop, so the
 /// wait cannot hang. The simulator has nothing to model: the lanes' results are the same.
+/// (Only from sm_70, where lanes are scheduled independently, and PTX 6.2.)
 pub(crate) fn lower_atomic<'c>(
     lw: &mut Lowerer<'c, '_>,
     a: &AtomicOp,
     ty: ScalarTy,
 ) -> Result<BasicValueEnum<'c>> {
-    if !becomes_a_loop(a.kind, ty) {
+    // Before sm_70 a warp's lanes run in lockstep and leave a loop together; `activemask`
+    // needs PTX 6.2.
+    if !becomes_a_loop(a.kind, ty) || lw.opts.sm() < (7, 0) || lw.opts.ptx_isa() < (6, 2) {
         return lower_atomic_op(lw, a, ty);
     }
     let i32t = lw.ctx.i32_type();
