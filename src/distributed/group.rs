@@ -128,12 +128,19 @@ impl ProcessGroup {
     }
 
     /// Runs `f` with the communicator (locked for the call); an error if it was aborted.
+    /// An NCCL call that fails aborts the communicator (its ranks cannot go on together).
     pub fn with_comm<R>(&self, f: impl FnOnce(&Communicator) -> Result<R>) -> Result<R> {
-        let guard = self.comm()?;
-        match guard.as_ref() {
-            Some(c) => f(c),
-            None => Err(self.broken_error()),
+        let res = {
+            let guard = self.comm()?;
+            match guard.as_ref() {
+                Some(c) => f(c),
+                None => return Err(self.broken_error()),
+            }
+        };
+        if let Err(e @ Error::Nccl { .. }) = &res {
+            self.abort(&format!("an NCCL call failed: {e}"));
         }
+        res
     }
 
     fn comm(&self) -> Result<MutexGuard<'_, Option<Communicator>>> {
