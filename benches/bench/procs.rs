@@ -81,17 +81,18 @@ impl Bench {
                         .map(|l| (w.to_string(), l))
                 })
                 .collect();
-            if let Some(why) = self.multi_unavailable(2, true) {
+            let world = self.opts.gpus;
+            if let Some(why) = self.multi_unavailable(world, true) {
                 for (w, l) in &all {
                     Rec::new(w, l).skip(&why).emit();
                 }
                 continue;
             }
-            let why = match self.run_ranks(&works, sockets) {
+            let why = match self.run_ranks(&works, sockets, world) {
                 Ok(seen) => {
                     for (w, l) in all.iter().filter(|k| !seen.contains(k)) {
                         Rec::new(w, l)
-                            .devices(2)
+                            .devices(world)
                             .error("rank 0 wrote no record for this row")
                             .emit();
                     }
@@ -101,22 +102,23 @@ impl Bench {
             };
             eprintln!("bench: two-process rows: {why}");
             for (w, l) in &all {
-                Rec::new(w, l).devices(2).error(&why).emit();
+                Rec::new(w, l).devices(world).error(&why).emit();
             }
         }
         Ok(())
     }
 
-    /// Runs `works` as two ranks of this binary; rank 0's record lines are printed; returns
-    /// the (work, size) of the records seen, or why the ranks failed.
-    fn run_ranks(&self, works: &[&str], sockets: bool) -> Res<Vec<(String, String)>> {
+    /// Runs `works` as `world` ranks of this binary (two; one with `--gpus 1`, a rehearsal);
+    /// rank 0's record lines are printed; returns the (work, size) of the records seen, or
+    /// why the ranks failed.
+    fn run_ranks(&self, works: &[&str], sockets: bool, world: usize) -> Res<Vec<(String, String)>> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .map_err(|e| format!("no free port: {e}"))?;
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut kids = Vec::new();
-        for r in 0..2 {
+        for r in 0..world {
             let mut c = Command::new(&exe);
             c.args(std::env::args().skip(1))
                 .env(RANK_ENV, works.join(","))
@@ -125,7 +127,7 @@ impl Bench {
                 .env("MASTER_PORT", port.to_string())
                 .env("RANK", r.to_string())
                 .env("LOCAL_RANK", r.to_string())
-                .env("WORLD_SIZE", "2")
+                .env("WORLD_SIZE", world.to_string())
                 .env("CUDAJIT_RENDEZVOUS_TIMEOUT", "120")
                 .env("CUDAJIT_NCCL_TIMEOUT", "300")
                 .stdout(if r == 0 {
@@ -157,7 +159,7 @@ impl Bench {
         });
         let limit = Duration::from_secs(if self.opts.quick { 180 } else { 900 });
         let t0 = Instant::now();
-        let mut codes: Vec<Option<std::process::ExitStatus>> = vec![None, None];
+        let mut codes: Vec<Option<std::process::ExitStatus>> = vec![None; world];
         while codes.iter().any(Option::is_none) {
             for (k, c) in kids.iter_mut().zip(codes.iter_mut()) {
                 if c.is_none() {
@@ -221,7 +223,7 @@ pub(crate) fn rank_main(opts: &Opts) -> ExitCode {
         for label in labels(&r.sizes, w) {
             if let Err(e) = r.run(w, &label) {
                 eprintln!("bench rank {}: {w} {label}: {e}", r.group.rank());
-                r.emit(Rec::new(w, &label).devices(2).error(&e));
+                r.emit(Rec::new(w, &label).devices(r.group.size()).error(&e));
                 code = ExitCode::FAILURE;
                 if e.contains("communicator") {
                     return code; // the group is gone: nothing more can run
@@ -326,10 +328,11 @@ impl Ranked<'_> {
             .map(|(a, b, c)| format!("NCCL {a}.{b}.{c}"))
             .unwrap_or_else(|_| "NCCL ?".into());
         format!(
-            "{v}; {}; two processes (ProcessGroup::from_env), one GPU each; per iteration the \
+            "{v}; {}; {} processes (ProcessGroup::from_env), one GPU each; per iteration the \
              slower rank's CUDA-event time on its group stream, median; ranks aligned by a \
              barrier after warm-up",
-            transport(self.sockets)
+            transport(self.sockets),
+            self.group.size()
         )
     }
 
@@ -349,23 +352,32 @@ impl Ranked<'_> {
         self.c(g.with_comm(|c| c.all_reduce_in_place(&mut buf, ReduceOp::Sum, s)))?;
         self.c(g.wait("all_reduce"))?;
         let got = self.c(buf.to_vec_async(s))?;
-        let (h0, h1) = (host(0), host(1));
-        // Two operands: the f32 sum is exact whatever order NCCL adds in.
-        check(work, n, |i| got[i] as f64, |i| (h0[i] + h1[i]) as f64, 0.0)?;
-        drop((got, h0, h1));
+        let hosts: Vec<Vec<f32>> = (0..g.size()).map(host).collect();
+        // Two operands: the f32 sum is exact whatever order NCCL adds in (more: rounding).
+        let tol = if g.size() <= 2 { 0.0 } else { 1e-6 };
+        check(
+            work,
+            n,
+            |i| got[i] as f64,
+            |i| hosts.iter().map(|h| h[i]).sum::<f32>() as f64,
+            tol,
+        )?;
+        drop((got, hosts));
         self.c(buf.fill_async(0.0, s))?; // in-place sums double: time on zeros
         let t =
             self.time(&mut || g.with_comm(|c| c.all_reduce_in_place(&mut buf, ReduceOp::Sum, s)))?;
         let rec = Rec::new(work, label).times(&t);
         let ms = rec.ms.unwrap_or(f64::NAN);
-        let busbw = bytes as f64 / (ms * 1e-3) / 1e9; // 2(n-1)/n = 1 for two ranks
+        let ranks = g.size() as f64;
+        let busbw = bytes as f64 / (ms * 1e-3) / 1e9 * 2.0 * (ranks - 1.0) / ranks;
         self.emit(
             rec.variant(format!(
-                "Communicator::all_reduce_in_place (sum), two processes, {}",
+                "Communicator::all_reduce_in_place (sum), {} processes, {}",
+                g.size(),
                 transport(self.sockets)
             ))
             .bytes(bytes)
-            .devices(2)
+            .devices(g.size())
             .busbw_gbs(busbw)
             .note(format!(
                 "{}; checked against the host, timed on zero-filled buffers",
@@ -378,7 +390,13 @@ impl Ranked<'_> {
     /// This rank's half of `n_multi` f32 from its own seed (as torch's rows), as a shard.
     fn half(&self, salt: &str, lo: f32) -> Res<(Vec<f32>, RankShardedArray<f32>)> {
         let (g, s) = (&self.group, self.group.stream());
-        let half = self.sizes.n_multi / g.size();
+        // The last rank takes what an uneven split leaves.
+        let per = self.sizes.n_multi / g.size();
+        let half = if g.rank() + 1 == g.size() {
+            self.sizes.n_multi - per * (g.size() - 1)
+        } else {
+            per
+        };
         let h = rand_f32(half, self.seed(&format!("{salt}/{}", g.rank())), lo, 1.0);
         let d = self.c(s.to_device(&h[..]))?;
         self.c(s.synchronize())?;
@@ -404,7 +422,8 @@ impl Ranked<'_> {
         self.emit(
             Rec::new(work, label)
                 .variant(format!(
-                    "RankShardedArray::sum_into a device scalar, two processes, {}",
+                    "RankShardedArray::sum_into a device scalar, {} processes, {}",
+                    g.size(),
                     transport(self.sockets)
                 ))
                 .times(&t)
@@ -420,7 +439,7 @@ impl Ranked<'_> {
     }
 
     fn add(&self, work: &str, label: &str) -> Res<()> {
-        let (g, s) = (&self.group, self.group.stream());
+        let g = &self.group;
         let (ha, a) = self.half("procs_add/a", -1.0)?;
         let (hb, b) = self.half("procs_add/b", -1.0)?;
         let mut c = self.c(a.alloc_like::<f32>())?;
@@ -439,12 +458,12 @@ impl Ranked<'_> {
             0.0,
         )?;
         drop((got, ha, hb));
-        let _ = s;
         let t = self.time(&mut || add.apply_ranks((&a, &b), &mut c))?;
         self.emit(
             Rec::new(work, label)
                 .variant(format!(
-                    "Elementwise::apply_ranks x + y, two processes, {}",
+                    "Elementwise::apply_ranks x + y, {} processes, {}",
+                    g.size(),
                     transport(self.sockets)
                 ))
                 .times(&t)
