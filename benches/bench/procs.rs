@@ -412,7 +412,7 @@ impl Ranked<'_> {
         let exact = self.all_sum_f64(mine)?;
         let got = self.c(x.sum())? as f64;
         let rel = ((got - exact) / exact).abs();
-        if !(rel <= 1e-5) {
+        if rel.is_nan() || rel > 1e-5 {
             return Err(format!(
                 "{work}: got {got}, want {exact} (relative error {rel:.1e})"
             ));
