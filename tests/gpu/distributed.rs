@@ -38,7 +38,8 @@ fn two_gpus_with_nccl() -> bool {
 }
 
 /// Runs the worker test `test` as two ranks (this binary again, `CHILD=test`), with `extra`
-/// variables; returns each rank's exit success and output, killing ranks after `limit`.
+/// variables; returns each rank's exit success and standard output (their standard error
+/// goes to this test's), killing ranks after `limit`.
 fn run_ranks(test: &str, extra: &[(&str, &str)], limit: Duration) -> Vec<(bool, String)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -62,9 +63,21 @@ fn run_ranks(test: &str, extra: &[(&str, &str)], limit: Duration) -> Vec<(bool, 
                 .env("CUDAJIT_RENDEZVOUS_TIMEOUT", "60")
                 .envs(extra.iter().copied())
                 .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
+                .stderr(Stdio::inherit())
                 .spawn()
                 .unwrap()
+        })
+        .collect();
+    // Each rank's output read as it comes (a full pipe would stop the rank).
+    let readers: Vec<_> = kids
+        .iter_mut()
+        .map(|k| {
+            let mut out = k.stdout.take().unwrap();
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = out.read_to_string(&mut text);
+                text
+            })
         })
         .collect();
     let t0 = Instant::now();
@@ -88,14 +101,10 @@ fn run_ranks(test: &str, extra: &[(&str, &str)], limit: Duration) -> Vec<(bool, 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    kids.iter_mut()
+    readers
+        .into_iter()
         .zip(done)
-        .map(|(k, ok)| {
-            let mut out = String::new();
-            k.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-            k.stderr.take().unwrap().read_to_string(&mut out).unwrap();
-            (ok.unwrap_or(false), out)
-        })
+        .map(|(r, ok)| (ok.unwrap_or(false), r.join().unwrap_or_default()))
         .collect()
 }
 
