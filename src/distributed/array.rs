@@ -147,6 +147,11 @@ impl<T: DeviceCopy, D: Dimension> RankShardedArray<T, D> {
     /// A new array of the same layout and group as `self`, uninitialised (no collective: the
     /// layout is already agreed).
     pub fn alloc_like<U: DeviceCopy + AnyBitPattern>(&self) -> Result<RankShardedArray<U, D>> {
+        self.alloc_same_layout()
+    }
+
+    /// [`alloc_like`](Self::alloc_like) for outputs that a kernel writes whole.
+    pub(crate) fn alloc_same_layout<U: DeviceCopy>(&self) -> Result<RankShardedArray<U, D>> {
         Ok(RankShardedArray {
             group: self.group.clone(),
             dim: self.dim.clone(),

@@ -4,7 +4,9 @@
 //! [`ShardedArray`](crate::sharded::ShardedArray) (which splits over the GPUs of one
 //! process): reductions whose value every rank gets, elementwise kernels
 //! ([`Elementwise::apply_ranks`](crate::ops::Elementwise::apply_ranks)), and gathers of the
-//! whole array to every rank.
+//! whole array to every rank, and scans of the whole array in C order
+//! ([`RankShardedArray::scan`], `cumsum`: each rank's total all-gathered, then every rank scans
+//! its shard from the totals of the ranks before it).
 //!
 //! The processes meet as `torch.distributed`'s do (`MASTER_ADDR`, `MASTER_PORT`, `RANK`,
 //! `WORLD_SIZE`: [`ProcessGroup::from_env`]), or over a [`Communicator`](crate::nccl::Communicator)
@@ -40,6 +42,7 @@ mod ew;
 mod group;
 mod layout;
 mod reduce;
+mod scan;
 
 pub use array::RankShardedArray;
 pub use ew::{RankArg, RankArgs, RankLayout, RankOutArgs};

@@ -237,6 +237,34 @@ fn worker_arrays() {
     let want2: Vec<f32> = (0..n).map(|i| 0.5 * hx[i] + hy[i] + i as f32).collect();
     assert_eq!(called.to_vec().unwrap(), want2);
 
+    // Scans over both ranks: rank 1's part starts from rank 0's total.
+    let c = x.cumsum().unwrap();
+    let mut run = 0f32;
+    let want: Vec<f32> = hx
+        .iter()
+        .map(|&v| {
+            run += v;
+            run
+        })
+        .collect();
+    assert_eq!(c.to_vec().unwrap(), want); // integers: exact in f32
+    let sumscan = cudajit::ops::Scan::<i64>::new("dist_scan", |a, b| a + b, 0).unwrap();
+    let hl: Vec<i64> = (0..n as i64).map(|i| i % 13 - 6).collect();
+    let xl = RankShardedArray::from_host(&g, &hl).unwrap();
+    let ex = xl
+        .scan(&sumscan, cudajit::ops::ScanKind::Exclusive)
+        .unwrap();
+    let mut acc = 0i64;
+    let want: Vec<i64> = hl
+        .iter()
+        .map(|&v| {
+            let before = acc;
+            acc += v;
+            before
+        })
+        .collect();
+    assert_eq!(ex.to_vec().unwrap(), want);
+
     // Another split: a clear error, no launch.
     let add =
         Elementwise::<(Elem<f32>, Elem<f32>), Expr<f32>>::new("dist_add", |(a, b)| a + b).unwrap();
@@ -280,6 +308,7 @@ fn worker_arrays() {
     assert_eq!(tiny.rows(1), 1..1);
     assert_eq!((tiny.sum().unwrap(), tiny.min().unwrap()), (7.5, 7.5));
     assert_eq!(tiny.to_vec().unwrap(), vec![7.5]);
+    assert_eq!(tiny.cumsum().unwrap().to_vec().unwrap(), vec![7.5]);
     let z = RankShardedArray::<f32>::zeros(&g, 0usize).unwrap();
     assert_eq!(z.sum().unwrap(), 0.0);
     assert!(z.max().unwrap_err().to_string().contains("empty"));
