@@ -261,6 +261,21 @@ impl Ranked<'_> {
         }
     }
 
+    /// Every rank's check agreed on (an all-reduce of a failure flag), so that no rank goes on
+    /// to the timed collectives alone: this rank's error, or that another rank's check failed.
+    fn agree(&self, mine: Res<()>) -> Res<()> {
+        let (g, s) = (&self.group, self.group.stream());
+        let mut flag = self.c(s.to_device(&[u32::from(mine.is_err())][..]))?;
+        self.c(g.with_comm(|c| c.all_reduce_in_place(&mut flag, ReduceOp::Max, s)))?;
+        self.c(g.wait("agreeing on the checks"))?;
+        let any = self.c(flag.to_vec_async(s))?[0];
+        mine?;
+        if any > 0 {
+            return Err("another rank's check failed (its standard error says why)".into());
+        }
+        Ok(())
+    }
+
     /// A device scalar all-reduced (sum) over the ranks, to the host.
     fn all_sum_f64(&self, v: f64) -> Res<f64> {
         let s = self.group.stream();
@@ -355,12 +370,15 @@ impl Ranked<'_> {
         let hosts: Vec<Vec<f32>> = (0..g.size()).map(host).collect();
         // Two operands: the f32 sum is exact whatever order NCCL adds in (more: rounding).
         let tol = if g.size() <= 2 { 0.0 } else { 1e-6 };
-        check(
-            work,
-            n,
-            |i| got[i] as f64,
-            |i| hosts.iter().map(|h| h[i]).sum::<f32>() as f64,
-            tol,
+        self.agree(
+            check(
+                work,
+                n,
+                |i| got[i] as f64,
+                |i| hosts.iter().map(|h| h[i]).sum::<f32>() as f64,
+                tol,
+            )
+            .map(drop),
         )?;
         drop((got, hosts));
         self.c(buf.fill_async(0.0, s))?; // in-place sums double: time on zeros
@@ -412,11 +430,13 @@ impl Ranked<'_> {
         let exact = self.all_sum_f64(mine)?;
         let got = self.c(x.sum())? as f64;
         let rel = ((got - exact) / exact).abs();
-        if rel.is_nan() || rel > 1e-5 {
-            return Err(format!(
+        self.agree(if rel.is_nan() || rel > 1e-5 {
+            Err(format!(
                 "{work}: got {got}, want {exact} (relative error {rel:.1e})"
-            ));
-        }
+            ))
+        } else {
+            Ok(())
+        })?;
         let mut out = self.c(s.zeros::<f32, _>(1))?;
         let t = self.time(&mut || x.sum_into(&mut out))?;
         self.emit(
@@ -450,12 +470,15 @@ impl Ranked<'_> {
         self.c(add.apply_ranks((&a, &b), &mut c))?;
         self.c(g.wait("add"))?;
         let got = self.c(c.local_to_vec())?;
-        check(
-            work,
-            ha.len(),
-            |i| got[i] as f64,
-            |i| (ha[i] + hb[i]) as f64,
-            0.0,
+        self.agree(
+            check(
+                work,
+                ha.len(),
+                |i| got[i] as f64,
+                |i| (ha[i] + hb[i]) as f64,
+                0.0,
+            )
+            .map(drop),
         )?;
         drop((got, ha, hb));
         let t = self.time(&mut || add.apply_ranks((&a, &b), &mut c))?;
