@@ -41,11 +41,21 @@ fn two_gpus_with_nccl() -> bool {
 /// variables; returns each rank's exit success and standard output (their standard error
 /// goes to this test's), killing ranks after `limit`.
 fn run_ranks(test: &str, extra: &[(&str, &str)], limit: Duration) -> Vec<(bool, String)> {
+    run_world(test, 2, extra, limit)
+}
+
+/// [`run_ranks`] with `world` ranks.
+fn run_world(
+    test: &str,
+    world: usize,
+    extra: &[(&str, &str)],
+    limit: Duration,
+) -> Vec<(bool, String)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .unwrap()
         .port();
-    let mut kids: Vec<_> = (0..2)
+    let mut kids: Vec<_> = (0..world)
         .map(|r| {
             Command::new(std::env::current_exe().unwrap())
                 .args([
@@ -59,7 +69,7 @@ fn run_ranks(test: &str, extra: &[(&str, &str)], limit: Duration) -> Vec<(bool, 
                 .env("MASTER_ADDR", "127.0.0.1")
                 .env("MASTER_PORT", port.to_string())
                 .env("RANK", r.to_string())
-                .env("WORLD_SIZE", "2")
+                .env("WORLD_SIZE", world.to_string())
                 .env("CUDAJIT_RENDEZVOUS_TIMEOUT", "60")
                 .envs(extra.iter().copied())
                 .stdout(Stdio::piped())
@@ -81,7 +91,7 @@ fn run_ranks(test: &str, extra: &[(&str, &str)], limit: Duration) -> Vec<(bool, 
         })
         .collect();
     let t0 = Instant::now();
-    let mut done: Vec<Option<bool>> = vec![None, None];
+    let mut done: Vec<Option<bool>> = vec![None; world];
     while done.iter().any(Option::is_none) {
         for (k, d) in kids.iter_mut().zip(done.iter_mut()) {
             if d.is_none() {
@@ -155,6 +165,37 @@ fn a_dead_rank_is_an_error_not_a_hang() {
     println!("--- rank 0 ---\n{out0}\n--- rank 1 ---\n{}", got[1].1);
     assert!(ok0, "rank 0 did not get its error in time:\n{out0}");
     assert!(out0.contains("DIST RANK OK"), "{out0}");
+}
+
+/// On the simulator a process group cannot be made: a clear error on its rank, not a crash
+/// or a hang (the rank is a child process, so torch's variables stay out of this one).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn simulator_refuses_a_process_group_clearly() {
+    if !cudajit::on_simulator() {
+        println!("skipping: this checks the simulator's refusal");
+        return;
+    }
+    let got = run_world(
+        "distributed::worker_simulator_refusal",
+        1,
+        &[("CUDAJIT_SIMULATOR", "1")],
+        Duration::from_secs(120),
+    );
+    assert!(got[0].0, "the rank failed:\n{}", got[0].1);
+    assert!(got[0].1.contains("DIST RANK OK"), "{}", got[0].1);
+}
+
+/// The rank of `simulator_refuses_a_process_group_clearly`.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn worker_simulator_refusal() {
+    if std::env::var(CHILD).is_err() {
+        return;
+    }
+    let e = ProcessGroup::from_env().unwrap_err().to_string();
+    assert!(e.contains("simulator"), "{e}");
+    say("DIST RANK OK");
 }
 
 /// The rank's group, made from the variables the launcher set.
