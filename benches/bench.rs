@@ -76,6 +76,12 @@ const WORKS: &[&str] = &[
     "add_sharded",
     "scan_1gpu",
     "scan_sharded",
+    "all_reduce_procs",
+    "sum_procs",
+    "add_procs",
+    "all_reduce_sockets",
+    "sum_sockets",
+    "add_sockets",
     "matmul_f32",
     "matmul_tf32",
     "matmul_f16",
@@ -116,6 +122,10 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         };
+    }
+    if std::env::var(procs::RANK_ENV).is_ok() {
+        // A rank of the two-process rows, started by the bench itself.
+        return procs::rank_main(&opts);
     }
     if let Ok(spec) = std::env::var(runtime::CHILD_ENV) {
         return match runtime::new_process_child(&spec) {
@@ -182,6 +192,8 @@ mod multi;
 mod opts;
 #[path = "bench/ours.rs"]
 mod ours;
+#[path = "bench/procs.rs"]
+mod procs;
 #[path = "bench/record.rs"]
 mod record;
 #[path = "bench/wgmma_gemm.rs"]
@@ -287,6 +299,17 @@ impl Bench {
             ),
             (
                 &[
+                    "all_reduce_procs",
+                    "sum_procs",
+                    "add_procs",
+                    "all_reduce_sockets",
+                    "sum_sockets",
+                    "add_sockets",
+                ],
+                Bench::procs,
+            ),
+            (
+                &[
                     "matmul_f32",
                     "matmul_tf32",
                     "matmul_f16",
@@ -344,6 +367,9 @@ impl Bench {
             }
             "sum_1gpu" | "sum_sharded" | "add_1gpu" | "add_sharded" | "scan_1gpu"
             | "scan_sharded" => size_1d(s.n_multi, "f32"),
+            w if w.ends_with("_procs") || w.ends_with("_sockets") => {
+                procs::labels(s, w).pop().unwrap_or_default()
+            }
             _ => size_1d(s.n, "f32"),
         }
     }

@@ -60,6 +60,16 @@ WORKS = [
     "add_sharded",
     "scan_1gpu",
     "scan_sharded",
+    # Two processes, one GPU each (torch.distributed): our side's rows run as two processes
+    # too (the bench starts itself as ranks). The *_procs rows' torch column is torch's
+    # all_reduce / sum_sharded / add_sharded rows of the same run (report.py); the *_sockets
+    # rows are torch's run again with NCCL's socket transport forced.
+    "all_reduce_procs",
+    "sum_procs",
+    "add_procs",
+    "all_reduce_sockets",
+    "sum_sockets",
+    "add_sockets",
     "matmul_f32",
     "matmul_tf32",
     "matmul_f16",
@@ -75,6 +85,13 @@ WORKS = [
 ]
 # The multi-GPU rows that need two devices (sum_1gpu and add_1gpu run on one).
 MULTI_WORKS = ("peer_copy", "all_reduce", "sum_sharded", "add_sharded")
+# The torch.distributed works rerun with NCCL's socket transport forced, and their names there.
+SOCKET_WORKS = {"all_reduce": "all_reduce_sockets", "sum_sharded": "sum_sockets",
+                "add_sharded": "add_sockets"}
+SOCKET_VARS = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+# Our two-process rows whose torch column is the torch.distributed row of this name.
+PROCS_WORKS = {"all_reduce": "all_reduce_procs", "sum_sharded": "sum_procs",
+               "add_sharded": "add_procs"}
 # nccl-tests' way of timing an all-reduce: the average over this many back-to-back iterations.
 NCCL_TESTS_ITERS = 20
 IMPLS = ["torch", "cupy", "numba"]
@@ -1359,9 +1376,10 @@ def multi_labels(r, work):
     """Every size label of a multi-GPU work's rows."""
     if work == "peer_copy":
         return [peer_label(r.sizes.peer_bytes, 0, 1), peer_label(r.sizes.peer_bytes, 1, 0)]
-    if work == "all_reduce":
+    base = {v: k for k, v in SOCKET_WORKS.items()}.get(work, work)
+    if base == "all_reduce":
         return [all_reduce_label(b) for b in r.sizes.all_reduce_bytes]
-    return [r.sizes.label(work)]
+    return [r.sizes.label(base)]
 
 
 def emit_multi(r, works, impl, **fields):
@@ -1605,12 +1623,22 @@ def w_sharded(r):
     """all_reduce, sum_sharded, add_sharded and scan_sharded: torch.distributed (one process
     per GPU, NCCL) and CuPy (one process, cupy.cuda.nccl over both devices)."""
     works = [w for w in ("all_reduce", "sum_sharded", "add_sharded", "scan_sharded")
-             if r.selected(w)]
+             if r.selected(w) or r.selected(PROCS_WORKS.get(w, ""))]
     g = r.args.gpus
     torch = multi_setup(r, works, "torch", torch_multi(g))
     if torch is not None:
         r.free_all()
-        run_dist(r, works, g)
+        if works:
+            run_dist(r, works, g)
+    # torch.distributed again with NCCL's socket transport (the two-host stand-in): rows
+    # named by SOCKET_WORKS, beside our two-process rows over sockets.
+    sock = [w for w in SOCKET_WORKS if r.selected(SOCKET_WORKS[w])]
+    named = [SOCKET_WORKS[w] for w in sock]
+    if sock and multi_setup(r, named, "torch", torch_multi(g)) is not None:
+        r.free_all()
+        run_dist(r, sock, g, sockets=True)
+    if not works:
+        return
     cp = multi_setup(r, works, "cupy", cupy_multi(g))
     if cp is not None:
         try:
@@ -1803,9 +1831,10 @@ def cupy_collectives(r, cp, nccl, comms, works):
 # torch.distributed: one process per GPU.
 
 
-def run_dist(r, works, world):
+def run_dist(r, works, world, sockets=False):
     """Runs _dist_worker on ranks 0..world (spawned processes, NCCL, a file store in a new
-    temporary folder) and prints the records rank 0 sends back."""
+    temporary folder) and prints the records rank 0 sends back. sockets: with NCCL's socket
+    transport forced (SOCKET_VARS in the workers), the rows named by SOCKET_WORKS."""
     import queue
     import shutil
     import tempfile
@@ -1814,8 +1843,10 @@ def run_dist(r, works, world):
     import torch.multiprocessing as tmp
 
     if not dist.is_available() or not dist.is_nccl_available():
-        emit_multi(r, works, "torch", skip="torch.distributed with NCCL is not available")
+        emit_multi(r, [SOCKET_WORKS[w] for w in works] if sockets else works, "torch",
+                   skip="torch.distributed with NCCL is not available")
         return
+    rename = {w: SOCKET_WORKS[w] for w in works} if sockets else {}
     folder = tempfile.mkdtemp(prefix="cudajit-peers-dist-")
     cfg = dict(
         works=works,
@@ -1827,6 +1858,8 @@ def run_dist(r, works, world):
         seed=r.next_seed(),
         init="file://" + os.path.join(folder, "store"),
         verbose=r.args.verbose,
+        env=SOCKET_VARS if sockets else {},
+        rename=rename,
     )
     ctx = tmp.get_context("spawn")
     q = ctx.Queue()
@@ -1867,6 +1900,7 @@ def run_dist(r, works, world):
         shutil.rmtree(folder, ignore_errors=True)
     why = "; ".join(fatal) or "no result from the torch.distributed workers"
     for w in works:
+        w = rename.get(w, w)
         for label in multi_labels(r, w):
             if (w, label) not in seen:
                 emit(work=w, size=label, impl="torch", devices=world, error=why)
@@ -1880,6 +1914,8 @@ def _dist_worker(rank, world, cfg, q):
     warm-up and a barrier; per iteration the slower rank's time counts (gathered to rank 0),
     and "ms" is the median over iterations."""
     try:
+        # Before NCCL reads its environment (the socket transport for the *_sockets rows).
+        os.environ.update(cfg.get("env", {}))
         import torch
         import torch.distributed as dist
 
@@ -1923,6 +1959,10 @@ def _dist_worker(rank, world, cfg, q):
     def row(work, label, variant, setup, bytes_, note, busbw=False, per=1, **kw):
         """setup() checks the result and returns the timed fn; a failing check on any rank is
         an error line (all ranks agree first, so none waits in a collective alone)."""
+        work = cfg.get("rename", {}).get(work, work)
+        if cfg.get("env"):
+            variant += ", NCCL sockets forced (%s)" % " ".join(
+                "%s=%s" % kv for kv in sorted(cfg["env"].items()))
         err, fn = None, None
         try:
             fn = setup()
@@ -2300,7 +2340,8 @@ RUNNERS = [
     (("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"), w_transfers),
     (("peer_copy",), w_peer_copy),
     (("sum_1gpu", "add_1gpu", "scan_1gpu"), w_one_gpu),
-    (("all_reduce", "sum_sharded", "add_sharded", "scan_sharded"), w_sharded),
+    (("all_reduce", "sum_sharded", "add_sharded", "scan_sharded", "all_reduce_procs",
+      "sum_procs", "add_procs", "all_reduce_sockets", "sum_sockets", "add_sockets"), w_sharded),
     (("matmul_f32", "matmul_tf32", "matmul_f16", "matmul_bf16", "matmul_fp8",
       "matmul_batched", "matmul_splitk", "gemm_bias_gelu"), w_matmul),
     (("attention", "attention_causal"), w_attention),

@@ -46,6 +46,12 @@ WORKS = [
     "add_sharded",
     "scan_1gpu",
     "scan_sharded",
+    "all_reduce_procs",
+    "sum_procs",
+    "add_procs",
+    "all_reduce_sockets",
+    "sum_sockets",
+    "add_sockets",
 ]
 OURS = "cudajit"
 PEERS = ["torch", "cupy", "numba"]
@@ -53,13 +59,23 @@ ELEMENTWISE = {"add", "axpy", "chain", "add_f64", "bcast_add"}
 TRANSFERS = {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"}
 # The multi-GPU rows: their own table (device count, topology, bus bandwidth, scaling).
 MULTI = ["peer_copy", "all_reduce", "sum_1gpu", "sum_sharded", "add_1gpu", "add_sharded",
-         "scan_1gpu", "scan_sharded"]
-# A sharded row and its one-GPU baseline.
-SHARDED = {"sum_sharded": "sum_1gpu", "add_sharded": "add_1gpu", "scan_sharded": "scan_1gpu"}
+         "scan_1gpu", "scan_sharded", "all_reduce_procs", "sum_procs", "add_procs",
+         "all_reduce_sockets", "sum_sockets", "add_sockets"]
+# A sharded row and its one-GPU baseline (the two-process rows too: ours over ours).
+SHARDED = {"sum_sharded": "sum_1gpu", "add_sharded": "add_1gpu", "scan_sharded": "scan_1gpu",
+           "sum_procs": "sum_1gpu", "add_procs": "add_1gpu",
+           "sum_sockets": "sum_1gpu", "add_sockets": "add_1gpu"}
+# Our two-process rows (each side two processes, one GPU each) whose torch column is
+# torch.distributed's row of another name in the same run (peers.py runs torch one way).
+TORCH_FROM = {"all_reduce_procs": "all_reduce", "sum_procs": "sum_sharded",
+              "add_procs": "add_sharded"}
+# The all-reduce rows: busbw, held to torch's rate.
+ALL_REDUCE = {"all_reduce", "all_reduce_procs", "all_reduce_sockets"}
 # The sharded rows' bar: at least this speed-up over one GPU (issue 12), for the rows that
 # have one (a sharded scan reads its shards twice: no bar, the scaling is shown).
 SHARDED_BAR = 1.95
-SHARDED_BARRED = {"sum_sharded", "add_sharded"}
+SHARDED_BARRED = {"sum_sharded", "add_sharded", "sum_procs", "add_procs", "sum_sockets",
+                  "add_sockets"}
 
 
 def load(paths):
@@ -277,7 +293,7 @@ def multi_bar(row, base):
         return "-"
     if row.work not in SHARDED.values() and row.ours.get("devices") == 1:
         return "- (one device: a rehearsal, --gpus 1)"
-    if row.work in ("peer_copy", "all_reduce"):
+    if row.work == "peer_copy" or row.work in ALL_REDUCE:
         t = row.ratio(row.peer["torch"])
         if t is None:
             return "- (no torch)"
@@ -357,6 +373,12 @@ def render(recs, topo=None):
     groups = {}
     for r in data:
         groups.setdefault((r["work"], r.get("size", "?")), []).append(r)
+    # torch.distributed's rows also stand in the two-process rows named after them.
+    for alias, base in TORCH_FROM.items():
+        for (w, size), recs in list(groups.items()):
+            if w == base and any(k == (alias, size) for k in groups):
+                groups[(alias, size)] += [dict(r, work=alias) for r in recs
+                                          if r.get("impl") == "torch"]
     order = {w: i for i, w in enumerate(WORKS)}
     keys = sorted(groups, key=lambda k: (order.get(k[0], len(WORKS)), k[0], size_key(k[1])))
     rows = [Row(w, s, groups[(w, s)]) for w, s in keys]

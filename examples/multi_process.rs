@@ -1,8 +1,10 @@
 //! NCCL across processes: this example starts N copies of itself (one per GPU, as `torchrun`
 //! would), each finds its rank in torch's variables (`MASTER_ADDR`, `MASTER_PORT`, `RANK`,
-//! `WORLD_SIZE`), meets the others through `Communicator::from_env`, all-reduces a buffer, and
-//! sums its shard of one array whose shards live in different processes (the total
-//! all-reduced); every rank checks both against the host.
+//! `WORLD_SIZE`), meets the others through `ProcessGroup::from_env` (a `Communicator` over the
+//! processes and a stream), all-reduces a buffer, and works on one array whose shards live in
+//! different processes (`RankShardedArray`, one shard per rank): its sum (every rank gets the
+//! whole array's), an elementwise `2x + index` on every rank's shard, and the result gathered
+//! whole to every rank; every rank checks everything against the host.
 //!
 //! ```sh
 //! cargo run --release --example multi_process            # one process per GPU
@@ -16,8 +18,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use cudajit::nccl::{self, Communicator, ReduceOp};
-use cudajit::ops::ReduceOps;
+use cudajit::codegen::Expr;
+use cudajit::distributed::{ProcessGroup, RankShardedArray};
+use cudajit::nccl::{self, ReduceOp};
+use cudajit::ops::{Elem, Elementwise, Index};
 use cudajit::prelude::*;
 
 /// Elements of the all-reduced buffer and of the whole sharded array.
@@ -98,27 +102,22 @@ fn launcher() -> i32 {
     code
 }
 
-/// One rank: meet, all-reduce, sum this rank's shard, check.
+/// One rank: meet, all-reduce, then sum, transform and gather an array sharded over the
+/// processes; check.
 fn rank_main() -> Result<()> {
     let t0 = std::time::Instant::now();
-    let dev = Device::get(
-        std::env::var("RANK")
-            .ok()
-            .and_then(|r| r.parse::<usize>().ok())
-            .unwrap_or(0)
-            % cudajit::device_count()?,
-    )?;
-    let comm = Communicator::from_env(&dev)?;
-    let (rank, world) = (comm.rank(), comm.size());
-    let ctx = comm.context().clone();
-    let s = ctx.new_stream()?;
+    // The GPU: LOCAL_RANK if set, else RANK modulo the GPUs there are.
+    let group = ProcessGroup::from_env()?;
+    let (rank, world) = (group.rank(), group.size());
+    let s = group.stream();
     let met = t0.elapsed();
 
-    // All-reduce: rank r contributes r + 1 in every element.
+    // All-reduce through the group's communicator: rank r contributes r + 1 in every element.
     let mut buf = s.to_device(&vec![(rank + 1) as f32; N])?;
-    comm.all_reduce_in_place(&mut buf, ReduceOp::Sum, &s)?;
+    group.with_comm(|c| c.all_reduce_in_place(&mut buf, ReduceOp::Sum, s))?;
+    group.wait("all-reduce")?;
     let want = (world * (world + 1) / 2) as f32;
-    let got = buf.to_vec_async(&s)?;
+    let got = buf.to_vec_async(s)?;
     if let Some(i) = got.iter().position(|&v| v != want) {
         return Err(Error::Usage(format!(
             "all-reduce: element {i} is {}, want {want}",
@@ -126,29 +125,47 @@ fn rank_main() -> Result<()> {
         )));
     }
 
-    // One array of N integers 0..N (as f64, exact) in `world` shards, one per process: each
-    // sums its own on its GPU, and the totals are all-reduced.
-    let per = N.div_ceil(world);
-    let (lo, hi) = (rank * per, ((rank + 1) * per).min(N));
-    let shard: Vec<f64> = (lo..hi).map(|i| i as f64).collect();
-    let mut total = s.to_device(&[s.to_device(&shard)?.sum(&s)?])?;
-    comm.all_reduce_in_place(&mut total, ReduceOp::Sum, &s)?;
-    let total = total.to_vec_async(&s)?[0];
+    // One array of N integers 0..N (as f64, exact) sharded over the processes: every rank
+    // passes the same host data and keeps its rows; the sum is every rank's.
+    let host: Vec<f64> = (0..N).map(|i| i as f64).collect();
+    let x = RankShardedArray::from_host(&group, &host)?;
+    let total = x.sum()?;
     let want = (N * (N - 1) / 2) as f64;
     if total != want {
         return Err(Error::Usage(format!("sharded sum: {total}, want {want}")));
     }
+    // An elementwise kernel on every rank's shard (the index counts over the whole array),
+    // then the whole result gathered to every rank.
+    let f = Elementwise::<(Elem<f64>, Index), Expr<f64>>::new("twice_plus_index", |(x, i)| {
+        x + x + i.cast::<f64>()
+    })?;
+    let mut y = x.alloc_like::<f64>()?;
+    f.apply_ranks((&x, Index), &mut y)?;
+    let whole = y.to_vec()?;
+    if let Some(i) = (0..N).find(|&i| whole[i] != 3.0 * i as f64) {
+        return Err(Error::Usage(format!(
+            "2x + index: element {i} is {}, want {}",
+            whole[i],
+            3 * i
+        )));
+    }
+    let rows = x.rows(rank);
     println!(
-        "rank {rank}/{world} on GPU {}: met the others in {:.0} ms; all-reduce {} = {}; sum of its shard {}..{} and the others' = {total}",
-        dev.ordinal(),
+        "rank {rank}/{world} on GPU {}: met the others in {:.0} ms; all-reduce {} = {}; \
+         holds rows {}..{} of {N}; sum {total}; 2x + index gathered whole and checked",
+        group.context().device().ordinal(),
         met.as_secs_f64() * 1e3,
-        (1..=world).map(|r| r.to_string()).collect::<Vec<_>>().join(" + "),
+        (1..=world)
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(" + "),
         got[0],
-        lo,
-        hi
+        rows.start,
+        rows.end,
     );
-    // Let NCCL's proxy threads finish before the process exits.
-    drop(comm);
+    // Every rank is done before any tears NCCL down.
+    group.barrier()?;
+    drop((x, y, buf, group));
     std::thread::sleep(Duration::from_millis(10));
     Ok(())
 }

@@ -5,7 +5,7 @@ Every file under src/ belongs to one layer (its top-level module); a file may na
 items of its own layer and of layers below it, never of a layer above. The layers, bottom up:
 
   error -> ir -> backend -> runtime types (context, stream, event, memory, graph, profiler,
-  nvtx, fault_injection, ipc) -> dlpack -> module -> codegen -> ops (and random) -> sharded, nccl
+  nvtx, fault_injection, ipc) -> dlpack -> module -> codegen -> ops (and random) -> sharded, nccl -> distributed
 
 `sys` is a separate crate below all of them. lib.rs (the crate root, which re-exports) is exempt.
 A path through a crate-root re-export (`crate::Error`) counts as a path to the module it comes
@@ -29,6 +29,7 @@ LAYERS = [
     ["codegen"],
     ["ops", "random"],
     ["sharded", "nccl"],
+    ["distributed"],
 ]
 RANK = {m: i for i, group in enumerate(LAYERS) for m in group}
 

@@ -262,10 +262,11 @@ cat > "$outdir/run.sh" << 'RUNNER'
 #                     purpose and check each one); SANITIZE_API_ERRORS=explicit shows them.
 #                     The benches, and the test that faults a kernel on purpose
 #                     (modules::kernel_fault_is_a_clear_error), are left out.
-#   --multi-gpu       the multi-GPU checks only: the gpu tests of peers, NCCL and sharded
-#                     arrays with CUDAJIT_TEST_MIN_DEVICES=2 (a machine with fewer than two
-#                     GPUs, or without NCCL, fails them instead of skipping), then the
-#                     multi_gpu example
+#   --multi-gpu       the multi-GPU checks only: the gpu tests of peers, NCCL, sharded
+#                     arrays and arrays sharded over processes (distributed::, two ranks
+#                     started as processes) with CUDAJIT_TEST_MIN_DEVICES=2 (a machine with
+#                     fewer than two GPUs, or without NCCL, fails them instead of skipping),
+#                     then the multi_gpu and multi_process examples
 #   -- ARGS           more arguments for the test binaries (e.g. -- --nocapture)
 set -uo pipefail
 
@@ -298,8 +299,8 @@ multi_filters=()
 if ((multi)); then
     export CUDAJIT_TEST_MIN_DEVICES=2
     tests_list="${tests_list:-gpu}"
-    examples_list="${examples_list:-multi_gpu}"
-    [[ -n "$filter" ]] || multi_filters=(peer:: nccl:: sharded::)
+    examples_list="${examples_list:-multi_gpu,multi_process}"
+    [[ -n "$filter" ]] || multi_filters=(peer:: nccl:: sharded:: distributed::)
     [[ "$only" == all ]] && only=tests+examples
 fi
 case "$only" in all | tests | examples | benches | tests+examples) ;; *) echo "run.sh: --only takes tests, examples or benches" >&2; exit 2 ;; esac
@@ -524,8 +525,9 @@ Options: bash run.sh --help
   --timeout N         per-binary time limit in seconds (default 900)
   --sanitize TOOL     under compute-sanitizer: memcheck (with --leak-check full), racecheck,
                       synccheck or initcheck
-  --multi-gpu         on a machine with two or more GPUs: the peer, NCCL and sharded-array
-                      tests (failing, not skipping, with fewer than two GPUs) and multi_gpu
+  --multi-gpu         on a machine with two or more GPUs: the peer, NCCL, sharded-array and
+                      distributed tests (failing, not skipping, with fewer than two GPUs), then
+                      multi_gpu and multi_process
   -- ARGS             more libtest arguments, e.g. -- --nocapture
 
 Test binaries run with the bundle folder as working directory and CUDAJIT_TEST_DATA pointing

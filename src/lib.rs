@@ -90,6 +90,10 @@
 //! - [`sharded`] and [`nccl`]: several GPUs. A [`sharded::Mesh`] of devices and
 //!   [`sharded::ShardedArray`]s split over it, with elementwise kernels and reductions on every
 //!   device at once; NCCL communicators and collectives (`libnccl` loaded at run time).
+//! - [`distributed`]: several processes, one GPU each. A [`distributed::ProcessGroup`] (a rank
+//!   of an NCCL communicator over processes, meeting as `torch.distributed`'s do) and
+//!   [`distributed::RankShardedArray`]s, one shard per rank, with the reductions, elementwise
+//!   kernels and gathers of sharded arrays through NCCL.
 //!
 //! [`prelude`] holds what most programs need: `use cudajit::prelude::*;`.
 //!
@@ -120,6 +124,7 @@
 mod backend;
 pub mod codegen;
 pub mod context;
+pub mod distributed;
 pub mod dlpack;
 pub mod error;
 pub mod event;

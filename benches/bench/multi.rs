@@ -53,7 +53,7 @@ impl Devices {
 impl Bench {
     /// Why this machine cannot run a row on `need` devices (`nccl`: it needs NCCL too), or
     /// `None`.
-    fn multi_unavailable(&self, need: usize, nccl: bool) -> Option<String> {
+    pub(crate) fn multi_unavailable(&self, need: usize, nccl: bool) -> Option<String> {
         let n = cudajit::device_count().unwrap_or(0);
         if n < need {
             return Some(format!(

@@ -208,8 +208,28 @@ impl Communicator {
     }
 }
 
+impl Communicator {
+    /// Aborts the communicator (`ncclCommAbort`): NCCL operations still queued or running on
+    /// it stop (a collective waiting for a rank that died returns instead of spinning), and
+    /// the communicator is freed. For a rank that found a peer dead or timed out; the other
+    /// ranks must abort theirs too.
+    pub fn abort(mut self) -> Result<()> {
+        let raw = std::mem::replace(&mut self.raw, std::ptr::null_mut());
+        self.ctx.bind()?;
+        // SAFETY: the handle is ours and live; it is nulled above so Drop does not free it again.
+        check(
+            unsafe { nc::ncclCommAbort(raw) },
+            "ncclCommAbort",
+            std::ptr::null_mut(),
+        )
+    }
+}
+
 impl Drop for Communicator {
     fn drop(&mut self) {
+        if self.raw.is_null() {
+            return; // aborted
+        }
         self.ctx.bind_in_drop();
         // SAFETY: the handle is ours, live, and destroyed exactly once.
         check_in_drop(check(

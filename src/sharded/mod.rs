@@ -35,7 +35,7 @@ mod mesh;
 mod reduce;
 mod replicated;
 mod scan;
-mod split;
+pub(crate) mod split;
 
 pub use array::ShardedArray;
 pub use ew::{ShardLayout, ShardedArg, ShardedArgs, ShardedOutArg, ShardedOutArgs};

@@ -11,6 +11,7 @@ mod common;
 mod complex;
 mod context;
 mod contract;
+mod distributed;
 mod dlpack;
 mod dynamic_parallelism;
 mod enquiry;
