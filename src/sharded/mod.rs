@@ -31,6 +31,7 @@ mod arg;
 mod array;
 mod axis;
 mod ew;
+mod join;
 mod mesh;
 mod reduce;
 mod replicated;
