@@ -157,6 +157,15 @@ fn timed_out(k: usize, ordinals: &[usize], timeout: Duration) -> Error {
     }
 }
 
+/// The PTX of the join's two kernels, `(name, ptx)` (for tests and inspection).
+pub(crate) fn kernels_ptx(options: &crate::codegen::PtxOptions) -> Result<Vec<(String, String)>> {
+    let (p, w) = (built(&PUBLISH, build_publish)?, built(&WAIT, build_wait)?);
+    Ok(vec![
+        (p.name().to_string(), p.compile_ptx(options)?),
+        (w.name().to_string(), w.compile_ptx(options)?),
+    ])
+}
+
 static PUBLISH: OnceLock<Result<PublishKernel>> = OnceLock::new();
 static WAIT: OnceLock<Result<WaitKernel>> = OnceLock::new();
 

@@ -707,3 +707,47 @@ fn short_circuit_and_or_compile_to_branches() {
     assert!(ptx.contains("ld.global.nc.f32"), "{ptx}");
     assert!(ptx.contains("bra") || ptx.contains("@%p"), "{ptx}");
 }
+
+/// `%globaltimer` and `%globaltimer_lo`: every read is its own (two reads around a loop stay
+/// two, one inside a loop stays inside it), for sm_75 and sm_90 through ptxas.
+#[test]
+fn globaltimer_reads_are_never_merged_or_hoisted() {
+    let k = Kernel::<(&mut [u64], &mut [u32])>::build("timer", |k, (out, lo)| {
+        let t0 = k.globaltimer();
+        let l0 = k.globaltimer_lo();
+        let now = k.var(t0);
+        k.while_(
+            |_| (now.get() - t0).lt(1000u64),
+            |k| now.set(k.globaltimer()),
+        );
+        out.set(0u32, t0);
+        out.set(1u32, now.get());
+        lo.set(0u32, k.globaltimer_lo() - l0);
+    })
+    .unwrap();
+    let ptx = compile_all(&k).0;
+    assert_eq!(ptx.matches("%globaltimer;").count(), 2, "{ptx}");
+    assert_eq!(ptx.matches("%globaltimer_lo;").count(), 2, "{ptx}");
+}
+
+/// The sharded reductions' device-side join: the publication (a system fence, then the flag's
+/// store) and the wait (volatile reads of the flags, `%globaltimer`, a system fence), through
+/// ptxas for sm_75 and sm_90.
+#[test]
+fn sharded_join_kernels_compile() {
+    for cc in crate::common::TARGETS {
+        let ks = cudajit::sharded::join_kernels_ptx(&PtxOptions::for_cc(cc.0, cc.1)).unwrap();
+        assert_eq!(ks.len(), 2);
+        for (name, ptx) in &ks {
+            check_ptx(ptx, cc, name);
+            assert!(
+                ptx.contains("membar.sys") || ptx.contains("fence.sc.sys"),
+                "{name}: {ptx}"
+            );
+        }
+        let wait = &ks[1].1;
+        assert!(wait.contains("%globaltimer;"), "{wait}");
+        assert!(wait.contains("ld.volatile.global.u64"), "{wait}");
+        assert!(ks[0].1.contains("st.global.u64"), "{}", ks[0].1);
+    }
+}
