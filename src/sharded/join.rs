@@ -19,7 +19,9 @@
 //!   peer becomes an error, never a hang.
 //!
 //! Devices that are not peers of the first one (their partials are copied by the driver) still
-//! join with events; so do meshes with the join turned off ([`Mesh::set_device_join`]).
+//! join with events; so do meshes with the join turned off ([`Mesh::set_device_join`]), and
+//! reductions queued while this thread captures a graph (a replay would publish and wait for
+//! the captured epoch, which the flags passed at the first run).
 //! On the simulator the devices' streams run when queued, in the order the host queues them:
 //! every flag is published before the first device's wait starts, so it never spins for long.
 //!

@@ -69,7 +69,9 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         }
         let mut slots = mesh.partials();
         let epoch = slots.join.next_epoch();
-        let flags = slots.join.enabled && mesh.len() <= 64;
+        // Not in a graph capture: a replay would re-publish and wait for the captured epoch,
+        // which the flags passed at the first run, so the wait would not wait.
+        let flags = slots.join.enabled && mesh.len() <= 64 && !crate::graph::capturing();
         // Devices (bits) that publish a flag after their partial; the others join with events.
         let mut mask = 0u64;
         // The other devices first: their results take longer to reach the first device.
