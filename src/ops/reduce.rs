@@ -14,6 +14,8 @@
 //! walking the reduced axis in coalesced steps, split into row chunks across blocks when
 //! there are few outputs, then a second pass.
 
+pub(crate) mod flag_join;
+
 use std::sync::{Arc, OnceLock};
 
 use ndarray::IxDyn;
@@ -79,7 +81,7 @@ pub(super) fn tuning() -> &'static Tuning {
 }
 
 /// The kernels of a reduction, by index (`Reduction::kernels`), and their name suffixes.
-const KERNELS: [&str; 9] = [
+const KERNELS: [&str; 10] = [
     "full1",
     "full_vec",
     "rows",
@@ -89,6 +91,7 @@ const KERNELS: [&str; 9] = [
     "part1",
     "part_vec",
     "cols_final_part",
+    "cols_final_join",
 ];
 const FULL: usize = 0;
 const FULL_VEC: usize = 1;
@@ -101,6 +104,8 @@ const PART: usize = 6;
 const PART_VEC: usize = 7;
 /// The column pass's last step without `post`: a shard's partial results along axis 0.
 const COLS_FINAL_PART: usize = 8;
+/// `cols_final` for one column after waiting for other devices' flags (`flag_join.rs`).
+const COLS_FINAL_JOIN: usize = 9;
 
 /// A reduction from elements of `T`, accumulating in `A`, giving `R`.
 ///
@@ -197,6 +202,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
                 full_pass::<T, A, A, 4>(k, &*map, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id)
             }
             COLS_FINAL_PART => cols_final::<A, A>(k, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id),
+            COLS_FINAL_JOIN => flag_join::cols_final_join::<A, R>(k, &*combine, &*post, id),
             _ => cols_final::<A, R>(k, &*combine, &*post, id),
         })
     }

@@ -1,12 +1,13 @@
 //! The device-side join of a sharded reduction: every other device, once its partial result
 //! is in the first device's memory (written over the peer link), publishes the reduction's
 //! epoch in a flag there; the first device's stream, without waiting on any event of the
-//! other devices, runs a one-thread kernel that spins on the flags before the combining step.
+//! other devices, runs the combining kernel, whose thread spins on the flags before it
+//! combines (`ops`' `cols_final_join`, the wait written once in `ops::wait_for_flags`).
 //!
 //! - **Publication** (device `k`'s stream, after its partial pass): `membar.sys` (a
 //!   system-scope fence, ordering the partial's write before the flag's), then the store of
 //!   the epoch into `flags[k]` on the first device.
-//! - **The wait** (the first device's stream, before the combining kernel): for every device
+//! - **The wait** (the first device's stream, in the combining kernel): for every device
 //!   in the mask, read `flags[k]` (`ld.volatile`, system scope, never cached) until it is at
 //!   least the epoch, then `membar.sys` (so the combining kernel's reads come after). Epochs
 //!   grow by one per reduction and a device's flag only grows (its stream publishes them in
@@ -35,15 +36,11 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceArray, DeviceSlice};
 use crate::module::LaunchConfig;
+use crate::ops::{FlagWait, TIMED_OUT};
 use crate::stream::Stream;
 
 /// The publishing kernel: `(flags, k, epoch)`.
 type PublishKernel = Kernel<(&'static mut [u64], u64, u64)>;
-/// The waiting kernel: `(flags, status, mask, epoch, timeout_ns)`.
-type WaitKernel = Kernel<(&'static mut [u64], &'static mut [u32], u64, u64, u64)>;
-
-/// The status code of a wait that timed out (status word 0; word 1 holds the device index).
-pub(crate) const TIMED_OUT: u32 = 1;
 
 /// The join's state on the first device, one per mesh (under the mesh's partials lock).
 pub(crate) struct FlagJoin {
@@ -101,21 +98,19 @@ impl FlagJoin {
         })
     }
 
-    /// Queues on `stream` (the first device's) the wait for `epoch` in the flags of the
-    /// devices in `mask` (bit `k`: device `k`).
-    pub(crate) fn wait(&mut self, stream: &Stream, mask: u64, epoch: u64) -> Result<()> {
-        let kernel = built(&WAIT, build_wait)?;
-        let ctx = stream.context();
-        let timeout_ns = u64::try_from(self.timeout.as_nanos()).unwrap_or(u64::MAX);
-        kernel.launch_with(stream, LaunchConfig::new(1, 1), |buf| {
-            buf.push_flat(ctx, self.flags.device_ptr(), self.flags.len())?;
-            buf.push_flat(ctx, self.status.device_ptr(), 2)?;
-            buf.push_scalar(mask)?;
-            buf.push_scalar(epoch)?;
-            buf.push_scalar(timeout_ns)
-        })?;
+    /// The wait for `epoch` in the flags of the devices in `mask` (bit `k`: device `k`), for
+    /// a kernel on the first device's stream; noted, so that [`check`](Self::check) reads
+    /// the status words.
+    pub(crate) fn wait_args(&mut self, mask: u64, epoch: u64) -> FlagWait {
         self.waited = true;
-        Ok(())
+        FlagWait {
+            flags: self.flags.device_ptr(),
+            n: self.flags.len(),
+            status: self.status.device_ptr(),
+            mask,
+            epoch,
+            timeout_ns: u64::try_from(self.timeout.as_nanos()).unwrap_or(u64::MAX),
+        }
     }
 
     /// After `stream` (the first device's) has completed the waits queued so far: a wait that
@@ -148,7 +143,7 @@ fn timed_out(k: usize, ordinals: &[usize], timeout: Duration) -> Error {
         .get(k)
         .map_or(String::new(), |o| format!(" (ordinal {o})"));
     Error::Kernel {
-        kernel: "cudajit_sharded_join_wait".into(),
+        kernel: "sharded reduction (device-side join)".into(),
         message: format!(
             "a sharded reduction's first device waited {timeout:?} for device {k}{ord} of the \
              mesh to publish its partial result, in vain: that device is lost, faulted or \
@@ -159,17 +154,14 @@ fn timed_out(k: usize, ordinals: &[usize], timeout: Duration) -> Error {
     }
 }
 
-/// The PTX of the join's two kernels, `(name, ptx)` (for tests and inspection).
+/// The PTX of the publishing kernel, `(name, ptx)` (for tests and inspection; the wait is
+/// in each reduction's `cols_final_join` kernel).
 pub(crate) fn kernels_ptx(options: &crate::codegen::PtxOptions) -> Result<Vec<(String, String)>> {
-    let (p, w) = (built(&PUBLISH, build_publish)?, built(&WAIT, build_wait)?);
-    Ok(vec![
-        (p.name().to_string(), p.compile_ptx(options)?),
-        (w.name().to_string(), w.compile_ptx(options)?),
-    ])
+    let p = built(&PUBLISH, build_publish)?;
+    Ok(vec![(p.name().to_string(), p.compile_ptx(options)?)])
 }
 
 static PUBLISH: OnceLock<Result<PublishKernel>> = OnceLock::new();
-static WAIT: OnceLock<Result<WaitKernel>> = OnceLock::new();
 
 fn built<P>(
     slot: &'static OnceLock<Result<Kernel<P>>>,
@@ -189,33 +181,6 @@ fn build_publish() -> Result<PublishKernel> {
     })
 }
 
-fn build_wait() -> Result<WaitKernel> {
-    WaitKernel::build(
-        "cudajit_sharded_join_wait",
-        |k, (flags, status, mask, epoch, timeout_ns)| {
-            let start = k.globaltimer();
-            let failed = k.var(false);
-            k.for_range(1u64, flags.len(), |k, d| {
-                k.if_(((mask >> d) & 1u64).ne(0u64), |k| {
-                    k.while_(
-                        |_| (!failed.get()).and(flags.atomic_load(d).lt(epoch)),
-                        |k| {
-                            k.if_((k.globaltimer() - start).gt(timeout_ns), |k| {
-                                failed.set(true);
-                                // The first failure stays (a compare-and-swap from 0).
-                                let old = status.atomic_cas(0u32, 0u32, TIMED_OUT);
-                                k.if_(old.eq(0u32), |_| status.set(1u32, d.cast::<u32>()));
-                            });
-                        },
-                    );
-                });
-            });
-            // The flags' reads before the combining kernel's reads of the partials.
-            k.threadfence_system();
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     //! The waiting kernel on a simulator of its own (called directly): the epoch rule
@@ -226,6 +191,18 @@ mod tests {
     use super::*;
     use crate::backend::sim::Simulator;
     use crate::backend::{LaunchApi, MemoryApi, ModuleApi};
+
+    /// The wait alone, as a kernel: `(flags, status, mask, epoch, timeout_ns)`.
+    type WaitKernel = Kernel<(&'static mut [u64], &'static mut [u32], u64, u64, u64)>;
+
+    fn build_wait() -> Result<WaitKernel> {
+        WaitKernel::build(
+            "join_wait",
+            |k, (flags, status, mask, epoch, timeout_ns)| {
+                crate::ops::wait_for_flags(k, &flags, &status, mask, epoch, timeout_ns)
+            },
+        )
+    }
 
     /// Runs the wait over `flags` (status words starting at `status`); returns the status
     /// words after it and how long it took.

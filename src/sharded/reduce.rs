@@ -91,10 +91,13 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
                 .copied()
                 .filter(|&k| k != 0 && mask & (1 << k) == 0),
         )?;
+        let parts = slots.slot(0, a_size);
         if mask != 0 {
-            slots.join.wait(s0, mask, epoch)?;
+            let wait = slots.join.wait_args(mask, epoch);
+            r.combine_after_flags_raw(s0, parts, used.len(), out, self.len(), &wait)?;
+        } else {
+            r.combine_columns_raw(s0, parts, 1, used.len(), out, self.len())?;
         }
-        r.combine_columns_raw(s0, slots.slot(0, a_size), 1, used.len(), out, self.len())?;
         slots.release(mesh)
     }
 

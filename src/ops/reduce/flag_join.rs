@@ -1,0 +1,112 @@
+//! The waiting half of a sharded reduction's device-side join, in the kernel language: spin on
+//! flags that other devices publish (an epoch each) with a `%globaltimer` timeout, and the
+//! combining kernel that waits so before it combines (`cols_final_join`), so that the first
+//! device's stream needs neither an event wait on the other devices nor a kernel of its own
+//! for the wait. The publication and the host's side live in `sharded` (`join.rs`).
+
+use super::{input, output, scalar, CombineFn, PostFn, Reduction, COLS_FINAL_JOIN};
+use crate::codegen::{DArray, Expr, KernelBuilder, ReadWrite, Scalar as ScalarType};
+use crate::error::Result;
+use crate::module::LaunchConfig;
+use crate::stream::Stream;
+
+/// The status code of a wait that timed out (status word 0; word 1 holds the device index).
+pub(crate) const TIMED_OUT: u32 = 1;
+
+/// What a wait reads and writes, on the waiting device: `flags` (`n` `u64`, flag `k` the last
+/// epoch device `k` published), the two status words `[code, device]` (`status`), the devices
+/// to wait for (`mask`, bit `k`), the `epoch` each flag must reach and the timeout.
+pub(crate) struct FlagWait {
+    pub(crate) flags: u64,
+    pub(crate) n: usize,
+    pub(crate) status: u64,
+    pub(crate) mask: u64,
+    pub(crate) epoch: u64,
+    pub(crate) timeout_ns: u64,
+}
+
+/// Waits until `flags[d] >= epoch` for every device `d >= 1` whose bit is set in `mask`
+/// (`ld.volatile`, system scope), then fences (`membar.sys`, so the reads that follow see what
+/// the devices wrote before their flags). Past `timeout_ns` on `%globaltimer` it gives up:
+/// the first failure is kept in `status` (`[TIMED_OUT, d]`, a compare-and-swap from 0) and
+/// the other flags are not waited for.
+pub(crate) fn wait_for_flags(
+    k: &KernelBuilder,
+    flags: &DArray<u64, 1, ReadWrite>,
+    status: &DArray<u32, 1, ReadWrite>,
+    mask: Expr<u64>,
+    epoch: Expr<u64>,
+    timeout_ns: Expr<u64>,
+) {
+    let start = k.globaltimer();
+    let failed = k.var(false);
+    k.for_range(1u64, flags.len(), |k, d| {
+        k.if_(((mask >> d) & 1u64).ne(0u64), |k| {
+            k.while_(
+                |_| (!failed.get()).and(flags.atomic_load(d).lt(epoch)),
+                |k| {
+                    k.if_((k.globaltimer() - start).gt(timeout_ns), |k| {
+                        failed.set(true);
+                        let old = status.atomic_cas(0u32, 0u32, TIMED_OUT);
+                        k.if_(old.eq(0u32), |_| status.set(1u32, d.cast::<u32>()));
+                    });
+                },
+            );
+        });
+    });
+    k.threadfence_system();
+}
+
+/// `cols_final` for one column of partial results that other devices publish: each thread
+/// of a column waits for the flags ([`wait_for_flags`]) before it combines.
+pub(super) fn cols_final_join<A: ScalarType, R: ScalarType>(
+    k: &KernelBuilder,
+    combine: &CombineFn<A>,
+    post: &PostFn<A, R>,
+    id: A,
+) {
+    let (part, out) = (input::<A>(), output::<R>());
+    let (m, chunks, r) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
+    let (flags, status) = (output::<u64>(), output::<u32>());
+    let (mask, epoch, timeout_ns) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
+    let c = k.grid1();
+    k.if_(c.lt(m), |k| {
+        wait_for_flags(k, &flags, &status, mask, epoch, timeout_ns);
+        let acc = k.var(id);
+        k.for_range(0u64, chunks, |_, j| {
+            acc.set(combine(acc.get(), part.at(j * m + c)))
+        });
+        out.set(c, post(acc.get(), r));
+    });
+}
+
+impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
+    /// [`combine_columns_raw`](Self::combine_columns_raw) for one column of `chunks` partial
+    /// results at `parts`, after waiting on the device for the flags of `wait` (one kernel on
+    /// `stream`, the waiting device's).
+    pub(crate) fn combine_after_flags_raw(
+        &self,
+        stream: &Stream,
+        parts: u64,
+        chunks: usize,
+        out: u64,
+        count: usize,
+        wait: &FlagWait,
+    ) -> Result<()> {
+        self.check_empty_of(count)?;
+        let ctx = stream.context();
+        let k = self.kernel(COLS_FINAL_JOIN)?;
+        k.launch_with(stream, LaunchConfig::new(1, 32), |buf| {
+            buf.push_flat(ctx, parts, chunks)?;
+            buf.push_flat(ctx, out, 1)?;
+            buf.push_scalar(1)?;
+            buf.push_scalar(chunks as u64)?;
+            buf.push_scalar(count as u64)?;
+            buf.push_flat(ctx, wait.flags, wait.n)?;
+            buf.push_flat(ctx, wait.status, 2)?;
+            buf.push_scalar(wait.mask)?;
+            buf.push_scalar(wait.epoch)?;
+            buf.push_scalar(wait.timeout_ns)
+        })
+    }
+}
