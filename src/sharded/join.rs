@@ -183,7 +183,7 @@ fn build_publish() -> Result<PublishKernel> {
 
 #[cfg(test)]
 mod tests {
-    //! The waiting kernel on a simulator of its own (called directly): the epoch rule
+    //! The wait (`ops::wait_for_flags`, alone in a kernel) on a simulator of its own (called directly): the epoch rule
     //! (`flags[k] >= epoch` for the devices in the mask), the timeout and its status words.
     use std::ffi::c_void;
     use std::time::Instant;

@@ -27,7 +27,7 @@ use ndarray::Ix1;
 /// device's stream after waiting for the others' work with events; no host thread waits. A
 /// full reduction joins on the device instead where the other devices are peers of the first:
 /// each publishes a flag in the first device's memory after its partial result, and the first
-/// device's stream waits for the flags in a small kernel, with a timeout
+/// device's combining kernel waits for the flags before it combines, with a timeout
 /// ([`set_join_timeout`](Self::set_join_timeout); a lost device becomes an error when the mesh
 /// is synchronised or the value read, not a hang). [`set_device_join`](Self::set_device_join)
 /// (or `CUDAJIT_SHARDED_JOIN=events` in the environment) turns it off.
@@ -190,7 +190,7 @@ impl Mesh {
     }
 
     /// Whether full reductions join on the device (flags published by the other devices, a
-    /// waiting kernel with a timeout on the first device's stream) where the devices are
+    /// combining kernel that waits for them, with a timeout) where the devices are
     /// peers: on by default, unless `CUDAJIT_SHARDED_JOIN=events` was set when the mesh was
     /// made. Off, the first device's stream waits on the other devices' events, as gathers do.
     pub fn set_device_join(&self, on: bool) {

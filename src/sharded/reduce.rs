@@ -1,8 +1,8 @@
 //! Reductions of sharded arrays: every device reduces its shard into a partial result, written
 //! straight into the first device's memory (peer access) or copied there; the first device
 //! then combines the partials in shard order and applies the reduction's last step. It waits
-//! for the peers' partials on the device (flags and a waiting kernel, see `join.rs`), for the
-//! others' with events.
+//! for the peers' partials on the device (flags that the combining kernel waits for, see
+//! `join.rs`), for the others' with events.
 
 use ndarray::{Dimension, Ix1};
 
