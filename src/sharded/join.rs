@@ -1,12 +1,13 @@
-//! The device-side join of a sharded reduction: every other device, once its partial result
-//! is in the first device's memory (written over the peer link), publishes the reduction's
-//! epoch in a flag there; the first device's stream, without waiting on any event of the
+//! The device-side join of a sharded reduction: every other device's partial pass, once its
+//! result is in the first device's memory (written over the peer link), publishes the
+//! reduction's epoch in a flag there; the first device's stream, without waiting on any event of the
 //! other devices, runs the combining kernel, whose thread spins on the flags before it
 //! combines (`ops`' `cols_final_join`, the wait written once in `ops::wait_for_flags`).
 //!
-//! - **Publication** (device `k`'s stream, after its partial pass): `membar.sys` (a
-//!   system-scope fence, ordering the partial's write before the flag's), then the store of
-//!   the epoch into `flags[k]` on the first device.
+//! - **Publication** (device `k`'s partial pass, by the thread that stores the result, in the
+//!   same kernel: `ops`' `part1_publish`): `membar.sys` (a system-scope fence, ordering the
+//!   partial's write before the flag's), then the store of the epoch into `flags[k]` on the
+//!   first device, over the peer link.
 //! - **The wait** (the first device's stream, in the combining kernel): for every device
 //!   in the mask, read `flags[k]` (`ld.volatile`, system scope, never cached) until it is at
 //!   least the epoch, then `membar.sys` (so the combining kernel's reads come after). Epochs
@@ -28,19 +29,13 @@
 //!
 //! [`Mesh::set_device_join`]: super::Mesh::set_device_join
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::codegen::Kernel;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceArray, DeviceSlice};
-use crate::module::LaunchConfig;
-use crate::ops::{FlagWait, TIMED_OUT};
+use crate::ops::{FlagPublish, FlagWait, TIMED_OUT};
 use crate::stream::Stream;
-
-/// The publishing kernel: `(flags, k, epoch)`.
-type PublishKernel = Kernel<(&'static mut [u64], u64, u64)>;
 
 /// The join's state on the first device, one per mesh (under the mesh's partials lock).
 pub(crate) struct FlagJoin {
@@ -84,17 +79,14 @@ impl FlagJoin {
         self.epoch
     }
 
-    /// Queues on `stream` (device `k`'s, after its partial pass) the publication of `epoch`
-    /// in `flags[k]` on the first device (peer access on).
-    pub(crate) fn publish(&self, stream: &Stream, k: usize, epoch: u64) -> Result<()> {
-        if self.skip_publish == Some(k) {
-            return Ok(());
-        }
-        let kernel = built(&PUBLISH, build_publish)?;
-        kernel.launch_with(stream, LaunchConfig::new(1, 1), |buf| {
-            buf.push_flat(stream.context(), self.flags.device_ptr(), self.flags.len())?;
-            buf.push_scalar(k as u64)?;
-            buf.push_scalar(epoch)
+    /// Where device `k` publishes `epoch` after its partial result (`None`: withheld by the
+    /// test hook, as a lost device would).
+    pub(crate) fn publish_args(&self, k: usize, epoch: u64) -> Option<FlagPublish> {
+        (self.skip_publish != Some(k)).then(|| FlagPublish {
+            flags: self.flags.device_ptr(),
+            n: self.flags.len(),
+            at: k as u64,
+            epoch,
         })
     }
 
@@ -154,33 +146,6 @@ fn timed_out(k: usize, ordinals: &[usize], timeout: Duration) -> Error {
     }
 }
 
-/// The PTX of the publishing kernel, `(name, ptx)` (for tests and inspection; the wait is
-/// in each reduction's `cols_final_join` kernel).
-pub(crate) fn kernels_ptx(options: &crate::codegen::PtxOptions) -> Result<Vec<(String, String)>> {
-    let p = built(&PUBLISH, build_publish)?;
-    Ok(vec![(p.name().to_string(), p.compile_ptx(options)?)])
-}
-
-static PUBLISH: OnceLock<Result<PublishKernel>> = OnceLock::new();
-
-fn built<P>(
-    slot: &'static OnceLock<Result<Kernel<P>>>,
-    build: fn() -> Result<Kernel<P>>,
-) -> Result<&'static Kernel<P>>
-where
-    Kernel<P>: Send + Sync,
-{
-    slot.get_or_init(build).as_ref().map_err(Clone::clone)
-}
-
-fn build_publish() -> Result<PublishKernel> {
-    PublishKernel::build("cudajit_sharded_join_publish", |k, (flags, at, epoch)| {
-        // The partial's write (the earlier kernel on this stream) before the flag's.
-        k.threadfence_system();
-        flags.set(at, epoch);
-    })
-}
-
 #[cfg(test)]
 mod tests {
     //! The wait (`ops::wait_for_flags`, alone in a kernel) on a simulator of its own (called directly): the epoch rule
@@ -191,6 +156,7 @@ mod tests {
     use super::*;
     use crate::backend::sim::Simulator;
     use crate::backend::{LaunchApi, MemoryApi, ModuleApi};
+    use crate::codegen::Kernel;
 
     /// The wait alone, as a kernel: `(flags, status, mask, epoch, timeout_ns)`.
     type WaitKernel = Kernel<(&'static mut [u64], &'static mut [u32], u64, u64, u64)>;

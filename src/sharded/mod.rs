@@ -45,12 +45,4 @@ mod split;
 pub use array::ShardedArray;
 pub use ew::{ShardLayout, ShardedArg, ShardedArgs, ShardedOutArg, ShardedOutArgs};
 pub use mesh::Mesh;
-
-/// The PTX of the kernels of a full reduction's device-side join (the flag's publication and
-/// the first device's wait), `(name, ptx)`: for tests and inspection.
-pub fn join_kernels_ptx(
-    options: &crate::codegen::PtxOptions,
-) -> crate::Result<Vec<(String, String)>> {
-    join::kernels_ptx(options)
-}
 pub use replicated::Replicated;

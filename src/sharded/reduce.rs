@@ -77,13 +77,21 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         // The other devices first: their results take longer to reach the first device.
         for (i, &k) in used.iter().enumerate().rev() {
             slots.wait_free(mesh, k)?;
-            mesh.write_to_first(k, &[(slots.slot(i, a_size), a_size)], |stream, at| {
-                r.partial_into_raw(stream, &self.shards()[k], at[0])
-            })?;
-            if k != 0 && flags && mesh.has_peer_access_to_first(k) {
-                slots.join.publish(mesh.stream(k), k, epoch)?;
+            let publish = if k != 0 && flags && mesh.has_peer_access_to_first(k) {
                 mask |= 1 << k;
-            }
+                slots.join.publish_args(k, epoch)
+            } else {
+                None
+            };
+            let shard = &self.shards()[k];
+            mesh.write_to_first(
+                k,
+                &[(slots.slot(i, a_size), a_size)],
+                |stream, at| match &publish {
+                    Some(p) => r.partial_publish_raw(stream, shard, at[0], p),
+                    None => r.partial_into_raw(stream, shard, at[0]),
+                },
+            )?;
         }
         mesh.join(
             0,

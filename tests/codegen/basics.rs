@@ -730,29 +730,36 @@ fn globaltimer_reads_are_never_merged_or_hoisted() {
     assert_eq!(ptx.matches("%globaltimer_lo;").count(), 2, "{ptx}");
 }
 
-/// The sharded reductions' device-side join: the publication (a system fence, then the flag's
-/// store) and the combining kernel that waits for the flags first (volatile reads of the flags,
-/// `%globaltimer`, a system fence), through ptxas for sm_75 and sm_90.
+/// The sharded reductions' device-side join, in each reduction's kernels: the partial pass that
+/// publishes (a system fence, then the flag's store, after the result's) and the combining
+/// kernel that waits for the flags first (volatile reads of the flags, `%globaltimer`, a
+/// system fence), through ptxas for sm_75 and sm_90.
 #[test]
 fn sharded_join_kernels_compile() {
     let sum = cudajit::ops::Reduction::<f32, f32, f32>::new("join_sum", |x| x, |a, b| a + b, 0.0)
         .unwrap();
     for cc in crate::common::TARGETS {
-        let opts = PtxOptions::for_cc(cc.0, cc.1);
-        let ks = cudajit::sharded::join_kernels_ptx(&opts).unwrap();
-        assert_eq!(ks.len(), 1);
-        let (name, publish) = &ks[0];
-        check_ptx(publish, cc, name);
-        assert!(publish.contains("membar.sys"), "{publish}");
-        assert!(publish.contains("st.global.u64"), "{publish}");
-        let variants = sum.variants_ptx(&opts).unwrap();
-        let (name, wait) = variants
-            .iter()
-            .find(|(n, _)| n.ends_with("cols_final_join"))
-            .expect("the joined combining kernel");
+        let variants = sum.variants_ptx(&PtxOptions::for_cc(cc.0, cc.1)).unwrap();
+        let find = |suffix: &str| {
+            variants
+                .iter()
+                .find(|(n, _)| n.ends_with(suffix))
+                .unwrap_or_else(|| panic!("no `{suffix}` kernel"))
+        };
+        for suffix in ["part1_publish", "part_vec_publish"] {
+            let (name, ptx) = find(suffix);
+            check_ptx(ptx, cc, name);
+            // The result's store, the fence, the flag's store, in this order.
+            let fence = ptx.find("membar.sys").expect("a system fence");
+            assert!(ptx[fence..].contains("st.global.u64"), "{ptx}");
+            assert!(ptx[..fence].contains("st.global.f32"), "{ptx}");
+        }
+        let (name, wait) = find("cols_final_join");
         check_ptx(wait, cc, name);
         assert!(wait.contains("%globaltimer;"), "{wait}");
         assert!(wait.contains("ld.volatile.global.u64"), "{wait}");
         assert!(wait.contains("membar.sys"), "{wait}");
+        // The plain partial pass publishes nothing.
+        assert!(!find("part1").1.contains("membar.sys"));
     }
 }

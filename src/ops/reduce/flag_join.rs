@@ -1,17 +1,51 @@
-//! The waiting half of a sharded reduction's device-side join, in the kernel language: spin on
-//! flags that other devices publish (an epoch each) with a `%globaltimer` timeout, and the
-//! combining kernel that waits so before it combines (`cols_final_join`), so that the first
-//! device's stream needs neither an event wait on the other devices nor a kernel of its own
-//! for the wait. The publication and the host's side live in `sharded` (`join.rs`).
+//! A sharded reduction's device-side join in the kernel language: the partial pass that
+//! publishes a flag (an epoch) in the first device's memory after its result (`PART_PUB`,
+//! [`publish`]), and the combining kernel that spins on the flags with a `%globaltimer`
+//! timeout before it combines (`cols_final_join`, [`wait_for_flags`]): neither device's stream
+//! needs an event of the other or a kernel of its own for the join. The host's side (epochs,
+//! status words, errors) lives in `sharded` (`join.rs`).
 
 use super::{input, output, scalar, CombineFn, PostFn, Reduction, COLS_FINAL_JOIN};
-use crate::codegen::{DArray, Expr, KernelBuilder, ReadWrite, Scalar as ScalarType};
+use crate::codegen::{ArgBuffer, DArray, Expr, KernelBuilder, ReadWrite, Scalar as ScalarType};
+use crate::context::Context;
 use crate::error::Result;
+use crate::memory::DeviceSlice;
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
 /// The status code of a wait that timed out (status word 0; word 1 holds the device index).
 pub(crate) const TIMED_OUT: u32 = 1;
+
+/// Where a partial pass publishes its flag: `epoch` into `flags[at]` (`n` flags, on the first
+/// device, which the publishing device reaches over the peer link).
+pub(crate) struct FlagPublish {
+    pub(crate) flags: u64,
+    pub(crate) n: usize,
+    pub(crate) at: u64,
+    pub(crate) epoch: u64,
+}
+
+impl FlagPublish {
+    /// Pushes the publishing parameters (after the partial pass's own).
+    pub(super) fn push(&self, buf: &mut ArgBuffer<'_>, ctx: &Context) -> Result<()> {
+        buf.push_flat(ctx, self.flags, self.n)?;
+        buf.push_scalar(self.at)?;
+        buf.push_scalar(self.epoch)
+    }
+}
+
+/// Publishes `epoch` in `flags[at]` (one thread, after it stored its result): a system-scope
+/// fence (`membar.sys`: the result's store, over the peer link, before the flag's), then the
+/// flag's store.
+pub(super) fn publish(
+    k: &KernelBuilder,
+    flags: &DArray<u64, 1, ReadWrite>,
+    at: Expr<u64>,
+    epoch: Expr<u64>,
+) {
+    k.threadfence_system();
+    flags.set(at, epoch);
+}
 
 /// What a wait reads and writes, on the waiting device: `flags` (`n` `u64`, flag `k` the last
 /// epoch device `k` published), the two status words `[code, device]` (`status`), the devices
@@ -81,6 +115,18 @@ pub(super) fn cols_final_join<A: ScalarType, R: ScalarType>(
 }
 
 impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
+    /// [`partial_into_raw`](Self::partial_into_raw) that then publishes the flag of `publish`
+    /// (in the same kernel, by the thread that stored the result).
+    pub(crate) fn partial_publish_raw<X: DeviceSlice<T> + ?Sized>(
+        &self,
+        stream: &Stream,
+        x: &X,
+        out: u64,
+        publish: &FlagPublish,
+    ) -> Result<()> {
+        self.launch_full(stream, x, out, true, Some(publish))
+    }
+
     /// [`combine_columns_raw`](Self::combine_columns_raw) for one column of `chunks` partial
     /// results at `parts`, after waiting on the device for the flags of `wait` (one kernel on
     /// `stream`, the waiting device's).
