@@ -218,7 +218,7 @@ impl Mesh {
     }
 
     /// For tests of the join's timeout: device `k` (`Some`) queues its partial results but
-    /// never publishes them, as a lost device would not. Not for other uses.
+    /// never publishes them, as a lost device would. Not for other uses.
     #[doc(hidden)]
     pub fn debug_withhold_publication(&self, k: Option<usize>) {
         self.partials().join.skip_publish = k;
