@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceArray, DeviceSlice};
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
 use crate::ops::{FlagPublish, FlagWait, TIMED_OUT};
 use crate::stream::Stream;
 
@@ -116,8 +116,9 @@ impl FlagJoin {
         self.waited = false;
         match words.as_slice() {
             [TIMED_OUT, k, ..] => {
-                // Fresh zeroed words for the next waits (ordered before them on `stream`).
-                self.status = stream.zeros_async::<u32, _>(2)?;
+                // Cleared for the next waits (ordered before them on `stream`), in place: a
+                // wait queued meanwhile by another thread still writes live memory.
+                self.status.fill_async(0, stream)?;
                 Err(timed_out(*k as usize, ordinals, self.timeout))
             }
             [0, ..] => Ok(()),
