@@ -1,7 +1,7 @@
 //! The device-side join of a sharded reduction: every other device's partial pass, once its
 //! result is in the first device's memory (written over the peer link), publishes the
-//! reduction's epoch in a flag there; the first device's stream, without waiting on any event of the
-//! other devices, runs the combining kernel, whose thread spins on the flags before it
+//! reduction's epoch in a flag there; the first device's stream, without waiting on any event
+//! of the other devices, runs the combining kernel, whose thread spins on the flags before it
 //! combines (`ops`' `cols_final_join`, the wait written once in `ops::wait_for_flags`).
 //!
 //! - **Publication** (device `k`'s partial pass, by the thread that stores the result, in the
