@@ -149,8 +149,9 @@ fn timed_out(k: usize, ordinals: &[usize], timeout: Duration) -> Error {
 
 #[cfg(test)]
 mod tests {
-    //! The wait (`ops::wait_for_flags`, alone in a kernel) on a simulator of its own (called directly): the epoch rule
-    //! (`flags[k] >= epoch` for the devices in the mask), the timeout and its status words.
+    //! The wait (`ops::wait_for_flags`, alone in a kernel) on a simulator of its own, called
+    //! directly: the epoch rule (`flags[k] >= epoch` for the devices in the mask), the timeout
+    //! and its status words.
     use std::ffi::c_void;
     use std::time::Instant;
 

@@ -17,8 +17,8 @@
 //! with a `%globaltimer` timeout ([`Mesh::set_join_timeout`]; a lost device is an error from
 //! [`Mesh::synchronize`] or the value read back, not a hang), then combines the partials.
 //! Partial results move between devices directly when the devices are peers (NVLink or PCIe
-//! peer-to-peer: [`Mesh::new`] turns peer access on), else by the driver's staged peer copies. NCCL is not needed (for collectives on your own arrays see
-//! [`crate::nccl`]).
+//! peer-to-peer: [`Mesh::new`] turns peer access on), else by the driver's staged peer copies.
+//! NCCL is not needed (for collectives on your own arrays see [`crate::nccl`]).
 //!
 //! ```no_run
 //! use cudajit::sharded::{Mesh, ShardedArray};
