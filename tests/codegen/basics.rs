@@ -759,6 +759,8 @@ fn sharded_join_kernels_compile() {
         assert!(wait.contains("%globaltimer;"), "{wait}");
         assert!(wait.contains("ld.volatile.global.u64"), "{wait}");
         assert!(wait.contains("membar.sys"), "{wait}");
+        // The partials arrive while the kernel runs: never read through the non-coherent path.
+        assert!(!wait.contains(".nc."), "{wait}");
         // The plain partial pass publishes nothing.
         assert!(!find("part1").1.contains("membar.sys"));
     }

@@ -5,7 +5,7 @@
 //! needs an event of the other or a kernel of its own for the join. The host's side (epochs,
 //! status words, errors) lives in `sharded` (`join.rs`).
 
-use super::{input, output, scalar, CombineFn, PostFn, Reduction, COLS_FINAL_JOIN};
+use super::{output, scalar, CombineFn, PostFn, Reduction, COLS_FINAL_JOIN};
 use crate::codegen::{ArgBuffer, DArray, Expr, KernelBuilder, ReadWrite, Scalar as ScalarType};
 use crate::context::Context;
 use crate::error::Result;
@@ -99,11 +99,16 @@ pub(super) fn cols_final_join<A: ScalarType, R: ScalarType>(
     post: &PostFn<A, R>,
     id: A,
 ) {
-    let (part, out) = (input::<A>(), output::<R>());
+    // The other devices write the partials while this kernel waits for their flags, so they
+    // must not be read through the non-coherent path (`ld.global.nc`, valid only for data no
+    // one writes while the kernel runs), which LLVM picks for an array the kernel only reads:
+    // a writable array with a store it cannot rule out (never taken: `chunks` is at least 2).
+    let (part, out) = (output::<A>(), output::<R>());
     let (m, chunks, r) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
     let (flags, status) = (output::<u64>(), output::<u32>());
     let (mask, epoch, timeout_ns) = (scalar::<u64>(), scalar::<u64>(), scalar::<u64>());
     let c = k.grid1();
+    k.if_(chunks.eq(0u64).and(c.lt(part.len())), |_| part.set(c, id));
     k.if_(c.lt(m), |k| {
         wait_for_flags(k, &flags, &status, mask, epoch, timeout_ns);
         let acc = k.var(id);
