@@ -47,6 +47,7 @@ mod scalar;
 mod signature;
 pub(crate) mod srcloc;
 mod strided;
+mod timer;
 pub(crate) mod warp;
 
 pub use atomics::*;

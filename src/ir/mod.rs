@@ -88,12 +88,19 @@ pub(crate) enum Sreg {
     ClusterRank,
     /// Blocks in the cluster (`%cluster_nctarank`).
     ClusterSize,
+    /// The global nanosecond timer (`%globaltimer`, a `u64`).
+    GlobalTimer,
+    /// Its low 32 bits (`%globaltimer_lo`, a `u32`).
+    GlobalTimerLo,
 }
 
 impl Sreg {
     /// Whether threads of one block may read different values.
     pub(crate) fn varies_in_block(self) -> bool {
-        matches!(self, Sreg::Tid(_) | Sreg::LaneId)
+        matches!(
+            self,
+            Sreg::Tid(_) | Sreg::LaneId | Sreg::GlobalTimer | Sreg::GlobalTimerLo
+        )
     }
 
     /// Whether it describes thread-block clusters (sm_90).

@@ -27,6 +27,9 @@ pub use matmul::{
     matmul_tuning_stats, relu, Engine, Epilogue, EpilogueArgs, EpilogueVectors, Matmul,
     MatmulConfig, MatmulInput, MatmulOutput, MatmulTuningStats, Transpose,
 };
+#[cfg(test)]
+pub(crate) use reduce::flag_join::wait_for_flags;
+pub(crate) use reduce::flag_join::{FlagPublish, FlagWait, TIMED_OUT};
 pub use reduce::Reduction;
 pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};
 pub use strided_ops::StridedReduceOps;

@@ -14,6 +14,8 @@
 //! walking the reduced axis in coalesced steps, split into row chunks across blocks when
 //! there are few outputs, then a second pass.
 
+pub(crate) mod flag_join;
+
 use std::sync::{Arc, OnceLock};
 
 use ndarray::IxDyn;
@@ -79,7 +81,7 @@ pub(super) fn tuning() -> &'static Tuning {
 }
 
 /// The kernels of a reduction, by index (`Reduction::kernels`), and their name suffixes.
-const KERNELS: [&str; 9] = [
+const KERNELS: [&str; 12] = [
     "full1",
     "full_vec",
     "rows",
@@ -89,6 +91,9 @@ const KERNELS: [&str; 9] = [
     "part1",
     "part_vec",
     "cols_final_part",
+    "cols_final_join",
+    "part1_publish",
+    "part_vec_publish",
 ];
 const FULL: usize = 0;
 const FULL_VEC: usize = 1;
@@ -101,6 +106,11 @@ const PART: usize = 6;
 const PART_VEC: usize = 7;
 /// The column pass's last step without `post`: a shard's partial results along axis 0.
 const COLS_FINAL_PART: usize = 8;
+/// `cols_final` for one column after waiting for other devices' flags (`flag_join.rs`).
+const COLS_FINAL_JOIN: usize = 9;
+/// `PART` and `PART_VEC` that publish a flag after their result (`flag_join.rs`).
+const PART_PUB: usize = 10;
+const PART_VEC_PUB: usize = 11;
 
 /// A reduction from elements of `T`, accumulating in `A`, giving `R`.
 ///
@@ -182,21 +192,26 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let name = format!("{}_{suffix}", self.name);
         let width = 16 / T::TY.size().max(1);
         Kernel::<()>::build(&name, move |k, ()| match v {
-            FULL => full_pass::<T, A, R, 1>(k, &*map, &*combine, &*post, id),
-            FULL_VEC if width == 2 => full_pass::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
-            FULL_VEC => full_pass::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
+            FULL => full_pass::<T, A, R, 1>(k, &*map, &*combine, &*post, id, false),
+            FULL_VEC if width == 2 => {
+                full_pass::<T, A, R, 2>(k, &*map, &*combine, &*post, id, false)
+            }
+            FULL_VEC => full_pass::<T, A, R, 4>(k, &*map, &*combine, &*post, id, false),
             ROWS => rows::<T, A, R, 1>(k, &*map, &*combine, &*post, id),
             COLS => cols_partial::<T, A>(k, &*map, &*combine, id),
             ROWS_VEC if width == 2 => rows::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
             ROWS_VEC => rows::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
-            PART => full_pass::<T, A, A, 1>(k, &*map, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id),
-            PART_VEC if width == 2 => {
-                full_pass::<T, A, A, 2>(k, &*map, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id)
+            PART | PART_PUB => {
+                full_pass::<T, A, A, 1>(k, &*map, &*combine, &|a, _| a, id, v == PART_PUB)
             }
-            PART_VEC => {
-                full_pass::<T, A, A, 4>(k, &*map, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id)
+            PART_VEC | PART_VEC_PUB if width == 2 => {
+                full_pass::<T, A, A, 2>(k, &*map, &*combine, &|a, _| a, id, v == PART_VEC_PUB)
+            }
+            PART_VEC | PART_VEC_PUB => {
+                full_pass::<T, A, A, 4>(k, &*map, &*combine, &|a, _| a, id, v == PART_VEC_PUB)
             }
             COLS_FINAL_PART => cols_final::<A, A>(k, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id),
+            COLS_FINAL_JOIN => flag_join::cols_final_join::<A, R>(k, &*combine, &*post, id),
             _ => cols_final::<A, R>(k, &*combine, &*post, id),
         })
     }
@@ -209,7 +224,8 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         // The vector variant exists for 4- and 8-byte elements only.
         (0..KERNELS.len())
             .filter(|&v| {
-                ![FULL_VEC, ROWS_VEC, PART_VEC].contains(&v) || matches!(T::TY.size(), 4 | 8)
+                ![FULL_VEC, ROWS_VEC, PART_VEC, PART_VEC_PUB].contains(&v)
+                    || matches!(T::TY.size(), 4 | 8)
             })
             .map(|v| {
                 let k = self.kernel(v)?;
@@ -231,7 +247,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
     /// Launches a whole-array reduction (one kernel), writing the result at `out`.
     fn run_full<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X, out: u64) -> Result<()> {
         self.check_empty(x.len())?;
-        self.launch_full(stream, x, out, false)
+        self.launch_full(stream, x, out, false, None)
     }
 
     /// Reduces the whole of `x` (one kernel) and stores the result at `out`: an address
@@ -254,7 +270,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         x: &X,
         out: u64,
     ) -> Result<()> {
-        self.launch_full(stream, x, out, true)
+        self.launch_full(stream, x, out, true, None)
     }
 
     /// Reduces `x` along axis 0 into its `inner` (the product of the other axes) combined
@@ -310,6 +326,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         x: &X,
         out: u64,
         partial: bool,
+        publish: Option<&flag_join::FlagPublish>,
     ) -> Result<()> {
         let n = x.len();
         let ctx = stream.context();
@@ -322,18 +339,24 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             .div_ceil(BLOCK as usize * per_thread)
             .clamp(1, sms * tuning().blocks_per_sm);
         let space = PassSpace::new(stream, blocks * A::TY.size())?;
-        let k = self.kernel(match (partial, vec_ok) {
-            (false, false) => FULL,
-            (false, true) => FULL_VEC,
-            (true, false) => PART,
-            (true, true) => PART_VEC,
+        let k = self.kernel(match (partial, vec_ok, publish.is_some()) {
+            (false, false, _) => FULL,
+            (false, true, _) => FULL_VEC,
+            (true, false, false) => PART,
+            (true, true, false) => PART_VEC,
+            (true, false, true) => PART_PUB,
+            (true, true, true) => PART_VEC_PUB,
         })?;
         k.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
             buf.push_flat(x.context(), x.device_ptr(), n)?;
             buf.push_flat(ctx, space.partials(), blocks)?;
             buf.push_flat(ctx, space.counter(), 1)?;
             buf.push_flat(ctx, out, 1)?;
-            buf.push_scalar(n as u64)
+            buf.push_scalar(n as u64)?;
+            match publish {
+                Some(p) => p.push(buf, ctx),
+                None => Ok(()),
+            }
         })
         // Memory of `space` that is not the stream's own is freed in stream order.
     }
@@ -672,6 +695,7 @@ fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
     combine: &CombineFn<A>,
     post: &PostFn<A, R>,
     id: A,
+    publish: bool,
 ) {
     let (x, partials, counter, out, n) = (
         input::<T>(),
@@ -680,6 +704,8 @@ fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
         output::<R>(),
         scalar::<u64>(),
     );
+    // A shard's partial result that another device waits for: its flag (`flag_join.rs`).
+    let flag = publish.then(|| (output::<u64>(), scalar::<u64>(), scalar::<u64>()));
     whole_array_bounds(k);
     let accs: [_; W] = std::array::from_fn(|_| k.var(id));
     let nv = n / W as u64;
@@ -709,7 +735,12 @@ fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
         let acc = k.var(id);
         over_blocks(k, |j| acc.set(combine(acc.get(), partials.at(j))));
         let r = block_reduce(k, acc.get(), combine);
-        k.if_(tid.eq(0u32), |_| out.set(0u32, post(r, n)));
+        k.if_(tid.eq(0u32), |k| {
+            out.set(0u32, post(r, n));
+            if let Some((flags, at, epoch)) = &flag {
+                flag_join::publish(k, flags, *at, *epoch);
+            }
+        });
     });
 }
 

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -22,8 +23,14 @@ use ndarray::Ix1;
 ///
 /// Operations on sharded arrays are queued on the mesh's streams from the calling thread and
 /// return without waiting (except those that return values to the host): every device works
-/// at once. Work that combines the shards (a reduction's last step, a gather) is queued on one
-/// device's stream after waiting for the others' work with events; no host thread waits.
+/// at once. Work that combines the shards (a gather, a scan's totals) is queued on one
+/// device's stream after waiting for the others' work with events; no host thread waits. A
+/// full reduction joins on the device instead where the other devices are peers of the first:
+/// each publishes a flag in the first device's memory after its partial result, and the first
+/// device's combining kernel waits for the flags before it combines, with a timeout
+/// ([`set_join_timeout`](Self::set_join_timeout); a lost device becomes an error when the mesh
+/// is synchronised or the value read, not a hang). [`set_device_join`](Self::set_device_join)
+/// (or `CUDAJIT_SHARDED_JOIN=events` in the environment) turns it off.
 ///
 /// Creating a mesh turns on peer access between its first device and each other one, both
 /// ways, where the hardware allows it ([`Device::can_access_peer`]): a reduction's partial
@@ -112,6 +119,7 @@ impl Mesh {
             }
         }
         let partials = PartialSlots {
+            join: super::join::FlagJoin::new(&first, members.len())?,
             buf: first.zeros::<u64, _>(PartialSlots::SETS * 2 * members.len())?,
             free: (0..PartialSlots::SETS)
                 .map(|_| first.new_event_with(false, false))
@@ -167,7 +175,8 @@ impl Mesh {
     }
 
     /// Waits until every device's queued work is done; the first error wins, after every
-    /// stream was waited for.
+    /// stream was waited for. A reduction whose device-side join timed out waiting for a
+    /// device (see [`set_join_timeout`](Self::set_join_timeout)) is reported here (once).
     pub fn synchronize(&self) -> Result<()> {
         let mut first = Ok(());
         for m in &self.inner.members {
@@ -176,7 +185,51 @@ impl Mesh {
                 first = r;
             }
         }
-        first
+        first?;
+        self.check_join()
+    }
+
+    /// Whether full reductions join on the device (flags published by the other devices, a
+    /// combining kernel that waits for them, with a timeout) where the devices are
+    /// peers: on by default, unless `CUDAJIT_SHARDED_JOIN=events` was set when the mesh was
+    /// made. Off, the first device's stream waits on the other devices' events, as gathers do.
+    pub fn set_device_join(&self, on: bool) {
+        self.partials().join.enabled = on;
+    }
+
+    /// Whether full reductions join on the device (see [`set_device_join`](Self::set_device_join)).
+    pub fn device_join(&self) -> bool {
+        self.partials().join.enabled
+    }
+
+    /// How long the first device waits in a device-side join for another device's partial
+    /// result before it gives up (10 s by default). The clock starts when the first device
+    /// reaches the wait, so it must cover how far another device's stream may lag behind
+    /// (work queued on it before the reduction). A join that gave up makes the next
+    /// [`synchronize`](Self::synchronize), or the reduction's value read back, an error.
+    /// Applies to reductions queued afterwards.
+    pub fn set_join_timeout(&self, timeout: Duration) {
+        self.partials().join.timeout = timeout;
+    }
+
+    /// The device-side join's timeout (see [`set_join_timeout`](Self::set_join_timeout)).
+    pub fn join_timeout(&self) -> Duration {
+        self.partials().join.timeout
+    }
+
+    /// For tests of the join's timeout: device `k` (`Some`) queues its partial results but
+    /// never publishes them, as a lost device would. Not for other uses.
+    #[doc(hidden)]
+    pub fn debug_withhold_publication(&self, k: Option<usize>) {
+        self.partials().join.skip_publish = k;
+    }
+
+    /// Reports (once) a device-side join that timed out, after the first device's stream has
+    /// completed it (reads the status words on that stream if a join was queued since the
+    /// last check).
+    pub(crate) fn check_join(&self) -> Result<()> {
+        let ords: Vec<usize> = self.devices().iter().map(|d| d.ordinal()).collect();
+        self.partials().join.check(self.stream(0), &ords)
     }
 
     /// Makes stream `k` wait for the work queued so far on every other stream of the mesh
@@ -294,6 +347,8 @@ impl fmt::Debug for Mesh {
 /// combining step and then the first device for it: two cross-device signals per call in a
 /// loop of reductions; with several the other devices run ahead.
 pub(crate) struct PartialSlots {
+    /// The device-side join's flags and state.
+    pub(crate) join: super::join::FlagJoin,
     buf: DeviceArray<u64>,
     free: Vec<Event>,
     recorded: [bool; PartialSlots::SETS],

@@ -11,10 +11,14 @@
 //!
 //! Everything is queued from one host thread and every device works at once: no host thread
 //! waits between devices, no lock is held across device work; the devices' streams are joined
-//! with events where results meet. Partial results move between devices directly when the
-//! devices are peers (NVLink or PCIe peer-to-peer: [`Mesh::new`] turns peer access on), else by
-//! the driver's staged peer copies. NCCL is not needed (for collectives on your own arrays see
-//! [`crate::nccl`]).
+//! with events where results meet, except in full reductions over peers, which join on the
+//! device: each other device publishes an epoch flag in the first device's memory after its
+//! partial result, and the first device's combining kernel waits for the flags, spinning
+//! with a `%globaltimer` timeout ([`Mesh::set_join_timeout`]; a lost device is an error from
+//! [`Mesh::synchronize`] or the value read back, not a hang), then combines the partials.
+//! Partial results move between devices directly when the devices are peers (NVLink or PCIe
+//! peer-to-peer: [`Mesh::new`] turns peer access on), else by the driver's staged peer copies.
+//! NCCL is not needed (for collectives on your own arrays see [`crate::nccl`]).
 //!
 //! ```no_run
 //! use cudajit::sharded::{Mesh, ShardedArray};
@@ -31,6 +35,7 @@ mod arg;
 mod array;
 mod axis;
 mod ew;
+mod join;
 mod mesh;
 mod reduce;
 mod replicated;

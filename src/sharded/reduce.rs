@@ -1,6 +1,8 @@
 //! Reductions of sharded arrays: every device reduces its shard into a partial result, written
 //! straight into the first device's memory (peer access) or copied there; the first device
-//! then combines the partials in shard order and applies the reduction's last step.
+//! then combines the partials in shard order and applies the reduction's last step. It waits
+//! for the peers' partials on the device (flags that the combining kernel waits for, see
+//! `join.rs`), for the others' with events.
 
 use ndarray::{Dimension, Ix1};
 
@@ -17,7 +19,9 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
     ///
     /// Each device reduces its shard on its own stream, the devices other than the first
     /// launched first; their partial results reach the first device's memory, whose stream
-    /// waits for them (events) and combines them in shard order. The result equals a
+    /// waits for them (on the device, for flags the peers publish, with a timeout: see
+    /// [`Mesh::set_join_timeout`](super::Mesh::set_join_timeout); else with events) and
+    /// combines them in shard order. The result equals a
     /// one-device reduction's up to the order of floating-point combination (partials per
     /// shard, then across shards).
     pub fn reduce_to_device<A: ScalarType, R: ScalarType>(
@@ -64,15 +68,44 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
             return r.full_into_raw(s0, &self.shards()[0], out);
         }
         let mut slots = mesh.partials();
+        let epoch = slots.join.next_epoch();
+        // Not in a graph capture: a replay would re-publish and wait for the captured epoch,
+        // which the flags passed at the first run, so the wait would not wait.
+        let flags = slots.join.enabled && mesh.len() <= 64 && !crate::graph::capturing();
+        // Devices (bits) that publish a flag after their partial; the others join with events.
+        let mut mask = 0u64;
         // The other devices first: their results take longer to reach the first device.
         for (i, &k) in used.iter().enumerate().rev() {
             slots.wait_free(mesh, k)?;
-            mesh.write_to_first(k, &[(slots.slot(i, a_size), a_size)], |stream, at| {
-                r.partial_into_raw(stream, &self.shards()[k], at[0])
-            })?;
+            let publish = if k != 0 && flags && mesh.has_peer_access_to_first(k) {
+                mask |= 1 << k;
+                slots.join.publish_args(k, epoch)
+            } else {
+                None
+            };
+            let shard = &self.shards()[k];
+            mesh.write_to_first(
+                k,
+                &[(slots.slot(i, a_size), a_size)],
+                |stream, at| match &publish {
+                    Some(p) => r.partial_publish_raw(stream, shard, at[0], p),
+                    None => r.partial_into_raw(stream, shard, at[0]),
+                },
+            )?;
         }
-        mesh.join(0, used.iter().copied().filter(|&k| k != 0))?;
-        r.combine_columns_raw(s0, slots.slot(0, a_size), 1, used.len(), out, self.len())?;
+        mesh.join(
+            0,
+            used.iter()
+                .copied()
+                .filter(|&k| k != 0 && mask & (1 << k) == 0),
+        )?;
+        let parts = slots.slot(0, a_size);
+        if mask != 0 {
+            let wait = slots.join.wait_args(mask, epoch);
+            r.combine_after_flags_raw(s0, parts, used.len(), out, self.len(), &wait)?;
+        } else {
+            r.combine_columns_raw(s0, parts, 1, used.len(), out, self.len())?;
+        }
         slots.release(mesh)
     }
 
@@ -80,6 +113,7 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
     pub fn reduce<A: ScalarType, R: ScalarType>(&self, r: &Reduction<T, A, R>) -> Result<R> {
         let out = self.reduce_to_device(r)?;
         let v = out.to_vec_async(self.mesh().stream(0))?;
+        self.mesh().check_join()?;
         v.first().copied().ok_or_else(|| {
             Error::usage("sharded reduction: the result array is empty (a bug in cudajit)")
         })

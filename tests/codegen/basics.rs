@@ -707,3 +707,61 @@ fn short_circuit_and_or_compile_to_branches() {
     assert!(ptx.contains("ld.global.nc.f32"), "{ptx}");
     assert!(ptx.contains("bra") || ptx.contains("@%p"), "{ptx}");
 }
+
+/// `%globaltimer` and `%globaltimer_lo`: every read is its own (two reads around a loop stay
+/// two, one inside a loop stays inside it), for sm_75 and sm_90 through ptxas.
+#[test]
+fn globaltimer_reads_are_never_merged_or_hoisted() {
+    let k = Kernel::<(&mut [u64], &mut [u32])>::build("timer", |k, (out, lo)| {
+        let t0 = k.globaltimer();
+        let l0 = k.globaltimer_lo();
+        let now = k.var(t0);
+        k.while_(
+            |_| (now.get() - t0).lt(1000u64),
+            |k| now.set(k.globaltimer()),
+        );
+        out.set(0u32, t0);
+        out.set(1u32, now.get());
+        lo.set(0u32, k.globaltimer_lo() - l0);
+    })
+    .unwrap();
+    let ptx = compile_all(&k).0;
+    assert_eq!(ptx.matches("%globaltimer;").count(), 2, "{ptx}");
+    assert_eq!(ptx.matches("%globaltimer_lo;").count(), 2, "{ptx}");
+}
+
+/// The sharded reductions' device-side join, in each reduction's kernels: the partial pass that
+/// publishes (a system fence, then the flag's store, after the result's) and the combining
+/// kernel that waits for the flags first (volatile reads of the flags, `%globaltimer`, a
+/// system fence), through ptxas for sm_75 and sm_90.
+#[test]
+fn sharded_join_kernels_compile() {
+    let sum = cudajit::ops::Reduction::<f32, f32, f32>::new("join_sum", |x| x, |a, b| a + b, 0.0)
+        .unwrap();
+    for cc in crate::common::TARGETS {
+        let variants = sum.variants_ptx(&PtxOptions::for_cc(cc.0, cc.1)).unwrap();
+        let find = |suffix: &str| {
+            variants
+                .iter()
+                .find(|(n, _)| n.ends_with(suffix))
+                .unwrap_or_else(|| panic!("no `{suffix}` kernel"))
+        };
+        for suffix in ["part1_publish", "part_vec_publish"] {
+            let (name, ptx) = find(suffix);
+            check_ptx(ptx, cc, name);
+            // The result's store, the fence, the flag's store, in this order.
+            let fence = ptx.find("membar.sys").expect("a system fence");
+            assert!(ptx[fence..].contains("st.global.u64"), "{ptx}");
+            assert!(ptx[..fence].contains("st.global.f32"), "{ptx}");
+        }
+        let (name, wait) = find("cols_final_join");
+        check_ptx(wait, cc, name);
+        assert!(wait.contains("%globaltimer;"), "{wait}");
+        assert!(wait.contains("ld.volatile.global.u64"), "{wait}");
+        assert!(wait.contains("membar.sys"), "{wait}");
+        // The partials arrive while the kernel runs: never read through the non-coherent path.
+        assert!(!wait.contains(".nc."), "{wait}");
+        // The plain partial pass publishes nothing.
+        assert!(!find("part1").1.contains("membar.sys"));
+    }
+}

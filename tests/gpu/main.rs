@@ -49,6 +49,7 @@ mod profiler;
 mod random;
 mod scan;
 mod sharded;
+mod sharded_join;
 mod shared_nd;
 mod short_circuit;
 mod streams;
@@ -56,6 +57,7 @@ mod strided;
 #[path = "../support/mod.rs"]
 mod support;
 mod tensor_map;
+mod timer;
 mod tma;
 mod warp;
 mod warps;

@@ -397,6 +397,8 @@ impl<'l> Block<'l> {
                     Sreg::Nctaid(k) => fill(d, l.grid[*k as usize % 3] as u64),
                     Sreg::LaneId => v(d, &|t| (t % 32) as u64),
                     Sreg::WarpSize => fill(d, 32),
+                    Sreg::GlobalTimer => fill(d, super::global_timer_ns()),
+                    Sreg::GlobalTimerLo => fill(d, super::global_timer_ns() & 0xffff_ffff),
                     r => fill(d, self.cluster_sreg(*r)),
                 }
             }

@@ -66,6 +66,20 @@ const SHARED_PER_BLOCK: i32 = 48 * 1024;
 const SHARED_OPTIN: i32 = 227 * 1024;
 
 /// An error as the driver would return it.
+/// The simulated `%globaltimer`: nanoseconds since the Unix epoch, taken from the host's
+/// monotonic clock (the wall clock read once, plus the time elapsed since), so reads never
+/// go back, within a thread or across them.
+pub(crate) fn global_timer_ns() -> u64 {
+    static START: std::sync::OnceLock<(Instant, u64)> = std::sync::OnceLock::new();
+    let (at, unix) = START.get_or_init(|| {
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        (Instant::now(), unix)
+    });
+    unix.wrapping_add(at.elapsed().as_nanos() as u64)
+}
+
 fn err(call: &'static str, code: sys::CUresult) -> Error {
     Error::Driver {
         call,

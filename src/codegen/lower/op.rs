@@ -32,6 +32,23 @@ impl<'c> Lowerer<'c, '_> {
                 self.scalars[*i as usize].ok_or_else(|| self.err("not a scalar parameter"))?
             }
             Op::Special(r) if r.is_cluster() => crate::codegen::hopper::lower_sreg(self, *r)?,
+            // The timer changes between reads: LLVM's intrinsic has side effects (never merged
+            // or hoisted); `%globaltimer_lo` has no intrinsic in LLVM 19, so an `asm volatile`.
+            Op::Special(Sreg::GlobalTimer) => self
+                .call(
+                    "llvm.nvvm.read.ptx.sreg.globaltimer",
+                    Some(self.ctx.i64_type().into()),
+                    &[],
+                )?
+                .ok_or_else(|| self.err("special register read returned nothing"))?,
+            Op::Special(Sreg::GlobalTimerLo) => super::asm::asm(
+                self,
+                "mov.u32 $0, %globaltimer_lo;".into(),
+                "=r".into(),
+                &[],
+                Some(self.ctx.i32_type().into()),
+            )?
+            .ok_or_else(|| self.err("special register read returned nothing"))?,
             Op::Special(r) => {
                 let (name, dim) = match r {
                     Sreg::Tid(d) => ("tid", Some(*d)),
