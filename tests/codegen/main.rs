@@ -11,6 +11,7 @@ mod common;
 mod complex;
 mod contract;
 mod dynamic_parallelism;
+mod early_return;
 mod foreign;
 mod fp8;
 mod grid;

@@ -13,6 +13,7 @@ mod context;
 mod contract;
 mod dlpack;
 mod dynamic_parallelism;
+mod early_return;
 mod enquiry;
 mod errors;
 mod events;
