@@ -56,6 +56,8 @@ pub enum Stmt {
     Continue,
     /// Stores the results, then `k.ret()` (not in device functions).
     Return,
+    /// `k.ret_value(value)`: a device function's early return (`value` has its return type).
+    ReturnValue(Node),
     /// Stores `value` in emit slot `slot` (not in device functions).
     Emit { slot: u8, value: Node },
     /// `v<var> = f<func>.call(args)`: one argument per type, in `TYS` order; `decl`: declares
@@ -96,7 +98,8 @@ impl Stmt {
             | Stmt::Assign { value: e, .. }
             | Stmt::Emit { value: e, .. }
             | Stmt::If { cond: e, .. }
-            | Stmt::While { cond: e, .. } => vec![e],
+            | Stmt::While { cond: e, .. }
+            | Stmt::ReturnValue(e) => vec![e],
             Stmt::For { start, end, .. } => vec![start, end],
             Stmt::Call { args, .. } => args.iter().collect(),
             Stmt::Break | Stmt::Continue | Stmt::Return => vec![],
@@ -193,6 +196,8 @@ struct PGen<'a> {
     loops: u32,
     /// Making a device function: no emits, returns or calls; parameters are slot 0.
     in_func: bool,
+    /// In a device function: its return type, when it may return early with a value.
+    ret_value: Option<Ty>,
     emits: Vec<Ty>,
     /// Return types of the callable functions.
     funcs: Vec<Ty>,
@@ -285,6 +290,9 @@ impl PGen<'_> {
             0..=3 if self.loops > 0 => Some(Stmt::Break),
             4..=7 if self.loops > 0 => Some(Stmt::Continue),
             8..=9 if !self.in_func => Some(Stmt::Return),
+            // Its value reads only what is visible before the branch (the block's own
+            // variables went out of scope with it).
+            8..=9 => self.ret_value.map(|t| Stmt::ReturnValue(self.expr(t, 2))),
             _ => None,
         };
         if let Some(j) = jump {
@@ -436,11 +444,13 @@ impl PGen<'_> {
 
 /// A random program of about `max_stmts` statements (device functions not counted).
 pub fn generate(rng: &mut Rng, max_stmts: usize) -> Prog {
-    generate_in(rng, max_stmts, Lang::Core)
+    generate_in(rng, max_stmts, Lang::Core, true)
 }
 
-/// A random program of `lang` (see [`generate`]).
-pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang) -> Prog {
+/// A random program of `lang` (see [`generate`]). `ret_values`: its device functions may
+/// return early with a value (`k.ret_value`) in a tenth of their branches; without, a seed
+/// gives the programs it gave before that existed.
+pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang, ret_values: bool) -> Prog {
     let mut funcs = Vec::new();
     for _ in 0..rng.below(3) {
         let mut g = PGen {
@@ -449,12 +459,14 @@ pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang) -> Prog {
             visible: Vec::new(),
             loops: 0,
             in_func: true,
+            ret_value: None,
             emits: Vec::new(),
             funcs: Vec::new(),
             left: 4,
             lang: Lang::Core,
         };
         let ret = g.any_ty();
+        g.ret_value = ret_values.then_some(ret);
         // The result may read the variables the body declares at its top level.
         let n = g.below(4);
         let body = g.stmts(2, n);
@@ -475,6 +487,7 @@ pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang) -> Prog {
         visible: Vec::new(),
         loops: 0,
         in_func: false,
+        ret_value: None,
         emits: Vec::new(),
         funcs: funcs.iter().map(|f| f.ret).collect(),
         left: max_stmts,
@@ -538,6 +551,8 @@ pub struct Coverage {
     pub breaks: usize,
     pub continues: usize,
     pub returns: usize,
+    /// Of the early returns, those of device functions with a value (`k.ret_value`).
+    pub value_returns: usize,
     /// Device function calls.
     pub calls: usize,
 }
@@ -551,6 +566,7 @@ impl Coverage {
         self.breaks += o.breaks;
         self.continues += o.continues;
         self.returns += o.returns;
+        self.value_returns += o.value_returns;
         self.calls += o.calls;
     }
 }
@@ -565,6 +581,8 @@ struct Interp<'a> {
     cov: Coverage,
     /// Whether the kernel (and its device functions) were built with FMA contraction.
     contract: bool,
+    /// A device function's early return: its value (`None`: left open).
+    returned: Option<Option<Val>>,
 }
 
 impl Interp<'_> {
@@ -674,6 +692,12 @@ impl Interp<'_> {
                 self.store_results();
                 return Ok(Flow::Return);
             }
+            Stmt::ReturnValue(value) => {
+                self.cov.returns += 1;
+                self.cov.value_returns += 1;
+                self.returned = Some(self.eval(value));
+                return Ok(Flow::Return);
+            }
             Stmt::Emit { slot, value } => {
                 self.out[self.results + *slot as usize] = Slot::Written(self.eval(value));
             }
@@ -732,11 +756,15 @@ fn call(f: &Func, args: &[Val], contract: bool, cov: &mut Coverage) -> Result<Op
         out: Vec::new(),
         cov: Coverage::default(),
         contract,
+        returned: None,
     };
     let flow = it.block(&f.body);
     cov.add(&it.cov);
     flow?;
-    Ok(it.eval(&f.result))
+    Ok(match it.returned {
+        Some(v) => v,
+        None => it.eval(&f.result),
+    })
 }
 
 /// The host model of one thread: every output word of the program, or `Open` when it
@@ -756,6 +784,7 @@ pub fn model(
         out: vec![Slot::Unwritten; p.width()],
         cov: Coverage::default(),
         contract,
+        returned: None,
     };
     let flow = it.block(&p.body);
     cov.add(&it.cov);
@@ -800,6 +829,7 @@ fn exprs_mut(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Node)) {
             | Stmt::If { cond: e, .. }
             | Stmt::While { cond: e, .. } => f(e),
             Stmt::Call { args, .. } => args.iter_mut().for_each(&mut *f),
+            Stmt::ReturnValue(e) => f(e),
             Stmt::For { .. } | Stmt::Break | Stmt::Continue | Stmt::Return => {}
         }
         for b in s.blocks_mut() {
