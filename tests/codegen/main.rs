@@ -20,6 +20,7 @@ mod hopper;
 mod lines;
 mod math;
 mod matmul;
+mod mixed_index;
 mod mma;
 mod narrow;
 mod ops;

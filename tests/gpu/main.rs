@@ -33,6 +33,7 @@ mod math;
 mod matmul;
 mod matmul_tune;
 mod memory;
+mod mixed_index;
 mod mma;
 mod modules;
 mod nan_bits;
