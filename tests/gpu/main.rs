@@ -17,6 +17,7 @@ mod early_return;
 mod enquiry;
 mod errors;
 mod events;
+mod ew_dims;
 mod foreign;
 mod fp8;
 mod graphs;
