@@ -70,6 +70,7 @@ pub use device_launch::{DeviceArgFor, DeviceArgs, DeviceDim3, DeviceStream};
 pub use expr::{select, Expr, Operand, Var};
 pub use extern_fn::ExternDeviceFn;
 pub use host_args::set_host_array_warnings;
+pub(crate) use host_args::warn_once as warn_host_arrays_once;
 pub(crate) use kernel::check_name as check_kernel_name;
 pub use kernel::Kernel;
 pub use math::libdevice_path;

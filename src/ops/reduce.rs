@@ -16,6 +16,8 @@
 
 use std::sync::{Arc, OnceLock};
 
+mod host;
+
 use ndarray::IxDyn;
 
 use crate::codegen::{
@@ -119,6 +121,7 @@ pub struct Reduction<T, A, R> {
     identity: A,
     empty_is_error: bool,
     kernels: [super::KernelSlot; KERNELS.len()],
+    host_warned: host::HostWarned,
 }
 
 impl<T: ScalarType, A: ScalarType> Reduction<T, A, A> {
@@ -139,6 +142,7 @@ impl<T: ScalarType, A: ScalarType> Reduction<T, A, A> {
             identity,
             empty_is_error: false,
             kernels: Default::default(),
+            host_warned: Default::default(),
         })
     }
 }
@@ -158,6 +162,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             identity: self.identity,
             empty_is_error: self.empty_is_error,
             kernels: Default::default(),
+            host_warned: Default::default(),
         }
     }
 

@@ -26,6 +26,7 @@ mod half;
 mod half_ops;
 mod host_args;
 mod host_nd;
+mod host_reduce;
 #[cfg(unix)]
 mod ipc;
 mod kernels;
