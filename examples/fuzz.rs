@@ -25,6 +25,7 @@
 //!                                        [--threads T] [--depth D] [--seconds S] [--minimise M]
 //!                                        [--contract off|on|alternate]
 //!                                        [--fastmath off|on|alternate] [--lang core|whole]
+//!                                        [--ret-values on|off]
 //!                                        [--complex N] [--blocks N] [--block-threads T]
 //! CUDAJIT_SIMULATOR=1 cargo run --release --example fuzz     # on the CPU simulator
 //! ```
@@ -39,7 +40,9 @@
 //! batches with odd seeds with it and the others without, `on` and `off` every batch. The
 //! setting is not drawn from the random streams, so a seed gives the same trees, programs and
 //! inputs in every mode; `--contract off` rebuilds a batch as it ran before contraction existed
-//! (the GPU findings of docs/RELIABILITY.md).
+//! (the GPU findings of docs/RELIABILITY.md). `--ret-values off` likewise draws the programs
+//! as before their device functions could return early with a value (`k.ret_value`, on by
+//! default).
 //!
 //! `--lang whole` draws from every scalar type (i8, u8, i16, u16, f16, bf16 and the 8-bit
 //! floats too) with new streams (its batch seeds are mixed with a constant); its tree batches
@@ -89,6 +92,7 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
         contract: Contract::Alternate,
         fastmath: Fastmath::Off,
         lang: Lang::Core,
+        ret_values: true,
     };
     // `--blocks` not given: none in a run, 1,000 with `--ptx-only` (so that compiling every
     // kernel for a target covers the block programs too).
@@ -128,6 +132,11 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
                         .ok_or(format!("--fastmath: off, on or alternate, not `{v}`"))?,
                 );
             }
+            "--ret-values" => match args.next().as_deref() {
+                Some("on") => cfg.ret_values = true,
+                Some("off") => cfg.ret_values = false,
+                v => return Err(format!("--ret-values: on or off, not `{}`", v.unwrap_or(""))),
+            },
             "--lang" => match args.next().as_deref() {
                 Some("core") => cfg.lang = Lang::Core,
                 Some("whole") => cfg.lang = Lang::Whole { fp8: true },
@@ -137,7 +146,7 @@ fn parse_args() -> std::result::Result<(Config, block::check::Config), String> {
                 args.next(); // read by ptx_only() / complex_trees()
             }
             "-h" | "--help" => {
-                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--minimise M] [--contract off|on|alternate] [--fastmath off|on|alternate] [--lang core|whole] [--complex N] [--blocks N] [--block-threads T] [--ptx-only 9.0]".into())
+                return Err("usage: fuzz [--trees N] [--programs P] [--seed S] [--per-kernel K] [--threads T] [--depth D] [--seconds S] [--minimise M] [--contract off|on|alternate] [--fastmath off|on|alternate] [--lang core|whole] [--ret-values on|off] [--complex N] [--blocks N] [--block-threads T] [--ptx-only 9.0]".into())
             }
             _ => return Err(format!("unknown argument {a} (see --help)")),
         }
@@ -227,8 +236,8 @@ fn main_() -> Result<usize> {
     );
     let c = &r.coverage;
     println!(
-        "fuzz: the programs ran {} ifs ({} then), {} loop iterations, {} breaks, {} continues, {} early returns, {} device function calls",
-        c.ifs, c.thens, c.iterations, c.breaks, c.continues, c.returns, c.calls
+        "fuzz: the programs ran {} ifs ({} then), {} loop iterations, {} breaks, {} continues, {} early returns ({} with a value), {} device function calls",
+        c.ifs, c.thens, c.iterations, c.breaks, c.continues, c.returns, c.value_returns, c.calls
     );
     for m in &r.mismatches {
         println!(

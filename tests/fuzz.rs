@@ -22,6 +22,7 @@ fn config(trees: usize, programs: usize) -> Config {
         contract: Contract::Alternate,
         fastmath: Fastmath::Off,
         lang: Lang::Core,
+        ret_values: true,
     }
 }
 
@@ -59,7 +60,10 @@ fn fixed_seed_programs_match_the_host_model_on_the_simulator() {
         r.prog_open_runs,
         r.prog_mismatches.len()
     );
+    println!("fuzz: {:?}", r.coverage);
     assert_eq!(r.programs, cfg.programs);
+    // Device functions returned early with a value (`k.ret_value`) in some threads.
+    assert!(r.coverage.value_returns > 0, "{:?}", r.coverage);
     assert!(
         r.prog_compared > r.programs * 64,
         "too few comparisons: {} words for {} programs",
@@ -378,8 +382,10 @@ fn the_batches_of_the_gpu_findings_match_the_host_model() {
                 seed,
                 per_kernel: per,
                 threads: 128,
-                // As they ran: found before the builder contracted.
+                // As they ran: found before the builder contracted, and before device
+                // functions returned early with a value.
                 contract: Contract::Off,
+                ret_values: false,
                 ..config(per, per)
             };
             let mut lines = Vec::new();

@@ -48,6 +48,9 @@ pub struct Config {
     pub fastmath: Fastmath,
     /// The language the trees and programs are drawn from.
     pub lang: Lang,
+    /// Whether device functions may return early with a value (`k.ret_value`); off, a seed
+    /// gives the programs it gave before that existed (the GPU findings' batches).
+    pub ret_values: bool,
 }
 
 /// Which tree batches are built with fastmath (`PtxOptions::fastmath`); like [`Contract`],
@@ -510,7 +513,7 @@ fn write_dump(
 pub fn batch_progs(seed: u64, cfg: &Config) -> Vec<Prog> {
     let mut rng = Rng::new(cfg.lang.batch_seed(seed) ^ 0x7072_6f67_7261_6d73);
     (0..cfg.per_kernel)
-        .map(|_| prog::generate_in(&mut rng, PROG_STMTS, cfg.lang))
+        .map(|_| prog::generate_in(&mut rng, PROG_STMTS, cfg.lang, cfg.ret_values))
         .collect()
 }
 

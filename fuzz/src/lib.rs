@@ -19,5 +19,6 @@ pub mod lower;
 pub mod model;
 pub mod prog;
 pub mod prog_lower;
+mod prog_min;
 pub mod rng;
 pub mod tree;

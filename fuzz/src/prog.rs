@@ -15,6 +15,7 @@
 
 use super::lower::INPUTS;
 use super::model::Model;
+pub use super::prog_min::{prog_well_formed, smaller};
 use super::rng::Rng;
 use super::tree::{Gen, Lang, Node, Ty, Val, SLOTS, TYS};
 
@@ -56,6 +57,8 @@ pub enum Stmt {
     Continue,
     /// Stores the results, then `k.ret()` (not in device functions).
     Return,
+    /// `k.ret_value(value)`: a device function's early return (`value` has its return type).
+    ReturnValue(Node),
     /// Stores `value` in emit slot `slot` (not in device functions).
     Emit { slot: u8, value: Node },
     /// `v<var> = f<func>.call(args)`: one argument per type, in `TYS` order; `decl`: declares
@@ -96,7 +99,8 @@ impl Stmt {
             | Stmt::Assign { value: e, .. }
             | Stmt::Emit { value: e, .. }
             | Stmt::If { cond: e, .. }
-            | Stmt::While { cond: e, .. } => vec![e],
+            | Stmt::While { cond: e, .. }
+            | Stmt::ReturnValue(e) => vec![e],
             Stmt::For { start, end, .. } => vec![start, end],
             Stmt::Call { args, .. } => args.iter().collect(),
             Stmt::Break | Stmt::Continue | Stmt::Return => vec![],
@@ -193,6 +197,8 @@ struct PGen<'a> {
     loops: u32,
     /// Making a device function: no emits, returns or calls; parameters are slot 0.
     in_func: bool,
+    /// In a device function: its return type, when it may return early with a value.
+    ret_value: Option<Ty>,
     emits: Vec<Ty>,
     /// Return types of the callable functions.
     funcs: Vec<Ty>,
@@ -285,6 +291,9 @@ impl PGen<'_> {
             0..=3 if self.loops > 0 => Some(Stmt::Break),
             4..=7 if self.loops > 0 => Some(Stmt::Continue),
             8..=9 if !self.in_func => Some(Stmt::Return),
+            // Its value reads only what is visible before the branch (the block's own
+            // variables went out of scope with it).
+            8..=9 => self.ret_value.map(|t| Stmt::ReturnValue(self.expr(t, 2))),
             _ => None,
         };
         if let Some(j) = jump {
@@ -436,11 +445,13 @@ impl PGen<'_> {
 
 /// A random program of about `max_stmts` statements (device functions not counted).
 pub fn generate(rng: &mut Rng, max_stmts: usize) -> Prog {
-    generate_in(rng, max_stmts, Lang::Core)
+    generate_in(rng, max_stmts, Lang::Core, true)
 }
 
-/// A random program of `lang` (see [`generate`]).
-pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang) -> Prog {
+/// A random program of `lang` (see [`generate`]). `ret_values`: its device functions may
+/// return early with a value (`k.ret_value`) in a tenth of their branches; without, a seed
+/// gives the programs it gave before that existed.
+pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang, ret_values: bool) -> Prog {
     let mut funcs = Vec::new();
     for _ in 0..rng.below(3) {
         let mut g = PGen {
@@ -449,12 +460,14 @@ pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang) -> Prog {
             visible: Vec::new(),
             loops: 0,
             in_func: true,
+            ret_value: None,
             emits: Vec::new(),
             funcs: Vec::new(),
             left: 4,
             lang: Lang::Core,
         };
         let ret = g.any_ty();
+        g.ret_value = ret_values.then_some(ret);
         // The result may read the variables the body declares at its top level.
         let n = g.below(4);
         let body = g.stmts(2, n);
@@ -475,6 +488,7 @@ pub fn generate_in(rng: &mut Rng, max_stmts: usize, lang: Lang) -> Prog {
         visible: Vec::new(),
         loops: 0,
         in_func: false,
+        ret_value: None,
         emits: Vec::new(),
         funcs: funcs.iter().map(|f| f.ret).collect(),
         left: max_stmts,
@@ -538,6 +552,8 @@ pub struct Coverage {
     pub breaks: usize,
     pub continues: usize,
     pub returns: usize,
+    /// Of the early returns, those of device functions with a value (`k.ret_value`).
+    pub value_returns: usize,
     /// Device function calls.
     pub calls: usize,
 }
@@ -551,6 +567,7 @@ impl Coverage {
         self.breaks += o.breaks;
         self.continues += o.continues;
         self.returns += o.returns;
+        self.value_returns += o.value_returns;
         self.calls += o.calls;
     }
 }
@@ -565,6 +582,8 @@ struct Interp<'a> {
     cov: Coverage,
     /// Whether the kernel (and its device functions) were built with FMA contraction.
     contract: bool,
+    /// A device function's early return: its value (`None`: left open).
+    returned: Option<Option<Val>>,
 }
 
 impl Interp<'_> {
@@ -674,6 +693,12 @@ impl Interp<'_> {
                 self.store_results();
                 return Ok(Flow::Return);
             }
+            Stmt::ReturnValue(value) => {
+                self.cov.returns += 1;
+                self.cov.value_returns += 1;
+                self.returned = Some(self.eval(value));
+                return Ok(Flow::Return);
+            }
             Stmt::Emit { slot, value } => {
                 self.out[self.results + *slot as usize] = Slot::Written(self.eval(value));
             }
@@ -732,11 +757,15 @@ fn call(f: &Func, args: &[Val], contract: bool, cov: &mut Coverage) -> Result<Op
         out: Vec::new(),
         cov: Coverage::default(),
         contract,
+        returned: None,
     };
     let flow = it.block(&f.body);
     cov.add(&it.cov);
     flow?;
-    Ok(it.eval(&f.result))
+    Ok(match it.returned {
+        Some(v) => v,
+        None => it.eval(&f.result),
+    })
 }
 
 /// The host model of one thread: every output word of the program, or `Open` when it
@@ -756,6 +785,7 @@ pub fn model(
         out: vec![Slot::Unwritten; p.width()],
         cov: Coverage::default(),
         contract,
+        returned: None,
     };
     let flow = it.block(&p.body);
     cov.add(&it.cov);
@@ -763,144 +793,4 @@ pub fn model(
         it.store_results();
     }
     Ok(it.out)
-}
-
-/// Every way to make `stmts` one step smaller: drop a statement, replace an `if` by one of its
-/// branches or a loop by its body, at any depth.
-fn smaller_blocks(stmts: &[Stmt], out: &mut Vec<Vec<Stmt>>) {
-    for i in 0..stmts.len() {
-        let mut v = stmts.to_vec();
-        v.remove(i);
-        out.push(v);
-        for b in stmts[i].blocks() {
-            let mut v = stmts.to_vec();
-            v.splice(i..=i, b.iter().cloned());
-            out.push(v);
-        }
-        for bi in 0..stmts[i].blocks().len() {
-            let mut inner = Vec::new();
-            smaller_blocks(stmts[i].blocks()[bi], &mut inner);
-            for r in inner {
-                let mut v = stmts.to_vec();
-                *v[i].blocks_mut()[bi] = r;
-                out.push(v);
-            }
-        }
-    }
-}
-
-/// Calls `f` on every expression of `stmts` (nested blocks included), mutably, except loop
-/// bounds (a bound's sub-tree could make a loop run for ever).
-fn exprs_mut(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Node)) {
-    for s in stmts {
-        match s {
-            Stmt::Let { init: e, .. }
-            | Stmt::Assign { value: e, .. }
-            | Stmt::Emit { value: e, .. }
-            | Stmt::If { cond: e, .. }
-            | Stmt::While { cond: e, .. } => f(e),
-            Stmt::Call { args, .. } => args.iter_mut().for_each(&mut *f),
-            Stmt::For { .. } | Stmt::Break | Stmt::Continue | Stmt::Return => {}
-        }
-        for b in s.blocks_mut() {
-            exprs_mut(b, f);
-        }
-    }
-}
-
-/// Calls `f` on every expression of `p` but loop bounds, its functions' included, mutably.
-fn prog_exprs_mut(p: &mut Prog, f: &mut dyn FnMut(&mut Node)) {
-    exprs_mut(&mut p.body, f);
-    for func in &mut p.funcs {
-        exprs_mut(&mut func.body, f);
-        f(&mut func.result);
-    }
-}
-
-/// Whether a statement list is well formed: every variable it reads or assigns is declared,
-/// every break/continue is in a loop (`used` starts with the variables used from outside).
-fn well_formed(stmts: &[Stmt], mut used: Vec<bool>, extra: &[&Node]) -> bool {
-    fn loops_ok(stmts: &[Stmt], in_loop: bool) -> bool {
-        stmts.iter().all(|s| match s {
-            Stmt::Break | Stmt::Continue => in_loop,
-            Stmt::For { body, .. } | Stmt::While { body, .. } => loops_ok(body, true),
-            s => s.blocks().iter().all(|b| loops_ok(b, in_loop)),
-        })
-    }
-    let mut declared = vec![false; used.len()];
-    let reads = |e: &Node, used: &mut Vec<bool>| {
-        for n in e.subtrees() {
-            if let Node::Var(_, v) = n {
-                used[*v as usize] = true;
-            }
-        }
-    };
-    for e in extra {
-        reads(e, &mut used);
-    }
-    walk(stmts, &mut |s| {
-        if let Some(v) = s.declares() {
-            declared[v as usize] = true;
-        }
-        if let Stmt::Assign { var, .. } | Stmt::Call { var, .. } = s {
-            used[*var as usize] = true;
-        }
-        for e in s.exprs() {
-            reads(e, &mut used);
-        }
-    });
-    loops_ok(stmts, false) && used.iter().zip(&declared).all(|(u, d)| !u || *d)
-}
-
-/// Whether a reduced program (and each of its functions) is well formed.
-pub fn prog_well_formed(p: &Prog) -> bool {
-    let mut used = vec![false; p.vars.len()];
-    used[..p.results].fill(true);
-    well_formed(&p.body, used, &[])
-        && p.funcs
-            .iter()
-            .all(|f| well_formed(&f.body, vec![false; f.vars.len()], &[&f.result]))
-}
-
-/// Every well-formed program one step smaller than `p`, biggest steps roughly first: a
-/// statement dropped, an `if` replaced by a branch, a loop by its body (in the program, then
-/// in its functions), then an expression replaced by one of its sub-trees of the same type.
-pub fn smaller(p: &Prog) -> Vec<Prog> {
-    let mut out = Vec::new();
-    let mut bodies = Vec::new();
-    smaller_blocks(&p.body, &mut bodies);
-    out.extend(bodies.into_iter().map(|body| Prog { body, ..p.clone() }));
-    for (i, f) in p.funcs.iter().enumerate() {
-        let mut bodies = Vec::new();
-        smaller_blocks(&f.body, &mut bodies);
-        for body in bodies {
-            let mut q = p.clone();
-            q.funcs[i].body = body;
-            out.push(q);
-        }
-    }
-    let mut roots = Vec::new();
-    prog_exprs_mut(&mut p.clone(), &mut |e| roots.push(e.clone()));
-    for (i, root) in roots.iter().enumerate() {
-        let mut subs: Vec<&Node> = root
-            .subtrees()
-            .into_iter()
-            .filter(|s| s.ty() == root.ty() && s.size() < root.size())
-            .collect();
-        subs.sort_by_key(|s| s.size());
-        subs.dedup();
-        for sub in subs {
-            let mut q = p.clone();
-            let mut at = 0;
-            prog_exprs_mut(&mut q, &mut |e| {
-                if at == i {
-                    *e = sub.clone();
-                }
-                at += 1;
-            });
-            out.push(q);
-        }
-    }
-    out.retain(prog_well_formed);
-    out
 }

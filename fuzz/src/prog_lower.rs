@@ -1,5 +1,6 @@
 //! Statement programs to kernels through cudajit's public builder (`k.var`, `k.if_else`,
-//! `k.for_step`, `k.while_`, `k.break_`, `k.continue_`, `k.ret`, `DeviceFn`), and to the Rust
+//! `k.for_step`, `k.while_`, `k.break_`, `k.continue_`, `k.ret`, `DeviceFn` and its
+//! `k.ret_value`), and to the Rust
 //! code that builds them (for reproducers).
 //!
 //! A batch kernel of `n` programs has the signature `(&[u64], &mut [u64])` and runs
@@ -231,6 +232,16 @@ impl ProgLower<'_> {
                 self.store_results();
                 k.ret();
             }
+            Stmt::ReturnValue(value) => match self.expr(value) {
+                D::B(x) => k.ret_value(x),
+                D::I32(x) => k.ret_value(x),
+                D::U32(x) => k.ret_value(x),
+                D::I64(x) => k.ret_value(x),
+                D::U64(x) => k.ret_value(x),
+                D::F32(x) => k.ret_value(x),
+                D::F64(x) => k.ret_value(x),
+                _ => unreachable!("device functions return core types"),
+            },
             Stmt::Emit { slot, value } => {
                 let d = self.expr(value);
                 let (out, row) = self.out.expect("a program stores outputs");
@@ -426,6 +437,7 @@ impl Printer<'_> {
                 self.store_results(ind);
                 self.line(ind, "k.ret();");
             }
+            Stmt::ReturnValue(value) => self.line(ind, &format!("k.ret_value({});", r(value))),
             Stmt::Emit { slot, value } => {
                 let j = self.results + *slot as usize;
                 let ty = self.emits[*slot as usize];

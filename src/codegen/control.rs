@@ -357,14 +357,16 @@ impl KernelBuilder {
     }
 
     /// Returns from the kernel (this thread only). In a device function, the closure's value
-    /// is the return value and `ret` is an error.
+    /// is the return value, [`ret_value`](KernelBuilder::ret_value) returns early, and `ret`
+    /// is an error.
     #[track_caller]
     pub fn ret(&self) {
         let _at = crate::codegen::srcloc::at();
         with_state(|s| {
             if s.f.ret.is_some() {
                 s.error(Kind::ControlFlow, format!(
-                    "in `{}`: `ret()` in a device function that returns a value; return it from the closure",
+                    "in `{}`: `ret()` in a device function that returns a value; return it from the \
+                     closure, or early with `ret_value(v)`",
                     s.f.name
                 ));
                 return;

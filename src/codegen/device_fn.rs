@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::builder::{current_tag, record, with_state};
+use super::builder::{current_tag, record, with_state, Kind};
 use super::control::KernelBuilder;
 use super::expr::Expr;
 use super::kernel::check_name;
@@ -56,6 +56,57 @@ device_params!(A 0, B 1, C 2, D 3, E 4, F 5);
 device_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 device_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
+impl KernelBuilder {
+    /// Returns `v` from the device function being built, early: from inside an `if_`, a loop
+    /// or anywhere in its body (Python's `return v` in a numba device function; the closure's
+    /// own value is the return at the end). Only this thread returns; an inlined function
+    /// returns to the code after its call, not out of the kernel.
+    ///
+    /// `v` must have the function's return type `R`; in a kernel (which returns nothing: use
+    /// [`ret`](KernelBuilder::ret)) or with another type, the build fails with an error saying
+    /// so. As after a [`ret`](KernelBuilder::ret), a barrier that follows a return only some
+    /// threads take is a build error.
+    ///
+    /// ```no_run
+    /// # use cudajit::codegen::DeviceFn;
+    /// // numba: `if x < 0: return -1.0` ... `return math.sqrt(x)`
+    /// let f = DeviceFn::<(f32,), f32>::build("safe_sqrt", |k, (x,)| {
+    ///     k.if_(x.lt(0.0f32), |k| k.ret_value(-1.0f32));
+    ///     x.sqrt()
+    /// })?;
+    /// # Ok::<(), cudajit::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn ret_value<T: Scalar>(&self, v: impl Into<Expr<T>>) {
+        let _at = crate::codegen::srcloc::at();
+        let v = v.into();
+        with_state(|s| {
+            let name = s.f.name.clone();
+            match s.f.ret {
+                None => s.error(
+                    Kind::ControlFlow,
+                    format!(
+                        "in `{name}`: `ret_value` in a kernel, which returns nothing; use `ret()`"
+                    ),
+                ),
+                Some(ty) if ty != T::TY => s.error(
+                    Kind::ControlFlow,
+                    format!(
+                        "in `{name}`: `ret_value` of a {} in a device function that returns {}",
+                        T::TY.name(),
+                        ty.name()
+                    ),
+                ),
+                Some(_) => {
+                    s.check_use(&[v.raw()]);
+                    s.note_return();
+                    s.push_stmt(Stmt::ReturnValue(ValueId(v.id)));
+                }
+            }
+        });
+    }
+}
+
 /// A device function taking the scalars `A` (a tuple such as `(f32, f32)`) and returning `R`.
 ///
 /// Built once, called from any number of kernels with [`call`](DeviceFn::call). Inlined by
@@ -79,7 +130,8 @@ impl<A, R> Clone for DeviceFn<A, R> {
 
 impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
     /// Builds a device function: `body` receives the builder and the arguments and returns the
-    /// result.
+    /// result. It may also return early, from inside an `if_` or a loop, with
+    /// [`KernelBuilder::ret_value`].
     ///
     /// FMA contraction ([`PtxOptions::contract`]) follows the kernel or device function being
     /// built around this call, if any (a device function built inside a kernel's closure), and

@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 use std::ops;
 
 use super::builder::{current_tag, with_state, Kind, ORPHAN};
+pub use super::expr_mixed::Operand;
 use super::scalar::{Int, Num, Scalar, ScalarTy, Signed};
 use crate::ir::{BinOp, CmpOp, MathFn, Op, UnOp, ValueId, VarId};
 
@@ -11,7 +12,9 @@ use crate::ir::{BinOp, CmpOp, MathFn, Op, UnOp, ValueId, VarId};
 ///
 /// Arithmetic (`+ - * / %`, unary `-`), bit operations and shifts on integers, comparisons
 /// (`lt`, `eq`, ...) giving `Expr<bool>`, and `select` work as in Rust; mixing element types
-/// needs an explicit [`cast`](Expr::cast). Rust literals and captured values convert with
+/// needs an explicit [`cast`](Expr::cast), except `u32` with `u64` expressions (the thread
+/// geometry with `grid1`, `len` or `dim`): their arithmetic (`+ - * / % & | ^`) and
+/// comparisons widen the `u32` side to `u64` (zero-extension), in both orders. Rust literals and captured values convert with
 /// `Expr::from(v)` and mix with expressions directly (`x * 2.0`). Integer arithmetic wraps;
 /// integer division by zero gives all-ones bits (`-1` signed, `MAX` unsigned) and the remainder
 /// the dividend; `MIN / -1` gives `MIN`; shift amounts are taken modulo the bit width.
@@ -101,11 +104,15 @@ impl<T: Scalar> Expr<T> {
         )
     }
 
-    fn cmp(self, op: CmpOp, other: impl Into<Expr<T>>) -> Expr<bool> {
-        let o = other.into();
+    fn cmp<R: Operand<T>>(self, op: CmpOp, other: R) -> Expr<bool> {
+        let (a, b) = R::operands(self, other);
+        a.cmp_same(op, b)
+    }
+
+    fn cmp_same(self, op: CmpOp, o: Expr<T>) -> Expr<bool> {
         if T::TY.is_fp8() {
             // The 8-bit floats compare by value: as f32 (exact).
-            return self.cast::<f32>().cmp(op, o.cast::<f32>());
+            return self.cast::<f32>().cmp_same(op, o.cast::<f32>());
         }
         Expr::record(
             Op::Cmp(op, crate::ir::ValueId(self.id), crate::ir::ValueId(o.id)),
@@ -116,37 +123,37 @@ impl<T: Scalar> Expr<T> {
 
     /// `self == other`.
     #[track_caller]
-    pub fn eq(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+    pub fn eq(self, other: impl Operand<T>) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Eq, other)
     }
     /// `self != other`.
     #[track_caller]
-    pub fn ne(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+    pub fn ne(self, other: impl Operand<T>) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Ne, other)
     }
     /// `self < other`.
     #[track_caller]
-    pub fn lt(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+    pub fn lt(self, other: impl Operand<T>) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Lt, other)
     }
     /// `self <= other`.
     #[track_caller]
-    pub fn le(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+    pub fn le(self, other: impl Operand<T>) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Le, other)
     }
     /// `self > other`.
     #[track_caller]
-    pub fn gt(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+    pub fn gt(self, other: impl Operand<T>) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Gt, other)
     }
     /// `self >= other`.
     #[track_caller]
-    pub fn ge(self, other: impl Into<Expr<T>>) -> Expr<bool> {
+    pub fn ge(self, other: impl Operand<T>) -> Expr<bool> {
         let _at = crate::codegen::srcloc::at();
         self.cmp(CmpOp::Ge, other)
     }

@@ -73,8 +73,8 @@ fn cached<E>(slot: &OnceLock<Result<E>>, make: impl FnOnce() -> Result<E>) -> Re
     slot.get_or_init(make).as_ref().map_err(Clone::clone)
 }
 
-fn same_dim<T: ScalarType, D: Dimension>(
-    a: DeviceArray<T, IxDyn>,
+fn same_dim<T: ScalarType, E: Dimension, D: Dimension>(
+    a: DeviceArray<T, E>,
     dim: &D,
 ) -> Result<DeviceArray<T, D>> {
     a.into_shape(dim.clone())

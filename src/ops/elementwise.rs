@@ -10,17 +10,18 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use ndarray::IxDyn;
+use ndarray::Dimension;
 
 use super::broadcast::{broadcast_shapes, broadcast_strides_of};
+pub use super::ew_dim::NoArray;
 use super::ew_variants::{contiguous, strided, suffix};
 use crate::codegen::{
-    DArray, Expr, Kernel, KernelParam, PtxOptions, ReadOnly, ReadWrite, Scalar as ScalarType,
+    DArray, Expr, Kernel, KernelParam, PtxOptions, ReadOnly, Scalar as ScalarType,
 };
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::layout::{c_strides, is_standard, span};
-use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut, StridedView, StridedViewMut};
+use crate::memory::{DeviceSlice, DeviceSliceMut, StridedView, StridedViewMut};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
@@ -134,8 +135,9 @@ pub trait EwInputs: 'static {
 pub trait EwOutputs: Copy + 'static {
     /// The tuple of kernel handles.
     type Handles: Copy;
-    /// The arrays [`Elementwise::call`] returns.
-    type Owned;
+    /// The arrays [`Elementwise::call`] returns, of dimension type `D` (the inputs': see
+    /// [`EwArgs::Dim`]).
+    type Owned<D: Dimension>;
     /// Each output's element size.
     fn elem_sizes() -> Vec<usize>;
     /// Declares every output parameter, in order.
@@ -147,69 +149,12 @@ pub trait EwOutputs: Copy + 'static {
     /// Stores one element of each output at its own index (`idxs`: one per output).
     fn store_each(h: &Self::Handles, idxs: &[Expr<i64>], vals: Self);
     /// Allocates outputs of `shape` from the device's memory pool, in `stream`'s order.
-    fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned>;
+    fn alloc<D: Dimension>(stream: &Stream, shape: &[usize]) -> Result<Self::Owned<D>>;
     /// The outputs as launch arguments.
-    fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>>;
+    fn infos<D: Dimension>(owned: &mut Self::Owned<D>) -> Vec<ArgInfo<'_>>;
 }
 
-impl<T: ScalarType> EwOutputs for Expr<T> {
-    type Handles = DArray<T, 1, ReadWrite>;
-    type Owned = DeviceArray<T, IxDyn>;
-    fn elem_sizes() -> Vec<usize> {
-        vec![T::TY.size()]
-    }
-    fn declare() -> Self::Handles {
-        <&mut [T] as KernelParam>::declare()
-    }
-    fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]) {
-        h.store_lanes::<W>(v, vals)
-    }
-    fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
-        h.set(idx, vals)
-    }
-    fn store_each(h: &Self::Handles, idxs: &[Expr<i64>], vals: Self) {
-        h.set(idxs[0], vals)
-    }
-    fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
-        DeviceArray::alloc_ordered(stream, IxDyn(shape))
-    }
-    fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>> {
-        vec![ArgInfo::array(&*owned)]
-    }
-}
-
-macro_rules! output_tuples {
-    ($($t:ident $i:tt),*) => {
-        impl<$($t: ScalarType),*> EwOutputs for ($(Expr<$t>,)*) {
-            type Handles = ($(DArray<$t, 1, ReadWrite>,)*);
-            type Owned = ($(DeviceArray<$t, IxDyn>,)*);
-            fn elem_sizes() -> Vec<usize> {
-                vec![$($t::TY.size()),*]
-            }
-            fn declare() -> Self::Handles {
-                ($(<&mut [$t] as KernelParam>::declare(),)*)
-            }
-            fn store<const W: usize>(h: &Self::Handles, v: Expr<i64>, vals: [Self; W]) {
-                $(h.$i.store_lanes::<W>(v, std::array::from_fn::<_, W, _>(|l| vals[l].$i));)*
-            }
-            fn store_at(h: &Self::Handles, idx: Expr<i64>, vals: Self) {
-                $(h.$i.set(idx, vals.$i);)*
-            }
-            fn store_each(h: &Self::Handles, idxs: &[Expr<i64>], vals: Self) {
-                $(h.$i.set(idxs[$i], vals.$i);)*
-            }
-            fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
-                Ok(($(DeviceArray::<$t, IxDyn>::alloc_ordered(stream, IxDyn(shape))?,)*))
-            }
-            fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>> {
-                vec![$(ArgInfo::array(&owned.$i)),*]
-            }
-        }
-    };
-}
-output_tuples!(A 0, B 1);
-output_tuples!(A 0, B 1, C 2);
-output_tuples!(A 0, B 1, C 2, D 3);
+// The outputs' `EwOutputs` (one `Expr<T>` or a tuple) are in ew_outputs.rs.
 
 /// What a launch needs to know of one argument.
 #[derive(Clone, Copy)]
@@ -322,11 +267,14 @@ impl<'a> ArgInfo<'a> {
 /// A launch argument for input `I`: a device array (any shape) for [`Elem<T>`], a `T` for
 /// [`Scalar<T>`].
 pub trait EwArg<I: EwInput> {
+    /// The array's dimension type ([`NoArray`] for a scalar).
+    type Dim;
     /// The argument's launch information.
     fn info(&self) -> ArgInfo<'_>;
 }
 
 impl<T: ScalarType, X: DeviceSlice<T> + ?Sized> EwArg<Elem<T>> for &X {
+    type Dim = X::Dim;
     fn info(&self) -> ArgInfo<'_> {
         ArgInfo::array(*self)
     }
@@ -335,18 +283,21 @@ impl<T: ScalarType, X: DeviceSlice<T> + ?Sized> EwArg<Elem<T>> for &X {
 /// A strided view is passed by value (`x.t()`, `x.slice_axis(...)?`): the kernel reads it
 /// through its strides.
 impl<T: ScalarType, D: ndarray::Dimension> EwArg<Elem<T>> for StridedView<'_, T, D> {
+    type Dim = D;
     fn info(&self) -> ArgInfo<'_> {
         ArgInfo::strided(self)
     }
 }
 
 impl<T: ScalarType> EwArg<Scalar<T>> for T {
+    type Dim = NoArray;
     fn info(&self) -> ArgInfo<'_> {
         ArgInfo::scalar(*self)
     }
 }
 
 impl EwArg<Index> for Index {
+    type Dim = NoArray;
     fn info(&self) -> ArgInfo<'_> {
         ArgInfo::scalar(0u64)
     }
@@ -354,6 +305,10 @@ impl EwArg<Index> for Index {
 
 /// Launch arguments for the inputs `I` (a tuple matching it).
 pub trait EwArgs<I: EwInputs> {
+    /// The dimension type of [`Elementwise::call`]'s outputs: the arrays' common one, the
+    /// highest of fixed ones (broadcasting's rank), `IxDyn` when one is `IxDyn` or none is an
+    /// array.
+    type Dim: Dimension;
     /// Every argument's launch information, in order.
     fn infos(&self) -> Vec<ArgInfo<'_>>;
 }
@@ -406,6 +361,7 @@ impl<T: ScalarType, D: ndarray::Dimension> EwOutArgs<Expr<T>> for StridedViewMut
 
 macro_rules! input_tuples {
     ($($t:ident $a:ident $i:tt),*) => {
+        // (The tuples' `EwArgs` are in ew_dim.rs.)
         impl<$($t: EwInput),*> EwInputs for ($($t,)*) {
             type Exprs = ($($t::Expr,)*);
             type Handles = ($($t::Handle,)*);
@@ -449,11 +405,6 @@ macro_rules! input_tuples {
                     };
                     $t::at_offset(&h.$i, off)
                 },)*)
-            }
-        }
-        impl<$($t: EwInput,)* $($a: EwArg<$t>),*> EwArgs<($($t,)*)> for ($($a,)*) {
-            fn infos(&self) -> Vec<ArgInfo<'_>> {
-                vec![$(self.$i.info()),*]
             }
         }
     };
@@ -624,13 +575,17 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
         self.launch(stream, &ins, &outs)
     }
 
-    /// Computes into new output arrays of the inputs' broadcast shape.
-    pub fn call(&self, stream: &Stream, inputs: impl EwArgs<I>) -> Result<O::Owned> {
+    /// Computes into new output arrays of the inputs' broadcast shape, allocated from the
+    /// device's memory pool in `stream`'s order. Their dimension type follows the inputs'
+    /// ([`EwArgs::Dim`]): `Array1`-like inputs (`DeviceArray<T, Ix1>`, `Ix1` views) give
+    /// `DeviceArray<T, Ix1>` outputs, inputs of several fixed ranks the highest (NumPy's
+    /// broadcast rank: `Ix1` with `Ix2` gives `Ix2`), and an `IxDyn` input gives `IxDyn`.
+    pub fn call<A: EwArgs<I>>(&self, stream: &Stream, inputs: A) -> Result<O::Owned<A::Dim>> {
         let _nvtx = crate::nvtx::op_range(|| format!("cudajit: Elementwise {}", self.name()));
         let ins = inputs.infos();
         let shape = self.broadcast(&ins, None)?;
-        let mut owned = O::alloc(stream, &shape)?;
-        let outs = O::infos(&mut owned);
+        let mut owned = O::alloc::<A::Dim>(stream, &shape)?;
+        let outs = O::infos::<A::Dim>(&mut owned);
         self.launch(stream, &ins, &outs)?;
         drop(outs);
         Ok(owned)

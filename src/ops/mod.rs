@@ -7,6 +7,8 @@ pub(crate) mod arg;
 mod array_ops;
 mod broadcast;
 pub(crate) mod elementwise;
+mod ew_dim;
+mod ew_outputs;
 mod ew_variants;
 pub mod matmul;
 mod reduce;

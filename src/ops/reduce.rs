@@ -18,6 +18,8 @@ pub(crate) mod flag_join;
 
 use std::sync::{Arc, OnceLock};
 
+mod host;
+
 use ndarray::IxDyn;
 
 use crate::codegen::{
@@ -129,6 +131,7 @@ pub struct Reduction<T, A, R> {
     identity: A,
     empty_is_error: bool,
     kernels: [super::KernelSlot; KERNELS.len()],
+    host_warned: host::HostWarned,
 }
 
 impl<T: ScalarType, A: ScalarType> Reduction<T, A, A> {
@@ -149,6 +152,7 @@ impl<T: ScalarType, A: ScalarType> Reduction<T, A, A> {
             identity,
             empty_is_error: false,
             kernels: Default::default(),
+            host_warned: Default::default(),
         })
     }
 }
@@ -168,6 +172,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             identity: self.identity,
             empty_is_error: self.empty_is_error,
             kernels: Default::default(),
+            host_warned: Default::default(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Complex numbers in `Elementwise`: `Elem<Complex<f32>>` / `Elem<Complex<f64>>` inputs (the
 //! closure sees a [`CExpr`]) and a `CExpr` output (arrays of `Complex<T>`).
 
-use ndarray::IxDyn;
+use ndarray::Dimension;
 use num_complex::Complex;
 
 use super::{ArgInfo, Elem, EwArg, EwInput, EwOutArg, EwOutArgs, EwOutputs};
@@ -45,6 +45,7 @@ macro_rules! complex_ew {
         }
 
         impl<X: DeviceSlice<Complex<$t>> + ?Sized> EwArg<Elem<Complex<$t>>> for &X {
+            type Dim = X::Dim;
             fn info(&self) -> ArgInfo<'_> {
                 info(*self)
             }
@@ -52,7 +53,7 @@ macro_rules! complex_ew {
 
         impl EwOutputs for CExpr<$t> {
             type Handles = CSliceMut<$t>;
-            type Owned = DeviceArray<Complex<$t>, IxDyn>;
+            type Owned<D: Dimension> = DeviceArray<Complex<$t>, D>;
             fn elem_sizes() -> Vec<usize> {
                 vec![std::mem::size_of::<Complex<$t>>()]
             }
@@ -70,10 +71,10 @@ macro_rules! complex_ew {
             fn store_each(h: &CSliceMut<$t>, idxs: &[Expr<i64>], vals: Self) {
                 h.set(idxs[0], vals)
             }
-            fn alloc(stream: &Stream, shape: &[usize]) -> Result<Self::Owned> {
-                DeviceArray::alloc_ordered(stream, IxDyn(shape))
+            fn alloc<D: Dimension>(stream: &Stream, shape: &[usize]) -> Result<Self::Owned<D>> {
+                DeviceArray::alloc_ordered(stream, crate::ops::ew_outputs::out_dim(shape)?)
             }
-            fn infos(owned: &mut Self::Owned) -> Vec<ArgInfo<'_>> {
+            fn infos<D: Dimension>(owned: &mut Self::Owned<D>) -> Vec<ArgInfo<'_>> {
                 vec![info(&*owned)]
             }
         }
