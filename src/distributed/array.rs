@@ -28,7 +28,7 @@ use crate::memory::{
 /// ([`Elementwise::apply_ranks`](crate::ops::Elementwise::apply_ranks)), and gathers of the
 /// whole array to every rank ([`gather`](Self::gather), [`to_vec`](Self::to_vec); uneven
 /// shards too). Work is queued on the group's stream; the calls that return host values wait
-/// with the group's time limit (a dead rank is an error, not a hang).
+/// with the group's time limit (see [`ProcessGroup`] for a rank that dies).
 ///
 /// Every rank must make the same calls on its arrays in the same order (they are collective
 /// where NCCL is involved: creation, reductions, gathers; elementwise kernels are local).
