@@ -238,58 +238,8 @@ fn gen_err(lw: &Lowerer<'_, '_>, e: BuilderError) -> Error {
 
 const RELAXED: AtomicOrdering = AtomicOrdering::Monotonic;
 
-/// Whether the atomic `kind` on `ty` becomes a compare-and-swap loop (ours, or LLVM's
-/// expansion of what the target lacks): the 8- and 16-bit types, the float min/max kinds,
-/// and 64-bit increment/decrement. (Conservative: f16/bf16 add counts as a loop.)
-fn becomes_a_loop(kind: AtomicKind, ty: ScalarTy) -> bool {
-    match kind {
-        AtomicKind::Load => false,
-        _ if ty.size() < 4 => true,
-        AtomicKind::Min | AtomicKind::Max | AtomicKind::NanMin | AtomicKind::NanMax => {
-            ty.is_float()
-        }
-        AtomicKind::Inc | AtomicKind::Dec => ty.size() == 8,
-        _ => false,
-    }
-}
-
 /// Lowers an atomic operation; `ty` is the element type.
-///
-/// An atomic that is a compare-and-swap loop is bracketed by `activemask` before it and
-/// `bar.warp.sync` of that mask after it: the lanes leave such a loop at different times,
-/// and the PTX compiler (the driver's JIT and `ptxas`, CUDA 12.9 to 13.0) compiles the code
-/// after the loop as if they had met again, keeping warp votes' results in per-warp (uniform)
-/// registers and loads from a warp-uniform address as one value for the warp. The
-/// whole-language campaign's block programs found both: a vote's result taken from other
-/// lanes (seed 44300041), and a per-lane `atom.add` operand from an `atomic_load` made into
-/// one warp-aggregated atomic (seed 45900117; workaround 15 also covers that load). Meeting
-/// again after the loop is what the compiler assumed; the lanes that entered the loop
-/// together are exactly the mask read before it, and each of them leaves the loop, so the
-/// wait cannot hang. The simulator has nothing to model: the lanes' results are the same.
-/// (Only from sm_70, where lanes are scheduled independently, and PTX 6.2.)
 pub(crate) fn lower_atomic<'c>(
-    lw: &mut Lowerer<'c, '_>,
-    a: &AtomicOp,
-    ty: ScalarTy,
-) -> Result<BasicValueEnum<'c>> {
-    // Before sm_70 a warp's lanes run in lockstep and leave a loop together; `activemask`
-    // needs PTX 6.2.
-    if !becomes_a_loop(a.kind, ty) || lw.opts.sm() < (7, 0) || lw.opts.ptx_isa() < (6, 2) {
-        return lower_atomic_op(lw, a, ty);
-    }
-    let i32t = lw.ctx.i32_type();
-    let mask = lw
-        .call("llvm.nvvm.activemask", Some(i32t.into()), &[])?
-        .ok_or_else(|| {
-            super::lower::internal_err(&lw.f.name, "internal: activemask returned nothing")
-        })?;
-    let r = lower_atomic_op(lw, a, ty)?;
-    lw.call("llvm.nvvm.bar.warp.sync", None, &[mask])?;
-    Ok(r)
-}
-
-/// [`lower_atomic`] without the warp's meeting again.
-fn lower_atomic_op<'c>(
     lw: &mut Lowerer<'c, '_>,
     a: &AtomicOp,
     ty: ScalarTy,

@@ -31,7 +31,7 @@ pub(crate) const W15: Workaround = Workaround {
     seeds: &[],
     tests: &[
         "tests/fuzz.rs::block_program_findings_match_the_host_model_on_the_gpu",
-        "tests/codegen/atomics.rs::cas_loop_atomics_meet_again_after_the_loop",
+        "tests/codegen/atomics.rs::volatile_loads_are_ored_with_a_hidden_zero",
         "src/codegen/ptx_fix/w15_volatile_load_taken_as_uniform.rs::ors_each_volatile_load_with_a_hidden_zero",
     ],
     upstream: None,
