@@ -49,121 +49,50 @@ impl<D: Dimension> Finish for D {
     type Out = D;
 }
 
-impl<I0: EwInput, A0: EwArg<I0>> EwArgs<(I0,)> for (A0,)
-where
-    NoArray: Join<<A0 as EwArg<I0>>::Dim>,
-    <NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out: Finish,
-{
-    type Dim = <<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Finish>::Out;
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![self.0.info()]
-    }
+/// A list of dimension types as nested pairs `(D0, (D1, (..., ())))`, joined from the left
+/// starting at `Acc`, then [`Finish`]ed: a tuple of arguments' dimension type.
+pub trait JoinFrom<Acc> {
+    /// The outputs' dimension type.
+    type Out: Dimension;
 }
 
-impl<I0: EwInput, I1: EwInput, A0: EwArg<I0>, A1: EwArg<I1>> EwArgs<(I0, I1)> for (A0, A1)
-where
-    NoArray: Join<<A0 as EwArg<I0>>::Dim>,
-    <NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out: Join<<A1 as EwArg<I1>>::Dim>,
-    <<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out: Finish,
-{
-    type Dim = <<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Finish>::Out;
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![self.0.info(), self.1.info()]
-    }
+impl<Acc: Finish> JoinFrom<Acc> for () {
+    type Out = <Acc as Finish>::Out;
 }
 
-impl<I0: EwInput, I1: EwInput, I2: EwInput, A0: EwArg<I0>, A1: EwArg<I1>, A2: EwArg<I2>> EwArgs<(I0, I1, I2)> for (A0, A1, A2)
-where
-    NoArray: Join<<A0 as EwArg<I0>>::Dim>,
-    <NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out: Join<<A1 as EwArg<I1>>::Dim>,
-    <<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out: Join<<A2 as EwArg<I2>>::Dim>,
-    <<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out: Finish,
-{
-    type Dim = <<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Finish>::Out;
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![self.0.info(), self.1.info(), self.2.info()]
-    }
+impl<Acc: Join<H>, H, T: JoinFrom<<Acc as Join<H>>::Out>> JoinFrom<Acc> for (H, T) {
+    type Out = <T as JoinFrom<<Acc as Join<H>>::Out>>::Out;
 }
 
-impl<I0: EwInput, I1: EwInput, I2: EwInput, I3: EwInput, A0: EwArg<I0>, A1: EwArg<I1>, A2: EwArg<I2>, A3: EwArg<I3>> EwArgs<(I0, I1, I2, I3)> for (A0, A1, A2, A3)
-where
-    NoArray: Join<<A0 as EwArg<I0>>::Dim>,
-    <NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out: Join<<A1 as EwArg<I1>>::Dim>,
-    <<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out: Join<<A2 as EwArg<I2>>::Dim>,
-    <<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out: Join<<A3 as EwArg<I3>>::Dim>,
-    <<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out: Finish,
-{
-    type Dim = <<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Finish>::Out;
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![self.0.info(), self.1.info(), self.2.info(), self.3.info()]
-    }
+/// The arguments' dimension types `A0::Dim, A1::Dim, ...` as a [`JoinFrom`] list.
+macro_rules! dims {
+    () => { () };
+    ($a:ident $i:ident $(, $ra:ident $ri:ident)*) => {
+        (<$a as EwArg<$i>>::Dim, dims!($($ra $ri),*))
+    };
 }
 
-impl<I0: EwInput, I1: EwInput, I2: EwInput, I3: EwInput, I4: EwInput, A0: EwArg<I0>, A1: EwArg<I1>, A2: EwArg<I2>, A3: EwArg<I3>, A4: EwArg<I4>> EwArgs<(I0, I1, I2, I3, I4)> for (A0, A1, A2, A3, A4)
-where
-    NoArray: Join<<A0 as EwArg<I0>>::Dim>,
-    <NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out: Join<<A1 as EwArg<I1>>::Dim>,
-    <<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out: Join<<A2 as EwArg<I2>>::Dim>,
-    <<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out: Join<<A3 as EwArg<I3>>::Dim>,
-    <<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out: Join<<A4 as EwArg<I4>>::Dim>,
-    <<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out: Finish,
-{
-    type Dim = <<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Finish>::Out;
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![self.0.info(), self.1.info(), self.2.info(), self.3.info(), self.4.info()]
-    }
+macro_rules! arg_tuples {
+    ($($i:ident $a:ident $n:tt),*) => {
+        impl<$($i: EwInput,)* $($a: EwArg<$i>,)*> EwArgs<($($i,)*)> for ($($a,)*)
+        where
+            dims!($($a $i),*): JoinFrom<NoArray>,
+        {
+            type Dim = <dims!($($a $i),*) as JoinFrom<NoArray>>::Out;
+            fn infos(&self) -> Vec<ArgInfo<'_>> {
+                vec![$(self.$n.info()),*]
+            }
+        }
+    };
 }
-
-impl<I0: EwInput, I1: EwInput, I2: EwInput, I3: EwInput, I4: EwInput, I5: EwInput, A0: EwArg<I0>, A1: EwArg<I1>, A2: EwArg<I2>, A3: EwArg<I3>, A4: EwArg<I4>, A5: EwArg<I5>> EwArgs<(I0, I1, I2, I3, I4, I5)> for (A0, A1, A2, A3, A4, A5)
-where
-    NoArray: Join<<A0 as EwArg<I0>>::Dim>,
-    <NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out: Join<<A1 as EwArg<I1>>::Dim>,
-    <<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out: Join<<A2 as EwArg<I2>>::Dim>,
-    <<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out: Join<<A3 as EwArg<I3>>::Dim>,
-    <<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out: Join<<A4 as EwArg<I4>>::Dim>,
-    <<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out: Join<<A5 as EwArg<I5>>::Dim>,
-    <<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out: Finish,
-{
-    type Dim = <<<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out as Finish>::Out;
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![self.0.info(), self.1.info(), self.2.info(), self.3.info(), self.4.info(), self.5.info()]
-    }
-}
-
-impl<I0: EwInput, I1: EwInput, I2: EwInput, I3: EwInput, I4: EwInput, I5: EwInput, I6: EwInput, A0: EwArg<I0>, A1: EwArg<I1>, A2: EwArg<I2>, A3: EwArg<I3>, A4: EwArg<I4>, A5: EwArg<I5>, A6: EwArg<I6>> EwArgs<(I0, I1, I2, I3, I4, I5, I6)> for (A0, A1, A2, A3, A4, A5, A6)
-where
-    NoArray: Join<<A0 as EwArg<I0>>::Dim>,
-    <NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out: Join<<A1 as EwArg<I1>>::Dim>,
-    <<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out: Join<<A2 as EwArg<I2>>::Dim>,
-    <<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out: Join<<A3 as EwArg<I3>>::Dim>,
-    <<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out: Join<<A4 as EwArg<I4>>::Dim>,
-    <<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out: Join<<A5 as EwArg<I5>>::Dim>,
-    <<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out: Join<<A6 as EwArg<I6>>::Dim>,
-    <<<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out as Join<<A6 as EwArg<I6>>::Dim>>::Out: Finish,
-{
-    type Dim = <<<<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out as Join<<A6 as EwArg<I6>>::Dim>>::Out as Finish>::Out;
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![self.0.info(), self.1.info(), self.2.info(), self.3.info(), self.4.info(), self.5.info(), self.6.info()]
-    }
-}
-
-impl<I0: EwInput, I1: EwInput, I2: EwInput, I3: EwInput, I4: EwInput, I5: EwInput, I6: EwInput, I7: EwInput, A0: EwArg<I0>, A1: EwArg<I1>, A2: EwArg<I2>, A3: EwArg<I3>, A4: EwArg<I4>, A5: EwArg<I5>, A6: EwArg<I6>, A7: EwArg<I7>> EwArgs<(I0, I1, I2, I3, I4, I5, I6, I7)> for (A0, A1, A2, A3, A4, A5, A6, A7)
-where
-    NoArray: Join<<A0 as EwArg<I0>>::Dim>,
-    <NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out: Join<<A1 as EwArg<I1>>::Dim>,
-    <<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out: Join<<A2 as EwArg<I2>>::Dim>,
-    <<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out: Join<<A3 as EwArg<I3>>::Dim>,
-    <<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out: Join<<A4 as EwArg<I4>>::Dim>,
-    <<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out: Join<<A5 as EwArg<I5>>::Dim>,
-    <<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out: Join<<A6 as EwArg<I6>>::Dim>,
-    <<<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out as Join<<A6 as EwArg<I6>>::Dim>>::Out: Join<<A7 as EwArg<I7>>::Dim>,
-    <<<<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out as Join<<A6 as EwArg<I6>>::Dim>>::Out as Join<<A7 as EwArg<I7>>::Dim>>::Out: Finish,
-{
-    type Dim = <<<<<<<<<NoArray as Join<<A0 as EwArg<I0>>::Dim>>::Out as Join<<A1 as EwArg<I1>>::Dim>>::Out as Join<<A2 as EwArg<I2>>::Dim>>::Out as Join<<A3 as EwArg<I3>>::Dim>>::Out as Join<<A4 as EwArg<I4>>::Dim>>::Out as Join<<A5 as EwArg<I5>>::Dim>>::Out as Join<<A6 as EwArg<I6>>::Dim>>::Out as Join<<A7 as EwArg<I7>>::Dim>>::Out as Finish>::Out;
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![self.0.info(), self.1.info(), self.2.info(), self.3.info(), self.4.info(), self.5.info(), self.6.info(), self.7.info()]
-    }
-}
+arg_tuples!(I0 A0 0);
+arg_tuples!(I0 A0 0, I1 A1 1);
+arg_tuples!(I0 A0 0, I1 A1 1, I2 A2 2);
+arg_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3);
+arg_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4);
+arg_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5);
+arg_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5, I6 A6 6);
+arg_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5, I6 A6 6, I7 A7 7);
 
 #[cfg(test)]
 mod tests {
