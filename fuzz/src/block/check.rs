@@ -449,10 +449,10 @@ fn run_batch(
 ) -> Result<()> {
     let mut progs = batch(seed, cfg);
     progs.truncate(count);
-    only_block(&mut progs, log);
+    let contract = cfg.contract.for_seed(seed);
+    only_block(&mut progs, contract, log);
     let threads = progs.first().map_or(32, |p| p.threads as usize);
     let inputs = batch_inputs(seed, threads);
-    let contract = cfg.contract.for_seed(seed);
     let d = launch(s, &progs, &inputs, contract)?;
     r.kernels += 1;
     let mut outs = Vec::new();
@@ -518,14 +518,14 @@ fn run_batch(
 
 /// `FUZZ_ONLY_BLOCK=J`: program J of each batch alone, printed (to replay one program of a
 /// campaign's report as it was drawn, without the minimiser).
-fn only_block(progs: &mut Vec<BlockProg>, log: &mut impl FnMut(&str)) {
+fn only_block(progs: &mut Vec<BlockProg>, contract: bool, log: &mut impl FnMut(&str)) {
     if let Some(j) = std::env::var("FUZZ_ONLY_BLOCK")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
         *progs = progs.iter().skip(j).take(1).cloned().collect();
         for p in progs.iter() {
-            log(&format!("block program {j}:\n{}", print::rust(p, false)));
+            log(&format!("block program {j}:\n{}", print::rust(p, contract)));
         }
     }
 }
@@ -574,14 +574,13 @@ pub fn compile_only(cfg: &Config, cc: (u32, u32), mut log: impl FnMut(&str)) -> 
         let seed = cfg.seed.wrapping_add(b as u64);
         let mut progs = batch(seed, cfg);
         progs.truncate(cfg.programs - b * per);
-        only_block(&mut progs, &mut log);
+        let contract = cfg.contract.for_seed(seed);
+        only_block(&mut progs, contract, &mut log);
         log(&format!(
             "block batch {b} (seed {seed}): {} programs",
             progs.len()
         ));
-        let ptx = kernel("fuzzb", &progs, cfg.contract.for_seed(seed))?
-            .0
-            .compile_ptx(&opts)?;
+        let ptx = kernel("fuzzb", &progs, contract)?.0.compile_ptx(&opts)?;
         crate::check::save_ptx(&format!("block-{seed}"), &ptx);
         n += 1;
     }
