@@ -10,6 +10,8 @@ use crate::error::{Error, Result};
 use crate::nccl::{Communicator, Rendezvous};
 use crate::stream::Stream;
 
+use super::join::{self, JoinState, RankJoin};
+
 /// The default limit of a host wait on collective work.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -41,10 +43,15 @@ struct Inner {
     rank: usize,
     size: usize,
     timeout: Mutex<Duration>,
+    /// The device-side join of full reductions (`join.rs`), set up at the first one.
+    join: Mutex<JoinState>,
 }
 
 impl ProcessGroup {
     /// A group over `comm` (which it keeps), with a new stream on the communicator's device.
+    /// Collective (every rank makes its group): the ranks agree, in two small all-gathers,
+    /// whether their full reductions can join on the device (one machine, peer GPUs: see the
+    /// [module docs](super)).
     pub fn new(comm: Communicator) -> Result<ProcessGroup> {
         let ctx = comm.context().clone();
         let stream = ctx.new_stream()?;
@@ -52,7 +59,7 @@ impl ProcessGroup {
             Ok(v) => parse_timeout(&v)?,
             Err(_) => DEFAULT_TIMEOUT,
         };
-        Ok(ProcessGroup {
+        let g = ProcessGroup {
             inner: Arc::new(Inner {
                 rank: comm.rank(),
                 size: comm.size(),
@@ -61,8 +68,18 @@ impl ProcessGroup {
                 stream,
                 ctx,
                 timeout: Mutex::new(timeout),
+                join: Mutex::new(JoinState::Unknown),
             }),
-        })
+        };
+        // Collective, as the communicator's creation: every rank makes its group.
+        let state = join::set_up(&g)?;
+        if let JoinState::Nccl(why) = &state {
+            log::debug!("distributed reductions join through NCCL: {why}");
+        }
+        if let Ok(mut j) = g.inner.join.lock() {
+            *j = state;
+        }
+        Ok(g)
     }
 
     /// Meets the other processes through torch's variables (`MASTER_ADDR`, `MASTER_PORT`,
@@ -177,7 +194,7 @@ impl ProcessGroup {
         let mut nap = Duration::from_micros(5);
         loop {
             if self.inner.stream.query()? {
-                return Ok(());
+                return self.check_join();
             }
             let async_err = self.with_comm(|c| c.async_error())?;
             let why = match async_err {
@@ -200,6 +217,33 @@ impl ProcessGroup {
             }
             std::thread::sleep(nap);
             nap = (nap * 2).min(Duration::from_micros(100));
+        }
+    }
+
+    /// Runs `f` with the device-side join of full reductions (`None`: they join through
+    /// NCCL).
+    pub(crate) fn with_join<R>(&self, f: impl FnOnce(Option<&mut RankJoin>) -> R) -> Result<R> {
+        let mut g = self
+            .inner
+            .join
+            .lock()
+            .map_err(|_| Error::usage("ProcessGroup: a thread panicked holding the join"))?;
+        Ok(match &mut *g {
+            JoinState::Device(j) => f(Some(j)),
+            _ => f(None),
+        })
+    }
+
+    /// After the group's stream is done: a device-side join that timed out becomes an error.
+    fn check_join(&self) -> Result<()> {
+        let mut g = self
+            .inner
+            .join
+            .lock()
+            .map_err(|_| Error::usage("ProcessGroup: a thread panicked holding the join"))?;
+        match &mut *g {
+            JoinState::Device(j) => j.check(&self.inner.stream, self),
+            _ => Ok(()),
         }
     }
 

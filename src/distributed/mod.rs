@@ -43,6 +43,7 @@
 mod array;
 mod ew;
 mod group;
+mod join;
 mod layout;
 mod reduce;
 mod scan;

@@ -1,7 +1,10 @@
 //! Reductions of arrays sharded over processes: every rank reduces its shard into a partial
-//! result (before the reduction's last step), the partials are all-gathered through NCCL (a
-//! few bytes per rank, as raw bytes: any accumulator type), and every rank combines them in
-//! rank order and applies the last step (a mean divides by the whole count). So every rank
+//! result (before the reduction's last step), the partials reach every rank, and every rank
+//! combines them in rank order and applies the last step (a mean divides by the whole count).
+//! On one machine whose GPUs are peers the partials are published into the other ranks'
+//! memory and joined on the device, in the same kernel (`join.rs`); otherwise they are
+//! all-gathered through NCCL (a few bytes per rank, as raw bytes: any accumulator type) and
+//! combined by a second kernel. So every rank
 //! gets the same value, with the reduction's own semantics (NaN-propagating min and max,
 //! wrapping integer sums), and an empty shard contributes the reduction's identity.
 
@@ -58,6 +61,18 @@ impl<T: ScalarType, D: Dimension> RankShardedArray<T, D> {
         let g = self.group();
         let (s, world, rank) = (g.stream(), g.size(), g.rank());
         let a_size = A::TY.size();
+        // On one machine with peer GPUs: one kernel per rank, joined on the device.
+        if a_size <= super::join::SLOT_BYTES {
+            let joined = g.with_join(|j| {
+                j.map(|j| {
+                    let e = j.next(g);
+                    r.full_join_raw(s, self.local(), out, &e.args(g, self.len()))
+                })
+            })?;
+            if let Some(res) = joined {
+                return res;
+            }
+        }
         // One slot of `a_size` bytes per rank, in rank order.
         let mut parts = DeviceArray::<u8, Ix1>::alloc_ordered(s, Ix1(world * a_size))?;
         let base = parts.device_ptr();

@@ -31,7 +31,7 @@ pub use matmul::{
 };
 #[cfg(test)]
 pub(crate) use reduce::flag_join::wait_for_flags;
-pub(crate) use reduce::flag_join::{FlagPublish, FlagWait, TIMED_OUT};
+pub(crate) use reduce::flag_join::{FlagPublish, FlagWait, JoinArgs, MAX_PEERS, TIMED_OUT};
 pub use reduce::Reduction;
 pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};
 pub use strided_ops::StridedReduceOps;

@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 mod host;
 mod kernels;
 
-use kernels::{cols_final, cols_partial, full_pass, rows};
+use kernels::{cols_final, cols_partial, full_pass, rows, PassEnd};
 pub(super) use kernels::{last_block, over_blocks, thread_vectors, tree_steps, whole_array_bounds};
 
 use ndarray::IxDyn;
@@ -87,7 +87,7 @@ pub(super) fn tuning() -> &'static Tuning {
 }
 
 /// The kernels of a reduction, by index (`Reduction::kernels`), and their name suffixes.
-const KERNELS: [&str; 12] = [
+const KERNELS: [&str; 14] = [
     "full1",
     "full_vec",
     "rows",
@@ -100,6 +100,8 @@ const KERNELS: [&str; 12] = [
     "cols_final_join",
     "part1_publish",
     "part_vec_publish",
+    "full_join",
+    "full_vec_join",
 ];
 const FULL: usize = 0;
 const FULL_VEC: usize = 1;
@@ -117,6 +119,22 @@ const COLS_FINAL_JOIN: usize = 9;
 /// `PART` and `PART_VEC` that publish a flag after their result (`flag_join.rs`).
 const PART_PUB: usize = 10;
 const PART_VEC_PUB: usize = 11;
+/// `FULL` and `FULL_VEC` that end the whole sharded reduction: publish to the peers, wait for
+/// the other shards, combine them (`flag_join.rs`).
+const FULL_JOIN: usize = 12;
+const FULL_VEC_JOIN: usize = 13;
+
+/// What a whole-array pass's last block does (and the parameters it takes for it).
+pub(super) enum PassArgs<'a> {
+    /// Stores `post(value, n)`.
+    Full,
+    /// Stores the value before `post` (a shard's partial result).
+    Partial,
+    /// Stores the partial result, then publishes its flag.
+    Publish(&'a flag_join::FlagPublish),
+    /// Ends the whole reduction (publish, wait, combine).
+    Join(&'a flag_join::JoinArgs<'a>),
+}
 
 /// A reduction from elements of `T`, accumulating in `A`, giving `R`.
 ///
@@ -201,24 +219,48 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let name = format!("{}_{suffix}", self.name);
         let width = 16 / T::TY.size().max(1);
         Kernel::<()>::build(&name, move |k, ()| match v {
-            FULL => full_pass::<T, A, R, 1>(k, &*map, &*combine, &*post, id, false),
-            FULL_VEC if width == 2 => {
-                full_pass::<T, A, R, 2>(k, &*map, &*combine, &*post, id, false)
+            FULL | FULL_JOIN => {
+                full_pass::<T, A, R, 1>(k, &*map, &*combine, &*post, id, join_end(v == FULL_JOIN))
             }
-            FULL_VEC => full_pass::<T, A, R, 4>(k, &*map, &*combine, &*post, id, false),
+            FULL_VEC | FULL_VEC_JOIN if width == 2 => full_pass::<T, A, R, 2>(
+                k,
+                &*map,
+                &*combine,
+                &*post,
+                id,
+                join_end(v == FULL_VEC_JOIN),
+            ),
+            FULL_VEC | FULL_VEC_JOIN => full_pass::<T, A, R, 4>(
+                k,
+                &*map,
+                &*combine,
+                &*post,
+                id,
+                join_end(v == FULL_VEC_JOIN),
+            ),
             ROWS => rows::<T, A, R, 1>(k, &*map, &*combine, &*post, id),
             COLS => cols_partial::<T, A>(k, &*map, &*combine, id),
             ROWS_VEC if width == 2 => rows::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
             ROWS_VEC => rows::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
             PART | PART_PUB => {
-                full_pass::<T, A, A, 1>(k, &*map, &*combine, &|a, _| a, id, v == PART_PUB)
+                full_pass::<T, A, A, 1>(k, &*map, &*combine, &|a, _| a, id, pub_end(v == PART_PUB))
             }
-            PART_VEC | PART_VEC_PUB if width == 2 => {
-                full_pass::<T, A, A, 2>(k, &*map, &*combine, &|a, _| a, id, v == PART_VEC_PUB)
-            }
-            PART_VEC | PART_VEC_PUB => {
-                full_pass::<T, A, A, 4>(k, &*map, &*combine, &|a, _| a, id, v == PART_VEC_PUB)
-            }
+            PART_VEC | PART_VEC_PUB if width == 2 => full_pass::<T, A, A, 2>(
+                k,
+                &*map,
+                &*combine,
+                &|a, _| a,
+                id,
+                pub_end(v == PART_VEC_PUB),
+            ),
+            PART_VEC | PART_VEC_PUB => full_pass::<T, A, A, 4>(
+                k,
+                &*map,
+                &*combine,
+                &|a, _| a,
+                id,
+                pub_end(v == PART_VEC_PUB),
+            ),
             COLS_FINAL_PART => cols_final::<A, A>(k, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id),
             COLS_FINAL_JOIN => flag_join::cols_final_join::<A, R>(k, &*combine, &*post, id),
             _ => cols_final::<A, R>(k, &*combine, &*post, id),
@@ -233,7 +275,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         // The vector variant exists for 4- and 8-byte elements only.
         (0..KERNELS.len())
             .filter(|&v| {
-                ![FULL_VEC, ROWS_VEC, PART_VEC, PART_VEC_PUB].contains(&v)
+                ![FULL_VEC, ROWS_VEC, PART_VEC, PART_VEC_PUB, FULL_VEC_JOIN].contains(&v)
                     || matches!(T::TY.size(), 4 | 8)
             })
             .map(|v| {
@@ -256,7 +298,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
     /// Launches a whole-array reduction (one kernel), writing the result at `out`.
     fn run_full<X: DeviceSlice<T> + ?Sized>(&self, stream: &Stream, x: &X, out: u64) -> Result<()> {
         self.check_empty(x.len())?;
-        self.launch_full(stream, x, out, false, None)
+        self.launch_full(stream, x, out, PassArgs::Full)
     }
 
     /// Reduces the whole of `x` (one kernel) and stores the result at `out`: an address
@@ -279,7 +321,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         x: &X,
         out: u64,
     ) -> Result<()> {
-        self.launch_full(stream, x, out, true, None)
+        self.launch_full(stream, x, out, PassArgs::Partial)
     }
 
     /// Reduces `x` along axis 0 into its `inner` (the product of the other axes) combined
@@ -334,8 +376,7 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         stream: &Stream,
         x: &X,
         out: u64,
-        partial: bool,
-        publish: Option<&flag_join::FlagPublish>,
+        args: PassArgs<'_>,
     ) -> Result<()> {
         let n = x.len();
         let ctx = stream.context();
@@ -348,13 +389,15 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             .div_ceil(BLOCK as usize * per_thread)
             .clamp(1, sms * tuning().blocks_per_sm);
         let space = PassSpace::new(stream, blocks * A::TY.size())?;
-        let k = self.kernel(match (partial, vec_ok, publish.is_some()) {
-            (false, false, _) => FULL,
-            (false, true, _) => FULL_VEC,
-            (true, false, false) => PART,
-            (true, true, false) => PART_VEC,
-            (true, false, true) => PART_PUB,
-            (true, true, true) => PART_VEC_PUB,
+        let k = self.kernel(match (&args, vec_ok) {
+            (PassArgs::Full, false) => FULL,
+            (PassArgs::Full, true) => FULL_VEC,
+            (PassArgs::Partial, false) => PART,
+            (PassArgs::Partial, true) => PART_VEC,
+            (PassArgs::Publish(_), false) => PART_PUB,
+            (PassArgs::Publish(_), true) => PART_VEC_PUB,
+            (PassArgs::Join(_), false) => FULL_JOIN,
+            (PassArgs::Join(_), true) => FULL_VEC_JOIN,
         })?;
         k.launch_with(stream, LaunchConfig::new(blocks as u32, BLOCK), |buf| {
             buf.push_flat(x.context(), x.device_ptr(), n)?;
@@ -362,9 +405,10 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
             buf.push_flat(ctx, space.counter(), 1)?;
             buf.push_flat(ctx, out, 1)?;
             buf.push_scalar(n as u64)?;
-            match publish {
-                Some(p) => p.push(buf, ctx),
-                None => Ok(()),
+            match &args {
+                PassArgs::Publish(p) => p.push(buf, ctx),
+                PassArgs::Join(j) => j.push(buf, ctx),
+                PassArgs::Full | PassArgs::Partial => Ok(()),
             }
         })
         // Memory of `space` that is not the stream's own is freed in stream order.
@@ -553,6 +597,24 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
 }
 
 /// Copies the single element of `s` to the host (waits for the stream).
+/// The end of a `FULL` pass variant: the whole reduction's join, or a plain store.
+fn join_end(join: bool) -> PassEnd {
+    if join {
+        PassEnd::Join
+    } else {
+        PassEnd::Store
+    }
+}
+
+/// The end of a `PART` pass variant: a store and a flag, or a plain store.
+fn pub_end(publish: bool) -> PassEnd {
+    if publish {
+        PassEnd::Publish
+    } else {
+        PassEnd::Store
+    }
+}
+
 pub(super) fn read_one<T: crate::memory::DeviceCopy>(
     stream: &Stream,
     s: &Scratch<'_, T>,

@@ -11,7 +11,7 @@ use super::mesh::PartialSlots;
 use crate::codegen::Scalar as ScalarType;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
-use crate::ops::{ReduceScalar, Reduction};
+use crate::ops::{JoinArgs, ReduceScalar, Reduction};
 
 impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
     /// Reduces the whole array with `r` into a new one-element array on the mesh's first
@@ -74,11 +74,22 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
         let flags = slots.join.enabled && mesh.len() <= 64 && !crate::graph::capturing();
         // Devices (bits) that publish a flag after their partial; the others join with events.
         let mut mask = 0u64;
+        for &k in &used {
+            if k != 0 && flags && mesh.has_peer_access_to_first(k) {
+                mask |= 1 << k;
+            }
+        }
+        // When the first device has a shard and every other one publishes a flag, the first
+        // device's pass ends the reduction itself (waits and combines in its last block: no
+        // combining kernel).
+        let fused = used.first() == Some(&0) && used[1..].iter().all(|&k| mask & (1 << k) != 0);
         // The other devices first: their results take longer to reach the first device.
         for (i, &k) in used.iter().enumerate().rev() {
+            if k == 0 && fused {
+                continue;
+            }
             slots.wait_free(mesh, k)?;
-            let publish = if k != 0 && flags && mesh.has_peer_access_to_first(k) {
-                mask |= 1 << k;
+            let publish = if mask & (1 << k) != 0 {
                 slots.join.publish_args(k, epoch)
             } else {
                 None
@@ -100,7 +111,18 @@ impl<T: ScalarType, D: Dimension> ShardedArray<T, D> {
                 .filter(|&k| k != 0 && mask & (1 << k) == 0),
         )?;
         let parts = slots.slot(0, a_size);
-        if mask != 0 {
+        if fused {
+            let wait = slots.join.wait_args(mask, epoch);
+            let join = JoinArgs {
+                parts,
+                chunks: used.len(),
+                me: 0,
+                count: self.len(),
+                wait: &wait,
+                peers: &[],
+            };
+            r.full_join_raw(s0, &self.shards()[0], out, &join)?;
+        } else if mask != 0 {
             let wait = slots.join.wait_args(mask, epoch);
             r.combine_after_flags_raw(s0, parts, used.len(), out, self.len(), &wait)?;
         } else {

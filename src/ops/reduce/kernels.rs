@@ -67,13 +67,25 @@ pub(in crate::ops) fn thread_vectors(
     (start + k.thread_idx().x.cast::<u64>(), bd, end)
 }
 
+/// What the last block of a whole-array pass does with the combined value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum PassEnd {
+    /// Stores `post(value, n)` (or, for a partial pass, the value).
+    Store,
+    /// Stores the value, then publishes a flag another device waits for (`flag_join.rs`).
+    Publish,
+    /// Publishes the value to the peers, waits for theirs and stores the whole reduction's
+    /// result (`flag_join.rs`, [`flag_join::JoinParams`]).
+    Join,
+}
+
 pub(super) fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: usize>(
     k: &KernelBuilder,
     map: &MapFn<T, A>,
     combine: &CombineFn<A>,
     post: &PostFn<A, R>,
     id: A,
-    publish: bool,
+    end: PassEnd,
 ) {
     let (x, partials, counter, out, n) = (
         input::<T>(),
@@ -83,7 +95,10 @@ pub(super) fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: us
         scalar::<u64>(),
     );
     // A shard's partial result that another device waits for: its flag (`flag_join.rs`).
-    let flag = publish.then(|| (output::<u64>(), scalar::<u64>(), scalar::<u64>()));
+    let flag =
+        (end == PassEnd::Publish).then(|| (output::<u64>(), scalar::<u64>(), scalar::<u64>()));
+    // The whole reduction ends here, after the other shards' partials (`flag_join.rs`).
+    let join = (end == PassEnd::Join).then(flag_join::JoinParams::<A>::declare);
     whole_array_bounds(k);
     let accs: [_; W] = std::array::from_fn(|_| k.var(id));
     let nv = n / W as u64;
@@ -113,10 +128,13 @@ pub(super) fn full_pass<T: ScalarType, A: ScalarType, R: ScalarType, const W: us
         let acc = k.var(id);
         over_blocks(k, |j| acc.set(combine(acc.get(), partials.at(j))));
         let r = block_reduce(k, acc.get(), combine);
-        k.if_(tid.eq(0u32), |k| {
-            out.set(0u32, post(r, n));
-            if let Some((flags, at, epoch)) = &flag {
-                flag_join::publish(k, flags, *at, *epoch);
+        k.if_(tid.eq(0u32), |k| match &join {
+            Some(j) => j.finish(k, r, &out, combine, post, id),
+            None => {
+                out.set(0u32, post(r, n));
+                if let Some((flags, at, epoch)) = &flag {
+                    flag_join::publish(k, flags, *at, *epoch);
+                }
             }
         });
     });
