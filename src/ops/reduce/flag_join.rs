@@ -150,7 +150,9 @@ impl<A: ScalarType> JoinParams<A> {
         for (slots, _) in &self.peers {
             k.if_(me.lt(slots.len()), |_| slots.set(me, r));
         }
-        k.threadfence_system();
+        // The values before the flags (only where there are peers: on a mesh's first device
+        // nothing is published, and a system-scope fence costs the join's latency).
+        k.if_(self.peers[0].0.len().gt(0u64), |k| k.threadfence_system());
         for (_, flags) in &self.peers {
             k.if_(me.lt(flags.len()), |_| flags.set(me, self.epoch));
         }
