@@ -60,7 +60,9 @@ mod streams;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
+mod surface;
 mod tensor_map;
+mod texture;
 mod timer;
 mod tma;
 mod warp;
