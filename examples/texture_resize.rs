@@ -2,8 +2,9 @@
 //! a texture with linear filtering, clamped edges and texels read as normalized floats, at the
 //! centres of a 100 × 75 output (`torch.nn.functional.interpolate(mode="bilinear",
 //! align_corners=False)`'s sampling points). The result is checked against a host model of the
-//! texture unit (8-bit interpolation weights, bit for bit) and compared with exact bilinear
-//! interpolation (the hardware's weights cost at most ~1/512 of a channel's range).
+//! texture unit (8-bit interpolation weights and the filter's arithmetic as measured on a GPU,
+//! bit for bit) and compared with exact bilinear interpolation (the hardware's weights cost at
+//! most ~1/256 of a channel's range).
 //!
 //! Runs on the GPU, or on cudajit's CPU simulator with `CUDAJIT_SIMULATOR=1` (what
 //! `bash scripts/run-example.sh` does on a machine without an NVIDIA GPU).
@@ -21,27 +22,72 @@ fn main() {
     }
 }
 
-/// Bilinear sampling of channel `c` of `img` (`w` × `h`) at (`x`, `y`) in texels, edges
-/// clamped; `q`: the texture unit's weights (the fraction rounded to 8 bits), else exact.
-fn bilinear(img: &[[u8; 4]], w: usize, h: usize, x: f32, y: f32, c: usize, q: bool) -> f32 {
+/// Channel `c` of `img` (`w` × `h`) at texel (`i`, `j`), edges clamped, as a normalized float.
+fn texel(img: &[[u8; 4]], w: usize, h: usize, i: i64, j: i64, c: usize) -> f32 {
+    let (i, j) = (
+        i.clamp(0, w as i64 - 1) as usize,
+        j.clamp(0, h as i64 - 1) as usize,
+    );
+    img[j * w + i][c] as f32 / 255.0
+}
+
+/// Exact bilinear interpolation of channel `c` at (`x`, `y`) in texels, edges clamped.
+fn bilinear(img: &[[u8; 4]], w: usize, h: usize, x: f32, y: f32, c: usize) -> f64 {
     let tap = |u: f32| {
-        let b = u - 0.5;
-        let i = b.floor();
-        let a = b - i;
-        (i as i64, if q { (a * 256.0).round() / 256.0 } else { a })
+        let b = u as f64 - 0.5;
+        (b.floor() as i64, b - b.floor())
     };
     let ((i, a), (j, b)) = (tap(x), tap(y));
-    let at = |i: i64, j: i64| {
-        let (i, j) = (
-            i.clamp(0, w as i64 - 1) as usize,
-            j.clamp(0, h as i64 - 1) as usize,
-        );
-        img[j * w + i][c] as f32 / 255.0
+    let t = |i, j| texel(img, w, h, i, j, c) as f64;
+    (1.0 - a) * (1.0 - b) * t(i, j)
+        + a * (1.0 - b) * t(i + 1, j)
+        + (1.0 - a) * b * t(i, j + 1)
+        + a * b * t(i + 1, j + 1)
+}
+
+/// The texture unit's bilinear sample, as measured on a GPU (docs/SIMULATOR.md, "Textures and
+/// surfaces"): x - 0.5 rounded to 8 fractional bits (ties up), weights in 1/256 steps
+/// (w11 = round(a b), the others by difference), the texels of nonzero weight truncated to
+/// 2^-27 of the largest one's leading bit, summed exactly and rounded to f32, ties away from 0.
+fn texture_unit(img: &[[u8; 4]], w: usize, h: usize, x: f32, y: f32, c: usize) -> f32 {
+    let tap = |u: f32| {
+        let s = ((u as f64 - 0.5) * 256.0 + 0.5).floor();
+        ((s / 256.0).floor() as i64, s.rem_euclid(256.0) as u32)
     };
-    (1.0 - a) * (1.0 - b) * at(i, j)
-        + a * (1.0 - b) * at(i + 1, j)
-        + (1.0 - a) * b * at(i, j + 1)
-        + a * b * at(i + 1, j + 1)
+    let ((i, a), (j, b)) = (tap(x), tap(y));
+    let w11 = (a * b + 128) >> 8;
+    let t = |i, j| texel(img, w, h, i, j, c);
+    let terms = [
+        (256 + w11 - a - b, t(i, j)),
+        (a - w11, t(i + 1, j)),
+        (b - w11, t(i, j + 1)),
+        (w11, t(i + 1, j + 1)),
+    ];
+    let live: Vec<(u32, f32)> = terms.into_iter().filter(|t| t.0 > 0).collect();
+    if let [(_, v)] = live[..] {
+        return v;
+    }
+    let exponent = |v: f64| ((v.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    let Some(top) = live
+        .iter()
+        .filter(|t| t.1 != 0.0)
+        .map(|t| exponent(t.1 as f64))
+        .max()
+    else {
+        return 0.0;
+    };
+    let grid = 2f64.powi(top - 27);
+    let sum: f64 = live
+        .iter()
+        .map(|&(wt, v)| wt as f64 * (v as f64 / grid).trunc())
+        .sum::<f64>()
+        * grid
+        / 256.0;
+    if sum == 0.0 {
+        return 0.0;
+    }
+    let ulp = 2f64.powi(exponent(sum).max(-126) - 23);
+    ((sum.abs() / ulp + 0.5).floor() * ulp * sum.signum()) as f32
 }
 
 fn run() -> cudajit::Result<()> {
@@ -105,8 +151,9 @@ fn run() -> cudajit::Result<()> {
             let (x, y) = ((ox as f32 + 0.5) * sx, (oy as f32 + 0.5) * sy);
             for c in 0..4 {
                 let g = got[(oy * ow + ox) * 4 + c];
-                exact_bits &= g.to_bits() == bilinear(&img, w, h, x, y, c, true).to_bits();
-                max_diff = max_diff.max((g - bilinear(&img, w, h, x, y, c, false)).abs());
+                exact_bits &= g.to_bits() == texture_unit(&img, w, h, x, y, c).to_bits();
+                let d = (g as f64 - bilinear(&img, w, h, x, y, c)).abs();
+                max_diff = max_diff.max(d as f32);
             }
         }
     }

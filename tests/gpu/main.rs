@@ -63,6 +63,7 @@ mod support;
 mod surface;
 mod tensor_map;
 mod texture;
+mod texture_model;
 mod timer;
 mod tma;
 mod warp;

@@ -1,7 +1,9 @@
 //! Textures: CUDA arrays of every channel format (u8, u16, i8, i16, f16, f32 × 1, 2, 4
 //! channels); texture fetches over 1-D, 2-D, 3-D and layered arrays, linear and pitched memory
 //! for every address mode × filter × coordinate mode × read mode, compared bit for bit with
-//! the host model of the texture unit (tests/support/tex_model.rs); gathers and level fetches;
+//! the host model of the texture unit (tests/support/tex_model.rs; fitted to a GPU probe, see
+//! `texture_model.rs`), except 3-D linear filtering, which the probe did not measure (within
+//! a tolerance, `texture_model::compare_3d_linear`); gathers and level fetches;
 //! the refusals of unsupported combinations. Copies and surfaces: `surface.rs`. Fresh random
 //! texels with special values (NaN, ±0, ±inf, subnormals; MIN/MAX), outputs poisoned first.
 
@@ -15,6 +17,7 @@ use cudajit::{f16, Error};
 
 use crate::common::{ctx, Rng};
 use crate::support::tex_model::Tex;
+use crate::texture_model::compare_3d_linear;
 
 const MODES: [AddressMode; 4] = [
     AddressMode::Wrap,
@@ -386,13 +389,14 @@ fn texture_1d_and_3d_every_mode() {
             }
             let got = out.to_vec().unwrap();
             let at = |i: usize| -> Vec<f32> { (0..dims).map(|d| cs[d][i]).collect() };
+            let what = format!("{dims}-D {:?} {desc:?}", m.kind);
+            if dims == 3 && desc.filter == FilterMode::Linear {
+                // The probe measured no 3-D filtering: a documented tolerance.
+                compare_3d_linear(&what, &got, &m, &at);
+                continue;
+            }
             let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&at(i))).collect();
-            compare(
-                &format!("{dims}-D {:?} {desc:?}", m.kind),
-                &got,
-                &want,
-                &|i| format!("{:?}", at(i)),
-            );
+            compare(&what, &got, &want, &|i| format!("{:?}", at(i)));
         }
     }
 }

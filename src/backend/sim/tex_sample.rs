@@ -1,5 +1,6 @@
 //! The simulator's texture sampler, as the hardware samples (the CUDA programming guide's
-//! "Texture Fetching" appendix): texel centres at +0.5, linear filtering with weights of 8
+//! "Texture Fetching" appendix, with the arithmetic measured on a GPU: `tex_filter.rs`):
+//! texel centres at +0.5, fixed-point coordinates, linear filtering with weights of 8
 //! fractional bits (9-bit fixed point: 1.0 is exact), the address modes applied to each texel
 //! index a fetch reads, border texels zero, integer texels read as normalized floats
 //! (`u8 / 255`, `i8 / 127` clamped to -1, ...) or as integers. A filtered NaN is the canonical
@@ -8,6 +9,7 @@
 use half::f16;
 
 use super::global;
+use super::tex_filter::{corner_weights, fixed_coord, linear_index, mix, point_index};
 use super::texture::View;
 use crate::backend::texture::{AddressMode, ChannelKind, FilterMode, TexDesc};
 use crate::ir::{ScalarTy, TexFetch};
@@ -116,28 +118,6 @@ fn addressed(v: &View, d: &TexDesc, i: &[i64], layer: usize) -> Option<[usize; 3
     Some(at)
 }
 
-/// The coordinate of dimension `k` in texels.
-fn texel_coord(v: &View, d: &TexDesc, k: usize, x: f32) -> f32 {
-    if d.normalized_coords {
-        x * v.extent[k] as f32
-    } else {
-        x
-    }
-}
-
-/// A float's floor as an index (saturating; NaN reads as 0).
-fn floor_index(x: f32) -> i64 {
-    x.floor() as i64
-}
-
-/// The lower texel and the 8-bit-fraction weight of the upper one, for linear filtering.
-pub(super) fn linear_taps(u: f32) -> (i64, f32) {
-    let xb = u - 0.5;
-    let i = xb.floor();
-    let a = ((xb - i) * 256.0).round() / 256.0;
-    (i as i64, a)
-}
-
 /// One channel of a fetch from the texture (`v`, `d`) at `coords` (each an `f32`'s bits, or an
 /// `i32`'s when `int_coords`), as the result type's bits.
 pub(super) fn fetch(
@@ -172,36 +152,35 @@ pub(super) fn fetch(
         }
         return texel(v, d, addressed(v, d, &i, layer), channel, ret).bits();
     }
-    let u: Vec<f32> = (0..dims)
-        .map(|k| texel_coord(v, d, k, f32::from_bits(coords[k] as u32)))
+    let x: Vec<i128> = (0..dims)
+        .map(|k| {
+            let c = f32::from_bits(coords[k] as u32);
+            fixed_coord(c, d.normalized_coords, v.extent[k])
+        })
         .collect();
     if let TexFetch::Gather(c) = kind {
-        let (i, _) = linear_taps(u[0]);
-        let (j, _) = linear_taps(u[1]);
+        let (i, _) = linear_index(x[0]);
+        let (j, _) = linear_index(x[1]);
         let (di, dj) = [(0, 1), (1, 1), (1, 0), (0, 0)][channel];
         let at = addressed(v, d, &[i + di, j + dj], layer);
         return texel(v, d, at, c as usize, ret).bits();
     }
     if d.filter == FilterMode::Point || ret != ScalarTy::F32 {
-        let i: Vec<i64> = u.iter().map(|&x| floor_index(x)).collect();
+        let i: Vec<i64> = x.iter().map(|&x| point_index(x)).collect();
         return texel(v, d, addressed(v, d, &i, layer), channel, ret).bits();
     }
-    let taps: Vec<(i64, f32)> = u.iter().map(|&x| linear_taps(x)).collect();
-    let mut sum: Option<f32> = None;
-    for corner in 0..1usize << dims {
-        let mut w = 1.0f32;
+    let taps: Vec<(i64, u32)> = x.iter().map(|&x| linear_index(x)).collect();
+    let fracs: Vec<u32> = taps.iter().map(|t| t.1).collect();
+    let weights = corner_weights(&fracs);
+    let terms = (0..1usize << dims).map(|corner| {
         let mut i = [0i64; 3];
-        for k in 0..dims {
-            let hi = corner >> k & 1 == 1;
-            let (lo, a) = taps[k];
-            i[k] = lo + hi as i64;
-            w *= if hi { a } else { 1.0 - a };
+        for (k, &(lo, _)) in taps.iter().enumerate() {
+            i[k] = lo + (corner >> k & 1) as i64;
         }
         let t = texel(v, d, addressed(v, d, &i[..dims], layer), channel, ret).f();
-        let term = w * t;
-        sum = Some(sum.map_or(term, |s| s + term));
-    }
-    let r = sum.unwrap_or(0.0);
+        (weights[corner], t)
+    });
+    let r = mix(terms);
     // A NaN from the filter's arithmetic is the GPU's canonical NaN.
     if r.is_nan() {
         0x7fff_ffff
