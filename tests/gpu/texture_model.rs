@@ -1,15 +1,27 @@
 //! The host sampler model (tests/support/tex_model.rs) against worked examples from the GPU
 //! probe (probe/texprobe3.npz, an H200; probe/fit.py fits the whole data set bit for bit):
 //! normalized point-sampling thresholds, normalized linear sampling of a ramp, 1-D and 2-D
-//! linear mixes. Host only (no GPU, no simulator). Also the comparison of 3-D linear fetches,
-//! whose weights the probe did not measure.
+//! linear mixes (host only). Then the probe's kinds of fetch on fresh random data, on the
+//! device (GPU or simulator) against the model, bit for bit. Also the comparison of 3-D
+//! linear fetches, whose weights the probe did not measure.
 
-use cudajit::memory::{AddressMode, ChannelKind, FilterMode};
+use cudajit::codegen::{Kernel, Texture1d, Texture2d};
+use cudajit::memory::{
+    AddressMode, ChannelKind, CudaArray, FilterMode, TextureDesc, TextureObject,
+};
+use cudajit::prelude::*;
 
+use crate::common::{ctx, Rng};
 use crate::support::tex_model::Tex;
 
 /// A 1-channel f32 texture of `dims` dimensions over `texels` (bits), clamped.
-fn tex(texels: &[u32], extent: [usize; 3], dims: usize, filter: FilterMode, norm: bool) -> Tex {
+fn tex_model(
+    texels: &[u32],
+    extent: [usize; 3],
+    dims: usize,
+    filter: FilterMode,
+    norm: bool,
+) -> Tex {
     Tex {
         kind: ChannelKind::F32,
         channels: 1,
@@ -26,7 +38,7 @@ fn tex(texels: &[u32], extent: [usize; 3], dims: usize, filter: FilterMode, norm
 /// A ramp of `n` texels (texel i holds i).
 fn ramp(n: usize, filter: FilterMode) -> Tex {
     let t: Vec<u32> = (0..n).map(|i| (i as f32).to_bits()).collect();
-    tex(&t, [n, 1, 1], 1, filter, true)
+    tex_model(&t, [n, 1, 1], 1, filter, true)
 }
 
 fn f(bits: u32) -> f32 {
@@ -92,7 +104,7 @@ fn tex_model_mix_1d_matches_the_probe() {
         (0x2529_3bdb, 0xef9e_169a, 5, 0xecc5_9c41),
         (0xb5b9_0777, 0xbc04_3192, 0, 0xb5b9_0777),
     ] {
-        let m = tex(&[v0, v1], [2, 1, 1], 1, FilterMode::Linear, false);
+        let m = tex_model(&[v0, v1], [2, 1, 1], 1, FilterMode::Linear, false);
         let x = 0.5 + j as f32 / 256.0;
         assert_eq!(m.fetch(&[x]), [want], "{} {} at {x}", f(v0), f(v1));
     }
@@ -140,7 +152,7 @@ fn tex_model_mix_2d_matches_the_probe() {
             0x37bb_3ab0,
         ),
     ] {
-        let m = tex(&t, [2, 2, 1], 2, FilterMode::Linear, false);
+        let m = tex_model(&t, [2, 2, 1], 2, FilterMode::Linear, false);
         let (x, y) = (0.5 + a as f32 / 256.0, 0.5 + b as f32 / 256.0);
         assert_eq!(m.fetch(&[x, y]), [want], "{t:x?} at ({x}, {y})");
     }
@@ -189,4 +201,149 @@ pub(crate) fn compare_3d_linear(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(us
         bad.len(),
         bad[..bad.len().min(8)].join("\n")
     );
+}
+
+/// A value of random sign and magnitude 10^-30 .. 10^30 (every fourth one nearly cancels the
+/// one before, as in the probe).
+fn wide(rng: &mut Rng, prev: f32, i: usize) -> f32 {
+    if i % 4 == 3 {
+        let k = (rng.next_u64() % 7) as i32 - 3;
+        return -prev * (1.0 + k as f32 * 2f32.powi(-20));
+    }
+    let e = (rng.next_u64() % 61) as i32 - 30;
+    rng.f32() * 10f32.powi(e)
+}
+
+/// Fetches of `tex` at `xs` (and `ys` for a 2-D one), channel 0's bits.
+fn fetch(tex: &TextureObject<f32>, xs: &[f32], ys: Option<&[f32]>) -> Vec<u32> {
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let n = xs.len();
+    let cfg = LaunchConfig::for_num_elems(n, 128).unwrap();
+    let dx = ctx.to_device(xs).unwrap();
+    let mut out = ctx.to_device(&vec![0xdead_beef_u32; n]).unwrap();
+    if let Some(ys) = ys {
+        let k = Kernel::<(Texture2d<f32>, &[f32], &[f32], &mut [u32])>::build(
+            "texture_probe2d",
+            |k, (t, xs, ys, out)| {
+                let i = k.grid1();
+                k.if_(i.lt(xs.len()), |_| {
+                    out.set(i, t.tex2d(xs.at(i), ys.at(i)).bitcast::<u32>())
+                });
+            },
+        )
+        .unwrap();
+        let dy = ctx.to_device(ys).unwrap();
+        k.launch(&s, cfg, (tex, &dx, &dy, &mut out)).unwrap();
+    } else {
+        let k = Kernel::<(Texture1d<f32>, &[f32], &mut [u32])>::build(
+            "texture_probe1d",
+            |k, (t, xs, out)| {
+                let i = k.grid1();
+                k.if_(i.lt(xs.len()), |_| {
+                    out.set(i, t.tex1d(xs.at(i)).bitcast::<u32>())
+                });
+            },
+        )
+        .unwrap();
+        k.launch(&s, cfg, (tex, &dx, &mut out)).unwrap();
+    }
+    out.to_vec().unwrap()
+}
+
+/// Compares fetches with the model bit for bit, naming the first few that differ.
+fn same(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(usize) -> Vec<f32>) {
+    let bad: Vec<String> = (0..got.len())
+        .filter_map(|i| {
+            let want = m.fetch(&at(i))[0];
+            (got[i] != want).then(|| {
+                let (g, w) = (f32::from_bits(got[i]), f32::from_bits(want));
+                format!(
+                    "at {:?}: got {g:e} ({:#x}) want {w:e} ({want:#x})",
+                    at(i),
+                    got[i]
+                )
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {} fetches differ from the model; the first:\n{}",
+        bad.len(),
+        got.len(),
+        bad[..bad.len().min(8)].join("\n")
+    );
+}
+
+/// The probe's fetches on fresh data: 1-D linear mixes of wide-ranging f32 pairs at every
+/// weight, 2-D mixes at random weights, normalized point sampling at the f32s around k / N
+/// and normalized linear sampling of ramps; each against the model, bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn texture_filter_matches_the_model() {
+    let ctx = ctx();
+    let mut rng = Rng::new();
+    let lin = TextureDesc::default()
+        .address(AddressMode::Clamp)
+        .filter(FilterMode::Linear);
+    let bits = |v: &[f32]| -> Vec<u32> { v.iter().map(|x| x.to_bits()).collect() };
+    // 1-D: pairs (2p, 2p + 1), read at x = 2p + 0.5 + j/256.
+    let pairs = 48;
+    let mut v = vec![0.0f32; 2 * pairs];
+    for i in 0..v.len() {
+        v[i] = wide(&mut rng, if i > 0 { v[i - 1] } else { 1.0 }, i);
+    }
+    let mut arr = CudaArray::<f32>::new_1d(&ctx, v.len()).unwrap();
+    arr.copy_from_host(&v).unwrap();
+    let tex = TextureObject::<f32>::from_array(&arr, &lin).unwrap();
+    let xs: Vec<f32> = (0..pairs * 257)
+        .map(|i| (2 * (i / 257)) as f32 + 0.5 + (i % 257) as f32 / 256.0)
+        .collect();
+    let m = tex_model(&bits(&v), [v.len(), 1, 1], 1, FilterMode::Linear, false);
+    same("1-D mix", &fetch(&tex, &xs, None), &m, &|i| vec![xs[i]]);
+    // 2-D: a 12 x 10 texture (magnitudes 10^-6 .. 10^6), random texels and weights.
+    let (w, h) = (12, 10);
+    let t2: Vec<f32> = (0..w * h)
+        .map(|_| rng.f32() * 10f32.powi((rng.next_u64() % 13) as i32 - 6))
+        .collect();
+    let mut a2 = CudaArray::<f32>::new_2d(&ctx, w, h).unwrap();
+    a2.copy_from_host(&t2).unwrap();
+    let tex2 = TextureObject::<f32>::from_array(&a2, &lin).unwrap();
+    let n2 = 4096;
+    let pick = |rng: &mut Rng, e: usize| {
+        let c = (rng.next_u64() % (e as u64 - 1)) as f32;
+        c + 0.5 + (rng.next_u64() % 257) as f32 / 256.0
+    };
+    let (xs, ys): (Vec<f32>, Vec<f32>) = (0..n2)
+        .map(|_| (pick(&mut rng, w), pick(&mut rng, h)))
+        .unzip();
+    let m2 = tex_model(&bits(&t2), [w, h, 1], 2, FilterMode::Linear, false);
+    let got = fetch(&tex2, &xs, Some(&ys));
+    same("2-D mix", &got, &m2, &|i| vec![xs[i], ys[i]]);
+    // Normalized ramps: point sampling at the 64 f32s around k / N, linear at random u.
+    for n in [3usize, 7, 100, 1000, 4097, 65535] {
+        let ramp: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let mut a = CudaArray::<f32>::new_1d(&ctx, n).unwrap();
+        a.copy_from_host(&ramp).unwrap();
+        for filter in [FilterMode::Point, FilterMode::Linear] {
+            let d = TextureDesc::default()
+                .address(AddressMode::Clamp)
+                .filter(filter)
+                .normalized_coords(true);
+            let t = TextureObject::<f32>::from_array(&a, &d).unwrap();
+            let us: Vec<f32> = (0..2048)
+                .map(|i| {
+                    if filter == FilterMode::Linear {
+                        return (rng.f32() + 1.0) / 2.0;
+                    }
+                    let k = 1 + rng.next_u64() % (n as u64 - 1);
+                    let c = (k as f32 / n as f32).to_bits();
+                    f32::from_bits(c - 32 + (i % 64) as u32)
+                })
+                .collect();
+            let m = tex_model(&bits(&ramp), [n, 1, 1], 1, filter, true);
+            let what = format!("ramp of {n}, {filter:?}");
+            same(&what, &fetch(&t, &us, None), &m, &|i| vec![us[i]]);
+        }
+    }
 }
