@@ -90,7 +90,8 @@ pub(super) fn corner_weights(fracs: &[u32]) -> [u32; 8] {
     w
 }
 
-/// The filtered value of texels `t` with weights `w` (1/256 steps, summing to 256).
+/// The filtered value of `terms`: (weight in 1/256 steps, texel) pairs, weights summing to
+/// 256 (see the module's notes for the arithmetic).
 pub(super) fn mix(terms: impl IntoIterator<Item = (u32, f32)>) -> f32 {
     let terms: Vec<(u32, f32)> = terms.into_iter().filter(|&(w, _)| w != 0).collect();
     if let [(_, t)] = terms[..] {
