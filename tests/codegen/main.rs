@@ -29,4 +29,5 @@ mod shared_nd;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
+mod texture;
 mod warp;
