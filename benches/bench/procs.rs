@@ -450,9 +450,14 @@ impl Ranked<'_> {
                 .bytes(self.sizes.n_multi * 4)
                 .devices(g.size())
                 .note(format!(
-                    "{}; relative error {rel:.1e}; each rank's half reduced, the partials \
-                     all-gathered (NCCL) and combined on every rank",
-                    self.note()
+                    "{}; relative error {rel:.1e}; each rank's half reduced, {}",
+                    self.note(),
+                    if g.device_join() {
+                        "the partials published into the other ranks' memory (IPC) and \
+                         joined on the device, in the same kernel"
+                    } else {
+                        "the partials all-gathered (NCCL) and combined on every rank"
+                    }
                 )),
         );
         Ok(())

@@ -25,9 +25,12 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// while waiting, NCCL's asynchronous error is polled (a peer that died or a broken
 /// connection), and on such an error or at the limit the communicator is aborted
 /// (`ncclCommAbort`) and the call returns an error; every later call on the group is then an
-/// error saying why. (A peer that dies inside a collective over NVLink is the exception
-/// measured so far: on two H200s, NCCL 2.28.3, the survivor did not end with its error within
-/// 120 s; whether NCCL noticed nothing or the abort did not return is not known yet.)
+/// error saying why. A peer that dies is caught in time by full reductions that join on the
+/// device ([`device_join`](Self::device_join): an error after the group's timeout, measured on
+/// two H200s); inside an NCCL collective over NVLink it is not: with NCCL 2.28.3 the survivor's
+/// host thread spun in NCCL's own connection setup with the dead peer (a proxy call over a
+/// Unix socket, at the first collective that needed a new connection), where no bound of
+/// ours applies.
 #[derive(Clone)]
 pub struct ProcessGroup {
     inner: Arc<Inner>,
@@ -43,7 +46,7 @@ struct Inner {
     rank: usize,
     size: usize,
     timeout: Mutex<Duration>,
-    /// The device-side join of full reductions (`join.rs`), set up at the first one.
+    /// The device-side join of full reductions (`join.rs`), agreed when the group is made.
     join: Mutex<JoinState>,
 }
 
@@ -232,6 +235,16 @@ impl ProcessGroup {
             JoinState::Device(j) => f(Some(j)),
             _ => f(None),
         })
+    }
+
+    /// Whether this group's full reductions join on the device (every rank on one machine,
+    /// peer GPUs: the partials go straight into the other ranks' memory), else through
+    /// NCCL's all-gather. The ranks agreed on it when the group was made.
+    pub fn device_join(&self) -> bool {
+        self.inner
+            .join
+            .lock()
+            .is_ok_and(|g| matches!(*g, JoinState::Device(_)))
     }
 
     /// After the group's stream is done: a device-side join that timed out becomes an error.

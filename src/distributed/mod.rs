@@ -13,14 +13,16 @@
 //! made any other way ([`ProcessGroup::new`]). Every rank makes the same calls in the same
 //! order: creation agrees on the layout (one small all-gather; ranks that disagree on the
 //! whole length, the shape after axis 0 or the element type get the same error on every
-//! rank), reductions all-gather the ranks' partial results and combine them on every rank,
+//! rank), reductions bring the ranks' partial results to every rank and combine them there,
 //! gathers use NCCL's all-gather (or one broadcast per rank for uneven shards). Elementwise
-//! kernels are local to each rank. Host waits are bounded: a rank that never makes the call
-//! is an error after the group's time limit (NCCL's asynchronous errors are polled, and the
-//! communicator is aborted). A rank that dies in the middle of a collective over NVLink is
-//! not yet caught in time: on two H200s the survivor did not end with its error within 120 s
-//! (whether NCCL noticed nothing or `ncclCommAbort` did not return is not known yet; the test
-//! is opt-in, `CUDAJIT_TEST_DEAD_RANK=1`).
+//! kernels are local to each rank. On one machine whose GPUs are peers, full reductions join
+//! on the device instead (each rank's kernel writes its partial into the other ranks' memory,
+//! shared by IPC, and waits for theirs: no NCCL call). Host waits are bounded: a rank that
+//! never makes the call is an error after the group's time limit (NCCL's asynchronous errors
+//! are polled, and the communicator is aborted; a reduction joined on the device times out in
+//! its kernel). A rank that dies is an error in time for reductions joined on the device; in an
+//! NCCL collective over NVLink it is not yet: with NCCL 2.28.3 the survivor spun in NCCL's
+//! connection setup with the dead peer (measured on two H200s).
 //!
 //! ```no_run
 //! use cudajit::distributed::{ProcessGroup, RankShardedArray};
