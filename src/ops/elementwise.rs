@@ -8,6 +8,7 @@
 //! first use of each path and cached in the `Elementwise`.
 
 use std::marker::PhantomData;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use ndarray::Dimension;
@@ -138,6 +139,8 @@ pub trait EwOutputs: Copy + 'static {
     /// The arrays [`Elementwise::call`] returns, of dimension type `D` (the inputs': see
     /// [`EwArgs::Dim`]).
     type Owned<D: Dimension>;
+    /// The host arrays [`Elementwise::call_host`] returns (ndarray `Array<T, D>`s).
+    type Host<D: Dimension>;
     /// Each output's element size.
     fn elem_sizes() -> Vec<usize>;
     /// Declares every output parameter, in order.
@@ -152,6 +155,8 @@ pub trait EwOutputs: Copy + 'static {
     fn alloc<D: Dimension>(stream: &Stream, shape: &[usize]) -> Result<Self::Owned<D>>;
     /// The outputs as launch arguments.
     fn infos<D: Dimension>(owned: &mut Self::Owned<D>) -> Vec<ArgInfo<'_>>;
+    /// Copies the outputs to new host arrays, in `stream`'s order (returns once they arrived).
+    fn to_host<D: Dimension>(owned: Self::Owned<D>, stream: &Stream) -> Result<Self::Host<D>>;
 }
 
 // The outputs' `EwOutputs` (one `Expr<T>` or a tuple) are in ew_outputs.rs.
@@ -264,19 +269,22 @@ impl<'a> ArgInfo<'a> {
     }
 }
 
-/// A launch argument for input `I`: a device array (any shape) for [`Elem<T>`], a `T` for
-/// [`Scalar<T>`].
+/// A launch argument for input `I`: a device array (any shape) or a host array (a slice, `Vec`
+/// or ndarray array or view: see elementwise/host.rs) for [`Elem<T>`], a `T` for [`Scalar<T>`].
 pub trait EwArg<I: EwInput> {
     /// The array's dimension type ([`NoArray`] for a scalar).
     type Dim;
-    /// The argument's launch information.
-    fn info(&self) -> ArgInfo<'_>;
+    /// Whether the argument is a host array (copied to the device for each launch).
+    const HOST: bool = false;
+    /// The argument for a launch on `stream`: a device array's or scalar's launch information
+    /// as it is, or a host array's device copy (made here, in `stream`'s order).
+    fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>>;
 }
 
 impl<T: ScalarType, X: DeviceSlice<T> + ?Sized> EwArg<Elem<T>> for &X {
     type Dim = X::Dim;
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::array(*self)
+    fn prepare(&self, _: &Stream) -> Result<Prepared<'_>> {
+        Ok(Prepared::Device(ArgInfo::array(*self)))
     }
 }
 
@@ -284,22 +292,22 @@ impl<T: ScalarType, X: DeviceSlice<T> + ?Sized> EwArg<Elem<T>> for &X {
 /// through its strides.
 impl<T: ScalarType, D: ndarray::Dimension> EwArg<Elem<T>> for StridedView<'_, T, D> {
     type Dim = D;
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::strided(self)
+    fn prepare(&self, _: &Stream) -> Result<Prepared<'_>> {
+        Ok(Prepared::Device(ArgInfo::strided(self)))
     }
 }
 
 impl<T: ScalarType> EwArg<Scalar<T>> for T {
     type Dim = NoArray;
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::scalar(*self)
+    fn prepare(&self, _: &Stream) -> Result<Prepared<'_>> {
+        Ok(Prepared::Device(ArgInfo::scalar(*self)))
     }
 }
 
 impl EwArg<Index> for Index {
     type Dim = NoArray;
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::scalar(0u64)
+    fn prepare(&self, _: &Stream) -> Result<Prepared<'_>> {
+        Ok(Prepared::Device(ArgInfo::scalar(0u64)))
     }
 }
 
@@ -309,53 +317,69 @@ pub trait EwArgs<I: EwInputs> {
     /// highest of fixed ones (broadcasting's rank), `IxDyn` when one is `IxDyn` or none is an
     /// array.
     type Dim: Dimension;
-    /// Every argument's launch information, in order.
-    fn infos(&self) -> Vec<ArgInfo<'_>>;
+    /// How many of the arguments are host arrays.
+    const HOSTS: usize;
+    /// Every argument prepared for a launch on `stream`, in order (host arrays copied to the
+    /// device).
+    fn prepare(&self, stream: &Stream) -> Result<Vec<Prepared<'_>>>;
 }
 
-/// A writable device array for output `O` (any shape).
+/// A writable array for output `O` (any shape): a device array or view, or a host array (a
+/// mutable slice, `Vec` or ndarray array or view: see elementwise/host.rs).
 pub trait EwOutArg<O> {
-    /// The argument's launch information.
-    fn info(&self) -> ArgInfo<'_>;
+    /// Whether the argument is a host array (written on the device, then copied back).
+    const HOST: bool = false;
+    /// The output for a launch on `stream`: a device array's launch information as it is, or
+    /// a host array's temporary device array (allocated here, in `stream`'s order).
+    fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>>;
+    /// After the launch: a host array takes its device copy's values back (`staged`, which
+    /// [`prepare`](Self::prepare) made); a device array does nothing.
+    fn finish(&mut self, _stream: &Stream, _staged: Option<Staged>) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl<T: ScalarType, X: DeviceSliceMut<T> + ?Sized> EwOutArg<Expr<T>> for &mut X {
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::array(&**self)
+    fn prepare(&self, _: &Stream) -> Result<Prepared<'_>> {
+        Ok(Prepared::Device(ArgInfo::array(&**self)))
     }
 }
 
 /// Launch arguments for the outputs `O`.
 pub trait EwOutArgs<O: EwOutputs> {
-    /// Every output's launch information, in order.
-    fn infos(&self) -> Vec<ArgInfo<'_>>;
+    /// How many of the outputs are host arrays.
+    const HOSTS: usize;
+    /// Every output prepared for a launch on `stream`, in order (host arrays given temporary
+    /// device arrays).
+    fn prepare(&self, stream: &Stream) -> Result<Vec<Prepared<'_>>>;
+    /// After the launch: host outputs take their values back (`staged`: the prepared outputs'
+    /// device copies, in order).
+    fn finish(&mut self, stream: &Stream, staged: Vec<Option<Staged>>) -> Result<()>;
 }
 
-impl<T: ScalarType, X: DeviceSliceMut<T> + ?Sized> EwOutArgs<Expr<T>> for &mut X {
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![ArgInfo::array(&**self)]
+/// One output: any [`EwOutArg`].
+impl<T: ScalarType, A: EwOutArg<Expr<T>>> EwOutArgs<Expr<T>> for A {
+    const HOSTS: usize = A::HOST as usize;
+    fn prepare(&self, stream: &Stream) -> Result<Vec<Prepared<'_>>> {
+        Ok(vec![EwOutArg::prepare(self, stream)?])
+    }
+    fn finish(&mut self, stream: &Stream, staged: Vec<Option<Staged>>) -> Result<()> {
+        EwOutArg::finish(self, stream, staged.into_iter().next().flatten())
     }
 }
 
 /// A writable strided view is passed by value (`y.strided_mut().reversed_axes()`,
 /// `y.slice_axis_mut(...)?`, `v.reborrow()`): the kernel writes it through its strides.
 impl<T: ScalarType, D: ndarray::Dimension> EwOutArg<Expr<T>> for StridedViewMut<'_, T, D> {
-    fn info(&self) -> ArgInfo<'_> {
+    fn prepare(&self, _: &Stream) -> Result<Prepared<'_>> {
         let lay = self.layout();
-        let size = T::TY.size();
-        ArgInfo::raw_strided(
+        Ok(Prepared::Device(ArgInfo::raw_strided(
             self.context(),
             lay.ptr,
             lay.dim.slice(),
             lay.strides.slice(),
-            size,
-        )
-    }
-}
-
-impl<T: ScalarType, D: ndarray::Dimension> EwOutArgs<Expr<T>> for StridedViewMut<'_, T, D> {
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![EwOutArg::<Expr<T>>::info(self)]
+            T::TY.size(),
+        )))
     }
 }
 
@@ -421,8 +445,14 @@ input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5, I6 A6 6, I7 
 macro_rules! out_arg_tuples {
     ($($t:ident $a:ident $i:tt),*) => {
         impl<$($t: ScalarType,)* $($a: EwOutArg<Expr<$t>>),*> EwOutArgs<($(Expr<$t>,)*)> for ($($a,)*) {
-            fn infos(&self) -> Vec<ArgInfo<'_>> {
-                vec![$(self.$i.info()),*]
+            const HOSTS: usize = 0 $(+ $a::HOST as usize)*;
+            fn prepare(&self, stream: &Stream) -> Result<Vec<Prepared<'_>>> {
+                Ok(vec![$(self.$i.prepare(stream)?),*])
+            }
+            fn finish(&mut self, stream: &Stream, staged: Vec<Option<Staged>>) -> Result<()> {
+                let mut staged = staged.into_iter();
+                $(self.$i.finish(stream, staged.next().flatten())?;)*
+                Ok(())
             }
         }
     };
@@ -432,6 +462,8 @@ out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2);
 out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2, O3 A3 3);
 
 mod complex;
+mod host;
+pub use host::{Prepared, Staged};
 
 /// Most dimensions of a broadcast launch.
 pub const MAX_RANK: usize = 8;
@@ -459,6 +491,8 @@ pub struct Elementwise<I: EwInputs, O: EwOutputs> {
     options: PtxOptions,
     f: Arc<Body<I, O>>,
     variants: [super::KernelSlot; VARIANTS],
+    /// Whether a call with host arrays has logged its warning.
+    host_warned: AtomicBool,
 }
 
 impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
@@ -479,6 +513,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             options,
             f: Arc::new(f),
             variants: Default::default(),
+            host_warned: AtomicBool::new(false),
         };
         // Any variant finds a misuse of the builder in `f`; the widest contiguous one is what
         // aligned arrays launch, so it is not recorded twice.
@@ -563,16 +598,65 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
 
     /// Computes into existing output arrays (in place). Inputs broadcast to the outputs' shape,
     /// which every output must have.
-    pub fn apply(
+    ///
+    /// **Host arrays**, as kernel launches (and Numba) take them: an input array may be a host
+    /// array (`&[T]`, `&Vec<T>`, `&ndarray::ArrayBase` of any layout, or an ndarray view by
+    /// value such as `a.t()`), an output a mutable one (`&mut [T]`, `&mut Vec<T>`,
+    /// `&mut ndarray::ArrayBase`, or an `ArrayViewMut` by value), mixed freely with device
+    /// arrays, views, scalars and [`Index`]. A slice or `Vec` is 1-D, an ndarray has its own
+    /// shape; they broadcast as device arrays do. What it costs: each host input is copied to a
+    /// temporary device array from the stream's memory pool before the launch (one transfer
+    /// over PCIe; a strided view is gathered on the host first); each host output gets a
+    /// temporary device array, and after the launch the call **waits for the kernel** and
+    /// copies it back (one transfer; scattered into a strided view). With host inputs only,
+    /// the call does not wait for the kernel. For data used in more than one call, copy it once
+    /// with `stream.to_device(..)` and pass the device array. The first call of each
+    /// `Elementwise` with host arrays logs a warning through the `log` facade, as kernel
+    /// launches do (`CUDAJIT_WARN_HOST_ARRAYS=0` or
+    /// [`set_host_array_warnings(false)`](crate::codegen::set_host_array_warnings) silences
+    /// it); device arrays only cost none of this. Host arrays are refused, with an error, while
+    /// this thread captures a graph (nothing may wait there). A host output is borrowed `&mut`,
+    /// so it cannot also be an input (the borrow checker refuses the aliasing); with a wrong
+    /// shape the call is an error and writes nothing.
+    ///
+    /// ```no_run
+    /// use cudajit::codegen::Expr;
+    /// use cudajit::ops::{Elem, Elementwise, Scalar};
+    /// # fn main() -> cudajit::Result<()> {
+    /// let ctx = cudajit::Context::new(0)?;
+    /// let s = ctx.new_stream()?;
+    /// let axpy = Elementwise::<(Scalar<f32>, Elem<f32>, Elem<f32>), Expr<f32>>::new(
+    ///     "axpy",
+    ///     |(a, x, y)| a * x + y,
+    /// )?;
+    /// let x = vec![1.0f32; 1000];
+    /// let y = s.to_device(&vec![2.0f32; 1000])?; // a device array, mixed with host ones
+    /// let mut out = vec![0.0f32; 1000];
+    /// axpy.apply(&s, (3.0, &x, &y), &mut out)?;
+    /// assert_eq!(out[0], 5.0); // the call waited and copied `out` back
+    /// // ndarray: a host row broadcast over a host matrix, into a host matrix.
+    /// let m = ndarray::Array2::<f32>::ones((4, 3));
+    /// let row = ndarray::arr1(&[1.0f32, 2.0, 3.0]);
+    /// let mut r = ndarray::Array2::<f32>::zeros((4, 3));
+    /// axpy.apply(&s, (2.0, &row, &m), &mut r)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn apply<A: EwArgs<I>, B: EwOutArgs<O>>(
         &self,
         stream: &Stream,
-        inputs: impl EwArgs<I>,
-        outputs: impl EwOutArgs<O>,
+        inputs: A,
+        mut outputs: B,
     ) -> Result<()> {
         let _nvtx = crate::nvtx::op_range(|| format!("cudajit: Elementwise {}", self.name()));
-        let ins = inputs.infos();
-        let outs = outputs.infos();
-        self.launch(stream, &ins, &outs)
+        self.host_arrays(A::HOSTS + B::HOSTS)?;
+        let ins = inputs.prepare(stream)?;
+        let outs = outputs.prepare(stream)?;
+        self.launch(stream, &host::infos(&ins), &host::infos(&outs))?;
+        if B::HOSTS == 0 {
+            return Ok(());
+        }
+        let staged = outs.into_iter().map(Prepared::into_staged).collect();
+        outputs.finish(stream, staged)
     }
 
     /// Computes into new output arrays of the inputs' broadcast shape, allocated from the
@@ -580,15 +664,51 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
     /// ([`EwArgs::Dim`]): `Array1`-like inputs (`DeviceArray<T, Ix1>`, `Ix1` views) give
     /// `DeviceArray<T, Ix1>` outputs, inputs of several fixed ranks the highest (NumPy's
     /// broadcast rank: `Ix1` with `Ix2` gives `Ix2`), and an `IxDyn` input gives `IxDyn`.
+    ///
+    /// Inputs may be host arrays, as for [`apply`](Self::apply) (copied to temporary device
+    /// arrays first; a slice or `Vec` is `Ix1`, an ndarray has its own dimension type): the
+    /// outputs are still device arrays, and the call does not wait for the kernel.
+    /// [`call_host`](Self::call_host) returns host arrays instead.
     pub fn call<A: EwArgs<I>>(&self, stream: &Stream, inputs: A) -> Result<O::Owned<A::Dim>> {
         let _nvtx = crate::nvtx::op_range(|| format!("cudajit: Elementwise {}", self.name()));
-        let ins = inputs.infos();
+        self.host_arrays(A::HOSTS)?;
+        let prepared = inputs.prepare(stream)?;
+        let ins = host::infos(&prepared);
         let shape = self.broadcast(&ins, None)?;
         let mut owned = O::alloc::<A::Dim>(stream, &shape)?;
         let outs = O::infos::<A::Dim>(&mut owned);
         self.launch(stream, &ins, &outs)?;
         drop(outs);
         Ok(owned)
+    }
+
+    /// As [`call`](Self::call), with the outputs copied to the host: new ndarray arrays
+    /// (`Array<T, D>`, of the inputs' broadcast shape and dimension type). Inputs may be host
+    /// or device arrays; the call waits for the kernel and the copies. With host inputs, this
+    /// is NumPy's `f(x, y)` (two transfers per array and a wait: see [`apply`](Self::apply)).
+    pub fn call_host<A: EwArgs<I>>(
+        &self,
+        stream: &Stream,
+        inputs: A,
+    ) -> Result<O::Host<A::Dim>> {
+        let owned = self.call(stream, inputs)?;
+        O::to_host::<A::Dim>(owned, stream)
+    }
+
+    /// Before a call with `count` host arrays: refused while this thread captures a graph;
+    /// the `Elementwise`'s one warning.
+    fn host_arrays(&self, count: usize) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        if crate::graph::capturing() {
+            return Err(Error::usage(format!(
+                "elementwise `{}`: a host array cannot be an argument while this thread captures                  a graph (Stream::begin_capture): the call copies it to the device (and a host                  output back, waiting for the kernel), which a capture cannot do; pass device                  arrays (`stream.to_device(..)`)",
+                self.name
+            )));
+        }
+        crate::codegen::warn_host_arrays_once(&self.host_warned, &self.name, count);
+        Ok(())
     }
 
     fn broadcast(&self, ins: &[ArgInfo<'_>], outs: Option<&[ArgInfo<'_>]>) -> Result<Vec<usize>> {
