@@ -9,10 +9,11 @@
 
 use std::any::Any;
 
+use num_complex::Complex;
 use ndarray::{ArrayBase, ArrayView, ArrayViewMut, ArrayViewMut1, Data, DataMut, Dimension, Ix1};
 
 use super::{ArgInfo, Elem, EwArg, EwOutArg};
-use crate::codegen::{Expr, Scalar as ScalarType};
+use crate::codegen::{CExpr, Expr, Scalar as ScalarType};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceArray, DeviceCopy, DeviceSlice, DeviceSliceMut, HostSource};
@@ -146,75 +147,99 @@ pub(super) fn copy_back<T: DeviceCopy, S: DataMut<Elem = T>, D: Dimension + 'sta
     }
 }
 
-macro_rules! host_inputs_1d {
-    ($($h:ty),*) => {$(
-        /// A host slice or `Vec` input (1-D): copied to a temporary device array.
-        impl<T: ScalarType> EwArg<Elem<T>> for &$h {
+/// The host-array arguments for element type `$e` (generic parameters `$g`, with a trailing
+/// comma), whose output the closure returns as `$o`, seen by the kernel as `$parts` scalars.
+macro_rules! host_args {
+    ([$($g:tt)*] $e:ty, $o:ty, $parts:expr) => {
+        /// A host slice input (1-D): copied to a temporary device array.
+        impl<$($g)*> EwArg<Elem<$e>> for &[$e] {
             type Dim = Ix1;
             const HOST: bool = true;
             fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
-                Ok(Prepared::Host(Staged::upload::<T, [T]>(stream, &self[..], 1)?))
+                Ok(Prepared::Host(Staged::upload::<$e, [$e]>(stream, &self[..], $parts)?))
             }
         }
 
-        /// A host slice or `Vec` output (1-D): the kernel writes a temporary device array,
-        /// copied back after the launch.
-        impl<T: ScalarType> EwOutArg<Expr<T>> for &mut $h {
+        /// A host `Vec` input (1-D): copied to a temporary device array.
+        impl<$($g)*> EwArg<Elem<$e>> for &Vec<$e> {
+            type Dim = Ix1;
             const HOST: bool = true;
             fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
-                Ok(Prepared::Host(Staged::alloc::<T, Ix1>(stream, Ix1(self.len()), 1)?))
+                Ok(Prepared::Host(Staged::upload::<$e, [$e]>(stream, &self[..], $parts)?))
+            }
+        }
+
+        /// An ndarray array or view input (any shape and layout; a strided one is gathered on
+        /// the host): copied to a temporary device array.
+        impl<$($g)* S: Data<Elem = $e>, D: Dimension + 'static> EwArg<Elem<$e>>
+            for &ArrayBase<S, D>
+        {
+            type Dim = D;
+            const HOST: bool = true;
+            fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
+                Ok(Prepared::Host(Staged::upload::<$e, _>(stream, *self, $parts)?))
+            }
+        }
+
+        /// An ndarray view passed by value (`a.t()`, `a.slice(s![..;2])`), as `&view`.
+        impl<$($g)* D: Dimension + 'static> EwArg<Elem<$e>> for ArrayView<'_, $e, D> {
+            type Dim = D;
+            const HOST: bool = true;
+            fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
+                Ok(Prepared::Host(Staged::upload::<$e, _>(stream, self, $parts)?))
+            }
+        }
+
+        /// A host slice output (1-D): the kernel writes a temporary device array, copied back
+        /// after the launch.
+        impl<$($g)*> EwOutArg<$o> for &mut [$e] {
+            const HOST: bool = true;
+            fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
+                Ok(Prepared::Host(Staged::alloc::<$e, Ix1>(stream, Ix1(self.len()), $parts)?))
+            }
+            fn finish(&mut self, stream: &Stream, staged: Option<Staged>) -> Result<()> {
+                copy_back(staged, &mut ArrayViewMut1::from(&mut **self), stream)
+            }
+        }
+
+        /// A host `Vec` output (1-D), as a slice.
+        impl<$($g)*> EwOutArg<$o> for &mut Vec<$e> {
+            const HOST: bool = true;
+            fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
+                Ok(Prepared::Host(Staged::alloc::<$e, Ix1>(stream, Ix1(self.len()), $parts)?))
             }
             fn finish(&mut self, stream: &Stream, staged: Option<Staged>) -> Result<()> {
                 copy_back(staged, &mut ArrayViewMut1::from(&mut self[..]), stream)
             }
         }
-    )*};
-}
-host_inputs_1d!([T], Vec<T>);
 
-/// An ndarray array or view input (any shape and layout; a strided one is gathered on the
-/// host): copied to a temporary device array.
-impl<T: ScalarType, S: Data<Elem = T>, D: Dimension + 'static> EwArg<Elem<T>>
-    for &ArrayBase<S, D>
-{
-    type Dim = D;
-    const HOST: bool = true;
-    fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
-        Ok(Prepared::Host(Staged::upload::<T, _>(stream, *self, 1)?))
-    }
-}
+        /// A mutable ndarray array or view output (any shape and layout): the kernel writes a
+        /// temporary device array, copied back (scattered into a strided view) after the launch.
+        impl<$($g)* S: DataMut<Elem = $e>, D: Dimension + 'static> EwOutArg<$o>
+            for &mut ArrayBase<S, D>
+        {
+            const HOST: bool = true;
+            fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
+                Ok(Prepared::Host(Staged::alloc::<$e, D>(stream, self.raw_dim(), $parts)?))
+            }
+            fn finish(&mut self, stream: &Stream, staged: Option<Staged>) -> Result<()> {
+                copy_back(staged, &mut **self, stream)
+            }
+        }
 
-/// An ndarray view passed by value (`a.t()`, `a.slice(s![..;2])`), as `&view`.
-impl<T: ScalarType, D: Dimension + 'static> EwArg<Elem<T>> for ArrayView<'_, T, D> {
-    type Dim = D;
-    const HOST: bool = true;
-    fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
-        Ok(Prepared::Host(Staged::upload::<T, _>(stream, self, 1)?))
-    }
+        /// A mutable ndarray view passed by value (`a.view_mut()`, `a.slice_mut(s![.., 1])`),
+        /// as `&mut view`.
+        impl<$($g)* D: Dimension + 'static> EwOutArg<$o> for ArrayViewMut<'_, $e, D> {
+            const HOST: bool = true;
+            fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
+                Ok(Prepared::Host(Staged::alloc::<$e, D>(stream, self.raw_dim(), $parts)?))
+            }
+            fn finish(&mut self, stream: &Stream, staged: Option<Staged>) -> Result<()> {
+                copy_back(staged, self, stream)
+            }
+        }
+    };
 }
-
-/// A mutable ndarray array or view output (any shape and layout): the kernel writes a
-/// temporary device array, copied back (scattered into a strided view) after the launch.
-impl<T: ScalarType, S: DataMut<Elem = T>, D: Dimension + 'static> EwOutArg<Expr<T>>
-    for &mut ArrayBase<S, D>
-{
-    const HOST: bool = true;
-    fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
-        Ok(Prepared::Host(Staged::alloc::<T, D>(stream, self.raw_dim(), 1)?))
-    }
-    fn finish(&mut self, stream: &Stream, staged: Option<Staged>) -> Result<()> {
-        copy_back(staged, &mut **self, stream)
-    }
-}
-
-/// A mutable ndarray view passed by value (`a.view_mut()`, `a.slice_mut(s![.., 1])`), as
-/// `&mut view`.
-impl<T: ScalarType, D: Dimension + 'static> EwOutArg<Expr<T>> for ArrayViewMut<'_, T, D> {
-    const HOST: bool = true;
-    fn prepare(&self, stream: &Stream) -> Result<Prepared<'_>> {
-        Ok(Prepared::Host(Staged::alloc::<T, D>(stream, self.raw_dim(), 1)?))
-    }
-    fn finish(&mut self, stream: &Stream, staged: Option<Staged>) -> Result<()> {
-        copy_back(staged, self, stream)
-    }
-}
+host_args!([T: ScalarType,] T, Expr<T>, 1);
+host_args!([] Complex<f32>, CExpr<f32>, 2);
+host_args!([] Complex<f64>, CExpr<f64>, 2);
