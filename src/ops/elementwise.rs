@@ -444,11 +444,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
     /// (`Array<T, D>`, of the inputs' broadcast shape and dimension type). Inputs may be host
     /// or device arrays; the call waits for the kernel and the copies. With host inputs, this
     /// is NumPy's `f(x, y)` (two transfers per array and a wait: see [`apply`](Self::apply)).
-    pub fn call_host<A: EwArgs<I>>(
-        &self,
-        stream: &Stream,
-        inputs: A,
-    ) -> Result<O::Host<A::Dim>> {
+    pub fn call_host<A: EwArgs<I>>(&self, stream: &Stream, inputs: A) -> Result<O::Host<A::Dim>> {
         let owned = self.call(stream, inputs)?;
         O::to_host::<A::Dim>(owned, stream)
     }

@@ -75,7 +75,11 @@ fn elementwise_takes_host_vecs_and_slices() {
         ew.apply(&s, (a, &x, &y), (&mut o0, &mut o1[..])).unwrap();
         check(&o0, &want_fma, &format!("n={n} host fma"));
         check(&o1, &want_sub, &format!("n={n} host sub"));
-        assert_eq!((bits(&x), bits(&y)), (xb.clone(), yb.clone()), "inputs untouched");
+        assert_eq!(
+            (bits(&x), bits(&y)),
+            (xb.clone(), yb.clone()),
+            "inputs untouched"
+        );
         // Mixed: a device input with a host slice, one host and one device output.
         let dy = s.to_device(&y).unwrap();
         let mut d1 = s.to_device(&vec![POISON; n]).unwrap();
@@ -159,7 +163,12 @@ fn strided_views_and_2d_broadcast() {
     check(&flat(&o0), &flat(&wf), "t fma");
     let written: Vec<f32> = big.slice(s![.., ..;2]).iter().copied().collect();
     check(&written, &flat(&ws), "strided output");
-    assert!(big.slice(s![.., 1..;2]).iter().all(|v| v.to_bits() == POISON.to_bits()), "gaps untouched");
+    assert!(
+        big.slice(s![.., 1..;2])
+            .iter()
+            .all(|v| v.to_bits() == POISON.to_bits()),
+        "gaps untouched"
+    );
     // Every other row: a strided view by reference.
     let half = m.slice(s![..;2, ..]);
     let y2 = Array2::from_shape_vec(half.raw_dim(), special_f32(&mut rng, half.len())).unwrap();
@@ -200,12 +209,18 @@ fn host_array_errors() {
     let mut o1 = vec![POISON; 100];
     let e = ew.apply(&s, (2.0, &x, &y), (&mut o0, &mut o1)).unwrap_err();
     assert!(e.to_string().contains("shape"), "{e}");
-    assert!(o0.iter().chain(&o1).all(|v| v.to_bits() == POISON.to_bits()));
+    assert!(o0
+        .iter()
+        .chain(&o1)
+        .all(|v| v.to_bits() == POISON.to_bits()));
     let mut m = Array2::from_elem((10, 11), POISON);
     let mut o1 = Array2::from_elem((10, 10), POISON);
     let xm = Array2::from_elem((10, 10), 1.0f32);
     assert!(ew.apply(&s, (2.0, &xm, &xm), (&mut m, &mut o1)).is_err());
-    assert!(m.iter().chain(o1.iter()).all(|v| v.to_bits() == POISON.to_bits()));
+    assert!(m
+        .iter()
+        .chain(o1.iter())
+        .all(|v| v.to_bits() == POISON.to_bits()));
     // Inputs that do not broadcast: the same error as for device arrays.
     let short = vec![1.0f32; 7];
     assert!(ew.call_host(&s, (2.0, &x, &short)).is_err());
@@ -215,9 +230,13 @@ fn host_array_errors() {
     let mut d1 = s.to_device(&x).unwrap();
     let mut o0 = vec![POISON; 100];
     s.begin_capture().unwrap();
-    let e = ew.apply(&s, (2.0, &x, &dx), (&mut d0, &mut d1)).unwrap_err();
+    let e = ew
+        .apply(&s, (2.0, &x, &dx), (&mut d0, &mut d1))
+        .unwrap_err();
     assert!(e.to_string().contains("captures a graph"), "{e}");
-    let e = ew.apply(&s, (2.0, &dx, &dx), (&mut o0, &mut d1)).unwrap_err();
+    let e = ew
+        .apply(&s, (2.0, &dx, &dx), (&mut o0, &mut d1))
+        .unwrap_err();
     assert!(e.to_string().contains("captures a graph"), "{e}");
     assert!(ew.call(&s, (2.0, &dx, &y)).is_err());
     assert!(ew.call_host(&s, (2.0, &x, &y)).is_err());
@@ -225,4 +244,56 @@ fn host_array_errors() {
     assert!(o0.iter().all(|v| v.to_bits() == POISON.to_bits()));
     ew.apply(&s, (2.0, &x, &dx), (&mut o0, &mut d1)).unwrap();
     assert!(o0.iter().all(|&v| v == 3.0));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn complex_host_arrays() {
+    use cudajit::codegen::CExpr;
+    use num_complex::Complex;
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let mut rng = Rng::new();
+    let cvec = |rng: &mut Rng, n: usize| -> Vec<Complex<f64>> {
+        let re = special_f32(rng, n);
+        let im = special_f32(rng, n);
+        re.iter()
+            .zip(&im)
+            .map(|(r, i)| Complex::new(*r as f64, *i as f64))
+            .collect()
+    };
+    let same = |a: f64, b: f64| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits();
+    // Exact operations: a conjugate plus another, and a difference of parts.
+    let add = Elementwise::<(Elem<Complex<f64>>, Elem<Complex<f64>>), CExpr<f64>>::new(
+        "host_ew_cadd",
+        |(z, w)| z.conj() + w,
+    )
+    .unwrap();
+    let part = Elementwise::<(Elem<Complex<f64>>, Elem<Complex<f64>>), Expr<f64>>::new(
+        "host_ew_cpart",
+        |(z, w)| z.re - w.im,
+    )
+    .unwrap();
+    let (rows, cols) = (5usize, 33usize);
+    let z = Array2::from_shape_vec((rows, cols), cvec(&mut rng, rows * cols)).unwrap();
+    let w = cvec(&mut rng, cols); // a host row, broadcast over the rows
+    let z0 = z.clone();
+    let mut out = Array2::from_elem((rows, cols), Complex::new(f64::MAX, f64::MAX));
+    add.apply(&s, (&z, &w), &mut out).unwrap();
+    let mut re = vec![f64::MAX; cols];
+    part.apply(&s, (&z.row(1), &w), &mut re).unwrap();
+    for ((i, j), got) in out.indexed_iter() {
+        let want = z[(i, j)].conj() + w[j];
+        assert!(
+            same(got.re, want.re) && same(got.im, want.im),
+            "({i},{j}): {got} vs {want}"
+        );
+    }
+    for (j, got) in re.iter().enumerate() {
+        assert!(same(*got, z[(1, j)].re - w[j].im), "part {j}");
+    }
+    assert!(z
+        .iter()
+        .zip(z0.iter())
+        .all(|(a, b)| { a.re.to_bits() == b.re.to_bits() && a.im.to_bits() == b.im.to_bits() }));
 }

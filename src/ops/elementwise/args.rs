@@ -85,7 +85,11 @@ impl<'a> ArgInfo<'a> {
     }
     /// Pushes this argument's parameter slots: an array's lowest address and the scalars it
     /// spans, a scalar's bits (for [`Index`]: the first element's index).
-    pub(super) fn push(&self, buf: &mut crate::codegen::ArgBuffer<'_>, ctx: &Context) -> Result<()> {
+    pub(super) fn push(
+        &self,
+        buf: &mut crate::codegen::ArgBuffer<'_>,
+        ctx: &Context,
+    ) -> Result<()> {
         match self.shape {
             Some(_) => {
                 let (base, len, _) = self.extent();

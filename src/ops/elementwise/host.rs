@@ -9,8 +9,8 @@
 
 use std::any::Any;
 
-use num_complex::Complex;
 use ndarray::{ArrayBase, ArrayView, ArrayViewMut, ArrayViewMut1, Data, DataMut, Dimension, Ix1};
+use num_complex::Complex;
 
 use super::{ArgInfo, Elem, EwArg, EwOutArg};
 use crate::codegen::{CExpr, Expr, Scalar as ScalarType};
@@ -90,7 +90,9 @@ impl Staged {
     fn array<T: DeviceCopy, D: Dimension + 'static>(&self) -> Result<&DeviceArray<T, D>> {
         self.array
             .downcast_ref::<DeviceArray<T, D>>()
-            .ok_or_else(|| Error::usage("elementwise: internal: a host output's copy has another type"))
+            .ok_or_else(|| {
+                Error::usage("elementwise: internal: a host output's copy has another type")
+            })
     }
 }
 
@@ -133,9 +135,8 @@ pub(super) fn copy_back<T: DeviceCopy, S: DataMut<Elem = T>, D: Dimension + 'sta
     dst: &mut ArrayBase<S, D>,
     stream: &Stream,
 ) -> Result<()> {
-    let staged = staged.ok_or_else(|| {
-        Error::usage("elementwise: internal: a host output has no device copy")
-    })?;
+    let staged = staged
+        .ok_or_else(|| Error::usage("elementwise: internal: a host output has no device copy"))?;
     let a = staged.array::<T, D>()?;
     match dst.as_slice_mut() {
         Some(s) => a.copy_to_host_async(s, stream),
