@@ -169,7 +169,7 @@ impl EwArg<Index> for Index {
 
 /// Launch arguments for the inputs `I` (a tuple matching it).
 pub trait EwArgs<I: EwInputs> {
-    /// The dimension type of [`Elementwise::call`]'s outputs: the arrays' common one, the
+    /// The dimension type of [`Elementwise::call`](super::Elementwise::call)'s outputs: the arrays' common one, the
     /// highest of fixed ones (broadcasting's rank), `IxDyn` when one is `IxDyn` or none is an
     /// array.
     type Dim: Dimension;
@@ -213,7 +213,7 @@ pub trait EwOutArgs<O: EwOutputs> {
     fn finish(&mut self, stream: &Stream, staged: Vec<Option<Staged>>) -> Result<()>;
 }
 
-/// One output: any [`EwOutArg`].
+/// One output: any `EwOutArg` (a device array or view, or a host array).
 impl<T: ScalarType, A: EwOutArg<Expr<T>>> EwOutArgs<Expr<T>> for A {
     const HOSTS: usize = A::HOST as usize;
     fn prepare(&self, stream: &Stream) -> Result<Vec<Prepared<'_>>> {

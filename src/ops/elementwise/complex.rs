@@ -89,7 +89,7 @@ macro_rules! complex_ew {
             }
         }
 
-        /// One complex output: any [`EwOutArg`].
+        /// One complex output: any `EwOutArg` (a device array, or a host array).
         impl<A: EwOutArg<CExpr<$t>>> EwOutArgs<CExpr<$t>> for A {
             const HOSTS: usize = A::HOST as usize;
             fn prepare(&self, stream: &Stream) -> Result<Vec<Prepared<'_>>> {
