@@ -297,3 +297,56 @@ fn complex_host_arrays() {
         .zip(z0.iter())
         .all(|(a, b)| { a.re.to_bits() == b.re.to_bits() && a.im.to_bits() == b.im.to_bits() }));
 }
+
+/// Captures the `cudajit` target's log messages of this test binary.
+struct Capture(std::sync::Mutex<Vec<String>>);
+
+impl log::Log for Capture {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.target() == "cudajit"
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            v.push(r.args().to_string());
+        }
+    }
+    fn flush(&self) {}
+}
+
+static CAPTURE: Capture = Capture(std::sync::Mutex::new(Vec::new()));
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn one_warning_per_elementwise() {
+    if log::set_logger(&CAPTURE).is_err() {
+        return; // another logger is installed: nothing to look at
+    }
+    log::set_max_level(log::LevelFilter::Warn);
+    let c = ctx();
+    let s = c.new_stream().unwrap();
+    let name = "host_ew_warned_once";
+    let ew = Elementwise::<(Elem<f32>,), Expr<f32>>::new(name, |(x,)| x + x).unwrap();
+    let quiet =
+        Elementwise::<(Elem<f32>,), Expr<f32>>::new("host_ew_device_only", |(x,)| x + x).unwrap();
+    let x = vec![1.5f32; 10];
+    let dx = s.to_device(&x).unwrap();
+    let mut out = vec![0.0f32; 10];
+    for _ in 0..3 {
+        ew.apply(&s, (&x,), &mut out).unwrap();
+        assert_eq!(out, vec![3.0f32; 10]);
+        let mut dout = s.to_device(&out).unwrap();
+        quiet.apply(&s, (&dx,), &mut dout).unwrap();
+    }
+    let count = |n: &str| {
+        let v = CAPTURE.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.iter().filter(|m| m.contains(&format!("`{n}`"))).count()
+    };
+    let on = std::env::var("CUDAJIT_WARN_HOST_ARRAYS").map_or(true, |v| v.trim() != "0");
+    assert_eq!(count(name), on as usize, "one warning, on the first call");
+    assert_eq!(
+        count("host_ew_device_only"),
+        0,
+        "device arrays only: no warning"
+    );
+}
