@@ -169,9 +169,10 @@ impl EwArg<Index> for Index {
 
 /// Launch arguments for the inputs `I` (a tuple matching it).
 pub trait EwArgs<I: EwInputs> {
-    /// The dimension type of [`Elementwise::call`](super::Elementwise::call)'s outputs: the arrays' common one, the
-    /// highest of fixed ones (broadcasting's rank), `IxDyn` when one is `IxDyn` or none is an
-    /// array.
+    /// The dimension type of [`Elementwise::call`](super::Elementwise::call)'s outputs: the
+    /// arrays' common one, the highest of fixed ones (broadcasting's rank), `IxDyn` when one is
+    /// `IxDyn` or none is an array (a host slice or `Vec` counts as `Ix1`, an ndarray with its
+    /// own type).
     type Dim: Dimension;
     /// How many of the arguments are host arrays.
     const HOSTS: usize;

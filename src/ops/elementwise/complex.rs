@@ -78,7 +78,10 @@ macro_rules! complex_ew {
             fn infos<D: Dimension>(owned: &mut Self::Owned<D>) -> Vec<ArgInfo<'_>> {
                 vec![info(&*owned)]
             }
-            fn to_host<D: Dimension>(owned: Self::Owned<D>, stream: &Stream) -> Result<Self::Host<D>> {
+            fn to_host<D: Dimension>(
+                owned: Self::Owned<D>,
+                stream: &Stream,
+            ) -> Result<Self::Host<D>> {
                 owned.to_array_async(stream)
             }
         }
