@@ -8,6 +8,7 @@
 //! first use of each path and cached in the `Elementwise`.
 
 use std::marker::PhantomData;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use ndarray::Dimension;
@@ -18,10 +19,7 @@ use super::ew_variants::{contiguous, strided, suffix};
 use crate::codegen::{
     DArray, Expr, Kernel, KernelParam, PtxOptions, ReadOnly, Scalar as ScalarType,
 };
-use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::memory::layout::{c_strides, is_standard, span};
-use crate::memory::{DeviceSlice, DeviceSliceMut, StridedView, StridedViewMut};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
@@ -138,6 +136,8 @@ pub trait EwOutputs: Copy + 'static {
     /// The arrays [`Elementwise::call`] returns, of dimension type `D` (the inputs': see
     /// [`EwArgs::Dim`]).
     type Owned<D: Dimension>;
+    /// The host arrays [`Elementwise::call_host`] returns (ndarray `Array<T, D>`s).
+    type Host<D: Dimension>;
     /// Each output's element size.
     fn elem_sizes() -> Vec<usize>;
     /// Declares every output parameter, in order.
@@ -152,212 +152,11 @@ pub trait EwOutputs: Copy + 'static {
     fn alloc<D: Dimension>(stream: &Stream, shape: &[usize]) -> Result<Self::Owned<D>>;
     /// The outputs as launch arguments.
     fn infos<D: Dimension>(owned: &mut Self::Owned<D>) -> Vec<ArgInfo<'_>>;
+    /// Copies the outputs to new host arrays, in `stream`'s order (returns once they arrived).
+    fn to_host<D: Dimension>(owned: Self::Owned<D>, stream: &Stream) -> Result<Self::Host<D>>;
 }
 
 // The outputs' `EwOutputs` (one `Expr<T>` or a tuple) are in ew_outputs.rs.
-
-/// What a launch needs to know of one argument.
-#[derive(Clone, Copy)]
-pub struct ArgInfo<'a> {
-    shape: Option<&'a [usize]>,
-    /// A strided view's element strides (signed, as `usize` bits); `None`: C order.
-    strides: Option<&'a [usize]>,
-    ptr: u64,
-    bits: u64,
-    /// Element size in bytes (of a scalar: its own size).
-    size: usize,
-    ctx: Option<&'a Context>,
-    /// Scalars per element as the kernel sees the array (2 for complex numbers).
-    parts: usize,
-}
-
-impl<'a> ArgInfo<'a> {
-    pub(crate) fn array<T: ScalarType, X: DeviceSlice<T> + ?Sized>(a: &'a X) -> ArgInfo<'a> {
-        ArgInfo {
-            shape: Some(a.shape()),
-            strides: None,
-            ptr: a.device_ptr(),
-            bits: 0,
-            size: T::TY.size(),
-            ctx: Some(a.context()),
-            parts: 1,
-        }
-    }
-    fn strided<T: ScalarType, D: ndarray::Dimension>(v: &'a StridedView<'_, T, D>) -> ArgInfo<'a> {
-        let lay = v.layout();
-        Self::raw_strided(
-            v.context(),
-            lay.ptr,
-            lay.dim.slice(),
-            lay.strides.slice(),
-            T::TY.size(),
-        )
-    }
-    /// A strided array of `size`-byte elements: element 0 at `ptr`, strides as `usize` bits.
-    pub(crate) fn raw_strided(
-        ctx: &'a Context,
-        ptr: u64,
-        shape: &'a [usize],
-        strides: &'a [usize],
-        size: usize,
-    ) -> ArgInfo<'a> {
-        ArgInfo {
-            shape: Some(shape),
-            strides: Some(strides),
-            ptr,
-            bits: 0,
-            size,
-            ctx: Some(ctx),
-            parts: 1,
-        }
-    }
-    /// Whether the array is contiguous in C order (scalars count as such).
-    fn is_standard(&self) -> bool {
-        match (self.shape, self.strides) {
-            (Some(sh), Some(st)) => is_standard(sh, st),
-            _ => true,
-        }
-    }
-    /// The array's element strides (C order when it has none of its own).
-    fn own_strides(&self) -> Vec<isize> {
-        let shape = self.shape.unwrap_or(&[]);
-        match self.strides {
-            Some(st) => st.iter().map(|&s| s as isize).collect(),
-            None => c_strides(shape),
-        }
-    }
-    /// Pushes this argument's parameter slots: an array's lowest address and the scalars it
-    /// spans, a scalar's bits (for [`Index`]: the first element's index).
-    fn push(&self, buf: &mut crate::codegen::ArgBuffer<'_>, ctx: &Context) -> Result<()> {
-        match self.shape {
-            Some(_) => {
-                let (base, len, _) = self.extent();
-                buf.push_flat(ctx, base, len * self.parts)
-            }
-            None => buf.push_scalar(self.bits),
-        }
-    }
-    /// The memory a kernel may touch: the lowest element's address, the element count up to
-    /// the highest, and element 0's offset from the lowest.
-    fn extent(&self) -> (u64, usize, i64) {
-        let shape = self.shape.unwrap_or(&[]);
-        let n: usize = shape.iter().product();
-        match self.strides {
-            Some(st) if n > 0 => {
-                let (lo, hi) = span(shape, st);
-                let base = (self.ptr as i64 + lo as i64 * self.size as i64) as u64;
-                (base, (hi - lo + 1) as usize, -lo as i64)
-            }
-            _ => (self.ptr, n, 0),
-        }
-    }
-    pub(crate) fn scalar<T: ScalarType>(v: T) -> ArgInfo<'a> {
-        ArgInfo {
-            shape: None,
-            strides: None,
-            ptr: 0,
-            bits: v.to_bits(),
-            size: T::TY.size(),
-            ctx: None,
-            parts: 1,
-        }
-    }
-}
-
-/// A launch argument for input `I`: a device array (any shape) for [`Elem<T>`], a `T` for
-/// [`Scalar<T>`].
-pub trait EwArg<I: EwInput> {
-    /// The array's dimension type ([`NoArray`] for a scalar).
-    type Dim;
-    /// The argument's launch information.
-    fn info(&self) -> ArgInfo<'_>;
-}
-
-impl<T: ScalarType, X: DeviceSlice<T> + ?Sized> EwArg<Elem<T>> for &X {
-    type Dim = X::Dim;
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::array(*self)
-    }
-}
-
-/// A strided view is passed by value (`x.t()`, `x.slice_axis(...)?`): the kernel reads it
-/// through its strides.
-impl<T: ScalarType, D: ndarray::Dimension> EwArg<Elem<T>> for StridedView<'_, T, D> {
-    type Dim = D;
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::strided(self)
-    }
-}
-
-impl<T: ScalarType> EwArg<Scalar<T>> for T {
-    type Dim = NoArray;
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::scalar(*self)
-    }
-}
-
-impl EwArg<Index> for Index {
-    type Dim = NoArray;
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::scalar(0u64)
-    }
-}
-
-/// Launch arguments for the inputs `I` (a tuple matching it).
-pub trait EwArgs<I: EwInputs> {
-    /// The dimension type of [`Elementwise::call`]'s outputs: the arrays' common one, the
-    /// highest of fixed ones (broadcasting's rank), `IxDyn` when one is `IxDyn` or none is an
-    /// array.
-    type Dim: Dimension;
-    /// Every argument's launch information, in order.
-    fn infos(&self) -> Vec<ArgInfo<'_>>;
-}
-
-/// A writable device array for output `O` (any shape).
-pub trait EwOutArg<O> {
-    /// The argument's launch information.
-    fn info(&self) -> ArgInfo<'_>;
-}
-
-impl<T: ScalarType, X: DeviceSliceMut<T> + ?Sized> EwOutArg<Expr<T>> for &mut X {
-    fn info(&self) -> ArgInfo<'_> {
-        ArgInfo::array(&**self)
-    }
-}
-
-/// Launch arguments for the outputs `O`.
-pub trait EwOutArgs<O: EwOutputs> {
-    /// Every output's launch information, in order.
-    fn infos(&self) -> Vec<ArgInfo<'_>>;
-}
-
-impl<T: ScalarType, X: DeviceSliceMut<T> + ?Sized> EwOutArgs<Expr<T>> for &mut X {
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![ArgInfo::array(&**self)]
-    }
-}
-
-/// A writable strided view is passed by value (`y.strided_mut().reversed_axes()`,
-/// `y.slice_axis_mut(...)?`, `v.reborrow()`): the kernel writes it through its strides.
-impl<T: ScalarType, D: ndarray::Dimension> EwOutArg<Expr<T>> for StridedViewMut<'_, T, D> {
-    fn info(&self) -> ArgInfo<'_> {
-        let lay = self.layout();
-        let size = T::TY.size();
-        ArgInfo::raw_strided(
-            self.context(),
-            lay.ptr,
-            lay.dim.slice(),
-            lay.strides.slice(),
-            size,
-        )
-    }
-}
-
-impl<T: ScalarType, D: ndarray::Dimension> EwOutArgs<Expr<T>> for StridedViewMut<'_, T, D> {
-    fn infos(&self) -> Vec<ArgInfo<'_>> {
-        vec![EwOutArg::<Expr<T>>::info(self)]
-    }
-}
 
 macro_rules! input_tuples {
     ($($t:ident $a:ident $i:tt),*) => {
@@ -418,20 +217,11 @@ input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5);
 input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5, I6 A6 6);
 input_tuples!(I0 A0 0, I1 A1 1, I2 A2 2, I3 A3 3, I4 A4 4, I5 A5 5, I6 A6 6, I7 A7 7);
 
-macro_rules! out_arg_tuples {
-    ($($t:ident $a:ident $i:tt),*) => {
-        impl<$($t: ScalarType,)* $($a: EwOutArg<Expr<$t>>),*> EwOutArgs<($(Expr<$t>,)*)> for ($($a,)*) {
-            fn infos(&self) -> Vec<ArgInfo<'_>> {
-                vec![$(self.$i.info()),*]
-            }
-        }
-    };
-}
-out_arg_tuples!(O0 A0 0, O1 A1 1);
-out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2);
-out_arg_tuples!(O0 A0 0, O1 A1 1, O2 A2 2, O3 A3 3);
-
+mod args;
 mod complex;
+mod host;
+pub use args::{ArgInfo, EwArg, EwArgs, EwOutArg, EwOutArgs};
+pub use host::{Prepared, Staged};
 
 /// Most dimensions of a broadcast launch.
 pub const MAX_RANK: usize = 8;
@@ -459,6 +249,8 @@ pub struct Elementwise<I: EwInputs, O: EwOutputs> {
     options: PtxOptions,
     f: Arc<Body<I, O>>,
     variants: [super::KernelSlot; VARIANTS],
+    /// Whether a call with host arrays has logged its warning.
+    host_warned: AtomicBool,
 }
 
 impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
@@ -479,6 +271,7 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
             options,
             f: Arc::new(f),
             variants: Default::default(),
+            host_warned: AtomicBool::new(false),
         };
         // Any variant finds a misuse of the builder in `f`; the widest contiguous one is what
         // aligned arrays launch, so it is not recorded twice.
@@ -563,16 +356,65 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
 
     /// Computes into existing output arrays (in place). Inputs broadcast to the outputs' shape,
     /// which every output must have.
-    pub fn apply(
+    ///
+    /// **Host arrays**, as kernel launches (and Numba) take them: an input array may be a host
+    /// array (`&[T]`, `&Vec<T>`, `&ndarray::ArrayBase` of any layout, or an ndarray view by
+    /// value such as `a.t()`), an output a mutable one (`&mut [T]`, `&mut Vec<T>`,
+    /// `&mut ndarray::ArrayBase`, or an `ArrayViewMut` by value), mixed freely with device
+    /// arrays, views, scalars and [`Index`]. A slice or `Vec` is 1-D, an ndarray has its own
+    /// shape; they broadcast as device arrays do. What it costs: each host input is copied to a
+    /// temporary device array from the stream's memory pool before the launch (one transfer
+    /// over PCIe; a strided view is gathered on the host first); each host output gets a
+    /// temporary device array, and after the launch the call **waits for the kernel** and
+    /// copies it back (one transfer; scattered into a strided view). With host inputs only,
+    /// the call does not wait for the kernel. For data used in more than one call, copy it once
+    /// with `stream.to_device(..)` and pass the device array. The first call of each
+    /// `Elementwise` with host arrays logs a warning through the `log` facade, as kernel
+    /// launches do (`CUDAJIT_WARN_HOST_ARRAYS=0` or
+    /// [`set_host_array_warnings(false)`](crate::codegen::set_host_array_warnings) silences
+    /// it); device arrays only cost none of this. Host arrays are refused, with an error, while
+    /// this thread captures a graph (nothing may wait there). A host output is borrowed `&mut`,
+    /// so it cannot also be an input (the borrow checker refuses the aliasing); with a wrong
+    /// shape the call is an error and writes nothing.
+    ///
+    /// ```no_run
+    /// use cudajit::codegen::Expr;
+    /// use cudajit::ops::{Elem, Elementwise, Scalar};
+    /// # fn main() -> cudajit::Result<()> {
+    /// let ctx = cudajit::Context::new(0)?;
+    /// let s = ctx.new_stream()?;
+    /// let axpy = Elementwise::<(Scalar<f32>, Elem<f32>, Elem<f32>), Expr<f32>>::new(
+    ///     "axpy",
+    ///     |(a, x, y)| a * x + y,
+    /// )?;
+    /// let x = vec![1.0f32; 1000];
+    /// let y = s.to_device(&vec![2.0f32; 1000])?; // a device array, mixed with host ones
+    /// let mut out = vec![0.0f32; 1000];
+    /// axpy.apply(&s, (3.0, &x, &y), &mut out)?;
+    /// assert_eq!(out[0], 5.0); // the call waited and copied `out` back
+    /// // ndarray: a host row broadcast over a host matrix, into a host matrix.
+    /// let m = ndarray::Array2::<f32>::ones((4, 3));
+    /// let row = ndarray::arr1(&[1.0f32, 2.0, 3.0]);
+    /// let mut r = ndarray::Array2::<f32>::zeros((4, 3));
+    /// axpy.apply(&s, (2.0, &row, &m), &mut r)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn apply<A: EwArgs<I>, B: EwOutArgs<O>>(
         &self,
         stream: &Stream,
-        inputs: impl EwArgs<I>,
-        outputs: impl EwOutArgs<O>,
+        inputs: A,
+        mut outputs: B,
     ) -> Result<()> {
         let _nvtx = crate::nvtx::op_range(|| format!("cudajit: Elementwise {}", self.name()));
-        let ins = inputs.infos();
-        let outs = outputs.infos();
-        self.launch(stream, &ins, &outs)
+        self.host_arrays(A::HOSTS + B::HOSTS)?;
+        let ins = inputs.prepare(stream)?;
+        let outs = outputs.prepare(stream)?;
+        self.launch(stream, &host::infos(&ins), &host::infos(&outs))?;
+        if B::HOSTS == 0 {
+            return Ok(());
+        }
+        let staged = outs.into_iter().map(Prepared::into_staged).collect();
+        outputs.finish(stream, staged)
     }
 
     /// Computes into new output arrays of the inputs' broadcast shape, allocated from the
@@ -580,15 +422,50 @@ impl<I: EwInputs, O: EwOutputs> Elementwise<I, O> {
     /// ([`EwArgs::Dim`]): `Array1`-like inputs (`DeviceArray<T, Ix1>`, `Ix1` views) give
     /// `DeviceArray<T, Ix1>` outputs, inputs of several fixed ranks the highest (NumPy's
     /// broadcast rank: `Ix1` with `Ix2` gives `Ix2`), and an `IxDyn` input gives `IxDyn`.
+    ///
+    /// Inputs may be host arrays, as for [`apply`](Self::apply) (copied to temporary device
+    /// arrays first; a slice or `Vec` is `Ix1`, an ndarray has its own dimension type): the
+    /// outputs are still device arrays, and the call does not wait for the kernel.
+    /// [`call_host`](Self::call_host) returns host arrays instead.
     pub fn call<A: EwArgs<I>>(&self, stream: &Stream, inputs: A) -> Result<O::Owned<A::Dim>> {
         let _nvtx = crate::nvtx::op_range(|| format!("cudajit: Elementwise {}", self.name()));
-        let ins = inputs.infos();
+        self.host_arrays(A::HOSTS)?;
+        let prepared = inputs.prepare(stream)?;
+        let ins = host::infos(&prepared);
         let shape = self.broadcast(&ins, None)?;
         let mut owned = O::alloc::<A::Dim>(stream, &shape)?;
         let outs = O::infos::<A::Dim>(&mut owned);
         self.launch(stream, &ins, &outs)?;
         drop(outs);
         Ok(owned)
+    }
+
+    /// As [`call`](Self::call), with the outputs copied to the host: new ndarray arrays
+    /// (`Array<T, D>`, of the inputs' broadcast shape and dimension type). Inputs may be host
+    /// or device arrays; the call waits for the kernel and the copies. With host inputs, this
+    /// is NumPy's `f(x, y)` (two transfers per array and a wait: see [`apply`](Self::apply)).
+    pub fn call_host<A: EwArgs<I>>(&self, stream: &Stream, inputs: A) -> Result<O::Host<A::Dim>> {
+        let owned = self.call(stream, inputs)?;
+        O::to_host::<A::Dim>(owned, stream)
+    }
+
+    /// Before a call with `count` host arrays: refused while this thread captures a graph;
+    /// the `Elementwise`'s one warning.
+    fn host_arrays(&self, count: usize) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        if crate::graph::capturing() {
+            return Err(Error::usage(format!(
+                "elementwise `{}`: a host array cannot be an argument while this thread captures \
+                 a graph (Stream::begin_capture): the call copies it to the device (and a host \
+                 output back, waiting for the kernel), which a capture cannot do; pass device \
+                 arrays (`stream.to_device(..)`)",
+                self.name
+            )));
+        }
+        crate::codegen::warn_host_arrays_once(&self.host_warned, &self.name, count);
+        Ok(())
     }
 
     fn broadcast(&self, ins: &[ArgInfo<'_>], outs: Option<&[ArgInfo<'_>]>) -> Result<Vec<usize>> {

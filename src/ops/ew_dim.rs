@@ -6,7 +6,9 @@
 
 use ndarray::{DimMax, Dimension, IxDyn};
 
-use super::elementwise::{ArgInfo, EwArg, EwArgs, EwInput};
+use super::elementwise::{EwArg, EwArgs, EwInput, Prepared};
+use crate::error::Result;
+use crate::stream::Stream;
 
 /// The dimension type of an elementwise argument that is not an array (a scalar, `Index`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +81,9 @@ macro_rules! arg_tuples {
             dims!($($a $i),*): JoinFrom<NoArray>,
         {
             type Dim = <dims!($($a $i),*) as JoinFrom<NoArray>>::Out;
-            fn infos(&self) -> Vec<ArgInfo<'_>> {
-                vec![$(self.$n.info()),*]
+            const HOSTS: usize = 0 $(+ <$a as EwArg<$i>>::HOST as usize)*;
+            fn prepare(&self, stream: &Stream) -> Result<Vec<Prepared<'_>>> {
+                Ok(vec![$(self.$n.prepare(stream)?),*])
             }
         }
     };

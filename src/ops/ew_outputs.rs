@@ -3,17 +3,18 @@
 //!
 //! [`Elementwise::call`]: super::Elementwise::call
 
-use ndarray::{Dimension, IxDyn};
+use ndarray::{Array, Dimension, IxDyn};
 
 use super::elementwise::{ArgInfo, EwOutputs};
 use crate::codegen::{DArray, Expr, KernelParam, ReadWrite, Scalar as ScalarType};
 use crate::error::{Error, Result};
-use crate::memory::DeviceArray;
+use crate::memory::{DeviceArray, DeviceSlice};
 use crate::stream::Stream;
 
 impl<T: ScalarType> EwOutputs for Expr<T> {
     type Handles = DArray<T, 1, ReadWrite>;
     type Owned<D: Dimension> = DeviceArray<T, D>;
+    type Host<D: Dimension> = Array<T, D>;
     fn elem_sizes() -> Vec<usize> {
         vec![T::TY.size()]
     }
@@ -35,6 +36,9 @@ impl<T: ScalarType> EwOutputs for Expr<T> {
     fn infos<D: Dimension>(owned: &mut Self::Owned<D>) -> Vec<ArgInfo<'_>> {
         vec![ArgInfo::array(&*owned)]
     }
+    fn to_host<D: Dimension>(owned: Self::Owned<D>, stream: &Stream) -> Result<Array<T, D>> {
+        owned.to_array_async(stream)
+    }
 }
 
 macro_rules! output_tuples {
@@ -42,6 +46,7 @@ macro_rules! output_tuples {
         impl<$($t: ScalarType),*> EwOutputs for ($(Expr<$t>,)*) {
             type Handles = ($(DArray<$t, 1, ReadWrite>,)*);
             type Owned<Dm: Dimension> = ($(DeviceArray<$t, Dm>,)*);
+            type Host<Dm: Dimension> = ($(Array<$t, Dm>,)*);
             fn elem_sizes() -> Vec<usize> {
                 vec![$($t::TY.size()),*]
             }
@@ -62,6 +67,12 @@ macro_rules! output_tuples {
             }
             fn infos<Dm: Dimension>(owned: &mut Self::Owned<Dm>) -> Vec<ArgInfo<'_>> {
                 vec![$(ArgInfo::array(&owned.$i)),*]
+            }
+            fn to_host<Dm: Dimension>(
+                owned: Self::Owned<Dm>,
+                stream: &Stream,
+            ) -> Result<Self::Host<Dm>> {
+                Ok(($(owned.$i.to_array_async(stream)?,)*))
             }
         }
     };

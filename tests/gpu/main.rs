@@ -26,6 +26,7 @@ mod grid;
 mod half;
 mod half_ops;
 mod host_args;
+mod host_ew;
 mod host_nd;
 mod host_reduce;
 #[cfg(unix)]

@@ -4,7 +4,7 @@
 use ndarray::Dimension;
 use num_complex::Complex;
 
-use super::{ArgInfo, Elem, EwArg, EwInput, EwOutArg, EwOutArgs, EwOutputs};
+use super::{ArgInfo, Elem, EwArg, EwInput, EwOutArg, EwOutArgs, EwOutputs, Prepared, Staged};
 use crate::codegen::{CExpr, CSlice, CSliceMut, Expr, KernelParam};
 use crate::error::Result;
 use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
@@ -46,14 +46,15 @@ macro_rules! complex_ew {
 
         impl<X: DeviceSlice<Complex<$t>> + ?Sized> EwArg<Elem<Complex<$t>>> for &X {
             type Dim = X::Dim;
-            fn info(&self) -> ArgInfo<'_> {
-                info(*self)
+            fn prepare(&self, _: &Stream) -> Result<Prepared<'_>> {
+                Ok(Prepared::Device(info(*self)))
             }
         }
 
         impl EwOutputs for CExpr<$t> {
             type Handles = CSliceMut<$t>;
             type Owned<D: Dimension> = DeviceArray<Complex<$t>, D>;
+            type Host<D: Dimension> = ndarray::Array<Complex<$t>, D>;
             fn elem_sizes() -> Vec<usize> {
                 vec![std::mem::size_of::<Complex<$t>>()]
             }
@@ -77,17 +78,28 @@ macro_rules! complex_ew {
             fn infos<D: Dimension>(owned: &mut Self::Owned<D>) -> Vec<ArgInfo<'_>> {
                 vec![info(&*owned)]
             }
-        }
-
-        impl<X: DeviceSliceMut<Complex<$t>> + ?Sized> EwOutArg<CExpr<$t>> for &mut X {
-            fn info(&self) -> ArgInfo<'_> {
-                info(&**self)
+            fn to_host<D: Dimension>(
+                owned: Self::Owned<D>,
+                stream: &Stream,
+            ) -> Result<Self::Host<D>> {
+                owned.to_array_async(stream)
             }
         }
 
-        impl<X: DeviceSliceMut<Complex<$t>> + ?Sized> EwOutArgs<CExpr<$t>> for &mut X {
-            fn infos(&self) -> Vec<ArgInfo<'_>> {
-                vec![info(&**self)]
+        impl<X: DeviceSliceMut<Complex<$t>> + ?Sized> EwOutArg<CExpr<$t>> for &mut X {
+            fn prepare(&self, _: &Stream) -> Result<Prepared<'_>> {
+                Ok(Prepared::Device(info(&**self)))
+            }
+        }
+
+        /// One complex output: any `EwOutArg` (a device array, or a host array).
+        impl<A: EwOutArg<CExpr<$t>>> EwOutArgs<CExpr<$t>> for A {
+            const HOSTS: usize = A::HOST as usize;
+            fn prepare(&self, stream: &Stream) -> Result<Vec<Prepared<'_>>> {
+                Ok(vec![EwOutArg::prepare(self, stream)?])
+            }
+            fn finish(&mut self, stream: &Stream, staged: Vec<Option<Staged>>) -> Result<()> {
+                EwOutArg::finish(self, stream, staged.into_iter().next().flatten())
             }
         }
     )*};
