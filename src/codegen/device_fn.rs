@@ -191,12 +191,9 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
         }
         let varying = ir.values.iter().any(|v| match &v.op {
             Op::Special(s) => s.varies_in_block(),
-            Op::Atomic(_)
-            | Op::Warp(_)
-            | Op::Hopper(_)
-            | Op::Texture(_)
-            | Op::Load { .. }
-            | Op::CallExtern(..) => true,
+            Op::Atomic(_) | Op::Warp(_) | Op::Hopper(_) | Op::Load { .. } | Op::CallExtern(..) => {
+                true
+            }
             _ => false,
         }) || !ir.callees.is_empty();
         Ok(DeviceFn {

@@ -25,7 +25,6 @@ pub(crate) mod srcloc;
 mod target;
 #[cfg(test)]
 pub(crate) mod testing;
-pub(crate) mod texture;
 pub(crate) mod warp;
 
 pub(crate) use async_copy::AsyncCopy;
@@ -38,7 +37,6 @@ pub(crate) use printf::PrintfStmt;
 pub use scalar::ScalarTy;
 pub(crate) use srcloc::SrcLines;
 pub use target::default_cc;
-pub(crate) use texture::{SurfStore, TexFetch, TexOp};
 pub(crate) use warp::{BitFn, LaneMask, ShflKind, VoteKind, WarpOp};
 
 /// A value defined by a `Stmt::Let`.
@@ -238,8 +236,6 @@ pub(crate) enum Op {
     CallExtern(u32, Vec<ValueId>),
     /// Hopper's barriers, addresses and warpgroup MMA (see `hopper.rs`).
     Hopper(HopperOp),
-    /// A texture fetch or surface load (see `texture.rs`).
-    Texture(TexOp),
 }
 
 /// A value's definition.
@@ -300,8 +296,6 @@ pub(crate) enum Stmt {
     AsyncCopy(AsyncCopy),
     /// Hopper's barriers, tile copies and fences (see `hopper.rs`).
     Hopper(HopperStmt),
-    /// A surface store (see `texture.rs`).
-    SurfStore(SurfStore),
     /// A kernel launch from device code (see `device_launch.rs`).
     DeviceLaunch(device_launch::DeviceLaunch),
 }

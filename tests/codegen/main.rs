@@ -29,5 +29,4 @@ mod shared_nd;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
-mod texture;
 mod warp;

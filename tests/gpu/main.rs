@@ -61,10 +61,7 @@ mod streams;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
-mod surface;
 mod tensor_map;
-mod texture;
-mod texture_model;
 mod timer;
 mod tma;
 mod warp;
