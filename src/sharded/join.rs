@@ -152,12 +152,11 @@ mod tests {
     //! The wait (`ops::wait_for_flags`, alone in a kernel) on a simulator of its own, called
     //! directly: the epoch rule (`flags[k] >= epoch` for the devices in the mask), the timeout
     //! and its status words.
-    use std::ffi::c_void;
     use std::time::Instant;
 
     use super::*;
     use crate::backend::sim::Simulator;
-    use crate::backend::{LaunchApi, MemoryApi, ModuleApi};
+    use crate::backend::MemoryApi;
     use crate::codegen::Kernel;
 
     /// The wait alone, as a kernel: `(flags, status, mask, epoch, timeout_ns)`.
@@ -183,15 +182,6 @@ mod tests {
     ) -> ([u32; 2], Duration) {
         let sim = Simulator::new();
         let k = build_wait().unwrap();
-        let m = sim
-            .module_load_kernel(k.ir())
-            .unwrap()
-            .expect("the simulator loads IR");
-        let name = std::ffi::CString::new(k.ir().name.as_str()).unwrap();
-        // SAFETY: a module just loaded.
-        let f = unsafe { sim.module_function(m, &name) }
-            .unwrap()
-            .expect("the kernel");
         let (fp, sp) = (
             sim.mem_alloc(flags.len() * 8).unwrap(),
             sim.mem_alloc(8).unwrap(),
@@ -204,20 +194,9 @@ mod tests {
                 .unwrap();
         }
         let mut slots = [fp, flags.len() as u64, sp, 2, mask, epoch, ms * 1_000_000];
-        let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
         let t = Instant::now();
-        // SAFETY: one pointer per parameter slot of the kernel, each to a live u64.
-        unsafe {
-            sim.launch_kernel(
-                f,
-                [1, 1, 1],
-                [1, 1, 1],
-                0,
-                std::ptr::null_mut(),
-                ptrs.as_mut_ptr(),
-            )
-        }
-        .unwrap();
+        sim.launch_ir_for_test(k.ir(), [1, 1, 1], &mut slots)
+            .unwrap();
         let took = t.elapsed();
         let mut out = [0u32; 2];
         // SAFETY: `sp` holds 8 bytes; `out` has room for them.

@@ -104,3 +104,38 @@ impl Simulator {
         Ok(Some(f as sys::CUfunction))
     }
 }
+
+#[cfg(test)]
+impl Simulator {
+    /// Tests: loads `ir` into a module of its own and launches it on one block of `block`
+    /// threads, with one `u64` slot per kernel parameter (a 4-byte parameter in the low bytes
+    /// of its slot), waiting for it.
+    pub(crate) fn launch_ir_for_test(
+        &self,
+        ir: &Arc<FunctionIr>,
+        block: [u32; 3],
+        slots: &mut [u64],
+    ) -> Result<()> {
+        use crate::backend::{LaunchApi, ModuleApi};
+        let m = self.sim_module_load_ir(ir.clone())?;
+        let name = std::ffi::CString::new(ir.name.as_str())
+            .map_err(|_| crate::error::Error::usage("a kernel name with a NUL byte"))?;
+        // SAFETY: a module just loaded.
+        let f = unsafe { self.module_function(m, &name) }?
+            .ok_or_else(|| crate::error::Error::usage("the kernel is not in its module"))?;
+        let mut ptrs: Vec<*mut std::ffi::c_void> =
+            slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
+        // SAFETY: one pointer per parameter slot, each to a live u64 (the caller matches the
+        // slots to the kernel's parameters).
+        unsafe {
+            self.launch_kernel(
+                f,
+                [1, 1, 1],
+                block,
+                0,
+                std::ptr::null_mut(),
+                ptrs.as_mut_ptr(),
+            )
+        }
+    }
+}

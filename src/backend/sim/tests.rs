@@ -1,30 +1,13 @@
 //! Unit tests of the simulator backend called directly (not through the safe API).
-use std::ffi::c_void;
-
 use super::*;
-use crate::backend::{LaunchApi, MemoryApi, ModuleApi};
+use crate::backend::{MemoryApi, ModuleApi};
 use crate::error::FaultKind;
 use crate::ir::testing::{copy_kernel, shared_2d_kernel, vec4_sum_kernel};
 use crate::ir::FunctionIr;
 
 /// Launches `k` directly on a fresh simulator with the given parameter slots.
 fn launch(sim: &Simulator, k: &Arc<FunctionIr>, slots: &mut [u64]) -> Result<()> {
-    let m = sim.sim_module_load_ir(k.clone())?;
-    let name = std::ffi::CString::new(k.name.as_str()).unwrap();
-    // SAFETY: a module just loaded; the slots match the kernel's parameters.
-    let f = unsafe { sim.module_function(m, &name) }?.expect("the kernel");
-    let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
-    // SAFETY: one pointer per slot, each to a live u64.
-    unsafe {
-        sim.launch_kernel(
-            f,
-            [1, 1, 1],
-            [16, 1, 1],
-            0,
-            std::ptr::null_mut(),
-            ptrs.as_mut_ptr(),
-        )
-    }
+    sim.launch_ir_for_test(k, [16, 1, 1], slots)
 }
 
 /// A kernel loaded twice from one IR (two threads loading it at once) gets a function per

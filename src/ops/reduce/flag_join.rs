@@ -320,11 +320,9 @@ mod tests {
     //! [`JoinParams::finish`] alone in a kernel on a simulator of its own, called directly: a
     //! rank of three publishes its value to two peers' windows (values, then flags), waits
     //! for the others' flags and combines every rank's value in rank order; and the timeout.
-    use std::ffi::c_void;
-
     use super::*;
     use crate::backend::sim::Simulator;
-    use crate::backend::{LaunchApi, MemoryApi, ModuleApi};
+    use crate::backend::MemoryApi;
     use crate::codegen::Kernel;
 
     /// `out[0] = finish(r)` for an f32 sum: parameters `(out, JoinParams.., r)`.
@@ -351,12 +349,6 @@ mod tests {
         let npeers = 2;
         let sim = Simulator::new();
         let k = build();
-        let m = sim.module_load_kernel(k.ir()).unwrap().expect("IR");
-        let name = std::ffi::CString::new(k.ir().name.as_str()).unwrap();
-        // SAFETY: a module just loaded.
-        let f = unsafe { sim.module_function(m, &name) }
-            .unwrap()
-            .expect("kernel");
         let n = parts.len();
         let put = |bytes: &[u8]| {
             let p = sim.mem_alloc(bytes.len().max(8)).unwrap();
@@ -384,19 +376,8 @@ mod tests {
             }
         }
         slots.push(u64::from(r.to_bits()));
-        let mut ptrs: Vec<*mut c_void> = slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
-        // SAFETY: one pointer per parameter slot, each to a live u64 (the f32 in its low bytes).
-        unsafe {
-            sim.launch_kernel(
-                f,
-                [1, 1, 1],
-                [1, 1, 1],
-                0,
-                std::ptr::null_mut(),
-                ptrs.as_mut_ptr(),
-            )
-        }
-        .unwrap();
+        sim.launch_ir_for_test(k.ir(), [1, 1, 1], &mut slots)
+            .unwrap();
         let get = |p: u64, bytes: usize| {
             let mut v = vec![0u8; bytes];
             // SAFETY: `p` holds at least `bytes` bytes; `v` has room for them.
