@@ -335,13 +335,7 @@ impl<T: DeviceCopy> RankShardedArray<T, ndarray::IxDyn> {
 
 /// All-gathers every rank's header and checks them (see [`layout::agree`]); waits.
 fn exchange<T>(group: &ProcessGroup, header: &Header, op: &str) -> Result<Layout> {
-    let s = group.stream();
-    let world = group.size();
-    let mine = s.to_device(&header.encode()[..])?;
-    let mut all = DeviceArray::<u64, Ix1>::alloc_ordered(s, Ix1(world * HEADER_WORDS))?;
-    group.with_comm(|c| c.all_gather(&mine, &mut all, s))?;
-    group.wait(op)?;
-    let words = all.to_vec_async(s)?;
+    let words = group.all_gather_host(&header.encode()[..], op)?;
     let headers: Vec<Option<Header>> = words.chunks(HEADER_WORDS).map(Header::decode).collect();
     layout::agree(op, std::any::type_name::<T>(), &headers)
 }

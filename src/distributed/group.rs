@@ -5,9 +5,12 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use ndarray::Ix1;
+
 use crate::context::{Context, Device};
 use crate::error::{Error, Result};
-use crate::nccl::{Communicator, Rendezvous};
+use crate::memory::{DeviceArray, DeviceSlice};
+use crate::nccl::{Communicator, NcclType, Rendezvous};
 use crate::stream::Stream;
 
 use super::join::{self, JoinState, RankJoin};
@@ -241,23 +244,26 @@ impl ProcessGroup {
     /// peer GPUs: the partials go straight into the other ranks' memory), else through
     /// NCCL's all-gather. The ranks agreed on it when the group was made.
     pub fn device_join(&self) -> bool {
-        self.inner
-            .join
-            .lock()
-            .is_ok_and(|g| matches!(*g, JoinState::Device(_)))
+        self.with_join(|j| j.is_some()).unwrap_or(false)
     }
 
     /// After the group's stream is done: a device-side join that timed out becomes an error.
     fn check_join(&self) -> Result<()> {
-        let mut g = self
-            .inner
-            .join
-            .lock()
-            .map_err(|_| Error::usage("ProcessGroup: a thread panicked holding the join"))?;
-        match &mut *g {
-            JoinState::Device(j) => j.check(&self.inner.stream, self),
-            _ => Ok(()),
-        }
+        self.with_join(|j| match j {
+            Some(j) => j.check(&self.inner.stream, self),
+            None => Ok(()),
+        })?
+    }
+
+    /// All-gathers `mine` (the same length on every rank) through the communicator and returns
+    /// every rank's values in rank order on the host (collective; waits, bounded, naming `op`).
+    pub(crate) fn all_gather_host<T: NcclType>(&self, mine: &[T], op: &str) -> Result<Vec<T>> {
+        let s = self.stream();
+        let src = s.to_device(mine)?;
+        let mut all = DeviceArray::<T, Ix1>::alloc_ordered(s, Ix1(self.size() * mine.len()))?;
+        self.with_comm(|c| c.all_gather(&src, &mut all, s))?;
+        self.wait(op)?;
+        all.to_vec_async(s)
     }
 
     /// Aborts the communicator (`ncclCommAbort`), remembering `why` for later calls.

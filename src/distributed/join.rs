@@ -33,12 +33,14 @@ use ndarray::Ix1;
 use super::ProcessGroup;
 use crate::error::{Error, Result};
 use crate::ipc::IpcMemHandle;
-use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
-use crate::ops::{FlagWait, JoinArgs, MAX_PEERS, TIMED_OUT};
+use crate::memory::{DeviceArray, DeviceSlice};
+use crate::ops::{take_timed_out, FlagWait, JoinArgs, MAX_PEERS};
 use crate::stream::Stream;
 
 /// The bytes of one partial-result slot (the largest accumulator type: complex128).
 pub(crate) const SLOT_BYTES: usize = 16;
+/// What the setup's waits are called in errors.
+const SETTING_UP: &str = "setting up the device-side join of reductions";
 /// The bytes each rank contributes to the setup's all-gather.
 const RECORD: usize = 256;
 
@@ -124,30 +126,26 @@ impl RankJoin {
         if !self.waited {
             return Ok(());
         }
-        let words = self.status.to_vec_async(stream)?;
         self.waited = false;
-        match words.as_slice() {
-            [0, ..] => Ok(()),
-            [TIMED_OUT, q, ..] => {
-                self.status.fill_async(0, stream)?;
-                Err(Error::Kernel {
-                    kernel: "distributed reduction (device-side join)".into(),
-                    message: format!(
-                        "rank {} of {} waited {:?} (the group's timeout) for rank {q} to \
-                         publish its partial result, in vain: that rank died, faulted, is far \
-                         behind or did not make the same call (every rank must make the same \
-                         collective calls in the same order). The reduction's value is not \
-                         valid",
-                        g.rank(),
-                        g.size(),
-                        g.timeout()
-                    ),
-                })
-            }
-            [code, q, ..] => Err(Error::usage(format!(
-                "distributed reduction join: unknown status {code} for rank {q} (a bug in cudajit)"
-            ))),
-            _ => Ok(()),
+        match take_timed_out(
+            &mut self.status,
+            stream,
+            "distributed reduction join",
+            "rank",
+        )? {
+            Some(q) => Err(Error::Kernel {
+                kernel: "distributed reduction (device-side join)".into(),
+                message: format!(
+                    "rank {} of {} waited {:?} (the group's timeout) for rank {q} to publish \
+                     its partial result, in vain: that rank died, faulted, is far behind or \
+                     did not make the same call (every rank must make the same collective \
+                     calls in the same order). The reduction's value is not valid",
+                    g.rank(),
+                    g.size(),
+                    g.timeout()
+                ),
+            }),
+            None => Ok(()),
         }
     }
 }
@@ -196,17 +194,6 @@ fn machine_id() -> u64 {
     h.finish() | 1
 }
 
-/// One all-gather of `RECORD` bytes per rank through the group's communicator (waited for).
-fn all_gather_records(g: &ProcessGroup, mine: &[u8; RECORD]) -> Result<Vec<u8>> {
-    let s = g.stream();
-    let world = g.size();
-    let src = s.to_device(&mine[..])?;
-    let mut all = DeviceArray::<u8, Ix1>::alloc_ordered(s, Ix1(world * RECORD))?;
-    g.with_comm(|c| c.all_gather(&src, &mut all, s))?;
-    g.wait("setting up the device-side join of reductions")?;
-    all.to_vec_async(s)
-}
-
 /// Sets up the join (collective: every rank calls it as it makes its group). Errors only
 /// where NCCL fails; a rank that cannot join on the device makes every rank keep NCCL.
 pub(crate) fn set_up(g: &ProcessGroup) -> Result<JoinState> {
@@ -233,7 +220,7 @@ pub(crate) fn set_up(g: &ProcessGroup) -> Result<JoinState> {
     rec[1..9].copy_from_slice(&machine_id().to_le_bytes());
     rec[9..11].copy_from_slice(&(handle.len() as u16).to_le_bytes());
     rec[11..11 + handle.len()].copy_from_slice(&handle);
-    let all = all_gather_records(g, &rec)?;
+    let all = g.all_gather_host(&rec, SETTING_UP)?;
     let recs: Vec<&[u8]> = all.chunks(RECORD).collect();
     let first_id = &recs[0][1..9];
     if let Some(q) = recs.iter().position(|r| r[0] == 0) {
@@ -264,7 +251,7 @@ pub(crate) fn set_up(g: &ProcessGroup) -> Result<JoinState> {
     }
     let mut ok = [0u8; RECORD];
     ok[0] = u8::from(failed.is_none());
-    let all = all_gather_records(g, &ok)?;
+    let all = g.all_gather_host(&ok, SETTING_UP)?;
     if let Some(q) = all.chunks(RECORD).position(|r| r[0] == 0) {
         return Ok(JoinState::Nccl(failed.unwrap_or_else(|| {
             format!("rank {q} could not open the other ranks' windows")

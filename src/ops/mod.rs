@@ -31,7 +31,10 @@ pub use matmul::{
 };
 #[cfg(test)]
 pub(crate) use reduce::flag_join::wait_for_flags;
-pub(crate) use reduce::flag_join::{FlagPublish, FlagWait, JoinArgs, MAX_PEERS, TIMED_OUT};
+/// The timed-out status code, for the joins' tests.
+#[cfg(test)]
+pub(crate) use reduce::flag_join::TIMED_OUT;
+pub(crate) use reduce::flag_join::{take_timed_out, FlagPublish, FlagWait, JoinArgs, MAX_PEERS};
 pub use reduce::Reduction;
 pub use scan::{Scan, ScanKind, ScanOps, ScanScalar};
 pub use strided_ops::StridedReduceOps;

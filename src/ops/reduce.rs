@@ -218,49 +218,31 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
         let suffix = KERNELS[v];
         let name = format!("{}_{suffix}", self.name);
         let width = 16 / T::TY.size().max(1);
+        // What a whole-array pass's last block does (the `FULL*`/`PART*` variants).
+        let end = match v {
+            FULL_JOIN | FULL_VEC_JOIN => PassEnd::Join,
+            PART_PUB | PART_VEC_PUB => PassEnd::Publish,
+            _ => PassEnd::Store,
+        };
         Kernel::<()>::build(&name, move |k, ()| match v {
-            FULL | FULL_JOIN => {
-                full_pass::<T, A, R, 1>(k, &*map, &*combine, &*post, id, join_end(v == FULL_JOIN))
+            FULL | FULL_JOIN => full_pass::<T, A, R, 1>(k, &*map, &*combine, &*post, id, end),
+            FULL_VEC | FULL_VEC_JOIN if width == 2 => {
+                full_pass::<T, A, R, 2>(k, &*map, &*combine, &*post, id, end)
             }
-            FULL_VEC | FULL_VEC_JOIN if width == 2 => full_pass::<T, A, R, 2>(
-                k,
-                &*map,
-                &*combine,
-                &*post,
-                id,
-                join_end(v == FULL_VEC_JOIN),
-            ),
-            FULL_VEC | FULL_VEC_JOIN => full_pass::<T, A, R, 4>(
-                k,
-                &*map,
-                &*combine,
-                &*post,
-                id,
-                join_end(v == FULL_VEC_JOIN),
-            ),
+            FULL_VEC | FULL_VEC_JOIN => {
+                full_pass::<T, A, R, 4>(k, &*map, &*combine, &*post, id, end)
+            }
             ROWS => rows::<T, A, R, 1>(k, &*map, &*combine, &*post, id),
             COLS => cols_partial::<T, A>(k, &*map, &*combine, id),
             ROWS_VEC if width == 2 => rows::<T, A, R, 2>(k, &*map, &*combine, &*post, id),
             ROWS_VEC => rows::<T, A, R, 4>(k, &*map, &*combine, &*post, id),
-            PART | PART_PUB => {
-                full_pass::<T, A, A, 1>(k, &*map, &*combine, &|a, _| a, id, pub_end(v == PART_PUB))
+            PART | PART_PUB => full_pass::<T, A, A, 1>(k, &*map, &*combine, &|a, _| a, id, end),
+            PART_VEC | PART_VEC_PUB if width == 2 => {
+                full_pass::<T, A, A, 2>(k, &*map, &*combine, &|a, _| a, id, end)
             }
-            PART_VEC | PART_VEC_PUB if width == 2 => full_pass::<T, A, A, 2>(
-                k,
-                &*map,
-                &*combine,
-                &|a, _| a,
-                id,
-                pub_end(v == PART_VEC_PUB),
-            ),
-            PART_VEC | PART_VEC_PUB => full_pass::<T, A, A, 4>(
-                k,
-                &*map,
-                &*combine,
-                &|a, _| a,
-                id,
-                pub_end(v == PART_VEC_PUB),
-            ),
+            PART_VEC | PART_VEC_PUB => {
+                full_pass::<T, A, A, 4>(k, &*map, &*combine, &|a, _| a, id, end)
+            }
             COLS_FINAL_PART => cols_final::<A, A>(k, &*combine, &|a: Expr<A>, _: Expr<u64>| a, id),
             COLS_FINAL_JOIN => flag_join::cols_final_join::<A, R>(k, &*combine, &*post, id),
             _ => cols_final::<A, R>(k, &*combine, &*post, id),
@@ -597,24 +579,6 @@ impl<T: ScalarType, A: ScalarType, R: ScalarType> Reduction<T, A, R> {
 }
 
 /// Copies the single element of `s` to the host (waits for the stream).
-/// The end of a `FULL` pass variant: the whole reduction's join, or a plain store.
-fn join_end(join: bool) -> PassEnd {
-    if join {
-        PassEnd::Join
-    } else {
-        PassEnd::Store
-    }
-}
-
-/// The end of a `PART` pass variant: a store and a flag, or a plain store.
-fn pub_end(publish: bool) -> PassEnd {
-    if publish {
-        PassEnd::Publish
-    } else {
-        PassEnd::Store
-    }
-}
-
 pub(super) fn read_one<T: crate::memory::DeviceCopy>(
     stream: &Stream,
     s: &Scratch<'_, T>,

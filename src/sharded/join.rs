@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
-use crate::ops::{FlagPublish, FlagWait, TIMED_OUT};
+use crate::memory::{DeviceArray, DeviceSlice};
+use crate::ops::{take_timed_out, FlagPublish, FlagWait};
 use crate::stream::Stream;
 
 /// The join's state on the first device, one per mesh (under the mesh's partials lock).
@@ -112,20 +112,10 @@ impl FlagJoin {
         if !self.waited {
             return Ok(());
         }
-        let words = self.status.to_vec_async(stream)?;
         self.waited = false;
-        match words.as_slice() {
-            [TIMED_OUT, k, ..] => {
-                // Cleared for the next waits (ordered before them on `stream`), in place: a
-                // wait queued meanwhile by another thread still writes live memory.
-                self.status.fill_async(0, stream)?;
-                Err(timed_out(*k as usize, ordinals, self.timeout))
-            }
-            [0, ..] => Ok(()),
-            [code, k, ..] => Err(Error::usage(format!(
-                "sharded reduction join: unknown status {code} for device {k} (a bug in cudajit)"
-            ))),
-            _ => Ok(()),
+        match take_timed_out(&mut self.status, stream, "sharded reduction join", "device")? {
+            Some(k) => Err(timed_out(k, ordinals, self.timeout)),
+            None => Ok(()),
         }
     }
 }
@@ -158,6 +148,7 @@ mod tests {
     use crate::backend::sim::Simulator;
     use crate::backend::MemoryApi;
     use crate::codegen::Kernel;
+    use crate::ops::TIMED_OUT;
 
     /// The wait alone, as a kernel: `(flags, status, mask, epoch, timeout_ns)`.
     type WaitKernel = Kernel<(&'static mut [u64], &'static mut [u32], u64, u64, u64)>;

@@ -11,12 +11,37 @@ use crate::codegen::{
 };
 use crate::context::Context;
 use crate::error::Result;
-use crate::memory::DeviceSlice;
+use crate::memory::{DeviceArray, DeviceSlice, DeviceSliceMut};
 use crate::module::LaunchConfig;
 use crate::stream::Stream;
 
 /// The status code of a wait that timed out (status word 0; word 1 holds the device index).
 pub(crate) const TIMED_OUT: u32 = 1;
+
+/// Reads a join's status words (`[code, index]`, see [`wait_for_flags`]) once the waits queued
+/// on `stream` before are done: `Some(index)` of the device or rank a wait timed out for (the
+/// words are then cleared for the next waits, in `stream`'s order and in place: a wait queued
+/// meanwhile by another thread still writes live memory), `None` when no wait failed. An
+/// unknown code is an error naming `join` and `unit` ("device", "rank").
+pub(crate) fn take_timed_out(
+    status: &mut DeviceArray<u32>,
+    stream: &Stream,
+    join: &str,
+    unit: &str,
+) -> Result<Option<usize>> {
+    let words = status.to_vec_async(stream)?;
+    match words.as_slice() {
+        [TIMED_OUT, k, ..] => {
+            status.fill_async(0, stream)?;
+            Ok(Some(*k as usize))
+        }
+        [0, ..] => Ok(None),
+        [code, k, ..] => Err(crate::error::Error::usage(format!(
+            "{join}: unknown status {code} for {unit} {k} (a bug in cudajit)"
+        ))),
+        _ => Ok(None),
+    }
+}
 
 /// Where a partial pass publishes its flag: `epoch` into `flags[at]` (`n` flags, on the first
 /// device, which the publishing device reaches over the peer link).
