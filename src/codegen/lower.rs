@@ -791,6 +791,7 @@ impl<'c> Lowerer<'c, '_> {
             Stmt::Hopper(h) => super::hopper::lower_hopper_stmt(self, h)?,
             Stmt::SurfStore(st) => super::texture_lower::lower_surf_store(self, st)?,
             Stmt::DeviceLaunch(l) => super::device_launch::lower::lower_launch(self, l)?,
+            Stmt::StreamDestroy(d) => super::device_launch::lower_stream::lower_destroy(self, d)?,
         }
         Ok(())
     }

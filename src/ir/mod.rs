@@ -240,6 +240,8 @@ pub(crate) enum Op {
     Hopper(HopperOp),
     /// A texture fetch or surface load (see `texture.rs`).
     Texture(TexOp),
+    /// A stream created on the device, its `u64` handle (see `device_launch.rs`).
+    StreamCreate(device_launch::StreamCreate),
 }
 
 /// A value's definition.
@@ -304,6 +306,8 @@ pub(crate) enum Stmt {
     SurfStore(SurfStore),
     /// A kernel launch from device code (see `device_launch.rs`).
     DeviceLaunch(device_launch::DeviceLaunch),
+    /// Destroys a stream created on the device (see `device_launch.rs`).
+    StreamDestroy(device_launch::StreamDestroy),
 }
 
 /// A parameter of a kernel or device function.

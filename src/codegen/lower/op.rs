@@ -238,6 +238,9 @@ impl<'c> Lowerer<'c, '_> {
             Op::Warp(w) => crate::codegen::warp::lower_warp(self, w, ty)?,
             Op::Hopper(h) => crate::codegen::hopper::lower_hopper_op(self, id, h)?,
             Op::Texture(t) => crate::codegen::texture_lower::lower_texture_op(self, id, t, ty)?,
+            Op::StreamCreate(c) => {
+                crate::codegen::device_launch::lower_stream::lower_create(self, c)?
+            }
             Op::CallExtern(e, args) => {
                 crate::codegen::extern_fn::lower_call_extern(self, *e, args)?
             }
