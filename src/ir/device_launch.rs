@@ -1,7 +1,9 @@
 //! Dynamic parallelism: a kernel launching a kernel from device code (CUDA 12's device-side
 //! launch). Written once: the builder records a [`DeviceLaunch`], the lowering emits the
 //! device runtime's calls (`cudaGetParameterBufferV2`, `cudaLaunchDeviceV2`, from
-//! `libcudadevrt.a`), and the simulator runs the child grid with CUDA's ordering rules.
+//! `libcudadevrt.a`), and the simulator runs the child grid with CUDA's ordering rules. A
+//! launch may go into a stream created on the device ([`StreamCreate`], destroyed by
+//! [`StreamDestroy`]: `cudaStreamCreateWithFlags` / `cudaStreamDestroy`).
 
 use std::sync::Arc;
 
