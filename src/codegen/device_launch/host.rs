@@ -62,3 +62,39 @@ pub(crate) fn failure(ir: &FunctionIr, code: u32, site: u32) -> Error {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::Kernel;
+
+    #[test]
+    fn stream_calls_are_numbered_with_the_launches_and_named_in_errors() {
+        let child = Kernel::<(&mut [u32],)>::build("host_child", |_, _| {}).unwrap();
+        // #1 creates, #2 launches, #3 destroys.
+        let k = Kernel::<(&mut [u32],)>::build("host_parent", |k, (out,)| {
+            let s = k.device_stream_create();
+            k.launch_kernel(&child, 1u32, 1u32, 0u32, s, (out,));
+            k.device_stream_destroy(s);
+        })
+        .unwrap();
+        let text = |code, site| failure(k.ir(), code, site).to_string();
+        let e = text(2, 1);
+        assert!(
+            e.contains("a device-runtime call failed: call #1 (cudaStreamCreateWithFlags")
+                && e.contains("cudaErrorMemoryAllocation (2)"),
+            "{e}"
+        );
+        let e = text(9, 2);
+        assert!(
+            e.contains("a kernel launch from the device failed: launch #2 (of `host_child`)"),
+            "{e}"
+        );
+        let e = text(400, 3);
+        assert!(
+            e.contains("call #3 (cudaStreamDestroy, device_stream_destroy)")
+                && e.contains("cudaErrorInvalidResourceHandle (400)"),
+            "{e}"
+        );
+    }
+}
