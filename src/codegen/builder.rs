@@ -123,6 +123,15 @@ impl FnState {
         *self.scopes.last().unwrap_or(&0)
     }
 
+    /// Whether value `id` of this build may be used here (it was not made inside an if or
+    /// loop body that has ended).
+    pub fn in_scope(&self, id: u32) -> bool {
+        match self.value_scope.get(id as usize) {
+            Some(&scope) => self.within(self.current_scope(), scope),
+            None => false,
+        }
+    }
+
     /// Whether scope `inner` is `outer` or nested in it.
     fn within(&self, mut inner: u32, outer: u32) -> bool {
         loop {

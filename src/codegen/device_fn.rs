@@ -191,9 +191,12 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
         }
         let varying = ir.values.iter().any(|v| match &v.op {
             Op::Special(s) => s.varies_in_block(),
-            Op::Atomic(_) | Op::Warp(_) | Op::Hopper(_) | Op::Load { .. } | Op::CallExtern(..) => {
-                true
-            }
+            Op::Atomic(_)
+            | Op::Warp(_)
+            | Op::Hopper(_)
+            | Op::StreamCreate(_)
+            | Op::Load { .. }
+            | Op::CallExtern(..) => true,
             _ => false,
         }) || !ir.callees.is_empty();
         Ok(DeviceFn {

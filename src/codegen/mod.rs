@@ -67,7 +67,7 @@ pub use complex::{host as complex_host, CExpr, CSlice, CSliceMut, ComplexPart};
 pub use const_mem::MAX_CONST_BYTES;
 pub use control::{KernelBuilder, Xyz};
 pub use device_fn::{DeviceFn, DeviceParams};
-pub use device_launch::{DeviceArgFor, DeviceArgs, DeviceDim3, DeviceStream};
+pub use device_launch::{CreatedStream, DeviceArgFor, DeviceArgs, DeviceDim3, DeviceStream};
 pub use expr::{select, Expr, Operand, Var};
 pub use extern_fn::ExternDeviceFn;
 pub use host_args::set_host_array_warnings;

@@ -115,7 +115,9 @@ build_errors! {
     Hopper,
     /// A kernel launch from device code (`launch_kernel`, `launch_self`) that cannot be
     /// made: in a device function, an array the child cannot receive, a child that needs a
-    /// cooperative launch, a parameter list that does not match.
+    /// cooperative launch, a parameter list that does not match; or a stream created on the
+    /// device used where it cannot be (in a device function, by another kernel, after the if
+    /// or loop body that created it).
     DeviceLaunch,
     /// An inconsistency of cudajit's builder (please report it).
     Internal,

@@ -163,6 +163,9 @@ pub enum FaultKind {
     /// swizzle other than the one TMA wrote the tile with, or threads of the warpgroup giving
     /// different descriptors (on a GPU, silently wrong results).
     BadDescriptor,
+    /// A kernel launched from the device into a stream its thread had destroyed, or a stream
+    /// destroyed twice (on a GPU, undefined).
+    InvalidStream,
 }
 
 impl fmt::Display for FaultKind {
@@ -176,6 +179,7 @@ impl fmt::Display for FaultKind {
             FaultKind::BadDescriptor => "matrix descriptor that does not match the tile",
             FaultKind::Unsupported => "unsupported operation",
             FaultKind::PeerAccess => "access to another device's memory without peer access",
+            FaultKind::InvalidStream => "use of a destroyed device-side stream",
         })
     }
 }

@@ -236,6 +236,8 @@ pub(crate) enum Op {
     CallExtern(u32, Vec<ValueId>),
     /// Hopper's barriers, addresses and warpgroup MMA (see `hopper.rs`).
     Hopper(HopperOp),
+    /// A stream created on the device, its `u64` handle (see `device_launch.rs`).
+    StreamCreate(device_launch::StreamCreate),
 }
 
 /// A value's definition.
@@ -298,6 +300,8 @@ pub(crate) enum Stmt {
     Hopper(HopperStmt),
     /// A kernel launch from device code (see `device_launch.rs`).
     DeviceLaunch(device_launch::DeviceLaunch),
+    /// Destroys a stream created on the device (see `device_launch.rs`).
+    StreamDestroy(device_launch::StreamDestroy),
 }
 
 /// A parameter of a kernel or device function.

@@ -10,6 +10,7 @@ mod clusters;
 mod common;
 mod complex;
 mod contract;
+mod device_streams;
 mod dynamic_parallelism;
 mod early_return;
 mod foreign;

@@ -14,6 +14,7 @@ mod contract;
 mod distributed;
 mod dlpack;
 mod dynamic_parallelism;
+mod dynamic_parallelism_streams;
 mod early_return;
 mod enquiry;
 mod errors;

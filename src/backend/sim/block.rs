@@ -311,6 +311,7 @@ impl<'l> Block<'l> {
             Stmt::AsyncCopy(c) => self.async_copy(fr, c, m),
             Stmt::Hopper(h) => self.hopper(fr, h, m),
             Stmt::DeviceLaunch(d) => self.device_launch(fr, d, m),
+            Stmt::StreamDestroy(d) => self.stream_destroy(fr, d, m),
             _ => Err(Fault::internal(
                 "control flow executed as a simple statement",
             )),
@@ -352,6 +353,7 @@ impl<'l> Block<'l> {
             } => return self.nd_index(fr, id, *array, indices, dims, m),
             Op::Warp(w) => return self.warp(fr, id, w, m, sp),
             Op::Hopper(h) => return self.hopper_op(fr, id, h, m),
+            Op::StreamCreate(_) => return self.stream_create(fr, id, m),
             Op::SyncReduce(kind, pred) => return self.sync_reduce(fr, id, *kind, *pred, m),
             Op::Call(..) => return Err(Fault::internal("a call outside the control flow")),
             Op::CallExtern(e, _) => return Err(extern_call_fault(f, *e)),
@@ -427,6 +429,7 @@ impl<'l> Block<'l> {
             | Op::NdIndex { .. }
             | Op::Warp(_)
             | Op::Hopper(_)
+            | Op::StreamCreate(_)
             | Op::SyncReduce(..)
             | Op::Call(..)
             | Op::CallExtern(..) => unreachable!("handled above"),

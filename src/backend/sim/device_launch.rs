@@ -1,8 +1,8 @@
 //! Kernels that launch kernels on the simulator, with CUDA's ordering rules: the launches a
 //! grid's threads make are kept, and once the grid's blocks have run, its children run one
-//! after another (the default and fire-and-forget streams in the order their blocks and
-//! threads made them, then the tail launches), each with its own children before the next
-//! starts; the host sees the launch complete after all of them. Running every child after its
+//! after another (the default, fire-and-forget and device-created streams in the order their
+//! blocks and threads made them, a thread's own launches in the order it made them, then the
+//! tail launches), each with its own children before the next starts; the host sees the launch complete after all of them. Running every child after its
 //! parent's blocks is one of the schedules CUDA allows (a parent cannot wait for its children
 //! in CUDA 12), so a kernel whose result depends on another order is not caught here.
 //!
@@ -26,7 +26,7 @@ use super::launch::Launch;
 use super::SHARED_PER_BLOCK;
 use crate::error::{Error, Result};
 use crate::ir::device_launch::{
-    code, status_param, DeviceArg, DeviceLaunch, DeviceStream, LaunchTarget, MAX_DEPTH,
+    code, status_param, DeviceArg, DeviceLaunch, LaunchStream, LaunchTarget, MAX_DEPTH,
     PENDING_LIMIT,
 };
 use crate::ir::{FunctionIr, Param, ScalarTy};
@@ -38,7 +38,9 @@ pub(super) struct Pending {
     grid: [u32; 3],
     block: [u32; 3],
     shared: u32,
-    stream: DeviceStream,
+    /// Whether it is a tail launch (the others run in launch order: see the module's
+    /// documentation).
+    tail: bool,
     /// The child's parameter slots, as `cuLaunchKernel` takes them.
     slots: Vec<u64>,
     /// (block, thread) that made it, for a deterministic order.
@@ -52,6 +54,8 @@ pub(super) struct Pending {
 #[derive(Default)]
 pub(super) struct Children {
     pending: Mutex<Vec<Pending>>,
+    /// The streams the grid's threads created (see `device_stream.rs`).
+    pub streams: Mutex<super::device_stream::Streams>,
     pub depth: u32,
 }
 
@@ -78,7 +82,14 @@ impl Block<'_> {
             + g[0] as u64 * (self.ctaid[1] as u64 + g[1] as u64 * self.ctaid[2] as u64);
         let mut made = Vec::new();
         let mut bad = None;
+        let mut stream_fault = None;
         for_lanes(m, self.nw, |t| {
+            if let LaunchStream::Created(id) = l.stream {
+                if let Err(f) = self.check_launch_stream(reg(fr, id, t), t, &child.name) {
+                    stream_fault.get_or_insert(f);
+                    return;
+                }
+            }
             let mut slots = Vec::new();
             let mut args = l.args.iter();
             for (i, p) in child.params.iter().enumerate() {
@@ -110,7 +121,7 @@ impl Block<'_> {
                 grid: d(&l.grid),
                 block: d(&l.block),
                 shared: reg(fr, l.shared, t) as u32,
-                stream: l.stream,
+                tail: l.stream == LaunchStream::TailLaunch,
                 slots,
                 order: (linear, t),
                 status: status.base,
@@ -119,6 +130,9 @@ impl Block<'_> {
         });
         if let Some(what) = bad {
             return Err(Fault::internal(what));
+        }
+        if let Some(f) = stream_fault {
+            return Err(f);
         }
         self.l.dp.pending.lock().extend(made);
         Ok(())
@@ -165,7 +179,7 @@ pub(super) fn run_children(
     if pending.is_empty() {
         return Ok(());
     }
-    pending.sort_by_key(|p| (p.stream == DeviceStream::TailLaunch, p.order));
+    pending.sort_by_key(|p| (p.tail, p.order));
     for (i, mut p) in pending.into_iter().enumerate() {
         let child: &FunctionIr = p.target.as_deref().unwrap_or(l.ir);
         if i >= PENDING_LIMIT {

@@ -27,6 +27,7 @@ mod cluster;
 mod control;
 mod copies;
 mod device_launch;
+mod device_stream;
 mod devices;
 mod eval;
 mod fault;

@@ -7,6 +7,8 @@
 //! err = cudaLaunchDeviceV2(buf, stream)                         // cudaError_t
 //! ```
 //!
+//! (`stream` is a special handle, or a stream created on the device: see `lower_stream.rs`.)
+//!
 //! `dim3` travels by value (`.param .align 4 .b8 [12]`); the child is named by the address of
 //! its `.entry`, lowered into the same module. A failure (a NULL buffer, a nonzero error) is
 //! kept in the status words: the first failure's code (compare-and-swap from 0) and its
@@ -204,10 +206,7 @@ pub(crate) fn lower_launch(lw: &mut Lowerer<'_, '_>, l: &DeviceLaunch) -> Result
         let st = lw.b.build_store(at, *v).map_err(e)?;
         let _ = st.set_alignment(*size);
     }
-    let stream = ctx
-        .i64_type()
-        .const_int(l.stream.handle(), false)
-        .const_to_pointer(ctx.ptr_type(AddressSpace::default()));
+    let stream = super::lower_stream::stream_arg(lw, l.stream)?;
     let err =
         lw.b.build_call(launch, &[buf.into(), stream.into()], "dp.err")
             .map_err(e)?
@@ -291,7 +290,7 @@ fn slot_ptr<'c>(lw: &Lowerer<'c, '_>, buf: PointerValue<'c>, off: u32) -> Result
 
 /// Keeps the first failure: `status[0]` from 0 to `code` (compare-and-swap); the one that
 /// set it writes `site` to `status[1]`.
-fn record_failure<'c>(
+pub(super) fn record_failure<'c>(
     lw: &mut Lowerer<'c, '_>,
     status: PointerValue<'c>,
     code: IntValue<'c>,

@@ -10,6 +10,10 @@
 //! that the launching kernel and its children share;
 //! [`Kernel::launch`](super::Kernel::launch) waits for such a kernel and turns a failure into
 //! an error that names it.
+//!
+//! Launches go into the block's default stream, CUDA's fire-and-forget or tail-launch
+//! streams, or a stream the thread created on the device
+//! ([`KernelBuilder::device_stream_create`], see [`DeviceStream`]).
 
 use std::cell::RefCell;
 
@@ -25,9 +29,11 @@ mod args;
 pub(crate) mod devrt;
 pub(crate) mod host;
 pub(crate) mod lower;
+pub(crate) mod lower_stream;
+mod stream;
 
-pub use crate::ir::device_launch::DeviceStream;
 pub use args::{DeviceArgFor, DeviceArgs, ParamSpec, RawArg};
+pub use stream::{CreatedStream, DeviceStream};
 
 use args::Raw;
 
@@ -118,7 +124,10 @@ impl KernelBuilder {
     /// children), and it sees the parent's global-memory writes made before the launch. With
     /// [`DeviceStream::Default`], the launches of one block run one after another in the order
     /// made; [`DeviceStream::FireAndForget`] children run independently; a
-    /// [`DeviceStream::TailLaunch`] child starts after the parent grid and its other work.
+    /// [`DeviceStream::TailLaunch`] child starts after the parent grid and its other work; the
+    /// children launched into a stream the thread created
+    /// ([`device_stream_create`](KernelBuilder::device_stream_create), passed as `stream`
+    /// itself or as [`DeviceStream::Created`]) run one after another in launch order.
     ///
     /// The child is compiled into this kernel's module (with this kernel's options). Loading
     /// the kernel links the device runtime, `libcudadevrt.a` (see the guide's "Kernels that
@@ -135,10 +144,11 @@ impl KernelBuilder {
         grid: impl Into<DeviceDim3>,
         block: impl Into<DeviceDim3>,
         shared_bytes: impl Into<Expr<u32>>,
-        stream: DeviceStream,
+        stream: impl Into<DeviceStream>,
         args: A,
     ) {
         let _at = super::srcloc::at();
+        let stream = stream.into();
         let ir = child.ir().clone();
         if ir.grid_barrier.is_some() {
             with_state(|s| {
@@ -177,10 +187,11 @@ impl KernelBuilder {
         grid: impl Into<DeviceDim3>,
         block: impl Into<DeviceDim3>,
         shared_bytes: impl Into<Expr<u32>>,
-        stream: DeviceStream,
+        stream: impl Into<DeviceStream>,
         args: A,
     ) {
         let _at = super::srcloc::at();
+        let stream = stream.into();
         let Some(mine) = with_state(|s| {
             let n = SITES.with(|sites| {
                 sites
@@ -314,6 +325,10 @@ impl KernelBuilder {
             }
             // Values of another kernel or out of scope are refused here.
             s.check_use(&operands);
+            let Some(stream) = stream::resolve(s, stream, &format!("launching `{who}` into"))
+            else {
+                return;
+            };
             let (status, site) = status_and_site(s);
             let v = |k: usize| ValueId(dims[k].1);
             s.push_stmt(Stmt::DeviceLaunch(DeviceLaunch {

@@ -119,7 +119,7 @@ impl<'c> Lowerer<'c, '_> {
     }
 
     /// An alloca in the entry block (where mem2reg promotes it).
-    pub(super) fn entry_alloca(&self, ty: BasicTypeEnum<'c>) -> Result<PointerValue<'c>> {
+    pub(crate) fn entry_alloca(&self, ty: BasicTypeEnum<'c>) -> Result<PointerValue<'c>> {
         let entry = self
             .func
             .get_first_basic_block()

@@ -237,6 +237,9 @@ impl<'c> Lowerer<'c, '_> {
             Op::Atomic(a) => crate::codegen::atomics::lower_atomic(self, a, ty)?,
             Op::Warp(w) => crate::codegen::warp::lower_warp(self, w, ty)?,
             Op::Hopper(h) => crate::codegen::hopper::lower_hopper_op(self, id, h)?,
+            Op::StreamCreate(c) => {
+                crate::codegen::device_launch::lower_stream::lower_create(self, c)?
+            }
             Op::CallExtern(e, args) => {
                 crate::codegen::extern_fn::lower_call_extern(self, *e, args)?
             }
