@@ -33,7 +33,7 @@ fn busbw_gbs(bytes: usize, ms: f64, ranks: usize) -> f64 {
 
 /// Back-to-back all-reduces per timed span in the nccl-tests way of timing (the average of one
 /// span of this many).
-const NCCL_TESTS_ITERS: usize = 20;
+pub(crate) const NCCL_TESTS_ITERS: usize = 20;
 
 /// The devices of the multi-GPU rows: contexts and one new stream each.
 struct Devices {

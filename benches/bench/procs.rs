@@ -290,8 +290,17 @@ impl Ranked<'_> {
     /// torch's timing: warm-up, a barrier, events around every iteration on the group's
     /// stream; per iteration the slower rank's time (all-gathered).
     fn time(&self, f: &mut dyn FnMut() -> cudajit::Result<()>) -> Res<Vec<f64>> {
+        self.time_with(self.opts.warmup, self.opts.reps, f)
+    }
+
+    /// [`time`](Self::time) with its own warm-up and repetition counts.
+    fn time_with(
+        &self,
+        warmup: usize,
+        reps: usize,
+        f: &mut dyn FnMut() -> cudajit::Result<()>,
+    ) -> Res<Vec<f64>> {
         let (g, s) = (&self.group, self.group.stream());
-        let (warmup, reps) = (self.opts.warmup, self.opts.reps);
         let mut run = || -> cudajit::Result<Vec<f64>> {
             for _ in 0..warmup {
                 f()?;
@@ -339,13 +348,19 @@ impl Ranked<'_> {
     }
 
     fn note(&self) -> String {
+        self.note_timed(
+            "per iteration the slower rank's CUDA-event time on its group stream, median",
+        )
+    }
+
+    /// The rows' common note with `timing` (how the times were taken).
+    fn note_timed(&self, timing: &str) -> String {
         let v = nccl::version()
             .map(|(a, b, c)| format!("NCCL {a}.{b}.{c}"))
             .unwrap_or_else(|_| "NCCL ?".into());
         format!(
-            "{v}; {}; {} processes (ProcessGroup::from_env), one GPU each; per iteration the \
-             slower rank's CUDA-event time on its group stream, median; ranks aligned by a \
-             barrier after warm-up",
+            "{v}; {}; {} processes (ProcessGroup::from_env), one GPU each; {timing}; ranks \
+             aligned by a barrier after warm-up",
             transport(self.sockets),
             self.group.size()
         )
@@ -382,26 +397,49 @@ impl Ranked<'_> {
         )?;
         drop((got, hosts));
         self.c(buf.fill_async(0.0, s))?; // in-place sums double: time on zeros
-        let t =
-            self.time(&mut || g.with_comm(|c| c.all_reduce_in_place(&mut buf, ReduceOp::Sum, s)))?;
-        let rec = Rec::new(work, label).times(&t);
-        let ms = rec.ms.unwrap_or(f64::NAN);
-        let ranks = g.size() as f64;
-        let busbw = bytes as f64 / (ms * 1e-3) / 1e9 * 2.0 * (ranks - 1.0) / ranks;
-        self.emit(
-            rec.variant(format!(
-                "Communicator::all_reduce_in_place (sum), {} processes, {}",
-                g.size(),
-                transport(self.sockets)
-            ))
-            .bytes(bytes)
-            .devices(g.size())
-            .busbw_gbs(busbw)
-            .note(format!(
-                "{}; checked against the host, timed on zero-filled buffers",
-                self.note()
-            )),
+        let mut once = || g.with_comm(|c| c.all_reduce_in_place(&mut buf, ReduceOp::Sum, s));
+        let per_iter = self.time(&mut once)?;
+        // torch's row is also timed as nccl-tests times (one event span of K back-to-back
+        // iterations per repetition, averaged): the same here, so like meets like.
+        let k = multi::NCCL_TESTS_ITERS;
+        let spans = self.time_with(1, self.opts.reps.min(5), &mut || {
+            (0..k).try_for_each(|_| once())
+        })?;
+        let avg: Vec<f64> = spans.iter().map(|t| t / k as f64).collect();
+        let spans_note = format!(
+            "per repetition the slower rank's event span of {k} iterations on its group stream \
+             over {k}, median"
         );
+        for (how, t, note) in [
+            (
+                "median of per-iteration times".to_string(),
+                per_iter,
+                self.note(),
+            ),
+            (
+                format!("nccl-tests: average of {k} back-to-back"),
+                avg,
+                self.note_timed(&spans_note),
+            ),
+        ] {
+            let rec = Rec::new(work, label).times(&t);
+            let ms = rec.ms.unwrap_or(f64::NAN);
+            let ranks = g.size() as f64;
+            let busbw = bytes as f64 / (ms * 1e-3) / 1e9 * 2.0 * (ranks - 1.0) / ranks;
+            self.emit(
+                rec.variant(format!(
+                    "Communicator::all_reduce_in_place (sum), {} processes, {}, {how}",
+                    g.size(),
+                    transport(self.sockets)
+                ))
+                .bytes(bytes)
+                .devices(g.size())
+                .busbw_gbs(busbw)
+                .note(format!(
+                    "{note}; checked against the host, timed on zero-filled buffers"
+                )),
+            );
+        }
         Ok(())
     }
 
