@@ -1,0 +1,190 @@
+//! The simulator's texture sampler, as the hardware samples (the CUDA programming guide's
+//! "Texture Fetching" appendix, with the arithmetic measured on a GPU: `tex_filter.rs`):
+//! texel centres at +0.5, fixed-point coordinates, linear filtering with weights of 8
+//! fractional bits (9-bit fixed point: 1.0 is exact), the address modes applied to each texel
+//! index a fetch reads, border texels zero, integer texels read as normalized floats
+//! (`u8 / 255`, `i8 / 127` clamped to -1, ...) or as integers. A filtered NaN is the canonical
+//! NaN (`0x7fffffff`, what the GPU's float arithmetic gives; its payload is not promised).
+
+use half::f16;
+
+use super::global;
+use super::tex_filter::{corner_weights, fixed_coord, linear_index, mix, point_index};
+use super::texture::View;
+use crate::backend::texture::{AddressMode, ChannelKind, FilterMode, TexDesc};
+use crate::ir::{ScalarTy, TexFetch};
+
+/// Index `i` of a dimension of `n` texels under `mode`; `None` outside it for the border mode.
+pub(super) fn address(i: i64, n: usize, mode: AddressMode) -> Option<usize> {
+    let n = n as i64;
+    match mode {
+        AddressMode::Clamp => Some(i.clamp(0, n - 1) as usize),
+        AddressMode::Border => (0..n).contains(&i).then_some(i as usize),
+        AddressMode::Wrap => Some(i.rem_euclid(n) as usize),
+        AddressMode::Mirror => {
+            let p = i.rem_euclid(2 * n);
+            Some(if p < n { p } else { 2 * n - 1 - p } as usize)
+        }
+    }
+}
+
+/// The raw bits of channel `c` of the texel at `at` (zero for a channel the texel lacks).
+fn raw(v: &View, at: [usize; 3], c: usize) -> u64 {
+    if c >= v.texel.channels as usize {
+        return 0;
+    }
+    let size = v.texel.kind.size();
+    let addr =
+        v.base + (at[2] * v.slice + at[1] * v.pitch + at[0] * v.texel.bytes() + c * size) as u64;
+    let ty = match size {
+        1 => ScalarTy::U8,
+        2 => ScalarTy::U16,
+        _ => ScalarTy::U32,
+    };
+    // SAFETY: the view lies in simulator memory (checked when its object was made, and the
+    // object keeps it alive), `at` is inside its extent, and channels are naturally aligned.
+    unsafe { global::load(addr, ty) }
+}
+
+/// A channel's value read as a float: floats as they are, integers normalized.
+pub(super) fn to_float(kind: ChannelKind, bits: u64) -> f32 {
+    match kind {
+        ChannelKind::F32 => f32::from_bits(bits as u32),
+        ChannelKind::F16 => f16::from_bits(bits as u16).to_f32(),
+        ChannelKind::U8 => bits as u8 as f32 / 255.0,
+        ChannelKind::U16 => bits as u16 as f32 / 65535.0,
+        ChannelKind::I8 => (bits as u8 as i8 as f32 / 127.0).max(-1.0),
+        ChannelKind::I16 => (bits as u16 as i16 as f32 / 32767.0).max(-1.0),
+    }
+}
+
+/// A channel's value read as an integer (sign- or zero-extended to 32 bits).
+fn to_int(kind: ChannelKind, bits: u64) -> u32 {
+    match kind {
+        ChannelKind::I8 => bits as u8 as i8 as i32 as u32,
+        ChannelKind::I16 => bits as u16 as i16 as i32 as u32,
+        _ => bits as u32,
+    }
+}
+
+/// Channel `c` of the texel at `idx` (after addressing: `None` is a border texel), as the
+/// fetch's result type's bits (`f32` results as `f32` values).
+fn texel(v: &View, d: &TexDesc, idx: Option<[usize; 3]>, c: usize, ret: ScalarTy) -> Texel {
+    let Some(at) = idx else {
+        return match ret {
+            ScalarTy::F32 => Texel::F(d.border[c]),
+            _ => Texel::I(d.border[c] as u32),
+        };
+    };
+    let bits = raw(v, at, c);
+    if ret == ScalarTy::F32 {
+        if c >= v.texel.channels as usize {
+            return Texel::F(0.0);
+        }
+        Texel::F(to_float(v.texel.kind, bits))
+    } else {
+        Texel::I(to_int(v.texel.kind, bits))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Texel {
+    F(f32),
+    I(u32),
+}
+
+impl Texel {
+    fn bits(self) -> u64 {
+        match self {
+            Texel::F(f) => f.to_bits() as u64,
+            Texel::I(i) => i as u64,
+        }
+    }
+    fn f(self) -> f32 {
+        match self {
+            Texel::F(f) => f,
+            Texel::I(i) => i as f32,
+        }
+    }
+}
+
+/// The texel index of each dimension, addressed (`None` if any is a border texel), in layer
+/// `layer` of a layered texture.
+fn addressed(v: &View, d: &TexDesc, i: &[i64], layer: usize) -> Option<[usize; 3]> {
+    let mut at = [0, 0, layer];
+    for (k, &ik) in i.iter().enumerate() {
+        at[k] = address(ik, v.extent[k], d.address[k])?;
+    }
+    Some(at)
+}
+
+/// One channel of a fetch from the texture (`v`, `d`) at `coords` (each an `f32`'s bits, or an
+/// `i32`'s when `int_coords`), as the result type's bits.
+pub(super) fn fetch(
+    v: &View,
+    d: &TexDesc,
+    kind: TexFetch,
+    coords: &[u64],
+    int_coords: bool,
+    channel: usize,
+    ret: ScalarTy,
+) -> u64 {
+    let dims = v.dims as usize;
+    // A layer index out of range reads the nearest layer.
+    let layer = if kind == TexFetch::Layered {
+        let l = coords.get(dims).map_or(0, |&c| c as u32 as i32 as i64);
+        l.clamp(0, v.extent[2] as i64 - 1) as usize
+    } else {
+        0
+    };
+    if int_coords {
+        let i: Vec<i64> = coords
+            .iter()
+            .take(dims)
+            .map(|&c| c as u32 as i32 as i64)
+            .collect();
+        if v.linear {
+            let n = v.extent[0] as i64;
+            if !(0..n).contains(&i[0]) {
+                return 0;
+            }
+            return texel(v, d, Some([i[0] as usize, 0, 0]), channel, ret).bits();
+        }
+        return texel(v, d, addressed(v, d, &i, layer), channel, ret).bits();
+    }
+    let x: Vec<i128> = (0..dims)
+        .map(|k| {
+            let c = f32::from_bits(coords[k] as u32);
+            fixed_coord(c, d.normalized_coords, v.extent[k])
+        })
+        .collect();
+    if let TexFetch::Gather(c) = kind {
+        let (i, _) = linear_index(x[0]);
+        let (j, _) = linear_index(x[1]);
+        let (di, dj) = [(0, 1), (1, 1), (1, 0), (0, 0)][channel];
+        let at = addressed(v, d, &[i + di, j + dj], layer);
+        return texel(v, d, at, c as usize, ret).bits();
+    }
+    if d.filter == FilterMode::Point || ret != ScalarTy::F32 {
+        let i: Vec<i64> = x.iter().map(|&x| point_index(x)).collect();
+        return texel(v, d, addressed(v, d, &i, layer), channel, ret).bits();
+    }
+    let taps: Vec<(i64, u32)> = x.iter().map(|&x| linear_index(x)).collect();
+    let fracs: Vec<u32> = taps.iter().map(|t| t.1).collect();
+    let weights = corner_weights(&fracs);
+    let terms = (0..1usize << dims).map(|corner| {
+        let mut i = [0i64; 3];
+        for (k, &(lo, _)) in taps.iter().enumerate() {
+            i[k] = lo + (corner >> k & 1) as i64;
+        }
+        let t = texel(v, d, addressed(v, d, &i[..dims], layer), channel, ret).f();
+        (weights[corner], t)
+    });
+    let r = mix(terms);
+    // A NaN from the filter's arithmetic is the GPU's canonical NaN.
+    if r.is_nan() {
+        0x7fff_ffff
+    } else {
+        r.to_bits() as u64
+    }
+}

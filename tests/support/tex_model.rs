@@ -1,0 +1,258 @@
+// The host model of the texture unit (the CUDA programming guide's "Texture Fetching"
+// appendix, with the arithmetic an H200 showed: probe/fit.py fits it bit for bit): what
+// tests/gpu/texture.rs compares the simulator's and the GPU's fetches with. Texel centres at
+// +0.5; normalized coordinates floored to 21 fractional bits, then times the extent exactly;
+// linear filtering with x - 0.5 rounded to 8 fractional bits, ties up (weights of 9-bit fixed
+// point); 2-D weights w11 = round(a b), the others by difference (exact marginals); 3-D (not
+// probed) each 2-D weight split by c the same way; the mix: texels of nonzero weight
+// truncated toward zero to 2^(E-27) (E the largest one's exponent), summed exactly, rounded
+// to f32 ties away from zero. Each texel index a fetch reads addressed on its own (clamp to
+// the edge, border 0, wrap modulo the size, mirror); integer texels read as normalized floats
+// (unsigned v / MAX, signed max(v / MAX, -1)) or as 32-bit integers. A filtered NaN is the
+// canonical NaN 0x7fffffff (the GPU's arithmetic's).
+
+use cudajit::memory::{AddressMode, ChannelKind, FilterMode};
+
+/// A texture as the model sees it: each texel's raw channel bits.
+pub struct Tex {
+    pub kind: ChannelKind,
+    pub channels: usize,
+    /// Texels per row, rows, slices (1 beyond `dims`).
+    pub extent: [usize; 3],
+    pub dims: usize,
+    pub texels: Vec<[u32; 4]>,
+    pub address: [AddressMode; 3],
+    pub filter: FilterMode,
+    pub normalized_coords: bool,
+    pub read_normalized: bool,
+}
+
+fn as_float(kind: ChannelKind, b: u32) -> f32 {
+    match kind {
+        ChannelKind::F32 => f32::from_bits(b),
+        ChannelKind::F16 => half::f16::from_bits(b as u16).to_f32(),
+        ChannelKind::U8 => (b & 0xff) as f32 / 255.0,
+        ChannelKind::U16 => (b & 0xffff) as f32 / 65535.0,
+        ChannelKind::I8 => f32::max((b as u8 as i8) as f32 / 127.0, -1.0),
+        ChannelKind::I16 => f32::max((b as u16 as i16) as f32 / 32767.0, -1.0),
+    }
+}
+
+/// The exponent of a nonzero f64's leading bit (f32 subnormals are normal f64s).
+fn exponent(v: f64) -> i32 {
+    ((v.to_bits() >> 52) & 0x7ff) as i32 - 1023
+}
+
+fn as_int(kind: ChannelKind, b: u32) -> u32 {
+    match kind {
+        ChannelKind::I8 => (b as u8 as i8) as i32 as u32,
+        ChannelKind::I16 => (b as u16 as i16) as i32 as u32,
+        ChannelKind::U8 => b & 0xff,
+        ChannelKind::U16 => b & 0xffff,
+        _ => b,
+    }
+}
+
+impl Tex {
+    /// Whether fetches return floats.
+    pub fn float_result(&self) -> bool {
+        matches!(self.kind, ChannelKind::F16 | ChannelKind::F32) || self.read_normalized
+    }
+
+    fn index(&self, d: usize, i: i64) -> Option<usize> {
+        let n = self.extent[d] as i64;
+        let r = match self.address[d] {
+            AddressMode::Clamp => i.max(0).min(n - 1),
+            AddressMode::Border if i < 0 || i >= n => return None,
+            AddressMode::Border => i,
+            AddressMode::Wrap => ((i % n) + n) % n,
+            AddressMode::Mirror => {
+                let p = ((i % (2 * n)) + 2 * n) % (2 * n);
+                if p >= n {
+                    2 * n - 1 - p
+                } else {
+                    p
+                }
+            }
+        };
+        Some(r as usize)
+    }
+
+    /// Channel `c` of the texel at `idx` as a float or an integer's bits (border: 0).
+    fn read(&self, idx: &[i64], c: usize) -> (f32, u32) {
+        let mut at = [0usize; 3];
+        for d in 0..self.dims {
+            match self.index(d, idx[d]) {
+                Some(i) => at[d] = i,
+                None => return (0.0, 0),
+            }
+        }
+        let t = self.texels[(at[2] * self.extent[1] + at[1]) * self.extent[0] + at[0]];
+        (as_float(self.kind, t[c]), as_int(self.kind, t[c]))
+    }
+
+    fn bits(&self, v: (f32, u32)) -> u32 {
+        if self.float_result() {
+            v.0.to_bits()
+        } else {
+            v.1
+        }
+    }
+
+    /// The coordinates in texels, in 1/2^21 steps (normalized ones floored to 21 fractional
+    /// bits first, then times the extent; unnormalized ones floored: the same for every
+    /// decision the sampler takes on them).
+    fn scaled(&self, x: &[f32]) -> Vec<f64> {
+        (0..self.dims)
+            .map(|d| {
+                let q = (x[d] as f64 * 2097152.0).floor();
+                let q = if q.is_nan() {
+                    0.0
+                } else {
+                    q.clamp(-1e30, 1e30)
+                };
+                if self.normalized_coords {
+                    q * self.extent[d] as f64
+                } else {
+                    q
+                }
+            })
+            .collect()
+    }
+
+    /// Point sampling's texel and linear filtering's lower texel with the upper one's weight
+    /// (in 1/256 steps), from a coordinate in 1/2^21 steps.
+    fn point(q: f64) -> i64 {
+        (q / 2097152.0).floor() as i64
+    }
+    fn lower(q: f64) -> (i64, u32) {
+        let s = ((q - 1048576.0) / 8192.0 + 0.5).floor();
+        ((s / 256.0).floor() as i64, s.rem_euclid(256.0) as u32)
+    }
+
+    /// The weights (1/256 steps) of the corners, corner k taking the upper texel of
+    /// dimension d where bit d of k is set.
+    fn weights(f: &[u32]) -> Vec<u32> {
+        let r = |w: u32, f: u32| ((w * f) as f64 / 256.0 + 0.5).floor() as u32;
+        let mut w = vec![256 - f[0], f[0]];
+        if f.len() > 1 {
+            let w11 = r(f[0], f[1]);
+            w = vec![256 + w11 - f[0] - f[1], f[0] - w11, f[1] - w11, w11];
+        }
+        if f.len() > 2 {
+            let up: Vec<u32> = w.iter().map(|&x| r(x, f[2])).collect();
+            let down: Vec<u32> = w.iter().zip(&up).map(|(x, u)| x - u).collect();
+            w = [down, up].concat();
+        }
+        w
+    }
+
+    /// The filter's sum of `terms` (weight in 1/256 steps, texel): texels of nonzero weight
+    /// truncated to 2^(E-27), summed exactly (in f64: at most 39 significant bits), rounded
+    /// to f32 with ties away from zero.
+    fn mix(terms: &[(u32, f32)]) -> f32 {
+        let t: Vec<(u32, f32)> = terms.iter().copied().filter(|p| p.0 > 0).collect();
+        if t.len() == 1 {
+            return t[0].1;
+        }
+        if t.iter().any(|p| p.1.is_nan()) {
+            return f32::NAN;
+        }
+        let inf: Vec<f32> = t.iter().map(|p| p.1).filter(|v| v.is_infinite()).collect();
+        if let Some(&first) = inf.first() {
+            return if inf.iter().all(|&v| v == first) {
+                first
+            } else {
+                f32::NAN
+            };
+        }
+        let e = t
+            .iter()
+            .filter(|p| p.1 != 0.0)
+            .map(|p| exponent(p.1 as f64))
+            .max();
+        let Some(e) = e else {
+            return if t.iter().all(|p| p.1.is_sign_negative()) {
+                -0.0
+            } else {
+                0.0
+            };
+        };
+        let grid = 2f64.powi(e - 27);
+        let sum: f64 = t
+            .iter()
+            .map(|&(w, v)| w as f64 * (v as f64 / grid).trunc())
+            .sum::<f64>()
+            * grid
+            / 256.0;
+        if sum == 0.0 {
+            return 0.0;
+        }
+        let ulp = 2f64.powi(exponent(sum).max(-126) - 23);
+        ((sum.abs() / ulp + 0.5).floor() * ulp * sum.signum()) as f32
+    }
+
+    /// The (weight, texel) pairs of channel `c` of a linear fetch at `u` (in 1/2^21 steps).
+    fn linear_terms(&self, u: &[f64], c: usize) -> Vec<(u32, f32)> {
+        let lw: Vec<(i64, u32)> = u.iter().map(|&q| Self::lower(q)).collect();
+        let fr: Vec<u32> = lw.iter().map(|p| p.1).collect();
+        let w = Self::weights(&fr);
+        (0..1usize << self.dims)
+            .map(|corner| {
+                let i: Vec<i64> = (0..self.dims)
+                    .map(|d| lw[d].0 + (corner >> d & 1) as i64)
+                    .collect();
+                (w[corner], self.read(&i, c).0)
+            })
+            .collect()
+    }
+
+    /// The texels of channel `c` that a linear fetch at float coordinates `x` reads (weight
+    /// zero or not).
+    pub fn footprint(&self, x: &[f32], c: usize) -> Vec<f32> {
+        let terms = self.linear_terms(&self.scaled(x), c);
+        terms.into_iter().map(|t| t.1).collect()
+    }
+
+    /// The channels (that the texels have) of a fetch at float coordinates `x`.
+    pub fn fetch(&self, x: &[f32]) -> Vec<u32> {
+        let u = self.scaled(x);
+        (0..self.channels)
+            .map(|c| {
+                if self.filter == FilterMode::Point {
+                    let i: Vec<i64> = u.iter().map(|&q| Self::point(q)).collect();
+                    return self.bits(self.read(&i, c));
+                }
+                let terms = self.linear_terms(&u, c);
+                let r = Self::mix(&terms);
+                if r.is_nan() {
+                    0x7fff_ffff
+                } else {
+                    r.to_bits()
+                }
+            })
+            .collect()
+    }
+
+    /// A fetch at integer coordinate `i` of a texture over linear memory (0 out of range).
+    pub fn fetch_linear(&self, i: i32) -> Vec<u32> {
+        (0..self.channels)
+            .map(|c| {
+                if i < 0 || i as usize >= self.extent[0] {
+                    0
+                } else {
+                    self.bits(self.read(&[i as i64], c))
+                }
+            })
+            .collect()
+    }
+
+    /// `tex2Dgather` of component `comp` at (`x`, `y`): the four texels (i, j+1), (i+1, j+1),
+    /// (i+1, j), (i, j) of the bilinear footprint.
+    pub fn gather(&self, x: f32, y: f32, comp: usize) -> [u32; 4] {
+        let u = self.scaled(&[x, y]);
+        let (i, j) = (Self::lower(u[0]).0, Self::lower(u[1]).0);
+        let at = [(i, j + 1), (i + 1, j + 1), (i + 1, j), (i, j)];
+        at.map(|(a, b)| self.bits(self.read(&[a, b], comp)))
+    }
+}
