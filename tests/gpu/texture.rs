@@ -606,7 +606,8 @@ fn texture_gather_and_lod() {
 
 /// Layered textures: a layered 2-D f32 × 2 array (5 × 4, 3 layers) and a layered 1-D u8 × 4
 /// one read as normalized floats, every valid sampling state, layers in and out of range
-/// (clamped to the layers there are), against the model of the layer.
+/// (the index read as unsigned and clamped to the last layer, so a negative one reads the
+/// last layer: texprobe4 section d), against the model of the layer.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn texture_layered_every_mode() {
@@ -688,7 +689,7 @@ fn texture_layered_every_mode() {
             let got = out.to_vec().unwrap();
             let want: Vec<Vec<u32>> = (0..n)
                 .map(|i| {
-                    let l = ls[i].clamp(0, layers - 1) as usize;
+                    let l = (ls[i] as u32).min(layers as u32 - 1) as usize;
                     let per = w * h;
                     if is2 {
                         let m = model::<[f32; 2]>(
