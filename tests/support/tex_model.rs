@@ -261,6 +261,32 @@ impl Tex {
         taps.iter().map(|t| self.read(&t.2, c).0).collect()
     }
 
+    /// What a fetch at `x` reads, for failure messages: point sampling's texel index; linear
+    /// filtering's taps (weight in 1/256 steps, `*` where the texel takes part, raw bits of
+    /// each channel).
+    pub fn describe(&self, x: &[f32]) -> String {
+        let u = self.scaled(x);
+        if self.filter == FilterMode::Point {
+            let i: Vec<i64> = u.iter().map(|&q| Self::point(q)).collect();
+            return format!("texel {i:?}");
+        }
+        let taps: Vec<String> = self
+            .linear_taps(&u)
+            .iter()
+            .map(|(w, live, i)| {
+                let bits: Vec<String> = (0..self.channels)
+                    .map(|c| format!("{:#x}", self.read(i, c).1))
+                    .collect();
+                format!(
+                    "{w}{} {i:?} [{}]",
+                    if *live { "*" } else { "" },
+                    bits.join(" ")
+                )
+            })
+            .collect();
+        format!("taps {}", taps.join(", "))
+    }
+
     /// The channels (that the texels have) of a fetch at float coordinates `x`.
     pub fn fetch(&self, x: &[f32]) -> Vec<u32> {
         let u = self.scaled(x);
