@@ -191,14 +191,24 @@ fn assert_no_failures() {
 /// conversion need not keep); on a mismatch, records (for `assert_no_failures`) how many
 /// fetches differ and the first few, with their coordinates and inputs as `coords` describes
 /// them (the model's texels and weights), the bits got and wanted.
+///
+/// Linear filtering of i8 texels read as normalized floats may also be one step (1/32767)
+/// below the model: the rule the simulator and the model take for i8 matches 94.7% of the
+/// probe's fetches, the others being one step lower (docs/SIMULATOR.md).
 fn compare(what: &str, got: &[u32], want: &[Vec<u32>], coords: &dyn Fn(usize) -> String) {
     let f16_nan_ok = what.contains("F16");
+    let i8_linear = what.contains("I8") && what.contains("Linear");
+    let step_below = |w: u32| {
+        let j = (f32::from_bits(w) as f64 * 32767.0).round();
+        f32::max(((j - 1.0) / 32767.0) as f32, -1.0).to_bits()
+    };
     let mut bad = Vec::new();
     for (i, w) in want.iter().enumerate() {
         for (c, &wc) in w.iter().enumerate() {
             let g = got[4 * i + c];
             let both_nan = f32::from_bits(g).is_nan() && f32::from_bits(wc).is_nan();
-            if g != wc && !(f16_nan_ok && both_nan) {
+            let i8_ok = i8_linear && g == step_below(wc);
+            if g != wc && !(f16_nan_ok && both_nan) && !i8_ok {
                 bad.push(format!(
                     "fetch {i} at {} channel {c}: got {g:#x} ({}), want {wc:#x} ({})",
                     coords(i),
