@@ -2,8 +2,8 @@
 //! a texture with linear filtering, clamped edges and texels read as normalized floats, at the
 //! centres of a 100 × 75 output (`torch.nn.functional.interpolate(mode="bilinear",
 //! align_corners=False)`'s sampling points). The result is checked against a host model of the
-//! texture unit (8-bit interpolation weights and the filter's arithmetic as measured on a GPU,
-//! bit for bit) and compared with exact bilinear interpolation (the hardware's weights cost at
+//! texture unit (8-bit interpolation weights and the filter's 16-bit fixed-point arithmetic as
+//! measured on a GPU, bit for bit) and compared with exact bilinear interpolation (the hardware's weights cost at
 //! most ~1/256 of a channel's range).
 //!
 //! Runs on the GPU, or on cudajit's CPU simulator with `CUDAJIT_SIMULATOR=1` (what
@@ -47,8 +47,9 @@ fn bilinear(img: &[[u8; 4]], w: usize, h: usize, x: f32, y: f32, c: usize) -> f6
 
 /// The texture unit's bilinear sample, as measured on a GPU (docs/SIMULATOR.md, "Textures and
 /// surfaces"): x - 0.5 rounded to 8 fractional bits (ties up), weights in 1/256 steps
-/// (w11 = round(a b), the others by difference), the texels of nonzero weight truncated to
-/// 2^-27 of the largest one's leading bit, summed exactly and rounded to f32, ties away from 0.
+/// (w11 = round(a b), the others by difference); u8 texels read as normalized floats are
+/// filtered in 16-bit fixed point: each widened to 16 bits (v * 257), summed with the weights,
+/// the sum rounded to 16 bits (ties up), the result that over 65535.
 fn texture_unit(img: &[[u8; 4]], w: usize, h: usize, x: f32, y: f32, c: usize) -> f32 {
     let tap = |u: f32| {
         let s = ((u as f64 - 0.5) * 256.0 + 0.5).floor();
@@ -56,38 +57,18 @@ fn texture_unit(img: &[[u8; 4]], w: usize, h: usize, x: f32, y: f32, c: usize) -
     };
     let ((i, a), (j, b)) = (tap(x), tap(y));
     let w11 = (a * b + 128) >> 8;
-    let t = |i, j| texel(img, w, h, i, j, c);
-    let terms = [
-        (256 + w11 - a - b, t(i, j)),
-        (a - w11, t(i + 1, j)),
-        (b - w11, t(i, j + 1)),
-        (w11, t(i + 1, j + 1)),
-    ];
-    let live: Vec<(u32, f32)> = terms.into_iter().filter(|t| t.0 > 0).collect();
-    if let [(_, v)] = live[..] {
-        return v;
-    }
-    let exponent = |v: f64| ((v.to_bits() >> 52) & 0x7ff) as i32 - 1023;
-    let Some(top) = live
-        .iter()
-        .filter(|t| t.1 != 0.0)
-        .map(|t| exponent(t.1 as f64))
-        .max()
-    else {
-        return 0.0;
+    let t = |i, j| {
+        let (i, j) = (
+            i64::clamp(i, 0, w as i64 - 1) as usize,
+            i64::clamp(j, 0, h as i64 - 1) as usize,
+        );
+        u32::from(img[j * w + i][c]) * 257
     };
-    let grid = 2f64.powi(top - 27);
-    let sum: f64 = live
-        .iter()
-        .map(|&(wt, v)| wt as f64 * (v as f64 / grid).trunc())
-        .sum::<f64>()
-        * grid
-        / 256.0;
-    if sum == 0.0 {
-        return 0.0;
-    }
-    let ulp = 2f64.powi(exponent(sum).max(-126) - 23);
-    ((sum.abs() / ulp + 0.5).floor() * ulp * sum.signum()) as f32
+    let sum = (256 + w11 - a - b) * t(i, j)
+        + (a - w11) * t(i + 1, j)
+        + (b - w11) * t(i, j + 1)
+        + w11 * t(i + 1, j + 1);
+    ((sum + 128) >> 8) as f32 / 65535.0
 }
 
 fn run() -> cudajit::Result<()> {

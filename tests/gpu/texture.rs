@@ -169,18 +169,46 @@ fn refused(kind: ChannelKind, d: &TextureDesc) -> bool {
         || (d.filter == FilterMode::Linear && !float)
 }
 
+thread_local! {
+    /// The failures `compare` found in this test so far (each test runs on its own thread).
+    static FAILURES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Fails the test if any `compare` so far found a difference, printing every one (so one GPU
+/// run shows each sampling state that differs, not only the first).
+fn assert_no_failures() {
+    let all = FAILURES.with(|f| std::mem::take(&mut *f.borrow_mut()));
+    assert!(
+        all.is_empty(),
+        "{} sampling states differ from the model:\n\n{}",
+        all.len(),
+        all.join("\n\n")
+    );
+}
+
 /// Compares the fetched channels with the model's, bit for bit (a NaN matches any NaN only
 /// where the model's NaN comes from converting an f16 NaN, whose payload the hardware's
-/// conversion need not keep); on a mismatch, fails naming how many fetches differ and the
-/// first few (so one GPU run shows the whole pattern).
+/// conversion need not keep); on a mismatch, records (for `assert_no_failures`) how many
+/// fetches differ and the first few, with their coordinates and inputs as `coords` describes
+/// them (the model's texels and weights), the bits got and wanted.
+///
+/// Linear filtering of i8 texels read as normalized floats may also be one step (1/32767)
+/// below the model: the rule the simulator and the model take for i8 matches 94.7% of the
+/// probe's fetches, the others being one step lower (docs/SIMULATOR.md).
 fn compare(what: &str, got: &[u32], want: &[Vec<u32>], coords: &dyn Fn(usize) -> String) {
     let f16_nan_ok = what.contains("F16");
+    let i8_linear = what.contains("I8") && what.contains("Linear");
+    let step_below = |w: u32| {
+        let j = (f32::from_bits(w) as f64 * 32767.0).round();
+        f32::max(((j - 1.0) / 32767.0) as f32, -1.0).to_bits()
+    };
     let mut bad = Vec::new();
     for (i, w) in want.iter().enumerate() {
         for (c, &wc) in w.iter().enumerate() {
             let g = got[4 * i + c];
             let both_nan = f32::from_bits(g).is_nan() && f32::from_bits(wc).is_nan();
-            if g != wc && !(f16_nan_ok && both_nan) {
+            let i8_ok = i8_linear && g == step_below(wc);
+            if g != wc && !(f16_nan_ok && both_nan) && !i8_ok {
                 bad.push(format!(
                     "fetch {i} at {} channel {c}: got {g:#x} ({}), want {wc:#x} ({})",
                     coords(i),
@@ -190,13 +218,15 @@ fn compare(what: &str, got: &[u32], want: &[Vec<u32>], coords: &dyn Fn(usize) ->
             }
         }
     }
-    assert!(
-        bad.is_empty(),
-        "{what}: {} of {} channels differ from the model; the first:\n{}",
-        bad.len(),
-        want.iter().map(Vec::len).sum::<usize>(),
-        bad[..bad.len().min(8)].join("\n")
-    );
+    if !bad.is_empty() {
+        let msg = format!(
+            "{what}: {} of {} channels differ from the model; the first:\n{}",
+            bad.len(),
+            want.iter().map(Vec::len).sum::<usize>(),
+            bad[..bad.len().min(6)].join("\n")
+        );
+        FAILURES.with(|f| f.borrow_mut().push(msg));
+    }
 }
 
 /// Runs the 2-D fetches of `desc` over `arr` and compares them with `m`.
@@ -239,7 +269,7 @@ fn run_2d<R: TexResult + cudajit::codegen::Scalar, T: Texel>(
         &format!("{desc:?} over {arr:?} ({:?})", T::LAYOUT.kind),
         &got,
         &want,
-        &|i| format!("({}, {})", xs[i], ys[i]),
+        &|i| format!("({}, {}) {}", xs[i], ys[i], m.describe(&[xs[i], ys[i]])),
     );
 }
 
@@ -285,6 +315,7 @@ macro_rules! matrix_tests {
             matrix_2d::<$t>(&ctx, &mut rng);
             matrix_2d::<[$t; 2]>(&ctx, &mut rng);
             matrix_2d::<[$t; 4]>(&ctx, &mut rng);
+            assert_no_failures();
         }
     )*};
 }
@@ -396,9 +427,12 @@ fn texture_1d_and_3d_every_mode() {
                 continue;
             }
             let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&at(i))).collect();
-            compare(&what, &got, &want, &|i| format!("{:?}", at(i)));
+            compare(&what, &got, &want, &|i| {
+                format!("{:?} {}", at(i), m.describe(&at(i)))
+            });
         }
     }
+    assert_no_failures();
 }
 
 /// Textures over linear memory (integer coordinates, 0 out of range) and pitched 2-D memory
@@ -515,9 +549,10 @@ fn texture_linear_and_pitched_memory() {
         let m = model::<[i16; 2]>(dense.clone(), [w, h, 1], 2, &desc);
         let want: Vec<Vec<u32>> = (0..n).map(|i| m.fetch(&[xs[i], ys[i]])).collect();
         compare("pitched i16x2", &out.to_vec().unwrap(), &want, &|i| {
-            format!("({}, {})", xs[i], ys[i])
+            format!("({}, {}) {}", xs[i], ys[i], m.describe(&[xs[i], ys[i]]))
         });
     }
+    assert_no_failures();
     // A pitch shorter than a row, or memory too short: usage errors.
     let d = TextureDesc::default();
     assert!(matches!(
@@ -606,7 +641,8 @@ fn texture_gather_and_lod() {
 
 /// Layered textures: a layered 2-D f32 × 2 array (5 × 4, 3 layers) and a layered 1-D u8 × 4
 /// one read as normalized floats, every valid sampling state, layers in and out of range
-/// (clamped to the layers there are), against the model of the layer.
+/// (the index read as unsigned and clamped to the last layer, so a negative one reads the
+/// last layer: texprobe4 section d), against the model of the layer.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn texture_layered_every_mode() {
@@ -688,7 +724,7 @@ fn texture_layered_every_mode() {
             let got = out.to_vec().unwrap();
             let want: Vec<Vec<u32>> = (0..n)
                 .map(|i| {
-                    let l = ls[i].clamp(0, layers - 1) as usize;
+                    let l = (ls[i] as u32).min(layers as u32 - 1) as usize;
                     let per = w * h;
                     if is2 {
                         let m = model::<[f32; 2]>(
@@ -718,6 +754,7 @@ fn texture_layered_every_mode() {
             });
         }
     }
+    assert_no_failures();
     // A layered texture given to a plain 2-D parameter: a launch error.
     let tex = TextureObject::<f32>::from_array(&a2, &TextureDesc::default()).unwrap();
     let kp = Kernel::<(Texture2d<f32>, &mut [f32])>::build("texture_not_layered", |k, (t, o)| {

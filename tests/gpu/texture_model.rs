@@ -66,12 +66,79 @@ fn tex_model_point_thresholds_match_the_probe() {
         let below = m.fetch(&[f(thr - 1)]);
         assert_eq!(below, [(k as f32 - 1.0).to_bits()], "N {n} k {k}, below");
     }
-    // N = 65535, k = 1: u = 33 / 2^21 (the probe found no threshold near f32(1/N)).
+    // N = 65535, k = 1: u = 65 / 2^22 (texprobe3 found no threshold near f32(1/N);
+    // texprobe4's `c_65535_thr[0]`).
     let m = ramp(65535, FilterMode::Point);
-    let u = 33.0 / 2097152.0f32;
+    let u = 65.0 / 4194304.0f32;
     assert_eq!(m.fetch(&[u]), [1.0f32.to_bits()]);
     assert_eq!(m.fetch(&[f(u.to_bits() - 1)]), [0]);
     assert_eq!(m.fetch(&[1.0 / 65535.0]), [0]);
+    // Extents of 32767 and more keep 22 fractional bits (texprobe4.npz `c_{N}_thr[k - 1]`).
+    for (n, k, thr) in [
+        (65535usize, 12345u32, 1_044_440_272u32),
+        (65535, 32767, 1_056_964_352),
+        (40000, 1, 936_509_440),
+        (40000, 12345, 1_050_543_136),
+        (32767, 32766, 1_065_352_704),
+    ] {
+        let m = ramp(n, FilterMode::Point);
+        assert_eq!(m.fetch(&[f(thr)]), [(k as f32).to_bits()], "N {n} k {k}");
+        let below = m.fetch(&[f(thr - 1)]);
+        assert_eq!(below, [(k as f32 - 1.0).to_bits()], "N {n} k {k}, below");
+    }
+}
+
+/// A 1-D linear fetch of texels (`v0`, `v1`) of `kind` (raw bits) at weight `a`/256 on
+/// `v1`, read as normalized floats where integers.
+fn pair(kind: ChannelKind, v0: u32, v1: u32, a: u32) -> u32 {
+    let m = Tex {
+        kind,
+        channels: 1,
+        extent: [2, 1, 1],
+        dims: 1,
+        texels: vec![[v0, 0, 0, 0], [v1, 0, 0, 0]],
+        address: [AddressMode::Clamp; 3],
+        filter: FilterMode::Linear,
+        normalized_coords: false,
+        read_normalized: !matches!(kind, ChannelKind::F32 | ChannelKind::F16),
+    };
+    m.fetch(&[0.5 + a as f32 / 256.0])[0]
+}
+
+/// The second probe's filtering (probe/texprobe4.npz, fitted by probe/fit4.py): rows of
+/// `a1_{T}_tex` / `a1_{T}_out` (normalized-read integers in 16-bit fixed point, f16 at f16
+/// precision), `b1_tiny` (f32 subnormals flushed), `b1_spec` (NaN of weight 0 ignored).
+#[test]
+fn tex_model_second_probe_rows() {
+    use ChannelKind::*;
+    let i = |v: i32| v as u32;
+    for (kind, v0, v1, a, want) in [
+        (U8, 0, 255, 122, 0x3ef4_00f4u32),
+        (U8, 119, 122, 152, 0x3ef2_82f3),
+        (U8, 2, 49, 95, 0x3d9c_209c),
+        (U16, 0, 65535, 243, 0x3f72_fff3),
+        (U16, 59170, 11149, 17, 0x3f5a_addb),
+        (I16, 0, 32767, 7, 0x3ce0_01c0),
+        (I16, i(-3134), 27486, 67, 0x3e18_8131),
+        (I8, i(67), i(-113), 100, 0xbcd5_c1ac),
+        (F16, 0, 64511, 244, 0xc773_e000),
+        (F16, 15438, 16322, 102, 0x3fb5_c000),
+        (F16, 24616, 1595, 221, 0x4291_8000),
+        (F32, 0x8000_0000, 0x0080_0000, 50, 0),
+        (F32, 0x8000_0000, 0x8080_0000, 50, 0x8000_0000),
+        (F32, 0x0081_6e11, 0x8081_6e0a, 50, 0),
+        (F32, 0x0081_6e11, 0x8081_6e0a, 0, 0x0081_6e11),
+        (F32, 0x3f80_0000, 0x7fc0_0000, 0, 0x3f80_0000),
+        (F32, 0x3f80_0000, 0x7fc0_0000, 1, 0x7fff_ffff),
+        (F32, 0x7f80_0000, 0xff80_0000, 9, 0x7fff_ffff),
+        (F16, 0x3c00, 0x7e00, 1, 0x7fff_e000),
+    ] {
+        assert_eq!(
+            pair(kind, v0, v1, a),
+            want,
+            "{kind:?} {v0:#x} {v1:#x} at {a}/256"
+        );
+    }
 }
 
 /// Normalized linear sampling of a ramp (the probe's `linear_ramp_{7,100}`): u, the result.

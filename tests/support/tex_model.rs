@@ -1,15 +1,22 @@
 // The host model of the texture unit (the CUDA programming guide's "Texture Fetching"
-// appendix, with the arithmetic an H200 showed: probe/fit.py fits it bit for bit): what
-// tests/gpu/texture.rs compares the simulator's and the GPU's fetches with. Texel centres at
-// +0.5; normalized coordinates floored to 21 fractional bits, then times the extent exactly;
-// linear filtering with x - 0.5 rounded to 8 fractional bits, ties up (weights of 9-bit fixed
-// point); 2-D weights w11 = round(a b), the others by difference (exact marginals); 3-D (not
-// probed) each 2-D weight split by c the same way; the mix: texels of nonzero weight
-// truncated toward zero to 2^(E-27) (E the largest one's exponent), summed exactly, rounded
-// to f32 ties away from zero. Each texel index a fetch reads addressed on its own (clamp to
-// the edge, border 0, wrap modulo the size, mirror); integer texels read as normalized floats
-// (unsigned v / MAX, signed max(v / MAX, -1)) or as 32-bit integers. A filtered NaN is the
-// canonical NaN 0x7fffffff (the GPU's arithmetic's).
+// appendix, with the arithmetic an H200 showed: probe/fit.py and probe/fit4.py fit it bit for
+// bit): what tests/gpu/texture.rs compares the simulator's and the GPU's fetches with. Texel
+// centres at +0.5; unnormalized coordinates floored to 21 fractional bits; normalized ones to
+// 21 (22 over more than 16384 texels), then times the extent exactly; linear filtering with
+// x - 0.5 rounded to 8 fractional bits, ties up (weights of 9-bit fixed point); 2-D weights
+// w11 = round(a b), the others by difference (exact marginals); 3-D (not probed) each 2-D
+// weight split by c the same way. The float mix (f32, f16 texels): a texel takes part where
+// its fractions are nonzero (2-D: even at rounded weight 0); a NaN taking part, or
+// infinities of both signs, give the canonical NaN (f32 0x7fffffff, f16 0x7fffe000); an
+// infinity wins; f32 subnormal texels count as zeros; texels of nonzero weight truncated
+// toward zero to 2^(E-27) (f16: 2^(E-14)), E the largest one's exponent, summed exactly,
+// rounded ties away from zero to f32 (f16 texels: to f16); an f32 subnormal result flushed
+// to zero with the sum's sign. Normalized-read integers filter in 16-bit fixed point: texels
+// widened (u8 times 257), summed, rounded to 16 bits ties up, read as 16-bit (i8: round of
+// I * 32767 / 32512, the closest rule found, not exact). Each texel index a fetch reads
+// addressed on its own (clamp to the edge, border 0, wrap modulo the size, mirror); integer
+// texels read as normalized floats (unsigned v / MAX, signed max(v / MAX, -1)) or as 32-bit
+// integers.
 
 use cudajit::memory::{AddressMode, ChannelKind, FilterMode};
 
@@ -99,34 +106,41 @@ impl Tex {
         }
     }
 
-    /// The coordinates in texels, in 1/2^21 steps (normalized ones floored to 21 fractional
-    /// bits first, then times the extent; unnormalized ones floored: the same for every
-    /// decision the sampler takes on them).
+    /// The coordinates in texels, in 1/2^22 steps (normalized ones floored to 21 fractional
+    /// bits, 22 over more than 16384 texels, then times the extent; unnormalized ones floored
+    /// to 21 bits).
     fn scaled(&self, x: &[f32]) -> Vec<f64> {
         (0..self.dims)
             .map(|d| {
-                let q = (x[d] as f64 * 2097152.0).floor();
+                let n = self.extent[d];
+                let bits = if self.normalized_coords && n > 16384 {
+                    22
+                } else {
+                    21
+                };
+                let q = (x[d] as f64 * 2f64.powi(bits)).floor();
                 let q = if q.is_nan() {
                     0.0
                 } else {
                     q.clamp(-1e30, 1e30)
                 };
-                if self.normalized_coords {
-                    q * self.extent[d] as f64
+                let q = if self.normalized_coords {
+                    q * n as f64
                 } else {
                     q
-                }
+                };
+                q * 2f64.powi(22 - bits)
             })
             .collect()
     }
 
     /// Point sampling's texel and linear filtering's lower texel with the upper one's weight
-    /// (in 1/256 steps), from a coordinate in 1/2^21 steps.
+    /// (in 1/256 steps), from a coordinate in 1/2^22 steps.
     fn point(q: f64) -> i64 {
-        (q / 2097152.0).floor() as i64
+        (q / 4194304.0).floor() as i64
     }
     fn lower(q: f64) -> (i64, u32) {
-        let s = ((q - 1048576.0) / 8192.0 + 0.5).floor();
+        let s = ((q - 2097152.0) / 16384.0 + 0.5).floor();
         ((s / 256.0).floor() as i64, s.rem_euclid(256.0) as u32)
     }
 
@@ -147,62 +161,95 @@ impl Tex {
         w
     }
 
-    /// The filter's sum of `terms` (weight in 1/256 steps, texel): texels of nonzero weight
-    /// truncated to 2^(E-27), summed exactly (in f64: at most 39 significant bits), rounded
-    /// to f32 with ties away from zero.
-    fn mix(terms: &[(u32, f32)]) -> f32 {
-        let t: Vec<(u32, f32)> = terms.iter().copied().filter(|p| p.0 > 0).collect();
-        if t.len() == 1 {
-            return t[0].1;
+    /// The float filter's result (f32 bits) of `terms` (weight in 1/256 steps, whether the
+    /// texel takes part, texel), for f32 texels or (`f16`) f16 ones: see the header.
+    fn mix(terms: &[(u32, bool, f32)], f16: bool) -> u32 {
+        let nan = if f16 { 0x7fff_e000 } else { 0x7fff_ffff };
+        let live: Vec<(u32, f32)> = terms.iter().filter(|t| t.1).map(|t| (t.0, t.2)).collect();
+        if live.iter().any(|p| p.1.is_nan()) {
+            return nan;
         }
-        if t.iter().any(|p| p.1.is_nan()) {
-            return f32::NAN;
-        }
-        let inf: Vec<f32> = t.iter().map(|p| p.1).filter(|v| v.is_infinite()).collect();
+        let inf: Vec<f32> = live
+            .iter()
+            .map(|p| p.1)
+            .filter(|v| v.is_infinite())
+            .collect();
         if let Some(&first) = inf.first() {
             return if inf.iter().all(|&v| v == first) {
-                first
+                first.to_bits()
             } else {
-                f32::NAN
+                nan
             };
         }
-        let e = t
-            .iter()
-            .filter(|p| p.1 != 0.0)
-            .map(|p| exponent(p.1 as f64))
-            .max();
-        let Some(e) = e else {
-            return if t.iter().all(|p| p.1.is_sign_negative()) {
-                -0.0
-            } else {
-                0.0
-            };
+        // f32 subnormals count as zeros (keeping their sign).
+        let live: Vec<(u32, f32)> = live
+            .into_iter()
+            .map(|(w, v)| {
+                if !f16 && v != 0.0 && v.abs() < f32::MIN_POSITIVE {
+                    (w, 0.0f32.copysign(v))
+                } else {
+                    (w, v)
+                }
+            })
+            .collect();
+        let counted = || live.iter().filter(|p| p.0 > 0 && p.1 != 0.0);
+        let Some(e) = counted().map(|p| exponent(p.1 as f64)).max() else {
+            let neg = live.iter().all(|p| p.1 == 0.0 && p.1.is_sign_negative());
+            return if neg { 0x8000_0000 } else { 0 };
         };
-        let grid = 2f64.powi(e - 27);
-        let sum: f64 = t
-            .iter()
+        let grid = 2f64.powi(e - if f16 { 14 } else { 27 });
+        let sum: f64 = counted()
             .map(|&(w, v)| w as f64 * (v as f64 / grid).trunc())
             .sum::<f64>()
             * grid
             / 256.0;
         if sum == 0.0 {
-            return 0.0;
+            return 0;
         }
-        let ulp = 2f64.powi(exponent(sum).max(-126) - 23);
-        ((sum.abs() / ulp + 0.5).floor() * ulp * sum.signum()) as f32
+        let (min_exp, frac_bits) = if f16 { (-14, 10) } else { (-126, 23) };
+        let ulp = 2f64.powi(exponent(sum).max(min_exp) - frac_bits);
+        let r = (sum.abs() / ulp + 0.5).floor() * ulp;
+        if r == 0.0 || (!f16 && r < f32::MIN_POSITIVE as f64) {
+            return if sum < 0.0 { 0x8000_0000 } else { 0 };
+        }
+        ((r * sum.signum()) as f32).to_bits()
     }
 
-    /// The (weight, texel) pairs of channel `c` of a linear fetch at `u` (in 1/2^21 steps).
-    fn linear_terms(&self, u: &[f64], c: usize) -> Vec<(u32, f32)> {
+    /// The filter's result for normalized-read integer texels: `terms` (weight in 1/256 steps,
+    /// the integer) in 16-bit fixed point (see the header).
+    fn mix_int(&self, terms: &[(u32, i64)]) -> u32 {
+        let sum = |k: f64| {
+            terms
+                .iter()
+                .map(|&(w, v)| w as f64 * v as f64 * k)
+                .sum::<f64>()
+        };
+        let r = match self.kind {
+            ChannelKind::U8 => ((sum(257.0) / 256.0 + 0.5).floor() / 65535.0) as f32,
+            ChannelKind::U16 => ((sum(1.0) / 256.0 + 0.5).floor() / 65535.0) as f32,
+            ChannelKind::I16 => f32::max(((sum(1.0) / 256.0 + 0.5).floor() / 32767.0) as f32, -1.0),
+            _ => {
+                // i8: round(I * 32767 / 32512) ties up, exactly in integers.
+                let i = sum(1.0) as i64;
+                let j = (2 * i * 32767 + 32512).div_euclid(65024);
+                f32::max((j as f64 / 32767.0) as f32, -1.0)
+            }
+        };
+        r.to_bits()
+    }
+
+    /// The (weight, takes part, texel index) triples of a linear fetch at `u` (in 1/2^22
+    /// steps).
+    fn linear_taps(&self, u: &[f64]) -> Vec<(u32, bool, Vec<i64>)> {
         let lw: Vec<(i64, u32)> = u.iter().map(|&q| Self::lower(q)).collect();
         let fr: Vec<u32> = lw.iter().map(|p| p.1).collect();
         let w = Self::weights(&fr);
         (0..1usize << self.dims)
             .map(|corner| {
-                let i: Vec<i64> = (0..self.dims)
-                    .map(|d| lw[d].0 + (corner >> d & 1) as i64)
-                    .collect();
-                (w[corner], self.read(&i, c).0)
+                let up = |d: usize| corner >> d & 1 == 1;
+                let i: Vec<i64> = (0..self.dims).map(|d| lw[d].0 + up(d) as i64).collect();
+                let live = (0..self.dims).all(|d| !up(d) || fr[d] != 0);
+                (w[corner], live, i)
             })
             .collect()
     }
@@ -210,8 +257,34 @@ impl Tex {
     /// The texels of channel `c` that a linear fetch at float coordinates `x` reads (weight
     /// zero or not).
     pub fn footprint(&self, x: &[f32], c: usize) -> Vec<f32> {
-        let terms = self.linear_terms(&self.scaled(x), c);
-        terms.into_iter().map(|t| t.1).collect()
+        let taps = self.linear_taps(&self.scaled(x));
+        taps.iter().map(|t| self.read(&t.2, c).0).collect()
+    }
+
+    /// What a fetch at `x` reads, for failure messages: point sampling's texel index; linear
+    /// filtering's taps (weight in 1/256 steps, `*` where the texel takes part, raw bits of
+    /// each channel).
+    pub fn describe(&self, x: &[f32]) -> String {
+        let u = self.scaled(x);
+        if self.filter == FilterMode::Point {
+            let i: Vec<i64> = u.iter().map(|&q| Self::point(q)).collect();
+            return format!("texel {i:?}");
+        }
+        let taps: Vec<String> = self
+            .linear_taps(&u)
+            .iter()
+            .map(|(w, live, i)| {
+                let bits: Vec<String> = (0..self.channels)
+                    .map(|c| format!("{:#x}", self.read(i, c).1))
+                    .collect();
+                format!(
+                    "{w}{} {i:?} [{}]",
+                    if *live { "*" } else { "" },
+                    bits.join(" ")
+                )
+            })
+            .collect();
+        format!("taps {}", taps.join(", "))
     }
 
     /// The channels (that the texels have) of a fetch at float coordinates `x`.
@@ -223,12 +296,22 @@ impl Tex {
                     let i: Vec<i64> = u.iter().map(|&q| Self::point(q)).collect();
                     return self.bits(self.read(&i, c));
                 }
-                let terms = self.linear_terms(&u, c);
-                let r = Self::mix(&terms);
-                if r.is_nan() {
-                    0x7fff_ffff
-                } else {
-                    r.to_bits()
+                let taps = self.linear_taps(&u);
+                match self.kind {
+                    ChannelKind::F32 | ChannelKind::F16 => {
+                        let terms: Vec<(u32, bool, f32)> = taps
+                            .iter()
+                            .map(|t| (t.0, t.1, self.read(&t.2, c).0))
+                            .collect();
+                        Self::mix(&terms, self.kind == ChannelKind::F16)
+                    }
+                    _ => {
+                        let terms: Vec<(u32, i64)> = taps
+                            .iter()
+                            .map(|t| (t.0, self.read(&t.2, c).1 as i32 as i64))
+                            .collect();
+                        self.mix_int(&terms)
+                    }
                 }
             })
             .collect()

@@ -3,13 +3,19 @@
 //! texel centres at +0.5, fixed-point coordinates, linear filtering with weights of 8
 //! fractional bits (9-bit fixed point: 1.0 is exact), the address modes applied to each texel
 //! index a fetch reads, border texels zero, integer texels read as normalized floats
-//! (`u8 / 255`, `i8 / 127` clamped to -1, ...) or as integers. A filtered NaN is the canonical
-//! NaN (`0x7fffffff`, what the GPU's float arithmetic gives; its payload is not promised).
+//! (`u8 / 255`, `i8 / 127` clamped to -1, ...) or as integers; linear filtering mixes f32 and
+//! f16 texels in floating point and normalized-read integers in 16-bit fixed point (both in
+//! `tex_filter.rs`). A filtered NaN is the canonical NaN (`0x7fffffff`; f16 texels
+//! `0x7fffe000`). A layer index is read as unsigned and clamped to the last layer (so a
+//! negative one reads the last layer, as the GPU does).
 
 use half::f16;
 
 use super::global;
-use super::tex_filter::{corner_weights, fixed_coord, linear_index, mix, point_index};
+use super::tex_filter::{
+    corner_live, corner_weights, fixed_coord, linear_index, mix, mix_normalized, point_index,
+    FloatFormat, Tap,
+};
 use super::texture::View;
 use crate::backend::texture::{AddressMode, ChannelKind, FilterMode, TexDesc};
 use crate::ir::{ScalarTy, TexFetch};
@@ -130,10 +136,11 @@ pub(super) fn fetch(
     ret: ScalarTy,
 ) -> u64 {
     let dims = v.dims as usize;
-    // A layer index out of range reads the nearest layer.
+    // A layer index is unsigned, clamped to the last layer (probe d: a negative one reads the
+    // last layer).
     let layer = if kind == TexFetch::Layered {
-        let l = coords.get(dims).map_or(0, |&c| c as u32 as i32 as i64);
-        l.clamp(0, v.extent[2] as i64 - 1) as usize
+        let l = coords.get(dims).map_or(0, |&c| u64::from(c as u32));
+        l.min(v.extent[2] as u64 - 1) as usize
     } else {
         0
     };
@@ -172,19 +179,52 @@ pub(super) fn fetch(
     let taps: Vec<(i64, u32)> = x.iter().map(|&x| linear_index(x)).collect();
     let fracs: Vec<u32> = taps.iter().map(|t| t.1).collect();
     let weights = corner_weights(&fracs);
-    let terms = (0..1usize << dims).map(|corner| {
+    let corner_at = |corner: usize| {
         let mut i = [0i64; 3];
         for (k, &(lo, _)) in taps.iter().enumerate() {
             i[k] = lo + (corner >> k & 1) as i64;
         }
-        let t = texel(v, d, addressed(v, d, &i[..dims], layer), channel, ret).f();
-        (weights[corner], t)
-    });
-    let r = mix(terms);
-    // A NaN from the filter's arithmetic is the GPU's canonical NaN.
-    if r.is_nan() {
-        0x7fff_ffff
-    } else {
-        r.to_bits() as u64
+        addressed(v, d, &i[..dims], layer)
+    };
+    let corners = 0..1usize << dims;
+    let fmt = match v.texel.kind {
+        ChannelKind::F32 => FloatFormat::F32,
+        ChannelKind::F16 => FloatFormat::F16,
+        kind => {
+            let terms: Vec<(u32, i64)> = corners
+                .map(|k| (weights[k], int_texel(v, d, corner_at(k), channel)))
+                .collect();
+            return u64::from(mix_normalized(kind, &terms).to_bits());
+        }
+    };
+    let terms: Vec<Tap> = corners
+        .map(|k| Tap {
+            w: weights[k],
+            live: corner_live(&fracs, k),
+            v: texel(v, d, corner_at(k), channel, ret).f(),
+        })
+        .collect();
+    u64::from(mix(&terms, fmt))
+}
+
+/// Channel `c` of an integer texel at `idx` as the integer it holds (a border texel: the
+/// border color in the same units, an unmeasured guess; a channel the texel lacks: 0).
+fn int_texel(v: &View, d: &TexDesc, idx: Option<[usize; 3]>, c: usize) -> i64 {
+    let kind = v.texel.kind;
+    let Some(at) = idx else {
+        let full = match kind {
+            ChannelKind::U8 => 255.0,
+            ChannelKind::I8 => 127.0,
+            ChannelKind::U16 => 65535.0,
+            _ => 32767.0,
+        };
+        return (f64::from(d.border[c]) * full).round() as i64;
+    };
+    let bits = raw(v, at, c);
+    match kind {
+        ChannelKind::I8 => i64::from(bits as u8 as i8),
+        ChannelKind::I16 => i64::from(bits as u16 as i16),
+        ChannelKind::U8 => i64::from(bits as u8),
+        _ => i64::from(bits as u16),
     }
 }
