@@ -2,8 +2,10 @@
 //! probe (probe/texprobe3.npz, an H200; probe/fit.py fits the whole data set bit for bit):
 //! normalized point-sampling thresholds, normalized linear sampling of a ramp, 1-D and 2-D
 //! linear mixes (host only). Then the probe's kinds of fetch on fresh random data, on the
-//! device (GPU or simulator) against the model, bit for bit. Also the comparison of 3-D
-//! linear fetches, whose weights the probe did not measure.
+//! device (GPU or simulator) against the model, bit for bit, with texprobe4's kinds too (u8,
+//! u16, i16, f16, f32 pairs at every weight with special values, 2-D specials, extents of
+//! 32767 and more). Also the comparison of 3-D linear fetches, whose weights the probe did not
+//! measure.
 
 use cudajit::codegen::{Kernel, Texture1d, Texture2d};
 use cudajit::memory::{
@@ -13,6 +15,8 @@ use cudajit::prelude::*;
 
 use crate::common::{ctx, Rng};
 use crate::support::tex_model::Tex;
+use crate::texture::{texels, Texel};
+use cudajit::f16;
 
 /// A 1-channel f32 texture of `dims` dimensions over `texels` (bits), clamped.
 fn tex_model(
@@ -326,9 +330,10 @@ fn same(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(usize) -> Vec<f32>) {
             (got[i] != want).then(|| {
                 let (g, w) = (f32::from_bits(got[i]), f32::from_bits(want));
                 format!(
-                    "at {:?}: got {g:e} ({:#x}) want {w:e} ({want:#x})",
+                    "at {:?}: got {g:e} ({:#x}) want {w:e} ({want:#x}); {}",
                     at(i),
-                    got[i]
+                    got[i],
+                    m.describe(&at(i))
                 )
             })
         })
@@ -340,6 +345,40 @@ fn same(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(usize) -> Vec<f32>) {
         got.len(),
         bad[..bad.len().min(8)].join("\n")
     );
+}
+
+/// Texprobe4's pairs on fresh data: 1-D linear fetches of `T` texels (random, with the
+/// format's special values mixed in; integers read as normalized floats) at every weight and
+/// the ties between, against the model bit for bit.
+fn pairs_every_weight<T: Texel>(rng: &mut Rng) {
+    let ctx = ctx();
+    let n = 64;
+    let (raw, typed) = texels::<T>(n, rng);
+    let mut arr = CudaArray::<T>::new_1d(&ctx, n).unwrap();
+    arr.copy_from_host(&typed).unwrap();
+    let kind = T::LAYOUT.kind;
+    let norm = !matches!(kind, ChannelKind::F16 | ChannelKind::F32);
+    let desc = TextureDesc::default()
+        .address(AddressMode::Clamp)
+        .filter(FilterMode::Linear)
+        .read_normalized(norm);
+    let tex = TextureObject::<f32>::from_array(&arr, &desc).unwrap();
+    let xs: Vec<f32> = (0..n / 2 * 513)
+        .map(|i| (2 * (i / 513)) as f32 + 0.5 + (i % 513) as f32 / 512.0)
+        .collect();
+    let m = Tex {
+        kind,
+        channels: 1,
+        extent: [n, 1, 1],
+        dims: 1,
+        texels: raw,
+        address: [AddressMode::Clamp; 3],
+        filter: FilterMode::Linear,
+        normalized_coords: false,
+        read_normalized: norm,
+    };
+    let what = format!("{kind:?} pairs at every weight");
+    same(&what, &fetch(&tex, &xs, None), &m, &|i| vec![xs[i]]);
 }
 
 /// The probe's fetches on fresh data: 1-D linear mixes of wide-ranging f32 pairs at every
@@ -387,8 +426,25 @@ fn texture_filter_matches_the_model() {
     let m2 = tex_model(&bits(&t2), [w, h, 1], 2, FilterMode::Linear, false);
     let got = fetch(&tex2, &xs, Some(&ys));
     same("2-D mix", &got, &m2, &|i| vec![xs[i], ys[i]]);
+    // 2-D f32 with subnormals, NaN and infinities mixed in (texprobe4 b2): corners of
+    // rounded weight 0 still take part.
+    let (raw2, typed2) = texels::<f32>(w * h, &mut rng);
+    let mut s2 = CudaArray::<f32>::new_2d(&ctx, w, h).unwrap();
+    s2.copy_from_host(&typed2).unwrap();
+    let tex_s = TextureObject::<f32>::from_array(&s2, &lin).unwrap();
+    let special: Vec<u32> = raw2.iter().map(|t| t[0]).collect();
+    let ms = tex_model(&special, [w, h, 1], 2, FilterMode::Linear, false);
+    let got = fetch(&tex_s, &xs, Some(&ys));
+    same("2-D mix with specials", &got, &ms, &|i| vec![xs[i], ys[i]]);
+    // Texprobe4's formats: pairs at every weight (i8 is left to the every-mode tests, which
+    // allow its unfitted last step).
+    pairs_every_weight::<u8>(&mut rng);
+    pairs_every_weight::<u16>(&mut rng);
+    pairs_every_weight::<i16>(&mut rng);
+    pairs_every_weight::<f16>(&mut rng);
+    pairs_every_weight::<f32>(&mut rng);
     // Normalized ramps: point sampling at the 64 f32s around k / N, linear at random u.
-    for n in [3usize, 7, 100, 1000, 4097, 65535] {
+    for n in [3usize, 7, 100, 1000, 4097, 32767, 40000, 65535] {
         let ramp: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let mut a = CudaArray::<f32>::new_1d(&ctx, n).unwrap();
         a.copy_from_host(&ramp).unwrap();

@@ -24,8 +24,9 @@
 //! - Normalized-read integers ([`mix_normalized`]) are filtered in 16-bit fixed point: each
 //!   texel widened to 16 bits (u8: `v * 257`; u16, i16: as is), summed with its weights, the
 //!   sum rounded to 16 bits ties up, then read as a 16-bit texel (`J / 65535`, or
-//!   `max(J / 32767, -1)`). i8 (not fitted exactly: 94.7% of the probe's fetches, the others one
-//!   step of 1/32767 lower): `round(I * 32767 / 32512)` of the raw sum `I = sum w v`.
+//!   `max(J / 32767, -1)`). i8 (not fitted exactly: 94.8% of the probe's 1-D fetches, the
+//!   others one step of 1/32767 lower): `round(I * 32767 / 32512)` of the raw sum
+//!   `I = sum w v`.
 
 use crate::backend::texture::ChannelKind;
 
