@@ -12,7 +12,13 @@
 #     256); the result is f32(J / 65535) (unsigned) or max(f32(J / 32767), -1) (signed): u8, u16,
 #     i16 match 100%. i8 does not fit any such rule: the result is a function of the raw sum
 #     I = sum w v (no conflicts over 51,325 distinct sums) and equals round(I * 32767 / 32512)
-#     to within one step (94.8% of fetches exactly; the rest one step lower). Point reads are
+#     to within one step (94.8% of fetches exactly; the rest one step off, nearly always
+#     lower). Tried and rejected for i8 (none exact): widening tables (258 v + (v >> 6), with
+#     the -64 exception the weight-256 reads show) with any constant rounding offset; lerps
+#     V0 + round(a (V1 - V0)); floor((I K + c) / 2^s) for any K near 32767/32512 * 2^s,
+#     s = 7..25, any c; I / 32512 in fixed point (14..25 bits, floor/trunc/nearest, or by a
+#     truncated reciprocal) then round(x 32767); I / 32512 rounded to a 12..21-bit float;
+#     the f32 or f16 mix of f32(v / 127) then round(x 32767). Point reads are
 #     exactly f32(v / 255), f32(v / 127) clamped to -1, and so on (conversion tables 100%).
 #     f16 texels are mixed like f32 ones but at f16 precision: aligned to the largest texel's
 #     exponent E and truncated to 2^(E-14), summed exactly, rounded to f16 ties away from zero
