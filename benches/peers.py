@@ -829,7 +829,10 @@ def w_resize(r):
                 got = out
                 ref = ndi.zoom(lib.f64(x), z, order=1, mode="nearest", grid_mode=True)
             lib.sync()
-            rel = check_close(lib, "resize", got, ref, 1e-5)
+            # Not 1e-5: each library computes the sampling points in f32 ((x + 0.5) * scale -
+            # 0.5 at x up to 6144 is off the float64 point by up to ~4e-4 texel), and with
+            # random pixels that moves the result by ~2e-4 of its norm (measured on an H200).
+            rel = check_close(lib, "resize", got, ref, 1e-3)
             return r.time(impl, fn), "relative error vs float64 %.1e" % rel
 
         r.peer("resize", impl, variant, body, b)

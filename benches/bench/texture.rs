@@ -76,7 +76,10 @@ impl Bench {
             o * o,
             |i| got[i] as f64,
             |i| bilinear(&img, m, o, i % o, i / o),
-            4e-3,
+            // The texture unit's weights are multiples of 1/256 (a sampling point moves by up to
+            // 1/512 texel): 5.9e-3 of the norm on random pixels (H200), against exact bilinear
+            // interpolation in f64.
+            1e-2,
         )?;
         drop(got);
         let t = self.time_gpu(|| k.launch(&self.stream, cfg, (&tex, &mut out, o as u32, s)))?;

@@ -317,6 +317,22 @@ impl Tex {
             .collect()
     }
 
+    /// A fetch at `x` from a 1-D CUDA array (not layered): filtered as a 2-D texture of one row
+    /// read at y = 0, i.e. rows -1 and 0 at weight 1/2 each (measured on an H200: with border
+    /// addressing a linear fetch is half the 1-D mix; the other modes read row 0 twice).
+    pub fn fetch_1d_array(&self, x: f32) -> Vec<u32> {
+        if self.dims != 1 || self.filter != FilterMode::Linear || !self.float_result() {
+            return self.fetch(&[x]);
+        }
+        let rows = Tex {
+            extent: [self.extent[0], 1, 1],
+            dims: 2,
+            texels: self.texels.clone(),
+            ..*self
+        };
+        rows.fetch(&[x, 0.0])
+    }
+
     /// A fetch at integer coordinate `i` of a texture over linear memory (0 out of range).
     pub fn fetch_linear(&self, i: i32) -> Vec<u32> {
         (0..self.channels)

@@ -119,7 +119,8 @@ impl Texel {
 fn addressed(v: &View, d: &TexDesc, i: &[i64], layer: usize) -> Option<[usize; 3]> {
     let mut at = [0, 0, layer];
     for (k, &ik) in i.iter().enumerate() {
-        at[k] = address(ik, v.extent[k], d.address[k])?;
+        // A 1-D array's rows: one (its extent says 0), read when it is filtered as 2-D.
+        at[k] = address(ik, v.extent[k].max(1), d.address[k])?;
     }
     Some(at)
 }
@@ -159,10 +160,25 @@ pub(super) fn fetch(
         }
         return texel(v, d, addressed(v, d, &i, layer), channel, ret).bits();
     }
+    // A 1-D CUDA array is filtered as a 2-D one of one row read at y = 0, i.e. between row -1
+    // and row 0 at weight 1/2 each: with border addressing a linear fetch is half the 1-D mix
+    // (measured on an H200: `texture_1d_and_3d_every_mode`, every such fetch; clamp, wrap and
+    // mirror read row 0 twice, the 1-D mix). Not layered 1-D arrays (`texture_layered_every_mode`
+    // matched the 1-D mix there) nor linear memory.
+    let filtered_2d = dims == 1
+        && !v.linear
+        && d.filter == FilterMode::Linear
+        && ret == ScalarTy::F32
+        && matches!(kind, TexFetch::Sample | TexFetch::Level);
+    let dims = if filtered_2d { 2 } else { dims };
     let x: Vec<i128> = (0..dims)
         .map(|k| {
-            let c = f32::from_bits(coords[k] as u32);
-            fixed_coord(c, d.normalized_coords, v.extent[k])
+            let c = if filtered_2d && k == 1 {
+                0.0
+            } else {
+                f32::from_bits(coords[k] as u32)
+            };
+            fixed_coord(c, d.normalized_coords, v.extent[k].max(1))
         })
         .collect();
     if let TexFetch::Gather(c) = kind {
