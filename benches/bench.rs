@@ -92,6 +92,7 @@ const WORKS: &[&str] = &[
     "gemm_bias_gelu",
     "attention",
     "attention_causal",
+    "resize",
     "mandelbrot_dp",
 ];
 
@@ -196,6 +197,8 @@ mod ours;
 mod procs;
 #[path = "bench/record.rs"]
 mod record;
+#[path = "bench/texture.rs"]
+mod texture;
 #[path = "bench/wgmma_gemm.rs"]
 mod wgmma_gemm;
 
@@ -322,6 +325,7 @@ impl Bench {
                 Bench::matmuls,
             ),
             (&["attention", "attention_causal"], Bench::attention),
+            (&["resize"], Bench::resize),
             (&["mandelbrot_dp"], Bench::dynamic),
         ];
         for (names, f) in works {
@@ -352,6 +356,7 @@ impl Bench {
             "attention" | "attention_causal" if self.opts.quick => "2x2x512 d128 bf16".into(),
             "attention" | "attention_causal" => "8x16x4096 d128 bf16".into(),
             "launch" => "1 elem, 3 arrays".into(),
+            "resize" => texture::resize_label(self.opts.quick),
             "mandelbrot_dp" => {
                 let w = dynamic::side(self.opts.quick);
                 format!("{w}x{w} u32, dwell <= 256")

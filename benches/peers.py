@@ -80,6 +80,7 @@ WORKS = [
     "gemm_bias_gelu",
     "attention",
     "attention_causal",
+    "resize",
     # cudajit only (device launches against host launches): no peer has dynamic parallelism.
     "mandelbrot_dp",
 ]
@@ -136,6 +137,7 @@ class Sizes:
     """The problem sizes; bench.rs uses the same ones and the same labels."""
 
     def __init__(self, quick):
+        self.quick = quick
         if quick:
             self.n, self.n64, self.mat, self.xfer = 1 << 22, 1 << 21, 2048, 1 << 24
             self.launches, self.compiles = 1000, 3
@@ -155,6 +157,9 @@ class Sizes:
             return size_1d(self.n, "i32")
         if work == "launch":
             return "1 elem, 3 arrays"
+        if work == "resize":
+            m, o = resize_sides(self.quick)
+            return "%dx%d->%dx%d f32" % (m, m, o, o)
         if work in ("compile_cold", "compile_cached"):
             return "new kernel"
         if work == "compile_new_process":
@@ -780,6 +785,58 @@ def w_chain(r):
         [("@cuda.jit, 256 threads/block", nb_jit)],
         1e-6,
     )
+
+
+def resize_sides(quick):
+    """Input and output side of the `resize` row (benches/bench/texture.rs has the same)."""
+    return (512, 768) if quick else (4096, 6144)
+
+
+def w_resize(r):
+    """A bilinear image resize, align_corners=False sampling points, edges clamped: torch's
+    interpolate, CuPy's zoom (order 1, grid_mode=True: the same sampling points). Checked
+    against the same library's float64 result."""
+    m, o = resize_sides(r.sizes.quick)
+    b = (m * m + o * o) * 4
+    for impl, variant in (
+        ("torch", 'F.interpolate(mode="bilinear", align_corners=False)'),
+        ("cupy", 'cupyx.scipy.ndimage.zoom(order=1, grid_mode=True, mode="nearest", output=)'),
+    ):
+
+        def body(impl=impl):
+            lib = r.lib_for(impl)
+            x = lib.rand((m, m), -1.0, 1.0, r.next_seed())
+            if impl == "torch":
+                F = lib.t.nn.functional
+                x4 = x[None, None]
+
+                def fn():
+                    return F.interpolate(x4, size=(o, o), mode="bilinear", align_corners=False)
+
+                got = fn()[0, 0]
+                ref = F.interpolate(lib.f64(x4), size=(o, o), mode="bilinear",
+                                    align_corners=False)[0, 0]
+            else:
+                import cupyx.scipy.ndimage as ndi
+
+                out = lib.nan((o, o))
+                z = (o / m, o / m)
+
+                def fn():
+                    ndi.zoom(x, z, output=out, order=1, mode="nearest", grid_mode=True)
+
+                fn()
+                got = out
+                ref = ndi.zoom(lib.f64(x), z, order=1, mode="nearest", grid_mode=True)
+            lib.sync()
+            # Not 1e-5: each library computes the sampling points in f32 ((x + 0.5) * scale -
+            # 0.5 at x up to 6144 is off the float64 point by up to ~4e-4 texel), and with
+            # random pixels that moves the result by ~2e-4 of its norm (measured on an H200).
+            rel = check_close(lib, "resize", got, ref, 1e-3)
+            return r.time(impl, fn), "relative error vs float64 %.1e" % rel
+
+        r.peer("resize", impl, variant, body, b)
+        r.free_all()
 
 
 def w_bcast_add(r):
@@ -2330,6 +2387,7 @@ RUNNERS = [
     (("chain",), w_chain),
     (("add_f64",), w_add_f64),
     (("bcast_add",), w_bcast_add),
+    (("resize",), w_resize),
     (("sum", "max", "argmax"), w_reductions),
     (("row_sum", "col_sum"), w_axis_sums),
     (("scan", "scan_i32"), w_scans),

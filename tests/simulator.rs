@@ -830,3 +830,35 @@ fn ldmatrix_faults_f32() {
         "{msg}"
     );
 }
+
+/// A surface store outside its array is a fault (the `.trap` mode), naming the thread and
+/// the element; the context stays usable.
+#[test]
+fn surface_store_out_of_range_is_a_fault() {
+    use cudajit::codegen::Surface2d;
+    use cudajit::memory::{CudaArray, SurfaceObject};
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let mut a = CudaArray::<f32>::new_2d(&ctx, 4, 3).unwrap();
+    let k = Kernel::<(Surface2d<f32>,)>::build("surface_oob", |k, (sf,)| {
+        let i = k.grid1().cast::<i32>();
+        sf.sust(
+            i,
+            cudajit::codegen::Expr::lit(1),
+            cudajit::codegen::Expr::lit(2.0f32),
+        );
+    })
+    .unwrap();
+    {
+        let sf = SurfaceObject::new(&mut a).unwrap();
+        let (kernel, kind, msg) = fault(k.launch(&s, LaunchConfig::new(1, 8), (&sf,)));
+        assert_eq!(kernel, "surface_oob");
+        assert_eq!(kind, FaultKind::OutOfBounds);
+        assert!(
+            msg.contains("thread (4, 0, 0)") && msg.contains("surface element [4, 1]"),
+            "{msg}"
+        );
+    }
+    a.copy_from_host(&[0.0; 12]).unwrap();
+    assert_eq!(a.to_host().unwrap().len(), 12);
+}

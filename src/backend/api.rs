@@ -18,6 +18,7 @@ use cudajit_sys as sys;
 
 use super::faults::FaultInjector;
 use super::tensor_map::{TensorMapBytes, TensorMapDesc};
+use super::texture::{ArrayDesc, Copy3d, TexDesc, TexResource};
 use super::{HostFnPtr, LinkInput, ModuleImage, StreamCallbackPtr};
 use crate::error::{Error, Result};
 use crate::ir::FunctionIr;
@@ -85,12 +86,30 @@ macro_rules! backend_api {
 /// None` means the synchronous form. Methods that take raw pointers or handles are `unsafe`:
 /// callers guarantee the handles are live and the host ranges valid for the given byte counts.
 pub(crate) trait Backend:
-    DeviceApi + MemoryApi + StreamApi + ModuleApi + LaunchApi + GraphApi + IpcApi + Send + Sync
+    DeviceApi
+    + MemoryApi
+    + StreamApi
+    + ModuleApi
+    + LaunchApi
+    + GraphApi
+    + IpcApi
+    + TextureApi
+    + Send
+    + Sync
 {
 }
 
 impl<T> Backend for T where
-    T: DeviceApi + MemoryApi + StreamApi + ModuleApi + LaunchApi + GraphApi + IpcApi + Send + Sync
+    T: DeviceApi
+        + MemoryApi
+        + StreamApi
+        + ModuleApi
+        + LaunchApi
+        + GraphApi
+        + IpcApi
+        + TextureApi
+        + Send
+        + Sync
 {
 }
 
@@ -658,5 +677,37 @@ backend_api! {
             let _ = ptr;
             Err(no_ipc())
         };
+    }
+}
+
+backend_api! {
+    /// CUDA arrays, the copies to and from them, and texture and surface objects (see
+    /// `texture.rs` for what each takes).
+    trait TextureApi {
+        /// A new CUDA array of the current context (`cuArray3DCreate_v2`).
+        [counted]
+        fn array_create(&self, desc: &ArrayDesc) -> Result<sys::CUarray>;
+        /// Destroys a CUDA array (`cuArrayDestroy`).
+        [releases unsafe]
+        fn array_destroy(&self, a: sys::CUarray) -> Result<()>;
+        /// A 3-D copy between host memory, device memory and CUDA arrays (`cuMemcpy3D_v2`, or
+        /// `cuMemcpy3DAsync_v2` on `stream`). The caller guarantees live arrays and host and
+        /// device ranges valid for the box.
+        [counted unsafe]
+        fn memcpy_3d(&self, copy: &Copy3d, stream: Option<sys::CUstream>) -> Result<()>;
+        /// A texture object over `res` (`cuTexObjectCreate`); the caller keeps `res` alive
+        /// while the object lives.
+        [counted unsafe]
+        fn tex_object_create(&self, res: &TexResource, desc: &TexDesc) -> Result<sys::CUtexObject>;
+        /// Destroys a texture object (`cuTexObjectDestroy`).
+        [releases unsafe]
+        fn tex_object_destroy(&self, t: sys::CUtexObject) -> Result<()>;
+        /// A surface object over a CUDA array made with `CUDA_ARRAY3D_SURFACE_LDST`
+        /// (`cuSurfObjectCreate`).
+        [counted unsafe]
+        fn surf_object_create(&self, a: sys::CUarray) -> Result<sys::CUsurfObject>;
+        /// Destroys a surface object (`cuSurfObjectDestroy`).
+        [releases unsafe]
+        fn surf_object_destroy(&self, s: sys::CUsurfObject) -> Result<()>;
     }
 }

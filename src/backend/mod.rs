@@ -21,6 +21,7 @@ pub(crate) mod faults;
 pub(crate) mod limits;
 pub(crate) mod sim;
 pub(crate) mod tensor_map;
+pub(crate) mod texture;
 
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
@@ -31,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::ir::FunctionIr;
 pub(crate) use api::{
     no_ipc, Backend, DeviceApi, GraphApi, IpcApi, LaunchApi, MemoryApi, ModuleApi, StreamApi,
+    TextureApi,
 };
 
 /// A callback that the backend runs in stream order: `(data)`.

@@ -195,6 +195,7 @@ impl<A: DeviceParams, R: Scalar> DeviceFn<A, R> {
             | Op::Warp(_)
             | Op::Hopper(_)
             | Op::StreamCreate(_)
+            | Op::Texture(_)
             | Op::Load { .. }
             | Op::CallExtern(..) => true,
             _ => false,

@@ -789,6 +789,7 @@ impl<'c> Lowerer<'c, '_> {
             Stmt::Printf(p) => super::printf::lower_printf(self, p)?,
             Stmt::AsyncCopy(c) => super::async_copy::lower_async_copy(self, c)?,
             Stmt::Hopper(h) => super::hopper::lower_hopper_stmt(self, h)?,
+            Stmt::SurfStore(st) => super::texture_lower::lower_surf_store(self, st)?,
             Stmt::DeviceLaunch(l) => super::device_launch::lower::lower_launch(self, l)?,
             Stmt::StreamDestroy(d) => super::device_launch::lower_stream::lower_destroy(self, d)?,
         }

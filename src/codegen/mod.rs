@@ -48,6 +48,8 @@ mod scalar;
 mod signature;
 pub(crate) mod srcloc;
 mod strided;
+mod texture;
+mod texture_lower;
 mod timer;
 pub(crate) mod warp;
 
@@ -81,3 +83,7 @@ pub use scalar::{Float, Int, Num, Scalar, ScalarTy, Signed};
 pub(crate) use signature::declare_scalar_param;
 pub use signature::{ArgBuffer, ArgFor, KernelParam, KernelParams, KernelScalar, LaunchArgs};
 pub use strided::{DStrided, NdStrided, NdStridedMut};
+pub use texture::{
+    LayeredTexHandle, SurfHandle, Surface, Surface1d, Surface2d, Surface3d, TexHandle, Texture,
+    Texture1d, Texture1dLayered, Texture2d, Texture2dLayered, Texture3d, TextureLayered,
+};

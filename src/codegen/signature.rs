@@ -125,6 +125,12 @@ impl<'c> ArgBuffer<'c> {
         self.push(ptr)
     }
 
+    /// Pushes a 64-bit object handle (a texture or surface object) after checking its context.
+    pub(crate) fn push_handle(&mut self, ctx: &Context, what: &str, handle: u64) -> Result<()> {
+        self.ctx.check_same_for_launch(ctx, what)?;
+        self.push_scalar(handle)
+    }
+
     /// Pushes a tensor map (its 128 bytes, passed by value) after checking its context.
     pub(crate) fn push_tensor_map(&mut self, ctx: &Context, bytes: &[u8; 128]) -> Result<()> {
         self.ctx

@@ -25,6 +25,7 @@ pub(crate) mod srcloc;
 mod target;
 #[cfg(test)]
 pub(crate) mod testing;
+pub(crate) mod texture;
 pub(crate) mod warp;
 
 pub(crate) use async_copy::AsyncCopy;
@@ -37,6 +38,7 @@ pub(crate) use printf::PrintfStmt;
 pub use scalar::ScalarTy;
 pub(crate) use srcloc::SrcLines;
 pub use target::default_cc;
+pub(crate) use texture::{SurfStore, TexFetch, TexOp};
 pub(crate) use warp::{BitFn, LaneMask, ShflKind, VoteKind, WarpOp};
 
 /// A value defined by a `Stmt::Let`.
@@ -238,6 +240,8 @@ pub(crate) enum Op {
     Hopper(HopperOp),
     /// A stream created on the device, its `u64` handle (see `device_launch.rs`).
     StreamCreate(device_launch::StreamCreate),
+    /// A texture fetch or surface load (see `texture.rs`).
+    Texture(TexOp),
 }
 
 /// A value's definition.
@@ -298,6 +302,8 @@ pub(crate) enum Stmt {
     AsyncCopy(AsyncCopy),
     /// Hopper's barriers, tile copies and fences (see `hopper.rs`).
     Hopper(HopperStmt),
+    /// A surface store (see `texture.rs`).
+    SurfStore(SurfStore),
     /// A kernel launch from device code (see `device_launch.rs`).
     DeviceLaunch(device_launch::DeviceLaunch),
     /// Destroys a stream created on the device (see `device_launch.rs`).

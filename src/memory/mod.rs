@@ -1,6 +1,7 @@
 //! Device memory (`DeviceArray` and its views), host memory the device can use (pinned, mapped,
 //! managed), the copies between them, and tensor maps over device arrays ([`TensorMap`], for
-//! Hopper's TMA copies).
+//! Hopper's TMA copies), CUDA arrays with texture and surface objects over them ([`CudaArray`],
+//! [`TextureObject`], [`SurfaceObject`]).
 
 mod array;
 mod element;
@@ -16,6 +17,7 @@ pub(crate) mod slice;
 pub(crate) mod staging;
 mod strided;
 pub(crate) mod tensor_map;
+mod texture;
 pub(crate) mod transfer;
 
 /// The 128 bytes of an encoded tensor map, as kernels receive them.
@@ -37,4 +39,8 @@ pub use strided::{AsStrided, AsStridedMut, StridedArray, StridedView, StridedVie
 pub use tensor_map::{
     TensorMap, TensorMapElement, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
     TensorMapOptions, TensorMapSwizzle,
+};
+pub use texture::{
+    AddressMode, ArrayOptions, ChannelKind, CudaArray, FilterMode, SurfaceObject, TexResult,
+    TexelFormat, TexelLayout, TextureDesc, TextureObject,
 };

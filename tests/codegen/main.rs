@@ -30,4 +30,5 @@ mod shared_nd;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
+mod texture;
 mod warp;

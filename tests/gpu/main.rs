@@ -62,7 +62,10 @@ mod streams;
 mod strided;
 #[path = "../support/mod.rs"]
 mod support;
+mod surface;
 mod tensor_map;
+mod texture;
+mod texture_model;
 mod timer;
 mod tma;
 mod warp;

@@ -14,3 +14,4 @@ pub mod kernels;
 pub mod mma_model;
 pub mod ptxas;
 pub mod rng;
+pub mod tex_model;

@@ -4,9 +4,10 @@
 //! profiler), `memory.rs` (allocations, memory pools, copies and fills), `streams.rs` (streams
 //! and events), `modules.rs` (loading, linking and the JIT's logs), `launch.rs` (kernel
 //! functions' attributes, occupancy and launches), `graphs.rs` (stream capture and graphs) and
-//! `ipc.rs` (memory, events and pools shared with other processes).
+//! `ipc.rs` (memory, events and pools shared with other processes), `texture.rs` (CUDA arrays,
+//! their copies, texture and surface objects).
 //! Each file implements the [`Backend`](crate::backend::Backend) trait of its concern (`DeviceApi`, `MemoryApi`,
-//! `StreamApi`, `ModuleApi`, `LaunchApi`, `GraphApi`, `IpcApi`) directly.
+//! `StreamApi`, `ModuleApi`, `LaunchApi`, `GraphApi`, `IpcApi`, `TextureApi`) directly.
 
 /// libcuda, loaded at run time.
 pub(crate) struct CudaDriver;
@@ -26,3 +27,4 @@ mod launch;
 mod memory;
 mod modules;
 mod streams;
+mod texture;

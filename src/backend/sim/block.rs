@@ -310,6 +310,7 @@ impl<'l> Block<'l> {
             }
             Stmt::AsyncCopy(c) => self.async_copy(fr, c, m),
             Stmt::Hopper(h) => self.hopper(fr, h, m),
+            Stmt::SurfStore(st) => self.surf_store(fr, st, m),
             Stmt::DeviceLaunch(d) => self.device_launch(fr, d, m),
             Stmt::StreamDestroy(d) => self.stream_destroy(fr, d, m),
             _ => Err(Fault::internal(
@@ -354,6 +355,7 @@ impl<'l> Block<'l> {
             Op::Warp(w) => return self.warp(fr, id, w, m, sp),
             Op::Hopper(h) => return self.hopper_op(fr, id, h, m),
             Op::StreamCreate(_) => return self.stream_create(fr, id, m),
+            Op::Texture(t) => return self.texture_op(fr, id, t, m),
             Op::SyncReduce(kind, pred) => return self.sync_reduce(fr, id, *kind, *pred, m),
             Op::Call(..) => return Err(Fault::internal("a call outside the control flow")),
             Op::CallExtern(e, _) => return Err(extern_call_fault(f, *e)),
@@ -430,6 +432,7 @@ impl<'l> Block<'l> {
             | Op::Warp(_)
             | Op::Hopper(_)
             | Op::StreamCreate(_)
+            | Op::Texture(_)
             | Op::SyncReduce(..)
             | Op::Call(..)
             | Op::CallExtern(..) => unreachable!("handled above"),

@@ -218,6 +218,9 @@ pub(super) fn attribute(attr: sys::CUdevice_attribute, workers: usize) -> i32 {
         ),
         (A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1),
         (A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1),
+        // As an H100's: texture bases over device memory 512-byte aligned, pitches 32.
+        (A::CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, 512),
+        (A::CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, 32),
     ];
     table
         .iter()

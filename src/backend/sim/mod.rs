@@ -44,6 +44,10 @@ mod modules;
 mod schedule;
 mod streams;
 pub(crate) mod tensor_map;
+mod tex_filter;
+mod tex_ops;
+mod tex_sample;
+mod texture;
 mod warp;
 
 use std::collections::HashMap;

@@ -240,6 +240,7 @@ impl<'c> Lowerer<'c, '_> {
             Op::StreamCreate(c) => {
                 crate::codegen::device_launch::lower_stream::lower_create(self, c)?
             }
+            Op::Texture(t) => crate::codegen::texture_lower::lower_texture_op(self, id, t, ty)?,
             Op::CallExtern(e, args) => {
                 crate::codegen::extern_fn::lower_call_extern(self, *e, args)?
             }

@@ -1,0 +1,472 @@
+//! The host sampler model (tests/support/tex_model.rs) against worked examples from the GPU
+//! probe (probe/texprobe3.npz, an H200; probe/fit.py fits the whole data set bit for bit):
+//! normalized point-sampling thresholds, normalized linear sampling of a ramp, 1-D and 2-D
+//! linear mixes (host only). Then the probe's kinds of fetch on fresh random data, on the
+//! device (GPU or simulator) against the model, bit for bit, with texprobe4's kinds too (u8,
+//! u16, i16, f16, f32 pairs at every weight with special values, 2-D specials, extents of
+//! 32767 and more). Also the comparison of 3-D linear fetches, whose weights the probe did not
+//! measure.
+
+use cudajit::codegen::{Kernel, Texture1d, Texture2d};
+use cudajit::memory::{
+    AddressMode, ChannelKind, CudaArray, FilterMode, TextureDesc, TextureObject,
+};
+use cudajit::prelude::*;
+
+use crate::common::{ctx, Rng};
+use crate::support::tex_model::Tex;
+use crate::texture::{texels, Texel};
+use cudajit::f16;
+
+/// A 1-channel f32 texture of `dims` dimensions over `texels` (bits), clamped.
+fn tex_model(
+    texels: &[u32],
+    extent: [usize; 3],
+    dims: usize,
+    filter: FilterMode,
+    norm: bool,
+) -> Tex {
+    Tex {
+        kind: ChannelKind::F32,
+        channels: 1,
+        extent,
+        dims,
+        texels: texels.iter().map(|&b| [b, 0, 0, 0]).collect(),
+        address: [AddressMode::Clamp; 3],
+        filter,
+        normalized_coords: norm,
+        read_normalized: false,
+    }
+}
+
+/// A ramp of `n` texels (texel i holds i).
+fn ramp(n: usize, filter: FilterMode) -> Tex {
+    let t: Vec<u32> = (0..n).map(|i| (i as f32).to_bits()).collect();
+    tex_model(&t, [n, 1, 1], 1, filter, true)
+}
+
+fn f(bits: u32) -> f32 {
+    f32::from_bits(bits)
+}
+
+/// Normalized point sampling: the smallest f32 u that reads texel k (the probe's
+/// `point_thresholds`: N, k, threshold bits); the f32 below it reads texel k - 1. At these,
+/// f32(u * N) would already (or not yet) reach k.
+#[test]
+fn tex_model_point_thresholds_match_the_probe() {
+    for (n, k, thr) in [
+        (3usize, 1u32, 1051372208u32),
+        (3, 2, 1059760816),
+        (5, 1, 1045220576),
+        (7, 3, 1054567872),
+        (100, 33, 1051260368),
+        (1000, 333, 1051361024),
+        (4097, 2048, 1056960528),
+        (65535, 21845, 1051372208),
+        (65535, 65534, 1065352960),
+    ] {
+        let m = ramp(n, FilterMode::Point);
+        assert_eq!(m.fetch(&[f(thr)]), [(k as f32).to_bits()], "N {n} k {k}");
+        let below = m.fetch(&[f(thr - 1)]);
+        assert_eq!(below, [(k as f32 - 1.0).to_bits()], "N {n} k {k}, below");
+    }
+    // N = 65535, k = 1: u = 65 / 2^22 (texprobe3 found no threshold near f32(1/N);
+    // texprobe4's `c_65535_thr[0]`).
+    let m = ramp(65535, FilterMode::Point);
+    let u = 65.0 / 4194304.0f32;
+    assert_eq!(m.fetch(&[u]), [1.0f32.to_bits()]);
+    assert_eq!(m.fetch(&[f(u.to_bits() - 1)]), [0]);
+    assert_eq!(m.fetch(&[1.0 / 65535.0]), [0]);
+    // Extents of 32767 and more keep 22 fractional bits (texprobe4.npz `c_{N}_thr[k - 1]`).
+    for (n, k, thr) in [
+        (65535usize, 12345u32, 1_044_440_272u32),
+        (65535, 32767, 1_056_964_352),
+        (40000, 1, 936_509_440),
+        (40000, 12345, 1_050_543_136),
+        (32767, 32766, 1_065_352_704),
+    ] {
+        let m = ramp(n, FilterMode::Point);
+        assert_eq!(m.fetch(&[f(thr)]), [(k as f32).to_bits()], "N {n} k {k}");
+        let below = m.fetch(&[f(thr - 1)]);
+        assert_eq!(below, [(k as f32 - 1.0).to_bits()], "N {n} k {k}, below");
+    }
+}
+
+/// A 1-D linear fetch of texels (`v0`, `v1`) of `kind` (raw bits) at weight `a`/256 on
+/// `v1`, read as normalized floats where integers.
+fn pair(kind: ChannelKind, v0: u32, v1: u32, a: u32) -> u32 {
+    let m = Tex {
+        kind,
+        channels: 1,
+        extent: [2, 1, 1],
+        dims: 1,
+        texels: vec![[v0, 0, 0, 0], [v1, 0, 0, 0]],
+        address: [AddressMode::Clamp; 3],
+        filter: FilterMode::Linear,
+        normalized_coords: false,
+        read_normalized: !matches!(kind, ChannelKind::F32 | ChannelKind::F16),
+    };
+    m.fetch(&[0.5 + a as f32 / 256.0])[0]
+}
+
+/// The second probe's filtering (probe/texprobe4.npz, fitted by probe/fit4.py): rows of
+/// `a1_{T}_tex` / `a1_{T}_out` (normalized-read integers in 16-bit fixed point, f16 at f16
+/// precision), `b1_tiny` (f32 subnormals flushed), `b1_spec` (NaN of weight 0 ignored).
+#[test]
+fn tex_model_second_probe_rows() {
+    use ChannelKind::*;
+    let i = |v: i32| v as u32;
+    for (kind, v0, v1, a, want) in [
+        (U8, 0, 255, 122, 0x3ef4_00f4u32),
+        (U8, 119, 122, 152, 0x3ef2_82f3),
+        (U8, 2, 49, 95, 0x3d9c_209c),
+        (U16, 0, 65535, 243, 0x3f72_fff3),
+        (U16, 59170, 11149, 17, 0x3f5a_addb),
+        (I16, 0, 32767, 7, 0x3ce0_01c0),
+        (I16, i(-3134), 27486, 67, 0x3e18_8131),
+        (I8, i(67), i(-113), 100, 0xbcd5_c1ac),
+        (F16, 0, 64511, 244, 0xc773_e000),
+        (F16, 15438, 16322, 102, 0x3fb5_c000),
+        (F16, 24616, 1595, 221, 0x4291_8000),
+        (F32, 0x8000_0000, 0x0080_0000, 50, 0),
+        (F32, 0x8000_0000, 0x8080_0000, 50, 0x8000_0000),
+        (F32, 0x0081_6e11, 0x8081_6e0a, 50, 0),
+        (F32, 0x0081_6e11, 0x8081_6e0a, 0, 0x0081_6e11),
+        (F32, 0x3f80_0000, 0x7fc0_0000, 0, 0x3f80_0000),
+        (F32, 0x3f80_0000, 0x7fc0_0000, 1, 0x7fff_ffff),
+        (F32, 0x7f80_0000, 0xff80_0000, 9, 0x7fff_ffff),
+        (F16, 0x3c00, 0x7e00, 1, 0x7fff_e000),
+    ] {
+        assert_eq!(
+            pair(kind, v0, v1, a),
+            want,
+            "{kind:?} {v0:#x} {v1:#x} at {a}/256"
+        );
+    }
+}
+
+/// Normalized linear sampling of a ramp (the probe's `linear_ramp_{7,100}`): u, the result.
+#[test]
+fn tex_model_linear_ramp_matches_the_probe() {
+    for (n, u, want) in [
+        (7, 0x3e0a_9249, 0x3ee4_0000),
+        (7, 0x3df1_208f, 0x3ea6_0000),
+        (7, 0x3f3d_e31c, 0x4096_2000),
+        (7, 0x3f80_0000, 0x40c0_0000),
+        (100, 0x3d19_d70a, 0x4050_4000),
+        (100, 0x3df1_208f, 0x4134_6000),
+        (100, 0x3f00_0008, 0x4246_0000),
+    ] {
+        let got = ramp(n, FilterMode::Linear).fetch(&[f(u)]);
+        assert_eq!(got, [want], "N {n} u {}", f(u));
+    }
+}
+
+/// 1-D linear mixes (the probe's `mix1_pairs`, `mix1_out`): v0, v1, x = 0.5 + j/256, the
+/// result (rows 0, 2, 15, 55, 10, 50: ties away from zero, small texels truncated to the
+/// large one's grid, a weight-0 texel left out).
+#[test]
+fn tex_model_mix_1d_matches_the_probe() {
+    for (v0, v1, j, want) in [
+        (0x42f6_07da, 0xc2f6_07f9, 64, 0x4276_07cb),
+        (0x0dd9_765d, 0x98be_69c6, 1, 0x94be_6669),
+        (0x4b03_21a3, 0x6421_c13f, 3, 0x60f2_a1df),
+        (0xd18c_2102, 0x3698_99aa, 96, 0xd12f_2943),
+        (0x2529_3bdb, 0xef9e_169a, 5, 0xecc5_9c41),
+        (0xb5b9_0777, 0xbc04_3192, 0, 0xb5b9_0777),
+    ] {
+        let m = tex_model(&[v0, v1], [2, 1, 1], 1, FilterMode::Linear, false);
+        let x = 0.5 + j as f32 / 256.0;
+        assert_eq!(m.fetch(&[x]), [want], "{} {} at {x}", f(v0), f(v1));
+    }
+}
+
+/// 2-D linear mixes (the probe's `mix2_tex`, `mix2_out`): texels (0,0), (1,0), (0,1), (1,1),
+/// (a, b) in 1/256 steps at (0.5 + a/256, 0.5 + b/256), the result.
+#[test]
+fn tex_model_mix_2d_matches_the_probe() {
+    for (t, a, b, want) in [
+        (
+            [0x3f69_4864, 0xbeb8_6df7, 0xbf6c_fdc2, 0x3fb8_deca],
+            8,
+            8,
+            0x3f50_6a38,
+        ),
+        (
+            [0x3f69_4864, 0xbeb8_6df7, 0xbf6c_fdc2, 0x3fb8_deca],
+            16,
+            8,
+            0x3f49_e278,
+        ),
+        (
+            [0x38fa_05dd, 0xb84b_6257, 0xb8ed_fddd, 0x3954_a7a5],
+            40,
+            120,
+            0x37a6_9350,
+        ),
+        (
+            [0xb7d8_e486, 0xb6fd_b16a, 0x3613_fb0d, 0x3782_5b62],
+            144,
+            184,
+            0x362d_bb7b,
+        ),
+        (
+            [0xba83_de80, 0xb748_0ba7, 0x3a1a_a909, 0x3a13_e92f],
+            24,
+            8,
+            0xba63_4679,
+        ),
+        (
+            [0xb6b3_e9f5, 0x3965_b7e1, 0x3807_74ce, 0xb711_b3dd],
+            80,
+            240,
+            0x37bb_3ab0,
+        ),
+    ] {
+        let m = tex_model(&t, [2, 2, 1], 2, FilterMode::Linear, false);
+        let (x, y) = (0.5 + a as f32 / 256.0, 0.5 + b as f32 / 256.0);
+        assert_eq!(m.fetch(&[x, y]), [want], "{t:x?} at ({x}, {y})");
+    }
+}
+
+/// Compares 3-D linear fetches with the model within a tolerance, the rest of `compare`'s
+/// checks being bit for bit. Why: the probe measured 1-D and 2-D filtering only; the model's
+/// 3-D weights (each 2-D weight split by the third fraction, rounded to 1/256) are an
+/// extrapolation. Any scheme of 1/256-step weights with exact sums puts each of the 8 weights
+/// within 1/256 of the exact trilinear one, so two of them differ by at most 2/256 a weight:
+/// at most 16/256 of the footprint's largest |texel| (plus the mix's truncation, 2^-20 of it).
+/// A footprint holding a NaN or an infinity is not compared (whether a tiny weight is 0
+/// decides whether it is read).
+pub(crate) fn compare_3d_linear(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(usize) -> Vec<f32>) {
+    let mut bad = Vec::new();
+    let (mut exact, mut total) = (0, 0);
+    for i in 0..got.len() / 4 {
+        let x = at(i);
+        let want = m.fetch(&x);
+        for (c, &w) in want.iter().enumerate() {
+            let g = got[4 * i + c];
+            let fp = m.footprint(&x, c);
+            total += 1;
+            if g == w {
+                exact += 1;
+                continue;
+            }
+            if fp.iter().any(|t| !t.is_finite()) {
+                continue;
+            }
+            let big = fp.iter().fold(0.0f32, |a, t| a.max(t.abs())) as f64;
+            let tol = big * (16.0 / 256.0 + 2f64.powi(-20));
+            let d = (f32::from_bits(g) as f64 - f32::from_bits(w) as f64).abs();
+            if d.is_nan() || d > tol {
+                bad.push(format!(
+                    "fetch {i} at {x:?} channel {c}: got {} want {} (tolerance {tol:e})",
+                    f32::from_bits(g),
+                    f32::from_bits(w)
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {total} channels beyond the 3-D tolerance ({exact} bit for bit); the first:\n{}",
+        bad.len(),
+        bad[..bad.len().min(8)].join("\n")
+    );
+}
+
+/// A value of random sign and magnitude 10^-30 .. 10^30 (every fourth one nearly cancels the
+/// one before, as in the probe).
+fn wide(rng: &mut Rng, prev: f32, i: usize) -> f32 {
+    if i % 4 == 3 {
+        let k = (rng.next_u64() % 7) as i32 - 3;
+        return -prev * (1.0 + k as f32 * 2f32.powi(-20));
+    }
+    let e = (rng.next_u64() % 61) as i32 - 30;
+    rng.f32() * 10f32.powi(e)
+}
+
+/// Fetches of `tex` at `xs` (and `ys` for a 2-D one), channel 0's bits.
+fn fetch(tex: &TextureObject<f32>, xs: &[f32], ys: Option<&[f32]>) -> Vec<u32> {
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let n = xs.len();
+    let cfg = LaunchConfig::for_num_elems(n, 128).unwrap();
+    let dx = ctx.to_device(xs).unwrap();
+    let mut out = ctx.to_device(&vec![0xdead_beef_u32; n]).unwrap();
+    if let Some(ys) = ys {
+        let k = Kernel::<(Texture2d<f32>, &[f32], &[f32], &mut [u32])>::build(
+            "texture_probe2d",
+            |k, (t, xs, ys, out)| {
+                let i = k.grid1();
+                k.if_(i.lt(xs.len()), |_| {
+                    out.set(i, t.tex2d(xs.at(i), ys.at(i)).bitcast::<u32>())
+                });
+            },
+        )
+        .unwrap();
+        let dy = ctx.to_device(ys).unwrap();
+        k.launch(&s, cfg, (tex, &dx, &dy, &mut out)).unwrap();
+    } else {
+        let k = Kernel::<(Texture1d<f32>, &[f32], &mut [u32])>::build(
+            "texture_probe1d",
+            |k, (t, xs, out)| {
+                let i = k.grid1();
+                k.if_(i.lt(xs.len()), |_| {
+                    out.set(i, t.tex1d(xs.at(i)).bitcast::<u32>())
+                });
+            },
+        )
+        .unwrap();
+        k.launch(&s, cfg, (tex, &dx, &mut out)).unwrap();
+    }
+    out.to_vec().unwrap()
+}
+
+/// Compares fetches with the model bit for bit, naming the first few that differ.
+fn same(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(usize) -> Vec<f32>) {
+    let bad: Vec<String> = (0..got.len())
+        .filter_map(|i| {
+            let want = m.fetch(&at(i))[0];
+            (got[i] != want).then(|| {
+                let (g, w) = (f32::from_bits(got[i]), f32::from_bits(want));
+                format!(
+                    "at {:?}: got {g:e} ({:#x}) want {w:e} ({want:#x}); {}",
+                    at(i),
+                    got[i],
+                    m.describe(&at(i))
+                )
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {} fetches differ from the model; the first:\n{}",
+        bad.len(),
+        got.len(),
+        bad[..bad.len().min(8)].join("\n")
+    );
+}
+
+/// Texprobe4's pairs on fresh data: 1-D linear fetches of `T` texels (random, with the
+/// format's special values mixed in; integers read as normalized floats) at every weight and
+/// the ties between, against the model bit for bit.
+fn pairs_every_weight<T: Texel>(rng: &mut Rng) {
+    let ctx = ctx();
+    let n = 64;
+    let (raw, typed) = texels::<T>(n, rng);
+    let mut arr = CudaArray::<T>::new_1d(&ctx, n).unwrap();
+    arr.copy_from_host(&typed).unwrap();
+    let kind = T::LAYOUT.kind;
+    let norm = !matches!(kind, ChannelKind::F16 | ChannelKind::F32);
+    let desc = TextureDesc::default()
+        .address(AddressMode::Clamp)
+        .filter(FilterMode::Linear)
+        .read_normalized(norm);
+    let tex = TextureObject::<f32>::from_array(&arr, &desc).unwrap();
+    let xs: Vec<f32> = (0..n / 2 * 513)
+        .map(|i| (2 * (i / 513)) as f32 + 0.5 + (i % 513) as f32 / 512.0)
+        .collect();
+    let m = Tex {
+        kind,
+        channels: 1,
+        extent: [n, 1, 1],
+        dims: 1,
+        texels: raw,
+        address: [AddressMode::Clamp; 3],
+        filter: FilterMode::Linear,
+        normalized_coords: false,
+        read_normalized: norm,
+    };
+    let what = format!("{kind:?} pairs at every weight");
+    same(&what, &fetch(&tex, &xs, None), &m, &|i| vec![xs[i]]);
+}
+
+/// The probe's fetches on fresh data: 1-D linear mixes of wide-ranging f32 pairs at every
+/// weight, 2-D mixes at random weights, normalized point sampling at the f32s around k / N
+/// and normalized linear sampling of ramps; each against the model, bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn texture_filter_matches_the_model() {
+    let ctx = ctx();
+    let mut rng = Rng::new();
+    let lin = TextureDesc::default()
+        .address(AddressMode::Clamp)
+        .filter(FilterMode::Linear);
+    let bits = |v: &[f32]| -> Vec<u32> { v.iter().map(|x| x.to_bits()).collect() };
+    // 1-D: pairs (2p, 2p + 1), read at x = 2p + 0.5 + j/256.
+    let pairs = 48;
+    let mut v = vec![0.0f32; 2 * pairs];
+    for i in 0..v.len() {
+        v[i] = wide(&mut rng, if i > 0 { v[i - 1] } else { 1.0 }, i);
+    }
+    let mut arr = CudaArray::<f32>::new_1d(&ctx, v.len()).unwrap();
+    arr.copy_from_host(&v).unwrap();
+    let tex = TextureObject::<f32>::from_array(&arr, &lin).unwrap();
+    let xs: Vec<f32> = (0..pairs * 257)
+        .map(|i| (2 * (i / 257)) as f32 + 0.5 + (i % 257) as f32 / 256.0)
+        .collect();
+    let m = tex_model(&bits(&v), [v.len(), 1, 1], 1, FilterMode::Linear, false);
+    same("1-D mix", &fetch(&tex, &xs, None), &m, &|i| vec![xs[i]]);
+    // 2-D: a 12 x 10 texture (magnitudes 10^-6 .. 10^6), random texels and weights.
+    let (w, h) = (12, 10);
+    let t2: Vec<f32> = (0..w * h)
+        .map(|_| rng.f32() * 10f32.powi((rng.next_u64() % 13) as i32 - 6))
+        .collect();
+    let mut a2 = CudaArray::<f32>::new_2d(&ctx, w, h).unwrap();
+    a2.copy_from_host(&t2).unwrap();
+    let tex2 = TextureObject::<f32>::from_array(&a2, &lin).unwrap();
+    let n2 = 4096;
+    let pick = |rng: &mut Rng, e: usize| {
+        let c = (rng.next_u64() % (e as u64 - 1)) as f32;
+        c + 0.5 + (rng.next_u64() % 257) as f32 / 256.0
+    };
+    let (xs, ys): (Vec<f32>, Vec<f32>) = (0..n2)
+        .map(|_| (pick(&mut rng, w), pick(&mut rng, h)))
+        .unzip();
+    let m2 = tex_model(&bits(&t2), [w, h, 1], 2, FilterMode::Linear, false);
+    let got = fetch(&tex2, &xs, Some(&ys));
+    same("2-D mix", &got, &m2, &|i| vec![xs[i], ys[i]]);
+    // 2-D f32 with subnormals, NaN and infinities mixed in (texprobe4 b2): corners of
+    // rounded weight 0 still take part.
+    let (raw2, typed2) = texels::<f32>(w * h, &mut rng);
+    let mut s2 = CudaArray::<f32>::new_2d(&ctx, w, h).unwrap();
+    s2.copy_from_host(&typed2).unwrap();
+    let tex_s = TextureObject::<f32>::from_array(&s2, &lin).unwrap();
+    let special: Vec<u32> = raw2.iter().map(|t| t[0]).collect();
+    let ms = tex_model(&special, [w, h, 1], 2, FilterMode::Linear, false);
+    let got = fetch(&tex_s, &xs, Some(&ys));
+    same("2-D mix with specials", &got, &ms, &|i| vec![xs[i], ys[i]]);
+    // Texprobe4's formats: pairs at every weight (i8 is left to the every-mode tests, which
+    // allow its unfitted last step).
+    pairs_every_weight::<u8>(&mut rng);
+    pairs_every_weight::<u16>(&mut rng);
+    pairs_every_weight::<i16>(&mut rng);
+    pairs_every_weight::<f16>(&mut rng);
+    pairs_every_weight::<f32>(&mut rng);
+    // Normalized ramps: point sampling at the 64 f32s around k / N, linear at random u.
+    for n in [3usize, 7, 100, 1000, 4097, 32767, 40000, 65535] {
+        let ramp: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let mut a = CudaArray::<f32>::new_1d(&ctx, n).unwrap();
+        a.copy_from_host(&ramp).unwrap();
+        for filter in [FilterMode::Point, FilterMode::Linear] {
+            let d = TextureDesc::default()
+                .address(AddressMode::Clamp)
+                .filter(filter)
+                .normalized_coords(true);
+            let t = TextureObject::<f32>::from_array(&a, &d).unwrap();
+            let us: Vec<f32> = (0..2048)
+                .map(|i| {
+                    if filter == FilterMode::Linear {
+                        return (rng.f32() + 1.0) / 2.0;
+                    }
+                    let k = 1 + rng.next_u64() % (n as u64 - 1);
+                    let c = (k as f32 / n as f32).to_bits();
+                    f32::from_bits(c - 32 + (i % 64) as u32)
+                })
+                .collect();
+            let m = tex_model(&bits(&ramp), [n, 1, 1], 1, filter, true);
+            let what = format!("ramp of {n}, {filter:?}");
+            same(&what, &fetch(&t, &us, None), &m, &|i| vec![us[i]]);
+        }
+    }
+}
