@@ -10,7 +10,7 @@ use cudajit::prelude::*;
 
 use super::data::{check, rand_f32};
 use super::record::Rec;
-use super::{Bench, Res, KERNEL_IMPL};
+use super::{Bench, Res, LIB_IMPL};
 
 /// Input and output side of the `resize` row.
 pub(crate) fn resize_sides(quick: bool) -> (usize, usize) {
@@ -83,8 +83,9 @@ impl Bench {
         )?;
         drop(got);
         let t = self.time_gpu(|| k.launch(&self.stream, cfg, (&tex, &mut out, o as u32, s)))?;
+        // The texture API is the library's: the row is ours, beside torch's and CuPy's resize.
         Rec::new("resize", &resize_label(self.opts.quick))
-            .imp(KERNEL_IMPL)
+            .imp(LIB_IMPL)
             .variant("texture, linear filtering, 32x8 threads/block")
             .times(&t)
             .bytes((m * m + o * o) * 4)

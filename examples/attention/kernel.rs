@@ -18,6 +18,7 @@
 //!   O += P·V (`WgmmaAcc::frag_a` into `wgmma_rs`, V MN-major).
 //! - Tile j's S = Q·Kᵀ and tile j − 1's O += P·V are in flight together; the softmax of tile
 //!   j runs while the second still computes (FlashAttention-3's intra-warpgroup overlap).
+//! - Causal blocks run heaviest first (the last tile of Q first) within each head.
 //! - Masking: keys at or past `seq` (the tile past the end is zero-filled by TMA) and, when
 //!   causal, keys after the query. Only the last tile (causal: the diagonal one) is masked.
 //! - The end: O divided by the row sums, rounded to f16/bf16, stored for rows below `seq`.
@@ -260,16 +261,24 @@ fn body<T: AttentionElem>(
     // keeps the matrix descriptors made from it in uniform registers).
     let wg = k.shfl_sync(u32::MAX, t >> 7u32, 0u32);
     let leader = (t & 127u32).eq(0u32);
-    let q0 = k.block_idx().x * BLOCK;
+    // The block's tile of Q. Causal tiles differ in work (tile i reads i + 1 key tiles): they
+    // run heaviest first within each head, so that the grid ends on light blocks (1.3-1.6%
+    // faster on an H100 than in launch order).
+    let qt = if causal {
+        k.grid_dim().x - 1u32 - k.block_idx().x
+    } else {
+        k.block_idx().x
+    };
+    let q0 = qt * BLOCK;
     let bh = k.block_idx().y.cast::<i32>();
     let i32_ = |x: Expr<u32>| x.cast::<i32>();
     // Key tiles: all visible before `full`, the last (the diagonal one when causal) masked.
     let tiles = if causal {
-        k.block_idx().x + 1u32
+        qt + 1u32
     } else {
         (seq + (BLOCK - 1)) / BLOCK
     };
-    let full = if causal { k.block_idx().x } else { seq / BLOCK };
+    let full = if causal { qt } else { seq / BLOCK };
     let tile_bytes = BLOCK * d * es;
     k.if_(t.eq(0u32), |k| {
         bars.q.init(0u32, 1u32);

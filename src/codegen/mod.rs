@@ -43,6 +43,7 @@ pub(crate) mod math;
 pub mod mma;
 mod options;
 pub(crate) mod printf;
+pub(crate) mod ptx_compiler;
 mod ptx_fix;
 mod scalar;
 mod signature;

@@ -12,6 +12,8 @@
 //!   `NUMBA_CUDA_DRIVER`, the system loader, the usual driver directories).
 //! - [`result_name`] / [`result_description`]: text for result codes with no driver.
 //! - [`nccl`]: NCCL's bindings and loader (`libnccl.so.2`, loaded at run time the same way).
+//! - [`nvjitlink`]: NVIDIA's nvJitLink (the toolkit's PTX compiler as a library), loaded from a
+//!   path the caller found, to compile PTX to a cubin instead of the driver's JIT.
 //! - [`python`]: where Python's site-packages are, for libraries shipped in NVIDIA's wheels;
 //!   `python3` runs only from an absolute directory of `PATH`, under a time limit, and not at
 //!   all with `CUDAJIT_NO_PYTHON=1`.
@@ -30,6 +32,7 @@ pub mod loader;
 pub mod lookup;
 mod names;
 pub mod nccl;
+pub mod nvjitlink;
 pub mod paths;
 mod profiler;
 pub mod python;

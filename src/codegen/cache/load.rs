@@ -11,8 +11,9 @@
 //!    of it (`<key>.d<driver version>.cubin`; the key already names the compute capability),
 //!    so that a new process loads a cached kernel with neither LLVM nor the driver's JIT.
 //! 4. **The PTX** ([`ptx`]): from the memory cache, else the disk cache, else compiled by LLVM;
-//!    then compiled by the driver's JIT (or joined with its link inputs by the driver's linker),
-//!    and the cubin stored for the next process. Without a disk cache, kernels load as PTX (and
+//!    then compiled by the driver's JIT (or joined with its link inputs by the driver's linker;
+//!    or by nvJitLink with `CUDAJIT_PTX_COMPILER=nvjitlink`, [`ptx_compiler`]), and the cubin
+//!    stored for the next process (nvJitLink's named by its version too, `<key>.j13x0d….cubin`). Without a disk cache, kernels load as PTX (and
 //!    the driver's own JIT cache, `~/.nv/ComputeCache`, serves the reloads).
 
 use std::sync::{Arc, OnceLock};
@@ -22,6 +23,7 @@ use super::{bump, count_store, disk_cache, key_for, loaded, lookup_or_compile, u
 use crate::backend::backend;
 use crate::codegen::lower;
 use crate::codegen::options::PtxOptions;
+use crate::codegen::ptx_compiler::{self, PtxCompiler};
 use crate::context::Context;
 use crate::error::Result;
 use crate::ir::FunctionIr;
@@ -85,15 +87,19 @@ fn machine_code(ctx: &Context, ir: &FunctionIr, options: &PtxOptions) -> Result<
     // Without link inputs or external calls, the PTX loads as itself; else the driver's linker
     // joins them (and names an undefined external function in its error).
     let plain = links.is_empty() && ir.first_extern().is_none();
+    // nvJitLink, where it was asked for, compiles kernels without link inputs.
+    let jitlink = plain && ptx_compiler::chosen()? == PtxCompiler::NvJitLink;
     let to_cubin = |ptx: &str| -> Result<Vec<u8>> {
-        if plain {
+        if jitlink {
+            ptx_compiler::compile(ctx, &ir.name, ptx)
+        } else if plain {
             ctx.ptx_to_cubin(ptx)
         } else {
             crate::codegen::extern_fn::link_cubin(ctx, ir, ptx, &links)
         }
     };
     let load = |ptx: &str| -> Result<Module> {
-        if plain {
+        if plain && !jitlink {
             ctx.load_ptx(ptx)
         } else {
             ctx.load_cubin(&to_cubin(ptx)?)
@@ -102,7 +108,12 @@ fn machine_code(ctx: &Context, ir: &FunctionIr, options: &PtxOptions) -> Result<
     let Some(disk) = disk_cache() else {
         return load(&ptx_for(key, ir, options)?);
     };
-    let suffix = suffix()?;
+    let suffix = if jitlink {
+        format!("{}{}", ptx_compiler::cubin_tag()?, suffix()?)
+    } else {
+        suffix()?.to_string()
+    };
+    let suffix = suffix.as_str();
     let path = || disk.path_with(&key, suffix);
     if let Some(cubin) = usable(disk.load_bytes(&key, suffix), path) {
         match ctx.load_cubin(&cubin) {
