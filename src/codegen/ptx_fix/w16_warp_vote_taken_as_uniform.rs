@@ -1,7 +1,7 @@
 //! Workaround 16: **a warp vote's result is taken for a warp-uniform value, in code where the
 //! warp is diverged.**
 //!
-//! ptxas (12.9 and 13.0 offline, sm_90) treats the results of `vote.sync` (`all`, `any`,
+//! ptxas (12.9, 13.0 and 13.5 offline, sm_90) treats the results of `vote.sync` (`all`, `any`,
 //! `uni`, `ballot`), of `activemask`, of `match.all.sync`, of `shfl.sync.idx` and of
 //! `redux.sync` as the same in every lane of the warp, whatever the member mask. That holds
 //! for the lanes of the mask only: when the mask is `activemask` (or any partial mask) and the
@@ -39,7 +39,12 @@ pub(crate) const W16: Workaround = Workaround {
     id: 16,
     name: "warp_vote_taken_as_uniform",
     fixes: "a warp vote's (or activemask's, match.all's, a broadcast shuffle's) result taken as warp-uniform while the warp is diverged",
-    seen_on: &["CUDA 13.0 driver JIT (driver 580, H100)", "ptxas 12.9", "ptxas 13.0"],
+    seen_on: &[
+        "CUDA 13.0 driver JIT (driver 580, H100)",
+        "ptxas 12.9",
+        "ptxas 13.0",
+        "ptxas 13.5 (the reduced kernel of docs/driver-reports/)",
+    ],
     // A block-program seed (`--blocks`), which tests/fuzz.rs's replay of tree and program
     // batches does not run: the tests below stand for it.
     seeds: &[],
