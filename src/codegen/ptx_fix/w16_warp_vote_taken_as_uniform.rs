@@ -82,7 +82,8 @@ fn full_warp_mask(i: &Inst<'_>) -> bool {
 }
 
 /// The OR of one written register with the zero in `%cj_tid` (`None`: not a predicate or a
-/// 32-bit register, which these instructions do not write).
+/// 32-bit register, which these instructions do not write). An `f32` register (a shuffle of an
+/// `f32`) takes `or.b32` as it is, as workaround 1's `and.b32` does.
 fn or_zero(p: &str, reg: &str) -> Option<String> {
     let kind = reg
         .strip_prefix('%')?
@@ -91,7 +92,7 @@ fn or_zero(p: &str, reg: &str) -> Option<String> {
         "p" => Some(format!(
             "{p}setp.ne.u32 %cj_q, %cj_tid, 0; {p}or.pred {reg}, {reg}, %cj_q;"
         )),
-        "r" => Some(format!("{p}or.b32 {reg}, {reg}, %cj_tid;")),
+        "r" | "f" => Some(format!("{p}or.b32 {reg}, {reg}, %cj_tid;")),
         _ => None,
     }
 }
@@ -135,6 +136,7 @@ mod tests {
                    \t@%p2 vote.sync.ballot.b32 \t%r5, %p1, %r11;\n\
                    \tmatch.all.sync.b32 \t%r6|%p3, %r2, %r11;\n\
                    \tshfl.sync.idx.b32 \t%r7, %r2, 0, 31, %r11;\n\
+                   \tshfl.sync.idx.b32 \t%f2, %f1, 0, 31, %r11;\n\
                    \tvote.sync.any.pred \t%p5, %p1, -1;\n\
                    \tshfl.sync.down.b32 \t%r8, %r2, 1, 31, %r11;\n\
                    \tmatch.any.sync.b32 \t%r9, %r2, %r11;\n";
@@ -153,6 +155,8 @@ mod tests {
              or.pred %p3, %p3, %cj_q; }}\n\
              \tshfl.sync.idx.b32 \t%r7, %r2, 0, 31, %r11;\n\
              \t{scope} {zero} or.b32 %r7, %r7, %cj_tid; }}\n\
+             \tshfl.sync.idx.b32 \t%f2, %f1, 0, 31, %r11;\n\
+             \t{scope} {zero} or.b32 %f2, %f2, %cj_tid; }}\n\
              \tvote.sync.any.pred \t%p5, %p1, -1;\n\
              \tshfl.sync.down.b32 \t%r8, %r2, 1, 31, %r11;\n\
              \tmatch.any.sync.b32 \t%r9, %r2, %r11;\n"
