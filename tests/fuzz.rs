@@ -255,8 +255,8 @@ fn block_programs_match_the_host_model_on_the_gpu() {
 }
 
 /// The block programs the whole-language campaign found differing on the GPU, each run alone as
-/// it was drawn (seed, program), each differing in three runs of three on an H100 before its
-/// workaround:
+/// it was drawn (seed, program), each differing on an H100 before its workaround (in three runs
+/// of three unless said):
 /// - 45900117, 2: an `atomic_sub` whose operand an `atomic_load` read became one
 ///   warp-aggregated atomic built from the leader's operand, while the lanes had read different
 ///   values (workaround 15; passed on two H200s with it);
@@ -265,9 +265,13 @@ fn block_programs_match_the_host_model_on_the_gpu() {
 ///   without workaround 15 and with a `SHFL.UP` scan with it);
 /// - 44300041, 20: lanes that voted apart (`all_sync` of `activemask`) took the `if` on the
 ///   vote's result but stored to the `else` side's slot, kept in one uniform register for the
-///   warp (workaround 16).
+///   warp (workaround 16);
+/// - 42900070, 17 and 41700063, 24 (one run of three each): lanes alone in their `activemask`
+///   took part in other lanes' `eq_sync` / `match_any_sync` (ptxas waits for an `activemask`
+///   mask with a plain `WARPSYNC`; workaround 16 hides the mask's origin, and it waits with
+///   `WARPSYNC.EXCLUSIVE`).
 ///
-/// docs/RELIABILITY.md's other block-program findings (41700006, 41700063, 42900070) are open.
+/// docs/RELIABILITY.md's other block-program finding (41700006) is open.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn block_program_findings_match_the_host_model_on_the_gpu() {
@@ -276,7 +280,13 @@ fn block_program_findings_match_the_host_model_on_the_gpu() {
     let s = ctx.new_stream().unwrap();
     let cfg = block::Config::default();
     let mut failed = Vec::new();
-    for (seed, j) in [(45900117u64, 2usize), (41700131, 21), (44300041, 20)] {
+    for (seed, j) in [
+        (45900117u64, 2usize),
+        (41700131, 21),
+        (44300041, 20),
+        (42900070, 17),
+        (41700063, 24),
+    ] {
         let progs = block::batch(seed, &cfg);
         let diffs = block::differs_alone(&s, &progs[j], seed, cfg.contract.for_seed(seed));
         if !diffs.is_empty() {

@@ -17,13 +17,22 @@
 //! an H100 with driver 580, three runs of three): after a phase whose compare-and-swap loop
 //! had split warp 1 (its lanes 3 and 20 each alone, `activemask` 0x8 and 0x100000), each of
 //! the two ran `all_sync(activemask, ..)` alone and got true; the other lanes got false. In the
-//! next phase both took the `if`'s side (their `v5` was set by its `atomic_max`, `v6` was
-//! not) but stored its old value to the `else` side's slot 8, the slot index being `UR7`,
-//! last written by the other lanes. A hand-written kernel of ten lines (a per-lane predicate,
+//! next phase lane 3 took the `if`'s side (its `v5` was set by the side's `atomic_max`, `v6`
+//! was not) but stored the old value to the `else` side's slot 8 (lane 20 too), the slot
+//! index being `UR7`, last written by the other lanes. A hand-written kernel of ten lines (a per-lane predicate,
 //! `activemask`, a vote, a branch on it with an atomic and a constant on each side, a store at
 //! `tid * 16 + constant`) shows the same SASS for each of these instructions, and a per-lane
 //! `BSSY`/`BSYNC` branch with the constant in a per-lane register once the result is per-lane
 //! (`match.any.sync`, whose result is per-lane, is compiled that way already).
+//!
+//! `activemask`'s result is also how ptxas picks the wait of a `.sync` warp instruction: with
+//! a mask it sees to be an `activemask` result it waits with a plain `WARPSYNC R` (it takes the
+//! lanes that arrive for exactly the mask's), with any other mask it cannot see through with
+//! `WARPSYNC.EXCLUSIVE R`. On the GPU lanes of another group came to the instruction too and
+//! took part: seed 42900070 (program 17: lane 9, alone in its `activemask` 0x200, got
+//! `eq_sync` false) and seed 41700063 (program 24: lanes 10 and 11, each alone in its mask,
+//! both got `match_any_sync` 0xc00), each in one run of three. With `activemask`'s result ORed
+//! as below, ptxas waits with `WARPSYNC.EXCLUSIVE` there too (12.9 and 13.0).
 //!
 //! Each result is ORed with a zero ptxas cannot see as one (`%tid.x >> 16`, as workaround 15):
 //! a predicate with `%tid.x >> 16 != 0`, a 32-bit register with `%tid.x >> 16`. ptxas then
@@ -38,7 +47,7 @@ use super::registry::Workaround;
 pub(crate) const W16: Workaround = Workaround {
     id: 16,
     name: "warp_vote_taken_as_uniform",
-    fixes: "a warp vote's (or activemask's, match.all's, a broadcast shuffle's) result taken as warp-uniform while the warp is diverged",
+    fixes: "a warp vote's (or activemask's, match.all's, a broadcast shuffle's) result taken as warp-uniform while the warp is diverged; lanes outside an activemask mask taking part in a vote or match",
     seen_on: &[
         "CUDA 13.0 driver JIT (driver 580, H100)",
         "ptxas 12.9",
