@@ -271,7 +271,9 @@ fn block_programs_match_the_host_model_on_the_gpu() {
 ///   mask with a plain `WARPSYNC`; workaround 16 hides the mask's origin, and it waits with
 ///   `WARPSYNC.EXCLUSIVE`).
 ///
-/// docs/RELIABILITY.md's other block-program finding (41700006) is open.
+/// - 41700006, 10: the `if` on an `any_sync` of `activemask` lanes, taken for uniform, had no
+///   reconvergence before the phase's closing block barrier, and phase 2's compare-and-swaps
+///   ran beside phase 1's (workaround 16).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn block_program_findings_match_the_host_model_on_the_gpu() {
@@ -286,6 +288,7 @@ fn block_program_findings_match_the_host_model_on_the_gpu() {
         (44300041, 20),
         (42900070, 17),
         (41700063, 24),
+        (41700006, 10),
     ] {
         let progs = block::batch(seed, &cfg);
         let diffs = block::differs_alone(&s, &progs[j], seed, cfg.contract.for_seed(seed));

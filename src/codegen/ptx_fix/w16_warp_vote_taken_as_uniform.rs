@@ -25,6 +25,12 @@
 //! `BSSY`/`BSYNC` branch with the constant in a per-lane register once the result is per-lane
 //! (`match.any.sync`, whose result is per-lane, is compiled that way already).
 //!
+//! The branch taken for uniform also loses the warp's meeting again before an aligned block
+//! barrier: seed 41700006 (program 10) had an `if` on `any_sync(activemask, ..)` just before a
+//! phase's closing `bar.red.and`, with no `BSSY`/`BSYNC` and no `WARPSYNC.ALL` between; the
+//! lanes that skipped the `if` reached the barrier while the rest of their warp was in it, and
+//! the next phase's compare-and-swaps ran beside this one's (olds that fit no order).
+//!
 //! `activemask`'s result is also how ptxas picks the wait of a `.sync` warp instruction: with
 //! a mask it sees to be an `activemask` result it waits with a plain `WARPSYNC R` (it takes the
 //! lanes that arrive for exactly the mask's), with any other mask it cannot see through with
