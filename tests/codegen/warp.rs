@@ -207,3 +207,52 @@ fn old_targets_get_errors_or_fallbacks_not_llvm_aborts() {
     let ptx = b.compile_ptx(&PtxOptions::for_cc(5, 0)).unwrap();
     check_ptx(&ptx, (5, 0), "bits_old");
 }
+
+/// A vote whose mask is not the immediate full warp (here `activemask`, read after a branch
+/// that splits the warp) is followed by an OR of its result with `%tid.x >> 16`, and so are
+/// `activemask` itself and a broadcast shuffle of an `f32` (workaround 16: ptxas took the
+/// result for the same in every lane and kept a value merged after a branch on it in a uniform
+/// register, seed 44300041); a vote of the full warp is left alone. Through ptxas for every
+/// target.
+#[test]
+fn warp_vote_results_are_ored_with_a_hidden_zero() {
+    let k = Kernel::<(&[u32], &mut [u32])>::build("vote_hidden_zero", |k, (x, out)| {
+        let t = k.thread_idx().x;
+        let v = k.var(false);
+        k.if_(x.at(t).gt(3u32), |k| {
+            let mask = k.activemask();
+            v.set(k.all_sync(mask, x.at(t).lt(9u32)));
+            let first = k.shfl_sync(mask, x.at(t).cast::<f32>(), 0u32);
+            out.set(t * 16u32 + 9u32, first.bitcast::<u32>());
+        });
+        let full = k.any_sync(FULL_MASK, x.at(t).eq(0u32));
+        k.if_else(
+            v.get(),
+            |_| out.set(t * 16u32 + 7u32, full.cast::<u32>()),
+            |_| out.set(t * 16u32 + 8u32, x.at(t)),
+        );
+    })
+    .unwrap();
+    let ptx = compile_all(&k).0;
+    let lines: Vec<&str> = ptx.lines().collect();
+    let hidden_zero = |i: usize| {
+        let next = lines.get(i + 1).copied().unwrap_or("");
+        next.contains("shr.u32 %cj_tid, %cj_tid, 16") && next.contains("or.")
+    };
+    let mut seen = 0;
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("activemask.b32")
+            || l.contains("vote.sync.all.pred")
+            || l.contains("shfl.sync.idx")
+        {
+            assert!(hidden_zero(i), "without workaround 16's OR: {l}\n{ptx}");
+            seen += 1;
+        }
+        if l.contains("vote.sync.any.pred") {
+            assert!(l.trim_end().ends_with("-1;"), "{l}");
+            assert!(!hidden_zero(i), "a full-warp vote was rewritten: {l}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 4, "{ptx}");
+}
