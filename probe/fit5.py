@@ -25,6 +25,9 @@
 #   split-x, split-y  the same with the 2-D weights of (b, c) split by a, of (a, c) split by b;
 #   w2xc     the 2-D weights of (a, b) times (256 - c) and c exactly (1/65536 steps), one sum;
 #   prod     (256 - a or a)(256 - b or b)(256 - c or c) exactly (1/2^24 steps), one sum;
+#   prod-r   each corner's product rounded on its own, round_half_up(p / 2^16) (1/256 steps;
+#            the weights need not sum to 256);
+#   w2c-r    each 2-D weight of (a, b) times 256 - c or c rounded on its own (ditto);
 #   lerp-z   the 2-D result (rounded as the format's 2-D rule) of each z plane, then the 1-D
 #            mix of the two with weights 256 - c, c (integers: the 16-bit J of each plane,
 #            lerped and rounded to 16 bits again);
@@ -37,8 +40,9 @@ import sys
 
 import numpy as np
 
-RULES = ("split-z", "split-x", "split-y", "w2xc", "prod", "lerp-z", "lerp-x", "lerp-y", "sep",
-         "split-z/w")
+RULES = ("split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r", "lerp-z", "lerp-x",
+         "lerp-y", "sep", "split-z/w")
+ONE_SUM = ("split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r")
 FMT = {"f32": (24, -126, 27, True), "f16": (11, -14, 14, False)}  # mant, emin, kept, ftz
 NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFFE000}
 
@@ -209,6 +213,12 @@ def weights3(f, rule):
             w[:, k] = ((a if k & 1 else 256 - a) * (b if k >> 1 & 1 else 256 - b)
                        * (c if k >> 2 else 256 - c))
         return w, 24
+    if rule == "prod-r":
+        w, _ = weights3(f, "prod")
+        return (w + (1 << 15)) >> 16, 8
+    if rule == "w2c-r":
+        w, _ = weights3(f, "w2xc")
+        return (w + 128) >> 8, 8
     raise ValueError(rule)
 
 
@@ -225,7 +235,7 @@ def trilinear(T, f, vals, rule):
     flt = T in ("f32", "f16")
     v = to_f32_bits(T, vals) if flt else np.asarray(vals).astype(np.int64)
     live = corners_live(f)
-    if rule in ("split-z", "split-x", "split-y", "w2xc", "prod", "split-z/w"):
+    if rule in ONE_SUM + ("split-z/w",):
         w, S = weights3(f, rule[:7] if rule == "split-z/w" else rule)
         if rule == "split-z/w":
             live = w != 0
@@ -337,6 +347,23 @@ def main():
             blk = tex[2 * s:2 * s + 2, 2 * r:2 * r + 2, 2 * q:2 * q + 2].ravel()
             print(f"     miss: block {n} w3 {w3[j].tolist()} texels {blk.tolist()} "
                   f"gpu {int(out[n, j]):#010x} {b} {int(got[n, j]):#010x}")
+        if T == "f32":  # indicator blocks: each corner's effective weight, against the rules'
+            wk = out[:8].view(np.float32).astype(np.float64)  # [8 (corner), J]
+            f = (w3 + 1) // 2
+            lo = f >> 8
+            f = f & 255
+            res = []
+            for rule in ONE_SUM:
+                w, S = weights3(f.astype(np.int64), rule)
+                want = np.zeros((8, w3.shape[0]))
+                for k in range(8):  # block k holds 1.0 at corner k; w3 = 512 moves the corner
+                    ks = [(k >> d & 1) - lo[:, d] for d in range(3)]
+                    ok = np.all([(kk == 0) | (kk == 1) for kk in ks], 0)
+                    kc = sum(np.clip(kk, 0, 1) << d for d, kk in enumerate(ks))
+                    want[k] = np.where(ok, w[np.arange(w.shape[0]), kc] / 2.0 ** S, 0)
+                res.append((rule, int((want == wk).sum())))
+            print("   indicator blocks (1.0 at one corner): the weight read off equals the rule's"
+                  " weight: " + ", ".join(f"{r} {100 * n / wk.size:.3f}%" for r, n in res))
         if T in ("f32", "u16"):  # indicator blocks: is each corner's weight in 1/256 steps?
             ind = out[:8].view(np.float32).astype(np.float64)
             if T == "f32":
