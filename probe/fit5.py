@@ -17,7 +17,7 @@
 # (2-D: a corner whose fractions are nonzero, even at rounded weight 0) gives 0x7fffffff (f16
 # texels 0x7fffe000), infinities likewise; normalized-read integers mix in 16-bit fixed point
 # (u8 widened by 257, J = round_half_up(sum / 256), f32(J / 65535) or max(f32(J / 32767), -1));
-# i8 has no exact rule (the closest: J = round(I * 32767 / 32512) of the raw sum I).
+# i8: J = floor((129 I + 16 floor(I / 4096) + 64) / 128) of the raw sum I = sum w v (fit4.py).
 #
 # The 3-D candidates (RULES):
 #   split-z  the 2-D weights of (a, b), each split by c as round_half_up(w c / 256) and the
@@ -150,9 +150,10 @@ def imix(w, vals, T, S=8, raw=True):
     """Normalized-read integer mix: the 16-bit J (int64 [N]) of texels vals (int64 [N, K];
     raw texel integers if raw, else earlier stages' J) with weights w (summing to 2^S)."""
     vals = np.asarray(vals, np.int64)
-    if raw and T == "i8":  # the closest rule found: round(I * 32767 / 32512)
-        i = (w * vals).sum(1)
-        return (2 * i * 32767 + 127 * (1 << S)) // (2 * 127 * (1 << S))
+    if raw and T == "i8":  # fit4.py: J = floor((129 I + 16 floor(I / 4096) + 64) / 128), I in
+        i = (w * vals).sum(1)  # 1/256 (here 1/2^S) of a texel step
+        k = 1 << (S - 8)
+        return (129 * i + 16 * k * (i >> (S + 4)) + 64 * k) >> (S - 1)
     if raw and T == "u8":
         vals = vals * 257
     return ((w * vals).sum(1) + (1 << (S - 1))) >> S
