@@ -125,6 +125,8 @@ fn tex_model_second_probe_rows() {
         (I16, 0, 32767, 7, 0x3ce0_01c0),
         (I16, i(-3134), 27486, 67, 0x3e18_8131),
         (I8, i(67), i(-113), 100, 0xbcd5_c1ac),
+        (I8, 0, 127, 120, 0x3eef_fde0),
+        (I8, 0, i(-1), 49, 0xbac8_0190),
         (F16, 0, 64511, 244, 0xc773_e000),
         (F16, 15438, 16322, 102, 0x3fb5_c000),
         (F16, 24616, 1595, 221, 0x4291_8000),
@@ -436,9 +438,9 @@ fn texture_filter_matches_the_model() {
     let ms = tex_model(&special, [w, h, 1], 2, FilterMode::Linear, false);
     let got = fetch(&tex_s, &xs, Some(&ys));
     same("2-D mix with specials", &got, &ms, &|i| vec![xs[i], ys[i]]);
-    // Texprobe4's formats: pairs at every weight (i8 is left to the every-mode tests, which
-    // allow its unfitted last step).
+    // Texprobe4's formats: pairs at every weight.
     pairs_every_weight::<u8>(&mut rng);
+    pairs_every_weight::<i8>(&mut rng);
     pairs_every_weight::<u16>(&mut rng);
     pairs_every_weight::<i16>(&mut rng);
     pairs_every_weight::<f16>(&mut rng);

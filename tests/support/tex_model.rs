@@ -12,8 +12,8 @@
 // toward zero to 2^(E-27) (f16: 2^(E-14)), E the largest one's exponent, summed exactly,
 // rounded ties away from zero to f32 (f16 texels: to f16); an f32 subnormal result flushed
 // to zero with the sum's sign. Normalized-read integers filter in 16-bit fixed point: texels
-// widened (u8 times 257), summed, rounded to 16 bits ties up, read as 16-bit (i8: round of
-// I * 32767 / 32512, the closest rule found, not exact). Each texel index a fetch reads
+// widened (u8 times 257), summed, rounded to 16 bits ties up, read as 16-bit (i8: the raw sum
+// I = sum w v to J = floor((129 I + 16 floor(I / 4096) + 64) / 128), probe/fit4.py). Each texel index a fetch reads
 // addressed on its own (clamp to the edge, border 0, wrap modulo the size, mirror); integer
 // texels read as normalized floats (unsigned v / MAX, signed max(v / MAX, -1)) or as 32-bit
 // integers.
@@ -229,9 +229,10 @@ impl Tex {
             ChannelKind::U16 => ((sum(1.0) / 256.0 + 0.5).floor() / 65535.0) as f32,
             ChannelKind::I16 => f32::max(((sum(1.0) / 256.0 + 0.5).floor() / 32767.0) as f32, -1.0),
             _ => {
-                // i8: round(I * 32767 / 32512) ties up, exactly in integers.
+                // i8: J = floor((129 I + 16 floor(I / 4096) + 64) / 128), written apart from
+                // the simulator's shifts: with floor division.
                 let i = sum(1.0) as i64;
-                let j = (2 * i * 32767 + 32512).div_euclid(65024);
+                let j = (129 * i + 16 * i.div_euclid(4096) + 64).div_euclid(128);
                 f32::max((j as f64 / 32767.0) as f32, -1.0)
             }
         };

@@ -24,10 +24,10 @@
 //! - Normalized-read integers ([`mix_normalized`]) are filtered in 16-bit fixed point: each
 //!   texel widened to 16 bits (u8: `v * 257`; u16, i16: as is), summed with its weights, the
 //!   sum rounded to 16 bits ties up, then read as a 16-bit texel (`J / 65535`, or
-//!   `max(J / 32767, -1)`). i8 (not fitted exactly: 94.8% of the probe's 1-D fetches, the
-//!   others one step of 1/32767 lower): `round(I * 32767 / 32512)` of the raw sum
-//!   `I = sum w v`.
-
+//!   `max(J / 32767, -1)`). i8 texels are not widened: the raw sum `I = sum w v` (1/256 of
+//!   a texel step) becomes `J = floor((129 I + 16 floor(I / 4096) + 64) / 128)`, i.e.
+//!   `round(I + I / 128 + floor(I / 4096) / 8)` (texprobe4: every 1-D and 2-D i8 fetch).
+//!
 use crate::backend::texture::ChannelKind;
 
 /// Fractional bits of the simulator's fixed-point texel coordinates (the finest the GPU keeps;
@@ -258,8 +258,9 @@ pub(super) fn mix_normalized(kind: ChannelKind, taps: &[(u32, i64)]) -> f32 {
         ChannelKind::U16 => to16(sum(1)) as f32 / 65535.0,
         ChannelKind::I16 => (to16(sum(1)) as f32 / 32767.0).max(-1.0),
         ChannelKind::I8 => {
-            // round(I * 32767 / 32512), ties up: the closest rule found (see the notes).
-            let j = (2 * sum(1) * 32767 + 32512).div_euclid(2 * 32512);
+            // J = floor((129 I + 16 floor(I / 4096) + 64) / 128) (see the notes).
+            let i = sum(1);
+            let j = (129 * i + 16 * (i >> 12) + 64) >> 7;
             (j as f32 / 32767.0).max(-1.0)
         }
         // Float kinds go through `mix`; as a fallback, the integers as floats.
@@ -629,11 +630,14 @@ mod tests {
             (I16, 0, 32767, 7, 0x3ce0_01c0),
             (I16, 3538, 20185, 121, 0x3eb2_3964),
             (I16, -3134, 27486, 67, 0x3e18_8131),
-            // i8: rows the closest rule found gets right (p = 5, 100, 450; it misses
-            // (0, 127) at 120/256, p = 3: 0x3eef_fde0, one step lower than the rule).
+            // i8 (p = 5, 100, 450, and p = 3, which round(I * 32767 / 32512), the closest
+            // rule before, got one step too high).
             (I8, 0, -127, 167, 0xbf26_ff4e),
             (I8, 67, -113, 100, 0xbcd5_c1ac),
             (I8, -40, -42, 50, 0xbea2_d546),
+            (I8, 0, 127, 120, 0x3eef_fde0),
+            // Small negative sums: floor, one step below the nearest.
+            (I8, 0, -1, 49, 0xbac8_0190),
         ] {
             let got = mix_normalized(kind, &[(256 - a, v0), (a, v1)]).to_bits();
             assert_eq!(got, want, "{kind:?} {v0} {v1} at {a}/256");
