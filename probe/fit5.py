@@ -32,16 +32,19 @@
 #            mix of the two with weights 256 - c, c (integers: the 16-bit J of each plane,
 #            lerped and rounded to 16 bits again);
 #   lerp-x, lerp-y  the same with the planes across x, across y;
+#   lerp-z-exact  each z plane's exact 2-D sum (its texels truncated to its own 2^(E-27)), the
+#            two lerped by c exactly and rounded once (integers: w2xc);
 #   sep      1-D mixes along x, then y, then z, each rounded.
 # A corner takes part in a one-sum mix where each of its upper fractions is nonzero (the 2-D
 # rule); "split-z/w" instead: where its weight is nonzero.
+import math
 import os
 import sys
 
 import numpy as np
 
 RULES = ("split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r", "lerp-z", "lerp-x",
-         "lerp-y", "sep", "split-z/w")
+         "lerp-y", "lerp-z-exact", "sep", "split-z/w")
 ONE_SUM = ("split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r")
 FMT = {"f32": (24, -126, 27, True), "f16": (11, -14, 14, False)}  # mant, emin, kept, ftz
 NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFFE000}
@@ -100,9 +103,11 @@ def bitlen(a):
     return b
 
 
-def fmix(w, live, bits, fmt, S=8):
-    """The float mix (f32 bits, uint32 [N]) of texels `bits` (f32 bits, int64 [N, K]) with
-    weights w (int64 [N, K], summing to 2^S) where `live`, at format fmt's precision."""
+def fsum(w, live, bits, fmt):
+    """The float mix's exact sum: texels `bits` (f32 bits, int64 [N, K]) of weights w (int64
+    [N, K]) where `live`, aligned to the largest counted one's exponent E and truncated to
+    2^(E - kept): returns (s, grid, flags) with the sum s * 2^grid (times the weights' scale)
+    and flags (anynan, pinf, ninf, none counted, all live texels -0)."""
     mant, emin, keep, ftz = FMT[fmt]
     bits = np.asarray(bits, np.int64)
     e = (bits >> 23) & 0xFF
@@ -123,8 +128,16 @@ def fmix(w, live, bits, fmt, S=8):
     sh = p - grid[:, None]
     aligned = np.where(sh >= 0, m << np.clip(sh, 0, 30), m >> np.clip(-sh, 0, 62))
     s = np.where(counted, w * aligned * (1 - 2 * neg), 0).sum(1)
+    none = ~counted.any(1)
+    allneg0 = (live & ~(zero & (neg == 1))).sum(1) == 0
+    return s, grid, (anynan, pinf, ninf, none, allneg0)
+
+
+def fround(s, base, flags, fmt):
+    """s * 2^base (int64 s) rounded ties away from zero to fmt, with fsum's flags: f32 bits."""
+    mant, emin, keep, ftz = FMT[fmt]
+    anynan, pinf, ninf, none, allneg0 = flags
     a = np.abs(s)
-    base = grid - S  # value = s * 2^base
     ld = base + bitlen(a) - 1
     q = np.maximum(ld, emin) - (mant - 1)
     shr = q - base
@@ -138,12 +151,42 @@ def fmix(w, live, bits, fmt, S=8):
     out = val.view(np.uint32).copy()
     out = np.where((val == 0) & (s < 0), np.uint32(0x80000000), out)
     out = np.where((val == 0) & (s >= 0), np.uint32(0), out)
-    none = ~counted.any(1)
-    allneg0 = (live & ~(zero & (neg == 1))).sum(1) == 0
     out = np.where(none, np.where(allneg0, np.uint32(0x80000000), np.uint32(0)), out)
     out = np.where(pinf | ninf, np.where(pinf, np.uint32(0x7F800000), np.uint32(0xFF800000)), out)
     out = np.where(anynan | (pinf & ninf), np.uint32(NAN[fmt]), out)
     return out.astype(np.uint32)
+
+
+def fmix(w, live, bits, fmt, S=8):
+    """The float mix (f32 bits, uint32 [N]) of texels `bits` (f32 bits, int64 [N, K]) with
+    weights w (int64 [N, K], summing to 2^S) where `live`, at format fmt's precision."""
+    s, grid, flags = fsum(w, live, bits, fmt)
+    return fround(s, grid - S, flags, fmt)
+
+
+def round_big(s, base, fmt):
+    """Python-int sums s (object array) times 2^base (int array), rounded ties away from zero
+    to fmt: f32 bits (uint32; a zero keeps the sum's sign, an f32 subnormal is flushed)."""
+    mant, emin, keep, ftz = FMT[fmt]
+
+    def one(si, bi):
+        si, bi = int(si), int(bi)
+        if si == 0:
+            return 0
+        a = abs(si)
+        q = max(bi + a.bit_length() - 1, emin) - (mant - 1)
+        if q > bi:
+            a = (a + (1 << (q - bi - 1))) >> (q - bi)
+        else:
+            a <<= bi - q
+        v = float(np.float32(math.ldexp(a, q) if q < 200 else math.inf))
+        if ftz and v < 2.0 ** -126:
+            v = 0.0
+        if v == 0:
+            return 0x80000000 if si < 0 else 0
+        return int(np.float32(-v if si < 0 else v).view(np.uint32))
+
+    return np.frompyfunc(one, 2, 1)(s, base).astype(np.int64).astype(np.uint32)
 
 
 def imix(w, vals, T, S=8, raw=True):
@@ -241,7 +284,7 @@ def trilinear(T, f, vals, rule):
         if rule == "split-z/w":
             live = w != 0
         return fmix(w, live, v, T, S) if flt else iout(imix(w, v, T, S), T)
-    if rule.startswith("lerp"):
+    if rule in ("lerp-z", "lerp-x", "lerp-y"):
         axis = {"z": 2, "x": 0, "y": 1}[rule[5]]
         d1, d2 = [d for d in range(3) if d != axis]
         planes = []
@@ -261,6 +304,27 @@ def trilinear(T, f, vals, rule):
         fa = f[:, axis]
         r = mix_any(T, w1(fa), np.stack([fa >= 0, fa != 0], 1), pv, 8)
         return r.astype(np.uint32) if flt else iout(r, T)
+    if rule == "lerp-z-exact":
+        if not flt:  # a linear datapath: the exact lerp of the planes' sums is w2xc
+            return trilinear(T, f, vals, "w2xc")
+        fw = w2(f[:, 0], f[:, 1])
+        fl = corners_live(f[:, :2])
+        c = f[:, 2]
+        s0, g0, fl0 = fsum(fw, fl, v[:, :4], T)
+        s1, g1, fl1 = fsum(fw, fl & (c != 0)[:, None], v[:, 4:], T)
+        g0 = np.where(fl0[3], g1, g0)
+        g1 = np.where(fl1[3], g0, g1)
+        gmin = np.minimum(g0, g1)
+        o = lambda x: np.asarray(x, np.int64).astype(object)
+        tot = (o(256 - c) * o(s0) * (o(np.ones_like(c)) << o(g0 - gmin))
+               + o(c) * o(s1) * (o(np.ones_like(c)) << o(g1 - gmin)))
+        out = round_big(tot, gmin - 16, T)
+        anynan, pinf, ninf = (fl0[i] | fl1[i] for i in range(3))
+        none, allneg0 = fl0[3] & fl1[3], fl0[4] & (fl1[4] | (c == 0))
+        out = np.where(none, np.where(allneg0, np.uint32(0x80000000), np.uint32(0)), out)
+        out = np.where(pinf | ninf, np.where(pinf, np.uint32(0x7F800000), np.uint32(0xFF800000)),
+                       out)
+        return np.where(anynan | (pinf & ninf), np.uint32(NAN[T]), out).astype(np.uint32)
     if rule == "sep":
         cur = v  # corners k = x | y << 1 | z << 2
         first = True
