@@ -4,10 +4,10 @@
 //! linear mixes (host only). Then the probe's kinds of fetch on fresh random data, on the
 //! device (GPU or simulator) against the model, bit for bit, with texprobe4's kinds too (u8,
 //! u16, i16, f16, f32 pairs at every weight with special values, 2-D specials, extents of
-//! 32767 and more). Also the comparison of 3-D linear fetches, whose weights the probe did not
-//! measure.
+//! 32767 and more) and texprobe5's (3-D blocks of every format). Also the comparison of 3-D
+//! linear fetches within a tolerance, whose weights the probe did not measure.
 
-use cudajit::codegen::{Kernel, Texture1d, Texture2d};
+use cudajit::codegen::{Kernel, Texture1d, Texture2d, Texture3d};
 use cudajit::memory::{
     AddressMode, ChannelKind, CudaArray, FilterMode, TextureDesc, TextureObject,
 };
@@ -383,6 +383,68 @@ fn pairs_every_weight<T: Texel>(rng: &mut Rng) {
     same(&what, &fetch(&tex, &xs, None), &m, &|i| vec![xs[i]]);
 }
 
+/// Texprobe5's 2x2x2 blocks on fresh data: 3-D linear fetches of `T` texels (random, with the
+/// format's special values) from an 8 x 6 x 4 array, clamped, at random lower texels and
+/// weight triples (in 1/512 steps: the weights and the ties between, 0 and 1 included),
+/// against the model bit for bit.
+fn blocks_3d<T: Texel>(rng: &mut Rng) {
+    let ctx = ctx();
+    let s = ctx.new_stream().unwrap();
+    let ext = [8usize, 6, 4];
+    let (raw, typed) = texels::<T>(ext.iter().product(), rng);
+    let mut arr = CudaArray::<T>::new_3d(&ctx, ext[0], ext[1], ext[2]).unwrap();
+    arr.copy_from_host(&typed).unwrap();
+    let kind = T::LAYOUT.kind;
+    let norm = !matches!(kind, ChannelKind::F16 | ChannelKind::F32);
+    let desc = TextureDesc::default()
+        .address(AddressMode::Clamp)
+        .filter(FilterMode::Linear)
+        .read_normalized(norm);
+    let tex = TextureObject::<f32>::from_array(&arr, &desc).unwrap();
+    let n = 1024;
+    let edges = [0u64, 1, 2, 255, 256, 257, 510, 511, 512];
+    let xyz: Vec<f32> = (0..n * 3)
+        .map(|i| {
+            let d = i % 3;
+            let lo = rng.next_u64() % (ext[d] as u64 - 1);
+            let m = if rng.next_u64() % 4 == 0 {
+                edges[(rng.next_u64() % edges.len() as u64) as usize]
+            } else {
+                rng.next_u64() % 513
+            };
+            lo as f32 + 0.5 + m as f32 / 512.0
+        })
+        .collect();
+    let k = Kernel::<(Texture3d<f32>, &[f32], &mut [u32])>::build(
+        "texture_probe3d",
+        |k, (t, xyz, out)| {
+            let i = k.grid1();
+            k.if_((i * 3).lt(xyz.len()), |_| {
+                let v = t.tex3d(xyz.at(i * 3), xyz.at(i * 3 + 1), xyz.at(i * 3 + 2));
+                out.set(i, v.bitcast::<u32>());
+            });
+        },
+    )
+    .unwrap();
+    let dxyz = ctx.to_device(&xyz).unwrap();
+    let mut out = ctx.to_device(&vec![0xdead_beef_u32; n]).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n, 128).unwrap();
+    k.launch(&s, cfg, (&tex, &dxyz, &mut out)).unwrap();
+    let m = Tex {
+        kind,
+        channels: 1,
+        extent: ext,
+        dims: 3,
+        texels: raw,
+        address: [AddressMode::Clamp; 3],
+        filter: FilterMode::Linear,
+        normalized_coords: false,
+        read_normalized: norm,
+    };
+    let what = format!("{kind:?} 3-D blocks");
+    same(&what, &out.to_vec().unwrap(), &m, &|i| xyz[3 * i..3 * i + 3].to_vec());
+}
+
 /// The probe's fetches on fresh data: 1-D linear mixes of wide-ranging f32 pairs at every
 /// weight, 2-D mixes at random weights, normalized point sampling at the f32s around k / N
 /// and normalized linear sampling of ramps; each against the model, bit for bit.
@@ -445,6 +507,13 @@ fn texture_filter_matches_the_model() {
     pairs_every_weight::<i16>(&mut rng);
     pairs_every_weight::<f16>(&mut rng);
     pairs_every_weight::<f32>(&mut rng);
+    // Texprobe5's 3-D blocks, every format.
+    blocks_3d::<u8>(&mut rng);
+    blocks_3d::<i8>(&mut rng);
+    blocks_3d::<u16>(&mut rng);
+    blocks_3d::<i16>(&mut rng);
+    blocks_3d::<f16>(&mut rng);
+    blocks_3d::<f32>(&mut rng);
     // Normalized ramps: point sampling at the 64 f32s around k / N, linear at random u.
     for n in [3usize, 7, 100, 1000, 4097, 32767, 40000, 65535] {
         let ramp: Vec<f32> = (0..n).map(|i| i as f32).collect();
