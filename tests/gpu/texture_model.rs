@@ -442,7 +442,9 @@ fn blocks_3d<T: Texel>(rng: &mut Rng) {
         read_normalized: norm,
     };
     let what = format!("{kind:?} 3-D blocks");
-    same(&what, &out.to_vec().unwrap(), &m, &|i| xyz[3 * i..3 * i + 3].to_vec());
+    same(&what, &out.to_vec().unwrap(), &m, &|i| {
+        xyz[3 * i..3 * i + 3].to_vec()
+    });
 }
 
 /// The probe's fetches on fresh data: 1-D linear mixes of wide-ranging f32 pairs at every
