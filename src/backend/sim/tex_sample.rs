@@ -13,8 +13,8 @@ use half::f16;
 
 use super::global;
 use super::tex_filter::{
-    corner_live, corner_weights, fixed_coord, linear_index, mix, mix_normalized, point_index,
-    FloatFormat, Tap,
+    corner_live, corner_weights, fixed_coord, linear_index, mix, mix_normalized, mix_planes,
+    point_index, FloatFormat, Tap,
 };
 use super::texture::View;
 use crate::backend::texture::{AddressMode, ChannelKind, FilterMode, TexDesc};
@@ -220,6 +220,9 @@ pub(super) fn fetch(
             v: texel(v, d, corner_at(k), channel, ret).f(),
         })
         .collect();
+    if dims == 3 {
+        return u64::from(mix_planes(&[&terms[..4], &terms[4..]], fmt));
+    }
     u64::from(mix(&terms, fmt))
 }
 
