@@ -1,9 +1,10 @@
 //! Textures: CUDA arrays of every channel format (u8, u16, i8, i16, f16, f32 × 1, 2, 4
 //! channels); texture fetches over 1-D, 2-D, 3-D and layered arrays, linear and pitched memory
 //! for every address mode × filter × coordinate mode × read mode, compared bit for bit with
-//! the host model of the texture unit (tests/support/tex_model.rs; fitted to a GPU probe, see
-//! `texture_model.rs`), except 3-D linear filtering, which the probe did not measure (within
-//! a tolerance, `texture_model::compare_3d_linear`); gathers and level fetches;
+//! the host model of the texture unit (tests/support/tex_model.rs; fitted to GPU probes, see
+//! `texture_model.rs`), except 3-D linear filtering of float texels, whose mix the probe fits
+//! to 99.9% (within 2^-20 of the footprint's largest texel,
+//! `texture_model::compare_3d_linear`); gathers and level fetches;
 //! the refusals of unsupported combinations. Copies and surfaces: `surface.rs`. Fresh random
 //! texels with special values (NaN, ±0, ±inf, subnormals; MIN/MAX), outputs poisoned first.
 
@@ -411,8 +412,8 @@ fn texture_1d_and_3d_every_mode() {
             let got = out.to_vec().unwrap();
             let at = |i: usize| -> Vec<f32> { (0..dims).map(|d| cs[d][i]).collect() };
             let what = format!("{dims}-D {:?} {desc:?}", m.kind);
-            if dims == 3 && desc.filter == FilterMode::Linear {
-                // The probe measured no 3-D filtering: a documented tolerance.
+            if dims == 3 && desc.filter == FilterMode::Linear && m.kind == ChannelKind::F32 {
+                // The 3-D float mix is fitted to 99.9% (texprobe5): a documented tolerance.
                 compare_3d_linear(&what, &got, &m, &at);
                 continue;
             }

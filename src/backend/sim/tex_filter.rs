@@ -14,7 +14,8 @@
 //!   (`Z1 = c`, `Z0 = 1 - c`), x in each z plane (`X1 = round(Z a)`, `X0 = Z - X1`), y in each
 //!   column with the diagonal corner rounded (`w(x1 y1) = round(X1 b)`,
 //!   `w(x0 y0) = round(X0 (1 - b))`, the other the rest); in 2-D (`Z = 1`) that is the 2-D
-//!   rule. A corner takes part in the mix where each of its fractions is nonzero, even if its
+//!   rule. Under clamp addressing a 3-D coordinate is clamped to [0.5, extent - 0.5] texels
+//!   first (`tex_sample.rs`). A corner takes part in the mix where each of its fractions is nonzero, even if its
 //!   rounded weight is 0 (it can then only bring a NaN or an infinity).
 //! - The float mix ([`mix`], f32 and f16 texels): NaN (the format's canonical one) if a texel
 //!   taking part is NaN or infinities of both signs do; else an infinity if one does. Else
@@ -264,14 +265,34 @@ pub(super) fn mix_planes(planes: &[&[Tap]], fmt: FloatFormat) -> u32 {
             Some((i128::from(sum), grid))
         })
         .collect();
-    let Some(grid) = sums.iter().map(|s| s.1).min() else {
+    if sums.is_empty() {
         let neg = live
             .iter()
             .all(|t| value(t) == 0.0 && t.v.is_sign_negative());
         return if neg { 0x8000_0000 } else { 0 };
-    };
-    // Planes' sums are below 2^40: 2^80 apart is far past any rounding.
-    let sum: i128 = sums.iter().map(|&(s, g)| s << (g - grid).min(80)).sum();
+    }
+    // The nonzero sums added exactly on the finer grid, except that one more than 80 bits
+    // below the other (far below the result's last place) counts only as a sticky bit.
+    let nonzero = sums.iter().filter(|s| s.0 != 0);
+    let top = nonzero.clone().map(|s| s.1).max().unwrap_or(0);
+    let grid = nonzero
+        .clone()
+        .map(|s| s.1)
+        .min()
+        .unwrap_or(0)
+        .max(top - 80);
+    let sum: i128 = nonzero
+        .map(|&(s, g)| {
+            if g >= grid {
+                s << (g - grid)
+            } else {
+                let k = (grid - g).min(120) as u32;
+                let q = s.unsigned_abs() >> k;
+                let q = (q + u128::from(q << k != s.unsigned_abs())) as i128;
+                q * s.signum()
+            }
+        })
+        .sum();
     let r = round_ties_away(sum, grid - 8, fmt);
     if r == 0.0 || (fmt == FloatFormat::F32 && r.is_subnormal()) {
         return if sum < 0 { 0x8000_0000 } else { 0 };
