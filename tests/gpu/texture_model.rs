@@ -276,13 +276,22 @@ fn tex_model_3d_matches_the_probe() {
     assert_eq!(cube(ChannelKind::U8, u8s, [128, 128, 165]), 0x3f33_55b3);
 }
 
-/// Compares 3-D linear fetches of float texels with the model within a tolerance, the rest of
-/// `compare`'s checks being bit for bit. Why: the model's 3-D weights are exact (texprobe5,
-/// every weight), but its float mix (each z plane on its own truncation grid, the sums added,
-/// rounded once) matches 99.9% of the probe's f32 and f16 fetches, the rest being off by at
-/// most 2^-24.3 of the footprint's largest |texel| (f32): the tolerance is 2^-20 of its
-/// largest finite |texel|. A NaN or infinite result must be the model's (any NaN for a NaN).
-pub(crate) fn compare_3d_linear(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(usize) -> Vec<f32>) {
+/// Compares 3-D linear fetches with the model within `tol` times the footprint's largest
+/// finite |texel|, the rest of `compare`'s checks being bit for bit. Why: under clamp
+/// addressing the model's 3-D weights are exact (texprobe5, every weight), but its float mix
+/// (each z plane on its own truncation grid, the sums added, rounded once) matches 99.9% of
+/// the probe's f32 and f16 fetches, the rest off by at most 2^-24.3 of that texel (f32):
+/// 2^-20 there. Other address modes were not measured in 3-D: any scheme of 1/256-step
+/// weights puts each of the 8 within 2/256 of another's, 16/256 in all (a footprint holding a
+/// NaN or an infinity is not compared there). Under clamp a NaN or infinite result must be
+/// the model's (any NaN for a NaN).
+pub(crate) fn compare_3d_linear(
+    what: &str,
+    got: &[u32],
+    m: &Tex,
+    at: &dyn Fn(usize) -> Vec<f32>,
+    tol: f64,
+) {
     let mut bad = Vec::new();
     let (mut exact, mut total) = (0, 0);
     for i in 0..got.len() / 4 {
@@ -297,6 +306,10 @@ pub(crate) fn compare_3d_linear(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(us
                 continue;
             }
             let (gf, wf) = (f32::from_bits(g), f32::from_bits(w));
+            if tol > 2f64.powi(-20) && fp.iter().any(|t| !t.is_finite()) {
+                // Weights not measured: whether a tiny one is 0 decides whether it is read.
+                continue;
+            }
             if !gf.is_finite() || !wf.is_finite() {
                 if !(gf.is_nan() && wf.is_nan()) {
                     bad.push(format!(
@@ -307,7 +320,7 @@ pub(crate) fn compare_3d_linear(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(us
             }
             let finite = fp.iter().filter(|t| t.is_finite());
             let big = finite.fold(0.0f32, |a, t| a.max(t.abs())) as f64;
-            let tol = big * 2f64.powi(-20);
+            let tol = big * (tol + 2f64.powi(-20));
             let d = (f32::from_bits(g) as f64 - f32::from_bits(w) as f64).abs();
             if d.is_nan() || d > tol {
                 bad.push(format!(
