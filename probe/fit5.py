@@ -4,7 +4,7 @@
 #     python3 probe/fit5.py [probe/texprobe5.npz]
 # Prints, per section and element type, the match rate of each candidate rule (and per part
 # of the weight list w3), then a few misses of the best one. A synthetic npz
-# (texprobe5.py --selfcheck --synthetic OUT) is made with rule "split-z" and so matches it
+# (texprobe5.py --selfcheck --synthetic OUT) is made with rule "zxy-planes" and so matches it
 # 100%: that only proves the plumbing.
 #
 # What the H200's data says (texprobe5.npz, CUDA 13.0 / driver 580; rates printed by this
@@ -44,7 +44,7 @@
 #            grid (2^(E_plane - 27)), the two sums added exactly and rounded once (integers:
 #            zxy). The best fit: integers 100%, f32 and f16 99.9% (the rest not fitted);
 #   split-z  the 2-D weights of (a, b), each split by c as round_half_up(w c / 256) and the
-#            rest; one sum of 8 products, rounded once (the simulator's current rule);
+#            rest; one sum of 8 products, rounded once (the simulator's rule before);
 #   split-x, split-y  the same with the 2-D weights of (b, c) split by a, of (a, c) split by b;
 #   w2xc     the 2-D weights of (a, b) times (256 - c) and c exactly (1/65536 steps), one sum;
 #   prod     (256 - a or a)(256 - b or b)(256 - c or c) exactly (1/2^24 steps), one sum;
@@ -66,8 +66,8 @@ import sys
 
 import numpy as np
 
-RULES = ("zxy-planes", "zxy", "split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r", "lerp-z", "lerp-x",
-         "lerp-y", "lerp-z-exact", "sep", "split-z/w")
+RULES = ("zxy-planes", "zxy", "split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r",
+         "lerp-z", "lerp-x", "lerp-y", "lerp-z-exact", "sep", "split-z/w")
 ONE_SUM = ("zxy", "split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r")
 FMT = {"f32": (24, -126, 27, True), "f16": (11, -14, 14, False)}  # mant, emin, kept, ftz
 NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFFE000}

@@ -4,8 +4,8 @@
 #     python3 probe/texprobe5.py OUTDIR                      # on the GPU machine (< 60 s)
 #     python3 probe/texprobe5.py --selfcheck                 # no GPU: layouts and inputs only
 #     python3 probe/texprobe5.py --selfcheck --synthetic OUT # no GPU: OUT/texprobe5.npz with
-#         every result filled in by a model (probe/fit5.py's rule "split-z", the simulator's
-#         current 3-D rule) instead of a GPU, to test fit5.py's plumbing; meta_synthetic = 1.
+#         every result filled in by a model (probe/fit5.py's rule "zxy-planes", the simulator's
+#         3-D rule) instead of a GPU, to test fit5.py's plumbing; meta_synthetic = 1.
 # Every value is stored exactly: texels as their own dtype (f16 as uint16 bits, f32 as uint32
 # bits), results as uint32 (the f32 result's bits). All textures are clamped
 # (cudaAddressModeClamp), 1 channel, unnormalized coordinates, linear filtering, unless a
@@ -452,14 +452,14 @@ extern "C" __global__ void f2(cudaTextureObject_t t, const float* xs, const floa
 
 
 def synthetic_main(outdir):
-    """Model data in place of the GPU's (fit5.py's rule 'split-z'), to test fit5.py."""
+    """Model data in place of the GPU's (fit5.py's rule 'zxy-planes'), to test fit5.py."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import fit5
 
     def fetch(kind, T, tex, norm, filt, *coords):
-        return fit5.model_fetch(T, tex, norm, filt, coords, rule="split-z")
+        return fit5.model_fetch(T, tex, norm, filt, coords, rule="zxy-planes")
 
-    data = {"meta_synthetic": np.int64(1), "meta_device": np.array("synthetic (fit5 split-z)"),
+    data = {"meta_synthetic": np.int64(1), "meta_device": np.array("synthetic (fit5 zxy-planes)"),
             "meta_versions": np.array([0, 0], np.int64), "meta_cupy": np.array("none")}
     run(fetch, data, outdir)
 
