@@ -1,22 +1,26 @@
 // The host model of the texture unit (the CUDA programming guide's "Texture Fetching"
-// appendix, with the arithmetic an H200 showed: probe/fit.py and probe/fit4.py fit it bit for
-// bit): what tests/gpu/texture.rs compares the simulator's and the GPU's fetches with. Texel
+// appendix, with the arithmetic an H200 showed: probe/fit.py, fit4.py and fit5.py fit it):
+// what tests/gpu/texture.rs compares the simulator's and the GPU's fetches with. Texel
 // centres at +0.5; unnormalized coordinates floored to 21 fractional bits; normalized ones to
 // 21 (22 over more than 16384 texels), then times the extent exactly; linear filtering with
 // x - 0.5 rounded to 8 fractional bits, ties up (weights of 9-bit fixed point); 2-D weights
-// w11 = round(a b), the others by difference (exact marginals); 3-D (not probed) each 2-D
-// weight split by c the same way. The float mix (f32, f16 texels): a texel takes part where
+// w11 = round(a b), the others by difference (exact marginals); 3-D (texprobe5) a tree of
+// half-up splits: z exactly, x in each z plane, y in each column with the diagonal corner
+// rounded (in 2-D the same weights), a clamped coordinate first clamped to [0.5, n - 0.5]
+// texels. The float mix (f32, f16 texels): a texel takes part where
 // its fractions are nonzero (2-D: even at rounded weight 0); a NaN taking part, or
 // infinities of both signs, give the canonical NaN (f32 0x7fffffff, f16 0x7fffe000); an
 // infinity wins; f32 subnormal texels count as zeros; texels of nonzero weight truncated
 // toward zero to 2^(E-27) (f16: 2^(E-14)), E the largest one's exponent, summed exactly,
 // rounded ties away from zero to f32 (f16 texels: to f16); an f32 subnormal result flushed
-// to zero with the sum's sign. Normalized-read integers filter in 16-bit fixed point: texels
-// widened (u8 times 257), summed, rounded to 16 bits ties up, read as 16-bit (i8: round of
-// I * 32767 / 32512, the closest rule found, not exact). Each texel index a fetch reads
-// addressed on its own (clamp to the edge, border 0, wrap modulo the size, mirror); integer
-// texels read as normalized floats (unsigned v / MAX, signed max(v / MAX, -1)) or as 32-bit
-// integers.
+// to zero with the sum's sign; 3-D: each z plane truncated on its own grid, the two sums
+// added (99.9% of texprobe5's float fetches; the rest within 2^-24 of the largest f32
+// texel). Normalized-read integers filter in 16-bit fixed point: texels widened (u8 times
+// 257), summed, rounded to 16 bits ties up, read as 16-bit (i8: the raw sum I = sum w v to
+// J = floor((129 I + 16 floor(I / 4096) + 64) / 128), probe/fit4.py). Each texel index a
+// fetch reads addressed on its own (clamp to the edge, border 0, wrap modulo the size,
+// mirror); integer texels read as normalized floats (unsigned v / MAX, signed
+// max(v / MAX, -1)) or as 32-bit integers.
 
 use cudajit::memory::{AddressMode, ChannelKind, FilterMode};
 
@@ -154,15 +158,23 @@ impl Tex {
             w = vec![256 + w11 - f[0] - f[1], f[0] - w11, f[1] - w11, w11];
         }
         if f.len() > 2 {
-            let up: Vec<u32> = w.iter().map(|&x| r(x, f[2])).collect();
-            let down: Vec<u32> = w.iter().zip(&up).map(|(x, u)| x - u).collect();
-            w = [down, up].concat();
+            // z exactly, then x in each z plane, then y with the diagonal corner rounded.
+            w = vec![0; 8];
+            for (k, z) in [(0, 256 - f[2]), (4, f[2])] {
+                let x1 = r(z, f[0]);
+                let x0 = z - x1;
+                w[k + 3] = r(x1, f[1]);
+                w[k + 1] = x1 - w[k + 3];
+                w[k] = r(x0, 256 - f[1]);
+                w[k + 2] = x0 - w[k];
+            }
         }
         w
     }
 
     /// The float filter's result (f32 bits) of `terms` (weight in 1/256 steps, whether the
-    /// texel takes part, texel), for f32 texels or (`f16`) f16 ones: see the header.
+    /// texel takes part, texel), for f32 texels or (`f16`) f16 ones: see the header. 3-D: the
+    /// two z planes (`terms[..4]`, `terms[4..]`) each on its own truncation grid.
     fn mix(terms: &[(u32, bool, f32)], f16: bool) -> u32 {
         let nan = if f16 { 0x7fff_e000 } else { 0x7fff_ffff };
         let live: Vec<(u32, f32)> = terms.iter().filter(|t| t.1).map(|t| (t.0, t.2)).collect();
@@ -182,27 +194,46 @@ impl Tex {
             };
         }
         // f32 subnormals count as zeros (keeping their sign).
-        let live: Vec<(u32, f32)> = live
-            .into_iter()
-            .map(|(w, v)| {
-                if !f16 && v != 0.0 && v.abs() < f32::MIN_POSITIVE {
-                    (w, 0.0f32.copysign(v))
-                } else {
-                    (w, v)
-                }
-            })
-            .collect();
-        let counted = || live.iter().filter(|p| p.0 > 0 && p.1 != 0.0);
-        let Some(e) = counted().map(|p| exponent(p.1 as f64)).max() else {
-            let neg = live.iter().all(|p| p.1 == 0.0 && p.1.is_sign_negative());
-            return if neg { 0x8000_0000 } else { 0 };
+        let flush = |v: f32| {
+            if !f16 && v != 0.0 && v.abs() < f32::MIN_POSITIVE {
+                0.0f32.copysign(v)
+            } else {
+                v
+            }
         };
-        let grid = 2f64.powi(e - if f16 { 14 } else { 27 });
-        let sum: f64 = counted()
-            .map(|&(w, v)| w as f64 * (v as f64 / grid).trunc())
-            .sum::<f64>()
-            * grid
-            / 256.0;
+        let planes: Vec<&[(u32, bool, f32)]> = if terms.len() == 8 {
+            vec![&terms[..4], &terms[4..]]
+        } else {
+            vec![terms]
+        };
+        // Each plane: its texels of nonzero weight truncated to 2^(E-27) (f16: 2^(E-14)) of
+        // its largest, summed (exact in f64: at most 40 significant bits).
+        let mut sum = 0.0f64;
+        let mut any = false;
+        for p in planes {
+            let counted: Vec<(u32, f32)> = p
+                .iter()
+                .filter(|t| t.1 && t.0 > 0 && flush(t.2) != 0.0)
+                .map(|t| (t.0, t.2))
+                .collect();
+            let Some(e) = counted.iter().map(|p| exponent(p.1 as f64)).max() else {
+                continue;
+            };
+            any = true;
+            let grid = 2f64.powi(e - if f16 { 14 } else { 27 });
+            sum += counted
+                .iter()
+                .map(|&(w, v)| w as f64 * (v as f64 / grid).trunc())
+                .sum::<f64>()
+                * grid;
+        }
+        if !any {
+            let neg = live
+                .iter()
+                .all(|p| flush(p.1) == 0.0 && p.1.is_sign_negative());
+            return if neg { 0x8000_0000 } else { 0 };
+        }
+        let sum = sum / 256.0;
         if sum == 0.0 {
             return 0;
         }
@@ -229,9 +260,10 @@ impl Tex {
             ChannelKind::U16 => ((sum(1.0) / 256.0 + 0.5).floor() / 65535.0) as f32,
             ChannelKind::I16 => f32::max(((sum(1.0) / 256.0 + 0.5).floor() / 32767.0) as f32, -1.0),
             _ => {
-                // i8: round(I * 32767 / 32512) ties up, exactly in integers.
+                // i8: J = floor((129 I + 16 floor(I / 4096) + 64) / 128), written apart from
+                // the simulator's shifts: with floor division.
                 let i = sum(1.0) as i64;
-                let j = (2 * i * 32767 + 32512).div_euclid(65024);
+                let j = (129 * i + 16 * i.div_euclid(4096) + 64).div_euclid(128);
                 f32::max((j as f64 / 32767.0) as f32, -1.0)
             }
         };
@@ -241,7 +273,19 @@ impl Tex {
     /// The (weight, takes part, texel index) triples of a linear fetch at `u` (in 1/2^22
     /// steps).
     fn linear_taps(&self, u: &[f64]) -> Vec<(u32, bool, Vec<i64>)> {
-        let lw: Vec<(i64, u32)> = u.iter().map(|&q| Self::lower(q)).collect();
+        // 3-D, clamp: the coordinate clamped to [0.5, n - 0.5] texels first (texprobe5).
+        let lw: Vec<(i64, u32)> = u
+            .iter()
+            .enumerate()
+            .map(|(d, &q)| {
+                let n = self.extent[d] as f64 * 4194304.0;
+                if self.dims == 3 && self.address[d] == AddressMode::Clamp {
+                    Self::lower(q.max(2097152.0).min(n - 2097152.0))
+                } else {
+                    Self::lower(q)
+                }
+            })
+            .collect();
         let fr: Vec<u32> = lw.iter().map(|p| p.1).collect();
         let w = Self::weights(&fr);
         (0..1usize << self.dims)

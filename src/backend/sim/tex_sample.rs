@@ -13,8 +13,8 @@ use half::f16;
 
 use super::global;
 use super::tex_filter::{
-    corner_live, corner_weights, fixed_coord, linear_index, mix, mix_normalized, point_index,
-    FloatFormat, Tap,
+    corner_live, corner_weights, fixed_coord, linear_index, mix, mix_normalized, mix_planes,
+    point_index, FloatFormat, Tap, COORD_FRAC_BITS,
 };
 use super::texture::View;
 use crate::backend::texture::{AddressMode, ChannelKind, FilterMode, TexDesc};
@@ -192,7 +192,22 @@ pub(super) fn fetch(
         let i: Vec<i64> = x.iter().map(|&x| point_index(x)).collect();
         return texel(v, d, addressed(v, d, &i, layer), channel, ret).bits();
     }
-    let taps: Vec<(i64, u32)> = x.iter().map(|&x| linear_index(x)).collect();
+    // 3-D, clamp: the coordinate is clamped to [0.5, extent - 0.5] texels before the weights
+    // (texprobe5's normalized fetches out of range; in 1-D and 2-D, whose weights have exact
+    // marginals, clamping the texel indices gives the same).
+    let taps: Vec<(i64, u32)> = x
+        .iter()
+        .enumerate()
+        .map(|(k, &x)| {
+            let x = if dims == 3 && d.address[k] == AddressMode::Clamp {
+                let half = 1i128 << (COORD_FRAC_BITS - 1);
+                x.clamp(half, ((v.extent[k] as i128) << COORD_FRAC_BITS) - half)
+            } else {
+                x
+            };
+            linear_index(x)
+        })
+        .collect();
     let fracs: Vec<u32> = taps.iter().map(|t| t.1).collect();
     let weights = corner_weights(&fracs);
     let corner_at = |corner: usize| {
@@ -220,6 +235,9 @@ pub(super) fn fetch(
             v: texel(v, d, corner_at(k), channel, ret).f(),
         })
         .collect();
+    if dims == 3 {
+        return u64::from(mix_planes(&[&terms[..4], &terms[4..]], fmt));
+    }
     u64::from(mix(&terms, fmt))
 }
 
