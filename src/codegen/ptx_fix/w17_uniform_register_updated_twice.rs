@@ -1,0 +1,160 @@
+//! Workaround 17: **a uniform register updated in place where the warp may still be split,
+//! so that each group of lanes applies the update once more.**
+//!
+//! Uniform registers (`UR`) hold one value for the whole warp, and a uniform instruction
+//! (`UIADD3`, `ULEA`, ..) runs once for each group of lanes that reaches it. ptxas 12.9 and
+//! 13.0 (sm_90) compile a short `if` (no loop in it) as a branch without `BSSY`/`BSYNC`, so
+//! that the two groups of a diverged warp need not meet again at the join, and place after
+//! the join, before the next `WARPSYNC.ALL`, instructions that update a uniform register **in
+//! place**: `UIADD3 UR4, UR4, 0x30, URZ` (a shared array's address from the one before it).
+//! Each group that reaches it adds `0x30` once more: the group that runs it second computes
+//! the shared array's address 48 bytes too far.
+//!
+//! The block programs of the campaign of 2026-11-27 found it (seed 62700015, program 18, an
+//! H200 with driver 580.159.04; it differed alone, minimised to 40 threads): lane 26 of warp 0,
+//! alone in a `ballot_sync` under `if (mask >> lane) & 1`, ran the join's `UIADD3` first; the
+//! other 31 lanes of warp 0 ran it after and stored `sh[tid]` to `sh[tid + 6]`. Every wrong word
+//! is one of those stores: lane 26 read its own slot as thread 20's value, threads 33 to 37
+//! (warp 1, not diverged) read theirs as threads 27 to 31's, and lane 26 and warp 1 read the
+//! slot 0 that thread 0 had stored to slot 6 as 0. ptxas 13.5 writes the sum to another
+//! uniform register in the same kernel (`UIADD3 UR6, UR4, 0x30`), which is harmless.
+//!
+//! ptxas closes such an `if` with `BSSY`/`BSYNC` when an `activemask` is read at its join (to
+//! count the lanes that meet there), so each join (a label that two or more places reach,
+//! only from before it: not a loop's head) begins with an `activemask` whose result is used:
+//! a `trap` if it is 0, which never happens (the lane running it is in it). The uniform
+//! instructions then run once, in the warp met again. What this does not cover: lanes that a
+//! compare-and-swap loop's `YIELD` split (docs/driver-reports/README.md, section 4) may pass a
+//! `BSYNC` apart, and a uniform update after one runs once per group as well.
+
+use super::ptx::{Edit, Function, Kind, PtxLine};
+use super::registry::Workaround;
+
+/// Workaround 17's descriptor.
+pub(crate) const W17: Workaround = Workaround {
+    id: 17,
+    name: "uniform_register_updated_twice",
+    fixes: "a uniform register updated in place after a join that ptxas does not close with BSYNC: each group of a split warp applies the update again (a shared array's address 0x30 too far)",
+    seen_on: &[
+        "CUDA 13.0 driver JIT (driver 580, H200)",
+        "ptxas 12.9",
+        "ptxas 13.0",
+    ],
+    // A block-program seed (`--blocks`), which tests/fuzz.rs's replay of tree and program
+    // batches does not run: the tests below stand for it.
+    seeds: &[],
+    tests: &[
+        "tests/fuzz.rs::block_program_findings_match_the_host_model_on_the_gpu",
+        "src/codegen/ptx_fix/w17_uniform_register_updated_twice.rs::each_join_reads_activemask",
+    ],
+    upstream: None,
+    fixed_in: None,
+    ptxas_fixed_in: None,
+    apply,
+};
+
+/// The line inserted after each join's label.
+const READ_ACTIVEMASK: &str = "{ .reg .b32 %cj_am; .reg .pred %cj_q; activemask.b32 %cj_am; \
+                               setp.eq.u32 %cj_q, %cj_am, 0; @%cj_q trap; }";
+
+/// The branch targets of a line (its `bra`s, also those in a one-line scope).
+fn branch_targets<'a>(line: &PtxLine<'a>) -> Vec<&'a str> {
+    let insts = match &line.kind {
+        Kind::Inst(i) => std::slice::from_ref(i),
+        Kind::Scope(is) => is.as_slice(),
+        _ => return Vec::new(),
+    };
+    insts
+        .iter()
+        .filter(|i| i.op == "bra" || i.op.starts_with("bra."))
+        .filter_map(|i| i.operands.first().copied())
+        .collect()
+}
+
+/// Whether control can fall through from the line before `n` into line `n` (the closest line
+/// that is code: not an unguarded `bra`, `ret` or `exit`).
+fn falls_into(f: &Function<'_>, n: usize) -> bool {
+    let prev = f.lines[..n]
+        .iter()
+        .rev()
+        .find(|l| !matches!(l.kind, Kind::Other));
+    let last = match prev.map(|l| &l.kind) {
+        Some(Kind::Inst(i)) => i,
+        Some(Kind::Scope(is)) => match is.last() {
+            Some(i) => i,
+            None => return true,
+        },
+        Some(Kind::Label(_)) => return true,
+        _ => return false,
+    };
+    let ends = last.op == "bra"
+        || last.op.starts_with("bra.")
+        || last.op == "ret"
+        || last.op == "exit";
+    !(ends && last.guard.is_none())
+}
+
+/// Each join's label line, followed by a line that reads `activemask`.
+fn apply(f: &Function<'_>) -> Vec<Edit> {
+    let branches: Vec<(usize, &str)> = f
+        .lines
+        .iter()
+        .enumerate()
+        .flat_map(|(n, l)| branch_targets(l).into_iter().map(move |t| (n, t)))
+        .collect();
+    f.lines
+        .iter()
+        .enumerate()
+        .filter_map(|(n, line)| {
+            let Kind::Label(name) = line.kind else {
+                return None;
+            };
+            let from: Vec<usize> = branches
+                .iter()
+                .filter(|(_, t)| *t == name)
+                .map(|&(b, _)| b)
+                .collect();
+            let reached = from.len() + usize::from(falls_into(f, n));
+            if reached < 2 || from.iter().any(|&b| b > n) {
+                return None;
+            }
+            Some(Edit::Replace(
+                n,
+                format!(
+                    "{}\n\t{READ_ACTIVEMASK}{}",
+                    line.without_newline(),
+                    line.newline()
+                ),
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::fix;
+    use super::READ_ACTIVEMASK;
+
+    #[test]
+    fn each_join_reads_activemask() {
+        // An if (join 2), an if/else (3 starts the else: one way in; 4 is the join), a loop
+        // (5 is its head: a branch back to it), the label after the loop (6: reached by the
+        // loop's exit and by falling through), and a label only branched to (7: one way in).
+        let ptx = "\t@%p1 bra \t$L__BB0_2;\n\tst.global.u32 \t[%rd1], %r1;\n$L__BB0_2:\n\
+                   \t@%p2 bra \t$L__BB0_3;\n\tmov.u32 \t%r2, 1;\n\tbra.uni \t$L__BB0_4;\n\
+                   $L__BB0_3:\n\tmov.u32 \t%r2, 2;\n$L__BB0_4:\n\
+                   $L__BB0_5:\n\tadd.s32 \t%r3, %r3, 1;\n\t@%p3 bra \t$L__BB0_6;\n\
+                   \t@%p4 bra \t$L__BB0_5;\n$L__BB0_6:\n\tbra.uni \t$L__BB0_7;\n\
+                   \tret;\n$L__BB0_7:\n\tret;\n";
+        let a = format!("\t{READ_ACTIVEMASK}\n");
+        let want = format!(
+            "\t@%p1 bra \t$L__BB0_2;\n\tst.global.u32 \t[%rd1], %r1;\n$L__BB0_2:\n{a}\
+             \t@%p2 bra \t$L__BB0_3;\n\tmov.u32 \t%r2, 1;\n\tbra.uni \t$L__BB0_4;\n\
+             $L__BB0_3:\n\tmov.u32 \t%r2, 2;\n$L__BB0_4:\n{a}\
+             $L__BB0_5:\n\tadd.s32 \t%r3, %r3, 1;\n\t@%p3 bra \t$L__BB0_6;\n\
+             \t@%p4 bra \t$L__BB0_5;\n$L__BB0_6:\n{a}\tbra.uni \t$L__BB0_7;\n\
+             \tret;\n$L__BB0_7:\n\tret;\n"
+        );
+        assert_eq!(fix(ptx), want);
+    }
+}
