@@ -150,6 +150,8 @@ pub(crate) fn apply(ptx: &str, active: WorkaroundSet) -> String {
     let order: Vec<&Workaround> = PRECEDENCE
         .iter()
         .filter(|&&id| active.contains(id))
+        // Workaround 17 needs a target with uniform registers and `activemask`.
+        .filter(|&&id| id != 17 || w17::applies_to(ptx))
         .filter_map(|&id| by_id(id))
         .collect();
     let mut out = String::with_capacity(ptx.len() + 256);

@@ -45,6 +45,7 @@ pub(crate) const W17: Workaround = Workaround {
     seeds: &[],
     tests: &[
         "tests/fuzz.rs::block_program_findings_match_the_host_model_on_the_gpu",
+        "tests/codegen/warp.rs::each_join_reads_activemask_before_the_code_after_it",
         "src/codegen/ptx_fix/w17_uniform_register_updated_twice.rs::each_join_reads_activemask",
     ],
     upstream: None,
@@ -52,6 +53,30 @@ pub(crate) const W17: Workaround = Workaround {
     ptxas_fixed_in: None,
     apply,
 };
+
+/// Whether the module can have the bug and take the rewrite: uniform registers came with
+/// sm_75 (an older `.target` is left alone) and `activemask` with PTX ISA 6.2 (an older
+/// `.version` too). A text without either directive (a test's piece) takes it.
+pub(crate) fn applies_to(ptx: &str) -> bool {
+    let directive = |name: &str| {
+        ptx.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map(|rest| rest.trim().to_string())
+    };
+    let target_ok = directive(".target").map_or(true, |t| {
+        let sm = t.split([',', ' ']).next().unwrap_or("");
+        sm.strip_prefix("sm_")
+            .map(|n| n.trim_end_matches(|c: char| c.is_ascii_alphabetic()))
+            .and_then(|n| n.parse::<u32>().ok())
+            .map_or(true, |n| n >= 75)
+    });
+    let version_ok = directive(".version").map_or(true, |v| {
+        let mut parts = v.split('.').map(|p| p.trim().parse::<u32>().unwrap_or(0));
+        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        (major, minor) >= (6, 2)
+    });
+    target_ok && version_ok
+}
 
 /// The line inserted after each join's label.
 const READ_ACTIVEMASK: &str = "{ .reg .b32 %cj_am; .reg .pred %cj_q; activemask.b32 %cj_am; \
@@ -87,10 +112,8 @@ fn falls_into(f: &Function<'_>, n: usize) -> bool {
         Some(Kind::Label(_)) => return true,
         _ => return false,
     };
-    let ends = last.op == "bra"
-        || last.op.starts_with("bra.")
-        || last.op == "ret"
-        || last.op == "exit";
+    let ends =
+        last.op == "bra" || last.op.starts_with("bra.") || last.op == "ret" || last.op == "exit";
     !(ends && last.guard.is_none())
 }
 
@@ -134,6 +157,20 @@ fn apply(f: &Function<'_>) -> Vec<Edit> {
 mod tests {
     use super::super::tests::fix;
     use super::READ_ACTIVEMASK;
+
+    #[test]
+    fn only_modules_for_sm_75_and_ptx_6_2_on() {
+        use super::applies_to;
+        assert!(applies_to(".version 7.8\n.target sm_90\n"));
+        assert!(applies_to(".version 8.0\n.target sm_90a\n"));
+        assert!(applies_to(".version 6.4\n.target sm_75\n"));
+        assert!(!applies_to(".version 7.8\n.target sm_70\n"));
+        assert!(!applies_to(".version 6.0\n.target sm_60\n"));
+        assert!(!applies_to(".version 6.1\n.target sm_75\n"));
+        assert!(applies_to("\tret;\n"));
+        let old = ".version 6.0\n.target sm_60\n\t@%p1 bra \t$L__BB0_2;\n\tmov.u32 \t%r1, 1;\n$L__BB0_2:\n\tret;\n";
+        assert_eq!(fix(old), old);
+    }
 
     #[test]
     fn each_join_reads_activemask() {
