@@ -21,8 +21,13 @@
 //!
 //! ptxas closes such an `if` with `BSSY`/`BSYNC` when an `activemask` is read at its join (to
 //! count the lanes that meet there), so each join (a label that two or more places reach,
-//! only from before it: not a loop's head) begins with an `activemask` whose result is used:
-//! a `trap` if it is 0, which never happens (the lane running it is in it). The uniform
+//! only from before it: not a loop's head) whose code since the first branch to it holds a
+//! warp instruction of a partial mask (a vote, `activemask`, a shuffle, a match, `redux.sync`,
+//! `bar.warp.sync`: the `if` of a lane mask around a warp intrinsic, as in the block program)
+//! begins with an `activemask` whose result is used: a `trap` if it is 0, which never happens
+//! (the lane running it is in it). Every join would be safer, but the reconvergence costs: at
+//! every join the SIMT matmul spilled and ptxas serialised the `wgmma` of the wgmma matmul
+//! (C7518), so the joins are those of the pattern found. The uniform
 //! instructions then run once, in the warp met again. What this does not cover: lanes that a
 //! compare-and-swap loop's `YIELD` split (docs/driver-reports/README.md, section 4) may pass a
 //! `BSYNC` apart, and a uniform update after one runs once per group as well.
@@ -117,7 +122,38 @@ fn falls_into(f: &Function<'_>, n: usize) -> bool {
     !(ends && last.guard.is_none())
 }
 
-/// Each join's label line, followed by a line that reads `activemask`.
+/// Whether the line is (or its one-line scope holds) a warp instruction that lanes of a split
+/// warp may run apart: a vote, `activemask`, a shuffle, a match, a `redux.sync` or a
+/// `bar.warp.sync` whose member mask is not the immediate full warp (with that mask every lane
+/// must be there, so the branch around it cannot split the warp).
+fn partial_warp_op(line: &PtxLine<'_>) -> bool {
+    let insts = match &line.kind {
+        Kind::Inst(i) => std::slice::from_ref(i),
+        Kind::Scope(is) => is.as_slice(),
+        _ => return false,
+    };
+    insts.iter().any(|i| {
+        let warp = [
+            "vote.",
+            "activemask.",
+            "shfl.sync.",
+            "match.",
+            "redux.sync.",
+            "bar.warp.sync",
+        ]
+        .iter()
+        .any(|p| i.op.starts_with(p));
+        let full = i.op.contains("sync")
+            && matches!(
+                i.operands.last().map(|m| m.to_ascii_lowercase()).as_deref(),
+                Some("-1" | "0xffffffff" | "4294967295")
+            );
+        warp && !full
+    })
+}
+
+/// Each join's label line, followed by a line that reads `activemask`, where the code between
+/// the first branch to it and it holds a warp instruction of a partial mask.
 fn apply(f: &Function<'_>) -> Vec<Edit> {
     let branches: Vec<(usize, &str)> = f
         .lines
@@ -139,6 +175,10 @@ fn apply(f: &Function<'_>) -> Vec<Edit> {
                 .collect();
             let reached = from.len() + usize::from(falls_into(f, n));
             if reached < 2 || from.iter().any(|&b| b > n) {
+                return None;
+            }
+            let first = from.iter().copied().min()?;
+            if !f.lines[first..n].iter().any(partial_warp_op) {
                 return None;
             }
             Some(Edit::Replace(
@@ -168,29 +208,35 @@ mod tests {
         assert!(!applies_to(".version 6.0\n.target sm_60\n"));
         assert!(!applies_to(".version 6.1\n.target sm_75\n"));
         assert!(applies_to("\tret;\n"));
-        let old = ".version 6.0\n.target sm_60\n\t@%p1 bra \t$L__BB0_2;\n\tmov.u32 \t%r1, 1;\n$L__BB0_2:\n\tret;\n";
+        let old = ".version 6.0\n.target sm_60\n\t@%p1 bra \t$L__BB0_2;\n\tmatch.any.sync.b32 \t%r9, %r2, %r11;\n$L__BB0_2:\n\tret;\n";
         assert_eq!(fix(old), old);
+        let new = old.replace(".version 6.0\n.target sm_60", ".version 7.8\n.target sm_90");
+        assert_ne!(fix(&new), new);
     }
 
     #[test]
     fn each_join_reads_activemask() {
-        // An if (join 2), an if/else (3 starts the else: one way in; 4 is the join), a loop
-        // (5 is its head: a branch back to it), the label after the loop (6: reached by the
-        // loop's exit and by falling through), and a label only branched to (7: one way in).
-        let ptx = "\t@%p1 bra \t$L__BB0_2;\n\tst.global.u32 \t[%rd1], %r1;\n$L__BB0_2:\n\
+        // An if around a match of a partial mask (join 2), an if/else with a shuffle of a
+        // partial mask on the else side (3 starts the else: one way in; 4 is the join), a loop
+        // (5 is its head: a branch back to it) and its exit (6: no warp instruction since the
+        // branch to it), an if around a vote of the full warp (7: the warp cannot be split
+        // there), and a label only branched to (8: one way in).
+        let ptx = "\t@%p1 bra \t$L__BB0_2;\n\tmatch.any.sync.b32 \t%r9, %r2, %r11;\n$L__BB0_2:\n\
                    \t@%p2 bra \t$L__BB0_3;\n\tmov.u32 \t%r2, 1;\n\tbra.uni \t$L__BB0_4;\n\
-                   $L__BB0_3:\n\tmov.u32 \t%r2, 2;\n$L__BB0_4:\n\
+                   $L__BB0_3:\n\tshfl.sync.down.b32 \t%r2, %r1, 1, 31, %r11;\n$L__BB0_4:\n\
                    $L__BB0_5:\n\tadd.s32 \t%r3, %r3, 1;\n\t@%p3 bra \t$L__BB0_6;\n\
-                   \t@%p4 bra \t$L__BB0_5;\n$L__BB0_6:\n\tbra.uni \t$L__BB0_7;\n\
-                   \tret;\n$L__BB0_7:\n\tret;\n";
+                   \t@%p4 bra \t$L__BB0_5;\n$L__BB0_6:\n\
+                   \t@%p5 bra \t$L__BB0_7;\n\tvote.sync.any.pred \t%p6, %p1, -1;\n$L__BB0_7:\n\
+                   \tbra.uni \t$L__BB0_8;\n\tret;\n$L__BB0_8:\n\tret;\n";
         let a = format!("\t{READ_ACTIVEMASK}\n");
         let want = format!(
-            "\t@%p1 bra \t$L__BB0_2;\n\tst.global.u32 \t[%rd1], %r1;\n$L__BB0_2:\n{a}\
+            "\t@%p1 bra \t$L__BB0_2;\n\tmatch.any.sync.b32 \t%r9, %r2, %r11;\n$L__BB0_2:\n{a}\
              \t@%p2 bra \t$L__BB0_3;\n\tmov.u32 \t%r2, 1;\n\tbra.uni \t$L__BB0_4;\n\
-             $L__BB0_3:\n\tmov.u32 \t%r2, 2;\n$L__BB0_4:\n{a}\
+             $L__BB0_3:\n\tshfl.sync.down.b32 \t%r2, %r1, 1, 31, %r11;\n$L__BB0_4:\n{a}\
              $L__BB0_5:\n\tadd.s32 \t%r3, %r3, 1;\n\t@%p3 bra \t$L__BB0_6;\n\
-             \t@%p4 bra \t$L__BB0_5;\n$L__BB0_6:\n{a}\tbra.uni \t$L__BB0_7;\n\
-             \tret;\n$L__BB0_7:\n\tret;\n"
+             \t@%p4 bra \t$L__BB0_5;\n$L__BB0_6:\n\
+             \t@%p5 bra \t$L__BB0_7;\n\tvote.sync.any.pred \t%p6, %p1, -1;\n$L__BB0_7:\n\
+             \tbra.uni \t$L__BB0_8;\n\tret;\n$L__BB0_8:\n\tret;\n"
         );
         assert_eq!(fix(ptx), want);
     }
