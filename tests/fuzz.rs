@@ -274,6 +274,10 @@ fn block_programs_match_the_host_model_on_the_gpu() {
 /// - 41700006, 10: the `if` on an `any_sync` of `activemask` lanes, taken for uniform, had no
 ///   reconvergence before the phase's closing block barrier, and phase 2's compare-and-swaps
 ///   ran beside phase 1's (workaround 16).
+/// - 62700015, 18 (an H200, driver 580.159.04, in its batch and alone): the join after an `if`
+///   of a lane mask around a `ballot_sync` updated the shared array's address in a uniform
+///   register in place (`UIADD3 UR4, UR4, 0x30`) once for each group of the split warp; warp
+///   0's 31 lanes stored `sh[tid]` to `sh[tid + 6]` (workaround 17).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn block_program_findings_match_the_host_model_on_the_gpu() {
@@ -289,6 +293,7 @@ fn block_program_findings_match_the_host_model_on_the_gpu() {
         (42900070, 17),
         (41700063, 24),
         (41700006, 10),
+        (62700015, 18),
     ] {
         let progs = block::batch(seed, &cfg);
         let diffs = block::differs_alone(&s, &progs[j], seed, cfg.contract.for_seed(seed));
