@@ -449,7 +449,8 @@ fn pairs_every_weight<T: Texel>(rng: &mut Rng) {
 /// Texprobe5's 2x2x2 blocks on fresh data: 3-D linear fetches of `T` texels (random, with the
 /// format's special values) from an 8 x 6 x 4 array, clamped, at random lower texels and
 /// weight triples (in 1/512 steps: the weights and the ties between, 0 and 1 included),
-/// against the model bit for bit.
+/// against the model: integer texels bit for bit, f32 within 2^-20 and f16 within 2^-13 of
+/// the footprint's largest texel.
 fn blocks_3d<T: Texel>(rng: &mut Rng) {
     let ctx = ctx();
     let s = ctx.new_stream().unwrap();
@@ -505,9 +506,54 @@ fn blocks_3d<T: Texel>(rng: &mut Rng) {
         read_normalized: norm,
     };
     let what = format!("{kind:?} 3-D blocks");
-    same(&what, &out.to_vec().unwrap(), &m, &|i| {
-        xyz[3 * i..3 * i + 3].to_vec()
-    });
+    let at = |i: usize| xyz[3 * i..3 * i + 3].to_vec();
+    match kind {
+        // The 3-D float mix is fitted to 99.9% (texprobe5): f32 misses were within 2^-24.3
+        // of the footprint's largest texel; f16 ones one f16 step of the result, below the
+        // mix's grid of 2^(E-14) for the largest texel's exponent E (an H200: -5.2578 for
+        // -5.2539 beside a texel of -211).
+        ChannelKind::F32 => same_within(&what, &out.to_vec().unwrap(), &m, &at, 2f64.powi(-20)),
+        ChannelKind::F16 => same_within(&what, &out.to_vec().unwrap(), &m, &at, 2f64.powi(-13)),
+        _ => same(&what, &out.to_vec().unwrap(), &m, &at),
+    }
+}
+
+/// As [`same`], but a finite fetch may differ from the model by `rel` of the footprint's
+/// largest finite |texel|; a NaN must meet a NaN and an infinity the same infinity.
+fn same_within(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(usize) -> Vec<f32>, rel: f64) {
+    let (mut exact, mut bad) = (0usize, Vec::new());
+    for (i, &g) in got.iter().enumerate() {
+        let x = at(i);
+        let w = m.fetch(&x)[0];
+        if g == w {
+            exact += 1;
+            continue;
+        }
+        let (gf, wf) = (f32::from_bits(g), f32::from_bits(w));
+        let ok = if gf.is_finite() && wf.is_finite() {
+            let big = m
+                .footprint(&x, 0)
+                .iter()
+                .filter(|t| t.is_finite())
+                .fold(0.0f32, |a, t| a.max(t.abs())) as f64;
+            (gf as f64 - wf as f64).abs() <= big * rel
+        } else {
+            gf.is_nan() && wf.is_nan()
+        };
+        if !ok {
+            bad.push(format!(
+                "at {x:?}: got {gf:e} ({g:#x}) want {wf:e} ({w:#x}); {}",
+                m.describe(&x)
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {} fetches beyond {rel:e} of the largest texel ({exact} bit for bit); the first:\n{}",
+        bad.len(),
+        got.len(),
+        bad[..bad.len().min(8)].join("\n")
+    );
 }
 
 /// The probe's fetches on fresh data: 1-D linear mixes of wide-ranging f32 pairs at every
