@@ -412,6 +412,17 @@ fn same(what: &str, got: &[u32], m: &Tex, at: &dyn Fn(usize) -> Vec<f32>) {
     );
 }
 
+/// A clamped, linearly filtered texture over `arr`, integers read as normalized floats; and
+/// whether they are (not for f16 and f32 texels).
+fn clamped_linear<T: Texel>(arr: &CudaArray<T>) -> (TextureObject<'_, f32>, bool) {
+    let norm = !matches!(T::LAYOUT.kind, ChannelKind::F16 | ChannelKind::F32);
+    let desc = TextureDesc::default()
+        .address(AddressMode::Clamp)
+        .filter(FilterMode::Linear)
+        .read_normalized(norm);
+    (TextureObject::<f32>::from_array(arr, &desc).unwrap(), norm)
+}
+
 /// Texprobe4's pairs on fresh data: 1-D linear fetches of `T` texels (random, with the
 /// format's special values mixed in; integers read as normalized floats) at every weight and
 /// the ties between, against the model bit for bit.
@@ -422,12 +433,7 @@ fn pairs_every_weight<T: Texel>(rng: &mut Rng) {
     let mut arr = CudaArray::<T>::new_1d(&ctx, n).unwrap();
     arr.copy_from_host(&typed).unwrap();
     let kind = T::LAYOUT.kind;
-    let norm = !matches!(kind, ChannelKind::F16 | ChannelKind::F32);
-    let desc = TextureDesc::default()
-        .address(AddressMode::Clamp)
-        .filter(FilterMode::Linear)
-        .read_normalized(norm);
-    let tex = TextureObject::<f32>::from_array(&arr, &desc).unwrap();
+    let (tex, norm) = clamped_linear(&arr);
     let xs: Vec<f32> = (0..n / 2 * 513)
         .map(|i| (2 * (i / 513)) as f32 + 0.5 + (i % 513) as f32 / 512.0)
         .collect();
@@ -459,12 +465,7 @@ fn blocks_3d<T: Texel>(rng: &mut Rng) {
     let mut arr = CudaArray::<T>::new_3d(&ctx, ext[0], ext[1], ext[2]).unwrap();
     arr.copy_from_host(&typed).unwrap();
     let kind = T::LAYOUT.kind;
-    let norm = !matches!(kind, ChannelKind::F16 | ChannelKind::F32);
-    let desc = TextureDesc::default()
-        .address(AddressMode::Clamp)
-        .filter(FilterMode::Linear)
-        .read_normalized(norm);
-    let tex = TextureObject::<f32>::from_array(&arr, &desc).unwrap();
+    let (tex, norm) = clamped_linear(&arr);
     let n = 1024;
     let edges = [0u64, 1, 2, 255, 256, 257, 510, 511, 512];
     let xyz: Vec<f32> = (0..n * 3)
