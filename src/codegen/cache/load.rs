@@ -13,8 +13,9 @@
 //! 4. **The PTX** ([`ptx`]): from the memory cache, else the disk cache, else compiled by LLVM;
 //!    then compiled by the driver's JIT (or joined with its link inputs by the driver's linker;
 //!    or by nvJitLink with `CUDAJIT_PTX_COMPILER=nvjitlink`, [`ptx_compiler`]), and the cubin
-//!    stored for the next process (nvJitLink's named by its version too, `<key>.j13x0d….cubin`). Without a disk cache, kernels load as PTX (and
-//!    the driver's own JIT cache, `~/.nv/ComputeCache`, serves the reloads).
+//!    stored for the next process (nvJitLink's named by its version too,
+//!    `<key>.j13x0d….cubin`). Without a disk cache, kernels load as PTX (and the driver's own
+//!    JIT cache, `~/.nv/ComputeCache`, serves the reloads).
 
 use std::sync::{Arc, OnceLock};
 
