@@ -1,6 +1,6 @@
 # Fits candidate rules for the texture unit's 3-D (trilinear) filtering to texprobe5.npz
 # (probe/texprobe5.py: its header documents every array). Offline; python3 + numpy, vectorized
-# (a few seconds). Usage:
+# (about a minute). Usage:
 #     python3 probe/fit5.py [probe/texprobe5.npz]
 # Prints, per section and element type, the match rate of each candidate rule (and per part
 # of the weight list w3), then a few misses of the best one. A synthetic npz
@@ -10,16 +10,57 @@
 # What the H200's data says (texprobe5.npz, CUDA 13.0 / driver 580; rates printed by this
 # script): the 3-D weights are rule zxy's (every weight the indicator blocks read off, 6,656
 # triples); integer texels (u8, u16, i16, i8 with fit4.py's i8 rule) match zxy 100%
-# (880,896 fetches); f32 and f16 texels match zxy-planes (each z plane on its own truncation
-# grid) 99.895% and 99.931% (one sum over the 8 texels: 94.4%, 95.1%), the NaN/inf/subnormal
-# blocks 119,133 of 119,136; the rest not fitted (tried for f32: kept bits 24..40 per plane
-# or over all 8; each plane's sum rounded to 24..60 bits, ties away, to even, or truncated,
-# before the two are added; other groupings of the 8 texels: x or y planes, pairs along x,
-# y or z: all worse). The 2-D sections confirm the 2-D rule (100%, every format), point
-# sampling reads the texel (100%). Clamp addressing clamps a 3-D coordinate to [0.5, n - 0.5]
-# texels before the weights are taken (the random normalized coordinates in [-0.1, 1.1]:
-# 84.4% without, 4095 of 4096 with; in 1-D and 2-D, whose weights have exact marginals,
-# clamping the texel indices gives the same results).
+# (880,896 fetches); the 2-D sections confirm the 2-D rule (100%, every format), point
+# sampling reads the texel (100%). Float texels (v3, 440,448 fetches per format):
+#   zxy-planes (each z plane on its own truncation grid, the two sums added exactly): f32
+#     99.895% (463 misses), f16 99.931% (305); one sum over the 8 texels: 94.4%, 95.1%.
+#     Its misses: every one has texels of nonzero weight in both z planes and the planes'
+#     largest exponents E0 != E1 (never where E0 = E1, 137,598 f32 fetches); every one has the
+#     GPU's result BELOW the model's (toward -inf: 354 of 463 f32, 242 of 305 f16 larger in
+#     magnitude, the rest smaller), mostly 1 ulp (f32 355 of 463), more in the near-cancelling
+#     blocks 40-47 (up to 12,288 ulp of a tiny result: there the GPU's total is pinned exactly,
+#     e.g. block 40, w3 (256, 256, 8m): GPU = model - (w0 mod 4) units of 2^(E0-35), i.e. the
+#     finer plane's sum floored to 2^(E1-37)); elsewhere the exact total typically lies a few
+#     units of the finer plane's grid on the model's side of a rounding tie. So the finer
+#     plane's sum loses its low bits by a floor (two's complement), not a truncation toward
+#     zero, and not a rounding.
+#   zxy-planes-floor (the best found): zxy-planes, but the finer plane's sum floored to the
+#     coarser plane's grid less k bits, k = 2 (finer plane z0) or 0 (finer plane z1) for f32,
+#     k = 1, 1 for f16: f32 99.965% (152 misses), f16 99.967% (146); (s) f32 99.990% (8 of
+#     79,424; zxy-planes 3), f16 100%; (n) 46,648 / 46,656 (zxy-planes 46,639) and 4,094 /
+#     4,096 (zxy-planes 4,095). Its misses go both ways (f32: 56 below, 96 above; mostly 1
+#     ulp), by block: f32 finer-z0 misses want k <= 0..1 (blocks 27, 28, 30, 41, 53), finer-z1
+#     misses want k >= 1..2 (blocks 17, 31, 51, 46, 29); f16 mostly block 45 (87). No single
+#     k per plane order fits: some fetches need k <= 0 and others k >= 2 with the same plane
+#     order (f32 and f16), and (f32) the same signs of both sums and the same exponent gap.
+#     But one k per BLOCK (the same k whichever plane is finer) fits all but 6 f32 and 10 f16
+#     fetches (k in 0..3): k is a property of the block's texels, not of the plane order or
+#     the weights. f32 k = 0: blocks 18, 19, 22, 24, 26, 27, 45, 53; k = 1: 41, 51 (29, 31,
+#     44, 61: 1 or more); k = 2: 40, 46 (16, 17, 43, 47: 2 or more); no k: 20, 23, 28, 30
+#     (1, 2, 2, 1 misses at best). What sets k was not found (not: the corner or sign of
+#     either plane's largest texel, the exponent gap, the signs of the sums; single-texel
+#     planes, w3 (0, 0, z): block 41 needs the cut at 2^-30 or above, block 40 at 2^-30 or
+#     below, E_coarse 6 and 7, same weights).
+#   Tried and worse (f32, misses of 440,448; these only move the finer plane's low bits):
+#     the cut relative to the coarser grid, same k for both orders: k = 0..5 -> 386, 356, 267,
+#     385, 438, 448 (floor), 771, 602, 433, 489, 515, 518 (toward zero), >= 520 (nearest), >= 535
+#     (up); (k0, k1) per plane order: (2, 0) 152, (2, 1) 213, (2, 2) 267, (3, 0) 239;
+#     floored to K bits below: the larger plane sum's lead, either plane's own lead, the
+#     largest weighted product's lead, texel exponent + weight lead, E + lead(Z weight), the
+#     lead of the sum of |products| (each as one cut for both planes or per plane, K 26..44:
+#     best 351..446); each weighted product (not the sum) floored (best 360); the finer
+#     plane's texels re-cut to E_max - K (texel level: best 502; no K fits all fetches);
+#     the cut = max/min(coarser grid - k, a lead - K) (no gain); texels floored instead of
+#     truncated (>= 5,146); finer plane kept to more bits (>= 2,650); each plane's sum rounded
+#     to N bits (own lead or larger lead, floor/trunc/nearest, N 24..43: >= 446); the whole
+#     total floored to E_max - K or lead - K before the final rounding (best 267); E taken
+#     over live or all texels for the cut (>= 2,233). Earlier (before this round): kept bits
+#     24..40 per plane or over all 8; each plane's sum rounded to 24..60 bits, ties away, to
+#     even, or truncated, before the two are added; x or y planes, pairs along x, y or z.
+# Clamp addressing clamps a 3-D coordinate to [0.5, n - 0.5] texels before the weights are
+# taken (the random normalized coordinates in [-0.1, 1.1]: 84.4% without, 4095 of 4096 with;
+# in 1-D and 2-D, whose weights have exact marginals, clamping the texel indices gives the
+# same results).
 #
 # What is known from 1-D and 2-D (fit.py, fit4.py, an H200), which every candidate keeps:
 # coordinates floored to 21 fractional bits (normalized: 21 bits, then times the extent);
@@ -42,7 +83,11 @@
 #            (Z = 256) it is the 2-D rule;
 #   zxy-planes  zxy's weights, each z plane's texels aligned and truncated on that plane's own
 #            grid (2^(E_plane - 27)), the two sums added exactly and rounded once (integers:
-#            zxy). The best fit: integers 100%, f32 and f16 99.9% (the rest not fitted);
+#            zxy): integers 100%, f32 and f16 99.9%;
+#   zxy-planes-floor  zxy-planes, except where both planes count texels and E0 != E1: the
+#            finer plane's exact sum (units 2^(E_fine - 35)) floored (toward -inf) to a
+#            multiple of 2^(E_coarse - 35 - k), k = FLOOR_K[T][z] (z: the finer plane), the
+#            coarser plane untouched; then as zxy-planes. The best fit (99.97%, misses above);
 #   split-z  the 2-D weights of (a, b), each split by c as round_half_up(w c / 256) and the
 #            rest; one sum of 8 products, rounded once (the simulator's rule before);
 #   split-x, split-y  the same with the 2-D weights of (b, c) split by a, of (a, c) split by b;
@@ -66,11 +111,14 @@ import sys
 
 import numpy as np
 
-RULES = ("zxy-planes", "zxy", "split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r",
-         "lerp-z", "lerp-x", "lerp-y", "lerp-z-exact", "sep", "split-z/w")
+RULES = ("zxy-planes-floor", "zxy-planes", "zxy", "split-z", "split-x", "split-y", "w2xc", "prod",
+         "prod-r", "w2c-r", "lerp-z", "lerp-x", "lerp-y", "lerp-z-exact", "sep", "split-z/w")
 ONE_SUM = ("zxy", "split-z", "split-x", "split-y", "w2xc", "prod", "prod-r", "w2c-r")
 FMT = {"f32": (24, -126, 27, True), "f16": (11, -14, 14, False)}  # mant, emin, kept, ftz
 NAN = {"f32": 0x7FFFFFFF, "f16": 0x7FFFE000}
+# zxy-planes-floor: guard bits kept below the coarser plane's grid when the finer plane's sum is
+# floored onto it, (finer plane is z0, finer plane is z1), by texel format (fitted, see header)
+FLOOR_K = {"f32": (2, 0), "f16": (1, 1)}
 
 
 # ---------------------------------------------------------------- coordinates and texels
@@ -340,11 +388,26 @@ def trilinear(T, f, vals, rule):
         fa = f[:, axis]
         r = mix_any(T, w1(fa), np.stack([fa >= 0, fa != 0], 1), pv, 8)
         return r.astype(np.uint32) if flt else iout(r, T)
-    if rule == "zxy-planes":
+    if rule in ("zxy-planes", "zxy-planes-floor"):
         if not flt:  # one linear sum: zxy
             return trilinear(T, f, vals, "zxy")
         w, _ = weights3(f, "zxy")
         parts = [fsum(w[:, g], live[:, g], v[:, g], T) for g in ([0, 1, 2, 3], [4, 5, 6, 7])]
+        if rule == "zxy-planes-floor":
+            # Where both planes count texels and their grids differ, the finer plane's exact sum
+            # is floored (two's complement, toward -inf) to the coarser plane's grid less
+            # FLOOR_K[T][z] bits (z: the finer plane's index); the coarser plane is untouched.
+            has = [~p[2][3] for p in parts]
+            g0, g1 = parts[0][1], parts[1][1]
+            both = has[0] & has[1]
+            cut = [np.where(both & (g0 < g1), g1 - FLOOR_K[T][0], -(10 ** 6)),
+                   np.where(both & (g1 < g0), g0 - FLOOR_K[T][1], -(10 ** 6))]
+            newp = []
+            for z, p in enumerate(parts):  # (s >> sh) on the grid cut: s floored, exactly
+                sh = cut[z] - p[1]
+                newp.append((np.where(sh > 0, p[0] >> np.clip(sh, 0, 63), p[0]),
+                             np.where(sh > 0, cut[z], p[1]), p[2]))
+            parts = newp
         # Planes whose sum is 0 add nothing; the others are added exactly on the finer grid,
         # except that one more than 80 bits below the other counts only as a sticky bit.
         use = [p[0] != 0 for p in parts]

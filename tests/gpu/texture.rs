@@ -2,9 +2,8 @@
 //! channels); texture fetches over 1-D, 2-D, 3-D and layered arrays, linear and pitched memory
 //! for every address mode × filter × coordinate mode × read mode, compared bit for bit with
 //! the host model of the texture unit (tests/support/tex_model.rs; fitted to GPU probes, see
-//! `texture_model.rs`), except 3-D linear filtering of float texels, whose mix the probe fits
-//! to 99.9% (within 2^-20 of the footprint's largest texel), and 3-D linear filtering under
-//! address modes other than clamp, not measured (within 16/256 of it:
+//! `texture_model.rs`), except 3-D linear filtering of float texels, whose mix the probes fit
+//! to 99.9% (within 2^-20 of the footprint's largest texel:
 //! `texture_model::compare_3d_linear`); gathers and level fetches;
 //! the refusals of unsupported combinations. Copies and surfaces: `surface.rs`. Fresh random
 //! texels with special values (NaN, ±0, ±inf, subnormals; MIN/MAX), outputs poisoned first.
@@ -413,16 +412,11 @@ fn texture_1d_and_3d_every_mode() {
             let got = out.to_vec().unwrap();
             let at = |i: usize| -> Vec<f32> { (0..dims).map(|d| cs[d][i]).collect() };
             let what = format!("{dims}-D {:?} {desc:?}", m.kind);
-            if dims == 3 && desc.filter == FilterMode::Linear {
-                // Texprobe5 measured 3-D filtering under clamp addressing: integer texels bit
-                // for bit, the float mix to 99.9% (within 2^-20 of the footprint); other modes
-                // not measured (within 16/256 of it, any weights of 1/256 steps).
-                let clamp = desc.address.iter().all(|&a| a == AddressMode::Clamp);
-                if m.kind == ChannelKind::F32 || !clamp {
-                    let tol = if clamp { 2f64.powi(-20) } else { 16.0 / 256.0 };
-                    compare_3d_linear(&what, &got, &m, &at, tol);
-                    continue;
-                }
+            if dims == 3 && desc.filter == FilterMode::Linear && m.kind == ChannelKind::F32 {
+                // 3-D filtering (texprobe5: clamp; texprobe6: wrap, mirror, border): integer
+                // texels bit for bit, the float mix to 99.9% (within 2^-20 of the footprint).
+                compare_3d_linear(&what, &got, &m, &at, 2f64.powi(-20));
+                continue;
             }
             let want: Vec<Vec<u32>> = (0..n)
                 .map(|i| match dims {

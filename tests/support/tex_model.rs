@@ -19,8 +19,8 @@
 // 257), summed, rounded to 16 bits ties up, read as 16-bit (i8: the raw sum I = sum w v to
 // J = floor((129 I + 16 floor(I / 4096) + 64) / 128), probe/fit4.py). Each texel index a
 // fetch reads addressed on its own (clamp to the edge, border 0, wrap modulo the size,
-// mirror); integer texels read as normalized floats (unsigned v / MAX, signed
-// max(v / MAX, -1)) or as 32-bit integers.
+// mirror), in 3-D too (probe/fit6.py: every fetch of texprobe6); integer texels read as
+// normalized floats (unsigned v / MAX, signed max(v / MAX, -1)) or as 32-bit integers.
 
 use cudajit::memory::{AddressMode, ChannelKind, FilterMode};
 
