@@ -307,7 +307,9 @@ fn block_program_findings_match_the_host_model_on_the_gpu() {
 /// The block programs through LLVM to PTX for sm_90 (no device), each kernel assembled by
 /// ptxas (as the codegen tests do: `CUDAJIT_PTXAS`, PATH, or the nvcc wheel). Includes the
 /// batch that aborted LLVM 19 before `atomic_load` was a volatile load (seed 3029: a global
-/// array the kernel only read with `atomic_load`).
+/// array the kernel only read with `atomic_load`) and the one that aborted it before the first
+/// load of a compare-and-swap loop was one too (seed 71800039, program 5: an f64 `atomic_max`,
+/// found by the campaign of 2026-11-27, 23:34 UTC).
 #[test]
 fn fixed_seed_block_programs_compile_to_ptx_and_pass_ptxas() {
     use cudajit_fuzz::block::{check as block, lower};
@@ -319,7 +321,14 @@ fn fixed_seed_block_programs_compile_to_ptx_and_pass_ptxas() {
     let dir = std::env::temp_dir().join(format!("cudajit-fuzz-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let opts = cudajit::codegen::PtxOptions::for_cc(9, 0);
-    for seed in [cfg.seed, cfg.seed + 1, cfg.seed + 2, cfg.seed + 3, 3029] {
+    for seed in [
+        cfg.seed,
+        cfg.seed + 1,
+        cfg.seed + 2,
+        cfg.seed + 3,
+        3029,
+        71800039,
+    ] {
         let progs = block::batch(seed, &cfg);
         let (k, _) = lower::kernel("fuzzb", &progs, cfg.contract.for_seed(seed)).unwrap();
         let src = dir.join(format!("block-{seed}.ptx"));

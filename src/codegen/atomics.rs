@@ -548,6 +548,10 @@ fn float_minmax_loop<'c>(
         };
         inst.set_alignment(bytes).map_err(bad)?;
         inst.set_atomic_ordering(RELAXED).map_err(bad)?;
+        // Volatile, as `atomic_load` says why: LLVM 19's NVPTX backend may take a relaxed
+        // load for `ld.global.nc` and abort ("Cannot select: AtomicLoad"; block program seed
+        // 71800039, program 5: an f64 `atomic_max` whose first load it found read-only).
+        inst.set_volatile(true).map_err(bad)?;
     }
     let head = lw.ctx.append_basic_block(lw.func, "atomic.minmax.head");
     let attempt = lw.ctx.append_basic_block(lw.func, "atomic.minmax.cas");

@@ -173,6 +173,8 @@ pub(crate) fn lower_narrow_rmw<'c>(
         inst.set_alignment(4).map_err(|m| gen_err(lw, m))?;
         inst.set_atomic_ordering(RELAXED)
             .map_err(|m| gen_err(lw, m))?;
+        // Volatile, as `atomics::atomic_load` says why: never made `ld.global.nc`.
+        inst.set_volatile(true).map_err(|m| gen_err(lw, m))?;
     }
     let head = lw.ctx.append_basic_block(lw.func, "atomic.narrow.head");
     let attempt = lw.ctx.append_basic_block(lw.func, "atomic.narrow.cas");

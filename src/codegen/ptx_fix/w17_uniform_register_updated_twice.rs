@@ -30,7 +30,8 @@
 //! (C7518), so the joins are those of the pattern found. The uniform
 //! instructions then run once, in the warp met again. What this does not cover: lanes that a
 //! compare-and-swap loop's `YIELD` split (docs/driver-reports/README.md, section 4) may pass a
-//! `BSYNC` apart, and a uniform update after one runs once per group as well.
+//! `BSYNC` apart, and a uniform update after one runs once per group as well: workaround 18
+//! makes them meet after each such loop.
 
 use super::ptx::{Edit, Function, Kind, PtxLine};
 use super::registry::Workaround;
@@ -88,7 +89,7 @@ const READ_ACTIVEMASK: &str = "{ .reg .b32 %cj_am; .reg .pred %cj_q; activemask.
                                setp.eq.u32 %cj_q, %cj_am, 0; @%cj_q trap; }";
 
 /// The branch targets of a line (its `bra`s, also those in a one-line scope).
-fn branch_targets<'a>(line: &PtxLine<'a>) -> Vec<&'a str> {
+pub(super) fn branch_targets<'a>(line: &PtxLine<'a>) -> Vec<&'a str> {
     let insts = match &line.kind {
         Kind::Inst(i) => std::slice::from_ref(i),
         Kind::Scope(is) => is.as_slice(),
@@ -103,7 +104,7 @@ fn branch_targets<'a>(line: &PtxLine<'a>) -> Vec<&'a str> {
 
 /// Whether control can fall through from the line before `n` into line `n` (the closest line
 /// that is code: not an unguarded `bra`, `ret` or `exit`).
-fn falls_into(f: &Function<'_>, n: usize) -> bool {
+pub(super) fn falls_into(f: &Function<'_>, n: usize) -> bool {
     let prev = f.lines[..n]
         .iter()
         .rev()
