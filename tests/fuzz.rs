@@ -254,6 +254,46 @@ fn block_programs_match_the_host_model_on_the_gpu() {
     assert!(r.mismatches.is_empty(), "{}", lines.join("\n"));
 }
 
+/// The whole block batches (32 programs, one kernel) of the campaign of 2026-11-27, 23:34 UTC
+/// that went wrong on every run of an H100 and an H200 while each program alone ran clean
+/// (their batch kernel's code, not the programs, carried the fault): 72400002 (a misaligned
+/// compare-and-swap), 72300040 and 70800035 (out-of-bounds stores) faulted, 70700033,
+/// 71300025 and 72000009 differed. The warp's groups that a compare-and-swap loop left apart
+/// drifted a phase apart and clobbered each other's uniform registers (workaround 18; on an
+/// H100, two runs each: every batch wrong without it, none with it).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn block_batch_findings_match_the_host_model_on_the_gpu() {
+    use cudajit_fuzz::block::check as block;
+    let ctx = cudajit::Context::new(0).unwrap();
+    let mut failed = Vec::new();
+    for seed in [
+        72400002u64,
+        72300040,
+        70800035,
+        70700033,
+        71300025,
+        72000009,
+    ] {
+        let cfg = block::Config {
+            programs: 32,
+            seed,
+            minimise: 0,
+            ..block::Config::default()
+        };
+        let mut lines = Vec::new();
+        match block::run(&ctx, &cfg, |l| lines.push(l.to_string())) {
+            Ok(r) if r.mismatches.is_empty() => {}
+            Ok(_) => failed.push(format!("batch {seed}:\n{}", lines.join("\n"))),
+            Err(e) => {
+                failed.push(format!("batch {seed}: {e}"));
+                break; // a fault leaves the context unusable
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
 /// The block programs the whole-language campaign found differing on the GPU, each run alone as
 /// it was drawn (seed, program), each differing on an H100 before its workaround (in three runs
 /// of three unless said):

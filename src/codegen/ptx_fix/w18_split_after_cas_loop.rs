@@ -43,7 +43,7 @@ pub(crate) const W18: Workaround = Workaround {
     // batches does not run: the tests below stand for it.
     seeds: &[],
     tests: &[
-        "tests/fuzz.rs::block_program_findings_match_the_host_model_on_the_gpu",
+        "tests/fuzz.rs::block_batch_findings_match_the_host_model_on_the_gpu",
         "src/codegen/ptx_fix/w18_split_after_cas_loop.rs::each_cas_loop_is_left_together",
     ],
     upstream: None,
