@@ -285,7 +285,9 @@ fn tex_model_3d_matches_the_probe() {
 #[test]
 fn tex_model_3d_address_modes_match_the_probe() {
     use AddressMode::{Border as B, Clamp as C, Mirror as M, Wrap as W};
-    let rows: [([AddressMode; 3], [usize; 3], [u32; 3], u32); 8] = [
+    // (address modes, the texel holding 1.0, the coordinates' bits, the GPU's result bits)
+    type Row = ([AddressMode; 3], [usize; 3], [u32; 3], u32);
+    let rows: [Row; 8] = [
         (
             [M, M, M],
             [1, 3, 0],
