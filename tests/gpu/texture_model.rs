@@ -338,18 +338,11 @@ fn tex_model_3d_address_modes_match_the_probe() {
         ),
     ];
     for (address, at, xyz, want) in rows {
-        let mut texels = vec![[0u32; 4]; 5 * 4 * 3];
-        texels[(at[2] * 4 + at[1]) * 5 + at[0]][0] = 1f32.to_bits();
+        let mut texels = vec![0u32; 5 * 4 * 3];
+        texels[(at[2] * 4 + at[1]) * 5 + at[0]] = 1f32.to_bits();
         let m = Tex {
-            kind: ChannelKind::F32,
-            channels: 1,
-            extent: [5, 4, 3],
-            dims: 3,
-            texels,
             address,
-            filter: FilterMode::Linear,
-            normalized_coords: true,
-            read_normalized: false,
+            ..tex_model(&texels, [5, 4, 3], 3, FilterMode::Linear, true)
         };
         let got = m.fetch(&xyz.map(f32::from_bits))[0];
         assert_eq!(

@@ -172,6 +172,16 @@ impl<'a> PtxLine<'a> {
         }
     }
 
+    /// Its instructions: the one of an instruction line, those of a one-line scope, none for
+    /// a label or any other line.
+    pub(crate) fn instructions(&self) -> &[Inst<'a>] {
+        match &self.kind {
+            Kind::Inst(i) => std::slice::from_ref(i),
+            Kind::Scope(is) => is,
+            _ => &[],
+        }
+    }
+
     /// The line without its newline.
     pub(crate) fn without_newline(&self) -> &'a str {
         self.text.trim_end_matches('\n')

@@ -90,12 +90,7 @@ const READ_ACTIVEMASK: &str = "{ .reg .b32 %cj_am; .reg .pred %cj_q; activemask.
 
 /// The branch targets of a line (its `bra`s, also those in a one-line scope).
 pub(super) fn branch_targets<'a>(line: &PtxLine<'a>) -> Vec<&'a str> {
-    let insts = match &line.kind {
-        Kind::Inst(i) => std::slice::from_ref(i),
-        Kind::Scope(is) => is.as_slice(),
-        _ => return Vec::new(),
-    };
-    insts
+    line.instructions()
         .iter()
         .filter(|i| i.op == "bra" || i.op.starts_with("bra."))
         .filter_map(|i| i.operands.first().copied())
@@ -128,12 +123,7 @@ pub(super) fn falls_into(f: &Function<'_>, n: usize) -> bool {
 /// `bar.warp.sync` whose member mask is not the immediate full warp (with that mask every lane
 /// must be there, so the branch around it cannot split the warp).
 fn partial_warp_op(line: &PtxLine<'_>) -> bool {
-    let insts = match &line.kind {
-        Kind::Inst(i) => std::slice::from_ref(i),
-        Kind::Scope(is) => is.as_slice(),
-        _ => return false,
-    };
-    insts.iter().any(|i| {
+    line.instructions().iter().any(|i| {
         let warp = [
             "vote.",
             "activemask.",

@@ -29,7 +29,7 @@
 //! than one place (a branch out of it to another label than the one after it, or than the
 //! one an unguarded `bra` after it goes to) is left alone.
 
-use super::ptx::{tid_zero, Edit, Function, Kind};
+use super::ptx::{tid_zero, Edit, Function, Kind, PtxLine};
 use super::registry::Workaround;
 use super::w17::{branch_targets, falls_into};
 
@@ -53,13 +53,8 @@ pub(crate) const W18: Workaround = Workaround {
 };
 
 /// Whether the line is (or holds) a compare-and-swap.
-fn is_cas(kind: &Kind<'_>) -> bool {
-    let insts = match kind {
-        Kind::Inst(i) => std::slice::from_ref(i),
-        Kind::Scope(is) => is.as_slice(),
-        _ => return false,
-    };
-    insts
+fn is_cas(line: &PtxLine<'_>) -> bool {
+    line.instructions()
         .iter()
         .any(|i| i.op.starts_with("atom.") && i.op.contains(".cas."))
 }
@@ -100,13 +95,14 @@ fn cas_loops<'a>(f: &Function<'a>) -> Vec<Loop<'a>> {
             n += 1;
             continue;
         };
-        let cas = (n + 1..back).any(|i| is_cas(&f.lines[i].kind));
+        let cas = (n + 1..back).any(|i| is_cas(&f.lines[i]));
         // No lane leaves the body but through its exits (a `ret` or `exit` would leave the
         // others waiting for it at the `bar.warp.sync`; a call is left out too, to be safe).
-        let leaves = (n + 1..=back).any(|i| match &f.lines[i].kind {
-            Kind::Inst(x) => x.op == "ret" || x.op == "exit" || x.op.starts_with("call"),
-            Kind::Scope(xs) => xs.iter().any(|x| x.op == "ret" || x.op == "exit"),
-            _ => false,
+        let leaves = (n + 1..=back).any(|i| {
+            f.lines[i]
+                .instructions()
+                .iter()
+                .any(|x| x.op == "ret" || x.op == "exit" || x.op.starts_with("call"))
         });
         // Left for one place only: with a guarded branch back, the line after it (a label, or
         // an unguarded `bra`'s target); with an unguarded one, the one label every branch out
