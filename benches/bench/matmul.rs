@@ -124,6 +124,30 @@ const WS_CONFIGS: [(u32, u32, u32, u32); 6] = [
     (64, 256, 4, 2),
 ];
 
+/// The cooperative warp-specialised configurations timed as diagnostic rows: block M × N,
+/// stages, blocks per cluster along M (both consumers on each tile, the producer filling the
+/// next tile's stages during the epilogue).
+const COOP_CONFIGS: &[(u32, u32, u32, u32)] = &[
+    (128, 256, 3, 1),
+    (128, 256, 4, 1),
+    (256, 128, 4, 1),
+    (128, 256, 4, 2),
+    (256, 128, 4, 2),
+];
+
+/// A cooperative diagnostic row's name and configuration.
+fn coop_row(prefix: &str, (bm, bn, s, c): (u32, u32, u32, u32)) -> (String, MatmulConfig) {
+    let cluster = if c > 1 {
+        format!("_c{c}")
+    } else {
+        String::new()
+    };
+    (
+        format!("{prefix}_{bm}x{bn}_s{s}{cluster}"),
+        MatmulConfig::wgmma_ws_cooperative(bm, bn, 64, s).with_cluster_m(c),
+    )
+}
+
 /// A diagnostic row's name and configuration.
 fn ws_row(prefix: &str, (bm, bn, s, c): (u32, u32, u32, u32)) -> (String, MatmulConfig) {
     let cluster = if c > 1 {
@@ -236,14 +260,14 @@ impl Bench {
         // Diagnostic rows (with `matmul_bf16`): the warp-specialised, persistent Hopper engine
         // pinned (tiles per consumer and stages in the work's name) beside the default's rows.
         if self.opts.selected("matmul_bf16") && hopper {
-            let coop = (
-                "matmul_ws_coop_128x256_s3".to_string(),
-                MatmulConfig::wgmma_ws_cooperative(128, 256, 64, 3),
-            );
             for (work, cfg) in WS_CONFIGS
                 .iter()
                 .map(|&row| ws_row("matmul_ws", row))
-                .chain([coop])
+                .chain(
+                    COOP_CONFIGS
+                        .iter()
+                        .map(|&row| coop_row("matmul_ws_coop", row)),
+                )
             {
                 for &sh in &shapes {
                     let mm = Matmul::new().config(cfg);
@@ -349,12 +373,13 @@ impl Bench {
                     (work, mm)
                 })
                 .collect();
-            rows.push((
-                "gemm_bias_gelu_ws_coop_128x256_s3".into(),
-                Matmul::new()
-                    .epilogue(Epilogue::bias_gelu())
-                    .config(MatmulConfig::wgmma_ws_cooperative(128, 256, 64, 3)),
-            ));
+            for &row in COOP_CONFIGS {
+                let (work, cfg) = coop_row("gemm_bias_gelu_ws_coop", row);
+                rows.push((
+                    work,
+                    Matmul::new().epilogue(Epilogue::bias_gelu()).config(cfg),
+                ));
+            }
             // The GELU written with `Expr::erf` (libdevice's erff where installed, else
             // cudajit's own), as before `ops::gelu` had its own branch-free erf.
             let erf_gelu = || {

@@ -346,6 +346,8 @@ fn wgmma_engine() {
     for (cfg, spills) in [
         (MatmulConfig::wgmma(128, 256, 64, 4), 0),
         (MatmulConfig::wgmma_ws(128, 128, 64, 5), 8),
+        (MatmulConfig::wgmma_ws_cooperative(128, 256, 64, 4), 0),
+        (MatmulConfig::wgmma_ws_cooperative(256, 128, 64, 4), 0),
     ] {
         let mm = Matmul::<bf16>::new().epilogue(Epilogue::bias_gelu());
         let ptx = mm.compile_ptx(cfg, &o).unwrap();

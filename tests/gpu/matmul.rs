@@ -985,6 +985,17 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
         tf32,
         ..case(1500, 1100, 24)
     });
+    // Four stages of 128×256 or 256×128 tiles (192 KiB): the epilogue stages 64 columns at a
+    // time beside them; 256×128 gives each consumer two wgmmas of 64 rows.
+    let tall = MatmulConfig::wgmma_ws_cooperative(256, 128, line, 4);
+    every_layout::<T>(tall, tf32, case(300, 260, 3 * line as usize + 5));
+    check::<T, T>(Case {
+        tb,
+        epi: Epi::BiasGelu,
+        config: Some(MatmulConfig::wgmma_ws_cooperative(128, 256, line, 4)),
+        tf32,
+        ..case(300, 520, 2 * line as usize)
+    });
 }
 
 #[test]

@@ -257,6 +257,17 @@ impl MatmulConfig {
         (16 / elem_size) as u32
     }
 
+    /// Bytes of a Hopper kernel's TMA stages for inputs of `elem_size` bytes, plus 1 KiB to
+    /// align them to the 128-byte swizzle's 1024 bytes.
+    pub(super) fn ring_bytes(&self, elem_size: usize) -> usize {
+        let (bm, bn, bk) = (
+            self.block_m as usize,
+            self.block_n as usize,
+            self.block_k as usize,
+        );
+        (bm * bk + bk * bn) * elem_size * self.stages as usize + 1024
+    }
+
     /// Bytes of static shared memory the kernel declares, for inputs of `elem_size` bytes
     /// (the SIMT kernel keeps f32 tiles).
     pub fn shared_bytes(&self, elem_size: usize) -> usize {
@@ -266,14 +277,9 @@ impl MatmulConfig {
             // TMA stages, plus 1 KiB to align them to the 128-byte swizzle's 1024 bytes (and
             // the warp-specialised kernel's epilogue staging after them).
             Engine::Wgmma | Engine::WgmmaWs => {
-                let (bm, bn, bk) = (
-                    self.block_m as usize,
-                    self.block_n as usize,
-                    self.block_k as usize,
-                );
-                let ring = (bm * bk + bk * bn) * elem_size * self.stages as usize + 1024;
+                let ring = self.ring_bytes(elem_size);
                 return if self.engine == Engine::WgmmaWs {
-                    ring + super::hopper_ws::staging_bytes(self.block_n)
+                    ring + super::hopper_ws::staging_bytes(self.block_n, ring)
                 } else {
                     ring
                 };
@@ -371,8 +377,13 @@ impl MatmulConfig {
                     .into(),
             );
         }
-        if self.engine == Engine::WgmmaWs && !(bm == 64 || bm == 128) {
-            return bad("block_m is 64 or 128 (one or two wgmmas of 64 rows per consumer)".into());
+        if self.engine == Engine::WgmmaWs && !(bm == 64 || bm == 128 || (bm == 256 && 2 * sm == bm))
+        {
+            return bad(
+                "block_m is 64 or 128 (one or two wgmmas of 64 rows per consumer), or 256 with \
+                 the consumers sharing each tile (sub_m 128)"
+                    .into(),
+            );
         }
         if self.engine == Engine::WgmmaWs
             && (sm * bn > 128 * 128 || !(sm == bm || 2 * sm == bm) || sm % 64 != 0 || sn != bn)
@@ -507,12 +518,18 @@ impl MatmulConfig {
         let large = blocks_large >= sms.max(1) as usize;
         if engine_mma && cc == (9, 0) {
             // Hopper: TMA + wgmma (operands TMA cannot read as given are staged first, see
-            // `staging`). 128×256 tiles where they fill the device, else 128×128.
+            // `staging`). 128×256 tiles where they fill the device, else 128×128; for
+            // f16/bf16 the warp-specialised kernel with both consumers on each tile (what the
+            // tuner picked at 4096³ on an H100), for tf32 and fp8 the plain one.
             // One 128-byte line of K: 32 tf32 (K 8), 64 f16/bf16 (K 16), 128 fp8 (K 32).
             let line = 4 * mma_k;
             let tiles_256 = m.div_ceil(128) * n.div_ceil(256) * batch;
             if tiles_256 >= sms.max(1) as usize {
-                return MatmulConfig::wgmma(128, 256, line, 4);
+                return if mma_k == 16 {
+                    MatmulConfig::wgmma_ws_cooperative(128, 256, line, 4)
+                } else {
+                    MatmulConfig::wgmma(128, 256, line, 4)
+                };
             }
             if large {
                 return MatmulConfig::wgmma(128, 128, line, 6);
@@ -572,7 +589,9 @@ mod tests {
         let big = MatmulConfig::choose(true, (8, 0), 108, 4096, 4096, 1, 16);
         assert_eq!(big, MatmulConfig::mma(128, 128, 32, 64, 64).with_stages(3));
         let hopper = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 16);
-        assert_eq!(hopper, MatmulConfig::wgmma(128, 256, 64, 4));
+        assert_eq!(hopper, MatmulConfig::wgmma_ws_cooperative(128, 256, 64, 4));
+        let fp8 = MatmulConfig::choose(true, (9, 0), 132, 4096, 4096, 1, 32);
+        assert_eq!(fp8, MatmulConfig::wgmma(128, 256, 128, 4));
         let mid = MatmulConfig::choose(true, (9, 0), 132, 2048, 2048, 1, 8);
         assert_eq!(mid, MatmulConfig::wgmma(128, 128, 32, 6));
         let small = MatmulConfig::choose(true, (9, 0), 132, 1024, 1024, 1, 16);

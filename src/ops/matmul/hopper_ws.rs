@@ -37,13 +37,34 @@ const CONSUMER_REGS: u32 = 232;
 /// Consumer warpgroups.
 pub(super) const CONSUMERS: u32 = 2;
 
-/// Columns of C a consumer warp stages at a time in the epilogue.
+/// The most columns of C a consumer warp stages at a time in the epilogue.
 const STAGED_COLS: u32 = 128;
 
-/// Bytes of the consumers' epilogue staging: each consumer warp's 16 rows × up to 128 columns
-/// of f32, rows padded by one word.
-pub(super) fn staging_bytes(block_n: u32) -> usize {
-    (CONSUMERS * 4 * 16 * (block_n.min(STAGED_COLS) + 1) * 4) as usize
+/// The shared memory the staging may take up to, with the ring: sm_90's opt-in limit per
+/// block (227 KiB), less 1 KiB for the barriers and any static arrays.
+const SHARED_BUDGET: usize = 232_448 - 1024;
+
+/// Bytes of `cols` staged columns of f32 for every consumer warp (16 rows each, rows padded
+/// by one word).
+fn staging_for(cols: u32) -> usize {
+    (CONSUMERS * 4 * 16 * (cols + 1) * 4) as usize
+}
+
+/// Columns of C a consumer warp stages at a time: up to 128, halved (while `block_n` stays a
+/// multiple) until the staging fits beside a ring of `ring` bytes, so that a 4-stage ring of
+/// 128×256 or 256×128 tiles keeps its stages.
+fn staged_cols(block_n: u32, ring: usize) -> u32 {
+    let mut cols = block_n.min(STAGED_COLS);
+    while ring + staging_for(cols) > SHARED_BUDGET && cols % 2 == 0 && cols > 16 {
+        cols /= 2;
+    }
+    cols
+}
+
+/// Bytes of the consumers' epilogue staging beside a ring of `ring` bytes: each consumer
+/// warp's 16 rows × [`staged_cols`] columns of f32, rows padded by one word.
+pub(super) fn staging_bytes(block_n: u32, ring: usize) -> usize {
+    staging_for(staged_cols(block_n, ring))
 }
 
 /// Records the warp-specialised kernel of variant `v` in the kernel being built.
@@ -236,10 +257,10 @@ fn epilogue<T: MatmulInput, O: MatmulOutput>(
     let st = k.dynamic_shared::<f32>();
     // Consumer warps 0..8 (the producer's four come first).
     let warp = (t >> 5u32) - 4u32;
-    let cols = bn.min(STAGED_COLS);
+    let es = T::TY.size() as u32;
+    let cols = staged_cols(bn, v.cfg.ring_bytes(es as usize));
     let stride = cols + 1;
     let region = 16 * stride;
-    let es = T::TY.size() as u32;
     let ring_end = st.aligned_index(1024) + ring.elems() * es / 4;
     let base = ring_end + warp * region;
     for (i, part) in vars.iter().enumerate() {
