@@ -29,7 +29,8 @@ pub enum Engine {
     /// warpgroups stay resident and walk the tiles of C; one producer warpgroup issues the TMA
     /// copies into a ring of `stages` stages, and two consumer warpgroups take turns, each
     /// computing a whole `block_m × block_n` tile (`block_m` 64 or 128) while the other runs
-    /// its epilogue. Operands as [`Engine::Wgmma`].
+    /// its epilogue, or share each tile (`block_m` up to 256, see
+    /// [`MatmulConfig::wgmma_ws_cooperative`]). Operands as [`Engine::Wgmma`].
     WgmmaWs,
 }
 
@@ -199,8 +200,9 @@ impl MatmulConfig {
 
     /// A warp-specialised, persistent Hopper configuration whose two consumer warpgroups share
     /// each `block_m × block_n` tile, `block_m / 2` rows each (CUTLASS's cooperative schedule:
-    /// larger tiles than [`wgmma_ws`](Self::wgmma_ws)'s turns allow, e.g. 128×256, but no
-    /// epilogue under the other's main loop).
+    /// larger tiles than [`wgmma_ws`](Self::wgmma_ws)'s turns allow, 128×256 or 256×128 in
+    /// four stages, but no epilogue under the other's main loop). The default for large
+    /// f16/bf16 products on sm_90.
     pub const fn wgmma_ws_cooperative(
         block_m: u32,
         block_n: u32,
