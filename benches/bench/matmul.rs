@@ -135,15 +135,12 @@ const COOP_CONFIGS: &[(u32, u32, u32, u32)] = &[
     (256, 128, 4, 2),
 ];
 
-/// A cooperative diagnostic row's name and configuration.
-fn coop_row(prefix: &str, (bm, bn, s, c): (u32, u32, u32, u32)) -> (String, MatmulConfig) {
-    let cluster = if c > 1 {
-        format!("_c{c}")
-    } else {
-        String::new()
-    };
+/// A cooperative diagnostic row's name (as [`ws_row`]'s) and configuration.
+fn coop_row(prefix: &str, row: (u32, u32, u32, u32)) -> (String, MatmulConfig) {
+    let (bm, bn, s, c) = row;
+    let (work, _) = ws_row(prefix, row);
     (
-        format!("{prefix}_{bm}x{bn}_s{s}{cluster}"),
+        work,
         MatmulConfig::wgmma_ws_cooperative(bm, bn, 64, s).with_cluster_m(c),
     )
 }

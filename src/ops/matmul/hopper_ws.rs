@@ -41,8 +41,8 @@ pub(super) const CONSUMERS: u32 = 2;
 const STAGED_COLS: u32 = 128;
 
 /// The shared memory the staging may take up to, with the ring: sm_90's opt-in limit per
-/// block (227 KiB), less 1 KiB for the barriers and any static arrays.
-const SHARED_BUDGET: usize = 232_448 - 1024;
+/// block, less 1 KiB for the barriers and any static arrays.
+const SHARED_BUDGET: usize = super::config::MAX_DYNAMIC_SHARED - 1024;
 
 /// Bytes of `cols` staged columns of f32 for every consumer warp (16 rows each, rows padded
 /// by one word).
