@@ -138,8 +138,10 @@ fn all<T: AttentionElem>() {
             }
         }
         // More (head, Q tile) items than an H100 or H200 has multiprocessors: the
-        // persistent blocks take several items each, their stages' barriers running on.
+        // persistent blocks take several items each, their stages' barriers running on (causal:
+        // a block per item).
         check::<T>(&s, (160, 200, d), false);
+        check::<T>(&s, (160, 200, d), true);
     }
 }
 

@@ -989,6 +989,29 @@ fn wgmma_ws_cases<T: MatmulInput + El>() {
     // time beside them; 256×128 gives each consumer two wgmmas of 64 rows.
     let tall = MatmulConfig::wgmma_ws_cooperative(256, 128, line, 4);
     every_layout::<T>(tall, tf32, case(300, 260, 3 * line as usize + 5));
+    // Each consumer's two 64-row parts: one k-tile, a batch with a fused epilogue, and more
+    // tiles than an H100 or H200 has multiprocessors.
+    check::<T, T>(Case {
+        tb,
+        epi: Epi::BiasGelu,
+        config: Some(tall),
+        tf32,
+        ..case(1500, 1100, 24)
+    });
+    check::<T, f32>(Case {
+        tb,
+        batch: Some(2),
+        epi: Epi::RowCol,
+        config: Some(tall),
+        tf32,
+        ..case(520, 300, 7 * line as usize + 3)
+    });
+    check::<T, T>(Case {
+        tb,
+        config: Some(tall),
+        tf32,
+        ..case(2200, 2100, line as usize)
+    });
     check::<T, T>(Case {
         tb,
         epi: Epi::BiasGelu,
