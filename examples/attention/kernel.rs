@@ -328,14 +328,24 @@ fn body<T: AttentionElem>(
         copy(mv, (bh, j * BLOCK), lay.v(s), &bars.v_full, s)
     };
     // Thread 0: item w's Q and first key tiles (the block's key tiles from g0), into a Q
-    // buffer and stages that every warpgroup is done with.
+    // buffer and stages that every warpgroup is done with. A stage's last round (key tile
+    // g - stages, of an earlier item) was released before the block barrier that precedes
+    // this, and no refill waited for it: its "empty" phases are waited for here (they have
+    // completed), so that every phase is waited for before the next one's arrivals
+    // (compute-sanitizer's synccheck reports "Missing wait" otherwise).
     let start = |k: &KernelBuilder, w: Expr<u32>, g0: Expr<u32>| {
         let (qt, bh, tiles) = item(w);
         let bh = i32_(bh);
         copy(mq, (bh, qt * BLOCK), lay.q(), &bars.q, Expr::lit(0u32));
-        k.for_range(0u32, tiles.min(stages), |_, j| {
-            load_k(bh, g0 + j, j);
-            load_v(bh, g0 + j, j);
+        k.for_range(0u32, tiles.min(stages), |k, j| {
+            let g = g0 + j;
+            k.if_(g.ge(stages), |k| {
+                let (s, phase) = stage(g - stages);
+                bars.k_empty.wait(k, s, phase);
+                bars.v_empty.wait(k, s, phase);
+            });
+            load_k(bh, g, j);
+            load_v(bh, g, j);
         });
     };
     let (first, apart) = (k.block_idx().x, k.grid_dim().x);
