@@ -260,7 +260,12 @@ fn block_programs_match_the_host_model_on_the_gpu() {
 /// compare-and-swap), 72300040 and 70800035 (out-of-bounds stores) faulted, 70700033,
 /// 71300025 and 72000009 differed. The warp's groups that a compare-and-swap loop left apart
 /// drifted a phase apart and clobbered each other's uniform registers (workaround 18; on an
-/// H100, two runs each: every batch wrong without it, none with it).
+/// H100, two runs each: every batch wrong without it, none with it). Then the ten that
+/// workaround 18 left wrong on every run of an H100, alone: 90000016, 91400000, 91500045,
+/// 91600033, 91800025, 92500053 (`ILLEGAL_ADDRESS`, the campaign of 2026-11-28, 00:30 UTC),
+/// 72900040 (`ILLEGAL_ADDRESS`), 62600080 and 61100018 (`ILLEGAL_INSTRUCTION`), 60200001 (a
+/// mismatch): warps already split when they reached a compare-and-swap loop; right at the
+/// JIT's `-O0` (workaround 19), which keeps nothing in uniform registers.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn block_batch_findings_match_the_host_model_on_the_gpu() {
@@ -274,6 +279,16 @@ fn block_batch_findings_match_the_host_model_on_the_gpu() {
         70700033,
         71300025,
         72000009,
+        90000016,
+        91400000,
+        91500045,
+        91600033,
+        91800025,
+        92500053,
+        72900040,
+        62600080,
+        61100018,
+        60200001,
     ] {
         let cfg = block::Config {
             programs: 32,

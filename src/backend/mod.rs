@@ -18,6 +18,7 @@
 mod api;
 pub(crate) mod cuda;
 pub(crate) mod faults;
+pub(crate) mod jit_hint;
 pub(crate) mod limits;
 pub(crate) mod sim;
 pub(crate) mod tensor_map;

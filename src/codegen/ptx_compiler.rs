@@ -138,16 +138,20 @@ pub(crate) fn compile(ctx: &Context, kernel: &str, ptx: &str) -> Result<Vec<u8>>
     let text =
         CString::new(ptx).map_err(|_| Error::usage("PTX text must not contain NUL bytes"))?;
     let (major, minor) = lib.version();
-    let out = lib
-        .compile_ptx(&text, &[&arch])
-        .map_err(|e| Error::Kernel {
-            kernel: kernel.to_string(),
-            message: format!(
-                "nvJitLink {major}.{minor} could not compile the kernel's PTX ({}): {e}; unset \
+    // Workaround 19's hint: the module must be compiled without optimisation.
+    let o0 = c"-O0";
+    let mut opts: Vec<&std::ffi::CStr> = vec![arch.as_c_str()];
+    if crate::backend::jit_hint::ptx_opt_level(ptx.as_bytes()) == Some(0) {
+        opts.push(o0);
+    }
+    let out = lib.compile_ptx(&text, &opts).map_err(|e| Error::Kernel {
+        kernel: kernel.to_string(),
+        message: format!(
+            "nvJitLink {major}.{minor} could not compile the kernel's PTX ({}): {e}; unset \
              {ENV_COMPILER} to use the driver's JIT",
-                arch.to_string_lossy()
-            ),
-        })?;
+            arch.to_string_lossy()
+        ),
+    })?;
     if !out.info_log.is_empty() {
         log::debug!("nvJitLink on `{kernel}`: {}", out.info_log);
     }

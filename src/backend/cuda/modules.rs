@@ -6,7 +6,7 @@ use std::ffi::{c_void, CStr};
 use cudajit_sys as sys;
 
 use super::CudaDriver;
-use crate::backend::{DeviceApi, ModuleApi, ModuleImage};
+use crate::backend::{jit_hint, DeviceApi, ModuleApi, ModuleImage};
 use crate::error::{check, Error, Result};
 
 /// A JIT log buffer's text (up to the first NUL).
@@ -35,11 +35,13 @@ fn found(res: Result<()>) -> Result<Option<()>> {
 // SAFETY (whole impl): as the trait impl below.
 impl CudaDriver {
     /// Loads `image` (NUL-terminated PTX, or an aligned cubin or fatbin): through the JIT with
-    /// its logs, except a cubin (machine code, nothing to compile).
+    /// its logs at optimisation level `level` (`None`: the driver's default), except a cubin
+    /// (machine code, nothing to compile).
     unsafe fn load_image(
         &self,
         image: *const c_void,
         kind: &str,
+        level: Option<u32>,
     ) -> Result<(sys::CUmodule, String)> {
         let mut m = std::ptr::null_mut();
         if kind == "cubin" {
@@ -50,7 +52,7 @@ impl CudaDriver {
             return Ok((m, String::new()));
         }
         let mut logs = JitLogs::new();
-        let (mut options, mut values, n) = logs.options();
+        let (mut options, mut values, n) = logs.options(level);
         // SAFETY: the caller passes a valid image; the option arrays have `n` valid entries and
         // the log buffers outlive the call.
         let res = unsafe {
@@ -74,6 +76,11 @@ impl CudaDriver {
 impl ModuleApi for CudaDriver {
     unsafe fn module_load(&self, image: ModuleImage<'_>) -> Result<(sys::CUmodule, String)> {
         let kind = image.kind();
+        // The JIT's optimisation level: the PTX's hint (workaround 19) or the environment's.
+        let level = match image {
+            ModuleImage::Ptx(text) => jit_hint::opt_level(text.to_bytes(), jit_opt_level()),
+            _ => jit_opt_level(),
+        };
         let ptr: *const c_void = match image {
             ModuleImage::Ptx(text) => text.as_ptr().cast(),
             ModuleImage::Cubin(words) | ModuleImage::Fatbin(words) => words.as_ptr().cast(),
@@ -88,7 +95,7 @@ impl ModuleApi for CudaDriver {
         };
         // SAFETY: NUL-terminated PTX or an aligned, well-formed image (the caller's contract),
         // alive for the call.
-        unsafe { self.load_image(ptr, kind) }
+        unsafe { self.load_image(ptr, kind, level) }
     }
 
     /// Checks the kernel's static shared memory against the current device's limit (the
@@ -113,8 +120,15 @@ impl ModuleApi for CudaDriver {
     }
 
     fn link(&self, inputs: &[crate::backend::LinkInput<'_>]) -> Result<(Vec<u8>, String)> {
+        // The lowest level any PTX input asks for (workaround 19's hint), else the environment's.
+        let level = inputs
+            .iter()
+            .filter(|i| i.kind == sys::CUjitInputType::CU_JIT_INPUT_PTX)
+            .fold(jit_opt_level(), |level, i| {
+                jit_hint::opt_level(i.data, level)
+            });
         let mut logs = JitLogs::new();
-        let (mut options, mut values, n) = logs.options();
+        let (mut options, mut values, n) = logs.options(level);
         let mut state: sys::CUlinkState = std::ptr::null_mut();
         // SAFETY: the option arrays have `n` valid entries; the log buffers outlive the link
         // state (destroyed below before `logs` is dropped).
@@ -200,8 +214,8 @@ impl JitLogs {
 
     /// The option names, values and count (the values point into `self`'s buffers): the
     /// logs, ptxas's informational messages when `CUDAJIT_JIT_VERBOSE=1`, and the optimisation
-    /// level when `CUDAJIT_JIT_OPT_LEVEL` sets one.
-    fn options(&mut self) -> ([sys::CUjit_option; 6], [*mut c_void; 6], u32) {
+    /// level `level` (from `CUDAJIT_JIT_OPT_LEVEL` or the PTX's own hint) when there is one.
+    fn options(&mut self, level: Option<u32>) -> ([sys::CUjit_option; 6], [*mut c_void; 6], u32) {
         let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER; 6];
         let mut values = [std::ptr::null_mut::<c_void>(); 6];
         let mut n = 0;
@@ -231,7 +245,7 @@ impl JitLogs {
             push(sys::CUjit_option::CU_JIT_LOG_VERBOSE, 1usize as *mut c_void);
         }
         // The optimisation level only when asked for (the driver's default is 4).
-        if let Some(level) = jit_opt_level() {
+        if let Some(level) = level {
             push(
                 sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
                 level as usize as *mut c_void,

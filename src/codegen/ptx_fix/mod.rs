@@ -26,6 +26,7 @@
 //! | 16 | `w16_warp_vote_taken_as_uniform.rs` | a warp vote's result in a diverged warp taken as warp-uniform |
 //! | 17 | `w17_uniform_register_updated_twice.rs` | a uniform register updated in place after a join the warp may pass split |
 //! | 18 | `w18_split_after_cas_loop.rs` | a warp left split by a compare-and-swap loop, its groups clobbering each other's uniform registers |
+//! | 19 | `w19_unoptimised_split_warps.rs` | a warp already split at a compare-and-swap loop, past block barriers: such kernels compiled at -O0 |
 //!
 //! How they are applied (`registry.rs`): each function of the module is parsed once into typed
 //! lines (`ptx.rs`); each active workaround reads that parse, as LLVM wrote it, and proposes
@@ -57,6 +58,7 @@ mod w15_volatile_load_taken_as_uniform;
 mod w16_warp_vote_taken_as_uniform;
 mod w17_uniform_register_updated_twice;
 mod w18_split_after_cas_loop;
+mod w19_unoptimised_split_warps;
 
 use w01_abs_f32_never_nan as w01;
 use w02_negated_min_max_operand as w02;
@@ -76,6 +78,7 @@ use w15_volatile_load_taken_as_uniform as w15;
 use w16_warp_vote_taken_as_uniform as w16;
 use w17_uniform_register_updated_twice as w17;
 use w18_split_after_cas_loop as w18;
+use w19_unoptimised_split_warps as w19;
 
 /// The set of workarounds one compilation applies (chosen from the driver version).
 pub(crate) use registry::WorkaroundSet;

@@ -3,7 +3,7 @@
 
 use super::ptx::{functions, Edit, Function};
 use super::{
-    w01, w02, w03, w04, w05, w06, w07, w08, w09, w10, w11, w12, w13, w14, w15, w16, w17, w18,
+    w01, w02, w03, w04, w05, w06, w07, w08, w09, w10, w11, w12, w13, w14, w15, w16, w17, w18, w19,
 };
 use crate::context::DriverVersion;
 
@@ -52,7 +52,7 @@ impl Workaround {
 }
 
 /// Every workaround, by id.
-pub(crate) const WORKAROUNDS: [&Workaround; 18] = [
+pub(crate) const WORKAROUNDS: [&Workaround; 19] = [
     &w01::W01,
     &w02::W02,
     &w03::W03,
@@ -71,6 +71,7 @@ pub(crate) const WORKAROUNDS: [&Workaround; 18] = [
     &w16::W16,
     &w17::W17,
     &w18::W18,
+    &w19::W19,
 ];
 
 /// The order in which the workarounds claim lines (ids): a line is rewritten by one
@@ -84,15 +85,15 @@ pub(crate) const WORKAROUNDS: [&Workaround; 18] = [
 /// immediate -0.0; 10: `mov` of a register into a float register; 1: `abs.f32`; 5: `neg.f32`,
 /// `neg.f64`, `abs.f64`; 2: `neg.s32`, `neg.s64`, `abs.s64`; 12: `abs.s32`; 13: `neg.s16`, `abs.s16`; 14: `min`/`max` `.u16`/`.s16`; 15: `ld.volatile`/`ld.relaxed`; 16: `vote`, `activemask`,
 /// `match.all`, `shfl.sync.idx`, `redux.sync`; 17: labels; 18: branches out of
-/// compare-and-swap loops (and it inserts lines); 11 inserts lines
-/// and replaces none), and `tests.rs` checks that no line is claimed twice. So the order
+/// compare-and-swap loops (and it inserts lines); 11 and 19 insert lines
+/// and replace none), and `tests.rs` checks that no line is claimed twice. So the order
 /// decides nothing yet; it is the one the `or_else` chain that applied them before had:
 /// the rewrites that depend on facts about the whole function (which registers merge, are read
 /// as integers, sit in a loop) come before the ones that look at one instruction alone, as the
 /// more specific before the more general, so that a later rewrite that matches more broadly
 /// cannot take a line from one that knows more about it.
-pub(crate) const PRECEDENCE: [u8; 18] = [
-    4, 3, 6, 7, 8, 9, 10, 1, 5, 2, 12, 13, 14, 15, 16, 17, 18, 11,
+pub(crate) const PRECEDENCE: [u8; 19] = [
+    4, 3, 6, 7, 8, 9, 10, 1, 5, 2, 12, 13, 14, 15, 16, 17, 18, 11, 19,
 ];
 
 /// The workaround with this id.
@@ -156,8 +157,8 @@ pub(crate) fn apply(ptx: &str, active: WorkaroundSet) -> String {
     let order: Vec<&Workaround> = PRECEDENCE
         .iter()
         .filter(|&&id| active.contains(id))
-        // Workarounds 17 and 18 need a target with uniform registers and `activemask`.
-        .filter(|&&id| !matches!(id, 17 | 18) || w17::applies_to(ptx))
+        // Workarounds 17 to 19 need a target with uniform registers (and `activemask`).
+        .filter(|&&id| !matches!(id, 17..=19) || w17::applies_to(ptx))
         .filter_map(|&id| by_id(id))
         .collect();
     let mut out = String::with_capacity(ptx.len() + 256);

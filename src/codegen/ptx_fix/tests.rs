@@ -55,7 +55,7 @@ fn ids_are_unique_and_in_order_and_the_precedence_names_each_once() {
     let ids: Vec<u8> = WORKAROUNDS.iter().map(|w| w.id).collect();
     assert_eq!(
         ids,
-        (1..=18).collect::<Vec<u8>>(),
+        (1..=19).collect::<Vec<u8>>(),
         "by id, from 1, none missing"
     );
     let mut order = PRECEDENCE.to_vec();
@@ -69,7 +69,7 @@ fn ids_are_unique_and_in_order_and_the_precedence_names_each_once() {
             "no upstream report is known: update this test"
         );
     }
-    assert_eq!(WorkaroundSet::ALL.bits(), 0x3FFFF);
+    assert_eq!(WorkaroundSet::ALL.bits(), 0x7FFFF);
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn no_line_is_claimed_by_two_workarounds() {
                \tadd.s32 \t%r15, %r16, %r17;\n\tret;\n}\n";
     let claims = claims(ptx);
     let claimed: Vec<u8> = claims.iter().flat_map(|(_, ids)| ids.clone()).collect();
-    for id in PRECEDENCE.iter().filter(|&&id| id != 11) {
+    for id in PRECEDENCE.iter().filter(|&&id| id != 11 && id != 19) {
         assert!(
             claimed.contains(id),
             "workaround {id} found nothing to rewrite"
