@@ -6,7 +6,7 @@ use cudajit::codegen::{
 };
 use cudajit::Error;
 
-use crate::common::{check_ptx, compile_all};
+use crate::common::{check_ptx, compile_all, compile_all_args};
 
 /// Every atomic all numeric types have; results go to `old[base + 0..8]`.
 fn num_atomics<T: Num>(a: SliceMut<T>, x: Expr<T>, y: Expr<T>, old: SliceMut<T>, base: Expr<u64>) {
@@ -292,6 +292,48 @@ fn volatile_loads_are_ored_with_a_hidden_zero() {
             lines[i]
         );
     }
+}
+
+/// A compare-and-swap retry loop (a float max on shared memory) beside a block barrier: the
+/// PTX asks its compiler for -O0 (workaround 19: warps a loop left split, past aligned
+/// barriers, clobbered each other's uniform registers), and ptxas takes it at -O0. Without
+/// the barrier, or with an atomic the hardware has (no loop), it does not.
+#[test]
+fn a_cas_loop_beside_a_block_barrier_asks_for_o0() {
+    const HINT: &str = "// cudajit: compile at -O0";
+    let build = |name: &str, barrier: bool, native: bool| {
+        Kernel::<(&[f32], &mut [f32])>::build(name, |k, (x, out)| {
+            let t = k.thread_idx().x;
+            let sh = k.shared_array::<f32>(1);
+            k.if_(t.eq(0u32), |_| sh.set(0u32, f32::NEG_INFINITY));
+            if barrier {
+                k.syncthreads();
+            }
+            let old = if native {
+                sh.atomic_add(0u32, x.at(t))
+            } else {
+                sh.atomic_max(0u32, x.at(t))
+            };
+            if barrier {
+                k.syncthreads();
+            }
+            out.set(t, old + sh.at(0u32));
+        })
+        .unwrap()
+    };
+    let ptx = compile_all_args(&build("cas_loop_barrier", true, false), &["-O0"]).0;
+    assert_eq!(ptx.matches(HINT).count(), 1, "{ptx}");
+    assert!(
+        ptx.contains("atom.shared.cas.b32") && ptx.contains("bar.sync"),
+        "{ptx}"
+    );
+    let ptx = compile_all(&build("cas_loop_alone", false, false)).0;
+    assert!(
+        ptx.contains("atom.shared.cas.b32") && !ptx.contains(HINT),
+        "{ptx}"
+    );
+    let ptx = compile_all(&build("native_barrier", true, true)).0;
+    assert!(ptx.contains("bar.sync") && !ptx.contains(HINT), "{ptx}");
 }
 
 #[test]

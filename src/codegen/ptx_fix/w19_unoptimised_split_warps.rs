@@ -49,6 +49,7 @@ pub(crate) const W19: Workaround = Workaround {
     seeds: &[],
     tests: &[
         "tests/fuzz.rs::block_batch_findings_match_the_host_model_on_the_gpu",
+        "tests/codegen/atomics.rs::a_cas_loop_beside_a_block_barrier_asks_for_o0",
         "src/codegen/ptx_fix/w19_unoptimised_split_warps.rs::kernels_with_a_cas_loop_and_a_block_barrier_ask_for_o0",
         "src/backend/jit_hint.rs::the_marker_asks_for_level_zero_whatever_the_environment",
     ],
