@@ -754,6 +754,14 @@ fn sharded_join_kernels_compile() {
             assert!(ptx[fence..].contains("st.global.u64"), "{ptx}");
             assert!(ptx[..fence].contains("st.global.f32"), "{ptx}");
         }
+        // The join's compare-and-swap sits in a polling loop, not a retry loop: no kernel of
+        // the reduction is compiled at -O0 (workaround 19).
+        for (name, ptx) in &variants {
+            assert!(
+                !ptx.contains("// cudajit: compile at -O0"),
+                "{name} asks for -O0"
+            );
+        }
         let (name, wait) = find("cols_final_join");
         check_ptx(wait, cc, name);
         assert!(wait.contains("%globaltimer;"), "{wait}");

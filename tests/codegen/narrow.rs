@@ -356,6 +356,12 @@ fn ops_kernels_for_narrow_types() {
             assert!(all.iter().all(|(n, _)| !vector(n)), "{all:?}");
             for (n, ptx) in all {
                 check_ptx(&ptx, cc, &n);
+                // No operation has a compare-and-swap retry loop beside a block barrier, so none
+                // is compiled at -O0 (workaround 19).
+                assert!(
+                    !ptx.contains("// cudajit: compile at -O0"),
+                    "{n} asks for -O0"
+                );
             }
         }
     }
