@@ -76,6 +76,33 @@ fn unguarded_bra(kind: Option<&Kind<'_>>) -> bool {
     matches!(kind, Some(Kind::Inst(i)) if i.guard.is_none() && (i.op == "bra" || i.op.starts_with("bra.")))
 }
 
+/// The loop whose head is label `name` on line `n`: its body runs up to the next label, and
+/// the loop is there when a branch back to `name` is in it. That branch's line, and whether a
+/// compare-and-swap comes before it (a compare-and-swap retry loop). `targets`: each line's
+/// branch targets.
+fn loop_back(
+    f: &Function<'_>,
+    targets: &[Vec<&str>],
+    n: usize,
+    name: &str,
+) -> Option<(usize, bool)> {
+    let end = (n + 1..f.lines.len())
+        .find(|&i| matches!(f.lines[i].kind, Kind::Label(_)))
+        .unwrap_or(f.lines.len());
+    let back = (n + 1..end).rev().find(|&i| targets[i].contains(&name))?;
+    Some((back, (n + 1..back).any(|i| is_cas(&f.lines[i]))))
+}
+
+/// Whether `f` has a compare-and-swap retry loop (a label, then a compare-and-swap and a
+/// branch back to it before the next label), whether or not it can be bracketed.
+pub(super) fn has_cas_retry_loop(f: &Function<'_>) -> bool {
+    let targets: Vec<Vec<&str>> = f.lines.iter().map(branch_targets).collect();
+    f.lines.iter().enumerate().any(|(n, l)| match l.kind {
+        Kind::Label(name) => loop_back(f, &targets, n, name).is_some_and(|(_, cas)| cas),
+        _ => false,
+    })
+}
+
 /// The compare-and-swap loops of `f` that can be bracketed.
 fn cas_loops<'a>(f: &Function<'a>) -> Vec<Loop<'a>> {
     let targets: Vec<Vec<&str>> = f.lines.iter().map(branch_targets).collect();
@@ -86,16 +113,10 @@ fn cas_loops<'a>(f: &Function<'a>) -> Vec<Loop<'a>> {
             n += 1;
             continue;
         };
-        // The loop body: up to the next label; a branch back to `name` in it, after a cas.
-        let end = (n + 1..f.lines.len())
-            .find(|&i| matches!(f.lines[i].kind, Kind::Label(_)))
-            .unwrap_or(f.lines.len());
-        let back = (n + 1..end).rev().find(|&i| targets[i].contains(&name));
-        let Some(back) = back else {
+        let Some((back, cas)) = loop_back(f, &targets, n, name) else {
             n += 1;
             continue;
         };
-        let cas = (n + 1..back).any(|i| is_cas(&f.lines[i]));
         // No lane leaves the body but through its exits (a `ret` or `exit` would leave the
         // others waiting for it at the `bar.warp.sync`; a call is left out too, to be safe).
         let leaves = (n + 1..=back).any(|i| {

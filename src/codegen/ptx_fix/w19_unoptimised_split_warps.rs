@@ -33,9 +33,9 @@
 //! -O0 code of batch 90000016 has 2.7 times the instructions), paid only by such kernels:
 //! cudajit's own operations have no compare-and-swap retry loop.
 
-use super::ptx::{Edit, Function, Kind, PtxLine};
+use super::ptx::{Edit, Function, PtxLine};
 use super::registry::Workaround;
-use super::w17::branch_targets;
+use super::w18;
 use crate::backend::jit_hint::PTX_OPT_LEVEL_0;
 
 /// Workaround 19's descriptor.
@@ -59,13 +59,6 @@ pub(crate) const W19: Workaround = Workaround {
     apply,
 };
 
-/// Whether the line holds a compare-and-swap.
-fn is_cas(line: &PtxLine<'_>) -> bool {
-    line.instructions()
-        .iter()
-        .any(|i| i.op.starts_with("atom.") && i.op.contains(".cas."))
-}
-
 /// Whether the line holds a block (or cluster) barrier: not `bar.warp.sync`.
 fn is_block_barrier(line: &PtxLine<'_>) -> bool {
     line.instructions().iter().any(|i| {
@@ -73,33 +66,10 @@ fn is_block_barrier(line: &PtxLine<'_>) -> bool {
     })
 }
 
-/// Whether `f` has a compare-and-swap retry loop: a label, then a cas and a branch back to
-/// it before the next label.
-fn has_cas_loop(f: &Function<'_>) -> bool {
-    let mut n = 0;
-    while n < f.lines.len() {
-        let Kind::Label(name) = f.lines[n].kind else {
-            n += 1;
-            continue;
-        };
-        let end = (n + 1..f.lines.len())
-            .find(|&i| matches!(f.lines[i].kind, Kind::Label(_)))
-            .unwrap_or(f.lines.len());
-        let back = (n + 1..end)
-            .rev()
-            .find(|&i| branch_targets(&f.lines[i]).contains(&name));
-        if back.is_some_and(|b| (n + 1..b).any(|i| is_cas(&f.lines[i]))) {
-            return true;
-        }
-        n = end;
-    }
-    false
-}
-
 /// The hint before the function's declaration (its `.entry` or `.func` line), when the
 /// function has both a compare-and-swap loop and a block barrier.
 fn apply(f: &Function<'_>) -> Vec<Edit> {
-    if !(has_cas_loop(f) && f.lines.iter().any(is_block_barrier)) {
+    if !(w18::has_cas_retry_loop(f) && f.lines.iter().any(is_block_barrier)) {
         return Vec::new();
     }
     let decl = f
